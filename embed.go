@@ -1,0 +1,16 @@
+// Package irisgen holds the catalogue that ships inside the irisgen binary:
+// the collective specs and the HIP templates, so `irisgen generate` runs with
+// no arguments and downstream repos need no copy of them.
+package irisgen
+
+import "embed"
+
+// Specs holds specs/*.yaml.
+//
+//go:embed specs
+var Specs embed.FS
+
+// Templates holds templates/*.hip.tmpl.
+//
+//go:embed templates
+var Templates embed.FS

@@ -1,0 +1,3 @@
+module github.com/irisgen/irisgen
+
+go 1.26.8

@@ -1,0 +1,264 @@
+// Package ir holds the resolved, validated form of the collective specs. It is
+// the only input of the emitters: everything they need (kernel names, derived
+// placements, aliasing, barrier modes, capturability, the spec hash) is here,
+// so no emitter re-derives a rule from the YAML.
+package ir
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Pos is a position in a spec file, 1-based like the YAML parser's.
+type Pos struct {
+	File string
+	Line int
+	Col  int
+}
+
+func (p Pos) String() string { return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col) }
+
+// DType is an element type a spec may name.
+type DType string
+
+// The element types. F32/F16/BF16 are data types of collectives; I32/I64 are
+// index types (MoE expert ids); U64 is the type of workspace flags.
+const (
+	F32  DType = "f32"
+	F16  DType = "f16"
+	BF16 DType = "bf16"
+	I32  DType = "i32"
+	I64  DType = "i64"
+	U64  DType = "u64"
+)
+
+// Size is the size of one element in bytes.
+func (d DType) Size() int {
+	switch d {
+	case F32, I32:
+		return 4
+	case F16, BF16:
+		return 2
+	case I64, U64:
+		return 8
+	}
+	return 0
+}
+
+// Op is a reduction operator.
+type Op string
+
+// The reduction operators.
+const (
+	OpNone Op = "" // collectives that do not reduce
+	OpSum  Op = "sum"
+	OpMax  Op = "max"
+	OpMin  Op = "min"
+)
+
+// Access is a set of ways a kernel touches a tensor.
+type Access uint8
+
+// The access kinds of the spec language.
+const (
+	LocalRead Access = 1 << iota
+	LocalWrite
+	RemoteRead
+	RemoteWrite
+	RemoteAtomic
+)
+
+// AccessNames maps spec spellings to access kinds, in a fixed order.
+var AccessNames = []struct {
+	Name   string
+	Access Access
+}{
+	{"local_read", LocalRead},
+	{"local_write", LocalWrite},
+	{"remote_read", RemoteRead},
+	{"remote_write", RemoteWrite},
+	{"remote_atomic", RemoteAtomic},
+}
+
+func (a Access) String() string {
+	var parts []string
+	for _, n := range AccessNames {
+		if a&n.Access != 0 {
+			parts = append(parts, n.Name)
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ",")
+}
+
+// Remote reports whether any access is on a peer.
+func (a Access) Remote() bool { return a&(RemoteRead|RemoteWrite|RemoteAtomic) != 0 }
+
+// Writes reports whether the tensor is written, locally or remotely.
+func (a Access) Writes() bool { return a&(LocalWrite|RemoteWrite|RemoteAtomic) != 0 }
+
+// Placement is the heap rule a launch wrapper enforces for a tensor; it is
+// derived from the tensor's access, never written in a spec.
+type Placement uint8
+
+// The placement rules (see DESIGN.md "Placement derived from them").
+const (
+	// PlaceAny: only local access, any device memory will do.
+	PlaceAny Placement = iota
+	// PlaceImport: read by peers; on the heap, or copied into plan-owned heap
+	// staging on the stream before the launch.
+	PlaceImport
+	// PlaceHeap: written or atomically updated by peers; must be on the heap,
+	// otherwise a typed error and nothing is launched.
+	PlaceHeap
+)
+
+func (p Placement) String() string {
+	return [...]string{"any", "import", "heap"}[p]
+}
+
+// PlacementOf derives the placement rule from an access set.
+func PlacementOf(a Access) Placement {
+	switch {
+	case a&(RemoteWrite|RemoteAtomic) != 0:
+		return PlaceHeap
+	case a&RemoteRead != 0:
+		return PlaceImport
+	}
+	return PlaceAny
+}
+
+// Dir is the direction of a tensor in a collective's signature.
+type Dir string
+
+// Tensor directions. Workspace tensors are not passed by the user: the plan
+// allocates them on the heap.
+const (
+	In        Dir = "in"
+	Out       Dir = "out"
+	InOut     Dir = "inout"
+	Workspace Dir = "workspace"
+)
+
+// Dim is one factor of a shape: a symbol (a size parameter such as "n", or
+// one of the built-ins "world" and "blocks") or a positive constant.
+type Dim struct {
+	Symbol string // empty for a constant
+	Const  int64
+}
+
+func (d Dim) String() string {
+	if d.Symbol != "" {
+		return d.Symbol
+	}
+	return fmt.Sprint(d.Const)
+}
+
+// Built-in shape symbols, known to every spec.
+const (
+	SymWorld  = "world"
+	SymBlocks = "blocks"
+)
+
+// Tensor is a tensor of a collective's signature.
+type Tensor struct {
+	Name  string
+	Dir   Dir
+	Shape []Dim
+	// DType is fixed for workspace and index tensors (e.g. U64 flags, I32
+	// ids); empty means "the kernel's data type".
+	DType DType
+	Pos   Pos
+}
+
+// Use is how one variant touches one tensor.
+type Use struct {
+	Tensor    *Tensor
+	Access    Access
+	Placement Placement
+	Pos       Pos // position of the access entry in the spec
+}
+
+// Aliasing is whether input and output tensors of a launch may overlap.
+type Aliasing string
+
+// Aliasing rules.
+const (
+	AliasForbid Aliasing = "forbid"
+	AliasAllow  Aliasing = "allow"
+)
+
+// BarrierMode is how a launch is ordered against the peers' launches.
+type BarrierMode string
+
+// Barrier modes, selectable per launch among those a variant supports.
+const (
+	BarrierDevice BarrierMode = "device" // GPU flags on the heap; capturable
+	BarrierHost   BarrierMode = "host"   // stream sync + CPU rendezvous; not capturable
+	BarrierNone   BarrierMode = "none"   // the caller orders things
+)
+
+// Launch is a variant's launch shape.
+type Launch struct {
+	Threads     int // threads per block
+	MaxBlocks   int // upper bound of the grid; the plan picks blocks <= MaxBlocks from the size
+	VectorBytes int // bytes per vector access (16 by default)
+}
+
+// Variant is one algorithm of a collective.
+type Variant struct {
+	Name     string
+	Template string // template name under templates/, without extension
+	Uses     []Use  // one per tensor of the collective, in tensor order
+	Aliasing Aliasing
+	// Barriers lists the modes a launch may ask for; Barriers[0] is the default.
+	Barriers []BarrierMode
+	Launch   Launch
+	// Capturable reports, per barrier mode, whether a launch in that mode can
+	// be captured in a GPU graph, with the reason when it cannot.
+	Capture []Capture
+	Kernels []Kernel
+	Pos     Pos
+}
+
+// Capture is the derived graph-capture claim of one barrier mode of a variant.
+type Capture struct {
+	Mode       BarrierMode
+	Capturable bool
+	Reason     string // why not, when not
+}
+
+// Kernel is one compiled entry point: a variant for one data type and op.
+type Kernel struct {
+	Name  string // KernelName(...)
+	DType DType
+	Op    Op
+}
+
+// Collective is one spec file.
+type Collective struct {
+	Name     string
+	Summary  string
+	SpecFile string // path as given to the generator, used in "generated from" headers and errors
+	// SpecHash is a hex digest of the spec's content and of the templates it
+	// uses; it is baked into both the HIP module and the Go wrapper.
+	SpecHash string
+	DTypes   []DType
+	Ops      []Op     // empty when the collective does not reduce
+	Symbols  []string // user size parameters in order of first use (e.g. "n"); kernel args follow this order
+	Tensors  []*Tensor
+	Variants []*Variant
+	Pos      Pos
+}
+
+// KernelName is the one naming function for kernel entry points:
+// irisgen_<collective>_<variant>_<dtype>[_<op>].
+func KernelName(collective, variant string, dt DType, op Op) string {
+	name := "irisgen_" + collective + "_" + variant + "_" + string(dt)
+	if op != OpNone {
+		name += "_" + string(op)
+	}
+	return name
+}

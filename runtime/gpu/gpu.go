@@ -1,0 +1,146 @@
+// Package gpu is the platform layer: the small set of GPU operations irisgen's
+// runtime needs, implemented for NVIDIA over the CUDA driver library and for
+// AMD over the HIP runtime library. Both are loaded with dlopen at run time, so
+// nothing GPU-specific is needed to build; without a GPU library every call
+// returns ErrNoPlatform.
+package gpu
+
+import (
+	"errors"
+	"time"
+	"unsafe"
+)
+
+// DevicePtr is an address in the unified GPU address space.
+type DevicePtr uint64
+
+// Stream, Event, Module, Function, Graph and GraphExec are opaque platform
+// handles. The zero Stream is the legacy default stream.
+type (
+	Stream    uintptr
+	Event     uintptr
+	Module    uintptr
+	Function  uintptr
+	Graph     uintptr
+	GraphExec uintptr
+)
+
+// IPCHandle is an exported memory handle another process can open (64 bytes
+// on both CUDA and HIP).
+type IPCHandle [64]byte
+
+// CaptureStatus is the stream-capture state of a stream.
+type CaptureStatus int
+
+// Capture states, as reported by cuStreamIsCapturing / hipStreamIsCapturing.
+const (
+	CaptureNone CaptureStatus = iota
+	CaptureActive
+	CaptureInvalidated
+)
+
+// Dim3 is a launch dimension.
+type Dim3 struct{ X, Y, Z uint32 }
+
+// ErrNoPlatform is returned (wrapped in *NoPlatformError) by every operation
+// when no GPU library could be loaded.
+var ErrNoPlatform = errors.New("no GPU platform")
+
+// NoPlatformError says which libraries were looked for and why each failed.
+type NoPlatformError struct {
+	Tried []string // "libcuda.so.1: <dlerror>"...
+}
+
+func (e *NoPlatformError) Error() string {
+	msg := "no GPU platform: could not load any GPU library"
+	for _, t := range e.Tried {
+		msg += "; " + t
+	}
+	return msg + " (install the NVIDIA driver or ROCm, or set IRISGEN_PLATFORM=cuda|hip to pick one)"
+}
+
+func (e *NoPlatformError) Unwrap() error { return ErrNoPlatform }
+
+// Error is a failed platform call: the API function, its numeric result and
+// the platform's own name and description of it.
+type Error struct {
+	Call string // e.g. "cuMemAlloc_v2"
+	Code int
+	Name string // e.g. "CUDA_ERROR_OUT_OF_MEMORY"
+	Desc string
+}
+
+func (e *Error) Error() string {
+	return e.Call + ": " + e.Name + " (" + e.Desc + ")"
+}
+
+// Platform is a loaded GPU library.
+type Platform interface {
+	// Name is "cuda" or "hip".
+	Name() string
+	DeviceCount() (int, error)
+	// Open makes ordinal usable from any goroutine: every Device method
+	// binds the device (context) to the calling OS thread inside the same
+	// C call, so callers need not lock threads.
+	Open(ordinal int) (Device, error)
+}
+
+// Device is one GPU, bound to its (primary) context.
+type Device interface {
+	Ordinal() int
+	Platform() Platform
+
+	// Alloc returns device memory. fine asks for memory that cross-device
+	// atomics and flags can use coherently: on AMD fine-grained (uncached)
+	// memory, without which remote atomics and spins see stale values; on
+	// NVIDIA ordinary device memory already is.
+	Alloc(bytes int64, fine bool) (DevicePtr, error)
+	Free(p DevicePtr) error
+	// AllocHostMapped returns pinned host memory mapped into the device (the
+	// error record the kernels write and the host reads without a copy).
+	AllocHostMapped(bytes int64) (host unsafe.Pointer, dev DevicePtr, err error)
+	FreeHost(host unsafe.Pointer) error
+
+	CopyHtoD(dst DevicePtr, src unsafe.Pointer, bytes int64) error
+	CopyDtoH(dst unsafe.Pointer, src DevicePtr, bytes int64) error
+	CopyDtoDAsync(dst, src DevicePtr, bytes int64, s Stream) error
+	CopyHtoDAsync(dst DevicePtr, src unsafe.Pointer, bytes int64, s Stream) error
+	CopyDtoHAsync(dst unsafe.Pointer, src DevicePtr, bytes int64, s Stream) error
+	MemsetD8Async(dst DevicePtr, v byte, bytes int64, s Stream) error
+	Synchronize() error
+
+	NewStream() (Stream, error) // non-blocking with respect to the legacy stream
+	DestroyStream(s Stream) error
+	StreamSynchronize(s Stream) error
+
+	NewEvent(timing bool) (Event, error)
+	DestroyEvent(e Event) error
+	RecordEvent(e Event, s Stream) error
+	SynchronizeEvent(e Event) error
+	Elapsed(start, end Event) (time.Duration, error)
+
+	LoadModule(image []byte) (Module, error)
+	UnloadModule(m Module) error
+	Function(m Module, name string) (Function, error)
+	// Global returns the address and size of a __device__ variable.
+	Global(m Module, name string) (DevicePtr, int64, error)
+	// Launch starts f with a single by-value parameter whose bytes are args
+	// (every irisgen kernel takes one argument struct).
+	Launch(f Function, grid, block Dim3, sharedBytes uint32, s Stream, args []byte) error
+
+	CanAccessPeer(peer Device) (bool, error)
+	EnablePeerAccess(peer Device) error
+
+	IPCGetHandle(p DevicePtr) (IPCHandle, error)
+	IPCOpenHandle(h IPCHandle) (DevicePtr, error)
+	IPCCloseHandle(p DevicePtr) error
+
+	// BeginCapture starts a global-mode capture on s.
+	BeginCapture(s Stream) error
+	EndCapture(s Stream) (Graph, error)
+	CaptureStatus(s Stream) (CaptureStatus, error)
+	Instantiate(g Graph) (GraphExec, error)
+	LaunchGraph(g GraphExec, s Stream) error
+	DestroyGraph(g Graph) error
+	DestroyGraphExec(g GraphExec) error
+}
