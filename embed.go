@@ -14,3 +14,9 @@ var Specs embed.FS
 //
 //go:embed templates
 var Templates embed.FS
+
+// Include holds runtime/include, the portable device header the generated
+// HIP includes; `irisgen kernels` hands it to the compiler.
+//
+//go:embed runtime/include
+var Include embed.FS
