@@ -1,0 +1,293 @@
+//go:build gpu
+
+// Package gpu_test is irisgen's GPU suite: it drives the generated collectives
+// on real GPUs through the runtime and compares every result with a CPU
+// reference. It runs in the in-process world (one goroutine a GPU) and, via
+// `irisgen run`-style launching of this same test binary, in the
+// multi-process world. Build and run it with `make test-gpu`.
+//
+// Environment:
+//
+//	IRISGEN_TEST_WORLDS  comma-separated world sizes (default: 2, and the device count when it is larger)
+//	IRISGEN_TEST_QUICK   when set, the largest sizes are left out
+package gpu_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/irisgen/irisgen/runtime"
+	"github.com/irisgen/irisgen/runtime/gpu"
+)
+
+const heapBytes = 3 << 30
+
+// worldSizes lists the world sizes the suite runs at on this machine.
+func worldSizes(t *testing.T) []int {
+	t.Helper()
+	if v := os.Getenv("IRISGEN_TEST_WORLDS"); v != "" {
+		var out []int
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				t.Fatalf("IRISGEN_TEST_WORLDS=%q: want a comma-separated list of positive integers", v)
+			}
+			out = append(out, n)
+		}
+		return out
+	}
+	p, err := gpu.Load()
+	if err != nil {
+		t.Fatalf("GPU suite needs a GPU platform: %v", err)
+	}
+	n, err := p.DeviceCount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 2 {
+		t.Skipf("GPU suite needs at least 2 GPUs, found %d", n)
+	}
+	out := []int{2}
+	if n > 2 {
+		out = append(out, n)
+	}
+	return out
+}
+
+// eachWorld runs fn in a fresh in-process world of every size.
+func eachWorld(t *testing.T, opts runtime.Options, fn func(t *testing.T, w *runtime.World)) {
+	for _, n := range worldSizes(t) {
+		t.Run(fmt.Sprintf("world%d", n), func(t *testing.T) {
+			w, err := runtime.NewLocalWorld(n, opts)
+			if err != nil {
+				t.Fatalf("NewLocalWorld(%d): %v", n, err)
+			}
+			defer w.Close()
+			fn(t, w)
+		})
+	}
+}
+
+func defaultOpts() runtime.Options {
+	return runtime.Options{HeapBytes: heapBytes, Timeout: 20 * time.Second}
+}
+
+// upload copies host bytes into t.
+func upload(r *runtime.Rank, t runtime.Tensor, b []byte) error {
+	if int64(len(b)) != t.Bytes() {
+		return fmt.Errorf("upload: %d bytes into a %d-byte tensor", len(b), t.Bytes())
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	return r.Device().CopyHtoD(t.Ptr, unsafe.Pointer(&b[0]), t.Bytes())
+}
+
+// download copies t to the host.
+func download(r *runtime.Rank, t runtime.Tensor) ([]byte, error) {
+	b := make([]byte, t.Bytes())
+	if len(b) == 0 {
+		return b, nil
+	}
+	err := r.Device().CopyDtoH(unsafe.Pointer(&b[0]), t.Ptr, t.Bytes())
+	return b, err
+}
+
+// randomBytes returns n reproducible random bytes for (seed, rank, round).
+func randomBytes(n int64, seed, rank, round uint64) []byte {
+	rng := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8), byte(rank), byte(round), byte(round >> 8), byte(round >> 16)})
+	b := make([]byte, n)
+	_, _ = rng.Read(b)
+	return b
+}
+
+// firstDiff describes where two byte slices differ, in elements of size es.
+func firstDiff(got, want []byte, es int) string {
+	for i := range want {
+		if got[i] != want[i] {
+			e := i / es
+			return fmt.Sprintf("element %d: got % x, want % x", e, got[e*es:(e+1)*es], want[e*es:(e+1)*es])
+		}
+	}
+	return "lengths differ"
+}
+
+// syncCheck waits for the rank's stream and returns any error record the
+// kernels left.
+func syncCheck(r *runtime.Rank, s gpu.Stream) error {
+	if err := r.Device().StreamSynchronize(s); err != nil {
+		return err
+	}
+	return r.Check()
+}
+
+// TestHeapTranslation checks that every rank sees its peers' heap objects at
+// base[peer] + offset, at a small and at a large (> 1 GiB) offset.
+func TestHeapTranslation(t *testing.T) {
+	eachWorld(t, defaultOpts(), func(t *testing.T, w *runtime.World) {
+		err := w.Run(func(r *runtime.Rank) error {
+			h := r.Heap()
+			small, err := h.Alloc(runtime.U64, 4096+3)
+			if err != nil {
+				return err
+			}
+			pad, err := h.Alloc(runtime.F32, (1<<30)/4) // push the next object past 1 GiB
+			if err != nil {
+				return err
+			}
+			big, err := h.Alloc(runtime.U64, 1024)
+			if err != nil {
+				return err
+			}
+			if off := int64(big.Ptr - h.Base(r.Rank())); off < 1<<30 {
+				return fmt.Errorf("rank %d: large object at offset %d, want > 1 GiB", r.Rank(), off)
+			}
+			for _, obj := range []runtime.Tensor{small, big} {
+				if err := upload(r, obj, randomBytes(obj.Bytes(), 1, uint64(r.Rank()), uint64(obj.Len))); err != nil {
+					return err
+				}
+			}
+			if err := r.HostBarrier(r.Stream()); err != nil {
+				return err
+			}
+			for peer := 0; peer < r.World(); peer++ {
+				for _, obj := range []runtime.Tensor{small, big} {
+					remote := obj
+					remote.Ptr = h.Base(peer) + (obj.Ptr - h.Base(r.Rank()))
+					got, err := download(r, remote)
+					if err != nil {
+						return fmt.Errorf("rank %d reading peer %d: %w", r.Rank(), peer, err)
+					}
+					if want := randomBytes(obj.Bytes(), 1, uint64(peer), uint64(obj.Len)); !bytes.Equal(got, want) {
+						return fmt.Errorf("rank %d: peer %d object at offset %d: %s", r.Rank(), peer, obj.Ptr-h.Base(r.Rank()), firstDiff(got, want, 8))
+					}
+				}
+			}
+			if err := r.HostBarrier(r.Stream()); err != nil {
+				return err
+			}
+			for _, obj := range []runtime.Tensor{big, pad, small} {
+				if err := h.Free(obj); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestHostBarrier runs many host barriers.
+func TestHostBarrier(t *testing.T) {
+	eachWorld(t, defaultOpts(), func(t *testing.T, w *runtime.World) {
+		if err := w.Run(func(r *runtime.Rank) error { return hostBarrierRounds(r, 200) }); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func hostBarrierRounds(r *runtime.Rank, rounds int) error {
+	for i := 0; i < rounds; i++ {
+		if err := r.HostBarrier(r.Stream()); err != nil {
+			return fmt.Errorf("rank %d host barrier %d: %w", r.Rank(), i, err)
+		}
+	}
+	return nil
+}
+
+// TestBarrierTimeout leaves one rank out of a device barrier: the others must
+// return ErrBarrierTimeout within the limit instead of hanging the GPU.
+func TestBarrierTimeout(t *testing.T) {
+	const limit = 500 * time.Millisecond
+	opts := defaultOpts()
+	opts.Timeout = limit
+	w, err := runtime.NewLocalWorld(2, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	start := time.Now()
+	errs := make([]error, 2)
+	err = w.Run(func(r *runtime.Rank) error {
+		p, err := newBarrier(r)
+		if err != nil {
+			return err
+		}
+		if r.Rank() == 1 {
+			return nil // never arrives
+		}
+		if err := p.Launch(r.Stream(), runtime.BarrierDevice); err != nil {
+			return err
+		}
+		errs[r.Rank()] = syncCheck(r, r.Stream())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	var te *runtime.BarrierTimeoutError
+	if !errors.As(errs[0], &te) || !errors.Is(errs[0], runtime.ErrBarrierTimeout) {
+		t.Fatalf("rank 0: got %v, want a *BarrierTimeoutError", errs[0])
+	}
+	if te.Rank != 0 || te.Peer != 1 {
+		t.Fatalf("timeout record names rank %d peer %d, want rank 0 peer 1: %v", te.Rank, te.Peer, te)
+	}
+	if took > limit+10*time.Second {
+		t.Fatalf("timeout took %v with a %v limit", took, limit)
+	}
+	t.Logf("rank 0 got %q after %v", errs[0], took)
+}
+
+// TestDeviceBarrier runs 10,000 device barriers back to back on every rank.
+func TestDeviceBarrier(t *testing.T) {
+	eachWorld(t, defaultOpts(), func(t *testing.T, w *runtime.World) {
+		const rounds = 10000
+		took := make([]time.Duration, w.Size())
+		err := w.Run(func(r *runtime.Rank) error {
+			d, err := deviceBarrierRounds(r, rounds)
+			took[r.Rank()] = d
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d device barriers, per barrier per rank: %v (correctness run, not a benchmark)", rounds, slowest(took)/rounds)
+	})
+}
+
+func deviceBarrierRounds(r *runtime.Rank, rounds int) (time.Duration, error) {
+	p, err := newBarrier(r)
+	if err != nil {
+		return 0, err
+	}
+	s := r.Stream()
+	start := time.Now()
+	for i := 0; i < rounds; i++ {
+		if err := p.Launch(s, runtime.BarrierDevice); err != nil {
+			return 0, fmt.Errorf("rank %d barrier %d: %w", r.Rank(), i, err)
+		}
+	}
+	if err := syncCheck(r, s); err != nil {
+		return 0, fmt.Errorf("rank %d after %d barriers: %w", r.Rank(), rounds, err)
+	}
+	return time.Since(start), nil
+}
+
+func slowest(ds []time.Duration) time.Duration {
+	var m time.Duration
+	for _, d := range ds {
+		m = max(m, d)
+	}
+	return m
+}
