@@ -4,15 +4,25 @@
 package diag
 
 import (
+	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/irisgen/irisgen/internal/ir"
 )
+
+// Pos is a position in a spec or template file, 1-based like the YAML
+// parser's. It is defined here, not in package ir, so that ir can return
+// diag errors without an import cycle; ir.Pos is an alias of it.
+type Pos struct {
+	File string
+	Line int
+	Col  int
+}
+
+func (p Pos) String() string { return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col) }
 
 // Error is one positioned problem.
 type Error struct {
-	Pos ir.Pos
+	Pos Pos
 	Msg string
 }
 
@@ -22,7 +32,7 @@ func (e *Error) Error() string { return e.Pos.String() + ": error: " + e.Msg }
 type List []*Error
 
 // Add appends an error at pos.
-func (l *List) Add(pos ir.Pos, msg string) { *l = append(*l, &Error{Pos: pos, Msg: msg}) }
+func (l *List) Add(pos Pos, msg string) { *l = append(*l, &Error{Pos: pos, Msg: msg}) }
 
 // Sort orders errors by file, line and column, keeping insertion order for ties.
 func (l List) Sort() {

@@ -7,16 +7,14 @@ package ir
 import (
 	"fmt"
 	"strings"
+
+	"github.com/irisgen/irisgen/internal/diag"
 )
 
-// Pos is a position in a spec file, 1-based like the YAML parser's.
-type Pos struct {
-	File string
-	Line int
-	Col  int
-}
-
-func (p Pos) String() string { return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col) }
+// Pos is a position in a spec file, 1-based like the YAML parser's. It is
+// an alias of diag.Pos so that the IR builder (Compile) can return diag
+// errors: diag must not import ir.
+type Pos = diag.Pos
 
 // DType is an element type a spec may name.
 type DType string
