@@ -1,0 +1,599 @@
+// Package fakegpu is a test double of gpu.Platform for CPU unit tests.
+//
+// Device memory is host memory behind fake device addresses: device i hands out
+// addresses from its own range starting at DeviceBase(i), 256-byte aligned and
+// never reused, so a stale pointer is caught instead of silently aliasing a new
+// allocation. Copies and memsets really move bytes. Every "asynchronous"
+// operation runs to completion when it is called, so stream order holds
+// trivially; what the double checks is that the calls are legal: handles
+// belong to the device they are used on, peer memory is only touched after
+// EnablePeerAccess, and nothing illegal happens during stream capture.
+//
+// Kernels are not run. Launch records what was launched (see Launches) and
+// calls the optional OnLaunch hook, through which a test can simulate a
+// kernel's effects with Read and Write, or make the launch fail.
+//
+// Stream capture follows CUDA's global capture mode: while any stream of the
+// platform captures, Alloc, Free, AllocHostMapped, FreeHost, the synchronous
+// copies and Synchronize fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and
+// invalidate every active capture, as do StreamSynchronize of a capturing
+// stream and SynchronizeEvent of an event recorded during capture.
+//
+// All methods are safe for concurrent use (one rank per goroutine).
+package fakegpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/irisgen/irisgen/runtime/gpu"
+)
+
+// Error codes and names, the CUDA driver's, so errors read like the real ones.
+const (
+	codeInvalidValue                           = 1
+	codeOutOfMemory                            = 2
+	codeInvalidDevice                          = 101
+	codeInvalidImage                           = 200
+	codePeerAccessUnsupported                  = 217
+	codeInvalidHandle                          = 400
+	codeNotFound                               = 500
+	codeIllegalAddress                         = 700
+	codePeerAccessNotEnabled                   = 705
+	codeStreamCaptureUnsupported               = 900
+	codeStreamCaptureInvalidated               = 901
+	codeStreamCaptureUnmatched                 = 903
+	codeIllegalState                           = 401
+	fakeEventTick                              = time.Microsecond
+	addressAlign                               = 256
+	deviceRangeStride                          = 0x1000_0000_0000
+	hostMappedBase               gpu.DevicePtr = 0x0800_0000_0000
+	ipcAliasBase                 gpu.DevicePtr = 0x0400_0000_0000
+)
+
+var codeNames = map[int][2]string{
+	codeInvalidValue:             {"CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+	codeOutOfMemory:              {"CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+	codeInvalidDevice:            {"CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+	codeInvalidImage:             {"CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+	codePeerAccessUnsupported:    {"CUDA_ERROR_PEER_ACCESS_UNSUPPORTED", "peer access is not supported between these two devices"},
+	codeInvalidHandle:            {"CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+	codeIllegalState:             {"CUDA_ERROR_ILLEGAL_STATE", "the operation cannot be performed in the present state"},
+	codeNotFound:                 {"CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+	codeIllegalAddress:           {"CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+	codePeerAccessNotEnabled:     {"CUDA_ERROR_PEER_ACCESS_NOT_ENABLED", "peer access has not been enabled"},
+	codeStreamCaptureUnsupported: {"CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
+	codeStreamCaptureInvalidated: {"CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture"},
+	codeStreamCaptureUnmatched:   {"CUDA_ERROR_STREAM_CAPTURE_UNMATCHED", "capture was not initiated in this stream"},
+}
+
+func fail(call string, code int, detail string) *gpu.Error {
+	n := codeNames[code]
+	desc := n[1]
+	if detail != "" {
+		desc += ": " + detail
+	}
+	return &gpu.Error{Call: call, Code: code, Name: n[0], Desc: desc}
+}
+
+// DeviceBase is the first address of device i's fake address range.
+func DeviceBase(i int) gpu.DevicePtr { return gpu.DevicePtr(deviceRangeStride * uint64(i+1)) }
+
+// Launch is one recorded kernel launch.
+type Launch struct {
+	Seq      int // position in Launches, from 0
+	Device   int
+	Module   gpu.Module
+	Function string
+	Grid     gpu.Dim3
+	Block    gpu.Dim3
+	Shared   uint32
+	Stream   gpu.Stream
+	Args     []byte // a copy of the launch's argument bytes
+	// Captured is true when the launch was recorded into a stream capture
+	// instead of running; the hook is not called for it.
+	Captured bool
+	// Graph is the executable graph that replayed this launch, or 0.
+	Graph gpu.GraphExec
+}
+
+// regionKind says how a memory region came to be.
+type regionKind int
+
+const (
+	kindDevice regionKind = iota
+	kindHostMapped
+	kindIPC
+	kindGlobal
+)
+
+// region is a range of fake device addresses backed by host bytes.
+type region struct {
+	base  gpu.DevicePtr
+	buf   []byte
+	owner int // device whose memory it is
+	kind  regionKind
+	fine  bool
+	// opener is the device that opened an IPC alias (it may access it
+	// without peer access, like a LAZY_ENABLE_PEER_ACCESS mapping).
+	opener int
+	target *region // kindIPC: the exported allocation
+}
+
+func (r *region) end() gpu.DevicePtr { return r.base + gpu.DevicePtr(len(r.buf)) }
+
+type moduleDef struct {
+	functions map[string]bool
+	globals   map[string][]byte
+}
+
+type module struct {
+	dev     int
+	def     *moduleDef
+	globals map[string]*region
+}
+
+type function struct {
+	mod  gpu.Module
+	dev  int
+	name string
+}
+
+type stream struct {
+	dev       int
+	capture   gpu.CaptureStatus
+	captured  []op
+	destroyed bool
+}
+
+type event struct {
+	dev      int
+	timing   bool
+	recorded bool
+	captured bool // last recorded during a capture (syncing it is illegal)
+	at       time.Duration
+}
+
+type graph struct {
+	dev int
+	ops []op
+}
+
+type opKind int
+
+const (
+	opLaunch opKind = iota
+	opGraph
+	opEvent
+	opMemset
+	opHtoD
+	opDtoH
+	opDtoD
+)
+
+// op is one stream operation, run at once or captured and replayed by
+// LaunchGraph.
+type op struct {
+	kind   opKind
+	launch *Launch
+	dst    gpu.DevicePtr
+	src    gpu.DevicePtr
+	host   []byte // HtoD source or DtoH destination: the caller's memory, used when the op runs
+	value  byte
+	bytes  int64
+	event  gpu.Event
+	sub    []op // a captured graph launch
+}
+
+// Platform is a fake gpu.Platform with a fixed number of devices.
+type Platform struct {
+	mu        sync.Mutex
+	devs      []*Device
+	regions   []*region // sorted by base, non-overlapping
+	next      []gpu.DevicePtr
+	nextHost  gpu.DevicePtr
+	nextIPC   gpu.DevicePtr
+	hostByPtr map[unsafe.Pointer]*region
+	defs      map[string]*moduleDef
+	handle    uintptr
+	streams   map[gpu.Stream]*stream
+	legacy    []*stream // each device's zero stream
+	events    map[gpu.Event]*event
+	modules   map[gpu.Module]*module
+	functions map[gpu.Function]*function
+	graphs    map[gpu.Graph]*graph
+	execs     map[gpu.GraphExec]*graph
+	launches  []Launch
+	onLaunch  func(Launch) error
+	allocHook func(device int, bytes int64) error
+	limit     []int64 // per device; 0: none
+	used      []int64
+	canPeer   func(from, to int) bool
+	clock     time.Duration
+	capturing int // streams with capture active
+	ipcID     uint64
+}
+
+var _ gpu.Platform = (*Platform)(nil)
+
+// New returns a platform with the given number of devices, all of which can
+// access each other's memory once peer access is enabled.
+func New(devices int) *Platform {
+	p := &Platform{
+		nextHost:  hostMappedBase,
+		nextIPC:   ipcAliasBase,
+		hostByPtr: map[unsafe.Pointer]*region{},
+		defs:      map[string]*moduleDef{},
+		streams:   map[gpu.Stream]*stream{},
+		events:    map[gpu.Event]*event{},
+		modules:   map[gpu.Module]*module{},
+		functions: map[gpu.Function]*function{},
+		graphs:    map[gpu.Graph]*graph{},
+		execs:     map[gpu.GraphExec]*graph{},
+		limit:     make([]int64, devices),
+		used:      make([]int64, devices),
+	}
+	for i := 0; i < devices; i++ {
+		p.devs = append(p.devs, &Device{p: p, ord: i, peers: map[int]bool{}})
+		p.next = append(p.next, DeviceBase(i))
+		p.legacy = append(p.legacy, &stream{dev: i})
+	}
+	return p
+}
+
+// Name is "fake".
+func (p *Platform) Name() string { return "fake" }
+
+// DeviceCount returns the number of devices given to New.
+func (p *Platform) DeviceCount() (int, error) { return len(p.devs), nil }
+
+// Open returns device ordinal (the same *Device on every call).
+func (p *Platform) Open(ordinal int) (gpu.Device, error) {
+	if ordinal < 0 || ordinal >= len(p.devs) {
+		return nil, fail("cuDeviceGet", codeInvalidDevice, fmt.Sprintf("ordinal %d of %d devices", ordinal, len(p.devs)))
+	}
+	return p.devs[ordinal], nil
+}
+
+// Device returns device ordinal as its concrete type; it panics when out of range.
+func (p *Platform) Device(ordinal int) *Device { return p.devs[ordinal] }
+
+// AddModule registers a module image: LoadModule of the same bytes yields a
+// module with the named functions and globals (each global's initial bytes,
+// whose length is its size, are copied into device memory at load).
+func (p *Platform) AddModule(image []byte, functions []string, globals map[string][]byte) {
+	def := &moduleDef{functions: map[string]bool{}, globals: map[string][]byte{}}
+	for _, f := range functions {
+		def.functions[f] = true
+	}
+	for n, b := range globals {
+		def.globals[n] = append([]byte(nil), b...)
+	}
+	p.mu.Lock()
+	p.defs[string(image)] = def
+	p.mu.Unlock()
+}
+
+// OnLaunch sets a hook called for every launch that runs (eagerly or from a
+// graph, not while captured), after it is recorded and without the platform's
+// lock held, so it may call Read and Write. A non-nil error fails the launch
+// (Launch or LaunchGraph returns it). nil removes the hook.
+func (p *Platform) OnLaunch(hook func(l Launch) error) {
+	p.mu.Lock()
+	p.onLaunch = hook
+	p.mu.Unlock()
+}
+
+// Launches returns a copy of every launch recorded so far, in order.
+func (p *Platform) Launches() []Launch {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Launch, len(p.launches))
+	for i, l := range p.launches {
+		l.Args = append([]byte(nil), l.Args...)
+		out[i] = l
+	}
+	return out
+}
+
+// ClearLaunches forgets the recorded launches.
+func (p *Platform) ClearLaunches() {
+	p.mu.Lock()
+	p.launches = nil
+	p.mu.Unlock()
+}
+
+// SetAllocHook sets a function asked before every Alloc and AllocHostMapped
+// (device is -1 for the latter); a non-nil error is returned by the call.
+// Use OutOfMemory for a realistic one. nil removes the hook.
+func (p *Platform) SetAllocHook(hook func(device int, bytes int64) error) {
+	p.mu.Lock()
+	p.allocHook = hook
+	p.mu.Unlock()
+}
+
+// OutOfMemory returns the error a real Alloc gives when memory runs out.
+func OutOfMemory() error { return fail("cuMemAlloc_v2", codeOutOfMemory, "") }
+
+// SetMemoryLimit makes Alloc on device fail with CUDA_ERROR_OUT_OF_MEMORY
+// when its live allocations would exceed limit bytes (0: no limit).
+func (p *Platform) SetMemoryLimit(device int, limit int64) {
+	p.mu.Lock()
+	p.limit[device] = limit
+	p.mu.Unlock()
+}
+
+// SetPeerTopology decides CanAccessPeer (and so EnablePeerAccess); nil
+// restores the default, where every pair of distinct devices can.
+func (p *Platform) SetPeerTopology(can func(from, to int) bool) {
+	p.mu.Lock()
+	p.canPeer = can
+	p.mu.Unlock()
+}
+
+// Allocated returns the bytes of live Alloc allocations on device.
+func (p *Platform) Allocated(device int) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.used[device]
+}
+
+// LiveRegions counts live allocations of every kind (device, host-mapped,
+// IPC mappings, module globals); tests use it to find leaks.
+func (p *Platform) LiveRegions() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.regions)
+}
+
+// Read copies n bytes at device address a, whatever device it is on (no
+// peer-access check: this is the test's view, or a simulated kernel's).
+func (p *Platform) Read(a gpu.DevicePtr, n int64) ([]byte, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b, err := p.span("Read", -1, a, n)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(nil), b...), nil
+}
+
+// Write copies data to device address a, whatever device it is on.
+func (p *Platform) Write(a gpu.DevicePtr, data []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b, err := p.span("Write", -1, a, int64(len(data)))
+	if err != nil {
+		return err
+	}
+	copy(b, data)
+	return nil
+}
+
+// Update runs f on the n bytes at device address a under the platform's
+// lock, for read-modify-write simulations (atomics) from OnLaunch hooks of
+// several goroutines. f must not call the platform.
+func (p *Platform) Update(a gpu.DevicePtr, n int64, f func(b []byte)) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b, err := p.span("Update", -1, a, n)
+	if err != nil {
+		return err
+	}
+	f(b)
+	return nil
+}
+
+// Uint64 reads a little-endian uint64 at device address a.
+func (p *Platform) Uint64(a gpu.DevicePtr) (uint64, error) {
+	b, err := p.Read(a, 8)
+	if err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(b), nil
+}
+
+// --- internals; callers hold p.mu ---
+
+func (p *Platform) newHandle() uintptr {
+	p.handle++
+	return p.handle
+}
+
+// find returns the region containing a, or nil.
+func (p *Platform) find(a gpu.DevicePtr) *region {
+	i := sort.Search(len(p.regions), func(i int) bool { return p.regions[i].end() > a })
+	if i < len(p.regions) && p.regions[i].base <= a {
+		return p.regions[i]
+	}
+	return nil
+}
+
+func (p *Platform) insert(r *region) {
+	i := sort.Search(len(p.regions), func(i int) bool { return p.regions[i].base > r.base })
+	p.regions = append(p.regions, nil)
+	copy(p.regions[i+1:], p.regions[i:])
+	p.regions[i] = r
+}
+
+func (p *Platform) remove(r *region) {
+	for i, x := range p.regions {
+		if x == r {
+			p.regions = append(p.regions[:i], p.regions[i+1:]...)
+			return
+		}
+	}
+}
+
+func alignUp(n int64) int64 { return (n + addressAlign - 1) &^ (addressAlign - 1) }
+
+// span returns the bytes [a, a+n) of one region, checking that device dev
+// (-1: anyone) may access them.
+func (p *Platform) span(call string, dev int, a gpu.DevicePtr, n int64) ([]byte, error) {
+	if n < 0 {
+		return nil, fail(call, codeInvalidValue, fmt.Sprintf("negative size %d", n))
+	}
+	r := p.find(a)
+	if r == nil {
+		if n == 0 {
+			return nil, nil
+		}
+		return nil, fail(call, codeIllegalAddress, fmt.Sprintf("address %#x is not allocated", uint64(a)))
+	}
+	off := int64(a - r.base)
+	if off+n > int64(len(r.buf)) {
+		return nil, fail(call, codeIllegalAddress, fmt.Sprintf("[%#x, +%d) runs past the end of the allocation at %#x (%d bytes)", uint64(a), n, uint64(r.base), len(r.buf)))
+	}
+	if dev >= 0 && !p.accessible(dev, r) {
+		return nil, fail(call, codePeerAccessNotEnabled, fmt.Sprintf("device %d touches %#x on device %d without peer access", dev, uint64(a), r.owner))
+	}
+	return r.buf[off : off+n], nil
+}
+
+func (p *Platform) accessible(dev int, r *region) bool {
+	switch {
+	case r.kind == kindHostMapped, r.owner == dev:
+		return true
+	case r.kind == kindIPC && r.opener == dev:
+		return true
+	}
+	return p.devs[dev].peers[r.owner]
+}
+
+// captureGuard fails an operation that is illegal while any stream captures
+// (CUDA's global mode) and invalidates every active capture, as CUDA does.
+func (p *Platform) captureGuard(call string) error {
+	if p.capturing == 0 {
+		return nil
+	}
+	p.invalidateAll()
+	return fail(call, codeStreamCaptureUnsupported, "a stream is capturing (global capture mode)")
+}
+
+func (p *Platform) invalidateAll() {
+	for _, s := range p.streams {
+		if s.capture == gpu.CaptureActive {
+			s.capture = gpu.CaptureInvalidated
+			s.captured = nil
+			p.capturing--
+		}
+	}
+}
+
+func (p *Platform) stream(call string, dev int, h gpu.Stream) (*stream, error) {
+	if h == 0 {
+		return p.legacy[dev], nil
+	}
+	s, ok := p.streams[h]
+	if !ok {
+		return nil, fail(call, codeInvalidHandle, fmt.Sprintf("unknown stream %#x", uintptr(h)))
+	}
+	if s.dev != dev {
+		return nil, fail(call, codeInvalidHandle, fmt.Sprintf("stream %#x belongs to device %d, used on device %d", uintptr(h), s.dev, dev))
+	}
+	return s, nil
+}
+
+// enqueue decides what happens to a stream operation: it returns
+// (true, nil) when the op was captured, (false, nil) when it must run now.
+func (p *Platform) enqueue(call string, s *stream, o op) (bool, error) {
+	switch s.capture {
+	case gpu.CaptureActive:
+		s.captured = append(s.captured, o)
+		return true, nil
+	case gpu.CaptureInvalidated:
+		return false, fail(call, codeStreamCaptureInvalidated, "the stream's capture was invalidated; end it")
+	}
+	return false, nil
+}
+
+// run executes ops for device dev (the lock held on entry and exit; released
+// around hooks). Launches are recorded with stream s and graph g.
+func (p *Platform) run(dev int, ops []op, s gpu.Stream, g gpu.GraphExec) error {
+	for _, o := range ops {
+		if err := p.runOne(dev, o, s, g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Platform) runOne(dev int, o op, s gpu.Stream, g gpu.GraphExec) error {
+	p.clock += fakeEventTick
+	switch o.kind {
+	case opLaunch:
+		l := *o.launch
+		l.Args = append([]byte(nil), l.Args...)
+		l.Stream, l.Graph, l.Captured = s, g, false
+		return p.record(l)
+	case opGraph:
+		return p.run(dev, o.sub, s, g)
+	case opEvent:
+		if e, ok := p.events[o.event]; ok {
+			e.recorded, e.captured, e.at = true, false, p.clock
+		}
+		return nil
+	case opMemset:
+		b, err := p.span("cuMemsetD8Async", dev, o.dst, o.bytes)
+		if err != nil {
+			return err
+		}
+		for i := range b {
+			b[i] = o.value
+		}
+		return nil
+	case opHtoD:
+		d, err := p.span("cuMemcpyHtoDAsync_v2", dev, o.dst, o.bytes)
+		if err != nil {
+			return err
+		}
+		copy(d, o.host)
+		return nil
+	case opDtoH:
+		src, err := p.span("cuMemcpyDtoHAsync_v2", dev, o.src, o.bytes)
+		if err != nil {
+			return err
+		}
+		copy(o.host, src)
+		return nil
+	default:
+		src, err := p.span("cuMemcpyDtoDAsync_v2", dev, o.src, o.bytes)
+		if err != nil {
+			return err
+		}
+		d, err := p.span("cuMemcpyDtoDAsync_v2", dev, o.dst, o.bytes)
+		if err != nil {
+			return err
+		}
+		copy(d, src)
+		return nil
+	}
+}
+
+// record appends a launch and, unless captured, calls the hook with the lock
+// released.
+func (p *Platform) record(l Launch) error {
+	l.Seq = len(p.launches)
+	p.launches = append(p.launches, l)
+	hook := p.onLaunch
+	if l.Captured || hook == nil {
+		return nil
+	}
+	l.Args = append([]byte(nil), l.Args...)
+	p.mu.Unlock()
+	err := hook(l)
+	p.mu.Lock()
+	return err
+}
+
+// hostBytes views host memory the caller passed in.
+func hostBytes(ptr unsafe.Pointer, n int64) []byte {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(ptr), n)
+}
