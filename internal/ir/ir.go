@@ -245,16 +245,21 @@ type Collective struct {
 	SpecHash string
 	DTypes   []DType
 	Ops      []Op     // empty when the collective does not reduce
-	Symbols  []string // user size parameters in order of first use (e.g. "n"); kernel args follow this order
+	Symbols  []string // user size parameters in the order of the spec's sizes (e.g. "n"); kernel args follow this order
 	Tensors  []*Tensor
 	Variants []*Variant
 	Pos      Pos
 }
 
 // KernelName is the one naming function for kernel entry points:
-// irisgen_<collective>_<variant>_<dtype>[_<op>].
+// irisgen_<collective>_<variant>[_<dtype>][_<op>]. The dtype is empty for a
+// collective without data tensors (e.g. barrier), the op is OpNone for one
+// that does not reduce; each empty part is left out with its underscore.
 func KernelName(collective, variant string, dt DType, op Op) string {
-	name := "irisgen_" + collective + "_" + variant + "_" + string(dt)
+	name := "irisgen_" + collective + "_" + variant
+	if dt != "" {
+		name += "_" + string(dt)
+	}
 	if op != OpNone {
 		name += "_" + string(op)
 	}

@@ -1,0 +1,728 @@
+package ir
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"math/bits"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/irisgen/irisgen/internal/diag"
+	"github.com/irisgen/irisgen/internal/spec"
+)
+
+// ABIVersion is hashed into every SpecHash: bump it when the kernel ABI
+// (docs/internals.md) changes, so that every module and wrapper built before
+// the change is refused at load time.
+const ABIVersion = "irisgen-abi-1"
+
+// TemplateExt is the file extension of templates in the templates fs.
+const TemplateExt = ".hip.tmpl"
+
+// HostCaptureReason is why a launch with the host barrier cannot be captured.
+const HostCaptureReason = "the host barrier synchronises the stream and waits on the CPU"
+
+var (
+	allDTypes   = []DType{F32, F16, BF16, I32, I64, U64}
+	allOps      = []Op{OpSum, OpMax, OpMin}
+	allDirs     = []Dir{In, Out, InOut, Workspace}
+	allBarriers = []BarrierMode{BarrierDevice, BarrierHost, BarrierNone}
+	// accessNone is the spelling of "this variant does not touch the tensor".
+	accessNone = "none"
+)
+
+// Launch limits: threads a multiple of the AMD wavefront (64) up to the
+// hardware block limit; vector accesses of 4, 8 or 16 bytes.
+const (
+	minThreads, maxThreads, threadStep = 64, 1024, 64
+	minBlocks, maxBlocksLimit          = 1, 1024
+	defaultThreads                     = 512
+	defaultMaxBlocks                   = 16
+	defaultVectorBytes                 = 16
+)
+
+// Compile parses, resolves and validates one spec. specPath is the path
+// used in positions and in Collective.SpecFile; templates holds the files
+// <template>.hip.tmpl at its root. On any problem it returns a nil
+// Collective and a non-empty diag.List (sorted) holding every problem found.
+func Compile(specPath string, src []byte, templates fs.FS) (*Collective, error) {
+	f, errs := spec.Parse(specPath, src)
+	b := &builder{file: specPath, errs: errs, templates: templates}
+	c := b.collective(f)
+	if len(b.errs) == 0 {
+		c.SpecHash = b.hash(c, src)
+	}
+	if len(b.errs) > 0 {
+		b.errs.Sort()
+		return nil, b.errs
+	}
+	return c, nil
+}
+
+// CompileAll compiles every *.yaml file at the root of specs, in name order;
+// root is the directory the files are reported under (SpecFile is
+// root/<file>). It returns the collectives in file order, or a nil slice and
+// a diag.List with the problems of all files, including collective names
+// used by more than one file.
+func CompileAll(specs fs.FS, templates fs.FS, root string) ([]*Collective, error) {
+	names, err := fs.Glob(specs, "*.yaml")
+	if err != nil {
+		return nil, err // only for a malformed pattern; ours is constant
+	}
+	sort.Strings(names)
+	var errs diag.List
+	var out []*Collective
+	byName := map[string]*Collective{}
+	for _, name := range names {
+		file := path.Join(root, name)
+		src, err := fs.ReadFile(specs, name)
+		if err != nil {
+			errs.Add(Pos{File: file, Line: 1, Col: 1}, "cannot read the spec: "+err.Error())
+			continue
+		}
+		c, err := Compile(file, src, templates)
+		if err != nil {
+			errs = append(errs, err.(diag.List)...)
+			continue
+		}
+		if prev, dup := byName[c.Name]; dup {
+			errs.Add(c.Pos, fmt.Sprintf("collective %q is already defined in %s (at %s); collective names must be unique across spec files", c.Name, prev.SpecFile, prev.Pos))
+			continue
+		}
+		byName[c.Name] = c
+		out = append(out, c)
+	}
+	if len(errs) > 0 {
+		errs.Sort()
+		return nil, errs
+	}
+	return out, nil
+}
+
+type builder struct {
+	file      string
+	errs      diag.List
+	templates fs.FS
+	// available lists template names in the templates fs, for suggestions.
+	available []string
+	listed    bool
+}
+
+func (b *builder) errorf(at Pos, format string, args ...any) {
+	b.errs.Add(at, fmt.Sprintf(format, args...))
+}
+
+func (b *builder) collective(f *spec.File) *Collective {
+	c := &Collective{SpecFile: b.file, Pos: f.Pos}
+	switch {
+	case !f.Name.Set:
+		b.errorf(f.Pos, "the spec has no name; add `name: <collective>` (a lower-case identifier such as all_gather)")
+	case f.Name.OK():
+		c.Name = f.Name.Value
+		c.Pos = f.Name.Pos
+		b.identifier(f.Name, "collective name", false)
+	}
+	switch {
+	case !f.Summary.Set:
+		b.errorf(f.Pos, "the spec has no summary; add `summary: <one sentence>` (it becomes the doc comment of the generated wrappers)")
+	case f.Summary.OK() && strings.TrimSpace(f.Summary.Value) == "":
+		b.errorf(f.Summary.Pos, "summary is empty; write one sentence saying what the collective does")
+	case f.Summary.OK():
+		c.Summary = strings.TrimSpace(f.Summary.Value)
+	}
+
+	sizes := b.sizes(f, c)
+	used := map[string]bool{}
+	tensorsOK := b.tensors(f, c, sizes, used)
+	for _, s := range f.Sizes.Items {
+		if tensorsOK && sizes[s.Value] && !used[s.Value] {
+			b.errorf(s.Pos, "size %q is declared but no tensor shape uses it; remove it from sizes", s.Value)
+		}
+	}
+
+	data := ""
+	for _, t := range c.Tensors {
+		if t.DType == "" && t.Dir != Workspace {
+			data = t.Name
+			break
+		}
+	}
+	b.dtypes(f, c, data, tensorsOK)
+	b.ops(f, c)
+
+	switch {
+	case !f.Variants.Set:
+		b.errorf(f.Pos, "the spec has no variants; add `variants:` with at least one variant (template, access, ...)")
+	case f.Variants.OK() && len(f.Variants.List) == 0:
+		b.errorf(f.Variants.Pos, "variants is empty; define at least one variant")
+	}
+	for _, sv := range f.Variants.List {
+		if v := b.variant(c, sv, tensorsOK); v != nil {
+			c.Variants = append(c.Variants, v)
+		}
+	}
+	return c
+}
+
+// identifier checks a user-chosen name; keyword reports Go/C keywords too
+// (names that become parameters or struct fields).
+func (b *builder) identifier(s spec.Str, what string, keyword bool) bool {
+	if !spec.IsIdentifier(s.Value) {
+		b.errorf(s.Pos, "%s %q is not an identifier: use lower-case letters, digits and _, starting with a letter (e.g. %q)", what, s.Value, toIdentifier(s.Value))
+		return false
+	}
+	if keyword && spec.IsReserved(s.Value) {
+		b.errorf(s.Pos, "%s %q is a Go or C keyword and would not compile in the generated code; pick another name", what, s.Value)
+		return false
+	}
+	return true
+}
+
+// toIdentifier proposes a valid spelling of a bad name for the error message.
+func toIdentifier(s string) string {
+	var sb strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_':
+			sb.WriteRune(r)
+		case r == '-' || r == ' ' || r == '.':
+			sb.WriteByte('_')
+		}
+	}
+	out := strings.Trim(sb.String(), "_")
+	if out == "" || out[0] < 'a' || out[0] > 'z' {
+		out = "x" + out
+	}
+	if len(out) > 40 {
+		out = out[:40]
+	}
+	return out
+}
+
+func (b *builder) sizes(f *spec.File, c *Collective) map[string]bool {
+	sizes := map[string]bool{}
+	first := map[string]Pos{}
+	for _, s := range f.Sizes.Items {
+		if s.Value == SymWorld || s.Value == SymBlocks {
+			b.errorf(s.Pos, "size %q is built in; remove it from sizes", s.Value)
+			continue
+		}
+		if !b.identifier(s, "size", true) {
+			continue
+		}
+		if at, dup := first[s.Value]; dup {
+			b.errorf(s.Pos, "size %q is declared twice (first at %s); remove one", s.Value, lineCol(at))
+			continue
+		}
+		first[s.Value] = s.Pos
+		sizes[s.Value] = true
+		c.Symbols = append(c.Symbols, s.Value)
+	}
+	return sizes
+}
+
+// tensors resolves the tensors and records the size symbols their shapes
+// use; it reports whether every tensor was well-formed, so that rules over
+// all tensors (unused sizes, missing dtypes) do not fire on a broken file.
+func (b *builder) tensors(f *spec.File, c *Collective, sizes, used map[string]bool) bool {
+	ok := !f.Tensors.Bad && !f.Sizes.Bad
+	symbols := append([]string{SymWorld, SymBlocks}, c.Symbols...)
+	for _, st := range f.Tensors.List {
+		t := &Tensor{Name: st.Name.Value, Pos: st.Name.Pos}
+		c.Tensors = append(c.Tensors, t)
+		if st.Bad || st.Shape.Bad || st.Dir.Bad || st.DType.Bad {
+			ok = false
+		}
+		if !b.identifier(st.Name, "tensor name", true) {
+			ok = false
+		} else if t.Name == SymWorld || t.Name == SymBlocks || sizes[t.Name] {
+			b.errorf(st.Name.Pos, "tensor %q has the name of a size symbol; rename the tensor", t.Name)
+		}
+		if st.Bad {
+			continue
+		}
+		where := fmt.Sprintf("tensor %q", t.Name)
+		switch {
+		case !st.Dir.Set:
+			b.errorf(st.Name.Pos, "%s has no dir; add dir: in, out, inout or workspace", where)
+			ok = false
+		case st.Dir.OK():
+			if d, found := lookup(allDirs, st.Dir.Value); found {
+				t.Dir = d
+			} else {
+				b.errorf(st.Dir.Pos, "unknown dir %q of %s%s", st.Dir.Value, where, hint(st.Dir.Value, names(allDirs), oneOf(names(allDirs))))
+				ok = false
+			}
+		}
+		if st.DType.OK() {
+			if d, found := lookup(allDTypes, st.DType.Value); found {
+				t.DType = d
+			} else {
+				b.errorf(st.DType.Pos, "unknown dtype %q of %s%s", st.DType.Value, where, hint(st.DType.Value, names(allDTypes), oneOf(names(allDTypes))))
+				ok = false
+			}
+		} else if !st.DType.Set && t.Dir == Workspace {
+			b.errorf(st.Name.Pos, "workspace %s has no dtype; add one (e.g. dtype: u64): the plan allocates it, so its element type cannot come from a launch", where)
+		}
+		switch {
+		case !st.Shape.Set:
+			b.errorf(st.Name.Pos, "%s has no shape; add one, e.g. shape: [n]", where)
+		case !st.Shape.Bad && len(st.Shape.Dims) == 0:
+			b.errorf(st.Shape.Pos, "shape of %s is empty; give at least one dimension, e.g. [n]", where)
+		}
+		constant := int64(1)
+		for _, d := range st.Shape.Dims {
+			if d.Symbol == "" {
+				if d.Const <= 0 {
+					b.errorf(d.Pos, "dimension %d of %s must be positive", d.Const, where)
+					continue
+				}
+				hi, lo := bits.Mul64(uint64(constant), uint64(d.Const))
+				if hi != 0 || lo > 1<<62 {
+					b.errorf(d.Pos, "the constant dimensions of %s multiply to more than 2^62 elements; shrink them", where)
+					continue
+				}
+				constant = int64(lo)
+				t.Shape = append(t.Shape, Dim{Const: d.Const})
+				continue
+			}
+			switch {
+			case d.Symbol == SymBlocks && t.Dir != Workspace:
+				b.errorf(d.Pos, "%s uses blocks in its shape, but only workspace shapes may: the plan picks blocks, the caller does not know it", where)
+			case d.Symbol == SymWorld || d.Symbol == SymBlocks || sizes[d.Symbol]:
+				used[d.Symbol] = true
+				t.Shape = append(t.Shape, Dim{Symbol: d.Symbol})
+			default:
+				b.errorf(d.Pos, "undefined size symbol %q in the shape of %s%s", d.Symbol, where, hint(d.Symbol, symbols, "declare it in sizes, e.g. sizes: ["+d.Symbol+"]"))
+			}
+		}
+	}
+	return ok
+}
+
+func (b *builder) dtypes(f *spec.File, c *Collective, dataTensor string, tensorsOK bool) {
+	l := f.DTypes
+	switch {
+	case !l.Set:
+		if dataTensor != "" {
+			b.errorf(f.Pos, "the spec has no dtypes, but tensor %q takes the kernel's element type; add e.g. dtypes: [f32, f16, bf16]", dataTensor)
+		}
+		return
+	case l.Bad:
+	case len(l.Items) == 0:
+		b.errorf(l.Pos, "dtypes is empty; list the element types to generate kernels for, e.g. [f32, f16, bf16]")
+		return
+	case dataTensor == "" && tensorsOK:
+		b.errorf(l.KeyPos, "dtypes is given but every tensor has a fixed dtype, so the kernels would all be the same; remove dtypes")
+		return
+	}
+	seen := map[string]Pos{}
+	for _, it := range l.Items {
+		d, found := lookup(allDTypes, it.Value)
+		switch {
+		case !found:
+			b.errorf(it.Pos, "unknown dtype %q%s", it.Value, hint(it.Value, names(allDTypes), oneOf(names(allDTypes))))
+		case seen[it.Value] != Pos{}:
+			b.errorf(it.Pos, "dtype %q is listed twice (first at %s); remove one", it.Value, lineCol(seen[it.Value]))
+		default:
+			seen[it.Value] = it.Pos
+			c.DTypes = append(c.DTypes, d)
+		}
+	}
+}
+
+func (b *builder) ops(f *spec.File, c *Collective) {
+	l := f.Ops
+	switch {
+	case !l.Set:
+		return
+	case l.Bad:
+	case len(l.Items) == 0:
+		b.errorf(l.Pos, "ops is empty; omit ops for a collective that does not reduce, or list operators, e.g. [sum]")
+		return
+	case !f.DTypes.Set:
+		b.errorf(l.KeyPos, "ops is given but the collective has no data tensors to reduce; remove ops")
+		return
+	}
+	seen := map[string]Pos{}
+	for _, it := range l.Items {
+		o, found := lookup(allOps, it.Value)
+		switch {
+		case !found:
+			b.errorf(it.Pos, "unknown op %q%s", it.Value, hint(it.Value, names(allOps), oneOf(names(allOps))))
+		case seen[it.Value] != Pos{}:
+			b.errorf(it.Pos, "op %q is listed twice (first at %s); remove one", it.Value, lineCol(seen[it.Value]))
+		default:
+			seen[it.Value] = it.Pos
+			c.Ops = append(c.Ops, o)
+		}
+	}
+}
+
+func (b *builder) variant(c *Collective, sv *spec.Variant, tensorsOK bool) *Variant {
+	v := &Variant{Name: sv.Name.Value, Pos: sv.Name.Pos, Aliasing: AliasForbid}
+	b.identifier(sv.Name, "variant name", false)
+	if sv.Bad {
+		return v
+	}
+	where := fmt.Sprintf("variant %q", v.Name)
+
+	switch t := sv.Template; {
+	case !t.Set:
+		b.errorf(sv.Name.Pos, "%s has no template; add template: <name> for the file templates/<name>%s", where, TemplateExt)
+	case t.OK() && b.identifier(t, "template name", false):
+		v.Template = t.Value
+		b.templateExists(t, where)
+	}
+
+	b.uses(c, sv, v, where, tensorsOK)
+
+	if a := sv.Aliasing; a.OK() {
+		switch Aliasing(a.Value) {
+		case AliasForbid, AliasAllow:
+			v.Aliasing = Aliasing(a.Value)
+		default:
+			b.errorf(a.Pos, "unknown aliasing %q of %s%s", a.Value, where, hint(a.Value, []string{string(AliasForbid), string(AliasAllow)}, oneOf([]string{string(AliasForbid), string(AliasAllow)})))
+		}
+		if v.Aliasing == AliasAllow {
+			b.aliasingSafe(v, a, where)
+		}
+	}
+
+	b.barriers(sv, v, where)
+	b.launch(sv, v, where)
+
+	for _, m := range v.Barriers {
+		cp := Capture{Mode: m, Capturable: m != BarrierHost}
+		if !cp.Capturable {
+			cp.Reason = HostCaptureReason
+		}
+		v.Capture = append(v.Capture, cp)
+	}
+	v.Kernels = kernels(c, v)
+	return v
+}
+
+func (b *builder) templateExists(t spec.Str, where string) {
+	file := t.Value + TemplateExt
+	if b.templates != nil {
+		if st, err := fs.Stat(b.templates, file); err == nil && !st.IsDir() {
+			return
+		}
+	}
+	if !b.listed {
+		b.listed = true
+		if b.templates != nil {
+			files, _ := fs.Glob(b.templates, "*"+TemplateExt)
+			for _, f := range files {
+				b.available = append(b.available, strings.TrimSuffix(f, TemplateExt))
+			}
+		}
+	}
+	fix := "add the file or name an existing template"
+	if s := spec.Closest(t.Value, b.available); s != "" {
+		fix = fmt.Sprintf("did you mean %q?", s)
+	}
+	b.errorf(t.Pos, "template %q of %s not found: there is no templates/%s (%s)", t.Value, where, file, fix)
+}
+
+// uses resolves the access mapping into one Use per tensor, in tensor order.
+func (b *builder) uses(c *Collective, sv *spec.Variant, v *Variant, where string, tensorsOK bool) {
+	am := sv.Access
+	if !am.Set && len(c.Tensors) == 0 {
+		return // nothing to describe: a collective without tensors (barrier)
+	}
+	if !am.Set {
+		b.errorf(sv.Name.Pos, "%s has no access; add access: with one entry per tensor, e.g. {%s}", where, accessExample(c))
+		return
+	}
+	if am.Bad {
+		return
+	}
+	tensorNames := make([]string, len(c.Tensors))
+	for i, t := range c.Tensors {
+		tensorNames[i] = t.Name
+	}
+	entries := map[string]*spec.Access{}
+	for _, a := range am.List {
+		if tensorByName(c, a.Tensor.Value) == nil {
+			list := "the collective has no tensors"
+			if len(tensorNames) > 0 {
+				list = "tensors are: " + strings.Join(tensorNames, ", ")
+			}
+			b.errorf(a.Tensor.Pos, "access of %s names undefined tensor %q%s", where, a.Tensor.Value, hint(a.Tensor.Value, tensorNames, list))
+			continue
+		}
+		entries[a.Tensor.Value] = a
+	}
+	complete := true
+	for _, t := range c.Tensors {
+		a := entries[t.Name]
+		if a == nil {
+			complete = false
+			b.errorf(am.KeyPos, "access of %s has no entry for tensor %q; add %s: <kind> (one of: %s; none if the variant does not touch it)", where, t.Name, t.Name, strings.Join(accessKinds()[:len(AccessNames)], ", "))
+			continue
+		}
+		acc, ok := b.kinds(a, where)
+		if !ok {
+			complete = false
+			continue
+		}
+		u := Use{Tensor: t, Access: acc, Placement: PlacementOf(acc), Pos: a.Tensor.Pos}
+		v.Uses = append(v.Uses, u)
+		switch {
+		case t.Dir == In && acc.Writes():
+			b.errorf(a.Kinds.Pos, "tensor %q is dir: in, but %s writes it (%s); make it dir: inout or drop the write", t.Name, where, acc&(LocalWrite|RemoteWrite|RemoteAtomic))
+		case (t.Dir == Out || t.Dir == InOut) && !acc.Writes():
+			b.errorf(a.Kinds.Pos, "tensor %q is dir: %s, but %s never writes it; give it a write kind (local_write, remote_write or remote_atomic)", t.Name, t.Dir, where)
+		}
+	}
+	if !complete || !tensorsOK {
+		v.Uses = nil // a partial list would break "one Use per tensor"
+	}
+}
+
+func accessExample(c *Collective) string {
+	if len(c.Tensors) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, t := range c.Tensors {
+		parts = append(parts, t.Name+": local_read")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// kinds turns an access entry into an Access set.
+func (b *builder) kinds(a *spec.Access, where string) (Access, bool) {
+	if a.Kinds.Bad {
+		return 0, false
+	}
+	what := fmt.Sprintf("tensor %q in %s", a.Tensor.Value, where)
+	if len(a.Kinds.Items) == 0 {
+		b.errorf(a.Kinds.Pos, "access of %s is empty; give at least one kind, or none if the variant does not touch it", what)
+		return 0, false
+	}
+	known := accessKinds()
+	var acc Access
+	ok, none := true, false
+	seen := map[string]Pos{}
+	for _, k := range a.Kinds.Items {
+		if at, dup := seen[k.Value]; dup {
+			b.errorf(k.Pos, "access kind %q of %s is listed twice (first at %s); remove one", k.Value, what, lineCol(at))
+			ok = false
+			continue
+		}
+		seen[k.Value] = k.Pos
+		if k.Value == accessNone {
+			none = true
+			continue
+		}
+		found := false
+		for _, n := range AccessNames {
+			if n.Name == k.Value {
+				acc |= n.Access
+				found = true
+			}
+		}
+		if !found {
+			b.errorf(k.Pos, "unknown access kind %q of %s%s", k.Value, what, hint(k.Value, known, oneOf(known)))
+			ok = false
+		}
+	}
+	if none && len(a.Kinds.Items) > 1 {
+		b.errorf(a.Kinds.Pos, "access of %s combines none with other kinds; use none alone", what)
+		ok = false
+	}
+	return acc, ok
+}
+
+// aliasingSafe rejects aliasing: allow when a peer reads one user tensor
+// remotely while this rank writes another: if the two overlapped, peers
+// would read data this rank is overwriting.
+func (b *builder) aliasingSafe(v *Variant, a spec.Str, where string) {
+	for _, r := range v.Uses {
+		if !r.Tensor.User() || r.Access&RemoteRead == 0 {
+			continue
+		}
+		for _, w := range v.Uses {
+			if w.Tensor == r.Tensor || !w.Tensor.User() || !w.Access.Writes() {
+				continue
+			}
+			b.errorf(a.Pos, "aliasing: allow is unsafe in %s: peers read %q remotely while this rank writes %q, so if they overlap peers would read data being overwritten; use aliasing: forbid", where, r.Tensor.Name, w.Tensor.Name)
+			return
+		}
+	}
+}
+
+func (b *builder) barriers(sv *spec.Variant, v *Variant, where string) {
+	l := sv.Barriers
+	if !l.Set {
+		v.Barriers = append([]BarrierMode(nil), allBarriers...)
+		return
+	}
+	if !l.Bad && len(l.Items) == 0 {
+		b.errorf(l.Pos, "barriers of %s is empty; list the supported modes, default first, e.g. [device, host, none]", where)
+		return
+	}
+	seen := map[string]Pos{}
+	for _, it := range l.Items {
+		m, found := lookup(allBarriers, it.Value)
+		switch {
+		case !found:
+			b.errorf(it.Pos, "unknown barrier mode %q of %s%s", it.Value, where, hint(it.Value, names(allBarriers), oneOf(names(allBarriers))))
+		case seen[it.Value] != Pos{}:
+			b.errorf(it.Pos, "barrier mode %q of %s is listed twice (first at %s); remove one", it.Value, where, lineCol(seen[it.Value]))
+		default:
+			seen[it.Value] = it.Pos
+			v.Barriers = append(v.Barriers, m)
+		}
+	}
+}
+
+func (b *builder) launch(sv *spec.Variant, v *Variant, where string) {
+	l := sv.Launch
+	v.Launch = Launch{Threads: defaultThreads, MaxBlocks: defaultMaxBlocks, VectorBytes: defaultVectorBytes}
+	if l.Bad {
+		return
+	}
+	if n := l.Threads; n.OK() {
+		if n.Value < minThreads || n.Value > maxThreads || n.Value%threadStep != 0 {
+			b.errorf(n.Pos, "threads of %s is %d; it must be a multiple of %d from %d to %d", where, n.Value, threadStep, minThreads, maxThreads)
+		} else {
+			v.Launch.Threads = int(n.Value)
+		}
+	}
+	if n := l.MaxBlocks; n.OK() {
+		if n.Value < minBlocks || n.Value > maxBlocksLimit {
+			b.errorf(n.Pos, "max_blocks of %s is %d; it must be from %d to %d", where, n.Value, minBlocks, maxBlocksLimit)
+		} else {
+			v.Launch.MaxBlocks = int(n.Value)
+		}
+	}
+	if n := l.VectorBytes; n.OK() {
+		if n.Value != 4 && n.Value != 8 && n.Value != 16 {
+			b.errorf(n.Pos, "vector_bytes of %s is %d; it must be 4, 8 or 16", where, n.Value)
+		} else {
+			v.Launch.VectorBytes = int(n.Value)
+		}
+	}
+}
+
+// kernels lists a variant's entry points: one per dtype and op, sorted by
+// name and de-duplicated. A collective without dtypes (no data tensors) has
+// one kernel per op with an empty dtype; one without ops uses OpNone.
+func kernels(c *Collective, v *Variant) []Kernel {
+	dts := c.DTypes
+	if len(dts) == 0 {
+		dts = []DType{""}
+	}
+	ops := c.Ops
+	if len(ops) == 0 {
+		ops = []Op{OpNone}
+	}
+	seen := map[string]bool{}
+	var ks []Kernel
+	for _, dt := range dts {
+		for _, op := range ops {
+			k := Kernel{Name: KernelName(c.Name, v.Name, dt, op), DType: dt, Op: op}
+			if !seen[k.Name] {
+				seen[k.Name] = true
+				ks = append(ks, k)
+			}
+		}
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i].Name < ks[j].Name })
+	return ks
+}
+
+// hash is the SpecHash: the first 16 hex digits of a SHA-256 over the ABI
+// version, the spec bytes and, sorted by name, each template the spec uses
+// (file name, then content). Every field is length-prefixed so that no two
+// different inputs give the same byte stream.
+func (b *builder) hash(c *Collective, src []byte) string {
+	h := sha256.New()
+	field := func(p []byte) {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		h.Write(p)
+	}
+	field([]byte(ABIVersion))
+	field(src)
+	var used []string
+	for _, v := range c.Variants {
+		used = append(used, v.Template+TemplateExt)
+	}
+	sort.Strings(used)
+	for i, name := range used {
+		if i > 0 && used[i-1] == name {
+			continue
+		}
+		body, err := fs.ReadFile(b.templates, name)
+		if err != nil {
+			b.errorf(c.Pos, "cannot read template %s: %v", name, err)
+			continue
+		}
+		field([]byte(name))
+		field(body)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+func tensorByName(c *Collective, name string) *Tensor {
+	for _, t := range c.Tensors {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// hint is the parenthesised end of an "unknown X" message: a close match
+// when there is one, else the list of valid values.
+func hint(word string, candidates []string, valid string) string {
+	if s := spec.Closest(word, candidates); s != "" {
+		return fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	if valid == "" {
+		return ""
+	}
+	return " (" + valid + ")"
+}
+
+func lookup[T ~string](all []T, s string) (T, bool) {
+	for _, x := range all {
+		if string(x) == s {
+			return x, true
+		}
+	}
+	var zero T
+	return zero, false
+}
+
+func names[T ~string](all []T) []string {
+	out := make([]string, len(all))
+	for i, x := range all {
+		out[i] = string(x)
+	}
+	return out
+}
+
+// accessKinds lists the access kind spellings, none included.
+func accessKinds() []string {
+	var out []string
+	for _, n := range AccessNames {
+		out = append(out, n.Name)
+	}
+	return append(out, accessNone)
+}
+
+// oneOf lists valid values for an error message.
+func oneOf(valid []string) string { return "expected one of: " + strings.Join(valid, ", ") }
+
+func lineCol(p Pos) string { return fmt.Sprintf("%d:%d", p.Line, p.Col) }

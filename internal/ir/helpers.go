@@ -1,0 +1,157 @@
+package ir
+
+import (
+	"math/bits"
+	"strings"
+)
+
+// Variant returns the variant called name, or nil.
+func (c *Collective) Variant(name string) *Variant {
+	for _, v := range c.Variants {
+		if v.Name == name {
+			return v
+		}
+	}
+	return nil
+}
+
+// Tensor returns the tensor called name, or nil.
+func (c *Collective) Tensor(name string) *Tensor { return tensorByName(c, name) }
+
+// UserTensors returns the tensors a launch takes from the caller (all but
+// workspace), in spec order: the order of the wrapper's parameters.
+func (c *Collective) UserTensors() []*Tensor {
+	var out []*Tensor
+	for _, t := range c.Tensors {
+		if t.User() {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Reduces reports whether the collective has reduction operators (and so
+// its plans and kernels take an op).
+func (c *Collective) Reduces() bool { return len(c.Ops) > 0 }
+
+// User reports whether the caller passes the tensor to a launch; workspace
+// tensors are allocated by the plan instead.
+func (t *Tensor) User() bool { return t.Dir != Workspace }
+
+// ElemType is the tensor's element type in a kernel for data type dt: its
+// fixed DType when it has one, else dt.
+func (t *Tensor) ElemType(dt DType) DType {
+	if t.DType != "" {
+		return t.DType
+	}
+	return dt
+}
+
+// ShapeString is the shape as written in the spec, e.g. "[world, n]".
+func (t *Tensor) ShapeString() string {
+	return "[" + t.dims(", ") + "]"
+}
+
+// NumelString is the element count as a product for messages and comments,
+// e.g. "world*n".
+func (t *Tensor) NumelString() string { return t.dims("*") }
+
+func (t *Tensor) dims(sep string) string {
+	parts := make([]string, len(t.Shape))
+	for i, d := range t.Shape {
+		parts[i] = d.String()
+	}
+	return strings.Join(parts, sep)
+}
+
+// Numel evaluates the element count, taking each symbol's value from size
+// (world, blocks and the user sizes). ok is false when a value is negative
+// or the product does not fit in an int64.
+func (t *Tensor) Numel(size func(symbol string) int64) (n int64, ok bool) {
+	n = 1
+	for _, d := range t.Shape {
+		f := d.Const
+		if d.Symbol != "" {
+			f = size(d.Symbol)
+		}
+		if f < 0 {
+			return 0, false
+		}
+		hi, lo := bits.Mul64(uint64(n), uint64(f))
+		if hi != 0 || lo > 1<<63-1 {
+			return 0, false
+		}
+		n = int64(lo)
+	}
+	return n, true
+}
+
+// Use returns how the variant touches the tensor called name, or nil.
+func (v *Variant) Use(name string) *Use {
+	for i := range v.Uses {
+		if v.Uses[i].Tensor.Name == name {
+			return &v.Uses[i]
+		}
+	}
+	return nil
+}
+
+// Supports reports whether a launch of the variant may ask for mode.
+func (v *Variant) Supports(mode BarrierMode) bool {
+	for _, m := range v.Barriers {
+		if m == mode {
+			return true
+		}
+	}
+	return false
+}
+
+// DefaultBarrier is the mode a launch gets when it asks for none.
+func (v *Variant) DefaultBarrier() BarrierMode { return v.Barriers[0] }
+
+// CaptureOf returns the capture claim of mode; ok is false when the variant
+// does not support mode.
+func (v *Variant) CaptureOf(mode BarrierMode) (c Capture, ok bool) {
+	for _, c := range v.Capture {
+		if c.Mode == mode {
+			return c, true
+		}
+	}
+	return Capture{}, false
+}
+
+// Kernel returns the entry point for dt and op (dt "" for a collective
+// without dtypes, OpNone for one without ops).
+func (v *Variant) Kernel(dt DType, op Op) (Kernel, bool) {
+	for _, k := range v.Kernels {
+		if k.DType == dt && k.Op == op {
+			return k, true
+		}
+	}
+	return Kernel{}, false
+}
+
+// NoAliasPairs lists the pairs of user tensors that a launch must check do
+// not overlap: with aliasing forbid, every pair where one tensor is read
+// (dir in or inout) and the other written (dir out or inout), in spec
+// order; nil with aliasing allow.
+func (v *Variant) NoAliasPairs() [][2]*Tensor {
+	if v.Aliasing == AliasAllow {
+		return nil
+	}
+	reads := func(t *Tensor) bool { return t.Dir == In || t.Dir == InOut }
+	writes := func(t *Tensor) bool { return t.Dir == Out || t.Dir == InOut }
+	var pairs [][2]*Tensor
+	for i, a := range v.Uses {
+		for _, b := range v.Uses[i+1:] {
+			ta, tb := a.Tensor, b.Tensor
+			if !ta.User() || !tb.User() {
+				continue
+			}
+			if (reads(ta) && writes(tb)) || (writes(ta) && reads(tb)) {
+				pairs = append(pairs, [2]*Tensor{ta, tb})
+			}
+		}
+	}
+	return pairs
+}

@@ -1,0 +1,132 @@
+// Package spec reads a collective spec (YAML) into an AST that keeps the line
+// and column of every key and value. It checks the shape of the document
+// only: known keys, no duplicates, the right kind of value (string, list,
+// mapping, integer) in every place. Names, ranges and the rules between keys
+// are checked by the IR builder (package ir), which reports through the same
+// positions.
+//
+// Errors are diag errors; the package does not import ir (ir imports spec).
+package spec
+
+import "github.com/irisgen/irisgen/internal/diag"
+
+// Pos is a position in the spec file (the same type as ir.Pos).
+type Pos = diag.Pos
+
+// Node is what every AST value knows about itself: where it is and whether
+// it was written at all.
+type Node struct {
+	// Pos is the position of the value, or of its key when the value is
+	// missing or malformed in a way that leaves no better place.
+	Pos Pos
+	// KeyPos is the position of the key that introduced the value (zero for
+	// list items).
+	KeyPos Pos
+	// Set: the key is present in the file.
+	Set bool
+	// Bad: the key is present but its value was malformed and already
+	// reported; later stages skip it so that one mistake gives one error.
+	Bad bool
+}
+
+// OK reports whether the value is present and well-formed.
+func (n Node) OK() bool { return n.Set && !n.Bad }
+
+// Str is a scalar value.
+type Str struct {
+	Node
+	Value string
+}
+
+// Int is an integer value.
+type Int struct {
+	Node
+	Value int64
+}
+
+// List is a list of scalars. Bad also marks a list with a malformed item
+// (reported and left out of Items).
+type List struct {
+	Node
+	Items []Str
+}
+
+// Dim is one shape dimension: a symbol or a constant.
+type Dim struct {
+	Pos    Pos
+	Symbol string // empty for a constant
+	Const  int64
+}
+
+// Shape is a tensor shape. Bad also marks a shape with a malformed
+// dimension (reported and left out of Dims).
+type Shape struct {
+	Node
+	Dims []Dim
+}
+
+// File is one spec.
+type File struct {
+	Pos      Pos // the top-level mapping
+	Name     Str
+	Summary  Str
+	DTypes   List
+	Ops      List
+	Sizes    List
+	Tensors  Tensors
+	Variants Variants
+}
+
+// Tensors is the tensors mapping, in file order.
+type Tensors struct {
+	Node
+	List []*Tensor
+}
+
+// Tensor is one entry of tensors; its Node is the entry's value.
+type Tensor struct {
+	Node
+	Name  Str // the key
+	Dir   Str
+	Shape Shape
+	DType Str
+}
+
+// Variants is the variants mapping, in file order.
+type Variants struct {
+	Node
+	List []*Variant
+}
+
+// Variant is one entry of variants; its Node is the entry's value.
+type Variant struct {
+	Node
+	Name     Str // the key
+	Summary  Str
+	Template Str
+	Access   AccessMap
+	Aliasing Str
+	Barriers List
+	Launch   Launch
+}
+
+// AccessMap is a variant's access mapping, in file order.
+type AccessMap struct {
+	Node
+	List []*Access
+}
+
+// Access is one entry of a variant's access mapping: a tensor name and the
+// kinds written for it (a single kind is a one-item list).
+type Access struct {
+	Tensor Str // the key
+	Kinds  List
+}
+
+// Launch is a variant's launch mapping.
+type Launch struct {
+	Node
+	Threads     Int
+	MaxBlocks   Int
+	VectorBytes Int
+}

@@ -1,0 +1,426 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/irisgen/irisgen/internal/diag"
+)
+
+// Keys of each mapping, in the order the docs list them; unknown keys are
+// errors with a suggestion from these lists.
+var (
+	topKeys     = []string{"name", "summary", "dtypes", "ops", "sizes", "tensors", "variants"}
+	tensorKeys  = []string{"dir", "shape", "dtype"}
+	variantKeys = []string{"summary", "template", "access", "aliasing", "barriers", "launch"}
+	launchKeys  = []string{"threads", "max_blocks", "vector_bytes"}
+)
+
+// Parse reads one spec; file is the path used in positions. It always
+// returns a File (possibly empty) and every problem it found, in file order;
+// it never panics on any input.
+func Parse(file string, src []byte) (*File, diag.List) {
+	p := &parser{file: file}
+	f := &File{Pos: p.at(1)}
+	root, ok := p.document(src)
+	if !ok {
+		return f, p.errs
+	}
+	f.Pos = p.pos(root)
+	p.top(f, root)
+	return f, p.errs
+}
+
+type parser struct {
+	file string
+	errs diag.List
+}
+
+func (p *parser) errorf(at Pos, format string, args ...any) {
+	p.errs.Add(at, fmt.Sprintf(format, args...))
+}
+
+// at is column 1 of a line, for problems the YAML library only locates by line.
+func (p *parser) at(line int) Pos { return Pos{File: p.file, Line: line, Col: 1} }
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// document decodes the YAML and returns its top-level mapping.
+func (p *parser) document(src []byte) (root *yaml.Node, ok bool) {
+	var doc yaml.Node
+	dec := yaml.NewDecoder(strings.NewReader(string(src)))
+	if err := decodeSafely(dec, &doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			p.errorf(p.at(1), "the spec is empty; start it with `name: <collective>` (see docs/spec.md)")
+			return nil, false
+		}
+		at, msg := p.at(1), strings.TrimPrefix(err.Error(), "yaml: ")
+		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			at, msg = p.at(line), m[2]
+		}
+		p.errorf(at, "invalid YAML: %s", msg)
+		return nil, false
+	}
+	// A second document would be silently ignored by the decoder.
+	var extra yaml.Node
+	if err := decodeSafely(dec, &extra); err == nil {
+		p.errorf(p.pos(&extra), "a spec file holds one YAML document; move this one to its own file")
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		p.errorf(p.at(1), "the spec is empty; start it with `name: <collective>` (see docs/spec.md)")
+		return nil, false
+	}
+	root = resolve(doc.Content[0])
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		p.errorf(p.at(1), "the spec is empty; start it with `name: <collective>` (see docs/spec.md)")
+		return nil, false
+	}
+	if root.Kind != yaml.MappingNode {
+		p.errorf(p.pos(root), "a spec must be a mapping with the keys %s; found %s", strings.Join(topKeys, ", "), describe(root))
+		return nil, false
+	}
+	return root, true
+}
+
+// decodeSafely turns a panic of the YAML library into an error: a spec,
+// however broken, must give a positioned error and not a crash.
+func decodeSafely(dec *yaml.Decoder, n *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: %v", r)
+		}
+	}()
+	return dec.Decode(n)
+}
+
+func (p *parser) top(f *File, root *yaml.Node) {
+	p.fields(root, "at the top level", topKeys, func(key string, k Str, v *yaml.Node) {
+		switch key {
+		case "name":
+			f.Name = p.str(k, v, "name")
+		case "summary":
+			f.Summary = p.str(k, v, "summary")
+		case "dtypes":
+			f.DTypes = p.list(k, v, "dtypes", "a list of element types, e.g. [f32, f16, bf16]")
+		case "ops":
+			f.Ops = p.list(k, v, "ops", "a list of reduction operators, e.g. [sum]")
+		case "sizes":
+			f.Sizes = p.list(k, v, "sizes", "a list of size symbols, e.g. [n]")
+		case "tensors":
+			f.Tensors = p.tensors(k, v)
+		case "variants":
+			f.Variants = p.variants(k, v)
+		}
+	})
+}
+
+func (p *parser) tensors(k Str, v *yaml.Node) Tensors {
+	ts := Tensors{Node: p.keyed(k, v)}
+	if !p.isMap(v, &ts.Node, "tensors", "a mapping from tensor names to {dir, shape}") {
+		return ts
+	}
+	p.entries(v, func(name Str, val *yaml.Node) {
+		t := &Tensor{Node: p.keyed(name, val), Name: name}
+		where := fmt.Sprintf("tensor %q", name.Value)
+		if p.isMap(val, &t.Node, where, "a mapping like {dir: in, shape: [n]}") {
+			p.fields(val, "in "+where, tensorKeys, func(key string, k Str, v *yaml.Node) {
+				switch key {
+				case "dir":
+					t.Dir = p.str(k, v, "dir of "+where)
+				case "shape":
+					t.Shape = p.shape(k, v, where)
+				case "dtype":
+					t.DType = p.str(k, v, "dtype of "+where)
+				}
+			})
+		}
+		ts.List = append(ts.List, t)
+	}, func(name Str, first Pos) {
+		p.errorf(name.Pos, "duplicate tensor %q (first defined at %s); tensor names must be unique", name.Value, lineCol(first))
+	})
+	return ts
+}
+
+func (p *parser) variants(k Str, v *yaml.Node) Variants {
+	vs := Variants{Node: p.keyed(k, v)}
+	if !p.isMap(v, &vs.Node, "variants", "a mapping from variant names to their settings") {
+		return vs
+	}
+	p.entries(v, func(name Str, val *yaml.Node) {
+		vr := &Variant{Node: p.keyed(name, val), Name: name}
+		where := fmt.Sprintf("variant %q", name.Value)
+		if p.isMap(val, &vr.Node, where, "a mapping with the keys "+strings.Join(variantKeys, ", ")) {
+			p.fields(val, "in "+where, variantKeys, func(key string, k Str, v *yaml.Node) {
+				switch key {
+				case "summary":
+					vr.Summary = p.str(k, v, "summary of "+where)
+				case "template":
+					vr.Template = p.str(k, v, "template of "+where)
+				case "access":
+					vr.Access = p.access(k, v, where)
+				case "aliasing":
+					vr.Aliasing = p.str(k, v, "aliasing of "+where)
+				case "barriers":
+					vr.Barriers = p.list(k, v, "barriers of "+where, "a list of barrier modes, e.g. [device, host, none]")
+				case "launch":
+					vr.Launch = p.launch(k, v, where)
+				}
+			})
+		}
+		vs.List = append(vs.List, vr)
+	}, func(name Str, first Pos) {
+		p.errorf(name.Pos, "duplicate variant %q (first defined at %s); variant names must be unique", name.Value, lineCol(first))
+	})
+	return vs
+}
+
+func (p *parser) access(k Str, v *yaml.Node, where string) AccessMap {
+	am := AccessMap{Node: p.keyed(k, v)}
+	if !p.isMap(v, &am.Node, "access of "+where, "a mapping from tensor names to access kinds, e.g. {input: local_read}") {
+		return am
+	}
+	p.entries(v, func(name Str, val *yaml.Node) {
+		a := &Access{Tensor: name, Kinds: List{Node: p.keyed(name, val)}}
+		what := fmt.Sprintf("access of tensor %q in %s", name.Value, where)
+		switch r := resolve(val); {
+		case r.Kind == yaml.ScalarNode && r.Tag != "!!null":
+			a.Kinds.Items = []Str{{Node: Node{Pos: p.pos(r), Set: true}, Value: r.Value}}
+		case r.Kind == yaml.SequenceNode:
+			a.Kinds = p.list(name, val, what, "")
+		default:
+			a.Kinds.Bad = true
+			p.errorf(p.pos(r), "%s must be an access kind or a list of kinds (e.g. [local_read, remote_write]), found %s", what, describe(r))
+		}
+		am.List = append(am.List, a)
+	}, func(name Str, first Pos) {
+		p.errorf(name.Pos, "duplicate access entry for tensor %q in %s (first at %s); write all its kinds in one list, e.g. %s: [local_read, remote_read]", name.Value, where, lineCol(first), name.Value)
+	})
+	return am
+}
+
+func (p *parser) launch(k Str, v *yaml.Node, where string) Launch {
+	l := Launch{Node: p.keyed(k, v)}
+	if !p.isMap(v, &l.Node, "launch of "+where, "a mapping like {threads: 512, max_blocks: 16, vector_bytes: 16}") {
+		return l
+	}
+	p.fields(v, "in launch of "+where, launchKeys, func(key string, k Str, v *yaml.Node) {
+		switch key {
+		case "threads":
+			l.Threads = p.integer(k, v, "threads of "+where)
+		case "max_blocks":
+			l.MaxBlocks = p.integer(k, v, "max_blocks of "+where)
+		case "vector_bytes":
+			l.VectorBytes = p.integer(k, v, "vector_bytes of "+where)
+		}
+	})
+	return l
+}
+
+func (p *parser) shape(k Str, v *yaml.Node, where string) Shape {
+	s := Shape{Node: p.keyed(k, v)}
+	r := resolve(v)
+	if r.Kind != yaml.SequenceNode {
+		s.Bad = true
+		p.errorf(p.pos(r), "shape of %s must be a list of dimensions (size symbols or positive integers), e.g. [world, n]; found %s", where, describe(r))
+		return s
+	}
+	for _, item := range r.Content {
+		item = resolve(item)
+		at := p.pos(item)
+		switch {
+		case item.Kind == yaml.ScalarNode && item.Tag == "!!int":
+			var c int64
+			if err := item.Decode(&c); err != nil {
+				s.Bad = true
+				p.errorf(at, "dimension %s of %s does not fit in 64 bits", item.Value, where)
+				continue
+			}
+			s.Dims = append(s.Dims, Dim{Pos: at, Const: c})
+		case item.Kind == yaml.ScalarNode && item.Tag == "!!str":
+			s.Dims = append(s.Dims, Dim{Pos: at, Symbol: item.Value})
+		case item.Kind == yaml.ScalarNode && item.Tag == "!!float":
+			s.Bad = true
+			p.errorf(at, "dimension %s of %s is not an integer; dimensions are size symbols or positive integers", item.Value, where)
+		default:
+			s.Bad = true
+			p.errorf(at, "a dimension of %s must be a size symbol or a positive integer, found %s", where, describe(item))
+		}
+	}
+	return s
+}
+
+// fields walks a mapping with a fixed set of keys, reporting unknown and
+// duplicate keys, and calls set once for each known key.
+func (p *parser) fields(m *yaml.Node, where string, known []string, set func(key string, k Str, v *yaml.Node)) {
+	p.entries(m, func(k Str, v *yaml.Node) {
+		if !contains(known, k.Value) {
+			hint := "expected one of: " + strings.Join(known, ", ")
+			if s := Closest(k.Value, known); s != "" {
+				hint = fmt.Sprintf("did you mean %q?", s)
+			}
+			p.errorf(k.Pos, "unknown key %q %s (%s)", k.Value, where, hint)
+			return
+		}
+		set(k.Value, k, v)
+	}, func(k Str, first Pos) {
+		p.errorf(k.Pos, "duplicate key %q %s (first at %s); keep only one", k.Value, where, lineCol(first))
+	})
+}
+
+// entries walks a mapping whose keys must be plain scalars, calling each
+// for the first occurrence of a key and dup for every repeat (yaml.Node
+// keeps repeated keys; the spec language does not allow them).
+func (p *parser) entries(m *yaml.Node, each func(k Str, v *yaml.Node), dup func(k Str, first Pos)) {
+	first := map[string]Pos{}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		kn, v := resolve(m.Content[i]), m.Content[i+1]
+		if kn.Kind != yaml.ScalarNode || kn.Tag == "!!null" {
+			p.errorf(p.pos(kn), "a key must be a plain name, found %s", describe(kn))
+			continue
+		}
+		if kn.Tag == "!!merge" {
+			p.errorf(p.pos(kn), "merge keys (<<) are not supported; write the keys out")
+			continue
+		}
+		k := Str{Node: Node{Pos: p.pos(kn), KeyPos: p.pos(kn), Set: true}, Value: kn.Value}
+		if at, seen := first[k.Value]; seen {
+			dup(k, at)
+			continue
+		}
+		first[k.Value] = k.Pos
+		each(k, v)
+	}
+}
+
+func (p *parser) isMap(v *yaml.Node, n *Node, what, want string) bool {
+	r := resolve(v)
+	if r.Kind == yaml.MappingNode {
+		return true
+	}
+	n.Bad = true
+	p.errorf(p.pos(r), "%s must be %s; found %s", what, want, describe(r))
+	return false
+}
+
+func (p *parser) str(k Str, v *yaml.Node, what string) Str {
+	s := Str{Node: p.keyed(k, v)}
+	r := resolve(v)
+	if r.Kind != yaml.ScalarNode || r.Tag == "!!null" {
+		s.Bad = true
+		p.errorf(p.pos(r), "%s must be a string, found %s", what, describe(r))
+		return s
+	}
+	s.Value = r.Value
+	return s
+}
+
+func (p *parser) integer(k Str, v *yaml.Node, what string) Int {
+	n := Int{Node: p.keyed(k, v)}
+	r := resolve(v)
+	if r.Kind == yaml.ScalarNode && r.Tag == "!!int" {
+		if err := r.Decode(&n.Value); err == nil {
+			return n
+		}
+		n.Bad = true
+		p.errorf(p.pos(r), "%s: %s does not fit in 64 bits", what, r.Value)
+		return n
+	}
+	n.Bad = true
+	p.errorf(p.pos(r), "%s must be an integer, found %s", what, describe(r))
+	return n
+}
+
+// list reads a list of scalars; want, when set, shows an example of the
+// expected form in the error.
+func (p *parser) list(k Str, v *yaml.Node, what, want string) List {
+	l := List{Node: p.keyed(k, v)}
+	r := resolve(v)
+	if r.Kind != yaml.SequenceNode {
+		l.Bad = true
+		if want == "" {
+			want = "a list"
+		}
+		p.errorf(p.pos(r), "%s must be %s; found %s", what, want, describe(r))
+		return l
+	}
+	for _, item := range r.Content {
+		item = resolve(item)
+		if item.Kind != yaml.ScalarNode || item.Tag == "!!null" {
+			l.Bad = true
+			p.errorf(p.pos(item), "items of %s must be names, found %s", what, describe(item))
+			continue
+		}
+		l.Items = append(l.Items, Str{Node: Node{Pos: p.pos(item), Set: true}, Value: item.Value})
+	}
+	return l
+}
+
+// keyed is the Node of a value v under key k.
+func (p *parser) keyed(k Str, v *yaml.Node) Node {
+	return Node{Pos: p.pos(resolve(v)), KeyPos: k.Pos, Set: true}
+}
+
+// resolve follows aliases to the anchored node. The chain is bounded: the
+// YAML library rejects anchors that contain themselves, and the loop cap
+// guards against anything it lets through.
+func resolve(n *yaml.Node) *yaml.Node {
+	for i := 0; i < 64 && n.Kind == yaml.AliasNode && n.Alias != nil; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func (p *parser) pos(n *yaml.Node) Pos {
+	line, col := n.Line, n.Column
+	if line < 1 {
+		line = 1
+	}
+	if col < 1 {
+		col = 1
+	}
+	return Pos{File: p.file, Line: line, Col: col}
+}
+
+// describe names what a node is, for "found ..." in messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!null":
+			return "nothing"
+		case "!!int", "!!float":
+			return "the number " + n.Value
+		case "!!bool":
+			return "the boolean " + n.Value
+		case "!!str":
+			return fmt.Sprintf("the string %q", n.Value)
+		}
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "nothing"
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// lineCol is a position within the file being reported on, for "first at".
+func lineCol(p Pos) string { return fmt.Sprintf("%d:%d", p.Line, p.Col) }
