@@ -1,0 +1,262 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinels for errors.Is; every typed error below matches one of them.
+var (
+	ErrPlacement      = errors.New("tensor not on the symmetric heap")
+	ErrAlias          = errors.New("tensors alias")
+	ErrShape          = errors.New("wrong tensor shape")
+	ErrDType          = errors.New("wrong tensor dtype")
+	ErrCapture        = errors.New("not allowed during stream capture")
+	ErrBarrierTimeout = errors.New("device barrier timed out")
+	ErrDeviceFault    = errors.New("kernel reported an error")
+	ErrKernel         = errors.New("kernel code object unusable")
+	ErrHeap           = errors.New("symmetric heap error")
+	ErrWorld          = errors.New("world failed")
+	ErrBarrierMode    = errors.New("unsupported barrier mode")
+)
+
+// PlacementError: a tensor that peers write (or read without an import) is
+// not on this rank's symmetric heap. Nothing was launched.
+type PlacementError struct {
+	Op, Name string
+	Rank     int
+	Tensor   Tensor
+	// Partial is true when the tensor starts on the heap but runs past its end.
+	Partial bool
+}
+
+func (e *PlacementError) Error() string {
+	where := "is not on"
+	if e.Partial {
+		where = "runs past the end of"
+	}
+	return fmt.Sprintf("%s: tensor %q (%s, %d bytes) %s rank %d's symmetric heap, but peers write it: "+
+		"allocate it with rank.Heap().Alloc; an import would silently drop the peers' writes",
+		e.Op, e.Name, e.Tensor, e.Tensor.Bytes(), where, e.Rank)
+}
+
+// Is matches ErrPlacement.
+func (e *PlacementError) Is(target error) bool { return target == ErrPlacement }
+
+// AliasError: two tensors of a launch overlap although the variant forbids it.
+type AliasError struct {
+	Op   string
+	A, B string
+	TA   Tensor
+	TB   Tensor
+}
+
+func (e *AliasError) Error() string {
+	return fmt.Sprintf("%s: tensors %q (%s) and %q (%s) overlap, but this variant forbids aliasing "+
+		"(peers may still read %q while this rank writes %q): pass separate buffers, or use a variant that allows in-place operation",
+		e.Op, e.A, e.TA, e.B, e.TB, e.A, e.B)
+}
+
+// Is matches ErrAlias.
+func (e *AliasError) Is(target error) bool { return target == ErrAlias }
+
+// ShapeError: a tensor has the wrong number of elements, a nil pointer, or
+// does not fit where it has to go.
+type ShapeError struct {
+	Op, Name string
+	Want     int64 // elements (or bytes, per Msg)
+	Got      int64
+	Msg      string // the specific problem, when not a plain count mismatch
+}
+
+func (e *ShapeError) Error() string {
+	if e.Msg != "" {
+		return fmt.Sprintf("%s: tensor %q: %s", e.Op, e.Name, e.Msg)
+	}
+	return fmt.Sprintf("%s: tensor %q has %d elements, want %d (the plan was made for this size: make another plan for other sizes)",
+		e.Op, e.Name, e.Got, e.Want)
+}
+
+// Is matches ErrShape.
+func (e *ShapeError) Is(target error) bool { return target == ErrShape }
+
+// DTypeError: a tensor has the wrong element type.
+type DTypeError struct {
+	Op, Name  string
+	Want, Got DType
+}
+
+func (e *DTypeError) Error() string {
+	return fmt.Sprintf("%s: tensor %q has dtype %s, want %s (the plan was made for %s: make another plan, or convert the tensor)",
+		e.Op, e.Name, e.Got, e.Want, e.Want)
+}
+
+// Is matches ErrDType.
+func (e *DTypeError) Is(target error) bool { return target == ErrDType }
+
+// CaptureError: an operation would have broken a stream capture (it
+// allocates, copies between host and device, or waits on the host). Nothing
+// was done.
+type CaptureError struct {
+	Op   string // what was attempted
+	What string // why it would break capture
+	Fix  string // what to do instead
+}
+
+func (e *CaptureError) Error() string {
+	return fmt.Sprintf("%s while the stream is capturing: %s, which breaks graph capture; %s", e.Op, e.What, e.Fix)
+}
+
+// Is matches ErrCapture.
+func (e *CaptureError) Is(target error) bool { return target == ErrCapture }
+
+// BarrierTimeoutError: a kernel on Rank waited for Peer in block Block
+// longer than the device timeout. The device state of the whole world is
+// undefined afterwards (flags and epochs are out of step).
+type BarrierTimeoutError struct {
+	Rank, Peer, Block int
+	Epoch             uint64
+}
+
+func (e *BarrierTimeoutError) Error() string {
+	return fmt.Sprintf("device barrier timed out: rank %d, block %d waited for rank %d to reach epoch %d; "+
+		"rank %d never arrived (it failed, launched a different plan, or is stuck). "+
+		"The world's device state is now undefined: close the world and start it again "+
+		"(raise Options.Timeout / IRISGEN_TIMEOUT if the peer was merely slow)",
+		e.Rank, e.Block, e.Peer, e.Epoch, e.Peer)
+}
+
+// Is matches ErrBarrierTimeout.
+func (e *BarrierTimeoutError) Is(target error) bool { return target == ErrBarrierTimeout }
+
+// DeviceFaultError is any other error record a kernel left (code 2: an index
+// out of range).
+type DeviceFaultError struct {
+	Code        uint32
+	Rank, Block int
+	Info        uint64
+}
+
+func (e *DeviceFaultError) Error() string {
+	what := fmt.Sprintf("error code %d", e.Code)
+	if e.Code == errCodeIndex {
+		what = fmt.Sprintf("index out of range (value %d)", e.Info)
+	}
+	return fmt.Sprintf("kernel on rank %d, block %d reported %s; the world's device state is now undefined: close the world and start it again",
+		e.Rank, e.Block, what)
+}
+
+// Is matches ErrDeviceFault.
+func (e *DeviceFaultError) Is(target error) bool { return target == ErrDeviceFault }
+
+// KernelError: a kernel code object is missing, stale, or lacks an entry.
+type KernelError struct {
+	Module, Kernel string
+	Looked         []string // where the code object was looked for (missing)
+	Stale          bool     // the code object's spec hash differs from the wrapper's
+	WantHash       string
+	GotHash        string
+	Err            error // underlying platform error, if any
+}
+
+func (e *KernelError) Error() string {
+	switch {
+	case e.Stale:
+		return fmt.Sprintf("kernel module %q is stale: its spec hash is %q, the Go wrapper expects %q; "+
+			"regenerate with `go generate` and rebuild with `make kernels`", e.Module, e.GotHash, e.WantHash)
+	case len(e.Looked) > 0:
+		return fmt.Sprintf("kernel module %q not found (looked in %s); run `make kernels` "+
+			"(or set IRISGEN_KERNELS / Options.Kernels to where the code objects are)", e.Module, strings.Join(e.Looked, ", "))
+	case e.Kernel != "":
+		return fmt.Sprintf("kernel %q in module %q: %v; the code object does not match the wrapper: "+
+			"regenerate with `go generate` and rebuild with `make kernels`", e.Kernel, e.Module, e.Err)
+	}
+	return fmt.Sprintf("kernel module %q: %v; rebuild it with `make kernels`", e.Module, e.Err)
+}
+
+// Is matches ErrKernel.
+func (e *KernelError) Is(target error) bool { return target == ErrKernel }
+
+func (e *KernelError) Unwrap() error { return e.Err }
+
+// HeapError: a heap allocation failed or the heap was used wrongly.
+type HeapError struct {
+	Rank int
+	Op   string // "alloc", "free", "create", "collective"
+	Want int64  // bytes requested
+	Free int64  // bytes free (largest free block for alloc)
+	Size int64  // heap size
+	Msg  string
+	Err  error
+}
+
+func (e *HeapError) Error() string {
+	if e.Msg != "" {
+		s := fmt.Sprintf("symmetric heap of rank %d: %s", e.Rank, e.Msg)
+		if e.Err != nil {
+			s += ": " + e.Err.Error()
+		}
+		return s
+	}
+	return fmt.Sprintf("symmetric heap of rank %d is out of space: %d bytes requested, largest free block %d of a %d-byte heap; "+
+		"free tensors you no longer need, or raise the heap size with Options.HeapBytes or IRISGEN_HEAP_BYTES",
+		e.Rank, e.Want, e.Free, e.Size)
+}
+
+// Is matches ErrHeap.
+func (e *HeapError) Is(target error) bool { return target == ErrHeap }
+
+func (e *HeapError) Unwrap() error { return e.Err }
+
+// WorldError: the world could not be formed, or a rank failed, left or timed
+// out, so the group's host barriers and rendezvous can no longer complete.
+type WorldError struct {
+	Rank int    // rank reporting it
+	Op   string // "join", "barrier", "all-gather", ...
+	Peer int    // the rank that failed, or -1
+	Msg  string
+	Err  error
+}
+
+func (e *WorldError) Error() string {
+	s := fmt.Sprintf("world: rank %d: %s", e.Rank, e.Op)
+	if e.Peer >= 0 {
+		s += fmt.Sprintf(": rank %d", e.Peer)
+	}
+	if e.Msg != "" {
+		s += ": " + e.Msg
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Is matches ErrWorld.
+func (e *WorldError) Is(target error) bool { return target == ErrWorld }
+
+func (e *WorldError) Unwrap() error { return e.Err }
+
+// BarrierModeError: a launch asked for a barrier mode its variant does not
+// support.
+type BarrierModeError struct {
+	Op, Variant string
+	Mode        Barrier
+	Supported   []Barrier
+}
+
+func (e *BarrierModeError) Error() string {
+	names := make([]string, len(e.Supported))
+	for i, b := range e.Supported {
+		names[i] = b.String()
+	}
+	return fmt.Sprintf("%s %s: barrier mode %q is not supported by this variant; supported: %s",
+		e.Op, e.Variant, e.Mode, strings.Join(names, ", "))
+}
+
+// Is matches ErrBarrierMode.
+func (e *BarrierModeError) Is(target error) bool { return target == ErrBarrierMode }
+
+// platformErr annotates a platform failure with what the runtime was doing.
+func platformErr(what string, err error) error { return fmt.Errorf("%s: %w", what, err) }

@@ -1,0 +1,387 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/irisgen/irisgen/runtime/gpu"
+)
+
+// PlanSpec is what a generated wrapper asks of a plan: which kernel, how it
+// is launched, which barrier modes it supports and which heap buffers it
+// needs besides the barrier flags.
+type PlanSpec struct {
+	Op, Variant      string // "all_gather", "push": used in errors
+	Module, SpecHash string // module = collective name; the wrapper's spec hash
+	Kernel           string // kernel entry name (ir.KernelName)
+	Threads, Blocks  int
+	Barriers         []Barrier // modes the variant supports, default first
+	Capturable       []Barrier // modes whose launch may be captured
+	Workspace        []Buffer  // heap, zeroed at plan creation
+	Staging          []Buffer  // heap, for tensors with placement import
+}
+
+// Buffer is a named heap buffer of a plan.
+type Buffer struct {
+	Name  string
+	Bytes int64
+}
+
+// Plan holds everything one launch of a kernel needs that must be allocated:
+// the loaded function, the barrier flags uint64[blocks][MaxWorld] and epochs
+// uint64[blocks], workspace and staging buffers, all on the heap, and a
+// reusable argument buffer. Launching a plan never allocates device memory,
+// copies between host and device, or waits on the host (except in
+// BarrierHost mode). A plan is used from its rank's goroutine.
+type Plan struct {
+	r      *Rank
+	spec   PlanSpec
+	fn     gpu.Function
+	flags  gpu.DevicePtr
+	epochs gpu.DevicePtr
+	bufs   map[string]planBuf
+	allocs []gpu.DevicePtr // in allocation order
+	ctx    [CtxBytes]byte
+	args   Args
+	closed bool
+}
+
+type planBuf struct {
+	ptr     gpu.DevicePtr
+	bytes   int64
+	staging bool
+}
+
+// Args is a kernel's argument struct being packed: the 112-byte ctx, then 8
+// little-endian bytes per tensor pointer and per int64 symbol, in the order of
+// the kernel's <kernel>_args struct.
+type Args struct{ b []byte }
+
+// Ptr appends a tensor pointer.
+func (a *Args) Ptr(p gpu.DevicePtr) *Args {
+	a.b = binary.LittleEndian.AppendUint64(a.b, uint64(p))
+	return a
+}
+
+// I64 appends an int64 symbol.
+func (a *Args) I64(v int64) *Args {
+	a.b = binary.LittleEndian.AppendUint64(a.b, uint64(v))
+	return a
+}
+
+// Bytes returns the packed bytes (shared with the Args, not a copy).
+func (a *Args) Bytes() []byte { return a.b }
+
+func (s *PlanSpec) validate() error {
+	bad := func(format string, v ...any) error {
+		return fmt.Errorf("plan %s %s: invalid PlanSpec: %s", s.Op, s.Variant, fmt.Sprintf(format, v...))
+	}
+	switch {
+	case s.Module == "" || s.Kernel == "":
+		return bad("Module and Kernel are required")
+	case s.Threads < 1 || s.Threads > 1024:
+		return bad("Threads = %d, want 1..1024", s.Threads)
+	case s.Blocks < 1 || s.Blocks > 1<<16:
+		return bad("Blocks = %d, want 1..65536", s.Blocks)
+	case len(s.Barriers) == 0:
+		return bad("no barrier modes")
+	}
+	for _, b := range append(slices.Clone(s.Barriers), s.Capturable...) {
+		if int(b) >= len(barrierNames) {
+			return bad("unknown barrier mode %d", b)
+		}
+	}
+	names := map[string]bool{}
+	for _, b := range append(slices.Clone(s.Workspace), s.Staging...) {
+		if b.Name == "" || names[b.Name] {
+			return bad("buffer names must be unique and non-empty (got %q twice or empty)", b.Name)
+		}
+		if b.Bytes < 0 {
+			return bad("buffer %q has %d bytes", b.Name, b.Bytes)
+		}
+		names[b.Name] = true
+	}
+	return nil
+}
+
+// digest identifies a plan across ranks: every rank must make the same one.
+func (s *PlanSpec) digest() []byte {
+	d := fmt.Sprintf("%s|%s|%s|%s|%s|%d|%d|%v|%v|%v|%v", s.Op, s.Variant, s.Module, s.SpecHash, s.Kernel,
+		s.Threads, s.Blocks, s.Barriers, s.Capturable, s.Workspace, s.Staging)
+	return []byte(d)
+}
+
+// NewPlan makes a plan on r. It is collective: every rank makes the same plan
+// in the same order. It loads the kernel (checking the module's spec hash),
+// allocates flags, epochs, workspace and staging on the heap, zeroes them on
+// r's stream and waits for them, then meets the other ranks, so no peer can
+// signal into the flags before they are zeroed. Any rank's failure fails the
+// plan on every rank. It refuses with a *CaptureError while r's stream
+// captures.
+func NewPlan(r *Rank, s PlanSpec) (*Plan, error) {
+	p := &Plan{r: r, spec: s, bufs: map[string]planBuf{}}
+	s.Barriers, s.Capturable = slices.Clone(s.Barriers), slices.Clone(s.Capturable)
+	p.spec = s
+	err := p.setup()
+	if serr := r.syncRanks(fmt.Sprintf("plan %s %s", s.Op, s.Variant), err, s.digest()); serr != nil {
+		p.freeAll()
+		return nil, serr
+	}
+	p.ctx = r.ctx
+	binary.LittleEndian.PutUint64(p.ctx[ctxOffFlags:], uint64(p.flags))
+	binary.LittleEndian.PutUint64(p.ctx[ctxOffEpochs:], uint64(p.epochs))
+	p.args.b = make([]byte, 0, CtxBytes+8*16)
+	return p, nil
+}
+
+// setup is this rank's part of NewPlan.
+func (p *Plan) setup() error {
+	r, s := p.r, &p.spec
+	if err := s.validate(); err != nil {
+		return err
+	}
+	capturing, err := r.Capturing(r.stream)
+	if err != nil {
+		return err
+	}
+	if capturing {
+		return &CaptureError{Op: fmt.Sprintf("making a plan for %s %s", s.Op, s.Variant),
+			What: "it loads the kernel, allocates and zeroes heap memory and waits for the other ranks",
+			Fix:  "make the plan before capture and launch it inside the capture"}
+	}
+	if p.fn, err = r.Function(s.Module, s.SpecHash, s.Kernel); err != nil {
+		return err
+	}
+	alloc := func(bytes int64) (gpu.DevicePtr, error) {
+		ptr, err := r.heap.AllocBytes(bytes)
+		if err != nil {
+			return 0, err
+		}
+		p.allocs = append(p.allocs, ptr)
+		if err := r.dev.MemsetD8Async(ptr, 0, bytes, r.stream); err != nil {
+			return 0, platformErr("zeroing a plan buffer", err)
+		}
+		return ptr, nil
+	}
+	blocks := int64(s.Blocks)
+	if p.flags, err = alloc(blocks * MaxWorld * 8); err != nil {
+		return err
+	}
+	if p.epochs, err = alloc(blocks * 8); err != nil {
+		return err
+	}
+	for i, list := range [][]Buffer{s.Workspace, s.Staging} {
+		for _, b := range list {
+			ptr, err := alloc(b.Bytes)
+			if err != nil {
+				return fmt.Errorf("plan %s %s: buffer %q: %w", s.Op, s.Variant, b.Name, err)
+			}
+			p.bufs[b.Name] = planBuf{ptr: ptr, bytes: b.Bytes, staging: i == 1}
+		}
+	}
+	if err := r.dev.StreamSynchronize(r.stream); err != nil {
+		return platformErr("zeroing plan buffers", err)
+	}
+	return nil
+}
+
+// freeAll returns the plan's heap buffers, newest first.
+func (p *Plan) freeAll() error {
+	var errs []error
+	for i := len(p.allocs) - 1; i >= 0; i-- {
+		errs = append(errs, p.r.heap.FreeBytes(p.allocs[i]))
+	}
+	p.allocs = nil
+	return errors.Join(errs...)
+}
+
+// Close frees the plan's heap buffers. It is collective (heap frees are):
+// it waits for the device and for every rank first, so no kernel of this
+// plan still runs anywhere when the buffers are reused.
+func (p *Plan) Close() error {
+	if p.closed {
+		return nil
+	}
+	capturing, err := p.r.Capturing(p.r.stream)
+	if err != nil {
+		return err
+	}
+	if capturing {
+		return &CaptureError{Op: "closing a plan", What: "it waits for the device and the other ranks", Fix: "close plans after the capture has ended"}
+	}
+	p.closed = true
+	err = p.r.dev.Synchronize()
+	if err != nil {
+		err = platformErr("waiting for the plan's kernels", err)
+	}
+	err = p.r.syncRanks(fmt.Sprintf("close of plan %s %s", p.spec.Op, p.spec.Variant), err, p.spec.digest())
+	return errors.Join(err, p.freeAll())
+}
+
+// Rank is the rank the plan was made on.
+func (p *Plan) Rank() *Rank { return p.r }
+
+// Spec is the plan's spec.
+func (p *Plan) Spec() PlanSpec { return p.spec }
+
+// Flags is the address of the plan's barrier flags on this rank's heap.
+func (p *Plan) Flags() gpu.DevicePtr { return p.flags }
+
+// Epochs is the address of the plan's per-block epoch counters.
+func (p *Plan) Epochs() gpu.DevicePtr { return p.epochs }
+
+// Function is the plan's kernel.
+func (p *Plan) Function() gpu.Function { return p.fn }
+
+// Buffer returns the address of the workspace or staging buffer name. An
+// unknown name is a bug in the caller (the generated wrapper) and panics.
+func (p *Plan) Buffer(name string) gpu.DevicePtr {
+	b, ok := p.bufs[name]
+	if !ok {
+		panic(fmt.Sprintf("irisgen: plan %s %s has no buffer %q", p.spec.Op, p.spec.Variant, name))
+	}
+	return b.ptr
+}
+
+// Import copies t into the staging buffer name on stream s (an asynchronous
+// device-to-device copy, capturable) and returns the staging tensor, which is
+// on the heap so peers can read it.
+func (p *Plan) Import(s gpu.Stream, name string, t Tensor) (Tensor, error) {
+	b, ok := p.bufs[name]
+	if !ok || !b.staging {
+		return Tensor{}, fmt.Errorf("plan %s %s: no staging buffer %q to import into", p.spec.Op, p.spec.Variant, name)
+	}
+	if t.Bytes() > b.bytes {
+		return Tensor{}, &ShapeError{Op: p.spec.Op, Name: name, Want: b.bytes, Got: t.Bytes(), Msg: fmt.Sprintf(
+			"%d bytes do not fit the plan's %d-byte staging buffer: make a plan for this size, or allocate the tensor on the heap", t.Bytes(), b.bytes)}
+	}
+	if t.Bytes() > 0 {
+		if err := p.r.dev.CopyDtoDAsync(b.ptr, t.Ptr, t.Bytes(), s); err != nil {
+			return Tensor{}, platformErr(fmt.Sprintf("%s: importing %q onto the heap", p.spec.Op, name), err)
+		}
+	}
+	return Tensor{Ptr: b.ptr, DType: t.DType, Len: t.Len}, nil
+}
+
+// Args resets the plan's argument buffer to its ctx and returns it. The
+// buffer is reused by every launch of the plan.
+func (p *Plan) Args() *Args {
+	p.args.b = append(p.args.b[:0], p.ctx[:]...)
+	return &p.args
+}
+
+// Launch launches the plan's kernel on s with the packed arguments a, in
+// barrier mode. mode must be one the variant supports. BarrierHost waits for
+// s and meets the other ranks before and after the kernel, so it is refused
+// while s captures (*CaptureError, nothing launched). A launch first checks
+// the rank's error record: after a device error the world must be restarted.
+func (p *Plan) Launch(s gpu.Stream, mode Barrier, a *Args) error {
+	if p.closed {
+		return fmt.Errorf("%s %s: launch of a closed plan", p.spec.Op, p.spec.Variant)
+	}
+	if a == nil || len(a.b) < CtxBytes {
+		return fmt.Errorf("%s %s: launch arguments must start with the plan's ctx (use Plan.Args)", p.spec.Op, p.spec.Variant)
+	}
+	if !slices.Contains(p.spec.Barriers, mode) {
+		return &BarrierModeError{Op: p.spec.Op, Variant: p.spec.Variant, Mode: mode, Supported: p.spec.Barriers}
+	}
+	if mode == BarrierHost || !slices.Contains(p.spec.Capturable, mode) {
+		capturing, err := p.r.Capturing(s)
+		if err != nil {
+			return err
+		}
+		if capturing {
+			return &CaptureError{Op: fmt.Sprintf("launching %s %s with barrier mode %s", p.spec.Op, p.spec.Variant, mode),
+				What: capturableWhy(mode),
+				Fix:  "launch with a capturable barrier mode inside the graph (" + modeList(p.spec.Capturable) + ")"}
+		}
+	}
+	if err := p.r.Check(); err != nil {
+		return err
+	}
+	var flag uint32
+	if mode == BarrierDevice {
+		flag = 1
+	}
+	binary.LittleEndian.PutUint32(a.b[ctxOffBarrier:], flag)
+	if mode == BarrierHost {
+		if err := p.r.HostBarrier(s); err != nil {
+			return err
+		}
+	}
+	grid := gpu.Dim3{X: uint32(p.spec.Blocks), Y: 1, Z: 1}
+	block := gpu.Dim3{X: uint32(p.spec.Threads), Y: 1, Z: 1}
+	if err := p.r.dev.Launch(p.fn, grid, block, 0, s, a.b); err != nil {
+		return platformErr(fmt.Sprintf("launching %s", p.spec.Kernel), err)
+	}
+	if mode == BarrierHost {
+		return p.r.HostBarrier(s)
+	}
+	return nil
+}
+
+func capturableWhy(mode Barrier) string {
+	if mode == BarrierHost {
+		return "a host barrier waits for the stream and for the other ranks on the host"
+	}
+	return "this variant cannot be captured in mode " + mode.String()
+}
+
+func modeList(ms []Barrier) string {
+	if len(ms) == 0 {
+		return "none is: this variant cannot be captured"
+	}
+	s := ""
+	for i, m := range ms {
+		if i > 0 {
+			s += ", "
+		}
+		s += "runtime.Barrier" + map[Barrier]string{BarrierDevice: "Device", BarrierHost: "Host", BarrierNone: "None"}[m]
+	}
+	return s
+}
+
+// Blocks is the grid size of a plan: one block per threads*vectorBytes bytes,
+// at least 1 and at most maxBlocks, so that block b pairs with block b on
+// every peer.
+func Blocks(bytes int64, threads, vectorBytes, maxBlocks int) int {
+	per := int64(max(threads, 1)) * int64(max(vectorBytes, 1))
+	n := int64(1)
+	if bytes > 0 {
+		n = (bytes-1)/per + 1
+	}
+	return int(min(n, int64(max(maxBlocks, 1))))
+}
+
+// CheckTensor checks t's dtype and element count (and that it is not nil).
+func CheckTensor(op, name string, t Tensor, want DType, n int64) error {
+	if t.Ptr == 0 {
+		return &ShapeError{Op: op, Name: name, Want: n, Msg: "nil device pointer (the tensor was never allocated)"}
+	}
+	if t.DType != want {
+		return &DTypeError{Op: op, Name: name, Want: want, Got: t.DType}
+	}
+	if t.Len != n {
+		return &ShapeError{Op: op, Name: name, Want: n, Got: t.Len}
+	}
+	return nil
+}
+
+// CheckHeap checks that t lies entirely on r's symmetric heap.
+func CheckHeap(op, name string, r *Rank, t Tensor) error {
+	if r.heap.Contains(t.Ptr, t.Bytes()) {
+		return nil
+	}
+	_, starts := r.heap.Offset(t.Ptr)
+	return &PlacementError{Op: op, Name: name, Rank: r.rank, Tensor: t, Partial: starts}
+}
+
+// CheckNoAlias checks that ta and tb do not overlap.
+func CheckNoAlias(op, a string, ta Tensor, b string, tb Tensor) error {
+	if ta.Overlaps(tb) {
+		return &AliasError{Op: op, A: a, B: b, TA: ta, TB: tb}
+	}
+	return nil
+}

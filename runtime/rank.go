@@ -1,0 +1,323 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/irisgen/irisgen/runtime/gpu"
+)
+
+// Layout of irisgen_ctx (docs/internals.md, "Kernel ABI"): 112 bytes.
+const (
+	CtxBytes      = 112
+	ctxOffFlags   = 8 * MaxWorld
+	ctxOffEpochs  = ctxOffFlags + 8
+	ctxOffErr     = ctxOffEpochs + 8
+	ctxOffTimeout = ctxOffErr + 8
+	ctxOffRank    = ctxOffTimeout + 8
+	ctxOffWorld   = ctxOffRank + 4
+	ctxOffBarrier = ctxOffWorld + 4
+	ctxOffReserve = ctxOffBarrier + 4
+
+	errRecordBytes = 32 // irisgen_error
+	errCodeTimeout = 1
+	errCodeIndex   = 2
+)
+
+// Rank is one rank of a world: a GPU with its symmetric heap, a stream, an
+// error record the kernels write, and the world's host rendezvous. A Rank is
+// driven from one goroutine at a time.
+type Rank struct {
+	rank, world int
+	opts        Options
+	dev         gpu.Device
+	heap        *Heap
+	stream      gpu.Stream
+	group       Group
+	errHost     unsafe.Pointer
+	errDev      gpu.DevicePtr
+	ctx         [CtxBytes]byte
+
+	kernels kernelCache
+	plans   *PlanCache
+	local   *World          // the in-process world, or nil
+	opened  []gpu.DevicePtr // peers' heaps opened through IPC
+
+	releaseOnce sync.Once
+	releaseErr  error
+}
+
+// newRank creates the device resources of a rank: stream, zeroed heap and
+// zeroed error record. On error it frees what it made.
+func newRank(rank, world int, dev gpu.Device, opts Options) (r *Rank, err error) {
+	r = &Rank{rank: rank, world: world, opts: opts, dev: dev}
+	r.plans = &PlanCache{r: r, m: map[string]any{}}
+	defer func() {
+		if err != nil {
+			r.release()
+			r = nil
+		}
+	}()
+	if r.stream, err = dev.NewStream(); err != nil {
+		return nil, platformErr(fmt.Sprintf("rank %d creating its stream", rank), err)
+	}
+	base, err := dev.Alloc(opts.HeapBytes, true)
+	if err != nil {
+		return nil, &HeapError{Rank: rank, Op: "create", Err: err, Msg: fmt.Sprintf(
+			"cannot allocate a %d-byte heap on GPU %d; lower Options.HeapBytes / IRISGEN_HEAP_BYTES", opts.HeapBytes, dev.Ordinal())}
+	}
+	r.heap = &Heap{rank: rank, dev: dev, base: base, size: opts.HeapBytes, a: newAllocator(opts.HeapBytes)}
+	r.heap.bases = make([]gpu.DevicePtr, world)
+	r.heap.bases[rank] = base
+	host, errDev, err := dev.AllocHostMapped(errRecordBytes)
+	if err != nil {
+		return nil, platformErr(fmt.Sprintf("rank %d allocating its error record", rank), err)
+	}
+	r.errHost, r.errDev = host, errDev
+	clear(unsafe.Slice((*byte)(host), errRecordBytes))
+	// Heap memory starts zeroed, so flags and epochs of the first plans and
+	// user tensors have a known state.
+	if err := dev.MemsetD8Async(base, 0, opts.HeapBytes, r.stream); err != nil {
+		return nil, platformErr(fmt.Sprintf("rank %d zeroing its heap", rank), err)
+	}
+	if err := dev.StreamSynchronize(r.stream); err != nil {
+		return nil, platformErr(fmt.Sprintf("rank %d zeroing its heap", rank), err)
+	}
+	return r, nil
+}
+
+// setBases records every rank's heap base as mapped on this device and builds
+// the ctx template the kernels get by value.
+func (r *Rank) setBases(bases []gpu.DevicePtr) {
+	copy(r.heap.bases, bases)
+	le := binary.LittleEndian
+	for i, b := range bases {
+		le.PutUint64(r.ctx[8*i:], uint64(b))
+	}
+	le.PutUint64(r.ctx[ctxOffErr:], uint64(r.errDev))
+	le.PutUint64(r.ctx[ctxOffTimeout:], uint64(r.opts.Timeout.Nanoseconds()))
+	le.PutUint32(r.ctx[ctxOffRank:], uint32(r.rank))
+	le.PutUint32(r.ctx[ctxOffWorld:], uint32(r.world))
+}
+
+// release frees the rank's device resources (once).
+func (r *Rank) release() error {
+	r.releaseOnce.Do(func() {
+		var errs []error
+		errs = append(errs, r.kernels.unload(r.dev))
+		for _, p := range r.opened {
+			errs = append(errs, r.dev.IPCCloseHandle(p))
+		}
+		if r.heap != nil {
+			errs = append(errs, r.dev.Free(r.heap.base))
+		}
+		if r.errHost != nil {
+			errs = append(errs, r.dev.FreeHost(r.errHost))
+		}
+		if r.stream != 0 {
+			errs = append(errs, r.dev.DestroyStream(r.stream))
+		}
+		r.releaseErr = errors.Join(errs...)
+	})
+	return r.releaseErr
+}
+
+// Close leaves a multi-process world: it waits (best effort) until every rank
+// has reached Close, so no peer still reads this rank's heap, then closes the
+// peers' heaps, frees its own and leaves the rendezvous. Ranks of an
+// in-process world are closed by World.Close.
+func (r *Rank) Close() error {
+	if r.local != nil {
+		return fmt.Errorf("rank %d belongs to an in-process world: close the World instead", r.rank)
+	}
+	_ = r.dev.StreamSynchronize(r.stream)
+	_ = r.group.Barrier() // a failed world cannot be waited for; free anyway
+	err := r.release()
+	return errors.Join(err, r.group.Close())
+}
+
+// Rank is this rank's index in the world.
+func (r *Rank) Rank() int { return r.rank }
+
+// World is the number of ranks.
+func (r *Rank) World() int { return r.world }
+
+// Device is this rank's GPU.
+func (r *Rank) Device() gpu.Device { return r.dev }
+
+// Heap is this rank's symmetric heap.
+func (r *Rank) Heap() *Heap { return r.heap }
+
+// Stream is the rank's own non-blocking stream, created with the rank.
+func (r *Rank) Stream() gpu.Stream { return r.stream }
+
+// Group is the world's host rendezvous as seen from this rank.
+func (r *Rank) Group() Group { return r.group }
+
+// Options are the world's resolved options (defaults and environment
+// applied).
+func (r *Rank) Options() Options { return r.opts }
+
+// Ctx returns a copy of the irisgen_ctx template every kernel of this rank
+// gets: heap bases, error record, timeout, rank and world; flags, epochs and
+// barrier are zero (plans fill them in).
+func (r *Rank) Ctx() []byte { return bytes.Clone(r.ctx[:]) }
+
+// Capturing reports whether s is capturing (or a capture on it was
+// invalidated and not yet ended).
+func (r *Rank) Capturing(s gpu.Stream) (bool, error) {
+	st, err := r.dev.CaptureStatus(s)
+	if err != nil {
+		return false, platformErr("querying the stream's capture status", err)
+	}
+	return st != gpu.CaptureNone, nil
+}
+
+// Check reads this rank's error record, which kernels write when a device
+// barrier times out or an index is out of range, and returns it as a
+// *BarrierTimeoutError or *DeviceFaultError. It does not wait for the GPU:
+// synchronize the stream first to see the errors of launched kernels. After
+// an error the world's device state is undefined (barrier flags and epochs
+// are out of step) and the world must be closed and started again; the
+// record stays set, so every later Check and launch reports it.
+func (r *Rank) Check() error {
+	if r.errHost == nil {
+		return nil
+	}
+	rec := (*[errRecordBytes / 4]uint32)(r.errHost)
+	code := atomic.LoadUint32(&rec[0]) // the kernel publishes code last-writer-wins by CAS
+	if code == 0 {
+		return nil
+	}
+	b := unsafe.Slice((*byte)(r.errHost), errRecordBytes)
+	le := binary.LittleEndian
+	if code == errCodeTimeout {
+		return &BarrierTimeoutError{Rank: int(le.Uint32(b[4:])), Peer: int(le.Uint32(b[8:])),
+			Block: int(le.Uint32(b[12:])), Epoch: le.Uint64(b[16:])}
+	}
+	return &DeviceFaultError{Code: code, Rank: int(le.Uint32(b[4:])), Block: int(le.Uint32(b[12:])), Info: le.Uint64(b[24:])}
+}
+
+// HostBarrier waits until all work queued on s has finished, checks the
+// error record, then waits on the host until every rank has done the same.
+// It also checks that every rank's heap holds the same allocations. Not
+// allowed while s is capturing.
+func (r *Rank) HostBarrier(s gpu.Stream) error {
+	capturing, err := r.Capturing(s)
+	if err != nil {
+		return err
+	}
+	if capturing {
+		return &CaptureError{Op: "HostBarrier",
+			What: "it waits for the stream and for the other ranks on the host",
+			Fix:  "inside a graph use launches with runtime.BarrierDevice; keep host barriers outside the capture"}
+	}
+	if err := r.dev.StreamSynchronize(s); err != nil {
+		return platformErr(fmt.Sprintf("rank %d synchronizing its stream", r.rank), err)
+	}
+	if err := r.Check(); err != nil {
+		return err
+	}
+	return r.syncRanks("host barrier", nil, nil)
+}
+
+// syncRanks is one host rendezvous that also carries each rank's outcome and
+// fingerprints: localErr (this rank failed the step), the heap digest, and
+// an optional digest of what the ranks are doing together (a plan). Every
+// rank returns an error when any rank failed or the fingerprints differ.
+func (r *Rank) syncRanks(op string, localErr error, digest []byte) error {
+	msg := []byte{1}
+	if localErr != nil {
+		msg[0] = 0
+	}
+	msg = append(msg, r.heap.digest()...)
+	msg = binary.LittleEndian.AppendUint32(msg, uint32(len(digest)))
+	msg = append(msg, digest...)
+	if localErr != nil {
+		msg = append(msg, localErr.Error()...)
+	}
+	parts, err := r.group.AllGather(msg)
+	if localErr != nil {
+		return localErr
+	}
+	if err != nil {
+		return err
+	}
+	for p, b := range parts {
+		if len(b) < 21 {
+			return &WorldError{Rank: r.rank, Op: op, Peer: p, Msg: "sent a malformed message"}
+		}
+		dl := int(binary.LittleEndian.Uint32(b[17:]))
+		if b[0] == 0 {
+			return &WorldError{Rank: r.rank, Op: op, Peer: p, Msg: "failed: " + string(b[21+min(dl, len(b)-21):])}
+		}
+	}
+	mine := msg[1:17]
+	for p, b := range parts {
+		if !bytes.Equal(b[1:17], mine) {
+			return &HeapError{Rank: r.rank, Op: "collective", Msg: fmt.Sprintf(
+				"at the %s, rank %d's heap holds different allocations than rank %d's: Alloc and Free are collective, "+
+					"every rank must make the same calls with the same sizes in the same order", op, p, r.rank)}
+		}
+		dl := int(binary.LittleEndian.Uint32(b[17:]))
+		if 21+dl > len(b) || !bytes.Equal(b[21:21+dl], digest) {
+			return &WorldError{Rank: r.rank, Op: op, Peer: p, Msg: fmt.Sprintf(
+				"made a different %s than rank %d (plans are collective: every rank must make the same plans with the same arguments in the same order)", op, r.rank)}
+		}
+	}
+	return nil
+}
+
+// PlanCache returns the rank's plan cache, used by the generated convenience
+// calls.
+func (r *Rank) PlanCache() *PlanCache { return r.plans }
+
+// PlanCache maps keys to plans made on first use. Its creations are
+// collective like NewPlan: every rank must ask for the same keys in the same
+// order. Use it from the rank's goroutine.
+type PlanCache struct {
+	r  *Rank
+	mu sync.Mutex
+	m  map[string]any
+}
+
+// GetOrCreate returns the plan cached under key, or makes it with create.
+// Making a plan allocates and zeroes heap memory and waits for the other
+// ranks, so it refuses with a *CaptureError while s is capturing.
+func (c *PlanCache) GetOrCreate(key string, s gpu.Stream, create func() (any, error)) (any, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.m[key]; ok {
+		return v, nil
+	}
+	capturing, err := c.r.Capturing(s)
+	if err != nil {
+		return nil, err
+	}
+	if capturing {
+		return nil, &CaptureError{Op: fmt.Sprintf("creating plan %q on first use", key),
+			What: "making a plan allocates and zeroes heap memory and waits for the other ranks",
+			Fix:  "create the plan with its New...Plan constructor (e.g. NewAllGatherPushPlan) before capture and launch that plan inside the capture"}
+	}
+	v, err := create()
+	if err != nil {
+		return nil, err
+	}
+	c.m[key] = v
+	return v, nil
+}
+
+// Len is the number of cached plans.
+func (c *PlanCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}
+
+func binaryAppendI64(b []byte, v int64) []byte { return binary.LittleEndian.AppendUint64(b, uint64(v)) }
+func binaryI64(b []byte) int64                 { return int64(binary.LittleEndian.Uint64(b)) }
