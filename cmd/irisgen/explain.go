@@ -1,0 +1,252 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/irisgen/irisgen/internal/diag"
+	"github.com/irisgen/irisgen/internal/emit/goemit"
+	"github.com/irisgen/irisgen/internal/ir"
+)
+
+func init() {
+	register(&command{
+		name:    "validate",
+		summary: "check specs (parse, compile, render) and print every error",
+		usage:   "validate [-specs DIR] [-templates DIR] [FILE.yaml...]",
+		help: `
+Validate parses and compiles the given spec files (default: every spec in
+-specs, or the built-in catalogue) and renders their kernels and wrappers in
+memory, so template/spec access mismatches are reported too. Every problem is
+printed as file:line:col: error: message; the exit code is 1 on any error.
+Nothing is written.
+
+Examples:
+  irisgen validate
+  irisgen validate specs/all_gather.yaml
+  irisgen validate -templates my/templates specs/my_collective.yaml`,
+		run: runValidate,
+	})
+	register(&command{
+		name:    "explain",
+		summary: "show a collective's derived rules: placement, aliasing, barriers, capture, kernels",
+		usage:   "explain [-specs DIR] [-templates DIR] NAME",
+		help: `
+Explain prints, for every variant of collective NAME, a table of its tensors
+(direction, shape, access, the placement rule the Go wrapper enforces, the
+aliasing rule), the barrier modes (default first), whether each mode can be
+captured in a GPU graph and why not, the launch shape and the kernels.
+
+Examples:
+  irisgen explain all_gather
+  irisgen explain -specs specs my_collective`,
+		run: runExplain,
+	})
+}
+
+func runValidate(env *cmdEnv, args []string) error {
+	c := find("validate")
+	fs := env.flags(c)
+	src := addSourceFlags(fs, false)
+	src.pkg = defaultPackage
+	if err := env.parse(c, fs, args); err != nil {
+		return err
+	}
+	var cs []*ir.Collective
+	if fs.NArg() == 0 {
+		all, _, err := src.compile()
+		if err != nil {
+			return env.reportErr(err)
+		}
+		cs = all
+	} else {
+		tmpl, err := src.templateFS()
+		if err != nil {
+			return err
+		}
+		var errs diag.List
+		for _, file := range fs.Args() {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			c, err := ir.Compile(filepath.ToSlash(file), b, tmpl)
+			var l diag.List
+			switch {
+			case errors.As(err, &l):
+				errs = append(errs, l...)
+			case err != nil:
+				return &exitError{code: 1, err: fmt.Errorf("%s: %w", file, err)}
+			default:
+				cs = append(cs, c)
+			}
+		}
+		if len(errs) > 0 {
+			errs.Sort()
+			return env.reportErr(errs)
+		}
+	}
+	tmpl, err := src.templateFS()
+	if err != nil {
+		return err
+	}
+	if _, err := emitAll(cs, tmpl, goemit.Options{Package: defaultPackage}); err != nil {
+		return env.reportErr(err)
+	}
+	for _, c := range cs {
+		fmt.Fprintf(env.stdout, "%s: ok (%s: %d variant%s, %d kernel%s)\n", c.SpecFile, c.Name,
+			len(c.Variants), plural(len(c.Variants)), kernelCount(c), plural(kernelCount(c)))
+	}
+	return nil
+}
+
+func kernelCount(c *ir.Collective) int {
+	n := 0
+	for _, v := range c.Variants {
+		n += len(v.Kernels)
+	}
+	return n
+}
+
+func runExplain(env *cmdEnv, args []string) error {
+	c := find("explain")
+	fs := env.flags(c)
+	src := addSourceFlags(fs, false)
+	if err := env.parse(c, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErr("want one collective name, got %d arguments", fs.NArg())
+	}
+	cs, _, err := src.compile()
+	if err != nil {
+		return env.reportErr(err)
+	}
+	name := fs.Arg(0)
+	var names []string
+	for _, col := range cs {
+		if col.Name == name || goemit.Exported(col.Name) == name {
+			explain(env.stdout, col)
+			return nil
+		}
+		names = append(names, col.Name)
+	}
+	sort.Strings(names)
+	return &exitError{code: 1, err: fmt.Errorf("no collective %q; the specs define: %s", name, strings.Join(names, ", "))}
+}
+
+// explain writes the derived rules of c, one table per variant.
+func explain(w io.Writer, c *ir.Collective) {
+	fmt.Fprintf(w, "%s (%s): %s\n", c.Name, c.SpecFile, strings.Join(strings.Fields(c.Summary), " "))
+	dts := make([]string, len(c.DTypes))
+	for i, d := range c.DTypes {
+		dts[i] = string(d)
+	}
+	ops := make([]string, len(c.Ops))
+	for i, o := range c.Ops {
+		ops[i] = string(o)
+	}
+	fmt.Fprintf(w, "  dtypes: %s   ops: %s   sizes: %s   spec hash: %s\n",
+		orDash(strings.Join(dts, ", ")), orDash(strings.Join(ops, ", ")), orDash(strings.Join(c.Symbols, ", ")), c.SpecHash)
+	for _, v := range c.Variants {
+		fmt.Fprintf(w, "\nvariant %s (template %s, Go: New%s%sPlan)\n", v.Name, v.Template, goemit.Exported(c.Name), goemit.Exported(v.Name))
+		if len(c.Tensors) > 0 {
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "  tensor\tdir\tshape\taccess\tplacement\taliasing")
+			for i, t := range c.Tensors {
+				u := v.Uses[i]
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Dir, shape(t), u.Access, placement(t, u), aliasing(c, v, t))
+			}
+			tw.Flush()
+		} else {
+			fmt.Fprintln(w, "  no tensors")
+		}
+		modes := make([]string, len(v.Barriers))
+		for i, m := range v.Barriers {
+			modes[i] = string(m)
+			if i == 0 {
+				modes[i] += " (default)"
+			}
+		}
+		fmt.Fprintf(w, "  barriers: %s\n", strings.Join(modes, ", "))
+		fmt.Fprintln(w, "  capturable:")
+		for _, cp := range v.Capture {
+			if cp.Capturable {
+				fmt.Fprintf(w, "    %s: yes\n", cp.Mode)
+			} else {
+				fmt.Fprintf(w, "    %s: no, %s\n", cp.Mode, cp.Reason)
+			}
+		}
+		fmt.Fprintf(w, "  launch: %d threads per block, at most %d blocks, %d-byte vectors (blocks = clamp(ceil(bytes / (threads*vector)), 1, max))\n",
+			v.Launch.Threads, v.Launch.MaxBlocks, v.Launch.VectorBytes)
+		names := make([]string, len(v.Kernels))
+		for i, k := range v.Kernels {
+			names[i] = k.Name
+		}
+		fmt.Fprintf(w, "  kernels: %s\n", strings.Join(names, ", "))
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func shape(t *ir.Tensor) string {
+	parts := make([]string, len(t.Shape))
+	for i, d := range t.Shape {
+		parts[i] = d.String()
+	}
+	s := "[" + strings.Join(parts, ", ") + "]"
+	if t.DType != "" {
+		s += " " + string(t.DType)
+	}
+	return s
+}
+
+func placement(t *ir.Tensor, u ir.Use) string {
+	if t.Dir == ir.Workspace {
+		return "plan workspace (heap)"
+	}
+	switch u.Placement {
+	case ir.PlaceImport:
+		return "import: heap, or staged onto it"
+	case ir.PlaceHeap:
+		return "heap: required"
+	}
+	return "any"
+}
+
+func aliasing(c *ir.Collective, v *ir.Variant, t *ir.Tensor) string {
+	if t.Dir == ir.Workspace {
+		return "-"
+	}
+	if v.Aliasing != ir.AliasForbid {
+		return "may overlap"
+	}
+	var others []string
+	in := t.Dir == ir.In || t.Dir == ir.InOut
+	out := t.Dir == ir.Out || t.Dir == ir.InOut
+	for _, o := range c.Tensors {
+		if o == t || o.Dir == ir.Workspace {
+			continue
+		}
+		oin := o.Dir == ir.In || o.Dir == ir.InOut
+		oout := o.Dir == ir.Out || o.Dir == ir.InOut
+		if (in && oout) || (out && oin) {
+			others = append(others, o.Name)
+		}
+	}
+	if len(others) == 0 {
+		return "-"
+	}
+	return "no overlap with " + strings.Join(others, ", ")
+}
