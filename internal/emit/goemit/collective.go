@@ -129,7 +129,7 @@ func wantDType(t *ir.Tensor) *jen.Statement {
 }
 
 func lenField(t *ir.Tensor) string { return "len" + Exported(t.Name) }
-func symField(s string) string    { return "sym" + Exported(s) }
+func symField(s string) string     { return "sym" + Exported(s) }
 
 // dirWord describes a tensor's direction for docs.
 func dirWord(d ir.Dir) string {
@@ -179,10 +179,10 @@ func (g *gen) variant(f *jen.File, v *ir.Variant) {
 		fields = append(fields, jen.Id("op").Id(g.coll+"Op"))
 	}
 	for _, s := range c.Symbols {
-		fields = append(fields, jen.Id(symField(s)).Int64().Comment("size parameter " + s))
+		fields = append(fields, jen.Id(symField(s)).Int64().Comment("size parameter "+s))
 	}
 	for _, t := range g.userTensors() {
-		fields = append(fields, jen.Id(lenField(t)).Int64().Comment("elements of " + t.Name + " " + shapeString(t)))
+		fields = append(fields, jen.Id(lenField(t)).Int64().Comment("elements of "+t.Name+" "+shapeString(t)))
 	}
 	f.Type().Id(plan).Struct(fields...)
 	f.Line()
