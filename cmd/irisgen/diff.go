@@ -99,12 +99,12 @@ func lcsEdits(a, b []string) []edit {
 			out = append(out, edit{same, a[i], i, j})
 			i++
 			j++
-		case j < m && (i == n || l[i][j+1] >= l[i+1][j]):
+		case i < n && (j == m || l[i+1][j] >= l[i][j+1]):
+			out = append(out, edit{del, a[i], i, j}) // removals first, like diff(1)
+			i++
+		default:
 			out = append(out, edit{add, b[j], i, j})
 			j++
-		default:
-			out = append(out, edit{del, a[i], i, j})
-			i++
 		}
 	}
 	return out
