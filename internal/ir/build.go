@@ -118,6 +118,9 @@ func (b *builder) errorf(at Pos, format string, args ...any) {
 
 func (b *builder) collective(f *spec.File) *Collective {
 	c := &Collective{SpecFile: b.file, Pos: f.Pos}
+	if !f.Read {
+		return c // the document itself is unreadable (reported); nothing to check
+	}
 	switch {
 	case !f.Name.Set:
 		b.errorf(f.Pos, "the spec has no name; add `name: <collective>` (a lower-case identifier such as all_gather)")
@@ -139,7 +142,7 @@ func (b *builder) collective(f *spec.File) *Collective {
 	used := map[string]bool{}
 	tensorsOK := b.tensors(f, c, sizes, used)
 	for _, s := range f.Sizes.Items {
-		if tensorsOK && sizes[s.Value] && !used[s.Value] {
+		if tensorsOK && sizes[s.Value] && !used[s.Value] && spec.IsIdentifier(s.Value) && !spec.IsReserved(s.Value) {
 			b.errorf(s.Pos, "size %q is declared but no tensor shape uses it; remove it from sizes", s.Value)
 		}
 	}
@@ -161,7 +164,7 @@ func (b *builder) collective(f *spec.File) *Collective {
 		b.errorf(f.Variants.Pos, "variants is empty; define at least one variant")
 	}
 	for _, sv := range f.Variants.List {
-		if v := b.variant(c, sv, tensorsOK); v != nil {
+		if v := b.variant(c, sv); v != nil {
 			c.Variants = append(c.Variants, v)
 		}
 	}
@@ -212,6 +215,7 @@ func (b *builder) sizes(f *spec.File, c *Collective) map[string]bool {
 			continue
 		}
 		if !b.identifier(s, "size", true) {
+			sizes[s.Value] = true // declared all the same: no "undefined" errors on top
 			continue
 		}
 		if at, dup := first[s.Value]; dup {
@@ -308,7 +312,7 @@ func (b *builder) dtypes(f *spec.File, c *Collective, dataTensor string, tensors
 	l := f.DTypes
 	switch {
 	case !l.Set:
-		if dataTensor != "" {
+		if dataTensor != "" && tensorsOK {
 			b.errorf(f.Pos, "the spec has no dtypes, but tensor %q takes the kernel's element type; add e.g. dtypes: [f32, f16, bf16]", dataTensor)
 		}
 		return
@@ -317,7 +321,7 @@ func (b *builder) dtypes(f *spec.File, c *Collective, dataTensor string, tensors
 		b.errorf(l.Pos, "dtypes is empty; list the element types to generate kernels for, e.g. [f32, f16, bf16]")
 		return
 	case dataTensor == "" && tensorsOK:
-		b.errorf(l.KeyPos, "dtypes is given but every tensor has a fixed dtype, so the kernels would all be the same; remove dtypes")
+		b.errorf(l.KeyPos, "dtypes is given but no tensor takes the kernel's element type (each has a fixed dtype, or there are none), so the kernels would all be the same; remove dtypes")
 		return
 	}
 	seen := map[string]Pos{}
@@ -363,7 +367,7 @@ func (b *builder) ops(f *spec.File, c *Collective) {
 	}
 }
 
-func (b *builder) variant(c *Collective, sv *spec.Variant, tensorsOK bool) *Variant {
+func (b *builder) variant(c *Collective, sv *spec.Variant) *Variant {
 	v := &Variant{Name: sv.Name.Value, Pos: sv.Name.Pos, Aliasing: AliasForbid}
 	b.identifier(sv.Name, "variant name", false)
 	if sv.Bad {
@@ -379,7 +383,7 @@ func (b *builder) variant(c *Collective, sv *spec.Variant, tensorsOK bool) *Vari
 		b.templateExists(t, where)
 	}
 
-	b.uses(c, sv, v, where, tensorsOK)
+	b.uses(c, sv, v, where)
 
 	if a := sv.Aliasing; a.OK() {
 		switch Aliasing(a.Value) {
@@ -431,7 +435,9 @@ func (b *builder) templateExists(t spec.Str, where string) {
 }
 
 // uses resolves the access mapping into one Use per tensor, in tensor order.
-func (b *builder) uses(c *Collective, sv *spec.Variant, v *Variant, where string, tensorsOK bool) {
+//
+// On errors the list may be partial; Compile then returns no Collective.
+func (b *builder) uses(c *Collective, sv *spec.Variant, v *Variant, where string) {
 	am := sv.Access
 	if !am.Set && len(c.Tensors) == 0 {
 		return // nothing to describe: a collective without tensors (barrier)
@@ -459,17 +465,14 @@ func (b *builder) uses(c *Collective, sv *spec.Variant, v *Variant, where string
 		}
 		entries[a.Tensor.Value] = a
 	}
-	complete := true
 	for _, t := range c.Tensors {
 		a := entries[t.Name]
 		if a == nil {
-			complete = false
 			b.errorf(am.KeyPos, "access of %s has no entry for tensor %q; add %s: <kind> (one of: %s; none if the variant does not touch it)", where, t.Name, t.Name, strings.Join(accessKinds()[:len(AccessNames)], ", "))
 			continue
 		}
 		acc, ok := b.kinds(a, where)
 		if !ok {
-			complete = false
 			continue
 		}
 		u := Use{Tensor: t, Access: acc, Placement: PlacementOf(acc), Pos: a.Tensor.Pos}
@@ -480,9 +483,6 @@ func (b *builder) uses(c *Collective, sv *spec.Variant, v *Variant, where string
 		case (t.Dir == Out || t.Dir == InOut) && !acc.Writes():
 			b.errorf(a.Kinds.Pos, "tensor %q is dir: %s, but %s never writes it; give it a write kind (local_write, remote_write or remote_atomic)", t.Name, t.Dir, where)
 		}
-	}
-	if !complete || !tensorsOK {
-		v.Uses = nil // a partial list would break "one Use per tensor"
 	}
 }
 

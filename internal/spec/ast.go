@@ -67,7 +67,10 @@ type Shape struct {
 
 // File is one spec.
 type File struct {
-	Pos      Pos // the top-level mapping
+	Pos Pos // the top-level mapping
+	// Read: the document is a mapping. False when it is empty, not YAML or
+	// not a mapping (reported); the other fields are then empty.
+	Read     bool
 	Name     Str
 	Summary  Str
 	DTypes   List

@@ -32,7 +32,7 @@ func Parse(file string, src []byte) (*File, diag.List) {
 	if !ok {
 		return f, p.errs
 	}
-	f.Pos = p.pos(root)
+	f.Pos, f.Read = p.pos(root), true
 	p.top(f, root)
 	return f, p.errs
 }
@@ -49,7 +49,47 @@ func (p *parser) errorf(at Pos, format string, args ...any) {
 // at is column 1 of a line, for problems the YAML library only locates by line.
 func (p *parser) at(line int) Pos { return Pos{File: p.file, Line: line, Col: 1} }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var (
+	yamlLine      = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	unknownAnchor = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
+	// parserProblems are the YAML library's parser (not scanner) messages:
+	// for those it prints the 0-based line of the enclosing collection.
+	parserProblems = map[string]bool{
+		"did not find expected ',' or ']'":       true,
+		"did not find expected ',' or '}'":       true,
+		"did not find expected '-' indicator":    true,
+		"did not find expected <document start>": true,
+		"did not find expected key":              true,
+		"did not find expected node content":     true,
+		"found duplicate %TAG directive":         true,
+		"found duplicate %YAML directive":        true,
+		"found incompatible YAML document":       true,
+		"found undefined tag handle":             true,
+	}
+)
+
+// syntaxError positions an error of the YAML library. The library only
+// gives a line, and for parser problems the line of the collection being
+// parsed, 0-based; an unknown alias has no line at all, so it is looked up.
+func (p *parser) syntaxError(src []byte, err error) (Pos, string) {
+	text := err.Error()
+	if m := yamlLine.FindStringSubmatch(text); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		if parserProblems[m[2]] {
+			line++
+		}
+		return p.at(line), m[2]
+	}
+	if m := unknownAnchor.FindStringSubmatch(text); m != nil {
+		if i := strings.Index(string(src), "*"+m[1]); i >= 0 {
+			before := string(src[:i])
+			line := strings.Count(before, "\n") + 1
+			col := len([]rune(before[strings.LastIndex(before, "\n")+1:])) + 1
+			return Pos{File: p.file, Line: line, Col: col}, fmt.Sprintf("alias *%s refers to no anchor; define &%s first", m[1], m[1])
+		}
+	}
+	return p.at(1), strings.TrimPrefix(text, "yaml: ")
+}
 
 // document decodes the YAML and returns its top-level mapping.
 func (p *parser) document(src []byte) (root *yaml.Node, ok bool) {
@@ -60,11 +100,7 @@ func (p *parser) document(src []byte) (root *yaml.Node, ok bool) {
 			p.errorf(p.at(1), "the spec is empty; start it with `name: <collective>` (see docs/spec.md)")
 			return nil, false
 		}
-		at, msg := p.at(1), strings.TrimPrefix(err.Error(), "yaml: ")
-		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-			line, _ := strconv.Atoi(m[1])
-			at, msg = p.at(line), m[2]
-		}
+		at, msg := p.syntaxError(src, err)
 		p.errorf(at, "invalid YAML: %s", msg)
 		return nil, false
 	}
@@ -142,7 +178,7 @@ func (p *parser) tensors(k Str, v *yaml.Node) Tensors {
 			})
 		}
 		ts.List = append(ts.List, t)
-	}, func(name Str, first Pos) {
+	}, func(name Str, _ *yaml.Node, first Pos) {
 		p.errorf(name.Pos, "duplicate tensor %q (first defined at %s); tensor names must be unique", name.Value, lineCol(first))
 	})
 	return ts
@@ -175,7 +211,7 @@ func (p *parser) variants(k Str, v *yaml.Node) Variants {
 			})
 		}
 		vs.List = append(vs.List, vr)
-	}, func(name Str, first Pos) {
+	}, func(name Str, _ *yaml.Node, first Pos) {
 		p.errorf(name.Pos, "duplicate variant %q (first defined at %s); variant names must be unique", name.Value, lineCol(first))
 	})
 	return vs
@@ -187,22 +223,39 @@ func (p *parser) access(k Str, v *yaml.Node, where string) AccessMap {
 		return am
 	}
 	p.entries(v, func(name Str, val *yaml.Node) {
-		a := &Access{Tensor: name, Kinds: List{Node: p.keyed(name, val)}}
-		what := fmt.Sprintf("access of tensor %q in %s", name.Value, where)
-		switch r := resolve(val); {
-		case r.Kind == yaml.ScalarNode && r.Tag != "!!null":
-			a.Kinds.Items = []Str{{Node: Node{Pos: p.pos(r), Set: true}, Value: r.Value}}
-		case r.Kind == yaml.SequenceNode:
-			a.Kinds = p.list(name, val, what, "")
-		default:
-			a.Kinds.Bad = true
-			p.errorf(p.pos(r), "%s must be an access kind or a list of kinds (e.g. [local_read, remote_write]), found %s", what, describe(r))
-		}
+		a := &Access{Tensor: name, Kinds: p.kinds(name, val, where)}
 		am.List = append(am.List, a)
-	}, func(name Str, first Pos) {
+	}, func(name Str, val *yaml.Node, first Pos) {
+		// Keep checking with the kinds of both entries, as if written in one
+		// list, so that the duplicate is the only error it causes.
+		for _, a := range am.List {
+			if a.Tensor.Value == name.Value && !a.Kinds.Bad {
+				more := p.kinds(name, val, where)
+				a.Kinds.Items = append(a.Kinds.Items, more.Items...)
+				a.Kinds.Bad = more.Bad
+			}
+		}
 		p.errorf(name.Pos, "duplicate access entry for tensor %q in %s (first at %s); write all its kinds in one list, e.g. %s: [local_read, remote_read]", name.Value, where, lineCol(first), name.Value)
 	})
 	return am
+}
+
+// kinds reads the access kinds of one tensor: one kind or a list of kinds.
+func (p *parser) kinds(name Str, val *yaml.Node, where string) List {
+	what := fmt.Sprintf("access of tensor %q in %s", name.Value, where)
+	switch r := resolve(val); {
+	case r.Kind == yaml.ScalarNode && r.Tag != "!!null":
+		l := List{Node: p.keyed(name, val)}
+		l.Items = []Str{{Node: Node{Pos: p.pos(r), Set: true}, Value: r.Value}}
+		return l
+	case r.Kind == yaml.SequenceNode:
+		return p.list(name, val, what, "")
+	default:
+		p.errorf(p.pos(r), "%s must be an access kind or a list of kinds (e.g. [local_read, remote_write]), found %s", what, describe(r))
+		l := List{Node: p.keyed(name, val)}
+		l.Bad = true
+		return l
+	}
 }
 
 func (p *parser) launch(k Str, v *yaml.Node, where string) Launch {
@@ -269,7 +322,7 @@ func (p *parser) fields(m *yaml.Node, where string, known []string, set func(key
 			return
 		}
 		set(k.Value, k, v)
-	}, func(k Str, first Pos) {
+	}, func(k Str, _ *yaml.Node, first Pos) {
 		p.errorf(k.Pos, "duplicate key %q %s (first at %s); keep only one", k.Value, where, lineCol(first))
 	})
 }
@@ -277,7 +330,7 @@ func (p *parser) fields(m *yaml.Node, where string, known []string, set func(key
 // entries walks a mapping whose keys must be plain scalars, calling each
 // for the first occurrence of a key and dup for every repeat (yaml.Node
 // keeps repeated keys; the spec language does not allow them).
-func (p *parser) entries(m *yaml.Node, each func(k Str, v *yaml.Node), dup func(k Str, first Pos)) {
+func (p *parser) entries(m *yaml.Node, each func(k Str, v *yaml.Node), dup func(k Str, v *yaml.Node, first Pos)) {
 	first := map[string]Pos{}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		kn, v := resolve(m.Content[i]), m.Content[i+1]
@@ -291,7 +344,7 @@ func (p *parser) entries(m *yaml.Node, each func(k Str, v *yaml.Node), dup func(
 		}
 		k := Str{Node: Node{Pos: p.pos(kn), KeyPos: p.pos(kn), Set: true}, Value: kn.Value}
 		if at, seen := first[k.Value]; seen {
-			dup(k, at)
+			dup(k, v, at)
 			continue
 		}
 		first[k.Value] = k.Pos
