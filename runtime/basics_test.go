@@ -1,0 +1,142 @@
+package runtime
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDType(t *testing.T) {
+	sizes := map[DType]int64{F32: 4, F16: 2, BF16: 2, I32: 4, I64: 8, U64: 8}
+	for d, n := range sizes {
+		assert.Equal(t, n, d.Size(), d.String())
+		back, err := ParseDType(d.String())
+		require.NoError(t, err)
+		assert.Equal(t, d, back)
+	}
+	assert.Equal(t, "bf16", BF16.String())
+	assert.False(t, DType(0).Valid())
+	assert.Equal(t, int64(0), DType(0).Size())
+	_, err := ParseDType("f64")
+	assert.Error(t, err)
+}
+
+func TestBarrierNames(t *testing.T) {
+	assert.Equal(t, Barrier(0), BarrierDevice, "the zero value is the device barrier")
+	for _, b := range []Barrier{BarrierDevice, BarrierHost, BarrierNone} {
+		back, err := ParseBarrier(b.String())
+		require.NoError(t, err)
+		assert.Equal(t, b, back)
+	}
+	_, err := ParseBarrier("nccl")
+	assert.Error(t, err)
+}
+
+func TestTensorSliceAndOverlap(t *testing.T) {
+	x := Tensor{Ptr: 0x1000, DType: F32, Len: 100}
+	assert.Equal(t, int64(400), x.Bytes())
+	s := x.Slice(10, 20)
+	assert.Equal(t, Tensor{Ptr: 0x1000 + 40, DType: F32, Len: 20}, s)
+	assert.Equal(t, int64(0), x.Slice(100, 0).Len)
+	assert.Panics(t, func() { x.Slice(90, 11) })
+	assert.Panics(t, func() { x.Slice(-1, 1) })
+	assert.Panics(t, func() { x.Slice(1, -1) })
+
+	assert.True(t, x.Overlaps(s))
+	assert.True(t, s.Overlaps(x))
+	assert.False(t, x.Slice(0, 10).Overlaps(x.Slice(10, 10)), "adjacent slices do not overlap")
+	assert.False(t, x.Overlaps(x.Slice(5, 0)), "empty tensors overlap nothing")
+	big := Tensor{Ptr: 1 << 40, DType: U64, Len: 1 << 30}
+	assert.True(t, big.Overlaps(Tensor{Ptr: 1<<40 + 8<<30 - 8, DType: U64, Len: 1}), "64-bit ends")
+	assert.False(t, big.Overlaps(Tensor{Ptr: 1<<40 + 8<<30, DType: U64, Len: 1}))
+}
+
+func TestChecks(t *testing.T) {
+	x := Tensor{Ptr: 0x1000, DType: F16, Len: 8}
+	assert.NoError(t, CheckTensor("op", "x", x, F16, 8))
+	var de *DTypeError
+	require.ErrorAs(t, CheckTensor("op", "x", x, F32, 8), &de)
+	assert.True(t, errors.Is(de, ErrDType))
+	var se *ShapeError
+	require.ErrorAs(t, CheckTensor("op", "x", x, F16, 9), &se)
+	assert.Contains(t, se.Error(), "has 8 elements, want 9")
+	require.ErrorAs(t, CheckTensor("op", "x", Tensor{DType: F16, Len: 8}, F16, 8), &se)
+	assert.Contains(t, se.Error(), "nil device pointer")
+
+	var ae *AliasError
+	require.ErrorAs(t, CheckNoAlias("all_gather", "input", x.Slice(2, 2), "output", x), &ae)
+	assert.True(t, errors.Is(ae, ErrAlias))
+	assert.Contains(t, ae.Error(), `"input"`)
+	assert.NoError(t, CheckNoAlias("op", "a", x.Slice(0, 4), "b", x.Slice(4, 4)))
+}
+
+func TestBlocks(t *testing.T) {
+	assert.Equal(t, 1, Blocks(0, 512, 16, 16))
+	assert.Equal(t, 1, Blocks(1, 512, 16, 16))
+	assert.Equal(t, 1, Blocks(512*16, 512, 16, 16))
+	assert.Equal(t, 2, Blocks(512*16+1, 512, 16, 16))
+	assert.Equal(t, 16, Blocks(1<<40, 512, 16, 16), "clamped to max, 64-bit sizes")
+	assert.Equal(t, 1, Blocks(100, 0, 0, 0), "degenerate launch shapes do not divide by zero")
+}
+
+func TestErrorMessagesSayWhatToDo(t *testing.T) {
+	cases := map[error][]string{
+		&PlacementError{Op: "all_gather", Name: "output", Tensor: Tensor{Ptr: 1, DType: F32, Len: 1}}: {"allocate it with rank.Heap().Alloc", "an import would silently drop the peers' writes"},
+		&KernelError{Module: "m", Looked: []string{"/a/m.fatbin"}}:                                  {"/a/m.fatbin", "run `make kernels`"},
+		&KernelError{Module: "m", Stale: true, WantHash: "x", GotHash: "y"}:                        {"stale", "go generate", "make kernels"},
+		&HeapError{Want: 10, Size: 100}:                                                            {"Options.HeapBytes", "IRISGEN_HEAP_BYTES", "100-byte heap"},
+		&BarrierTimeoutError{Rank: 0, Peer: 1, Block: 2, Epoch: 7}:                                 {"rank 1", "block 2", "undefined", "start it again"},
+		&BarrierModeError{Op: "o", Variant: "v", Mode: BarrierHost, Supported: []Barrier{BarrierDevice, BarrierNone}}: {"device, none"},
+	}
+	for err, want := range cases {
+		for _, w := range want {
+			assert.Contains(t, err.Error(), w)
+		}
+	}
+	assert.True(t, errors.Is(&BarrierTimeoutError{}, ErrBarrierTimeout))
+	assert.True(t, errors.Is(&WorldError{Peer: -1}, ErrWorld))
+	assert.True(t, errors.Is(&CaptureError{}, ErrCapture))
+	assert.True(t, errors.Is(&KernelError{}, ErrKernel))
+	assert.True(t, errors.Is(&HeapError{}, ErrHeap))
+	assert.True(t, errors.Is(&PlacementError{}, ErrPlacement))
+}
+
+func TestParseBytesAndEnvOptions(t *testing.T) {
+	for s, want := range map[string]int64{"1024": 1024, "4GiB": 4 << 30, "512MiB": 512 << 20, "2G": 2 << 30, "3 KB": 3 << 10, "1T": 1 << 40} {
+		n, err := ParseBytes(s)
+		require.NoError(t, err, s)
+		assert.Equal(t, want, n, s)
+	}
+	for _, s := range []string{"", "x", "4X", "-1", "99999999999T"} {
+		_, err := ParseBytes(s)
+		assert.Error(t, err, s)
+	}
+
+	t.Setenv("IRISGEN_HEAP_BYTES", "")
+	t.Setenv("IRISGEN_TIMEOUT", "")
+	o, err := Options{}.resolve()
+	require.NoError(t, err)
+	assert.Equal(t, DefaultHeapBytes, o.HeapBytes)
+	assert.Equal(t, DefaultTimeout, o.Timeout)
+
+	t.Setenv("IRISGEN_HEAP_BYTES", "64MiB")
+	t.Setenv("IRISGEN_TIMEOUT", "2.5")
+	o, err = Options{}.resolve()
+	require.NoError(t, err)
+	assert.Equal(t, int64(64<<20), o.HeapBytes)
+	assert.Equal(t, 2500*1e6, float64(o.Timeout))
+	o, err = Options{HeapBytes: 1 << 20, Timeout: 3e9}.resolve()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1<<20), o.HeapBytes, "an explicit option wins over the environment")
+	assert.Equal(t, 3e9, float64(o.Timeout))
+
+	t.Setenv("IRISGEN_HEAP_BYTES", "lots")
+	_, err = Options{}.resolve()
+	assert.ErrorContains(t, err, "IRISGEN_HEAP_BYTES")
+	t.Setenv("IRISGEN_HEAP_BYTES", "")
+	t.Setenv("IRISGEN_TIMEOUT", "soon")
+	_, err = Options{}.resolve()
+	assert.ErrorContains(t, err, "IRISGEN_TIMEOUT")
+}
