@@ -1,0 +1,61 @@
+# irisgen: `make` generates the HIP kernels and Go wrappers and compiles the
+# kernels; `make test` is what CI runs (.ci/run). Nothing here needs a GPU
+# except `make test-gpu`.
+
+GO      ?= go
+IRISGEN ?= $(GO) run ./cmd/irisgen
+BUILD   ?= build
+# Kernels for the CPU-only CI check: hipcc for every AMD target we ship.
+HIP_ARCH ?= gfx90a,gfx940
+# GPU test binaries: <package dir>:<binary name>. The GPU suite's owner adds
+# packages here; tests/gpu/run.sh runs $(BUILD)/<name>.test.
+GPU_TESTS ?= ./runtime/gpu:platform ./tests/gpu:gpu
+
+.PHONY: all generate kernels test test-go test-check test-hip gpu-build test-gpu clean help
+
+all: generate kernels
+
+help:
+	@echo "make            generate + kernels"
+	@echo "make generate   regenerate generated/hip and generated/collectives from specs/ and templates/"
+	@echo "make kernels    compile generated/hip/*.hip (nvcc if installed, else hipcc) into generated/kernels"
+	@echo "make test       go vet, go test -race, irisgen check, hipcc compile of every kernel ($(HIP_ARCH))"
+	@echo "make gpu-build  build the GPU test binaries and irisgen into $(BUILD)/ (carry it to a GPU machine)"
+	@echo "make test-gpu   gpu-build, then run tests/gpu/run.sh (needs GPUs; compiles kernels with nvcc)"
+	@echo "make clean      remove $(BUILD)/ and generated/kernels/"
+
+generate:
+	$(IRISGEN) generate
+
+kernels:
+	$(IRISGEN) kernels
+
+test: test-go test-check test-hip
+
+test-go:
+	$(GO) vet ./...
+	$(GO) test -race ./...
+
+test-check:
+	$(IRISGEN) check
+
+# Compiles every generated kernel with the real hipcc for the AMD targets;
+# any compile error fails the run. The code objects go to $(BUILD), so the
+# kernels of `make kernels` are left alone.
+test-hip:
+	$(IRISGEN) kernels -platform hip -arch $(HIP_ARCH) -kernels-out $(BUILD)/kernels-hip
+
+gpu-build:
+	@mkdir -p $(BUILD)
+	$(GO) build -o $(BUILD)/irisgen ./cmd/irisgen
+	@set -e; for t in $(GPU_TESTS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "$(GO) test -c -tags gpu -o $(BUILD)/$$name.test $$pkg"; \
+		$(GO) test -c -tags gpu -o $(BUILD)/$$name.test $$pkg; \
+	done
+
+test-gpu: gpu-build
+	BUILD=$(BUILD) tests/gpu/run.sh
+
+clean:
+	rm -rf $(BUILD) generated/kernels
