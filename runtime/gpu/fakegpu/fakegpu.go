@@ -17,7 +17,14 @@
 // platform captures, Alloc, Free, AllocHostMapped, FreeHost, the synchronous
 // copies and Synchronize fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and
 // invalidate every active capture, as do StreamSynchronize of a capturing
-// stream and SynchronizeEvent of an event recorded during capture.
+// stream and SynchronizeEvent of an event recorded during capture. The
+// synchronous copies are stricter than CUDA on purpose (an H200 with driver
+// 580 allowed them while a non-blocking stream captured): irisgen's launch
+// paths must never copy from the host, and the double is there to catch it.
+//
+// IPC handles open in the same process here, which CUDA refuses
+// (CUDA_ERROR_INVALID_CONTEXT): with the double, goroutines stand in for the
+// processes of a multi-process world.
 //
 // All methods are safe for concurrent use (one rank per goroutine).
 package fakegpu
