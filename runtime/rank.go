@@ -57,10 +57,10 @@ type Rank struct {
 func newRank(rank, world int, dev gpu.Device, opts Options) (r *Rank, err error) {
 	r = &Rank{rank: rank, world: world, opts: opts, dev: dev}
 	r.plans = &PlanCache{r: r, m: map[string]any{}}
+	made := r // the returns below clear r
 	defer func() {
 		if err != nil {
-			r.release()
-			r = nil
+			made.release()
 		}
 	}()
 	if r.stream, err = dev.NewStream(); err != nil {

@@ -1,0 +1,315 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestLocalWorld(t *testing.T) {
+	for _, n := range []int{2, 4} {
+		w := newFakeWorld(t, n, Options{Timeout: 3 * time.Second})
+		p := fakeOf(w.Rank(0))
+		require.Equal(t, n, w.Size())
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				if i != j {
+					assert.True(t, p.PeerEnabled(i, j), "peer access %d->%d", i, j)
+				}
+			}
+		}
+		for k, r := range w.Ranks() {
+			assert.Equal(t, k, r.Rank())
+			assert.Equal(t, n, r.World())
+			assert.Equal(t, k, r.Device().Ordinal())
+			h := r.Heap()
+			fine, err := p.Fine(h.Base(k))
+			require.NoError(t, err)
+			assert.True(t, fine, "heaps are fine-grained")
+			mem, err := p.Read(h.Base(k), h.Size())
+			require.NoError(t, err)
+			assert.Equal(t, make([]byte, h.Size()), mem, "heap zeroed")
+			// The ctx template: every rank's base, err record, timeout, rank, world.
+			ctx := r.Ctx()
+			require.Len(t, ctx, CtxBytes)
+			le := binary.LittleEndian
+			for peer := 0; peer < MaxWorld; peer++ {
+				want := uint64(0)
+				if peer < n {
+					want = uint64(w.Rank(peer).Heap().Base(peer))
+					assert.Equal(t, w.Rank(peer).Heap().Base(peer), h.Base(peer))
+				}
+				assert.Equal(t, want, le.Uint64(ctx[8*peer:]), "base[%d]", peer)
+			}
+			assert.Equal(t, uint64(0), le.Uint64(ctx[64:]), "flags: per plan")
+			assert.Equal(t, uint64(0), le.Uint64(ctx[72:]), "epochs: per plan")
+			assert.Equal(t, uint64(r.errDev), le.Uint64(ctx[80:]))
+			assert.Equal(t, uint64(3e9), le.Uint64(ctx[88:]), "timeout_ns")
+			assert.Equal(t, uint32(k), le.Uint32(ctx[96:]))
+			assert.Equal(t, uint32(n), le.Uint32(ctx[100:]))
+			assert.Equal(t, uint32(0), le.Uint32(ctx[104:]))
+		}
+		require.NoError(t, w.Run(func(r *Rank) error {
+			for i := 0; i < 50; i++ {
+				if err := r.HostBarrier(r.Stream()); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	}
+}
+
+func TestLocalWorldCloseFreesEverything(t *testing.T) {
+	p := fakegpu.New(2)
+	w, err := NewLocalWorld(2, Options{Platform: p, HeapBytes: 1 << 16})
+	require.NoError(t, err)
+	require.Positive(t, p.LiveRegions())
+	require.NoError(t, w.Close())
+	assert.Zero(t, p.LiveRegions())
+	assert.Error(t, w.Run(func(*Rank) error { return nil }), "closed")
+}
+
+func TestLocalWorldNeedsPeerAccess(t *testing.T) {
+	p := fakegpu.New(3)
+	p.SetPeerTopology(func(from, to int) bool { return !(from == 2 && to == 0) })
+	_, err := NewLocalWorld(3, Options{Platform: p, HeapBytes: 1 << 16})
+	require.ErrorContains(t, err, "GPU 2 cannot access GPU 0")
+	_, err = NewLocalWorld(4, Options{Platform: fakegpu.New(3), HeapBytes: 1 << 16})
+	require.ErrorContains(t, err, "only 3 GPU")
+	_, err = NewLocalWorld(9, Options{Platform: fakegpu.New(9)})
+	require.Error(t, err)
+
+	p = fakegpu.New(2)
+	p.SetMemoryLimit(1, 1<<16)
+	_, err = NewLocalWorld(2, Options{Platform: p, HeapBytes: 1 << 20})
+	var he *HeapError
+	require.ErrorAs(t, err, &he)
+	assert.Contains(t, he.Error(), "IRISGEN_HEAP_BYTES")
+	assert.Zero(t, p.LiveRegions(), "a failed world frees what it made")
+}
+
+func TestRunAbortsOnFailure(t *testing.T) {
+	w := newFakeWorld(t, 3, Options{})
+	boom := errors.New("boom")
+	start := time.Now()
+	err := w.Run(func(r *Rank) error {
+		if r.Rank() == 1 {
+			return boom
+		}
+		return r.HostBarrier(r.Stream()) // would wait forever for rank 1
+	})
+	assert.Less(t, time.Since(start), 10*time.Second)
+	require.ErrorIs(t, err, boom)
+	require.ErrorIs(t, err, ErrWorld)
+	assert.Regexp(t, `^rank 1: boom`, err.Error(), "the root cause comes first")
+
+	err = w.Run(func(r *Rank) error {
+		if r.Rank() == 0 {
+			panic("kaboom")
+		}
+		return r.HostBarrier(r.Stream())
+	})
+	require.ErrorContains(t, err, "rank 0 panicked: kaboom")
+
+	// After failures the world works again.
+	require.NoError(t, w.Run(func(r *Rank) error { return r.HostBarrier(r.Stream()) }))
+}
+
+func TestHostBarrierDetectsDivergentHeaps(t *testing.T) {
+	w := newFakeWorld(t, 2, Options{})
+	err := w.Run(func(r *Rank) error {
+		if _, err := r.Heap().Alloc(F32, int64(10+r.Rank())*100); err != nil {
+			return err
+		}
+		return r.HostBarrier(r.Stream())
+	})
+	var he *HeapError
+	require.ErrorAs(t, err, &he)
+	assert.Contains(t, he.Error(), "Alloc and Free are collective")
+
+	// The same layout reached through different histories is fine.
+	w = newFakeWorld(t, 2, Options{})
+	require.NoError(t, w.Run(func(r *Rank) error {
+		h := r.Heap()
+		if r.Rank() == 1 {
+			x, _ := h.Alloc(U64, 1000)
+			if err := h.Free(x); err != nil {
+				return err
+			}
+		}
+		if _, err := h.Alloc(F32, 100); err != nil {
+			return err
+		}
+		return r.HostBarrier(r.Stream())
+	}))
+}
+
+func TestHostBarrierRefusedWhileCapturing(t *testing.T) {
+	w := newFakeWorld(t, 1, Options{})
+	r := w.Rank(0)
+	require.NoError(t, r.Device().BeginCapture(r.Stream()))
+	var ce *CaptureError
+	require.ErrorAs(t, r.HostBarrier(r.Stream()), &ce)
+	assert.Contains(t, ce.Error(), "BarrierDevice")
+	_, err := r.Device().EndCapture(r.Stream())
+	require.NoError(t, err, "the capture was not invalidated")
+}
+
+func TestCheckReadsErrorRecord(t *testing.T) {
+	w := newFakeWorld(t, 2, Options{})
+	r := w.Rank(1)
+	p := fakeOf(r)
+	require.NoError(t, r.Check())
+	rec := make([]byte, 32)
+	le := binary.LittleEndian
+	le.PutUint32(rec[0:], 1)
+	le.PutUint32(rec[4:], 1)
+	le.PutUint32(rec[8:], 0)
+	le.PutUint32(rec[12:], 5)
+	le.PutUint64(rec[16:], 42)
+	require.NoError(t, p.Write(r.errDev, rec)) // as a kernel would, through the device address
+	err := r.Check()
+	var te *BarrierTimeoutError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, BarrierTimeoutError{Rank: 1, Peer: 0, Block: 5, Epoch: 42}, *te)
+	assert.ErrorIs(t, err, ErrBarrierTimeout)
+	assert.Error(t, r.Check(), "the record is sticky")
+
+	le.PutUint32(rec[0:], 2)
+	le.PutUint64(rec[24:], 77)
+	require.NoError(t, p.Write(r.errDev, rec))
+	var de *DeviceFaultError
+	require.ErrorAs(t, r.Check(), &de)
+	assert.Contains(t, de.Error(), "index out of range (value 77)")
+
+	err = w.Run(func(r *Rank) error { return r.HostBarrier(r.Stream()) })
+	require.ErrorAs(t, err, &de, "a host barrier reports the record")
+}
+
+// joinFakeProcesses joins a process world of n ranks on goroutines, each
+// with its own config as its own process would have, on one fake platform.
+func joinFakeProcesses(t *testing.T, p *fakegpu.Platform, n int, opts Options) []*Rank {
+	t.Helper()
+	port := freePort(t)
+	ranks, errs := make([]*Rank, n), make([]error, n)
+	var wg sync.WaitGroup
+	for k := 0; k < n; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := opts
+			o.Platform = p
+			cfg := ProcessConfig{Rank: k, WorldSize: n, LocalRank: k, MasterAddr: "127.0.0.1", MasterPort: port}
+			ranks[k], errs[k] = JoinProcessWorldConfig(cfg, o)
+		}()
+	}
+	wg.Wait()
+	for k, err := range errs {
+		require.NoError(t, err, "rank %d", k)
+	}
+	return ranks
+}
+
+func closeAll(t *testing.T, ranks []*Rank) {
+	errs := make([]error, len(ranks))
+	var wg sync.WaitGroup
+	for k, r := range ranks {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[k] = r.Close() }()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+func TestProcessWorld(t *testing.T) {
+	p := fakegpu.New(2)
+	ranks := joinFakeProcesses(t, p, 2, Options{HeapBytes: 1 << 16, RendezvousTimeout: 10 * time.Second})
+	r0, r1 := ranks[0], ranks[1]
+	// Each rank sees the peer's heap through an IPC mapping of its own.
+	require.NotEqual(t, r0.Heap().Base(0), r1.Heap().Base(0))
+	x, err := r0.Heap().Alloc(U64, 4)
+	require.NoError(t, err)
+	y, err := r1.Heap().Alloc(U64, 4)
+	require.NoError(t, err)
+	require.NoError(t, p.Write(x.Ptr, []byte("written by rank 0 on its heap...")))
+	got, err := p.Read(r1.Heap().Peer(y.Ptr, 0), 32)
+	require.NoError(t, err)
+	assert.Equal(t, "written by rank 0 on its heap...", string(got))
+	assert.Equal(t, uint64(r1.Heap().Base(0)), binary.LittleEndian.Uint64(r1.Ctx()), "ctx base[0] on rank 1 is the IPC mapping")
+
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for k, r := range ranks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20 && errs[k] == nil; i++ {
+				errs[k] = r.HostBarrier(r.Stream())
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+	closeAll(t, ranks)
+	assert.Zero(t, p.LiveRegions(), "Close frees heaps, IPC mappings, error records")
+}
+
+func TestProcessWorldSetupFailureReachesEveryRank(t *testing.T) {
+	p := fakegpu.New(2)
+	p.SetMemoryLimit(1, 1<<10) // rank 1 cannot allocate its heap
+	port := freePort(t)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for k := 0; k < 2; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cfg := ProcessConfig{Rank: k, WorldSize: 2, LocalRank: k, MasterAddr: "127.0.0.1", MasterPort: port}
+			_, errs[k] = JoinProcessWorldConfig(cfg, Options{Platform: p, HeapBytes: 1 << 16, RendezvousTimeout: 10 * time.Second})
+		}()
+	}
+	wg.Wait()
+	var he *HeapError
+	require.ErrorAs(t, errs[1], &he)
+	var we *WorldError
+	require.ErrorAs(t, errs[0], &we)
+	assert.Equal(t, 1, we.Peer)
+	assert.Zero(t, p.LiveRegions())
+}
+
+func TestProcessConfigFromEnv(t *testing.T) {
+	for _, v := range []string{"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"} {
+		t.Setenv(v, "")
+	}
+	_, err := JoinProcessWorld(Options{Platform: fakegpu.New(1)})
+	require.ErrorContains(t, err, "RANK is not set")
+	assert.Contains(t, err.Error(), "irisgen run -n N -- prog")
+	t.Setenv("RANK", "1")
+	t.Setenv("WORLD_SIZE", "2")
+	t.Setenv("LOCAL_RANK", "1")
+	t.Setenv("MASTER_PORT", "x")
+	_, err = ProcessConfigFromEnv()
+	require.ErrorContains(t, err, `MASTER_PORT="x"`)
+	t.Setenv("MASTER_PORT", "29500")
+	_, err = ProcessConfigFromEnv()
+	require.ErrorContains(t, err, "MASTER_ADDR is not set")
+	t.Setenv("MASTER_ADDR", "127.0.0.1")
+	cfg, err := ProcessConfigFromEnv()
+	require.NoError(t, err)
+	assert.Equal(t, ProcessConfig{Rank: 1, WorldSize: 2, LocalRank: 1, MasterAddr: "127.0.0.1", MasterPort: 29500}, cfg)
+
+	_, err = JoinProcessWorldConfig(ProcessConfig{Rank: 2, WorldSize: 2}, Options{})
+	require.ErrorContains(t, err, "RANK=2")
+}
+
+var _ gpu.Platform = (*fakegpu.Platform)(nil)
