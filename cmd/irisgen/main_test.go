@@ -252,4 +252,3 @@ func TestKernelArgs(t *testing.T) {
 		t.Errorf("embedded header not written: %v", err)
 	}
 }
-
