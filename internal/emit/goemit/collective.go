@@ -350,7 +350,7 @@ func (g *gen) constructor(f *jen.File, v *ir.Variant, vn, plan, nameConst string
 			}
 			fmt.Fprintf(&doc, " and op one of %s", strings.Join(ops, ", "))
 		}
-		doc.WriteString(".")
+		doc.WriteString(" (otherwise *UnsupportedError).")
 	}
 	if len(c.Symbols) > 0 {
 		fmt.Fprintf(&doc, " The size parameters (%s) must be positive.", strings.Join(c.Symbols, ", "))
