@@ -1,0 +1,355 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+	"testing/fstest"
+
+	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	testModule = "all_gather"
+	testKernel = "irisgen_all_gather_push_f32"
+	testHash   = "c0ffee"
+)
+
+// kernelWorld is a fake world whose platform knows the module image served
+// from Options.Kernels, with the given spec hash baked in.
+func kernelWorld(t *testing.T, n int, hash string) *World {
+	t.Helper()
+	p := fakegpu.New(n)
+	image := []byte("fake code object " + hash)
+	p.AddModule(image, []string{testKernel}, map[string][]byte{SpecHashSymbol(testModule): append([]byte(hash), 0, 0, 0)})
+	kernels := fstest.MapFS{KernelFile("fake", testModule): {Data: image}}
+	return newFakeWorld(t, n, Options{Platform: p, Kernels: kernels})
+}
+
+func testSpec() PlanSpec {
+	return PlanSpec{
+		Op: "all_gather", Variant: "push", Module: testModule, SpecHash: testHash, Kernel: testKernel,
+		Threads: 512, Blocks: 3,
+		Barriers:   []Barrier{BarrierDevice, BarrierHost, BarrierNone},
+		Capturable: []Barrier{BarrierDevice, BarrierNone},
+		Workspace:  []Buffer{{"scratch", 1000}},
+		Staging:    []Buffer{{"input", 64}},
+	}
+}
+
+func TestNewPlanZeroesBuffersOnTheHeap(t *testing.T) {
+	w := kernelWorld(t, 2, testHash)
+	require.NoError(t, w.Run(func(r *Rank) error {
+		h, p := r.Heap(), fakeOf(r)
+		// Dirty the heap where the plan's buffers will land.
+		junk, err := h.AllocBytes(1 << 14)
+		require.NoError(t, err)
+		require.NoError(t, p.Write(junk, bytesOf(0xEE, 1<<14)))
+		require.NoError(t, h.FreeBytes(junk))
+
+		pl, err := NewPlan(r, testSpec())
+		require.NoError(t, err)
+		assert.Equal(t, junk, pl.Flags(), "first fit: the flags reuse the dirty block")
+		for _, b := range []struct {
+			ptr   gpu.DevicePtr
+			bytes int64
+		}{{pl.Flags(), 3 * MaxWorld * 8}, {pl.Epochs(), 3 * 8}, {pl.Buffer("scratch"), 1000}, {pl.Buffer("input"), 64}} {
+			assert.True(t, h.Contains(b.ptr, b.bytes))
+			mem, err := p.Read(b.ptr, b.bytes)
+			require.NoError(t, err)
+			assert.Equal(t, make([]byte, b.bytes), mem, "zeroed")
+		}
+		assert.Panics(t, func() { pl.Buffer("nope") })
+		before := h.FreeBytesLeft()
+		require.NoError(t, pl.Close())
+		assert.Greater(t, h.FreeBytesLeft(), before)
+		return nil
+	}))
+}
+
+func bytesOf(b byte, n int) []byte {
+	out := make([]byte, n)
+	for i := range out {
+		out[i] = b
+	}
+	return out
+}
+
+func TestLaunchArgsLayout(t *testing.T) {
+	w := kernelWorld(t, 2, testHash)
+	fake := fakeOf(w.Rank(0))
+	plans := make([]*Plan, 2)
+	require.NoError(t, w.Run(func(r *Rank) error {
+		pl, err := NewPlan(r, testSpec())
+		plans[r.Rank()] = pl
+		return err
+	}))
+	for _, mode := range []Barrier{BarrierDevice, BarrierHost, BarrierNone} {
+		fake.ClearLaunches()
+		require.NoError(t, w.Run(func(r *Rank) error {
+			pl := plans[r.Rank()]
+			a := pl.Args().Ptr(0x1234_5678_9abc).Ptr(0x42).I64(-7)
+			return pl.Launch(r.Stream(), mode, a)
+		}))
+		ls := fake.Launches()
+		require.Len(t, ls, 2, mode.String())
+		for _, l := range ls {
+			r, pl := w.Rank(l.Device), plans[l.Device]
+			assert.Equal(t, testKernel, l.Function)
+			assert.Equal(t, gpu.Dim3{X: 3, Y: 1, Z: 1}, l.Grid)
+			assert.Equal(t, gpu.Dim3{X: 512, Y: 1, Z: 1}, l.Block)
+			assert.Equal(t, r.Stream(), l.Stream)
+			a := l.Args
+			require.Len(t, a, CtxBytes+24)
+			le := binary.LittleEndian
+			for peer := 0; peer < MaxWorld; peer++ {
+				want := uint64(0)
+				if peer < 2 {
+					want = uint64(r.Heap().Base(peer))
+				}
+				assert.Equal(t, want, le.Uint64(a[8*peer:]))
+			}
+			assert.Equal(t, uint64(pl.Flags()), le.Uint64(a[64:]))
+			assert.Equal(t, uint64(pl.Epochs()), le.Uint64(a[72:]))
+			assert.Equal(t, uint64(r.errDev), le.Uint64(a[80:]))
+			assert.Equal(t, uint64(DefaultTimeout), le.Uint64(a[88:]))
+			assert.Equal(t, uint32(l.Device), le.Uint32(a[96:]))
+			assert.Equal(t, uint32(2), le.Uint32(a[100:]))
+			wantBarrier := uint32(0)
+			if mode == BarrierDevice {
+				wantBarrier = 1
+			}
+			assert.Equal(t, wantBarrier, le.Uint32(a[104:]), mode.String())
+			assert.Equal(t, uint32(0), le.Uint32(a[108:]))
+			assert.Equal(t, uint64(0x1234_5678_9abc), le.Uint64(a[112:]))
+			assert.Equal(t, uint64(0x42), le.Uint64(a[120:]))
+			assert.Equal(t, int64(-7), int64(le.Uint64(a[128:])))
+		}
+	}
+}
+
+func TestLaunchModesAndCapture(t *testing.T) {
+	w := kernelWorld(t, 1, testHash)
+	r := w.Rank(0)
+	fake := fakeOf(r)
+	spec := testSpec()
+	spec.Barriers = []Barrier{BarrierDevice, BarrierHost}
+	pl, err := NewPlan(r, spec)
+	require.NoError(t, err)
+
+	var me *BarrierModeError
+	require.ErrorAs(t, pl.Launch(r.Stream(), BarrierNone, pl.Args()), &me)
+	assert.Contains(t, me.Error(), "supported: device, host")
+	require.Error(t, pl.Launch(r.Stream(), BarrierDevice, &Args{}), "arguments without the ctx")
+
+	s, err := r.Device().NewStream()
+	require.NoError(t, err)
+	defer r.Device().DestroyStream(s)
+	fake.ClearLaunches()
+	allocs := 0
+	fake.SetAllocHook(func(int, int64) error { allocs++; return nil })
+	defer fake.SetAllocHook(nil)
+
+	require.NoError(t, r.Device().BeginCapture(s))
+	capturing, err := r.Capturing(s)
+	require.NoError(t, err)
+	require.True(t, capturing)
+	var ce *CaptureError
+	require.ErrorAs(t, pl.Launch(s, BarrierHost, pl.Args()), &ce)
+	assert.Contains(t, ce.Error(), "runtime.BarrierDevice")
+	x, err := r.Heap().Alloc(F32, 16) // heap allocation is host-only: fine during capture
+	require.NoError(t, err)
+	imported, err := pl.Import(s, "input", x)
+	require.NoError(t, err)
+	require.NoError(t, pl.Launch(s, BarrierDevice, pl.Args().Ptr(imported.Ptr)))
+	var pce *CaptureError
+	_, err = r.PlanCache().GetOrCreate("all_gather/push/f32/16", s, func() (any, error) { t.Fatal("created during capture"); return nil, nil })
+	require.ErrorAs(t, err, &pce)
+	assert.Contains(t, pce.Error(), "before capture")
+	g, err := r.Device().EndCapture(s)
+	require.NoError(t, err)
+	exec, err := r.Device().Instantiate(g)
+	require.NoError(t, err)
+	for i := 0; i < 3; i++ {
+		require.NoError(t, r.Device().LaunchGraph(exec, s))
+	}
+	require.NoError(t, r.Device().StreamSynchronize(s))
+	gl := fake.GraphLaunches(exec)
+	require.Len(t, gl, 1, "only the device-mode launch was captured")
+	assert.Equal(t, testKernel, gl[0].Function)
+	assert.Equal(t, uint32(1), binary.LittleEndian.Uint32(gl[0].Args[104:]))
+	replayed := 0
+	for _, l := range fake.Launches() {
+		if l.Graph == exec {
+			replayed++
+		}
+	}
+	assert.Equal(t, 3, replayed)
+	assert.Zero(t, allocs, "no device allocation in the launch path")
+}
+
+func TestNewPlanRefusedWhileCapturing(t *testing.T) {
+	w := kernelWorld(t, 1, testHash)
+	r := w.Rank(0)
+	require.NoError(t, r.Device().BeginCapture(r.Stream()))
+	_, err := NewPlan(r, testSpec())
+	var ce *CaptureError
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, ce.Error(), "make the plan before capture")
+	_, err = r.Device().EndCapture(r.Stream())
+	require.NoError(t, err, "refusing did not break the capture")
+	assert.Equal(t, r.Heap().Size(), r.Heap().FreeBytesLeft())
+}
+
+func TestImport(t *testing.T) {
+	w := kernelWorld(t, 1, testHash)
+	r := w.Rank(0)
+	fake := fakeOf(r)
+	pl, err := NewPlan(r, testSpec())
+	require.NoError(t, err)
+	src, err := r.Device().Alloc(64, false)
+	require.NoError(t, err)
+	defer r.Device().Free(src)
+	require.NoError(t, fake.Write(src, bytesOf(7, 64)))
+	got, err := pl.Import(r.Stream(), "input", Tensor{Ptr: src, DType: F32, Len: 16})
+	require.NoError(t, err)
+	assert.Equal(t, Tensor{Ptr: pl.Buffer("input"), DType: F32, Len: 16}, got)
+	require.NoError(t, CheckHeap("op", "input", r, got))
+	mem, err := fake.Read(got.Ptr, 64)
+	require.NoError(t, err)
+	assert.Equal(t, bytesOf(7, 64), mem)
+
+	var se *ShapeError
+	_, err = pl.Import(r.Stream(), "input", Tensor{Ptr: src, DType: F32, Len: 17})
+	require.ErrorAs(t, err, &se)
+	assert.Contains(t, se.Error(), "staging")
+	_, err = pl.Import(r.Stream(), "scratch", Tensor{Ptr: src, DType: F32, Len: 1})
+	require.Error(t, err, "workspace is not staging")
+
+	var pe *PlacementError
+	require.ErrorAs(t, CheckHeap("all_gather", "output", r, Tensor{Ptr: src, DType: F32, Len: 16}), &pe)
+	last := Tensor{Ptr: r.Heap().Base(0) + gpuPtr(r.Heap().Size()-8), DType: F32, Len: 4}
+	require.ErrorAs(t, CheckHeap("all_gather", "output", r, last), &pe)
+	assert.Contains(t, pe.Error(), "runs past the end")
+}
+
+func TestPlanCache(t *testing.T) {
+	w := kernelWorld(t, 2, testHash)
+	require.NoError(t, w.Run(func(r *Rank) error {
+		made := 0
+		for i := 0; i < 3; i++ {
+			v, err := r.PlanCache().GetOrCreate("k", r.Stream(), func() (any, error) {
+				made++
+				return NewPlan(r, testSpec())
+			})
+			require.NoError(t, err)
+			require.IsType(t, &Plan{}, v)
+		}
+		assert.Equal(t, 1, made)
+		assert.Equal(t, 1, r.PlanCache().Len())
+		return nil
+	}))
+}
+
+func TestPlansMustAgree(t *testing.T) {
+	w := kernelWorld(t, 2, testHash)
+	err := w.Run(func(r *Rank) error {
+		s := testSpec()
+		s.Blocks += r.Rank() // e.g. different n on different ranks
+		_, err := NewPlan(r, s)
+		return err
+	})
+	require.ErrorContains(t, err, "made a different plan")
+	// Both ranks freed what they allocated, so the heaps still agree.
+	require.NoError(t, w.Run(func(r *Rank) error { return r.HostBarrier(r.Stream()) }))
+}
+
+func TestKernelErrors(t *testing.T) {
+	// Stale: the code object was built from another spec.
+	w := kernelWorld(t, 2, "0ld")
+	err := w.Run(func(r *Rank) error {
+		_, err := NewPlan(r, testSpec())
+		return err
+	})
+	var ke *KernelError
+	require.ErrorAs(t, err, &ke)
+	assert.True(t, ke.Stale)
+	assert.Contains(t, err.Error(), "regenerate with `go generate` and rebuild with `make kernels`")
+	assert.Contains(t, err.Error(), `"0ld"`)
+	require.NoError(t, w.Run(func(r *Rank) error { return r.HostBarrier(r.Stream()) }), "nothing leaked on the heaps")
+
+	// Missing from Options.Kernels.
+	w = newFakeWorld(t, 1, Options{Kernels: fstest.MapFS{}})
+	_, err = NewPlan(w.Rank(0), testSpec())
+	require.ErrorAs(t, err, &ke)
+	assert.Contains(t, err.Error(), "all_gather.fake in Options.Kernels")
+	assert.Contains(t, err.Error(), "run `make kernels`")
+
+	// Missing from $IRISGEN_KERNELS, then found there.
+	dir := t.TempDir()
+	t.Setenv("IRISGEN_KERNELS", dir)
+	p := fakegpu.New(1)
+	w = newFakeWorld(t, 1, Options{Platform: p})
+	_, err = NewPlan(w.Rank(0), testSpec())
+	require.ErrorAs(t, err, &ke)
+	assert.Contains(t, err.Error(), filepath.Join(dir, "all_gather.fake"))
+	image := []byte("from the environment")
+	p.AddModule(image, []string{testKernel}, map[string][]byte{SpecHashSymbol(testModule): []byte(testHash + "\x00")})
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "all_gather.fake"), image, 0o644))
+	pl, err := NewPlan(w.Rank(0), testSpec())
+	require.NoError(t, err)
+	require.NoError(t, pl.Close())
+
+	// The module lacks the kernel, or the hash symbol.
+	spec := testSpec()
+	spec.Kernel = "irisgen_all_gather_push_bf16"
+	_, err = NewPlan(w.Rank(0), spec)
+	require.ErrorAs(t, err, &ke)
+	assert.Contains(t, err.Error(), "irisgen_all_gather_push_bf16")
+	p.AddModule([]byte("no hash"), []string{testKernel}, nil)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "barrier.fake"), []byte("no hash"), 0o644))
+	spec = testSpec()
+	spec.Module = "barrier"
+	_, err = NewPlan(w.Rank(0), spec)
+	require.ErrorAs(t, err, &ke)
+	assert.Contains(t, err.Error(), "irisgen_spec_hash_barrier")
+}
+
+func TestKernelFileAndModuleRoot(t *testing.T) {
+	assert.Equal(t, "x.fatbin", KernelFile("cuda", "x"))
+	assert.Equal(t, "x.hsaco", KernelFile("hip", "x"))
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	root := findModuleRoot(wd)
+	require.NotEmpty(t, root)
+	assert.FileExists(t, filepath.Join(root, "go.mod"))
+	assert.Equal(t, root, findModuleRoot(filepath.Join(root, "runtime", "gpu")))
+	assert.Empty(t, findModuleRoot(t.TempDir()))
+	assert.Contains(t, moduleRoots(), root)
+}
+
+func TestLaunchRefusedAfterDeviceError(t *testing.T) {
+	w := kernelWorld(t, 1, testHash)
+	r := w.Rank(0)
+	fake := fakeOf(r)
+	pl, err := NewPlan(r, testSpec())
+	require.NoError(t, err)
+	// A simulated kernel times out in its barrier and fills the record.
+	fake.OnLaunch(func(l fakegpu.Launch) error {
+		rec := make([]byte, 32)
+		binary.LittleEndian.PutUint32(rec, 1)
+		binary.LittleEndian.PutUint32(rec[8:], 1)
+		return fake.Write(gpu.DevicePtr(binary.LittleEndian.Uint64(l.Args[80:])), rec)
+	})
+	require.NoError(t, pl.Launch(r.Stream(), BarrierDevice, pl.Args()))
+	fake.OnLaunch(nil)
+	require.NoError(t, r.Device().StreamSynchronize(r.Stream()))
+	require.ErrorIs(t, r.Check(), ErrBarrierTimeout)
+	fake.ClearLaunches()
+	require.ErrorIs(t, pl.Launch(r.Stream(), BarrierDevice, pl.Args()), ErrBarrierTimeout)
+	assert.Empty(t, fake.Launches(), "nothing launched on an undefined device state")
+}
