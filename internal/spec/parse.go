@@ -331,6 +331,7 @@ func (p *parser) fields(m *yaml.Node, where string, known []string, set func(key
 // for the first occurrence of a key and dup for every repeat (yaml.Node
 // keeps repeated keys; the spec language does not allow them).
 func (p *parser) entries(m *yaml.Node, each func(k Str, v *yaml.Node), dup func(k Str, v *yaml.Node, first Pos)) {
+	m = resolve(m)
 	first := map[string]Pos{}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		kn, v := resolve(m.Content[i]), m.Content[i+1]

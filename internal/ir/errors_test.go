@@ -1,0 +1,1027 @@
+package ir
+
+import (
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/irisgen/irisgen/internal/diag"
+)
+
+// testTemplates is a templates fs for tests, independent of the real
+// catalogue under templates/.
+func testTemplates() fstest.MapFS {
+	fsys := fstest.MapFS{}
+	for _, n := range []string{"t_a", "t_b", "all_gather_push"} {
+		fsys[n+TemplateExt] = &fstest.MapFile{Data: []byte("// " + n + "\n")}
+	}
+	return fsys
+}
+
+// errorCases lists every user error with its exact positions; want is the
+// whole error output of Compile("spec.yaml", src, testTemplates()) without
+// the "spec.yaml:" prefix, one error per item, sorted.
+var errorCases = []struct {
+	name string
+	src  string
+	want []string
+}{
+	{
+		name: "unknown top-level key",
+		src: `name: ag
+summry: s
+`,
+		want: []string{
+			"1:1: error: the spec has no summary; add `summary: <one sentence>` (it becomes the doc comment of the generated wrappers)",
+			"1:1: error: the spec has no variants; add `variants:` with at least one variant (template, access, ...)",
+			"2:1: error: unknown key \"summry\" at the top level (did you mean \"summary\"?)",
+		},
+	},
+	{
+		name: "unknown key in tensor",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  input: {dir: in, shape: [n], dtyp: f32}
+variants:
+  v:
+    template: t_a
+    access: {input: local_read}
+`,
+		want: []string{
+			"6:32: error: unknown key \"dtyp\" in tensor \"input\" (did you mean \"dtype\"?)",
+		},
+	},
+	{
+		name: "unknown key in variant",
+		src: `name: ag
+summary: s
+variants:
+  push:
+    template: t_a
+    acess: {}
+`,
+		want: []string{
+			"6:5: error: unknown key \"acess\" in variant \"push\" (did you mean \"access\"?)",
+		},
+	},
+	{
+		name: "unknown key in launch",
+		src: `name: ag
+summary: s
+variants:
+  push:
+    template: t_a
+    launch: {thread: 512}
+`,
+		want: []string{
+			"6:14: error: unknown key \"thread\" in launch of variant \"push\" (did you mean \"threads\"?)",
+		},
+	},
+	{
+		name: "duplicate top-level key",
+		src: `name: ag
+summary: s
+name: ag2
+variants:
+  v: {template: t_a}
+`,
+		want: []string{
+			"3:1: error: duplicate key \"name\" at the top level (first at 1:1); keep only one",
+		},
+	},
+	{
+		name: "duplicate key in variant",
+		src: `name: ag
+summary: s
+variants:
+  v:
+    template: t_a
+    template: t_b
+`,
+		want: []string{
+			"6:5: error: duplicate key \"template\" in variant \"v\" (first at 5:5); keep only one",
+		},
+	},
+	{
+		name: "duplicate tensor",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  x: {dir: in, shape: [n]}
+  x: {dir: out, shape: [n]}
+variants:
+  v: {template: t_a, access: {x: local_read}}
+`,
+		want: []string{
+			"7:3: error: duplicate tensor \"x\" (first defined at 6:3); tensor names must be unique",
+		},
+	},
+	{
+		name: "duplicate variant",
+		src: `name: ag
+summary: s
+variants:
+  v: {template: t_a}
+  v: {template: t_b}
+`,
+		want: []string{
+			"5:3: error: duplicate variant \"v\" (first defined at 4:3); variant names must be unique",
+		},
+	},
+	{
+		name: "duplicate access entry",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  x: {dir: inout, shape: [n]}
+variants:
+  v:
+    template: t_a
+    access: {x: local_read, x: local_write}
+`,
+		want: []string{
+			"10:29: error: duplicate access entry for tensor \"x\" in variant \"v\" (first at 10:14); write all its kinds in one list, e.g. x: [local_read, remote_read]",
+		},
+	},
+	{
+		name: "wrong type string for list",
+		src: `name: ag
+summary: s
+dtypes: f32
+variants:
+  v: {template: t_a}
+`,
+		want: []string{
+			"3:9: error: dtypes must be a list of element types, e.g. [f32, f16, bf16]; found the string \"f32\"",
+		},
+	},
+	{
+		name: "wrong type list for string",
+		src: `name: [ag]
+summary: s
+variants:
+  v: {template: t_a}
+`,
+		want: []string{
+			"1:7: error: name must be a string, found a list",
+		},
+	},
+	{
+		name: "wrong type mapping for list",
+		src: `name: ag
+summary: s
+variants:
+  v: {template: t_a, barriers: {device: 1}}
+`,
+		want: []string{
+			"4:32: error: barriers of variant \"v\" must be a list of barrier modes, e.g. [device, host, none]; found a mapping",
+		},
+	},
+	{
+		name: "wrong type tensor not mapping",
+		src: `name: ag
+summary: s
+tensors:
+  x: in
+variants:
+  v: {template: t_a}
+`,
+		want: []string{
+			"4:6: error: tensor \"x\" must be a mapping like {dir: in, shape: [n]}; found the string \"in\"",
+			"6:3: error: variant \"v\" has no access; add access: with one entry per tensor, e.g. {x: local_read}",
+		},
+	},
+	{
+		name: "wrong type access",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  x: {dir: in, shape: [n]}
+variants:
+  v: {template: t_a, access: {x: {local_read: 1}}}
+`,
+		want: []string{
+			"8:34: error: access of tensor \"x\" in variant \"v\" must be an access kind or a list of kinds (e.g. [local_read, remote_write]), found a mapping",
+		},
+	},
+	{
+		name: "non-integer launch",
+		src: `name: ag
+summary: s
+variants:
+  v:
+    template: t_a
+    launch: {threads: 512.5, max_blocks: "16", vector_bytes: 16}
+`,
+		want: []string{
+			"6:23: error: threads of variant \"v\" must be an integer, found the number 512.5",
+			"6:42: error: max_blocks of variant \"v\" must be an integer, found the string \"16\"",
+		},
+	},
+	{
+		name: "non-integer dimension",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+tensors:
+  x: {dir: in, shape: [2.5, [1]]}
+variants:
+  v: {template: t_a, access: {x: local_read}}
+`,
+		want: []string{
+			"5:24: error: dimension 2.5 of tensor \"x\" is not an integer; dimensions are size symbols or positive integers",
+			"5:29: error: a dimension of tensor \"x\" must be a size symbol or a positive integer, found a list",
+		},
+	},
+	{
+		name: "null value",
+		src: `name: ag
+summary:
+variants:
+  v: {template: t_a}
+`,
+		want: []string{
+			"2:9: error: summary must be a string, found nothing",
+		},
+	},
+	{
+		name: "unknown access kind",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  x: {dir: in, shape: [n]}
+  y: {dir: out, shape: [n]}
+variants:
+  v:
+    template: t_a
+    access: {x: remote_raed, y: [local_write, remote_store]}
+`,
+		want: []string{
+			"11:17: error: unknown access kind \"remote_raed\" of tensor \"x\" in variant \"v\" (did you mean \"remote_read\"?)",
+			"11:47: error: unknown access kind \"remote_store\" of tensor \"y\" in variant \"v\" (expected one of: local_read, local_write, remote_read, remote_write, remote_atomic, none)",
+		},
+	},
+	{
+		name: "access none mixed and duplicate kind",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  x: {dir: in, shape: [n]}
+  y: {dir: out, shape: [n]}
+variants:
+  v:
+    template: t_a
+    access: {x: [none, local_read], y: [local_write, local_write]}
+`,
+		want: []string{
+			"11:17: error: access of tensor \"x\" in variant \"v\" combines none with other kinds; use none alone",
+			"11:54: error: access kind \"local_write\" of tensor \"y\" in variant \"v\" is listed twice (first at 11:41); remove one",
+		},
+	},
+	{
+		name: "empty access list",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  x: {dir: in, shape: [n]}
+variants:
+  v:
+    template: t_a
+    access: {x: []}
+`,
+		want: []string{
+			"10:17: error: access of tensor \"x\" in variant \"v\" is empty; give at least one kind, or none if the variant does not touch it",
+		},
+	},
+	{
+		name: "unknown dtype",
+		src: `name: ag
+summary: s
+dtypes: [f32, fp8]
+sizes: [n]
+tensors:
+  x: {dir: in, shape: [n]}
+variants:
+  v: {template: t_a, access: {x: local_read}}
+`,
+		want: []string{
+			"3:15: error: unknown dtype \"fp8\" (expected one of: f32, f16, bf16, i32, i64, u64)",
+		},
+	},
+	{
+		name: "unknown tensor dtype",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  x: {dir: in, shape: [n]}
+  ids: {dir: in, shape: [n], dtype: int32}
+variants:
+  v: {template: t_a, access: {x: local_read, ids: local_read}}
+`,
+		want: []string{
+			"7:37: error: unknown dtype \"int32\" of tensor \"ids\" (did you mean \"i32\"?)",
+		},
+	},
+	{
+		name: "duplicate dtype",
+		src: `name: ag
+summary: s
+dtypes: [f32, f32]
+sizes: [n]
+tensors:
+  x: {dir: in, shape: [n]}
+variants:
+  v: {template: t_a, access: {x: local_read}}
+`,
+		want: []string{
+			"3:15: error: dtype \"f32\" is listed twice (first at 3:10); remove one",
+		},
+	},
+	{
+		name: "unknown op",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+ops: [sum, avg]
+sizes: [n]
+tensors:
+  x: {dir: inout, shape: [n]}
+variants:
+  v: {template: t_a, access: {x: [remote_read, local_write]}}
+`,
+		want: []string{
+			"4:12: error: unknown op \"avg\" (expected one of: sum, max, min)",
+		},
+	},
+	{
+		name: "empty ops",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+ops: []
+sizes: [n]
+tensors:
+  x: {dir: in, shape: [n]}
+variants:
+  v: {template: t_a, access: {x: local_read}}
+`,
+		want: []string{
+			"4:6: error: ops is empty; omit ops for a collective that does not reduce, or list operators, e.g. [sum]",
+		},
+	},
+	{
+		name: "ops without data",
+		src: `name: b
+summary: s
+ops: [sum]
+variants:
+  v: {template: t_a}
+`,
+		want: []string{
+			"3:1: error: ops is given but the collective has no data tensors to reduce; remove ops",
+		},
+	},
+	{
+		name: "empty dtypes",
+		src: `name: ag
+summary: s
+dtypes: []
+sizes: [n]
+tensors:
+  x: {dir: in, shape: [n]}
+variants:
+  v: {template: t_a, access: {x: local_read}}
+`,
+		want: []string{
+			"3:9: error: dtypes is empty; list the element types to generate kernels for, e.g. [f32, f16, bf16]",
+		},
+	},
+	{
+		name: "missing dtypes",
+		src: `name: ag
+summary: s
+sizes: [n]
+tensors:
+  x: {dir: in, shape: [n]}
+variants:
+  v: {template: t_a, access: {x: local_read}}
+`,
+		want: []string{
+			"1:1: error: the spec has no dtypes, but tensor \"x\" takes the kernel's element type; add e.g. dtypes: [f32, f16, bf16]",
+		},
+	},
+	{
+		name: "dtypes without data tensors",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+tensors:
+  flags: {dir: workspace, shape: [blocks], dtype: u64}
+variants:
+  v: {template: t_a, access: {flags: remote_write}}
+`,
+		want: []string{
+			"3:1: error: dtypes is given but no tensor takes the kernel's element type (each has a fixed dtype, or there are none), so the kernels would all be the same; remove dtypes",
+		},
+	},
+	{
+		name: "unknown template",
+		src: `name: ag
+summary: s
+variants:
+  v: {template: t_c}
+  w: {template: all_gather_pusj}
+`,
+		want: []string{
+			"4:17: error: template \"t_c\" of variant \"v\" not found: there is no templates/t_c.hip.tmpl (did you mean \"t_a\"?)",
+			"5:17: error: template \"all_gather_pusj\" of variant \"w\" not found: there is no templates/all_gather_pusj.hip.tmpl (did you mean \"all_gather_push\"?)",
+		},
+	},
+	{
+		name: "template not an identifier",
+		src: `name: ag
+summary: s
+variants:
+  v: {template: ../etc/passwd}
+`,
+		want: []string{
+			"4:17: error: template name \"../etc/passwd\" is not an identifier: use lower-case letters, digits and _, starting with a letter (e.g. \"etcpasswd\")",
+		},
+	},
+	{
+		name: "missing template",
+		src: `name: ag
+summary: s
+variants:
+  v: {barriers: [device]}
+`,
+		want: []string{
+			"4:3: error: variant \"v\" has no template; add template: <name> for the file templates/<name>.hip.tmpl",
+		},
+	},
+	{
+		name: "undefined tensor in access",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  input: {dir: in, shape: [n]}
+variants:
+  v: {template: t_a, access: {inptu: local_read, input: local_read, zzz: none}}
+`,
+		want: []string{
+			"8:31: error: access of variant \"v\" names undefined tensor \"inptu\" (did you mean \"input\"?)",
+			"8:69: error: access of variant \"v\" names undefined tensor \"zzz\" (tensors are: input)",
+		},
+	},
+	{
+		name: "undefined shape symbol",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  x: {dir: in, shape: [world, m]}
+variants:
+  v: {template: t_a, access: {x: local_read}}
+`,
+		want: []string{
+			"4:9: error: size \"n\" is declared but no tensor shape uses it; remove it from sizes",
+			"6:31: error: undefined size symbol \"m\" in the shape of tensor \"x\" (declare it in sizes, e.g. sizes: [m])",
+		},
+	},
+	{
+		name: "blocks in user tensor",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+tensors:
+  x: {dir: in, shape: [blocks, 8]}
+variants:
+  v: {template: t_a, access: {x: local_read}}
+`,
+		want: []string{
+			"5:24: error: tensor \"x\" uses blocks in its shape, but only workspace shapes may: the plan picks blocks, the caller does not know it",
+		},
+	},
+	{
+		name: "bad constant dimension",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+tensors:
+  x: {dir: in, shape: [0, -4]}
+  y: {dir: in, shape: [4611686018427387904, 4]}
+variants:
+  v: {template: t_a, access: {x: local_read, y: local_read}}
+`,
+		want: []string{
+			"5:24: error: dimension 0 of tensor \"x\" must be positive",
+			"5:27: error: dimension -4 of tensor \"x\" must be positive",
+			"6:45: error: the constant dimensions of tensor \"y\" multiply to more than 2^62 elements; shrink them",
+		},
+	},
+	{
+		name: "missing access entry",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  x: {dir: in, shape: [n]}
+  y: {dir: out, shape: [n]}
+variants:
+  v:
+    template: t_a
+    access: {x: local_read}
+`,
+		want: []string{
+			"11:5: error: access of variant \"v\" has no entry for tensor \"y\"; add y: <kind> (one of: local_read, local_write, remote_read, remote_write, remote_atomic; none if the variant does not touch it)",
+		},
+	},
+	{
+		name: "missing access",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  x: {dir: in, shape: [n]}
+variants:
+  v:
+    template: t_a
+`,
+		want: []string{
+			"8:3: error: variant \"v\" has no access; add access: with one entry per tensor, e.g. {x: local_read}",
+		},
+	},
+	{
+		name: "launch out of range",
+		src: `name: ag
+summary: s
+variants:
+  a: {template: t_a, launch: {threads: 32, max_blocks: 0, vector_bytes: 2}}
+  b: {template: t_a, launch: {threads: 1088, max_blocks: 1025, vector_bytes: 32}}
+  c: {template: t_a, launch: {threads: 100}}
+`,
+		want: []string{
+			"4:40: error: threads of variant \"a\" is 32; it must be a multiple of 64 from 64 to 1024",
+			"4:56: error: max_blocks of variant \"a\" is 0; it must be from 1 to 1024",
+			"4:73: error: vector_bytes of variant \"a\" is 2; it must be 4, 8 or 16",
+			"5:40: error: threads of variant \"b\" is 1088; it must be a multiple of 64 from 64 to 1024",
+			"5:58: error: max_blocks of variant \"b\" is 1025; it must be from 1 to 1024",
+			"5:78: error: vector_bytes of variant \"b\" is 32; it must be 4, 8 or 16",
+			"6:40: error: threads of variant \"c\" is 100; it must be a multiple of 64 from 64 to 1024",
+		},
+	},
+	{
+		name: "contradictory aliasing",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  input: {dir: in, shape: [n]}
+  output: {dir: out, shape: [world, n]}
+variants:
+  pull:
+    template: t_a
+    access: {input: remote_read, output: local_write}
+    aliasing: allow
+`,
+		want: []string{
+			"12:15: error: aliasing: allow is unsafe in variant \"pull\": peers read \"input\" remotely while this rank writes \"output\", so if they overlap peers would read data being overwritten; use aliasing: forbid",
+		},
+	},
+	{
+		name: "unknown aliasing",
+		src: `name: ag
+summary: s
+variants:
+  v: {template: t_a, aliasing: maybe}
+`,
+		want: []string{
+			"4:32: error: unknown aliasing \"maybe\" of variant \"v\" (expected one of: forbid, allow)",
+		},
+	},
+	{
+		name: "write to input",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  x: {dir: in, shape: [n]}
+variants:
+  v: {template: t_a, access: {x: [local_read, remote_atomic]}}
+`,
+		want: []string{
+			"8:34: error: tensor \"x\" is dir: in, but variant \"v\" writes it (remote_atomic); make it dir: inout or drop the write",
+		},
+	},
+	{
+		name: "output never written",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  x: {dir: out, shape: [n]}
+  y: {dir: inout, shape: [n]}
+variants:
+  v: {template: t_a, access: {x: none, y: remote_read}}
+`,
+		want: []string{
+			"9:34: error: tensor \"x\" is dir: out, but variant \"v\" never writes it; give it a write kind (local_write, remote_write or remote_atomic)",
+			"9:43: error: tensor \"y\" is dir: inout, but variant \"v\" never writes it; give it a write kind (local_write, remote_write or remote_atomic)",
+		},
+	},
+	{
+		name: "workspace without dtype",
+		src: `name: ag
+summary: s
+tensors:
+  flags: {dir: workspace, shape: [blocks]}
+variants:
+  v: {template: t_a, access: {flags: remote_write}}
+`,
+		want: []string{
+			"4:3: error: workspace tensor \"flags\" has no dtype; add one (e.g. dtype: u64): the plan allocates it, so its element type cannot come from a launch",
+		},
+	},
+	{
+		name: "unknown dir",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  x: {dir: input, shape: [n]}
+variants:
+  v: {template: t_a, access: {x: local_read}}
+`,
+		want: []string{
+			"6:12: error: unknown dir \"input\" of tensor \"x\" (did you mean \"inout\"?)",
+		},
+	},
+	{
+		name: "missing dir and shape",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+tensors:
+  x: {dtype: f32}
+variants:
+  v: {template: t_a, access: {x: local_read}}
+`,
+		want: []string{
+			"5:3: error: tensor \"x\" has no dir; add dir: in, out, inout or workspace",
+			"5:3: error: tensor \"x\" has no shape; add one, e.g. shape: [n]",
+		},
+	},
+	{
+		name: "empty shape",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+tensors:
+  x: {dir: in, shape: []}
+variants:
+  v: {template: t_a, access: {x: local_read}}
+`,
+		want: []string{
+			"5:23: error: shape of tensor \"x\" is empty; give at least one dimension, e.g. [n]",
+		},
+	},
+	{
+		name: "names not identifiers",
+		src: `name: All-Gather
+summary: s
+dtypes: [f32]
+sizes: [N]
+tensors:
+  In: {dir: in, shape: [4]}
+variants:
+  Push: {template: t_a, access: {In: local_read}}
+`,
+		want: []string{
+			"1:7: error: collective name \"All-Gather\" is not an identifier: use lower-case letters, digits and _, starting with a letter (e.g. \"all_gather\")",
+			"4:9: error: size \"N\" is not an identifier: use lower-case letters, digits and _, starting with a letter (e.g. \"n\")",
+			"6:3: error: tensor name \"In\" is not an identifier: use lower-case letters, digits and _, starting with a letter (e.g. \"in\")",
+			"8:3: error: variant name \"Push\" is not an identifier: use lower-case letters, digits and _, starting with a letter (e.g. \"push\")",
+		},
+	},
+	{
+		name: "reserved names",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [int]
+tensors:
+  func: {dir: in, shape: [int]}
+variants:
+  v: {template: t_a, access: {func: local_read}}
+`,
+		want: []string{
+			"4:9: error: size \"int\" is a Go or C keyword and would not compile in the generated code; pick another name",
+			"6:3: error: tensor name \"func\" is a Go or C keyword and would not compile in the generated code; pick another name",
+		},
+	},
+	{
+		name: "tensor named like a size",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  n: {dir: in, shape: [n]}
+  world: {dir: in, shape: [n]}
+variants:
+  v: {template: t_a, access: {n: local_read, world: local_read}}
+`,
+		want: []string{
+			"6:3: error: tensor \"n\" has the name of a size symbol; rename the tensor",
+			"7:3: error: tensor \"world\" has the name of a size symbol; rename the tensor",
+		},
+	},
+	{
+		name: "size declarations",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n, n, world, m]
+tensors:
+  x: {dir: in, shape: [n]}
+variants:
+  v: {template: t_a, access: {x: local_read}}
+`,
+		want: []string{
+			"4:12: error: size \"n\" is declared twice (first at 4:9); remove one",
+			"4:15: error: size \"world\" is built in; remove it from sizes",
+			"4:22: error: size \"m\" is declared but no tensor shape uses it; remove it from sizes",
+		},
+	},
+	{
+		name: "barriers",
+		src: `name: ag
+summary: s
+variants:
+  a: {template: t_a, barriers: []}
+  b: {template: t_a, barriers: [device, graph, device]}
+`,
+		want: []string{
+			"4:32: error: barriers of variant \"a\" is empty; list the supported modes, default first, e.g. [device, host, none]",
+			"5:41: error: unknown barrier mode \"graph\" of variant \"b\" (expected one of: device, host, none)",
+			"5:48: error: barrier mode \"device\" of variant \"b\" is listed twice (first at 5:33); remove one",
+		},
+	},
+	{
+		name: "missing name summary variants",
+		src: `dtypes: [f32]
+`,
+		want: []string{
+			"1:1: error: the spec has no name; add `name: <collective>` (a lower-case identifier such as all_gather)",
+			"1:1: error: the spec has no summary; add `summary: <one sentence>` (it becomes the doc comment of the generated wrappers)",
+			"1:1: error: dtypes is given but no tensor takes the kernel's element type (each has a fixed dtype, or there are none), so the kernels would all be the same; remove dtypes",
+			"1:1: error: the spec has no variants; add `variants:` with at least one variant (template, access, ...)",
+		},
+	},
+	{
+		name: "empty summary and variants",
+		src: `name: ag
+summary: "  "
+variants: {}
+`,
+		want: []string{
+			"2:10: error: summary is empty; write one sentence saying what the collective does",
+			"3:11: error: variants is empty; define at least one variant",
+		},
+	},
+	{
+		name: "empty file",
+		src: `
+`,
+		want: []string{
+			"1:1: error: the spec is empty; start it with `name: <collective>` (see docs/spec.md)",
+		},
+	},
+	{
+		name: "comment-only file",
+		src: `# nothing here
+`,
+		want: []string{
+			"1:1: error: the spec is empty; start it with `name: <collective>` (see docs/spec.md)",
+		},
+	},
+	{
+		name: "not a mapping",
+		src: `- name: ag
+`,
+		want: []string{
+			"1:1: error: a spec must be a mapping with the keys name, summary, dtypes, ops, sizes, tensors, variants; found a list",
+		},
+	},
+	{
+		name: "tab indentation",
+		src: `name: ag
+variants:
+	v: {}
+`,
+		want: []string{
+			"3:1: error: invalid YAML: found character that cannot start any token",
+		},
+	},
+	{
+		name: "two documents",
+		src: `name: ag
+summary: s
+variants:
+  v: {template: t_a}
+---
+name: other
+`,
+		want: []string{
+			"5:1: error: a spec file holds one YAML document; move this one to its own file",
+		},
+	},
+	{
+		name: "merge key and complex key",
+		src: `name: ag
+summary: s
+base: &b {template: t_a}
+variants:
+  v:
+    <<: *b
+    ? [x]
+    : 1
+`,
+		want: []string{
+			"3:1: error: unknown key \"base\" at the top level (expected one of: name, summary, dtypes, ops, sizes, tensors, variants)",
+			"5:3: error: variant \"v\" has no template; add template: <name> for the file templates/<name>.hip.tmpl",
+			"6:5: error: merge keys (<<) are not supported; write the keys out",
+			"7:7: error: a key must be a plain name, found a list",
+		},
+	},
+	{
+		name: "aliases are followed",
+		src: `name: ag
+summary: s
+dtypes: &d [f32]
+sizes: [n]
+tensors:
+  x: {dir: in, shape: *d}
+variants:
+  v: {template: t_a, access: {x: local_read}}
+`,
+		want: []string{
+			"3:13: error: undefined size symbol \"f32\" in the shape of tensor \"x\" (declare it in sizes, e.g. sizes: [f32])",
+			"4:9: error: size \"n\" is declared but no tensor shape uses it; remove it from sizes",
+		},
+	},
+	{
+		name: "unclosed flow list",
+		src: `name: ag
+summary: [s
+`,
+		want: []string{
+			"2:1: error: invalid YAML: did not find expected ',' or ']'",
+		},
+	},
+	{
+		name: "unclosed flow mapping",
+		src: `name: ag
+summary: s
+variants:
+  v: {template: t_a
+`,
+		want: []string{
+			"4:1: error: invalid YAML: did not find expected ',' or '}'",
+		},
+	},
+	{
+		name: "unterminated string",
+		src: `name: ag
+summary: "unterminated
+variants: {}
+`,
+		want: []string{
+			"2:1: error: invalid YAML: found unexpected end of stream",
+		},
+	},
+	{
+		name: "bad indentation",
+		src: `name: ag
+ summary: s
+`,
+		want: []string{
+			"2:1: error: invalid YAML: mapping values are not allowed in this context",
+		},
+	},
+	{
+		name: "dedented key",
+		src: `name: ag
+summary: s
+variants:
+  v:
+    template: t_a
+   access: {}
+`,
+		want: []string{
+			"4:1: error: invalid YAML: did not find expected key",
+		},
+	},
+	{
+		name: "stray bracket",
+		src: `name: ag
+summary: s
+tensors:
+  x: {dir: in, shape: [n]]}
+`,
+		want: []string{
+			"4:1: error: invalid YAML: did not find expected ',' or '}'",
+		},
+	},
+	{
+		name: "list item in a mapping",
+		src: `name: ag
+summary: s
+variants:
+  - v
+  w: 1
+`,
+		want: []string{
+			"4:1: error: invalid YAML: did not find expected '-' indicator",
+		},
+	},
+	{
+		name: "unknown anchor",
+		src: `name: ag
+summary: s
+x: *nope
+`,
+		want: []string{
+			"3:4: error: invalid YAML: alias *nope refers to no anchor; define &nope first",
+		},
+	},
+	{
+		name: "flow mapping item without value",
+		src: `name: ag
+summary: s
+variants: {a: b, c}
+`,
+		want: []string{
+			"3:15: error: variant \"a\" must be a mapping with the keys summary, template, access, aliasing, barriers, launch; found the string \"b\"",
+			"3:19: error: variant \"c\" must be a mapping with the keys summary, template, access, aliasing, barriers, launch; found nothing",
+		},
+	},
+	{
+		name: "nested colons in flow list",
+		src: `name: ag
+summary: s
+variants: [a, b: c: d]
+`,
+		want: []string{
+			"3:1: error: invalid YAML: did not find expected ',' or ']'",
+		},
+	},
+}
+
+func TestCompileErrors(t *testing.T) {
+	for _, tc := range errorCases {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NotEmpty(t, tc.want, "an error case must expect errors")
+			c, err := Compile("spec.yaml", []byte(tc.src), testTemplates())
+			require.Error(t, err)
+			assert.Nil(t, c, "no Collective on errors")
+			var list diag.List
+			require.ErrorAs(t, err, &list)
+			var got []string
+			for _, e := range list {
+				assert.Equal(t, "spec.yaml", e.Pos.File)
+				got = append(got, strings.TrimPrefix(e.Error(), "spec.yaml:"))
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}

@@ -1,0 +1,98 @@
+package ir
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestHelpers(t *testing.T) {
+	c := compileOK(t, reduceSpec, testTemplates())
+
+	assert.Nil(t, c.Variant("three"))
+	assert.Nil(t, c.Tensor("nope"))
+	assert.Equal(t, "acc", c.Tensor("acc").Name)
+	assert.True(t, c.Reduces())
+
+	var users []string
+	for _, u := range c.UserTensors() {
+		users = append(users, u.Name)
+	}
+	assert.Equal(t, []string{"input", "output", "acc", "ids"}, users)
+	assert.False(t, c.Tensor("flags").User())
+
+	assert.Equal(t, BF16, c.Tensor("input").ElemType(BF16))
+	assert.Equal(t, I32, c.Tensor("ids").ElemType(BF16), "a fixed dtype wins")
+
+	out := c.Tensor("output")
+	assert.Equal(t, "[world, n]", out.ShapeString())
+	assert.Equal(t, "world*n", out.NumelString())
+	assert.Equal(t, "[k, 2]", c.Tensor("acc").ShapeString())
+
+	sizes := map[string]int64{"world": 8, "n": 1000, "k": 3, "blocks": 16}
+	get := func(s string) int64 { return sizes[s] }
+	n, ok := out.Numel(get)
+	assert.True(t, ok)
+	assert.EqualValues(t, 8000, n)
+	n, ok = c.Tensor("acc").Numel(get)
+	assert.True(t, ok)
+	assert.EqualValues(t, 6, n)
+	sizes["n"] = math.MaxInt64 / 4
+	_, ok = out.Numel(get)
+	assert.False(t, ok, "overflow")
+	sizes["n"] = -1
+	_, ok = out.Numel(get)
+	assert.False(t, ok, "negative size")
+	sizes["n"] = 0
+	n, ok = out.Numel(get)
+	assert.True(t, ok)
+	assert.EqualValues(t, 0, n)
+
+	one, two := c.Variant("one"), c.Variant("two")
+	assert.Nil(t, one.Use("nope"))
+	assert.Equal(t, RemoteRead, one.Use("input").Access)
+	assert.True(t, one.Supports(BarrierNone))
+	assert.False(t, one.Supports(BarrierHost))
+	assert.Equal(t, BarrierNone, one.DefaultBarrier())
+	assert.Equal(t, BarrierDevice, two.DefaultBarrier())
+
+	cp, ok := two.CaptureOf(BarrierHost)
+	assert.True(t, ok)
+	assert.False(t, cp.Capturable)
+	assert.Equal(t, HostCaptureReason, cp.Reason)
+	_, ok = one.CaptureOf(BarrierHost)
+	assert.False(t, ok)
+
+	k, ok := one.Kernel(F32, OpSum)
+	assert.True(t, ok)
+	assert.Equal(t, "irisgen_red_one_f32_sum", k.Name)
+	_, ok = one.Kernel(F16, OpSum)
+	assert.False(t, ok)
+
+	var pairs [][2]string
+	for _, p := range one.NoAliasPairs() {
+		pairs = append(pairs, [2]string{p[0].Name, p[1].Name})
+	}
+	// input, ids are read; output is written; acc is both.
+	assert.Equal(t, [][2]string{
+		{"input", "output"}, {"input", "acc"},
+		{"output", "acc"}, {"output", "ids"},
+		{"acc", "ids"},
+	}, pairs)
+	assert.Nil(t, two.NoAliasPairs(), "aliasing allow")
+}
+
+func TestHelpersWithoutOps(t *testing.T) {
+	c := compileOK(t, `name: b
+summary: s
+variants:
+  device: {template: t_a, barriers: [device, host]}
+`, testTemplates())
+	assert.False(t, c.Reduces())
+	require.Len(t, c.Variants, 1)
+	k, ok := c.Variants[0].Kernel("", OpNone)
+	assert.True(t, ok)
+	assert.Equal(t, "irisgen_b_device", k.Name)
+}

@@ -1,0 +1,137 @@
+package spec
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func at(line, col int) Pos { return Pos{File: "f.yaml", Line: line, Col: col} }
+
+const sample = `name: ag
+summary: s
+dtypes: [f32, f16]
+sizes:
+  - n
+tensors:
+  input: {dir: in, shape: [n, 4]}
+  flags: &ws
+    dir: workspace
+    shape: [blocks]
+    dtype: u64
+variants:
+  push: &push
+    template: t
+    access: {input: local_read, flags: [remote_write, local_read]}
+    aliasing: allow
+    barriers: [device]
+    launch: {threads: 256}
+  copy: *push
+`
+
+func TestParsePositions(t *testing.T) {
+	f, errs := Parse("f.yaml", []byte(sample))
+	require.Empty(t, errs)
+	assert.True(t, f.Read)
+	assert.Equal(t, at(1, 1), f.Pos)
+
+	assert.Equal(t, "ag", f.Name.Value)
+	assert.Equal(t, at(1, 7), f.Name.Pos)
+	assert.Equal(t, at(1, 1), f.Name.KeyPos)
+	assert.True(t, f.Name.OK())
+
+	assert.Equal(t, []Str{
+		{Node: Node{Pos: at(3, 10), Set: true}, Value: "f32"},
+		{Node: Node{Pos: at(3, 15), Set: true}, Value: "f16"},
+	}, f.DTypes.Items)
+	assert.Equal(t, at(5, 5), f.Sizes.Items[0].Pos, "block lists too")
+	assert.False(t, f.Ops.Set, "absent")
+
+	require.Len(t, f.Tensors.List, 2)
+	in := f.Tensors.List[0]
+	assert.Equal(t, at(7, 3), in.Name.Pos)
+	assert.Equal(t, "in", in.Dir.Value)
+	assert.Equal(t, at(7, 16), in.Dir.Pos)
+	assert.Equal(t, []Dim{{Pos: at(7, 28), Symbol: "n"}, {Pos: at(7, 31), Const: 4}}, in.Shape.Dims)
+	assert.False(t, in.DType.Set)
+	ws := f.Tensors.List[1]
+	assert.Equal(t, "u64", ws.DType.Value)
+	assert.Equal(t, at(11, 12), ws.DType.Pos)
+
+	require.Len(t, f.Variants.List, 2)
+	push := f.Variants.List[0]
+	assert.Equal(t, "t", push.Template.Value)
+	require.Len(t, push.Access.List, 2)
+	a := push.Access.List[0]
+	assert.Equal(t, "input", a.Tensor.Value)
+	assert.Equal(t, at(15, 14), a.Tensor.Pos)
+	assert.Equal(t, []Str{{Node: Node{Pos: at(15, 21), Set: true}, Value: "local_read"}}, a.Kinds.Items, "one kind is a one-item list")
+	assert.Len(t, push.Access.List[1].Kinds.Items, 2)
+	assert.Equal(t, "allow", push.Aliasing.Value)
+	assert.Equal(t, int64(256), push.Launch.Threads.Value)
+	assert.Equal(t, at(18, 23), push.Launch.Threads.Pos)
+	assert.False(t, push.Launch.MaxBlocks.Set)
+
+	// An alias reads as the anchored value, positions included.
+	cp := f.Variants.List[1]
+	assert.Equal(t, "copy", cp.Name.Value)
+	assert.Equal(t, "t", cp.Template.Value)
+	assert.Equal(t, at(14, 15), cp.Template.Pos)
+	assert.Len(t, cp.Access.List, 2)
+}
+
+func TestParseBadValuesAreMarked(t *testing.T) {
+	f, errs := Parse("f.yaml", []byte("name: {a: 1}\ndtypes: [f32, [x]]\ntensors:\n  x: {shape: [n, 1.5]}\n"))
+	require.Len(t, errs, 3)
+	assert.True(t, f.Name.Set)
+	assert.True(t, f.Name.Bad)
+	assert.False(t, f.Name.OK())
+	assert.True(t, f.DTypes.Bad, "a list with a bad item")
+	assert.Equal(t, "f32", f.DTypes.Items[0].Value, "good items are kept")
+	assert.True(t, f.Tensors.List[0].Shape.Bad)
+	assert.Len(t, f.Tensors.List[0].Shape.Dims, 1)
+	assert.Equal(t, "f.yaml:1:7: error: name must be a string, found a mapping", errs[0].Error())
+}
+
+func TestParseNeverPanics(t *testing.T) {
+	for _, src := range []string{
+		"", "\x00", "---", "--- |\n  text", "[", "{", ":", "? ", "&a *a", "a: &a [*a, *a]",
+		"name: !!binary !!str x", "%YAML 1.1\n%YAML 1.1\n---\na: 1",
+		"a:\n  - b\n   - c", "\ufeff", "\"\\xZZ\"",
+	} {
+		f, _ := Parse("f.yaml", []byte(src))
+		assert.NotNil(t, f, "%q", src)
+	}
+}
+
+func TestClosest(t *testing.T) {
+	keys := []string{"summary", "template", "access", "aliasing", "barriers", "launch"}
+	for word, want := range map[string]string{
+		"acess":    "access",
+		"acecss":   "access",
+		"Access":   "access",
+		"templte":  "template",
+		"barrier":  "barriers",
+		"luanch":   "launch",
+		"xyz":      "",
+		"a":        "",
+		"alias":    "",
+		"summmary": "summary",
+	} {
+		assert.Equal(t, want, Closest(word, keys), word)
+	}
+	assert.Equal(t, "f16", Closest("f61", []string{"f32", "f16"}))
+}
+
+func TestIdentifiers(t *testing.T) {
+	for s, want := range map[string]bool{
+		"all_gather": true, "a": true, "x2_y": true,
+		"": false, "All": false, "2a": false, "_a": false, "a-b": false, "a b": false, "ä": false,
+	} {
+		assert.Equal(t, want, IsIdentifier(s), s)
+	}
+	assert.True(t, IsReserved("func"))
+	assert.True(t, IsReserved("int"))
+	assert.False(t, IsReserved("input"))
+}
