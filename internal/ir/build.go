@@ -454,12 +454,16 @@ func (b *builder) uses(c *Collective, sv *spec.Variant, v *Variant, where string
 		tensorNames[i] = t.Name
 	}
 	entries := map[string]*spec.Access{}
+	// guessed: tensors that an undefined name probably misspells; their
+	// missing entry is the same mistake, so it is not reported again.
+	guessed := map[string]bool{}
 	for _, a := range am.List {
 		if tensorByName(c, a.Tensor.Value) == nil {
 			list := "the collective has no tensors"
 			if len(tensorNames) > 0 {
 				list = "tensors are: " + strings.Join(tensorNames, ", ")
 			}
+			guessed[spec.Closest(a.Tensor.Value, tensorNames)] = true
 			b.errorf(a.Tensor.Pos, "access of %s names undefined tensor %q%s", where, a.Tensor.Value, hint(a.Tensor.Value, tensorNames, list))
 			continue
 		}
@@ -467,6 +471,9 @@ func (b *builder) uses(c *Collective, sv *spec.Variant, v *Variant, where string
 	}
 	for _, t := range c.Tensors {
 		a := entries[t.Name]
+		if a == nil && guessed[t.Name] {
+			continue
+		}
 		if a == nil {
 			b.errorf(am.KeyPos, "access of %s has no entry for tensor %q; add %s: <kind> (one of: %s; none if the variant does not touch it)", where, t.Name, t.Name, strings.Join(accessKinds()[:len(AccessNames)], ", "))
 			continue

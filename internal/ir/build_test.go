@@ -221,7 +221,6 @@ func TestCompileAll(t *testing.T) {
 	assert.Equal(t, strings.Join([]string{
 		`specs/b.yaml:1:7: error: collective "same" is already defined in specs/a.yaml (at specs/a.yaml:1:7); collective names must be unique across spec files`,
 		`specs/c.yaml:4:17: error: template "nope" of variant "v" not found: there is no templates/nope.hip.tmpl (add the file or name an existing template)`,
-		"specs/d.yaml:1:1: error: the spec has no summary; add `summary: <one sentence>` (it becomes the doc comment of the generated wrappers)",
 		`specs/d.yaml:1:1: error: the spec has no variants; add ` + "`variants:`" + ` with at least one variant (template, access, ...)`,
 		`specs/d.yaml:2:1: error: unknown key "sumary" at the top level (did you mean "summary"?)`,
 	}, "\n"), list.Error())

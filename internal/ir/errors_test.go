@@ -35,7 +35,6 @@ var errorCases = []struct {
 summry: s
 `,
 		want: []string{
-			"1:1: error: the spec has no summary; add `summary: <one sentence>` (it becomes the doc comment of the generated wrappers)",
 			"1:1: error: the spec has no variants; add `variants:` with at least one variant (template, access, ...)",
 			"2:1: error: unknown key \"summry\" at the top level (did you mean \"summary\"?)",
 		},
@@ -453,7 +452,7 @@ variants:
   w: {template: all_gather_pusj}
 `,
 		want: []string{
-			"4:17: error: template \"t_c\" of variant \"v\" not found: there is no templates/t_c.hip.tmpl (did you mean \"t_a\"?)",
+			"4:17: error: template \"t_c\" of variant \"v\" not found: there is no templates/t_c.hip.tmpl (add the file or name an existing template)",
 			"5:17: error: template \"all_gather_pusj\" of variant \"w\" not found: there is no templates/all_gather_pusj.hip.tmpl (did you mean \"all_gather_push\"?)",
 		},
 	},
@@ -1003,6 +1002,40 @@ variants: [a, b: c: d]
 `,
 		want: []string{
 			"3:1: error: invalid YAML: did not find expected ',' or ']'",
+		},
+	},
+	{
+		name: "misspelled tensor is not also missing",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  input: {dir: in, shape: [n]}
+  output: {dir: out, shape: [n]}
+variants:
+  v: {template: t_a, access: {inptu: local_read}}
+`,
+		want: []string{
+			"9:22: error: access of variant \"v\" has no entry for tensor \"output\"; add output: <kind> (one of: local_read, local_write, remote_read, remote_write, remote_atomic; none if the variant does not touch it)",
+			"9:31: error: access of variant \"v\" names undefined tensor \"inptu\" (did you mean \"input\"?)",
+		},
+	},
+	{
+		name: "misspelled key is not also missing",
+		src: `name: ag
+summary: s
+dtype: [f32]
+sizes: [n]
+tensors:
+  input: {dir: in, shap: [n]}
+variants:
+  v: {templat: t_a, access: {input: local_read}}
+`,
+		want: []string{
+			"3:1: error: unknown key \"dtype\" at the top level (did you mean \"dtypes\"?)",
+			"6:20: error: unknown key \"shap\" in tensor \"input\" (did you mean \"shape\"?)",
+			"8:7: error: unknown key \"templat\" in variant \"v\" (did you mean \"template\"?)",
 		},
 	},
 }

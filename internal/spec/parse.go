@@ -137,7 +137,7 @@ func decodeSafely(dec *yaml.Decoder, n *yaml.Node) (err error) {
 }
 
 func (p *parser) top(f *File, root *yaml.Node) {
-	p.fields(root, "at the top level", topKeys, func(key string, k Str, v *yaml.Node) {
+	miss := p.fields(root, "at the top level", topKeys, func(key string, k Str, v *yaml.Node) {
 		switch key {
 		case "name":
 			f.Name = p.str(k, v, "name")
@@ -155,6 +155,25 @@ func (p *parser) top(f *File, root *yaml.Node) {
 			f.Variants = p.variants(k, v)
 		}
 	})
+	markMisspelled(miss, func(key string) *Node {
+		switch key {
+		case "name":
+			return &f.Name.Node
+		case "summary":
+			return &f.Summary.Node
+		case "dtypes":
+			return &f.DTypes.Node
+		case "ops":
+			return &f.Ops.Node
+		case "sizes":
+			return &f.Sizes.Node
+		case "tensors":
+			return &f.Tensors.Node
+		case "variants":
+			return &f.Variants.Node
+		}
+		return nil
+	})
 }
 
 func (p *parser) tensors(k Str, v *yaml.Node) Tensors {
@@ -166,7 +185,7 @@ func (p *parser) tensors(k Str, v *yaml.Node) Tensors {
 		t := &Tensor{Node: p.keyed(name, val), Name: name}
 		where := fmt.Sprintf("tensor %q", name.Value)
 		if p.isMap(val, &t.Node, where, "a mapping like {dir: in, shape: [n]}") {
-			p.fields(val, "in "+where, tensorKeys, func(key string, k Str, v *yaml.Node) {
+			miss := p.fields(val, "in "+where, tensorKeys, func(key string, k Str, v *yaml.Node) {
 				switch key {
 				case "dir":
 					t.Dir = p.str(k, v, "dir of "+where)
@@ -175,6 +194,17 @@ func (p *parser) tensors(k Str, v *yaml.Node) Tensors {
 				case "dtype":
 					t.DType = p.str(k, v, "dtype of "+where)
 				}
+			})
+			markMisspelled(miss, func(key string) *Node {
+				switch key {
+				case "dir":
+					return &t.Dir.Node
+				case "shape":
+					return &t.Shape.Node
+				case "dtype":
+					return &t.DType.Node
+				}
+				return nil
 			})
 		}
 		ts.List = append(ts.List, t)
@@ -193,7 +223,7 @@ func (p *parser) variants(k Str, v *yaml.Node) Variants {
 		vr := &Variant{Node: p.keyed(name, val), Name: name}
 		where := fmt.Sprintf("variant %q", name.Value)
 		if p.isMap(val, &vr.Node, where, "a mapping with the keys "+strings.Join(variantKeys, ", ")) {
-			p.fields(val, "in "+where, variantKeys, func(key string, k Str, v *yaml.Node) {
+			miss := p.fields(val, "in "+where, variantKeys, func(key string, k Str, v *yaml.Node) {
 				switch key {
 				case "summary":
 					vr.Summary = p.str(k, v, "summary of "+where)
@@ -208,6 +238,23 @@ func (p *parser) variants(k Str, v *yaml.Node) Variants {
 				case "launch":
 					vr.Launch = p.launch(k, v, where)
 				}
+			})
+			markMisspelled(miss, func(key string) *Node {
+				switch key {
+				case "summary":
+					return &vr.Summary.Node
+				case "template":
+					return &vr.Template.Node
+				case "access":
+					return &vr.Access.Node
+				case "aliasing":
+					return &vr.Aliasing.Node
+				case "barriers":
+					return &vr.Barriers.Node
+				case "launch":
+					return &vr.Launch.Node
+				}
+				return nil
 			})
 		}
 		vs.List = append(vs.List, vr)
@@ -310,21 +357,45 @@ func (p *parser) shape(k Str, v *yaml.Node, where string) Shape {
 }
 
 // fields walks a mapping with a fixed set of keys, reporting unknown and
-// duplicate keys, and calls set once for each known key.
-func (p *parser) fields(m *yaml.Node, where string, known []string, set func(key string, k Str, v *yaml.Node)) {
+// duplicate keys, and calls set once for each known key. It returns the
+// known keys that are absent but that an unknown key probably misspells, so
+// that the caller can mark them as present-but-bad: a typo then gives one
+// error, not also a "missing key" one.
+func (p *parser) fields(m *yaml.Node, where string, known []string, set func(key string, k Str, v *yaml.Node)) (misspelled map[string]Pos) {
+	present := map[string]bool{}
+	guessed := map[string]Pos{}
 	p.entries(m, func(k Str, v *yaml.Node) {
 		if !contains(known, k.Value) {
 			hint := "expected one of: " + strings.Join(known, ", ")
 			if s := Closest(k.Value, known); s != "" {
 				hint = fmt.Sprintf("did you mean %q?", s)
+				if _, seen := guessed[s]; !seen {
+					guessed[s] = k.Pos
+				}
 			}
 			p.errorf(k.Pos, "unknown key %q %s (%s)", k.Value, where, hint)
 			return
 		}
+		present[k.Value] = true
 		set(k.Value, k, v)
 	}, func(k Str, _ *yaml.Node, first Pos) {
 		p.errorf(k.Pos, "duplicate key %q %s (first at %s); keep only one", k.Value, where, lineCol(first))
 	})
+	for key := range guessed {
+		if present[key] {
+			delete(guessed, key)
+		}
+	}
+	return guessed
+}
+
+// markMisspelled marks the nodes of misspelled keys as present but bad.
+func markMisspelled(misspelled map[string]Pos, node func(key string) *Node) {
+	for key, at := range misspelled {
+		if n := node(key); n != nil {
+			*n = Node{Pos: at, KeyPos: at, Set: true, Bad: true}
+		}
+	}
 }
 
 // entries walks a mapping whose keys must be plain scalars, calling each

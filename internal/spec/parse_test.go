@@ -121,7 +121,8 @@ func TestClosest(t *testing.T) {
 	} {
 		assert.Equal(t, want, Closest(word, keys), word)
 	}
-	assert.Equal(t, "f16", Closest("f61", []string{"f32", "f16"}))
+	assert.Equal(t, "", Closest("f64", []string{"f32", "i64"}), "too short to guess")
+	assert.Equal(t, "i32", Closest("int32", []string{"f32", "i32"}))
 }
 
 func TestIdentifiers(t *testing.T) {

@@ -7,9 +7,12 @@ import (
 
 // Closest returns the candidate nearest to word by edit distance, for a
 // "did you mean" hint, or "" when none is close enough to be a likely typo
-// (at most 1 edit for short words, 2 from 5 letters on, and never more
-// than half the word).
+// (none for words under 4 letters, at most 1 edit up to 4 letters, 2 from
+// 5 letters on).
 func Closest(word string, candidates []string) string {
+	if len(word) < 4 {
+		return "" // "f64" is one edit from "i64": too short to guess
+	}
 	limit := 1
 	if len(word) >= 5 {
 		limit = 2
