@@ -696,9 +696,6 @@ func hint(word string, candidates []string, valid string) string {
 	if s := spec.Closest(word, candidates); s != "" {
 		return fmt.Sprintf(" (did you mean %q?)", s)
 	}
-	if valid == "" {
-		return ""
-	}
 	return " (" + valid + ")"
 }
 
