@@ -233,16 +233,12 @@ func aliasing(c *ir.Collective, v *ir.Variant, t *ir.Tensor) string {
 		return "may overlap"
 	}
 	var others []string
-	in := t.Dir == ir.In || t.Dir == ir.InOut
-	out := t.Dir == ir.Out || t.Dir == ir.InOut
-	for _, o := range c.Tensors {
-		if o == t || o.Dir == ir.Workspace {
-			continue
-		}
-		oin := o.Dir == ir.In || o.Dir == ir.InOut
-		oout := o.Dir == ir.Out || o.Dir == ir.InOut
-		if (in && oout) || (out && oin) {
-			others = append(others, o.Name)
+	for _, p := range v.NoAliasPairs() {
+		switch t {
+		case p[0]:
+			others = append(others, p[1].Name)
+		case p[1]:
+			others = append(others, p[0].Name)
 		}
 	}
 	if len(others) == 0 {

@@ -35,15 +35,7 @@ func (g *gen) file(pkg string) *jen.File {
 }
 
 // userTensors are the tensors the caller passes, in spec order.
-func (g *gen) userTensors() []*ir.Tensor {
-	var ts []*ir.Tensor
-	for _, t := range g.c.Tensors {
-		if t.Dir != ir.Workspace {
-			ts = append(ts, t)
-		}
-	}
-	return ts
-}
+func (g *gen) userTensors() []*ir.Tensor { return g.c.UserTensors() }
 
 func (g *gen) hasDType() bool { return len(g.c.DTypes) > 0 }
 func (g *gen) hasOp() bool    { return len(g.c.Ops) > 0 }
@@ -236,7 +228,7 @@ func (g *gen) variantDoc(v *ir.Variant, plan string) string {
 	}
 	if len(g.userTensors()) > 0 {
 		b.WriteString("\n")
-		if v.Aliasing == ir.AliasForbid && len(g.aliasPairs()) > 0 {
+		if len(v.NoAliasPairs()) > 0 {
 			b.WriteString("Aliasing: forbidden; Launch returns a *runtime.AliasError when an input overlaps an output.\n")
 		} else {
 			b.WriteString("Aliasing: allowed; inputs may overlap outputs (in place).\n")
@@ -262,30 +254,6 @@ func (g *gen) variantDoc(v *ir.Variant, plan string) string {
 	}
 	fmt.Fprintf(&b, "\nLaunch shape: %d threads per block, at most %d blocks, %d-byte vectors.", v.Launch.Threads, v.Launch.MaxBlocks, v.Launch.VectorBytes)
 	return b.String()
-}
-
-// aliasPairs are the (input-side, output-side) tensor pairs of the collective,
-// each unordered pair once.
-func (g *gen) aliasPairs() [][2]*ir.Tensor {
-	var pairs [][2]*ir.Tensor
-	seen := map[[2]string]bool{}
-	for _, a := range g.userTensors() {
-		if a.Dir != ir.In && a.Dir != ir.InOut {
-			continue
-		}
-		for _, b := range g.userTensors() {
-			if a == b || (b.Dir != ir.Out && b.Dir != ir.InOut) {
-				continue
-			}
-			k := [2]string{a.Name, b.Name}
-			if seen[k] || seen[[2]string{b.Name, a.Name}] {
-				continue
-			}
-			seen[k] = true
-			pairs = append(pairs, [2]*ir.Tensor{a, b})
-		}
-	}
-	return pairs
 }
 
 func (g *gen) usesWorld() bool {
@@ -540,14 +508,8 @@ func (g *gen) kernelSelect(v *ir.Variant, nameConst string) []jen.Code {
 // kernelFor finds the IR's kernel of v for (dt, op); the IR names kernels,
 // the Go side never re-derives a name.
 func kernelFor(v *ir.Variant, dt ir.DType, op ir.Op) string {
-	for _, k := range v.Kernels {
-		if k.DType == dt && k.Op == op {
-			return k.Name
-		}
-	}
-	// The IR lists one kernel per dtype x op; a hole is an IR bug and makes
-	// the generated code fail loudly at plan creation instead of guessing.
-	return ""
+	k, _ := v.Kernel(dt, op) // validate made sure it exists
+	return k.Name
 }
 
 func (g *gen) launchParams() []jen.Code {
@@ -590,9 +552,10 @@ func (g *gen) launch(f *jen.File, v *ir.Variant, plan, nameConst string) {
 	if len(heap) > 0 {
 		fmt.Fprintf(&doc, "  - %s on the symmetric heap, because peers write it (*runtime.PlacementError);\n", strings.Join(heap, ", "))
 	}
-	if v.Aliasing == ir.AliasForbid {
+	{
+		// The IR decides which pairs may not overlap; the wrapper only checks them.
 		var pairs []string
-		for _, pr := range g.aliasPairs() {
+		for _, pr := range v.NoAliasPairs() {
 			a, b := pr[0], pr[1]
 			pairs = append(pairs, a.Name+"/"+b.Name)
 			body = append(body, ret(jen.Qual(runtimePkg, "CheckNoAlias").Call(

@@ -204,8 +204,21 @@ func (g *gen) validate() diag.List {
 		if len(v.Uses) != len(c.Tensors) {
 			errs.Add(v.Pos, fmt.Sprintf("variant %s: %d tensor uses for %d tensors", v.Name, len(v.Uses), len(c.Tensors)))
 		}
-		if len(v.Kernels) == 0 {
-			errs.Add(v.Pos, fmt.Sprintf("variant %s has no kernels", v.Name))
+		// One kernel per dtype x op, named by the IR; a hole would leave
+		// the generated switch without a name.
+		dts, ops := c.DTypes, c.Ops
+		if len(dts) == 0 {
+			dts = []ir.DType{""}
+		}
+		if len(ops) == 0 {
+			ops = []ir.Op{ir.OpNone}
+		}
+		for _, d := range dts {
+			for _, o := range ops {
+				if _, ok := v.Kernel(d, o); !ok {
+					errs.Add(v.Pos, fmt.Sprintf("variant %s has no kernel for dtype %q op %q", v.Name, d, o))
+				}
+			}
 		}
 		if len(v.Barriers) == 0 {
 			errs.Add(v.Pos, fmt.Sprintf("variant %s supports no barrier mode", v.Name))
