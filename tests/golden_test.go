@@ -1,5 +1,5 @@
 // Package tests holds irisgen's end-to-end tests: golden cases under
-// golden/<case>/ and checks of the real catalogue. Run `go test ./tests
+// testdata/golden/<case>/ and checks of the real catalogue. Run `go test ./tests
 // -update` to rewrite the expected files after an intended change, and review
 // the diff.
 package tests
@@ -26,9 +26,9 @@ import (
 	"github.com/irisgen/irisgen/internal/ir"
 )
 
-var update = flag.Bool("update", false, "rewrite the expected files of tests/golden/*")
+var update = flag.Bool("update", false, "rewrite the expected files of tests/testdata/golden/*")
 
-// A golden case is a directory golden/<case>/ with:
+// A golden case is a directory testdata/golden/<case>/ with:
 //   - spec.yaml, compiled with specPath "spec.yaml";
 //   - optional *.hip.tmpl, laid over the real templates/;
 //   - either errors.golden (the exact error list, one per line) or the
@@ -36,7 +36,7 @@ var update = flag.Bool("update", false, "rewrite the expected files of tests/gol
 //
 // Cases named err-* must expect errors, ok-* must expect outputs.
 func TestGolden(t *testing.T) {
-	dirs, err := filepath.Glob(filepath.Join("golden", "*"))
+	dirs, err := filepath.Glob(filepath.Join("testdata", "golden", "*"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestGolden(t *testing.T) {
 		t.Run(filepath.Base(dir), func(t *testing.T) { runCase(t, dir) })
 	}
 	if n == 0 {
-		t.Fatal("no golden cases found under tests/golden")
+		t.Fatal("no golden cases found under tests/testdata/golden")
 	}
 }
 

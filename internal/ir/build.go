@@ -379,7 +379,7 @@ func (b *builder) variant(c *Collective, sv *spec.Variant) *Variant {
 	case !t.Set:
 		b.errorf(sv.Name.Pos, "%s has no template; add template: <name> for the file templates/<name>%s", where, TemplateExt)
 	case t.OK() && b.identifier(t, "template name", false):
-		v.Template = t.Value
+		v.Template, v.TemplatePos = t.Value, t.Pos
 		b.templateExists(t, where)
 	}
 

@@ -209,8 +209,11 @@ type Launch struct {
 type Variant struct {
 	Name     string
 	Template string // template name under templates/, without extension
-	Uses     []Use  // one per tensor of the collective, in tensor order
-	Aliasing Aliasing
+	// TemplatePos is where the spec names the template; errors found while
+	// rendering it point here.
+	TemplatePos Pos
+	Uses        []Use // one per tensor of the collective, in tensor order
+	Aliasing    Aliasing
 	// Barriers lists the modes a launch may ask for; Barriers[0] is the default.
 	Barriers []BarrierMode
 	Launch   Launch

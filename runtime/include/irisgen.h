@@ -1,1 +1,484 @@
-// placeholder replaced by the device header helper
+// irisgen.h: the portable device header of irisgen's generated kernels.
+//
+// One source, two platforms: on AMD it sits on HIP (clang's __hip_atomic_*
+// builtins with explicit memory scopes, wavefront 64); on NVIDIA it sits on
+// CUDA (PTX with .sys scope, warp 32). HIP's host headers are not used on
+// NVIDIA: they do not build against CUDA 13 (see shared/GPU.md).
+//
+// It gives the kernels: the ABI structs (docs/internals.md), address
+// translation between ranks, 16-byte vector loads and stores, fp32
+// accumulation helpers for f16/bf16, release/acquire flag operations with
+// system scope, a global nanosecond timer, and the per-block device barrier
+// with monotonic epochs and a time limit.
+//
+// Templates never touch tensors through this header directly: they get typed
+// pointers from the generator's helpers (docs/templates.md), which record the
+// access for the cross-check against the spec.
+#ifndef IRISGEN_H
+#define IRISGEN_H
+
+#if defined(IRISGEN_CUDA) || defined(__CUDACC__)
+#ifndef IRISGEN_CUDA
+#define IRISGEN_CUDA 1
+#endif
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+#define IRISGEN_GRID_CONSTANT __grid_constant__
+#else
+#define IRISGEN_HIP 1
+#include <hip/hip_runtime.h>
+#include <stdint.h>
+#define IRISGEN_GRID_CONSTANT
+#endif
+
+#define IRISGEN_MAX_WORLD 8
+#define IRISGEN_DEV __device__ __forceinline__
+
+// ---------------------------------------------------------------- ABI ----
+
+// irisgen_ctx is the first member of every kernel's argument struct; the Go
+// runtime packs it (runtime/rank.go). 112 bytes, every field 8-byte aligned.
+typedef struct {
+  uint64_t base[IRISGEN_MAX_WORLD];  // heap base of every rank, as mapped on this device; 0 past world
+  uint64_t flags;       // this plan's barrier flags on this rank's heap: uint64[blocks][IRISGEN_MAX_WORLD]
+  uint64_t epochs;      // this plan's per-block epoch counters on this rank's heap: uint64[blocks]
+  uint64_t err;         // this rank's irisgen_error record (host-mapped)
+  uint64_t timeout_ns;  // limit of every spin
+  int32_t rank;
+  int32_t world;
+  int32_t barrier;  // 1: the kernel runs its device barriers (mode device); 0: host or none
+  int32_t reserved;
+} irisgen_ctx;
+
+// irisgen_error is the error record a kernel fills when it gives up; the host
+// reads it after the stream (runtime.Rank.Check).
+typedef struct {
+  uint32_t code;  // 0 none, 1 barrier timeout, 2 index out of range
+  uint32_t rank;  // rank that saw it
+  uint32_t peer;  // peer that did not arrive
+  uint32_t block;
+  uint64_t epoch;  // epoch waited for
+  uint64_t info;   // code-specific
+} irisgen_error;
+
+#define IRISGEN_ERR_TIMEOUT 1u
+#define IRISGEN_ERR_INDEX 2u
+
+// ---------------------------------------------------------- data types ----
+
+// f16 and bf16 are carried as their bits; arithmetic happens in fp32.
+struct irisgen_f16 {
+  uint16_t bits;
+};
+struct irisgen_bf16 {
+  uint16_t bits;
+};
+
+namespace irisgen {
+
+IRISGEN_DEV float bits_f32(uint32_t u) {
+#ifdef IRISGEN_CUDA
+  return __uint_as_float(u);
+#else
+  return __builtin_bit_cast(float, u);
+#endif
+}
+
+IRISGEN_DEV uint32_t f32_bits(float f) {
+#ifdef IRISGEN_CUDA
+  return __float_as_uint(f);
+#else
+  return __builtin_bit_cast(uint32_t, f);
+#endif
+}
+
+IRISGEN_DEV float f16_to_f32(uint16_t h) {
+#ifdef IRISGEN_CUDA
+  return __half2float(__ushort_as_half(h));
+#else
+  return (float)__builtin_bit_cast(_Float16, h);
+#endif
+}
+
+// Round to nearest even, like the CPU references.
+IRISGEN_DEV uint16_t f32_to_f16(float f) {
+#ifdef IRISGEN_CUDA
+  return __half_as_ushort(__float2half_rn(f));
+#else
+  return __builtin_bit_cast(uint16_t, (_Float16)f);
+#endif
+}
+
+IRISGEN_DEV float bf16_to_f32(uint16_t b) { return bits_f32((uint32_t)b << 16); }
+
+// Round to nearest even; NaN stays a (quiet) NaN.
+IRISGEN_DEV uint16_t f32_to_bf16(float f) {
+#ifdef IRISGEN_CUDA
+  return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+#else
+  uint32_t u = f32_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+#endif
+}
+
+// to_f32 / from_f32: element <-> fp32 accumulator.
+IRISGEN_DEV float to_f32(float x) { return x; }
+IRISGEN_DEV float to_f32(irisgen_f16 x) { return f16_to_f32(x.bits); }
+IRISGEN_DEV float to_f32(irisgen_bf16 x) { return bf16_to_f32(x.bits); }
+
+template <typename T>
+IRISGEN_DEV T from_f32(float f);
+template <>
+IRISGEN_DEV float from_f32<float>(float f) { return f; }
+template <>
+IRISGEN_DEV irisgen_f16 from_f32<irisgen_f16>(float f) { return irisgen_f16{f32_to_f16(f)}; }
+template <>
+IRISGEN_DEV irisgen_bf16 from_f32<irisgen_bf16>(float f) { return irisgen_bf16{f32_to_bf16(f)}; }
+
+// Reduction operators on the fp32 accumulator.
+struct op_sum {
+  static IRISGEN_DEV float apply(float a, float b) { return a + b; }
+};
+struct op_max {
+  static IRISGEN_DEV float apply(float a, float b) { return fmaxf(a, b); }
+};
+struct op_min {
+  static IRISGEN_DEV float apply(float a, float b) { return fminf(a, b); }
+};
+
+// ----------------------------------------------------------- vectors ----
+
+// v16 is 16 bytes moved with one load or store.
+#ifdef IRISGEN_CUDA
+typedef uint4 v16;
+IRISGEN_DEV uint32_t v16_word(const v16& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
+IRISGEN_DEV void v16_set(v16& v, int i, uint32_t w) {
+  if (i == 0) v.x = w;
+  else if (i == 1) v.y = w;
+  else if (i == 2) v.z = w;
+  else v.w = w;
+}
+#else
+typedef uint32_t v16 __attribute__((ext_vector_type(4)));
+IRISGEN_DEV uint32_t v16_word(const v16& v, int i) { return v[i]; }
+IRISGEN_DEV void v16_set(v16& v, int i, uint32_t w) { v[i] = w; }
+#endif
+
+// vec<T>::N elements of T fill one v16.
+template <typename T>
+struct vec {
+  static constexpr int N = 16 / sizeof(T);
+};
+
+template <typename T>
+IRISGEN_DEV v16 vload(const T* p) {
+  return *reinterpret_cast<const v16*>(p);
+}
+
+template <typename T>
+IRISGEN_DEV void vstore(T* p, const v16& v) {
+  *reinterpret_cast<v16*>(p) = v;
+}
+
+// unpack / pack convert one v16 of T to and from N fp32 values.
+IRISGEN_DEV void unpack(const v16& v, float* out, const float*) {
+#pragma unroll
+  for (int i = 0; i < 4; i++) out[i] = bits_f32(v16_word(v, i));
+}
+IRISGEN_DEV void unpack(const v16& v, float* out, const irisgen_f16*) {
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    uint32_t w = v16_word(v, i);
+    out[2 * i] = f16_to_f32((uint16_t)w);
+    out[2 * i + 1] = f16_to_f32((uint16_t)(w >> 16));
+  }
+}
+IRISGEN_DEV void unpack(const v16& v, float* out, const irisgen_bf16*) {
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    uint32_t w = v16_word(v, i);
+    out[2 * i] = bits_f32(w << 16);
+    out[2 * i + 1] = bits_f32(w & 0xffff0000u);
+  }
+}
+template <typename T>
+IRISGEN_DEV void unpack(const v16& v, float (&out)[vec<T>::N]) {
+  unpack(v, out, (const T*)nullptr);
+}
+
+IRISGEN_DEV v16 pack(const float* in, const float*) {
+  v16 v;
+#pragma unroll
+  for (int i = 0; i < 4; i++) v16_set(v, i, f32_bits(in[i]));
+  return v;
+}
+IRISGEN_DEV v16 pack(const float* in, const irisgen_f16*) {
+  v16 v;
+#pragma unroll
+  for (int i = 0; i < 4; i++) v16_set(v, i, (uint32_t)f32_to_f16(in[2 * i]) | ((uint32_t)f32_to_f16(in[2 * i + 1]) << 16));
+  return v;
+}
+IRISGEN_DEV v16 pack(const float* in, const irisgen_bf16*) {
+  v16 v;
+#pragma unroll
+  for (int i = 0; i < 4; i++) v16_set(v, i, (uint32_t)f32_to_bf16(in[2 * i]) | ((uint32_t)f32_to_bf16(in[2 * i + 1]) << 16));
+  return v;
+}
+template <typename T>
+IRISGEN_DEV v16 pack(const float (&in)[vec<T>::N]) {
+  return pack(in, (const T*)nullptr);
+}
+
+// aligned16 reports whether p is 16-byte aligned.
+IRISGEN_DEV bool aligned16(const void* p) { return ((uintptr_t)p & 15) == 0; }
+
+// head_elems is how many elements of T precede the first 16-byte boundary at
+// or after p (p is T-aligned).
+template <typename T>
+IRISGEN_DEV int64_t head_elems(const T* p) {
+  return (int64_t)(((16 - ((uintptr_t)p & 15)) & 15) / sizeof(T));
+}
+
+// Span splits [0, n) for 16-byte vector access through pointers that share
+// their alignment modulo 16 (same_align): elements [0, head) one by one,
+// vectors [head, head + vecs*N), elements [tail, n) one by one. When the
+// pointers do not share their alignment every element takes the scalar path
+// (vecs == 0, head == n): correct for any address, slower.
+template <typename T>
+struct span {
+  int64_t head, vecs, tail;
+  IRISGEN_DEV span(const T* p, int64_t n, bool same_align) {
+    if (!same_align) {
+      head = n;
+      vecs = 0;
+      tail = n;
+      return;
+    }
+    head = head_elems(p);
+    if (head > n) head = n;
+    vecs = (n - head) / vec<T>::N;
+    tail = head + vecs * vec<T>::N;
+  }
+};
+
+// same_align reports whether a and b are equally aligned modulo 16.
+IRISGEN_DEV bool same_align(const void* a, const void* b) { return (((uintptr_t)a ^ (uintptr_t)b) & 15) == 0; }
+
+// copy copies n elements from src to dst with every thread of the grid,
+// in 16-byte vectors where the two pointers share their alignment.
+template <typename T>
+IRISGEN_DEV void copy(T* dst, const T* src, int64_t n) {
+  const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int64_t nt = (int64_t)gridDim.x * blockDim.x;
+  const span<T> sp(src, n, same_align(dst, src));
+  for (int64_t i = tid; i < sp.head; i += nt) dst[i] = src[i];
+  for (int64_t j = tid; j < sp.vecs; j += nt) {
+    const int64_t i = sp.head + j * vec<T>::N;
+    vstore(dst + i, vload(src + i));
+  }
+  for (int64_t i = sp.tail + tid; i < n; i += nt) dst[i] = src[i];
+}
+
+// ---------------------------------------------------------- threads ----
+
+IRISGEN_DEV int64_t thread_id() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
+IRISGEN_DEV int64_t thread_count() { return (int64_t)gridDim.x * blockDim.x; }
+
+// ------------------------------------------------------ translation ----
+
+// peer_ptr translates p, an address on this rank's heap, to the same object
+// on peer's heap: base[peer] + (p - base[rank]). 64-bit arithmetic throughout.
+template <typename T>
+IRISGEN_DEV T* peer_ptr(const irisgen_ctx& c, T* p, int peer) {
+  return (T*)(c.base[peer] + ((uint64_t)(uintptr_t)p - c.base[c.rank]));
+}
+
+// ------------------------------------------------- atomics and fences ----
+// All flag operations are system scope: the flags live in heap memory that
+// other GPUs read and write over the interconnect.
+
+IRISGEN_DEV uint64_t load_acquire(const uint64_t* p) {
+#ifdef IRISGEN_CUDA
+  uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+#else
+  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
+#endif
+}
+
+IRISGEN_DEV uint64_t load_relaxed(const uint64_t* p) {
+#ifdef IRISGEN_CUDA
+  uint64_t v;
+  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+#else
+  return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#endif
+}
+
+IRISGEN_DEV void store_release(uint64_t* p, uint64_t v) {
+#ifdef IRISGEN_CUDA
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#else
+  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
+#endif
+}
+
+IRISGEN_DEV void store_relaxed(uint64_t* p, uint64_t v) {
+#ifdef IRISGEN_CUDA
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#else
+  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+#endif
+}
+
+IRISGEN_DEV uint64_t fetch_add(uint64_t* p, uint64_t v) {
+#ifdef IRISGEN_CUDA
+  uint64_t old;
+  asm volatile("atom.acq_rel.sys.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  return old;
+#else
+  return __hip_atomic_fetch_add(p, v, __ATOMIC_ACQ_REL, __HIP_MEMORY_SCOPE_SYSTEM);
+#endif
+}
+
+IRISGEN_DEV uint32_t cas32(uint32_t* p, uint32_t expect, uint32_t want) {
+#ifdef IRISGEN_CUDA
+  uint32_t old;
+  asm volatile("atom.acq_rel.sys.global.cas.b32 %0, [%1], %2, %3;" : "=r"(old) : "l"(p), "r"(expect), "r"(want) : "memory");
+  return old;
+#else
+  __hip_atomic_compare_exchange_strong(p, &expect, want, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  return expect;
+#endif
+}
+
+IRISGEN_DEV void fence_release() {
+#ifdef IRISGEN_CUDA
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+#else
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "");
+#endif
+}
+
+IRISGEN_DEV void fence_acquire() {
+#ifdef IRISGEN_CUDA
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+#else
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "");
+#endif
+}
+
+// ------------------------------------------------------------- timer ----
+
+// now_ns is a global clock in nanoseconds, comparable across the blocks of a
+// device (used only for the time limits of spins).
+IRISGEN_DEV uint64_t now_ns() {
+#ifdef IRISGEN_CUDA
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#else
+  // s_memrealtime counts at a constant 100 MHz on gfx90a and gfx94x.
+  return __builtin_amdgcn_s_memrealtime() * 10;
+#endif
+}
+
+// ---------------------------------------------------------- errors ----
+
+// fail records the first error of the rank (later ones are dropped: the
+// first is the cause).
+IRISGEN_DEV void fail(const irisgen_ctx& c, uint32_t code, uint32_t peer, uint64_t epoch, uint64_t info) {
+  irisgen_error* e = (irisgen_error*)c.err;
+  if (cas32(&e->code, 0, 0xffffffffu) == 0) {
+    e->rank = (uint32_t)c.rank;
+    e->peer = peer;
+    e->block = blockIdx.x;
+    e->epoch = epoch;
+    e->info = info;
+    fence_release();
+    *(volatile uint32_t*)&e->code = code;
+  }
+}
+
+// ----------------------------------------------------------- barrier ----
+
+// block_state is a block's view of its barrier epoch, kept in shared memory
+// for the duration of one kernel.
+struct block_state {
+  uint64_t epoch;
+  int failed;
+};
+
+IRISGEN_DEV block_state& state() {
+  __shared__ block_state s;
+  return s;
+}
+
+// begin loads the block's epoch (kernel entry, emitted by the generator).
+IRISGEN_DEV void begin(const irisgen_ctx& c) {
+  if (threadIdx.x == 0) {
+    state().epoch = c.barrier ? ((const uint64_t*)c.epochs)[blockIdx.x] : 0;
+    state().failed = 0;
+  }
+  __syncthreads();
+}
+
+// end stores the block's epoch back (kernel exit, emitted by the generator),
+// so the next launch of the plan, eager or replayed, continues from it.
+IRISGEN_DEV void end(const irisgen_ctx& c) {
+  if (c.barrier && threadIdx.x == 0) ((uint64_t*)c.epochs)[blockIdx.x] = state().epoch;
+}
+
+// barrier pairs this block with the same block on every peer: every write the
+// block made before it (local or to a peer's heap) is visible to the peers'
+// blocks after it, and the other way round. Epochs only grow, and waits use a
+// wrap-safe >=, so nobody ever resets a flag. Returns false on timeout (the
+// error record is set); every thread of the block gets the same answer.
+// In modes host and none (ctx.barrier == 0) it does nothing.
+IRISGEN_DEV bool barrier(const irisgen_ctx& c) {
+  if (!c.barrier) return true;
+#ifdef IRISGEN_HIP
+  // AMD: a release by one thread only waits for its own wave's stores, so
+  // every thread publishes its own before the block meets.
+  fence_release();
+#endif
+  __syncthreads();
+  block_state& s = state();
+  const uint64_t e = s.epoch + 1;
+  const int t = threadIdx.x;
+  if (t < c.world && t != c.rank) {
+    uint64_t* flags = (uint64_t*)c.flags + (uint64_t)blockIdx.x * IRISGEN_MAX_WORLD;
+    // Release is cumulative: it publishes the block's writes that the
+    // __syncthreads above ordered before this thread.
+    store_release(peer_ptr(c, flags + c.rank, t), e);
+    const uint64_t* mine = flags + t;
+    if ((int64_t)(load_acquire(mine) - e) < 0) {
+      const uint64_t t0 = now_ns();
+      for (uint32_t i = 1;; i++) {
+        if ((int64_t)(load_acquire(mine) - e) >= 0) break;
+        if ((i & 255) == 0 && now_ns() - t0 > c.timeout_ns) {
+          fail(c, IRISGEN_ERR_TIMEOUT, (uint32_t)t, e, 0);
+          s.failed = 1;
+          break;
+        }
+      }
+    }
+  }
+  __syncthreads();
+#ifdef IRISGEN_HIP
+  fence_acquire();
+#endif
+  // Every thread read s.epoch before the __syncthreads above, and the next
+  // barrier reads it only after its own first __syncthreads.
+  if (t == 0) s.epoch = e;
+  return !s.failed;
+}
+
+}  // namespace irisgen
+
+#endif  // IRISGEN_H

@@ -1,0 +1,199 @@
+package hipemit
+
+import (
+	"fmt"
+	"strings"
+	"text/template"
+
+	"github.com/irisgen/irisgen/internal/diag"
+	"github.com/irisgen/irisgen/internal/ir"
+)
+
+// recorder collects what one kernel body really does: the access kinds each
+// helper call granted per tensor, and whether it meets its peers.
+type recorder struct {
+	acc     map[string]ir.Access
+	barrier bool
+}
+
+func newRecorder() *recorder {
+	return &recorder{acc: map[string]ir.Access{}}
+}
+
+// helpers are the template functions of one render.
+type helpers struct {
+	c  *ir.Collective
+	v  *ir.Variant
+	kc *kernelCtx // nil while rendering the prelude
+}
+
+// helperOf names the helper that grants an access kind, for messages.
+var helperOf = map[ir.Access]string{
+	ir.LocalRead:    "read (or update)",
+	ir.LocalWrite:   "write (or update)",
+	ir.RemoteRead:   "peer_read",
+	ir.RemoteWrite:  "peer_write",
+	ir.RemoteAtomic: "peer_atomic",
+}
+
+func (h *helpers) funcs() template.FuncMap {
+	local := func(name string, acc ir.Access, constant bool) func(string) (string, error) {
+		return func(tensor string) (string, error) {
+			t, err := h.tensor(name, tensor, acc)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("((%s*)%s.%s)", h.ptrType(t, constant), ArgsName, TensorField(t)), nil
+		}
+	}
+	peer := func(name string, acc ir.Access, constant bool) func(string, string) (string, error) {
+		return func(tensor, rank string) (string, error) {
+			t, err := h.tensor(name, tensor, acc)
+			if err != nil {
+				return "", err
+			}
+			if strings.TrimSpace(rank) == "" {
+				return "", fmt.Errorf("%s %q: the peer (second argument) is an empty C expression; pass the peer's rank, e.g. {{%s %q \"p\"}}", name, tensor, name, tensor)
+			}
+			return fmt.Sprintf("irisgen::peer_ptr(ctx, (%s*)%s.%s, (%s))", h.ptrType(t, constant), ArgsName, TensorField(t), rank), nil
+		}
+	}
+	return template.FuncMap{
+		"read":        local("read", ir.LocalRead, true),
+		"write":       local("write", ir.LocalWrite, false),
+		"update":      local("update", ir.LocalRead|ir.LocalWrite, false),
+		"peer_read":   peer("peer_read", ir.RemoteRead, true),
+		"peer_write":  peer("peer_write", ir.RemoteWrite, false),
+		"peer_atomic": peer("peer_atomic", ir.RemoteAtomic, false),
+		"type":        h.elemType,
+		"size":        h.size,
+		"numel":       h.numel,
+		"barrier":     h.barrier,
+	}
+}
+
+// tensor resolves a helper's tensor argument and records the access.
+func (h *helpers) tensor(helper, name string, acc ir.Access) (*ir.Tensor, error) {
+	if h.kc == nil {
+		return nil, fmt.Errorf("%s %q: tensor helpers work only in the kernel body, not in the %s; take pointers in the body and pass them to the prelude's functions", helper, name, PreludeName)
+	}
+	t := h.c.Tensor(name)
+	if t == nil {
+		return nil, fmt.Errorf("%s %q: %s has no tensor %q (tensors: %s)", helper, name, h.c.Name, name, tensorList(h.c))
+	}
+	h.kc.rec.acc[name] |= acc
+	return t, nil
+}
+
+func tensorList(c *ir.Collective) string {
+	if len(c.Tensors) == 0 {
+		return "none"
+	}
+	names := make([]string, len(c.Tensors))
+	for i, t := range c.Tensors {
+		names[i] = t.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// ptrType is the pointee type a helper returns: the tensor's element type in
+// this kernel, const for read-only helpers.
+func (h *helpers) ptrType(t *ir.Tensor, constant bool) string {
+	ct := CType(t.ElemType(h.kc.k.DType))
+	if constant {
+		return "const " + ct
+	}
+	return ct
+}
+
+func (h *helpers) elemType(name string) (string, error) {
+	if h.kc == nil {
+		return "", fmt.Errorf("type %q: only in the kernel body (the prelude is shared by all dtypes; make it a C++ template)", name)
+	}
+	t := h.c.Tensor(name)
+	if t == nil {
+		return "", fmt.Errorf("type %q: %s has no tensor %q (tensors: %s)", name, h.c.Name, name, tensorList(h.c))
+	}
+	return CType(t.ElemType(h.kc.k.DType)), nil
+}
+
+// size is a symbol's value as an int64 C expression.
+func (h *helpers) size(sym string) (string, error) {
+	if h.kc == nil {
+		return "", fmt.Errorf("size %q: only in the kernel body; pass sizes to the prelude's functions", sym)
+	}
+	switch sym {
+	case ir.SymWorld:
+		return "((int64_t)ctx.world)", nil
+	case ir.SymBlocks:
+		return "((int64_t)gridDim.x)", nil
+	}
+	for _, s := range h.c.Symbols {
+		if s == sym {
+			return fmt.Sprintf("%s.%s", ArgsName, SymbolField(s)), nil
+		}
+	}
+	known := append([]string{ir.SymWorld, ir.SymBlocks}, h.c.Symbols...)
+	return "", fmt.Errorf("size %q: no such size (sizes: %s)", sym, strings.Join(known, ", "))
+}
+
+// numel is a tensor's element count as an int64 C expression.
+func (h *helpers) numel(name string) (string, error) {
+	t := h.c.Tensor(name)
+	if t == nil {
+		return "", fmt.Errorf("numel %q: %s has no tensor %q (tensors: %s)", name, h.c.Name, name, tensorList(h.c))
+	}
+	parts := make([]string, 0, len(t.Shape))
+	for _, d := range t.Shape {
+		if d.Symbol == "" {
+			parts = append(parts, fmt.Sprintf("(int64_t)%d", d.Const))
+			continue
+		}
+		s, err := h.size(d.Symbol)
+		if err != nil {
+			return "", fmt.Errorf("numel %q: %w", name, err)
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return "((int64_t)1)", nil
+	}
+	return "(" + strings.Join(parts, " * ") + ")", nil
+}
+
+// barrier meets the peers: the same block of every rank (docs/internals.md).
+// On a timeout the body returns; the error record tells the host.
+func (h *helpers) barrier() (string, error) {
+	if h.kc == nil {
+		return "", fmt.Errorf("barrier: only in the kernel body (it returns from it on a timeout)")
+	}
+	h.kc.rec.barrier = true
+	return "if (!irisgen::barrier(ctx)) return;", nil
+}
+
+// crossCheck compares what a kernel body did with what the spec declares.
+func (e *emitter) crossCheck(v *ir.Variant, file string, rec *recorder) diag.List {
+	var errs diag.List
+	for _, u := range v.Uses {
+		pos := u.Pos
+		if pos.Line == 0 {
+			pos = v.TemplatePos
+		}
+		name := u.Tensor.Name
+		got := rec.acc[name]
+		if extra := got &^ u.Access; extra != 0 {
+			errs.Add(pos, fmt.Sprintf("template %s makes %s access to tensor %q that variant %q does not declare (declared: %s); add it to the variant's access, or change the template",
+				file, extra, name, v.Name, u.Access))
+		}
+		for _, n := range ir.AccessNames {
+			if u.Access&n.Access != 0 && got&n.Access == 0 {
+				errs.Add(pos, fmt.Sprintf("variant %q declares %s access to tensor %q, but template %s never makes it (no %s call); drop it from the access, or make the template do it",
+					v.Name, n.Name, name, file, helperOf[n.Access]))
+			}
+		}
+	}
+	if v.Supports(ir.BarrierDevice) && !rec.barrier {
+		errs.Add(v.TemplatePos, fmt.Sprintf("variant %q supports barrier mode device, but template %s never calls barrier: a device-mode launch would not be ordered against the peers; call {{barrier}} where the ranks must meet, or drop device from barriers", v.Name, file))
+	}
+	return errs
+}
