@@ -48,6 +48,8 @@ type toolchain struct {
 	env      string // variable that overrides the compiler path
 	ext      string // code object extension
 	arch     string // default -arch
+	// extraEnv is added to the compiler's environment.
+	extraEnv []string
 	// args are the compiler arguments for one file.
 	args func(archs []string, include, src, dst string) []string
 }
@@ -55,6 +57,8 @@ type toolchain struct {
 var toolchains = map[string]toolchain{
 	"hip": {
 		platform: "hip", tool: "hipcc", env: "HIPCC", ext: ".hsaco", arch: "gfx90a,gfx940",
+		// hipcc compiles for NVIDIA when it finds nvcc, unless told otherwise.
+		extraEnv: []string{"HIP_PLATFORM=amd"},
 		args: func(archs []string, include, src, dst string) []string {
 			a := []string{"--genco"}
 			for _, x := range archs {
@@ -174,6 +178,9 @@ func runKernels(env *cmdEnv, args []string) error {
 		obj := filepath.Join(dst, base+tc.ext)
 		tmp := obj + ".tmp"
 		cmd := exec.CommandContext(context.Background(), cc, tc.args(archs, include, src, tmp)...)
+		if len(tc.extraEnv) > 0 {
+			cmd.Env = append(os.Environ(), tc.extraEnv...)
+		}
 		outb, err := cmd.CombinedOutput()
 		if err != nil {
 			os.Remove(tmp)

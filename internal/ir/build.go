@@ -149,7 +149,7 @@ func (b *builder) collective(f *spec.File) *Collective {
 
 	data := ""
 	for _, t := range c.Tensors {
-		if t.DType == "" && t.Dir != Workspace {
+		if t.DType == "" {
 			data = t.Name
 			break
 		}
@@ -269,8 +269,6 @@ func (b *builder) tensors(f *spec.File, c *Collective, sizes, used map[string]bo
 				b.errorf(st.DType.Pos, "unknown dtype %q of %s%s", st.DType.Value, where, hint(st.DType.Value, names(allDTypes), oneOf(names(allDTypes))))
 				ok = false
 			}
-		} else if !st.DType.Set && t.Dir == Workspace {
-			b.errorf(st.Name.Pos, "workspace %s has no dtype; add one (e.g. dtype: u64): the plan allocates it, so its element type cannot come from a launch", where)
 		}
 		switch {
 		case !st.Shape.Set:

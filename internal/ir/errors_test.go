@@ -657,7 +657,7 @@ variants:
 		},
 	},
 	{
-		name: "workspace without dtype",
+		name: "workspace of the data type without dtypes",
 		src: `name: ag
 summary: s
 tensors:
@@ -666,7 +666,7 @@ variants:
   v: {template: t_a, access: {flags: remote_write}}
 `,
 		want: []string{
-			"4:3: error: workspace tensor \"flags\" has no dtype; add one (e.g. dtype: u64): the plan allocates it, so its element type cannot come from a launch",
+			"1:1: error: the spec has no dtypes, but tensor \"flags\" takes the kernel's element type; add e.g. dtypes: [f32, f16, bf16]",
 		},
 	},
 	{

@@ -357,6 +357,17 @@ IRISGEN_DEV uint32_t cas32(uint32_t* p, uint32_t expect, uint32_t want) {
 #endif
 }
 
+IRISGEN_DEV uint64_t cas64(uint64_t* p, uint64_t expect, uint64_t want) {
+#ifdef IRISGEN_CUDA
+  uint64_t old;
+  asm volatile("atom.acq_rel.sys.global.cas.b64 %0, [%1], %2, %3;" : "=l"(old) : "l"(p), "l"(expect), "l"(want) : "memory");
+  return old;
+#else
+  __hip_atomic_compare_exchange_strong(p, &expect, want, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+  return expect;
+#endif
+}
+
 IRISGEN_DEV void fence_release() {
 #ifdef IRISGEN_CUDA
   asm volatile("fence.acq_rel.sys;" ::: "memory");
@@ -422,7 +433,7 @@ IRISGEN_DEV block_state& state() {
 // begin loads the block's epoch (kernel entry, emitted by the generator).
 IRISGEN_DEV void begin(const irisgen_ctx& c) {
   if (threadIdx.x == 0) {
-    state().epoch = c.barrier ? ((const uint64_t*)c.epochs)[blockIdx.x] : 0;
+    state().epoch = ((const uint64_t*)c.epochs)[blockIdx.x];
     state().failed = 0;
   }
   __syncthreads();
@@ -431,17 +442,16 @@ IRISGEN_DEV void begin(const irisgen_ctx& c) {
 // end stores the block's epoch back (kernel exit, emitted by the generator),
 // so the next launch of the plan, eager or replayed, continues from it.
 IRISGEN_DEV void end(const irisgen_ctx& c) {
-  if (c.barrier && threadIdx.x == 0) ((uint64_t*)c.epochs)[blockIdx.x] = state().epoch;
+  if (threadIdx.x == 0) ((uint64_t*)c.epochs)[blockIdx.x] = state().epoch;
 }
 
-// barrier pairs this block with the same block on every peer: every write the
+// sync pairs this block with the same block on every peer: every write the
 // block made before it (local or to a peer's heap) is visible to the peers'
 // blocks after it, and the other way round. Epochs only grow, and waits use a
 // wrap-safe >=, so nobody ever resets a flag. Returns false on timeout (the
 // error record is set); every thread of the block gets the same answer.
-// In modes host and none (ctx.barrier == 0) it does nothing.
-IRISGEN_DEV bool barrier(const irisgen_ctx& c) {
-  if (!c.barrier) return true;
+// Kernels use it between their own internal steps, in every barrier mode.
+IRISGEN_DEV bool sync(const irisgen_ctx& c) {
 #ifdef IRISGEN_HIP
   // AMD: a release by one thread only waits for its own wave's stores, so
   // every thread publishes its own before the block meets.
@@ -478,6 +488,201 @@ IRISGEN_DEV bool barrier(const irisgen_ctx& c) {
   if (t == 0) s.epoch = e;
   return !s.failed;
 }
+
+// barrier is the sync at a call's boundaries (inputs ready, outputs free, the
+// call complete): it runs in barrier mode device and does nothing in modes
+// host and none (ctx.barrier == 0), where the host or the caller orders the
+// call against the peers.
+IRISGEN_DEV bool barrier(const irisgen_ctx& c) { return !c.barrier || sync(c); }
+
+// ------------------------------------------------------- partitions ----
+
+// block_part is block b's share of [lo, hi): contiguous, a multiple of
+// 16 bytes long except at the end, and the same on every rank for the same
+// arguments. Kernels whose blocks meet through per-block barriers partition
+// with it, so block b of every rank touches the same elements.
+template <typename T>
+IRISGEN_DEV void block_part(int64_t lo, int64_t hi, int64_t* b_lo, int64_t* b_hi) {
+  const int64_t n = hi > lo ? hi - lo : 0;
+  const int64_t N = vec<T>::N;
+  const int64_t per = ((n + gridDim.x - 1) / gridDim.x + N - 1) / N * N;
+  int64_t a = lo + per * (int64_t)blockIdx.x, z = a + per;
+  if (a > hi) a = hi;
+  if (z > hi) z = hi;
+  *b_lo = a;
+  *b_hi = z;
+}
+
+// chunk_part is chunk c of `parts` equal chunks of [0, n), each a multiple
+// of 16 bytes long except the last (two-shot, ring and other scatters).
+template <typename T>
+IRISGEN_DEV void chunk_part(int64_t n, int c, int parts, int64_t* lo, int64_t* hi) {
+  const int64_t N = vec<T>::N;
+  const int64_t per = ((n + parts - 1) / parts + N - 1) / N * N;
+  int64_t a = per * c, z = a + per;
+  if (a > n) a = n;
+  if (z > n) z = n;
+  *lo = a;
+  *hi = z;
+}
+
+// ------------------------------------------------------- reductions ----
+
+// reduce_to reduces W sources element by element in rank order, in fp32, and
+// stores the result into every one of nd destinations: elements [i0, i1) of
+// each, each thread of the block (or grid, with the stride given) taking
+// its share. All source loads of a vector are issued before the adds. The
+// fixed order makes the result the same on every rank and equal to the CPU
+// reference. W is a compile-time world size; reduce_n picks it.
+template <typename T, typename Op, int W>
+IRISGEN_DEV void reduce_w(T* const* dst, int nd, const T* const* src, int w, int64_t i0, int64_t i1, int64_t tid, int64_t nt) {
+  constexpr int N = vec<T>::N;
+  bool same = true;
+  for (int p = 0; p < w; p++) same = same && same_align(src[p] + i0, src[0] + i0);
+  for (int d = 0; d < nd; d++) same = same && same_align(dst[d] + i0, src[0] + i0);
+  const span<T> sp(src[0] + i0, i1 - i0, same);
+  auto scalar = [&](int64_t i) {
+    float acc = to_f32(src[0][i]);
+#pragma unroll
+    for (int p = 1; p < W; p++)
+      if (p < w) acc = Op::apply(acc, to_f32(src[p][i]));
+    const T r = from_f32<T>(acc);
+    for (int d = 0; d < nd; d++) dst[d][i] = r;
+  };
+  for (int64_t k = tid; k < sp.head; k += nt) scalar(i0 + k);
+  for (int64_t j = tid; j < sp.vecs; j += nt) {
+    const int64_t i = i0 + sp.head + j * N;
+    v16 x[W];
+#pragma unroll
+    for (int p = 0; p < W; p++)
+      if (p < w) x[p] = vload(src[p] + i);
+    float acc[N];
+    unpack<T>(x[0], acc);
+#pragma unroll
+    for (int p = 1; p < W; p++) {
+      if (p < w) {
+        float t[N];
+        unpack<T>(x[p], t);
+#pragma unroll
+        for (int e = 0; e < N; e++) acc[e] = Op::apply(acc[e], t[e]);
+      }
+    }
+    const v16 r = pack<T>(acc);
+    for (int d = 0; d < nd; d++) vstore(dst[d] + i, r);
+  }
+  for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt) scalar(i0 + k);
+}
+
+// reduce_n dispatches reduce_w on the world size: 1, 2, 4 and 8 get their
+// own unrolled code; other sizes take the 8-wide code with a runtime bound.
+template <typename T, typename Op>
+IRISGEN_DEV void reduce_n(T* const* dst, int nd, const T* const* src, int w, int64_t i0, int64_t i1, int64_t tid, int64_t nt) {
+  switch (w) {
+    case 1: reduce_w<T, Op, 1>(dst, nd, src, w, i0, i1, tid, nt); break;
+    case 2: reduce_w<T, Op, 2>(dst, nd, src, w, i0, i1, tid, nt); break;
+    case 4: reduce_w<T, Op, 4>(dst, nd, src, w, i0, i1, tid, nt); break;
+    default: reduce_w<T, Op, IRISGEN_MAX_WORLD>(dst, nd, src, w, i0, i1, tid, nt); break;
+  }
+}
+
+// combine applies Op to dst[i] and src[i] into dst[i] for i in [i0, i1),
+// each thread of the block taking its share (dst may be a peer's tensor).
+template <typename T, typename Op>
+IRISGEN_DEV void combine_block(T* dst, const T* src, int64_t i0, int64_t i1) {
+  constexpr int N = vec<T>::N;
+  const span<T> sp(src + i0, i1 - i0, same_align(dst + i0, src + i0));
+  const int64_t tid = threadIdx.x, nt = blockDim.x;
+  for (int64_t k = tid; k < sp.head; k += nt) dst[i0 + k] = from_f32<T>(Op::apply(to_f32(dst[i0 + k]), to_f32(src[i0 + k])));
+  for (int64_t j = tid; j < sp.vecs; j += nt) {
+    const int64_t i = i0 + sp.head + j * N;
+    const v16 a = vload(dst + i), b = vload(src + i);
+    float x[N], y[N];
+    unpack<T>(a, x);
+    unpack<T>(b, y);
+#pragma unroll
+    for (int e = 0; e < N; e++) x[e] = Op::apply(x[e], y[e]);
+    vstore(dst + i, pack<T>(x));
+  }
+  for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt) dst[i0 + k] = from_f32<T>(Op::apply(to_f32(dst[i0 + k]), to_f32(src[i0 + k])));
+}
+
+// copy_block copies [i0, i1) of src to dst with the threads of one block.
+template <typename T>
+IRISGEN_DEV void copy_block(T* dst, const T* src, int64_t i0, int64_t i1) {
+  const span<T> sp(src + i0, i1 - i0, same_align(dst + i0, src + i0));
+  const int64_t tid = threadIdx.x, nt = blockDim.x;
+  for (int64_t k = tid; k < sp.head; k += nt) dst[i0 + k] = src[i0 + k];
+  for (int64_t j = tid; j < sp.vecs; j += nt) {
+    const int64_t i = i0 + sp.head + j * vec<T>::N;
+    vstore(dst + i, vload(src + i));
+  }
+  for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt) dst[i0 + k] = src[i0 + k];
+}
+
+// -------------------------------------------------- element atomics ----
+
+// atomic_apply sets *p = Op(*p, v) atomically at system scope. f32 sums on
+// NVIDIA use the hardware reduction; everything else is a compare-and-swap
+// loop on the aligned 32-bit word that holds the element, which is also what
+// AMD needs on fine-grained memory (its packed float atomics are not
+// performed there).
+template <typename Op>
+IRISGEN_DEV void atomic_f32(float* p, float v, Op) {
+  uint32_t* w = (uint32_t*)p;
+  uint32_t old = *(volatile uint32_t*)w;
+  for (;;) {
+    const uint32_t want = f32_bits(Op::apply(bits_f32(old), v));
+    const uint32_t seen = cas32(w, old, want);
+    if (seen == old) return;
+    old = seen;
+  }
+}
+#ifdef IRISGEN_CUDA
+IRISGEN_DEV void atomic_f32(float* p, float v, op_sum) {
+  asm volatile("red.relaxed.sys.global.add.f32 [%0], %1;" ::"l"(p), "f"(v) : "memory");
+}
+#endif
+template <typename Op>
+IRISGEN_DEV void atomic_apply(float* p, float v) { atomic_f32(p, v, Op()); }
+
+template <typename Op, typename H>
+IRISGEN_DEV void atomic_apply16(H* p, float v) {
+  uint32_t* w = (uint32_t*)((uintptr_t)p & ~(uintptr_t)3);
+  const int shift = ((uintptr_t)p & 2) ? 16 : 0;
+  uint32_t old = *(volatile uint32_t*)w;
+  for (;;) {
+    const H cur{(uint16_t)(old >> shift)};
+    const H nxt = from_f32<H>(Op::apply(to_f32(cur), v));
+    const uint32_t want = (old & ~(0xffffu << shift)) | ((uint32_t)nxt.bits << shift);
+    const uint32_t seen = cas32(w, old, want);
+    if (seen == old) return;
+    old = seen;
+  }
+}
+template <typename Op>
+IRISGEN_DEV void atomic_apply(irisgen_f16* p, float v) { atomic_apply16<Op>(p, v); }
+template <typename Op>
+IRISGEN_DEV void atomic_apply(irisgen_bf16* p, float v) { atomic_apply16<Op>(p, v); }
+
+// -------------------------------------------------------------- locks ----
+
+// lock takes a lock word (0 free, 1 held) for the calling thread, with the
+// time limit of every spin; false on timeout (the error record is set).
+IRISGEN_DEV bool lock(const irisgen_ctx& c, uint64_t* l, int owner) {
+  if (cas64(l, 0, 1) == 0) return true;
+  const uint64_t t0 = now_ns();
+  for (uint32_t i = 1;; i++) {
+    if (load_relaxed(l) == 0 && cas64(l, 0, 1) == 0) return true;
+    if ((i & 255) == 0 && now_ns() - t0 > c.timeout_ns) {
+      fail(c, IRISGEN_ERR_TIMEOUT, (uint32_t)owner, 0, 1);
+      return false;
+    }
+  }
+}
+
+// unlock releases a lock word: the holder's writes are visible to the next
+// holder.
+IRISGEN_DEV void unlock(uint64_t* l) { store_release(l, 0); }
 
 }  // namespace irisgen
 

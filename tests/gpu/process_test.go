@@ -42,16 +42,21 @@ func runProcessRank(t *testing.T) {
 	if _, err := deviceBarrierRounds(r, 10000); err != nil {
 		t.Fatal(err)
 	}
-	for _, variant := range gatherVariants {
-		for _, dt := range dataTypes {
-			for _, n := range elementCounts() {
-				for _, heapInput := range []bool{true, false} {
-					if err := checkGather(r, variant, dt, n, heapInput); err != nil {
-						t.Fatalf("all_gather %s %s n=%d heap_input=%v: %v", variant, dt, n, heapInput, err)
-					}
-				}
-			}
+	var cases int
+	if err := runMatrix(r, nil, &cases); err != nil {
+		t.Fatal(err)
+	}
+	for i := range catalogue {
+		vc := &catalogue[i]
+		if err := backToBack(r, vc, runtime.BF16, vc.ops()[0], 4096+3, 100); err != nil {
+			t.Fatalf("%s back to back: %v", vc.name(), err)
+		}
+		if err := checkRules(r, vc); err != nil {
+			t.Fatalf("%s rules: %v", vc.name(), err)
 		}
 	}
-	t.Logf("rank %d of %d: barriers and all_gather checks passed", r.Rank(), r.World())
+	if err := captureRank(r); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rank %d of %d: barriers, %d catalogue cases, back-to-back, rules and capture passed", r.Rank(), r.World(), cases)
 }

@@ -297,7 +297,7 @@ func (g *gen) constructor(f *jen.File, v *ir.Variant, vn, plan, nameConst string
 	ctor := "New" + plan
 	var doc strings.Builder
 	fmt.Fprintf(&doc, "%s makes a plan for %s: it allocates the plan's heap buffers (barrier flags", ctor, c.Name+"/"+v.Name)
-	if len(g.workspace()) > 0 {
+	if len(g.workspace(v)) > 0 {
 		doc.WriteString(", workspace")
 	}
 	if len(g.imports(v)) > 0 {
@@ -397,7 +397,7 @@ func (g *gen) constructor(f *jen.File, v *ir.Variant, vn, plan, nameConst string
 	if len(capt) > 0 {
 		spec[jen.Id("Capturable")] = jen.Index().Qual(runtimePkg, "Barrier").Values(capt...)
 	}
-	if ws := g.workspace(); len(ws) > 0 {
+	if ws := g.workspace(v); len(ws) > 0 {
 		var bufs []jen.Code
 		for _, t := range ws {
 			bufs = append(bufs, jen.Values(jen.Dict{
@@ -439,10 +439,12 @@ func (g *gen) planSym(s string) jen.Code {
 	return jen.Id("p").Dot(symField(s))
 }
 
-func (g *gen) workspace() []*ir.Tensor {
+// workspace are the workspace tensors v touches; the plan allocates only
+// these (a workspace another variant uses is passed as a null pointer).
+func (g *gen) workspace(v *ir.Variant) []*ir.Tensor {
 	var ts []*ir.Tensor
-	for _, t := range g.c.Tensors {
-		if t.Dir == ir.Workspace {
+	for i, t := range g.c.Tensors {
+		if t.Dir == ir.Workspace && v.Uses[i].Access != 0 {
 			ts = append(ts, t)
 		}
 	}
@@ -587,10 +589,13 @@ func (g *gen) launch(f *jen.File, v *ir.Variant, plan, nameConst string) {
 	doc.WriteString("A mode the variant does not support is an error.")
 
 	args := jen.Id("p").Dot("plan").Dot("Args").Call()
-	for _, t := range c.Tensors {
-		if t.Dir == ir.Workspace {
+	for i, t := range c.Tensors {
+		switch {
+		case t.Dir == ir.Workspace && v.Uses[i].Access == 0:
+			args = args.Dot("Ptr").Call(jen.Lit(0))
+		case t.Dir == ir.Workspace:
 			args = args.Dot("Ptr").Call(jen.Id("p").Dot("plan").Dot("Buffer").Call(jen.Lit(t.Name)))
-		} else {
+		default:
 			args = args.Dot("Ptr").Call(jen.Id(local(t.Name)).Dot("Ptr"))
 		}
 	}

@@ -31,8 +31,8 @@ type helpers struct {
 var helperOf = map[ir.Access]string{
 	ir.LocalRead:    "read (or update)",
 	ir.LocalWrite:   "write (or update)",
-	ir.RemoteRead:   "peer_read",
-	ir.RemoteWrite:  "peer_write",
+	ir.RemoteRead:   "peer_read (or peer_update)",
+	ir.RemoteWrite:  "peer_write (or peer_update)",
 	ir.RemoteAtomic: "peer_atomic",
 }
 
@@ -64,11 +64,13 @@ func (h *helpers) funcs() template.FuncMap {
 		"update":      local("update", ir.LocalRead|ir.LocalWrite, false),
 		"peer_read":   peer("peer_read", ir.RemoteRead, true),
 		"peer_write":  peer("peer_write", ir.RemoteWrite, false),
+		"peer_update": peer("peer_update", ir.RemoteRead|ir.RemoteWrite, false),
 		"peer_atomic": peer("peer_atomic", ir.RemoteAtomic, false),
 		"type":        h.elemType,
 		"size":        h.size,
 		"numel":       h.numel,
 		"barrier":     h.barrier,
+		"sync":        h.sync,
 	}
 }
 
@@ -161,14 +163,20 @@ func (h *helpers) numel(name string) (string, error) {
 	return "(" + strings.Join(parts, " * ") + ")", nil
 }
 
-// barrier meets the peers: the same block of every rank (docs/internals.md).
-// On a timeout the body returns; the error record tells the host.
-func (h *helpers) barrier() (string, error) {
+// barrier meets the peers at a call's boundary: the same block of every
+// rank (docs/internals.md), in barrier mode device only. On a timeout the
+// body returns; the error record tells the host.
+func (h *helpers) barrier() (string, error) { return h.meet("barrier") }
+
+// sync meets the peers between a kernel's own steps, in every barrier mode.
+func (h *helpers) sync() (string, error) { return h.meet("sync") }
+
+func (h *helpers) meet(name string) (string, error) {
 	if h.kc == nil {
-		return "", fmt.Errorf("barrier: only in the kernel body (it returns from it on a timeout)")
+		return "", fmt.Errorf("%s: only in the kernel body (it returns from it on a timeout)", name)
 	}
 	h.kc.rec.barrier = true
-	return "if (!irisgen::barrier(ctx)) return;", nil
+	return fmt.Sprintf("if (!irisgen::%s(ctx)) return;", name), nil
 }
 
 // crossCheck compares what a kernel body did with what the spec declares.
@@ -193,7 +201,7 @@ func (e *emitter) crossCheck(v *ir.Variant, file string, rec *recorder) diag.Lis
 		}
 	}
 	if v.Supports(ir.BarrierDevice) && !rec.barrier {
-		errs.Add(v.TemplatePos, fmt.Sprintf("variant %q supports barrier mode device, but template %s never calls barrier: a device-mode launch would not be ordered against the peers; call {{barrier}} where the ranks must meet, or drop device from barriers", v.Name, file))
+		errs.Add(v.TemplatePos, fmt.Sprintf("variant %q supports barrier mode device, but template %s never calls barrier or sync: a device-mode launch would not be ordered against the peers; call {{barrier}} where the ranks must meet, or drop device from barriers", v.Name, file))
 	}
 	return errs
 }

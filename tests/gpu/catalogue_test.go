@@ -1,0 +1,581 @@
+//go:build gpu
+
+package gpu_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"testing"
+
+	"github.com/irisgen/irisgen/generated/collectives"
+	irt "github.com/irisgen/irisgen/runtime"
+	"github.com/irisgen/irisgen/runtime/gpu"
+)
+
+// launcher is what every generated plan of a two-tensor collective offers.
+type launcher interface {
+	Launch(s gpu.Stream, input, output irt.Tensor, mode irt.Barrier) error
+	Close() error
+}
+
+// variantCase describes one collective variant to the suite: its shapes,
+// its placement rules as the spec declares them, how to make its plan and
+// its CPU reference.
+type variantCase struct {
+	coll, variant string
+	reduces       bool
+	// ordered: a reduction in rank order in fp32, rounded once, so the
+	// result equals the reference bit for bit. Otherwise sums are checked
+	// within (world+1)*eps*sum|x| (one rounding per step, at most world).
+	ordered    bool
+	inLen      func(w int, n int64) int64
+	outLen     func(w int, n int64) int64
+	importIn   bool // input read remotely: imported when off the heap
+	heapOut    bool // output written remotely: must be on the heap
+	aliasAllow bool
+	newPlan    func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error)
+	// ref is output element i of rank `rank`, reduced with op (fp32 in rank
+	// order), from in(p), the input of rank p.
+	ref func(in func(p int) []float32, w, rank int, op string, n, i int64) float32
+}
+
+func nLen(_ int, n int64) int64  { return n }
+func wnLen(w int, n int64) int64 { return int64(w) * n }
+
+func reduce(op string, xs func(p int) float32, w int) float32 {
+	acc := xs(0)
+	for p := 1; p < w; p++ {
+		x := xs(p)
+		switch op {
+		case "sum":
+			acc += x
+		case "max":
+			acc = max(acc, x)
+		case "min":
+			acc = min(acc, x)
+		}
+	}
+	return acc
+}
+
+func allReduceRef(in func(int) []float32, w, _ int, op string, _, i int64) float32 {
+	return reduce(op, func(p int) float32 { return in(p)[i] }, w)
+}
+
+func reduceScatterRef(in func(int) []float32, w, rank int, op string, n, i int64) float32 {
+	return reduce(op, func(p int) float32 { return in(p)[int64(rank)*n+i] }, w)
+}
+
+func allGatherRef(in func(int) []float32, _, _ int, _ string, n, i int64) float32 {
+	return in(int(i / n))[i%n]
+}
+
+func allToAllRef(in func(int) []float32, _, rank int, _ string, n, i int64) float32 {
+	return in(int(i / n))[int64(rank)*n+i%n]
+}
+
+var dataTypes = []irt.DType{irt.F32, irt.F16, irt.BF16}
+
+func newBarrier(r *irt.Rank) (*collectives.BarrierDevicePlan, error) {
+	return collectives.NewBarrierDevicePlan(r)
+}
+
+func arOp(op string) collectives.AllReduceOp     { return collectives.AllReduceOp(op) }
+func rsOp(op string) collectives.ReduceScatterOp { return collectives.ReduceScatterOp(op) }
+func asLauncher[P launcher](p P, err error) (launcher, error) {
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+var catalogue = []variantCase{
+	{coll: "all_reduce", variant: "one_shot", reduces: true, ordered: true, inLen: nLen, outLen: nLen, importIn: true, ref: allReduceRef,
+		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
+			return asLauncher(collectives.NewAllReduceOneShotPlan(r, dt, arOp(op), n))
+		}},
+	{coll: "all_reduce", variant: "two_shot", reduces: true, ordered: true, inLen: nLen, outLen: nLen, importIn: true, heapOut: true, ref: allReduceRef,
+		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
+			return asLauncher(collectives.NewAllReduceTwoShotPlan(r, dt, arOp(op), n))
+		}},
+	{coll: "all_reduce", variant: "atomic", reduces: true, inLen: nLen, outLen: nLen, heapOut: true, ref: allReduceRef,
+		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
+			return asLauncher(collectives.NewAllReduceAtomicPlan(r, dt, arOp(op), n))
+		}},
+	{coll: "all_reduce", variant: "spinlock", reduces: true, inLen: nLen, outLen: nLen, heapOut: true, ref: allReduceRef,
+		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
+			return asLauncher(collectives.NewAllReduceSpinlockPlan(r, dt, arOp(op), n))
+		}},
+	{coll: "all_reduce", variant: "ring", reduces: true, inLen: nLen, outLen: nLen, aliasAllow: true, ref: allReduceRef,
+		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
+			return asLauncher(collectives.NewAllReduceRingPlan(r, dt, arOp(op), n))
+		}},
+	{coll: "reduce_scatter", variant: "pull", reduces: true, ordered: true, inLen: wnLen, outLen: nLen, importIn: true, ref: reduceScatterRef,
+		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
+			return asLauncher(collectives.NewReduceScatterPullPlan(r, dt, rsOp(op), n))
+		}},
+	{coll: "all_gather", variant: "push", inLen: nLen, outLen: wnLen, heapOut: true, ref: allGatherRef,
+		newPlan: func(r *irt.Rank, dt irt.DType, _ string, n int64) (launcher, error) {
+			return asLauncher(collectives.NewAllGatherPushPlan(r, dt, n))
+		}},
+	{coll: "all_gather", variant: "pull", inLen: nLen, outLen: wnLen, importIn: true, ref: allGatherRef,
+		newPlan: func(r *irt.Rank, dt irt.DType, _ string, n int64) (launcher, error) {
+			return asLauncher(collectives.NewAllGatherPullPlan(r, dt, n))
+		}},
+	{coll: "all_to_all", variant: "push", inLen: wnLen, outLen: wnLen, heapOut: true, ref: allToAllRef,
+		newPlan: func(r *irt.Rank, dt irt.DType, _ string, n int64) (launcher, error) {
+			return asLauncher(collectives.NewAllToAllPushPlan(r, dt, n))
+		}},
+	{coll: "all_to_all", variant: "pull", inLen: wnLen, outLen: wnLen, importIn: true, ref: allToAllRef,
+		newPlan: func(r *irt.Rank, dt irt.DType, _ string, n int64) (launcher, error) {
+			return asLauncher(collectives.NewAllToAllPullPlan(r, dt, n))
+		}},
+}
+
+func (vc *variantCase) name() string { return vc.coll + "/" + vc.variant }
+
+func (vc *variantCase) ops() []string {
+	if vc.reduces {
+		return []string{"sum", "max", "min"}
+	}
+	return []string{""}
+}
+
+// placement says where a case's tensors live.
+type placement struct{ heapIn, heapOut bool }
+
+func (pl placement) String() string {
+	return fmt.Sprintf("heap_in=%v,heap_out=%v", pl.heapIn, pl.heapOut)
+}
+
+// placements are the allocations a variant is checked with: both tensors on
+// the heap, and each tensor off the heap where its rule allows (an imported
+// input, an output written only locally).
+func (vc *variantCase) placements() []placement {
+	out := []placement{{true, true}}
+	if vc.importIn || !vc.heapOut {
+		out = append(out, placement{heapIn: false, heapOut: vc.heapOut})
+	}
+	return out
+}
+
+// tensor allocates a tensor on the heap or in plain device memory.
+func tensor(r *irt.Rank, dt irt.DType, n int64, onHeap bool) (irt.Tensor, func(), error) {
+	if onHeap {
+		t, err := r.Heap().Alloc(dt, n)
+		return t, func() { r.Heap().Free(t) }, err
+	}
+	ptr, err := r.Device().Alloc(max(n, 1)*dt.Size(), false)
+	if err != nil {
+		return irt.Tensor{}, nil, err
+	}
+	return irt.Tensor{Ptr: ptr, DType: dt, Len: n}, func() { r.Device().Free(ptr) }, nil
+}
+
+// checkResult compares a rank's output with the reference. Copies and ordered
+// reductions must match bit for bit; other sums within their bound.
+func (vc *variantCase) checkResult(got []float32, dt irt.DType, op string, w, rank int, n int64, in func(int) []float32) error {
+	exact := vc.ordered || !vc.reduces || op != "sum"
+	var bad error
+	var once = make(chan struct{}, 1)
+	once <- struct{}{}
+	parallel(int64(len(got)), func(lo, hi int64) {
+		for i := lo; i < hi; i++ {
+			want := vc.ref(in, w, rank, op, n, i)
+			var ok bool
+			if exact {
+				ok = encode1(dt, want) == encode1(dt, got[i])
+			} else {
+				var mag float64
+				for p := 0; p < w; p++ {
+					if vc.coll == "reduce_scatter" {
+						mag += math.Abs(float64(in(p)[int64(rank)*n+i]))
+					} else {
+						mag += math.Abs(float64(in(p)[i]))
+					}
+				}
+				ok = math.Abs(float64(got[i])-float64(want)) <= float64(w+1)*eps(dt)*mag+1e-30
+			}
+			if !ok {
+				select {
+				case <-once:
+					bad = fmt.Errorf("element %d: got %g (bits %#x), want %g (bits %#x)%s", i, got[i], encode1(dt, got[i]), want, encode1(dt, want),
+						map[bool]string{true: ", exact match required", false: ", beyond the tolerance"}[exact])
+				default:
+				}
+				return
+			}
+		}
+	})
+	return bad
+}
+
+// inputs returns a memoising accessor of every rank's input of one round.
+func inputs(dt irt.DType, length int64, seed, round uint64) func(int) []float32 {
+	cache := map[int][]float32{}
+	return func(p int) []float32 {
+		if v, ok := cache[p]; ok {
+			return v
+		}
+		v := values(dt, length, stream(seed, uint64(p), round))
+		cache[p] = v
+		return v
+	}
+}
+
+// warmInputs generates every rank's input before the parallel checks read
+// them (the accessor is not safe for concurrent first use).
+func warmInputs(in func(int) []float32, w int) {
+	for p := 0; p < w; p++ {
+		in(p)
+	}
+}
+
+// checkCase runs rounds of one case on one rank, each with fresh inputs and
+// a poisoned output, in the given barrier modes.
+func checkCase(r *irt.Rank, vc *variantCase, dt irt.DType, op string, n int64, pl placement, modes []irt.Barrier) error {
+	w, me := r.World(), r.Rank()
+	p, err := vc.newPlan(r, dt, op, n)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	in, freeIn, err := tensor(r, dt, vc.inLen(w, n), pl.heapIn)
+	if err != nil {
+		return err
+	}
+	defer freeIn()
+	out, freeOut, err := tensor(r, dt, vc.outLen(w, n), pl.heapOut)
+	if err != nil {
+		return err
+	}
+	defer freeOut()
+	s := r.Stream()
+	seed := uint64(len(vc.name())*7919) ^ uint64(n)
+	for round, mode := range modes {
+		all := inputs(dt, in.Len, seed, uint64(round))
+		if err := upload(r, in, encode(dt, all(me))); err != nil {
+			return err
+		}
+		if err := r.Device().MemsetD8Async(out.Ptr, 0xA5, out.Bytes(), s); err != nil {
+			return err
+		}
+		if mode == irt.BarrierNone { // the caller orders: inputs ready everywhere
+			if err := r.HostBarrier(s); err != nil {
+				return err
+			}
+		}
+		if err := p.Launch(s, in, out, mode); err != nil {
+			return fmt.Errorf("round %d (%s): %w", round, mode, err)
+		}
+		if mode == irt.BarrierNone { // ... and the call complete everywhere
+			if err := r.HostBarrier(s); err != nil {
+				return err
+			}
+		}
+		if err := syncCheck(r, s); err != nil {
+			return fmt.Errorf("round %d (%s): %w", round, mode, err)
+		}
+		b, err := download(r, out)
+		if err != nil {
+			return err
+		}
+		warmInputs(all, w)
+		if err := vc.checkResult(decode(dt, b), dt, op, w, me, n, all); err != nil {
+			return fmt.Errorf("rank %d round %d (%s): %w", me, round, mode, err)
+		}
+		// Nobody uploads the next round's input before every rank's kernel
+		// is done with this one.
+		if err := r.HostBarrier(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var allModes = []irt.Barrier{irt.BarrierDevice, irt.BarrierHost, irt.BarrierNone, irt.BarrierDevice}
+
+// caseSizes are the per-rank element counts n of the matrix.
+func caseSizes() []int64 {
+	sizes := []int64{1, 7, 4096 + 3, 1 << 20}
+	if os.Getenv("IRISGEN_TEST_QUICK") == "" {
+		sizes = append(sizes, 64<<20)
+	}
+	return sizes
+}
+
+// runMatrix runs every variant x dtype x op x size x placement on one rank
+// and counts the cases.
+func runMatrix(r *irt.Rank, only func(vc *variantCase) bool, count *int) error {
+	for i := range catalogue {
+		vc := &catalogue[i]
+		if only != nil && !only(vc) {
+			continue
+		}
+		for _, dt := range dataTypes {
+			for _, op := range vc.ops() {
+				for _, n := range caseSizes() {
+					pls := vc.placements()
+					modes := allModes
+					if n > 1<<20 {
+						pls, modes = pls[:1], allModes[:1]
+					}
+					for _, pl := range pls {
+						if err := checkCase(r, vc, dt, op, n, pl, modes); err != nil {
+							return fmt.Errorf("%s %s %s n=%d %s: %w", vc.name(), dt, op, n, pl, err)
+						}
+						*count++
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// TestCatalogue checks every collective x variant x dtype x op at every size
+// against the CPU reference, in the in-process world.
+func TestCatalogue(t *testing.T) {
+	eachWorld(t, defaultOpts(), func(t *testing.T, w *irt.World) {
+		for i := range catalogue {
+			vc := &catalogue[i]
+			t.Run(vc.name(), func(t *testing.T) {
+				counts := make([]int, w.Size())
+				err := w.Run(func(r *irt.Rank) error {
+					return runMatrix(r, func(c *variantCase) bool { return c == vc }, &counts[r.Rank()])
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s: %d cases passed on each of %d ranks (dtypes f32,f16,bf16; ops %v; sizes %v)", vc.name(), counts[0], w.Size(), vc.ops(), caseSizes())
+			})
+		}
+	})
+}
+
+// backToBack launches a plan `rounds` times with no host sync: before every
+// launch new input is copied into the input tensor on the stream, after it
+// the output is copied away; all results are checked at the end. A kernel
+// that let a rank overwrite an input a slow peer still reads, or reused
+// flags wrongly, fails here.
+func backToBack(r *irt.Rank, vc *variantCase, dt irt.DType, op string, n int64, rounds int) error {
+	w, me := r.World(), r.Rank()
+	p, err := vc.newPlan(r, dt, op, n)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	inLen, outLen := vc.inLen(w, n), vc.outLen(w, n)
+	in, freeIn, err := tensor(r, dt, inLen, true)
+	if err != nil {
+		return err
+	}
+	defer freeIn()
+	out, freeOut, err := tensor(r, dt, outLen, true)
+	if err != nil {
+		return err
+	}
+	defer freeOut()
+	pool, freePool, err := tensor(r, dt, inLen*int64(rounds), false)
+	if err != nil {
+		return err
+	}
+	defer freePool()
+	results, freeResults, err := tensor(r, dt, outLen*int64(rounds), false)
+	if err != nil {
+		return err
+	}
+	defer freeResults()
+	seed := uint64(0xb2b) ^ uint64(n)
+	all := make([]func(int) []float32, rounds)
+	host := make([]byte, 0, pool.Bytes())
+	for k := range rounds {
+		all[k] = inputs(dt, inLen, seed, uint64(k))
+		host = append(host, encode(dt, all[k](me))...)
+	}
+	if err := upload(r, pool, host); err != nil {
+		return err
+	}
+	s := r.Stream()
+	if err := r.HostBarrier(s); err != nil {
+		return err
+	}
+	dev := r.Device()
+	for k := range rounds {
+		if err := dev.CopyDtoDAsync(in.Ptr, pool.Slice(int64(k)*inLen, inLen).Ptr, in.Bytes(), s); err != nil {
+			return err
+		}
+		if err := p.Launch(s, in, out, irt.BarrierDevice); err != nil {
+			return fmt.Errorf("launch %d: %w", k, err)
+		}
+		if err := dev.CopyDtoDAsync(results.Slice(int64(k)*outLen, outLen).Ptr, out.Ptr, out.Bytes(), s); err != nil {
+			return err
+		}
+	}
+	if err := syncCheck(r, s); err != nil {
+		return err
+	}
+	b, err := download(r, results)
+	if err != nil {
+		return err
+	}
+	got := decode(dt, b)
+	for k := range rounds {
+		warmInputs(all[k], w)
+		if err := vc.checkResult(got[int64(k)*outLen:int64(k+1)*outLen], dt, op, w, me, n, all[k]); err != nil {
+			return fmt.Errorf("rank %d launch %d of %d: %w", me, k, rounds, err)
+		}
+	}
+	return r.HostBarrier(s)
+}
+
+// TestBackToBack runs 100 launches of every variant with fresh data on the
+// stream before each and no host sync in between.
+func TestBackToBack(t *testing.T) {
+	eachWorld(t, defaultOpts(), func(t *testing.T, w *irt.World) {
+		for i := range catalogue {
+			vc := &catalogue[i]
+			for _, dt := range []irt.DType{irt.BF16, irt.F32} {
+				for _, n := range []int64{4096 + 3, 1 << 18} {
+					op := vc.ops()[0]
+					t.Run(fmt.Sprintf("%s/%s/%s/n=%d", vc.name(), dt, op, n), func(t *testing.T) {
+						if err := w.Run(func(r *irt.Rank) error { return backToBack(r, vc, dt, op, n, 100) }); err != nil {
+							t.Fatal(err)
+						}
+					})
+				}
+			}
+		}
+	})
+}
+
+// TestLargeOffsets runs every variant once with tensors past the first GiB of
+// the heap and more than 1 GiB of data per rank (64-bit offsets everywhere).
+func TestLargeOffsets(t *testing.T) {
+	if os.Getenv("IRISGEN_TEST_QUICK") != "" {
+		t.Skip("IRISGEN_TEST_QUICK: large runs left out")
+	}
+	opts := defaultOpts()
+	opts.HeapBytes = 6 << 30
+	eachWorld(t, opts, func(t *testing.T, w *irt.World) {
+		for i := range catalogue {
+			vc := &catalogue[i]
+			t.Run(vc.name(), func(t *testing.T) {
+				err := w.Run(func(r *irt.Rank) error {
+					pad, err := r.Heap().Alloc(irt.F32, (1<<30)/4) // push everything past 1 GiB
+					if err != nil {
+						return err
+					}
+					defer r.Heap().Free(pad)
+					// 1.25 GiB of f32 input+output per rank.
+					n := int64(5<<28) / 4 / (vc.inLen(w.Size(), 1) + vc.outLen(w.Size(), 1))
+					return checkCase(r, vc, irt.F32, vc.ops()[0], n, placement{true, true}, allModes[:1])
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	})
+}
+
+// TestPlacementAndAliasing checks the derived rules on the real launch path:
+// a remote-written output off the heap is refused with a *PlacementError
+// and nothing is launched (the buffer keeps its poison); forbidden aliasing
+// is refused with an *AliasError; the ring variant, which allows aliasing,
+// reduces in place correctly.
+func TestPlacementAndAliasing(t *testing.T) {
+	eachWorld(t, defaultOpts(), func(t *testing.T, w *irt.World) {
+		for i := range catalogue {
+			vc := &catalogue[i]
+			t.Run(vc.name(), func(t *testing.T) {
+				if err := w.Run(func(r *irt.Rank) error { return checkRules(r, vc) }); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	})
+}
+
+func checkRules(r *irt.Rank, vc *variantCase) error {
+	const n = 4096 + 3
+	dt, op, w := irt.BF16, vc.ops()[0], r.World()
+	p, err := vc.newPlan(r, dt, op, n)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	in, freeIn, err := tensor(r, dt, vc.inLen(w, n), true)
+	if err != nil {
+		return err
+	}
+	defer freeIn()
+	out, freeOut, err := tensor(r, dt, vc.outLen(w, n), true)
+	if err != nil {
+		return err
+	}
+	defer freeOut()
+	s := r.Stream()
+	if vc.heapOut {
+		off, free, err := tensor(r, dt, out.Len, false)
+		if err != nil {
+			return err
+		}
+		defer free()
+		if err := r.Device().MemsetD8Async(off.Ptr, 0x5A, off.Bytes(), s); err != nil {
+			return err
+		}
+		var pe *irt.PlacementError
+		if err := p.Launch(s, in, off, irt.BarrierDevice); !errors.As(err, &pe) {
+			return fmt.Errorf("output off the heap: got %v, want *runtime.PlacementError", err)
+		}
+		if err := syncCheck(r, s); err != nil {
+			return err
+		}
+		b, err := download(r, off)
+		if err != nil {
+			return err
+		}
+		for i, x := range b {
+			if x != 0x5A {
+				return fmt.Errorf("refused launch wrote the off-heap output (byte %d is %#x)", i, x)
+			}
+		}
+	}
+	if !vc.aliasAllow {
+		a, b := out.Slice(0, min(in.Len, out.Len)), out // the input inside the output
+		if in.Len > out.Len {
+			a, b = in, in.Slice(0, out.Len) // the output inside the input
+		}
+		var ae *irt.AliasError
+		if err := p.Launch(s, a, b, irt.BarrierDevice); !errors.As(err, &ae) {
+			return fmt.Errorf("input and output overlapping: got %v, want *runtime.AliasError", err)
+		}
+		return nil
+	}
+	// In place: output = input.
+	all := inputs(dt, in.Len, 99, 0)
+	if err := upload(r, out, encode(dt, all(r.Rank()))); err != nil {
+		return err
+	}
+	if err := r.HostBarrier(s); err != nil {
+		return err
+	}
+	if err := p.Launch(s, out, out, irt.BarrierDevice); err != nil {
+		return err
+	}
+	if err := syncCheck(r, s); err != nil {
+		return err
+	}
+	b, err := download(r, out)
+	if err != nil {
+		return err
+	}
+	warmInputs(all, w)
+	if err := vc.checkResult(decode(dt, b), dt, op, w, r.Rank(), n, all); err != nil {
+		return fmt.Errorf("in place: %w", err)
+	}
+	return r.HostBarrier(s)
+}
