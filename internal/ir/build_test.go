@@ -126,11 +126,7 @@ func TestCompileDerivations(t *testing.T) {
 }
 
 func TestCompileCatalogue(t *testing.T) {
-	templates := fstest.MapFS{}
-	for _, n := range []string{"barrier_device", "all_gather_push", "all_gather_pull"} {
-		templates[n+TemplateExt] = &fstest.MapFile{Data: []byte(n)}
-	}
-	cs, err := CompileAll(os.DirFS("../../specs"), templates, "specs")
+	cs, err := CompileAll(os.DirFS("../../specs"), os.DirFS("../../templates"), "specs")
 	require.NoError(t, err)
 	byName := map[string]*Collective{}
 	for _, c := range cs {

@@ -86,7 +86,7 @@ func TestEmitCrossCheck(t *testing.T) {
 	errs := emitErrs(t, `  {{update "scratch"}} {{barrier}} {{peer_write "output" "0"}} {{read "input"}}`)
 	require.Equal(t, []string{
 		`ag.yaml:13:14: error: template t.hip.tmpl makes local_read access to tensor "input" that variant "v" does not declare (declared: remote_read); add it to the variant's access, or change the template`,
-		`ag.yaml:13:14: error: variant "v" declares remote_read access to tensor "input", but template t.hip.tmpl never makes it (no peer_read call); drop it from the access, or make the template do it`,
+		`ag.yaml:13:14: error: variant "v" declares remote_read access to tensor "input", but template t.hip.tmpl never makes it (no peer_read (or peer_update) call); drop it from the access, or make the template do it`,
 		`ag.yaml:13:34: error: template t.hip.tmpl makes remote_write access to tensor "output" that variant "v" does not declare (declared: local_write); add it to the variant's access, or change the template`,
 		`ag.yaml:13:34: error: variant "v" declares local_write access to tensor "output", but template t.hip.tmpl never makes it (no write (or update) call); drop it from the access, or make the template do it`,
 	}, errs)
