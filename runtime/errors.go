@@ -29,9 +29,18 @@ type PlacementError struct {
 	Tensor   Tensor
 	// Partial is true when the tensor starts on the heap but runs past its end.
 	Partial bool
+	// Unordered is true for a tensor peers only read, which the launch would
+	// import, but in barrier mode none nothing orders the import.
+	Unordered bool
 }
 
 func (e *PlacementError) Error() string {
+	if e.Unordered {
+		return fmt.Sprintf("%s: tensor %q (%s, %d bytes) is not on rank %d's symmetric heap; peers read it, so the launch would copy it "+
+			"onto the heap first, but in barrier mode none nothing orders that copy before the peers read it: "+
+			"allocate it with rank.Heap().Alloc, or launch with runtime.BarrierDevice or runtime.BarrierHost",
+			e.Op, e.Name, e.Tensor, e.Tensor.Bytes(), e.Rank)
+	}
 	where := "is not on"
 	if e.Partial {
 		where = "runs past the end of"

@@ -247,11 +247,15 @@ func (p *Plan) Buffer(name string) gpu.DevicePtr {
 
 // Import copies t into the staging buffer name on stream s (an asynchronous
 // device-to-device copy, capturable) and returns the staging tensor, which is
-// on the heap so peers can read it.
-func (p *Plan) Import(s gpu.Stream, name string, t Tensor) (Tensor, error) {
+// on the heap so peers can read it. In BarrierNone nothing would order the
+// copy before the peers' reads, so it is refused (*PlacementError).
+func (p *Plan) Import(s gpu.Stream, mode Barrier, name string, t Tensor) (Tensor, error) {
 	b, ok := p.bufs[name]
 	if !ok || !b.staging {
 		return Tensor{}, fmt.Errorf("plan %s %s: no staging buffer %q to import into", p.spec.Op, p.spec.Variant, name)
+	}
+	if mode == BarrierNone {
+		return Tensor{}, &PlacementError{Op: p.spec.Op, Name: name, Rank: p.r.rank, Tensor: t, Unordered: true}
 	}
 	if t.Bytes() > b.bytes {
 		return Tensor{}, &ShapeError{Op: p.spec.Op, Name: name, Want: b.bytes, Got: t.Bytes(), Msg: fmt.Sprintf(

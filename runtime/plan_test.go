@@ -163,7 +163,7 @@ func TestLaunchModesAndCapture(t *testing.T) {
 	assert.Contains(t, ce.Error(), "runtime.BarrierDevice")
 	x, err := r.Heap().Alloc(F32, 16) // heap allocation is host-only: fine during capture
 	require.NoError(t, err)
-	imported, err := pl.Import(s, "input", x)
+	imported, err := pl.Import(s, BarrierDevice, "input", x)
 	require.NoError(t, err)
 	require.NoError(t, pl.Launch(s, BarrierDevice, pl.Args().Ptr(imported.Ptr)))
 	var pce *CaptureError
@@ -215,7 +215,7 @@ func TestImport(t *testing.T) {
 	require.NoError(t, err)
 	defer r.Device().Free(src)
 	require.NoError(t, fake.Write(src, bytesOf(7, 64)))
-	got, err := pl.Import(r.Stream(), "input", Tensor{Ptr: src, DType: F32, Len: 16})
+	got, err := pl.Import(r.Stream(), BarrierDevice, "input", Tensor{Ptr: src, DType: F32, Len: 16})
 	require.NoError(t, err)
 	assert.Equal(t, Tensor{Ptr: pl.Buffer("input"), DType: F32, Len: 16}, got)
 	require.NoError(t, CheckHeap("op", "input", r, got))
@@ -224,13 +224,18 @@ func TestImport(t *testing.T) {
 	assert.Equal(t, bytesOf(7, 64), mem)
 
 	var se *ShapeError
-	_, err = pl.Import(r.Stream(), "input", Tensor{Ptr: src, DType: F32, Len: 17})
+	_, err = pl.Import(r.Stream(), BarrierDevice, "input", Tensor{Ptr: src, DType: F32, Len: 17})
 	require.ErrorAs(t, err, &se)
 	assert.Contains(t, se.Error(), "staging")
-	_, err = pl.Import(r.Stream(), "scratch", Tensor{Ptr: src, DType: F32, Len: 1})
+	_, err = pl.Import(r.Stream(), BarrierDevice, "scratch", Tensor{Ptr: src, DType: F32, Len: 1})
 	require.Error(t, err, "workspace is not staging")
 
 	var pe *PlacementError
+	_, err = pl.Import(r.Stream(), BarrierNone, "input", Tensor{Ptr: src, DType: F32, Len: 16})
+	require.ErrorAs(t, err, &pe, "nothing would order an import in mode none")
+	assert.True(t, pe.Unordered)
+	assert.Contains(t, pe.Error(), "in barrier mode none nothing orders that copy")
+
 	require.ErrorAs(t, CheckHeap("all_gather", "output", r, Tensor{Ptr: src, DType: F32, Len: 16}), &pe)
 	last := Tensor{Ptr: r.Heap().Base(0) + gpuPtr(r.Heap().Size()-8), DType: F32, Len: 4}
 	require.ErrorAs(t, CheckHeap("all_gather", "output", r, last), &pe)

@@ -180,7 +180,9 @@ func NewAllReduceOneShotPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, 
 //   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
 //   - no overlap of input/output (*runtime.AliasError).
 //
-// Then input, read by peers, is copied on s into the plan's heap staging when it is not on the heap.
+// Then input, read by peers, is copied on s into the plan's heap staging when it is not on the heap
+// (refused in mode none, where nothing would order the copy before the peers' reads:
+// *runtime.PlacementError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
 // stream and meets the peers on the CPU, so it cannot run while s is capturing
@@ -196,7 +198,7 @@ func (p *AllReduceOneShotPlan) Launch(s gpu.Stream, input, output runtime.Tensor
 		return err
 	}
 	if !p.plan.Rank().Heap().Contains(input.Ptr, input.Bytes()) {
-		staged, err := p.plan.Import(s, "input", input)
+		staged, err := p.plan.Import(s, mode, "input", input)
 		if err != nil {
 			return err
 		}
@@ -358,7 +360,9 @@ func NewAllReduceTwoShotPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, 
 //   - output on the symmetric heap, because peers write it (*runtime.PlacementError);
 //   - no overlap of input/output (*runtime.AliasError).
 //
-// Then input, read by peers, is copied on s into the plan's heap staging when it is not on the heap.
+// Then input, read by peers, is copied on s into the plan's heap staging when it is not on the heap
+// (refused in mode none, where nothing would order the copy before the peers' reads:
+// *runtime.PlacementError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
 // stream and meets the peers on the CPU, so it cannot run while s is capturing
@@ -377,7 +381,7 @@ func (p *AllReduceTwoShotPlan) Launch(s gpu.Stream, input, output runtime.Tensor
 		return err
 	}
 	if !p.plan.Rank().Heap().Contains(input.Ptr, input.Bytes()) {
-		staged, err := p.plan.Import(s, "input", input)
+		staged, err := p.plan.Import(s, mode, "input", input)
 		if err != nil {
 			return err
 		}

@@ -240,7 +240,9 @@ func NewAllToAllPullPlan(r *runtime.Rank, dt runtime.DType, n int64) (*AllToAllP
 //   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
 //   - no overlap of input/output (*runtime.AliasError).
 //
-// Then input, read by peers, is copied on s into the plan's heap staging when it is not on the heap.
+// Then input, read by peers, is copied on s into the plan's heap staging when it is not on the heap
+// (refused in mode none, where nothing would order the copy before the peers' reads:
+// *runtime.PlacementError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
 // stream and meets the peers on the CPU, so it cannot run while s is capturing
@@ -256,7 +258,7 @@ func (p *AllToAllPullPlan) Launch(s gpu.Stream, input, output runtime.Tensor, mo
 		return err
 	}
 	if !p.plan.Rank().Heap().Contains(input.Ptr, input.Bytes()) {
-		staged, err := p.plan.Import(s, "input", input)
+		staged, err := p.plan.Import(s, mode, "input", input)
 		if err != nil {
 			return err
 		}

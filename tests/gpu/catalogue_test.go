@@ -267,6 +267,17 @@ func checkCase(r *irt.Rank, vc *variantCase, dt irt.DType, op string, n int64, p
 				return err
 			}
 		}
+		if mode == irt.BarrierNone && vc.importIn && !pl.heapIn {
+			// Nothing would order the import before the peers' reads.
+			var pe *irt.PlacementError
+			if err := p.Launch(s, in, out, mode); !errors.As(err, &pe) || !pe.Unordered {
+				return fmt.Errorf("round %d: import in mode none: got %v, want an unordered *runtime.PlacementError", round, err)
+			}
+			if err := r.HostBarrier(s); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := p.Launch(s, in, out, mode); err != nil {
 			return fmt.Errorf("round %d (%s): %w", round, mode, err)
 		}

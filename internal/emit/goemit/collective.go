@@ -573,13 +573,14 @@ func (g *gen) launch(f *jen.File, v *ir.Variant, plan, nameConst string) {
 		for i, t := range imports {
 			names[i] = t.Name
 		}
-		fmt.Fprintf(&doc, "\nThen %s, read by peers, is copied on s into the plan's heap staging when it is not on the heap.", strings.Join(names, ", "))
+		fmt.Fprintf(&doc, "\nThen %s, read by peers, is copied on s into the plan's heap staging when it is not on the heap "+
+			"(refused in mode none, where nothing would order the copy before the peers' reads: *runtime.PlacementError).", strings.Join(names, ", "))
 	}
 	for _, t := range imports {
 		id := local(t.Name)
 		body = append(body, jen.If(jen.Op("!").Id("p").Dot("plan").Dot("Rank").Call().Dot("Heap").Call().Dot("Contains").Call(
 			jen.Id(id).Dot("Ptr"), jen.Id(id).Dot("Bytes").Call())).Block(
-			jen.List(jen.Id("staged"), jen.Err()).Op(":=").Id("p").Dot("plan").Dot("Import").Call(jen.Id("s"), jen.Lit(t.Name), jen.Id(id)),
+			jen.List(jen.Id("staged"), jen.Err()).Op(":=").Id("p").Dot("plan").Dot("Import").Call(jen.Id("s"), jen.Id("mode"), jen.Lit(t.Name), jen.Id(id)),
 			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
 			jen.Id(id).Op("=").Id("staged"),
 		))

@@ -139,7 +139,7 @@ func TestVariantsDifferWhereAccessDiffers(t *testing.T) {
 	if has(push, "runtime.CheckHeap(allGatherPushName, \"input\"") || has(push, "p.plan.Import") {
 		t.Errorf("push must not check or import input (only read locally): %q", push)
 	}
-	if !slices.Contains(pull, `p.plan.Import(s, "input", input)`) {
+	if !slices.Contains(pull, `p.plan.Import(s, mode, "input", input)`) {
 		t.Errorf("pull must import an off-heap input: %q", pull)
 	}
 	if has(pull, "runtime.CheckHeap") {

@@ -232,7 +232,9 @@ func NewAllGatherPullPlan(r *runtime.Rank, dt runtime.DType, n int64) (*AllGathe
 //   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
 //   - no overlap of input/output (*runtime.AliasError).
 //
-// Then input, read by peers, is copied on s into the plan's heap staging when it is not on the heap.
+// Then input, read by peers, is copied on s into the plan's heap staging when it is not on the heap
+// (refused in mode none, where nothing would order the copy before the peers' reads:
+// *runtime.PlacementError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
 // stream and meets the peers on the CPU, so it cannot run while s is capturing
@@ -248,7 +250,7 @@ func (p *AllGatherPullPlan) Launch(s gpu.Stream, input, output runtime.Tensor, m
 		return err
 	}
 	if !p.plan.Rank().Heap().Contains(input.Ptr, input.Bytes()) {
-		staged, err := p.plan.Import(s, "input", input)
+		staged, err := p.plan.Import(s, mode, "input", input)
 		if err != nil {
 			return err
 		}
