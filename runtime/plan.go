@@ -276,17 +276,15 @@ func (p *Plan) Args() *Args {
 	return &p.args
 }
 
-// Launch launches the plan's kernel on s with the packed arguments a, in
-// barrier mode. mode must be one the variant supports. BarrierHost waits for
-// s and meets the other ranks before and after the kernel, so it is refused
-// while s captures (*CaptureError, nothing launched). A launch first checks
-// the rank's error record: after a device error the world must be restarted.
-func (p *Plan) Launch(s gpu.Stream, mode Barrier, a *Args) error {
+// CheckLaunch reports whether a launch of the plan on s in mode may go
+// ahead: the plan is open, the variant supports mode, s is not capturing
+// when mode cannot be captured (*CaptureError), and no kernel has left an
+// error record. Generated wrappers call it before anything reaches the
+// stream (imports included), so a refused launch leaves nothing behind in
+// a capture.
+func (p *Plan) CheckLaunch(s gpu.Stream, mode Barrier) error {
 	if p.closed {
 		return fmt.Errorf("%s %s: launch of a closed plan", p.spec.Op, p.spec.Variant)
-	}
-	if a == nil || len(a.b) < CtxBytes {
-		return fmt.Errorf("%s %s: launch arguments must start with the plan's ctx (use Plan.Args)", p.spec.Op, p.spec.Variant)
 	}
 	if !slices.Contains(p.spec.Barriers, mode) {
 		return &BarrierModeError{Op: p.spec.Op, Variant: p.spec.Variant, Mode: mode, Supported: p.spec.Barriers}
@@ -302,7 +300,19 @@ func (p *Plan) Launch(s gpu.Stream, mode Barrier, a *Args) error {
 				Fix:  "launch with a capturable barrier mode inside the graph (" + modeList(p.spec.Capturable) + ")"}
 		}
 	}
-	if err := p.r.Check(); err != nil {
+	return p.r.Check()
+}
+
+// Launch launches the plan's kernel on s with the packed arguments a, in
+// barrier mode, after the checks of CheckLaunch. BarrierHost waits for s and
+// meets the other ranks before and after the kernel, so it is refused while
+// s captures (*CaptureError, nothing launched). After a device error (the
+// rank's error record is set) the world must be restarted.
+func (p *Plan) Launch(s gpu.Stream, mode Barrier, a *Args) error {
+	if a == nil || len(a.b) < CtxBytes {
+		return fmt.Errorf("%s %s: launch arguments must start with the plan's ctx (use Plan.Args)", p.spec.Op, p.spec.Variant)
+	}
+	if err := p.CheckLaunch(s, mode); err != nil {
 		return err
 	}
 	var flag uint32

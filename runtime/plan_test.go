@@ -154,13 +154,15 @@ func TestLaunchModesAndCapture(t *testing.T) {
 	fake.SetAllocHook(func(int, int64) error { allocs++; return nil })
 	defer fake.SetAllocHook(nil)
 
-	require.NoError(t, r.Device().BeginCapture(s))
+	require.NoError(t, r.Device().BeginCapture(s, gpu.CaptureGlobal))
 	capturing, err := r.Capturing(s)
 	require.NoError(t, err)
 	require.True(t, capturing)
 	var ce *CaptureError
 	require.ErrorAs(t, pl.Launch(s, BarrierHost, pl.Args()), &ce)
 	assert.Contains(t, ce.Error(), "runtime.BarrierDevice")
+	require.ErrorAs(t, pl.CheckLaunch(s, BarrierHost), &ce, "wrappers ask before their imports")
+	require.NoError(t, pl.CheckLaunch(s, BarrierDevice))
 	x, err := r.Heap().Alloc(F32, 16) // heap allocation is host-only: fine during capture
 	require.NoError(t, err)
 	imported, err := pl.Import(s, BarrierDevice, "input", x)
@@ -195,7 +197,7 @@ func TestLaunchModesAndCapture(t *testing.T) {
 func TestNewPlanRefusedWhileCapturing(t *testing.T) {
 	w := kernelWorld(t, 1, testHash)
 	r := w.Rank(0)
-	require.NoError(t, r.Device().BeginCapture(r.Stream()))
+	require.NoError(t, r.Device().BeginCapture(r.Stream(), gpu.CaptureGlobal))
 	_, err := NewPlan(r, testSpec())
 	var ce *CaptureError
 	require.ErrorAs(t, err, &ce)

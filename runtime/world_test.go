@@ -155,7 +155,7 @@ func TestHostBarrierDetectsDivergentHeaps(t *testing.T) {
 func TestHostBarrierRefusedWhileCapturing(t *testing.T) {
 	w := newFakeWorld(t, 1, Options{})
 	r := w.Rank(0)
-	require.NoError(t, r.Device().BeginCapture(r.Stream()))
+	require.NoError(t, r.Device().BeginCapture(r.Stream(), gpu.CaptureGlobal))
 	var ce *CaptureError
 	require.ErrorAs(t, r.HostBarrier(r.Stream()), &ce)
 	assert.Contains(t, ce.Error(), "BarrierDevice")

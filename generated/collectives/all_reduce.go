@@ -197,6 +197,9 @@ func (p *AllReduceOneShotPlan) Launch(s gpu.Stream, input, output runtime.Tensor
 	if err := runtime.CheckNoAlias(allReduceOneShotName, "input", input, "output", output); err != nil {
 		return err
 	}
+	if err := p.plan.CheckLaunch(s, mode); err != nil {
+		return err
+	}
 	if !p.plan.Rank().Heap().Contains(input.Ptr, input.Bytes()) {
 		staged, err := p.plan.Import(s, mode, "input", input)
 		if err != nil {
@@ -378,6 +381,9 @@ func (p *AllReduceTwoShotPlan) Launch(s gpu.Stream, input, output runtime.Tensor
 		return err
 	}
 	if err := runtime.CheckNoAlias(allReduceTwoShotName, "input", input, "output", output); err != nil {
+		return err
+	}
+	if err := p.plan.CheckLaunch(s, mode); err != nil {
 		return err
 	}
 	if !p.plan.Rank().Heap().Contains(input.Ptr, input.Bytes()) {

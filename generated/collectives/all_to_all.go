@@ -257,6 +257,9 @@ func (p *AllToAllPullPlan) Launch(s gpu.Stream, input, output runtime.Tensor, mo
 	if err := runtime.CheckNoAlias(allToAllPullName, "input", input, "output", output); err != nil {
 		return err
 	}
+	if err := p.plan.CheckLaunch(s, mode); err != nil {
+		return err
+	}
 	if !p.plan.Rank().Heap().Contains(input.Ptr, input.Bytes()) {
 		staged, err := p.plan.Import(s, mode, "input", input)
 		if err != nil {

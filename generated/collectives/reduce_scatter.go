@@ -189,6 +189,9 @@ func (p *ReduceScatterPullPlan) Launch(s gpu.Stream, input, output runtime.Tenso
 	if err := runtime.CheckNoAlias(reduceScatterPullName, "input", input, "output", output); err != nil {
 		return err
 	}
+	if err := p.plan.CheckLaunch(s, mode); err != nil {
+		return err
+	}
 	if !p.plan.Rank().Heap().Contains(input.Ptr, input.Bytes()) {
 		staged, err := p.plan.Import(s, mode, "input", input)
 		if err != nil {

@@ -28,7 +28,6 @@ enum {
 	IGCU_STREAM_NON_BLOCKING = 0x1,
 	IGCU_EVENT_DISABLE_TIMING = 0x2,
 	IGCU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1,
-	IGCU_STREAM_CAPTURE_MODE_GLOBAL = 0,
 };
 
 // Every driver entry point used, with its exact (versioned) symbol name.
@@ -324,9 +323,9 @@ static CUresult igcu_ipc_close(uintptr_t ctx, CUdeviceptr p, const char **call) 
 	return IGCU_CALL(cuIpcCloseMemHandle, (p));
 }
 
-static CUresult igcu_begin_capture(uintptr_t ctx, uintptr_t s, const char **call) {
+static CUresult igcu_begin_capture(uintptr_t ctx, uintptr_t s, int mode, const char **call) {
 	IGCU_BIND(ctx);
-	return IGCU_CALL(cuStreamBeginCapture_v2, ((CUstream)s, IGCU_STREAM_CAPTURE_MODE_GLOBAL));
+	return IGCU_CALL(cuStreamBeginCapture_v2, ((CUstream)s, mode));
 }
 
 static CUresult igcu_end_capture(uintptr_t ctx, uintptr_t s, uintptr_t *g, const char **call) {
@@ -713,9 +712,9 @@ func (d *cudaDevice) IPCCloseHandle(p DevicePtr) error {
 	return cudaCheck(call, r)
 }
 
-func (d *cudaDevice) BeginCapture(s Stream) error {
+func (d *cudaDevice) BeginCapture(s Stream, mode CaptureMode) error {
 	var call *C.char
-	r := C.igcu_begin_capture(d.ctx, C.uintptr_t(s), &call)
+	r := C.igcu_begin_capture(d.ctx, C.uintptr_t(s), C.int(mode), &call)
 	return cudaCheck(call, r)
 }
 

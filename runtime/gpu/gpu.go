@@ -39,6 +39,26 @@ const (
 	CaptureInvalidated
 )
 
+// CaptureMode is how a capture treats potentially unsafe calls (allocations,
+// synchronisations) made while it is active: CUDA's and HIP's stream capture
+// modes, same values.
+type CaptureMode int
+
+// Capture modes.
+const (
+	// CaptureGlobal: such a call from any thread fails and invalidates the
+	// capture. Use it in a process that drives one GPU (multi-process world).
+	CaptureGlobal CaptureMode = iota
+	// CaptureThreadLocal: only calls from the capturing thread fail. Go moves
+	// goroutines between threads, so it guards less than it seems.
+	CaptureThreadLocal
+	// CaptureRelaxed: nothing is refused but syncing the capturing stream.
+	// An in-process world needs it: its ranks are goroutines of one process,
+	// and one rank's ordinary sync or allocation must not invalidate
+	// another rank's capture.
+	CaptureRelaxed
+)
+
 // Dim3 is a launch dimension.
 type Dim3 struct{ X, Y, Z uint32 }
 
@@ -135,8 +155,8 @@ type Device interface {
 	IPCOpenHandle(h IPCHandle) (DevicePtr, error)
 	IPCCloseHandle(p DevicePtr) error
 
-	// BeginCapture starts a global-mode capture on s.
-	BeginCapture(s Stream) error
+	// BeginCapture starts a capture on s in mode.
+	BeginCapture(s Stream, mode CaptureMode) error
 	EndCapture(s Stream) (Graph, error)
 	CaptureStatus(s Stream) (CaptureStatus, error)
 	Instantiate(g Graph) (GraphExec, error)

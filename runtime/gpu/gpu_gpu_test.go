@@ -308,7 +308,7 @@ func TestCaptureMemset(t *testing.T) {
 	must(t, d.MemsetD8Async(a, 0, n, s))
 	must(t, d.StreamSynchronize(s))
 
-	must(t, d.BeginCapture(s))
+	must(t, d.BeginCapture(s, gpu.CaptureGlobal))
 	st, err := d.CaptureStatus(s)
 	must(t, err)
 	if st != gpu.CaptureActive {
@@ -372,7 +372,7 @@ func TestCaptureRules(t *testing.T) {
 			buf, err := d.Alloc(8, false)
 			must(t, err)
 			defer d.Free(buf)
-			must(t, d.BeginCapture(s))
+			must(t, d.BeginCapture(s, gpu.CaptureGlobal))
 			callErr := c.bad(s, buf)
 			st, _ := d.CaptureStatus(s)
 			g, endErr := d.EndCapture(s)
@@ -493,7 +493,7 @@ func TestModuleLaunch(t *testing.T) {
 
 	// The same launch under capture, replayed: the args are taken at capture.
 	put32(args[8:], 100)
-	must(t, d.BeginCapture(s))
+	must(t, d.BeginCapture(s, gpu.CaptureGlobal))
 	must(t, d.Launch(f, grid, block, 0, s, args))
 	put32(args[8:], -1&0x7fffffff) // changing the Go bytes now must not matter
 	gr, err := d.EndCapture(s)

@@ -27,7 +27,6 @@ enum {
 	IGHIP_HOST_MALLOC_MAPPED = 0x2,
 	IGHIP_STREAM_NON_BLOCKING = 0x1,
 	IGHIP_EVENT_DISABLE_TIMING = 0x2,
-	IGHIP_STREAM_CAPTURE_MODE_GLOBAL = 0,
 };
 
 #define IGHIP_SYMS(X) \
@@ -326,9 +325,9 @@ static hipError_t ighip_ipc_close(int dev, uintptr_t p, const char **call) {
 	return IGHIP_CALL(hipIpcCloseMemHandle, ((void *)p));
 }
 
-static hipError_t ighip_begin_capture(int dev, uintptr_t s, const char **call) {
+static hipError_t ighip_begin_capture(int dev, uintptr_t s, int mode, const char **call) {
 	IGHIP_BIND(dev);
-	return IGHIP_CALL(hipStreamBeginCapture, ((hipStream_t)s, IGHIP_STREAM_CAPTURE_MODE_GLOBAL));
+	return IGHIP_CALL(hipStreamBeginCapture, ((hipStream_t)s, mode));
 }
 
 static hipError_t ighip_end_capture(int dev, uintptr_t s, uintptr_t *g, const char **call) {
@@ -705,9 +704,9 @@ func (d *hipDevice) IPCCloseHandle(p DevicePtr) error {
 	return hipCheck(call, r)
 }
 
-func (d *hipDevice) BeginCapture(s Stream) error {
+func (d *hipDevice) BeginCapture(s Stream, mode CaptureMode) error {
 	var call *C.char
-	r := C.ighip_begin_capture(d.dev, C.uintptr_t(s), &call)
+	r := C.ighip_begin_capture(d.dev, C.uintptr_t(s), C.int(mode), &call)
 	return hipCheck(call, r)
 }
 

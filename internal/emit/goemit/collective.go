@@ -576,6 +576,12 @@ func (g *gen) launch(f *jen.File, v *ir.Variant, plan, nameConst string) {
 		fmt.Fprintf(&doc, "\nThen %s, read by peers, is copied on s into the plan's heap staging when it is not on the heap "+
 			"(refused in mode none, where nothing would order the copy before the peers' reads: *runtime.PlacementError).", strings.Join(names, ", "))
 	}
+	if len(imports) > 0 {
+		// Refuse a launch before its imports reach the stream, so a refused
+		// launch leaves nothing in a capture.
+		body = append(body, jen.If(jen.Err().Op(":=").Id("p").Dot("plan").Dot("CheckLaunch").Call(jen.Id("s"), jen.Id("mode")),
+			jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())))
+	}
 	for _, t := range imports {
 		id := local(t.Name)
 		body = append(body, jen.If(jen.Op("!").Id("p").Dot("plan").Dot("Rank").Call().Dot("Heap").Call().Dot("Contains").Call(

@@ -265,9 +265,7 @@ func (d *Device) StreamSynchronize(s gpu.Stream) error {
 	}
 	switch st.capture {
 	case gpu.CaptureActive:
-		st.capture = gpu.CaptureInvalidated
-		st.captured = nil
-		p.capturing--
+		p.invalidate(st)
 		return fail(call, codeStreamCaptureUnsupported, "the stream is capturing")
 	case gpu.CaptureInvalidated:
 		return fail(call, codeStreamCaptureInvalidated, "the stream's capture was invalidated; end it")
@@ -649,8 +647,8 @@ func (p *Platform) id() uint64 {
 	return p.ipcID
 }
 
-// BeginCapture starts a global-mode capture on s (not the legacy stream).
-func (d *Device) BeginCapture(s gpu.Stream) error {
+// BeginCapture starts a capture on s (not the legacy stream) in mode.
+func (d *Device) BeginCapture(s gpu.Stream, mode gpu.CaptureMode) error {
 	const call = "cuStreamBeginCapture_v2"
 	p := d.p
 	p.mu.Lock()
@@ -667,7 +665,10 @@ func (d *Device) BeginCapture(s gpu.Stream) error {
 	}
 	st.capture = gpu.CaptureActive
 	st.captured = nil
-	p.capturing++
+	st.strict = mode != gpu.CaptureRelaxed
+	if st.strict {
+		p.capturing++
+	}
 	return nil
 }
 
@@ -691,7 +692,9 @@ func (d *Device) EndCapture(s gpu.Stream) (gpu.Graph, error) {
 	}
 	g := &graph{dev: d.ord, ops: st.captured}
 	st.capture, st.captured = gpu.CaptureNone, nil
-	p.capturing--
+	if st.strict {
+		p.capturing--
+	}
 	h := gpu.Graph(p.newHandle())
 	p.graphs[h] = g
 	return h, nil

@@ -13,11 +13,12 @@
 // calls the optional OnLaunch hook, through which a test can simulate a
 // kernel's effects with Read and Write, or make the launch fail.
 //
-// Stream capture follows CUDA's global capture mode: while any stream of the
-// platform captures, Alloc, Free, AllocHostMapped, FreeHost, the synchronous
+// Stream capture follows CUDA's capture modes: while any stream of the
+// platform captures in global (or thread-local) mode, Alloc, Free, AllocHostMapped, FreeHost, the synchronous
 // copies and Synchronize fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and
 // invalidate every active capture, as do StreamSynchronize of a capturing
-// stream and SynchronizeEvent of an event recorded during capture. The
+// stream (in any mode) and SynchronizeEvent of an event recorded during
+// capture. A relaxed capture refuses nothing but its own stream's sync. The
 // synchronous copies are stricter than CUDA on purpose (an H200 with driver
 // 580 allowed them while a non-blocking stream captured): irisgen's launch
 // paths must never copy from the host, and the double is there to catch it.
@@ -153,6 +154,7 @@ type function struct {
 type stream struct {
 	dev       int
 	capture   gpu.CaptureStatus
+	strict    bool // capturing in global or thread-local mode (not relaxed)
 	captured  []op
 	destroyed bool
 }
@@ -221,7 +223,7 @@ type Platform struct {
 	used      []int64
 	canPeer   func(from, to int) bool
 	clock     time.Duration
-	capturing int // streams with capture active
+	capturing int // streams with a strict (global or thread-local) capture active
 	ipcID     uint64
 }
 
@@ -472,7 +474,9 @@ func (p *Platform) accessible(dev int, r *region) bool {
 }
 
 // captureGuard fails an operation that is illegal while any stream captures
-// (CUDA's global mode) and invalidates every active capture, as CUDA does.
+// in a strict mode (global or thread-local; goroutines stand in for threads)
+// and invalidates those captures, as CUDA does. Relaxed captures refuse
+// nothing.
 func (p *Platform) captureGuard(call string) error {
 	if p.capturing == 0 {
 		return nil
@@ -483,11 +487,18 @@ func (p *Platform) captureGuard(call string) error {
 
 func (p *Platform) invalidateAll() {
 	for _, s := range p.streams {
-		if s.capture == gpu.CaptureActive {
-			s.capture = gpu.CaptureInvalidated
-			s.captured = nil
-			p.capturing--
+		if s.capture == gpu.CaptureActive && s.strict {
+			p.invalidate(s)
 		}
+	}
+}
+
+// invalidate marks s's active capture invalidated.
+func (p *Platform) invalidate(s *stream) {
+	s.capture = gpu.CaptureInvalidated
+	s.captured = nil
+	if s.strict {
+		p.capturing--
 	}
 }
 

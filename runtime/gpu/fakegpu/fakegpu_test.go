@@ -418,9 +418,9 @@ func TestCaptureAndReplay(t *testing.T) {
 	if st, _ := d.CaptureStatus(s); st != gpu.CaptureNone {
 		t.Fatal("capturing before BeginCapture")
 	}
-	wantCode(t, d.BeginCapture(0), "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED")
-	must(t, d.BeginCapture(s))
-	wantCode(t, d.BeginCapture(s), "CUDA_ERROR_ILLEGAL_STATE")
+	wantCode(t, d.BeginCapture(0, gpu.CaptureGlobal), "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED")
+	must(t, d.BeginCapture(s, gpu.CaptureGlobal))
+	wantCode(t, d.BeginCapture(s, gpu.CaptureGlobal), "CUDA_ERROR_ILLEGAL_STATE")
 	if st, _ := d.CaptureStatus(s); st != gpu.CaptureActive {
 		t.Fatal("not capturing after BeginCapture")
 	}
@@ -465,7 +465,7 @@ func TestCaptureAndReplay(t *testing.T) {
 	}
 	// A graph launched during another capture is captured, not run.
 	s2, _ := d.NewStream()
-	must(t, d.BeginCapture(s2))
+	must(t, d.BeginCapture(s2, gpu.CaptureGlobal))
 	must(t, d.LaunchGraph(ge, s2))
 	if hooked != 2 {
 		t.Fatal("graph launch during capture ran")
@@ -528,7 +528,7 @@ func TestIllegalDuringCapture(t *testing.T) {
 			d, o := open(t, p, 0), open(t, p, 1)
 			s, _ := d.NewStream()
 			buf, _ := d.Alloc(8, false)
-			must(t, d.BeginCapture(s))
+			must(t, d.BeginCapture(s, gpu.CaptureGlobal))
 			wantCode(t, bad(d, o, p, s, buf), "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED")
 			if st, _ := d.CaptureStatus(s); st != gpu.CaptureInvalidated {
 				t.Fatalf("capture status %v, want invalidated", st)
@@ -545,6 +545,33 @@ func TestIllegalDuringCapture(t *testing.T) {
 			must(t, d.StreamSynchronize(s))
 		})
 	}
+}
+
+// TestRelaxedCapture: a relaxed capture refuses only the sync of its own
+// stream, so another rank of the process may allocate and sync meanwhile.
+func TestRelaxedCapture(t *testing.T) {
+	p := New(2)
+	d, o := open(t, p, 0), open(t, p, 1)
+	s, _ := d.NewStream()
+	so, _ := o.NewStream()
+	buf, _ := d.Alloc(8, false)
+	must(t, d.BeginCapture(s, gpu.CaptureRelaxed))
+	other, err := o.Alloc(8, false)
+	must(t, err)
+	must(t, o.StreamSynchronize(so))
+	must(t, o.Synchronize())
+	must(t, o.Free(other))
+	must(t, d.MemsetD8Async(buf, 0, 8, s))
+	if st, _ := d.CaptureStatus(s); st != gpu.CaptureActive {
+		t.Fatalf("capture status %v after other ranks' calls, want active", st)
+	}
+	wantCode(t, d.StreamSynchronize(s), "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED")
+	_, err = d.EndCapture(s)
+	wantCode(t, err, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED")
+	// A global capture, unlike a relaxed one, refuses the other ranks' allocations.
+	must(t, o.BeginCapture(so, gpu.CaptureGlobal))
+	_, err = d.Alloc(8, false)
+	wantCode(t, err, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED")
 }
 
 func TestConcurrentRanks(t *testing.T) {

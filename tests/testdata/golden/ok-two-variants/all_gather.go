@@ -249,6 +249,9 @@ func (p *AllGatherPullPlan) Launch(s gpu.Stream, input, output runtime.Tensor, m
 	if err := runtime.CheckNoAlias(allGatherPullName, "input", input, "output", output); err != nil {
 		return err
 	}
+	if err := p.plan.CheckLaunch(s, mode); err != nil {
+		return err
+	}
 	if !p.plan.Rank().Heap().Contains(input.Ptr, input.Bytes()) {
 		staged, err := p.plan.Import(s, mode, "input", input)
 		if err != nil {
