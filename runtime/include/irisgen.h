@@ -267,21 +267,6 @@ struct span {
 // same_align reports whether a and b are equally aligned modulo 16.
 IRISGEN_DEV bool same_align(const void* a, const void* b) { return (((uintptr_t)a ^ (uintptr_t)b) & 15) == 0; }
 
-// copy copies n elements from src to dst with every thread of the grid,
-// in 16-byte vectors where the two pointers share their alignment.
-template <typename T>
-IRISGEN_DEV void copy(T* dst, const T* src, int64_t n) {
-  const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  const int64_t nt = (int64_t)gridDim.x * blockDim.x;
-  const span<T> sp(src, n, same_align(dst, src));
-  for (int64_t i = tid; i < sp.head; i += nt) dst[i] = src[i];
-  for (int64_t j = tid; j < sp.vecs; j += nt) {
-    const int64_t i = sp.head + j * vec<T>::N;
-    vstore(dst + i, vload(src + i));
-  }
-  for (int64_t i = sp.tail + tid; i < n; i += nt) dst[i] = src[i];
-}
-
 // ---------------------------------------------------------- threads ----
 
 IRISGEN_DEV int64_t thread_id() { return (int64_t)blockIdx.x * blockDim.x + threadIdx.x; }
@@ -606,11 +591,12 @@ IRISGEN_DEV void combine_block(T* dst, const T* src, int64_t i0, int64_t i1) {
   for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt) dst[i0 + k] = from_f32<T>(Op::apply(to_f32(dst[i0 + k]), to_f32(src[i0 + k])));
 }
 
-// copy_block copies [i0, i1) of src to dst with the threads of one block.
+// copy_range copies elements [i0, i1) of src to dst, thread tid of nt
+// taking its share, in 16-byte vectors where the two pointers share their
+// alignment.
 template <typename T>
-IRISGEN_DEV void copy_block(T* dst, const T* src, int64_t i0, int64_t i1) {
+IRISGEN_DEV void copy_range(T* dst, const T* src, int64_t i0, int64_t i1, int64_t tid, int64_t nt) {
   const span<T> sp(src + i0, i1 - i0, same_align(dst + i0, src + i0));
-  const int64_t tid = threadIdx.x, nt = blockDim.x;
   for (int64_t k = tid; k < sp.head; k += nt) dst[i0 + k] = src[i0 + k];
   for (int64_t j = tid; j < sp.vecs; j += nt) {
     const int64_t i = i0 + sp.head + j * vec<T>::N;
@@ -618,6 +604,14 @@ IRISGEN_DEV void copy_block(T* dst, const T* src, int64_t i0, int64_t i1) {
   }
   for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt) dst[i0 + k] = src[i0 + k];
 }
+
+// copy copies n elements with every thread of the grid.
+template <typename T>
+IRISGEN_DEV void copy(T* dst, const T* src, int64_t n) { copy_range(dst, src, 0, n, thread_id(), thread_count()); }
+
+// copy_block copies [i0, i1) with the threads of one block.
+template <typename T>
+IRISGEN_DEV void copy_block(T* dst, const T* src, int64_t i0, int64_t i1) { copy_range(dst, src, i0, i1, threadIdx.x, blockDim.x); }
 
 // -------------------------------------------------- element atomics ----
 
