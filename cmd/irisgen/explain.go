@@ -213,6 +213,9 @@ func shape(t *ir.Tensor) string {
 }
 
 func placement(t *ir.Tensor, u ir.Use) string {
+	if t.Dir == ir.Workspace && u.Access == 0 {
+		return "unused: not allocated"
+	}
 	if t.Dir == ir.Workspace {
 		return "plan workspace (heap)"
 	}
