@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/irisgen/irisgen/internal/bench"
+	"github.com/irisgen/irisgen/runtime/gpu"
+)
+
+func init() {
+	register(&command{
+		name:    "bench",
+		summary: "time the collectives beside NCCL and torch symmetric memory; CSV, Markdown, plots",
+		usage:   "bench [-n N] [-sizes LIST] [-dtypes LIST] [-modes LIST] [-collectives LIST] [-baselines=false] [-out DIR] | bench -report CSV[,CSV...] [-out DIR]",
+		help: `
+Bench times every variant of the catalogue on N GPUs of this machine (an
+in-process world), eagerly (back-to-back launches) and under graph replay (a
+graph of many launches), with GPU events after a warm-up, and reports the
+slowest rank. Then it runs the baselines in the same run: NCCL through
+torch.distributed and PyTorch symmetric memory (python3 with torch; the script
+is built into irisgen), same sizes, modes and CSV schema. Sizes follow
+nccl-tests (all_gather: the output, reduce_scatter: the input, all_reduce and
+all_to_all: per rank), as do algbw and busbw.
+
+It writes OUT/results.csv, OUT/results.md (one table per collective, dtype,
+world size and mode) and OUT/<collective>_<dtype>_w<N>_<mode>.svg (time and
+bus bandwidth against size, log axes). -report re-renders the Markdown and
+the plots from CSV files (e.g. runs on different machines) without a GPU.
+NVLink multicast stays off (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1).
+
+Examples:
+  irisgen bench -n 2 -out bench-out
+  irisgen bench -n 2 -collectives all_reduce -dtypes bf16 -sizes 8KiB,1MiB,64MiB
+  irisgen bench -report h200x2/results.csv,h200x4/results.csv -out docs/perf`,
+		run: runBench,
+	})
+}
+
+const defaultSizes = "8KiB,32KiB,128KiB,512KiB,1MiB,4MiB,16MiB,64MiB,256MiB"
+
+func runBench(env *cmdEnv, args []string) error {
+	c := find("bench")
+	fs := env.flags(c)
+	n := fs.Int("n", 0, "GPUs (world size); 0: every GPU of the machine")
+	sizes := fs.String("sizes", defaultSizes, "comma-separated sizes (bytes, or with KiB, MiB, GiB)")
+	dtypes := fs.String("dtypes", "bf16,f32", "comma-separated dtypes")
+	modes := fs.String("modes", "eager,graph", "eager, graph or both")
+	colls := fs.String("collectives", "", "comma-separated subset of barrier, all_reduce, all_gather, reduce_scatter, all_to_all (default: all)")
+	baselines := fs.Bool("baselines", true, "also run NCCL and torch symmetric memory (python3 with torch)")
+	python := fs.String("python", "python3", "the Python with torch for the baselines")
+	warmup := fs.Int("warmup", 5, "untimed calls before each measurement")
+	heap := fs.Int64("heap", 6<<30, "symmetric heap bytes per rank")
+	out := fs.String("out", "bench-out", "output directory")
+	report := fs.String("report", "", "render OUT/results.md and the plots from these CSV files instead of measuring")
+	if err := env.parse(c, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr("unexpected arguments %q", fs.Args())
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	if *report != "" {
+		var rows []bench.Row
+		for _, f := range splitList(*report) {
+			rs, err := readRows(f)
+			if err != nil {
+				return &exitError{code: 1, err: err}
+			}
+			rows = append(rows, rs...)
+		}
+		return writeReport(env, rows, *out)
+	}
+	sz, err := parseSizes(*sizes)
+	if err != nil {
+		return usageErr("-sizes: %v", err)
+	}
+	ms := splitList(*modes)
+	for _, m := range ms {
+		if m != "eager" && m != "graph" {
+			return usageErr("-modes: %q is not eager or graph", m)
+		}
+	}
+	for _, k := range []string{"NCCL_NVLS_ENABLE=0", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1", "NVSHMEM_DISABLE_NVLS=1"} {
+		kv := strings.SplitN(k, "=", 2)
+		os.Setenv(kv[0], kv[1])
+	}
+	p, err := gpu.Load()
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	count, err := p.DeviceCount()
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	world := *n
+	if world == 0 {
+		world = count
+	}
+	if world < 2 || world > count {
+		return usageErr("-n %d: this machine has %d GPUs; a benchmark needs 2 or more", world, count)
+	}
+	device := deviceName(world)
+	date := time.Now().UTC().Format("2006-01-02")
+	cfg := bench.Config{World: world, Sizes: sz, DTypes: splitList(*dtypes), Modes: ms, Collectives: splitList(*colls),
+		Warmup: *warmup, HeapBytes: *heap, Log: env.stdout}
+	fmt.Fprintf(env.stdout, "irisgen bench: %d GPUs (%s), %s\n", world, device, date)
+	rows, err := bench.Run(cfg, device, date)
+	if err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("irisgen run: %w", err)}
+	}
+	if *baselines {
+		base, err := runBaselines(env, *python, world, sz, cfg, *out)
+		if err != nil {
+			fmt.Fprintf(env.stderr, "irisgen bench: baselines failed (%v); the report has irisgen's numbers only\n", err)
+		}
+		for i := range base {
+			if base[i].Device == "" || strings.HasPrefix(device, base[i].Device) {
+				base[i].Device = device
+			}
+		}
+		rows = append(rows, base...)
+	}
+	f, err := os.Create(filepath.Join(*out, "results.csv"))
+	if err != nil {
+		return err
+	}
+	if err := bench.WriteCSV(f, rows); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return writeReport(env, rows, *out)
+}
+
+// deviceName is e.g. "2x NVIDIA H200" from nvidia-smi, or the platform's
+// name when nvidia-smi is missing.
+func deviceName(world int) string {
+	name := "GPU"
+	if b, err := exec.Command("nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", "0").Output(); err == nil {
+		name = strings.TrimSpace(string(b))
+	}
+	return fmt.Sprintf("%dx %s", world, name)
+}
+
+func runBaselines(env *cmdEnv, python string, world int, sizes []int64, cfg bench.Config, out string) ([]bench.Row, error) {
+	script := filepath.Join(out, "baselines.py")
+	if err := os.WriteFile(script, bench.BaselinesScript, 0o644); err != nil {
+		return nil, err
+	}
+	csvPath := filepath.Join(out, "baselines.csv")
+	ss := make([]string, len(sizes))
+	for i, s := range sizes {
+		ss[i] = strconv.FormatInt(s, 10)
+	}
+	args := []string{script, "--world", strconv.Itoa(world), "--sizes", strings.Join(ss, ","),
+		"--dtypes", strings.Join(cfg.DTypes, ","), "--modes", strings.Join(cfg.Modes, ","),
+		"--warmup", strconv.Itoa(cfg.Warmup), "--out", csvPath}
+	var colls []string
+	for _, c := range cfg.Collectives {
+		if c != "barrier" {
+			colls = append(colls, c)
+		}
+	}
+	if len(cfg.Collectives) > 0 && len(colls) == 0 {
+		return nil, nil // only the barrier: no baseline
+	}
+	if len(colls) > 0 {
+		args = append(args, "--collectives", strings.Join(colls, ","))
+	}
+	cmd := exec.Command(python, args...)
+	cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1")
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	done := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			fmt.Fprintf(env.stdout, "baseline: %s\n", sc.Text())
+		}
+		close(done)
+	}()
+	err := cmd.Run()
+	pw.Close()
+	<-done
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", python, script, err)
+	}
+	return readRows(csvPath)
+}
+
+func readRows(path string) ([]bench.Row, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := bench.ReadCSV(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rows, nil
+}
+
+func writeReport(env *cmdEnv, rows []bench.Row, out string) error {
+	md := filepath.Join(out, "results.md")
+	if err := os.WriteFile(md, []byte(bench.Markdown(rows)), 0o644); err != nil {
+		return err
+	}
+	files, err := bench.Plot(rows, out)
+	if err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("plotting: %w", err)}
+	}
+	fmt.Fprintf(env.stdout, "wrote %s, %s and %d plots\n", filepath.Join(out, "results.csv"), md, len(files))
+	return nil
+}
+
+// parseSizes reads "8KiB,1MiB,4096".
+func parseSizes(s string) ([]int64, error) {
+	var out []int64
+	for _, f := range splitList(s) {
+		mult := int64(1)
+		num := f
+		for _, u := range []struct {
+			suffix string
+			m      int64
+		}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}} {
+			if strings.HasSuffix(f, u.suffix) {
+				num, mult = strings.TrimSuffix(f, u.suffix), u.m
+				break
+			}
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("%q is not a positive size (e.g. 8KiB, 1MiB, 4096)", f)
+		}
+		out = append(out, v*mult)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no sizes")
+	}
+	return out, nil
+}

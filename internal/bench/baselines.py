@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Baselines of `irisgen bench`: NCCL through torch.distributed and PyTorch
+symmetric memory, timed like irisgen's own collectives (CUDA events after a
+warm-up, eager back-to-back calls and graph replay, slowest rank) and
+written in the same CSV schema. `irisgen bench` starts it; it can also run
+alone:
+
+    python3 baselines.py --world 2 --sizes 8192,1048576 --dtypes bf16 --out base.csv
+"""
+import argparse
+import csv
+import datetime
+import os
+import sys
+
+# Never NVLink multicast on shared machines (see shared/GPU.md).
+os.environ["NCCL_NVLS_ENABLE"] = "0"
+os.environ["TORCH_SYMM_MEM_DISABLE_MULTICAST"] = "1"
+os.environ["NVSHMEM_DISABLE_NVLS"] = "1"
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+
+FIELDS = ["impl", "collective", "variant", "dtype", "world", "bytes", "mode",
+          "time_us", "algbw_gbps", "busbw_gbps", "device", "date", "note"]
+DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def iterations(nbytes):
+    """Calls per timed batch: many for small messages, few for large ones."""
+    if nbytes <= 1 << 20:
+        return 100
+    if nbytes <= 16 << 20:
+        return 30
+    return 8
+
+
+def timed(fn, mode, nbytes, warmup):
+    """Microseconds per call of fn on this rank: eager back-to-back calls, or
+    a graph of k calls replayed."""
+    k = iterations(nbytes)
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    if mode == "eager":
+        dist.barrier()
+        start.record()
+        for _ in range(k):
+            fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) * 1000.0 / k
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()  # warm up on the side stream, as graph capture wants
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    with torch.cuda.graph(g):
+        for _ in range(k):
+            fn()
+    g.replay()
+    torch.cuda.synchronize()
+    dist.barrier()
+    reps = 5
+    start.record()
+    for _ in range(reps):
+        g.replay()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1000.0 / (k * reps)
+
+
+def slowest(us):
+    t = torch.tensor([us], device="cuda", dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.item()
+
+
+def cases(world, rank, dtype, nbytes, group_name):
+    """(impl, collective, variant, fn) for every baseline at this size; the
+    size is nccl-tests' (all_gather: output, reduce_scatter: input)."""
+    es = torch.tensor([], dtype=dtype).element_size()
+    n = nbytes // es
+    dev = torch.device("cuda", rank)
+    out = []
+    x = torch.randn(n, dtype=dtype, device=dev)
+    y = torch.empty_like(x)
+    out.append(("nccl", "all_reduce", "nccl", lambda: dist.all_reduce(x)))
+    per = n // world
+    if per > 0:
+        shard = torch.randn(per, dtype=dtype, device=dev)
+        full = torch.empty(per * world, dtype=dtype, device=dev)
+        out.append(("nccl", "all_gather", "nccl", lambda: dist.all_gather_into_tensor(full, shard)))
+        src = torch.randn(per * world, dtype=dtype, device=dev)
+        dst = torch.empty(per, dtype=dtype, device=dev)
+        out.append(("nccl", "reduce_scatter", "nccl", lambda: dist.reduce_scatter_tensor(dst, src)))
+        a2a_in = torch.randn(per * world, dtype=dtype, device=dev)
+        a2a_out = torch.empty_like(a2a_in)
+        out.append(("nccl", "all_to_all", "nccl", lambda: dist.all_to_all_single(a2a_out, a2a_in)))
+    if group_name is not None:
+        import torch.distributed._symmetric_memory as symm_mem
+        try:
+            buf = symm_mem.empty(n, dtype=dtype, device=dev)
+            symm_mem.rendezvous(buf, group_name)
+            buf.copy_(x)
+            res = torch.empty_like(buf)
+            out.append(("torch_symm_mem", "all_reduce", "one_shot",
+                        lambda: torch.ops.symm_mem.one_shot_all_reduce_out(buf, "sum", group_name, res)))
+            out.append(("torch_symm_mem", "all_reduce", "two_shot",
+                        lambda: torch.ops.symm_mem.two_shot_all_reduce_(buf, "sum", group_name)))
+        except Exception as e:  # noqa: BLE001 (reported, not hidden)
+            print(f"rank {rank}: torch symmetric memory unavailable at {nbytes} bytes: {e}", file=sys.stderr)
+    return out
+
+
+def bus_factor(collective, world):
+    if collective == "all_reduce":
+        return 2.0 * (world - 1) / world
+    return (world - 1) / world
+
+
+def worker(rank, args):
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(args.port)
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", rank=rank, world_size=args.world, device_id=torch.device("cuda", rank))
+    group_name = None
+    if not args.no_symm_mem:
+        try:
+            group_name = dist.group.WORLD.group_name
+        except Exception as e:  # noqa: BLE001
+            print(f"rank {rank}: no symmetric memory group: {e}", file=sys.stderr)
+    device = torch.cuda.get_device_name(rank)
+    date = datetime.date.today().isoformat()
+    rows = []
+    for dname in args.dtypes.split(","):
+        dtype = DTYPES[dname]
+        for nbytes in [int(s) for s in args.sizes.split(",")]:
+            for impl, coll, variant, fn in cases(args.world, rank, dtype, nbytes, group_name):
+                if args.collectives and coll not in args.collectives.split(","):
+                    continue
+                for mode in args.modes.split(","):
+                    note = ""
+                    try:
+                        us = timed(fn, mode, nbytes, args.warmup)
+                    except Exception as e:  # noqa: BLE001
+                        us, note = float("nan"), f"failed: {type(e).__name__}: {e}".replace("\n", " ")[:200]
+                        torch.cuda.synchronize()
+                    us = slowest(us if us == us else -1.0)
+                    if us < 0:
+                        us = float("nan")
+                    algbw = nbytes / (us * 1e3) if us == us and us > 0 else float("nan")
+                    rows.append({"impl": impl, "collective": coll, "variant": variant, "dtype": dname,
+                                 "world": args.world, "bytes": nbytes, "mode": mode,
+                                 "time_us": f"{us:.3f}", "algbw_gbps": f"{algbw:.3f}",
+                                 "busbw_gbps": f"{algbw * bus_factor(coll, args.world):.3f}",
+                                 "device": device, "date": date, "note": note})
+                    if rank == 0:
+                        print(f"{impl:15s} {coll:14s} {variant:9s} {dname:4s} {nbytes:>10d} {mode:5s} {us:10.2f} us", flush=True)
+    if rank == 0:
+        with open(args.out, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=FIELDS)
+            w.writeheader()
+            w.writerows(rows)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--world", type=int, default=torch.cuda.device_count())
+    ap.add_argument("--sizes", required=True, help="comma-separated message sizes in bytes (nccl-tests sizes)")
+    ap.add_argument("--dtypes", default="bf16")
+    ap.add_argument("--modes", default="eager,graph")
+    ap.add_argument("--collectives", default="", help="comma-separated subset (default: all)")
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--port", type=int, default=29517)
+    ap.add_argument("--no-symm-mem", action="store_true")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    if args.world < 2:
+        sys.exit(f"baselines need at least 2 GPUs, found {args.world}")
+    mp.spawn(worker, args=(args,), nprocs=args.world, join=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+package bench
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func sample() []Row {
+	var rows []Row
+	for _, r := range []Row{
+		{Impl: "irisgen", Collective: "all_reduce", Variant: "one_shot", TimeUS: 4},
+		{Impl: "nccl", Collective: "all_reduce", Variant: "nccl", TimeUS: 40},
+		{Impl: "torch_symm_mem", Collective: "all_reduce", Variant: "two_shot", TimeUS: 10},
+	} {
+		for _, b := range []int64{8 << 10, 1 << 20} {
+			r.DType, r.World, r.Bytes, r.Mode, r.Device, r.Date = "bf16", 2, b, "eager", "2x H200", "2026-11-22"
+			r.TimeUS *= float64(b) / (8 << 10)
+			r.SetBandwidth()
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+func TestCSVRoundTrip(t *testing.T) {
+	rows := sample()
+	rows = append(rows, Row{Impl: "irisgen", Collective: "all_reduce", Variant: "atomic", DType: "bf16", World: 2, Bytes: 1 << 30,
+		Mode: "eager", TimeUS: math.NaN(), Note: "skipped above 4 MiB, slow by design"})
+	rows[len(rows)-1].SetBandwidth()
+	var b bytes.Buffer
+	require.NoError(t, WriteCSV(&b, rows))
+	got, err := ReadCSV(&b)
+	require.NoError(t, err)
+	require.Len(t, got, len(rows))
+	require.Equal(t, rows[0], got[0])
+	require.True(t, math.IsNaN(got[len(got)-1].TimeUS))
+	_, err = ReadCSV(strings.NewReader("impl,collective\n"))
+	require.ErrorContains(t, err, "lacks")
+}
+
+func TestBandwidth(t *testing.T) {
+	r := Row{Collective: "all_reduce", World: 4, Bytes: 1 << 30, TimeUS: 1e6}
+	r.SetBandwidth()
+	require.InDelta(t, 1.073741824, r.AlgBW, 1e-9)
+	require.InDelta(t, r.AlgBW*1.5, r.BusBW, 1e-9)
+	require.Equal(t, 0.5, BusFactor("all_gather", 2))
+}
+
+func TestReport(t *testing.T) {
+	md := Markdown(sample())
+	require.Contains(t, md, "### all_reduce bf16, 2 GPUs, eager")
+	require.Contains(t, md, "| size | irisgen one_shot us | nccl nccl us | torch_symm_mem two_shot us |")
+	require.Contains(t, md, "| 8 KiB | 4.0 | 40.0 | 10.0 | 0.40 |")
+	dir := t.TempDir()
+	files, err := Plot(sample(), dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{filepath.Join(dir, "all_reduce_bf16_w2_eager.svg")}, files)
+	svg, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	require.Contains(t, string(svg), "<svg")
+	require.Contains(t, string(svg), "irisgen one_shot")
+}
+
+func TestHumanBytes(t *testing.T) {
+	require.Equal(t, "8 KiB", HumanBytes(8<<10))
+	require.Equal(t, "256 MiB", HumanBytes(256<<20))
+	require.Equal(t, "1000 B", HumanBytes(1000))
+}

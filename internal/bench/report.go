@@ -1,0 +1,226 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// group is the rows of one table or plot: one collective, dtype, world size
+// and mode, every implementation and size.
+type group struct {
+	Collective, DType, Mode string
+	World                   int
+	Rows                    []Row
+}
+
+func (g *group) title() string {
+	return fmt.Sprintf("%s %s, %d GPUs, %s", g.Collective, g.DType, g.World, g.Mode)
+}
+
+func (g *group) file() string {
+	return fmt.Sprintf("%s_%s_w%d_%s", g.Collective, g.DType, g.World, g.Mode)
+}
+
+func groups(rows []Row) []*group {
+	rows = append([]Row(nil), rows...)
+	Sort(rows)
+	var out []*group
+	idx := map[string]*group{}
+	for _, r := range rows {
+		k := fmt.Sprintf("%s|%s|%d|%s", r.Collective, r.DType, r.World, r.Mode)
+		g := idx[k]
+		if g == nil {
+			g = &group{Collective: r.Collective, DType: r.DType, Mode: r.Mode, World: r.World}
+			idx[k] = g
+			out = append(out, g)
+		}
+		g.Rows = append(g.Rows, r)
+	}
+	return out
+}
+
+// series lists a group's series, irisgen's first.
+func (g *group) series() []string {
+	seen := map[string]bool{}
+	var s []string
+	for _, r := range g.Rows {
+		if !seen[r.Series()] {
+			seen[r.Series()] = true
+			s = append(s, r.Series())
+		}
+	}
+	sort.SliceStable(s, func(i, j int) bool {
+		ii, jj := strings.HasPrefix(s[i], "irisgen"), strings.HasPrefix(s[j], "irisgen")
+		if ii != jj {
+			return ii
+		}
+		return s[i] < s[j]
+	})
+	return s
+}
+
+func (g *group) sizes() []int64 {
+	seen := map[int64]bool{}
+	var s []int64
+	for _, r := range g.Rows {
+		if !seen[r.Bytes] {
+			seen[r.Bytes] = true
+			s = append(s, r.Bytes)
+		}
+	}
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s
+}
+
+func (g *group) at(series string, bytes int64) (Row, bool) {
+	for _, r := range g.Rows {
+		if r.Series() == series && r.Bytes == bytes {
+			return r, !math.IsNaN(r.TimeUS) && r.TimeUS > 0
+		}
+	}
+	return Row{}, false
+}
+
+// HumanBytes prints a size as 8 KiB, 1 MiB.
+func HumanBytes(b int64) string {
+	switch {
+	case b >= 1<<30 && b%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", b>>30)
+	case b >= 1<<20 && b%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", b>>20)
+	case b >= 1<<10 && b%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", b>>10)
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+// Markdown renders one table per group: time per call in microseconds
+// (slowest rank) and bus bandwidth, and the ratio of irisgen's best variant
+// to the best baseline (below 1: irisgen is faster).
+func Markdown(rows []Row) string {
+	var b strings.Builder
+	for _, g := range groups(rows) {
+		ss := g.series()
+		fmt.Fprintf(&b, "### %s\n\n", g.title())
+		b.WriteString("| size |")
+		for _, s := range ss {
+			fmt.Fprintf(&b, " %s us |", s)
+		}
+		b.WriteString(" best irisgen / best baseline | best busbw GB/s (irisgen, baseline) |\n|---|")
+		for range ss {
+			b.WriteString("---|")
+		}
+		b.WriteString("---|---|\n")
+		for _, size := range g.sizes() {
+			fmt.Fprintf(&b, "| %s |", HumanBytes(size))
+			bestI, bestB := math.Inf(1), math.Inf(1)
+			bwI, bwB := 0.0, 0.0
+			for _, s := range ss {
+				r, ok := g.at(s, size)
+				if !ok {
+					b.WriteString(" - |")
+					continue
+				}
+				fmt.Fprintf(&b, " %.1f |", r.TimeUS)
+				if r.Impl == "irisgen" {
+					bestI, bwI = min(bestI, r.TimeUS), max(bwI, r.BusBW)
+				} else {
+					bestB, bwB = min(bestB, r.TimeUS), max(bwB, r.BusBW)
+				}
+			}
+			if math.IsInf(bestI, 1) || math.IsInf(bestB, 1) {
+				b.WriteString(" - |")
+			} else {
+				fmt.Fprintf(&b, " %.2f |", bestI/bestB)
+			}
+			fmt.Fprintf(&b, " %.0f, %.0f |\n", bwI, bwB)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// Plot writes one SVG per group into dir: latency and bus bandwidth against
+// size on log axes, one line per implementation and variant. It returns the
+// files written.
+func Plot(rows []Row, dir string) ([]string, error) {
+	var files []string
+	for _, g := range groups(rows) {
+		lat, bw := plot.New(), plot.New()
+		lat.Title.Text = g.title() + ": time per call (slowest rank)"
+		lat.Y.Label.Text = "microseconds"
+		bw.Title.Text = g.title() + ": bus bandwidth"
+		bw.Y.Label.Text = "GB/s"
+		for _, p := range []*plot.Plot{lat, bw} {
+			p.X.Label.Text = "bytes"
+			p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+			p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+			p.Legend.Top, p.Legend.Left = true, true
+		}
+		for i, s := range g.series() {
+			var pl, pb plotter.XYs
+			for _, size := range g.sizes() {
+				r, ok := g.at(s, size)
+				if !ok {
+					continue
+				}
+				pl = append(pl, plotter.XY{X: float64(size), Y: r.TimeUS})
+				if r.BusBW > 0 {
+					pb = append(pb, plotter.XY{X: float64(size), Y: r.BusBW})
+				}
+			}
+			for _, d := range []struct {
+				p   *plot.Plot
+				xys plotter.XYs
+			}{{lat, pl}, {bw, pb}} {
+				if len(d.xys) == 0 {
+					continue
+				}
+				l, pts, err := plotter.NewLinePoints(d.xys)
+				if err != nil {
+					return files, err
+				}
+				l.Color, pts.Color = plotutil.Color(i), plotutil.Color(i)
+				l.Dashes = plotutil.Dashes(i)
+				pts.Shape = plotutil.Shape(i)
+				d.p.Add(l, pts)
+				d.p.Legend.Add(s, l, pts)
+			}
+		}
+		img := vgsvg.New(2*vg.Length(420), vg.Length(320))
+		dc := draw.New(img)
+		tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Millimeter * 4}
+		lat.Draw(tiles.At(dc, 0, 0))
+		bw.Draw(tiles.At(dc, 1, 0))
+		path := filepath.Join(dir, g.file()+".svg")
+		if err := writeTo(img, path); err != nil {
+			return files, err
+		}
+		files = append(files, path)
+	}
+	return files, nil
+}
+
+func writeTo(w io.WriterTo, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := w.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,152 @@
+// Package bench times irisgen's collectives beside NCCL and PyTorch symmetric
+// memory and reports the results as CSV, Markdown and plots. The Go runner
+// (Run) times the generated collectives; the baselines come from
+// baselines.py, which writes the same CSV schema.
+package bench
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+)
+
+// Row is one measurement: one implementation of one collective at one size,
+// dtype, world size and mode, timed on the slowest rank.
+type Row struct {
+	Impl       string // irisgen, nccl, torch_symm_mem
+	Collective string // all_reduce, all_gather, reduce_scatter, all_to_all, barrier
+	Variant    string
+	DType      string
+	World      int
+	Bytes      int64  // nccl-tests size: all_gather the output, reduce_scatter the input, else per rank
+	Mode       string // eager or graph
+	TimeUS     float64
+	AlgBW      float64 // GB/s
+	BusBW      float64 // GB/s
+	Device     string
+	Date       string
+	Note       string // why a measurement is missing
+}
+
+// Header is the CSV header, shared with baselines.py.
+var Header = []string{"impl", "collective", "variant", "dtype", "world", "bytes", "mode",
+	"time_us", "algbw_gbps", "busbw_gbps", "device", "date", "note"}
+
+// BusFactor is nccl-tests' ratio of bus bandwidth to algorithm bandwidth.
+func BusFactor(collective string, world int) float64 {
+	w := float64(world)
+	switch collective {
+	case "all_reduce":
+		return 2 * (w - 1) / w
+	case "all_gather", "reduce_scatter", "all_to_all":
+		return (w - 1) / w
+	}
+	return 0
+}
+
+// SetBandwidth fills AlgBW and BusBW from Bytes and TimeUS.
+func (r *Row) SetBandwidth() {
+	if r.TimeUS <= 0 || math.IsNaN(r.TimeUS) || r.Bytes == 0 {
+		r.AlgBW, r.BusBW = math.NaN(), math.NaN()
+		return
+	}
+	r.AlgBW = float64(r.Bytes) / (r.TimeUS * 1e3)
+	r.BusBW = r.AlgBW * BusFactor(r.Collective, r.World)
+}
+
+// Series names the line a row belongs to in tables and plots.
+func (r *Row) Series() string { return r.Impl + " " + r.Variant }
+
+// WriteCSV writes rows with the header.
+func WriteCSV(w io.Writer, rows []Row) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(Header); err != nil {
+		return err
+	}
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
+	for _, r := range rows {
+		rec := []string{r.Impl, r.Collective, r.Variant, r.DType, strconv.Itoa(r.World), strconv.FormatInt(r.Bytes, 10), r.Mode,
+			f(r.TimeUS), f(r.AlgBW), f(r.BusBW), r.Device, r.Date, r.Note}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// ReadCSV reads rows written by WriteCSV or baselines.py.
+func ReadCSV(r io.Reader) ([]Row, error) {
+	recs, err := csv.NewReader(r).ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("empty CSV: want the header %v", Header)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	for _, h := range Header {
+		if _, ok := col[h]; !ok {
+			return nil, fmt.Errorf("CSV header lacks %q (want %v)", h, Header)
+		}
+	}
+	var rows []Row
+	for line, rec := range recs[1:] {
+		get := func(h string) string { return rec[col[h]] }
+		num := func(h string) (float64, error) {
+			v, err := strconv.ParseFloat(get(h), 64)
+			if err != nil {
+				return 0, fmt.Errorf("line %d: %s: %w", line+2, h, err)
+			}
+			return v, nil
+		}
+		var r Row
+		r.Impl, r.Collective, r.Variant, r.DType, r.Mode = get("impl"), get("collective"), get("variant"), get("dtype"), get("mode")
+		r.Device, r.Date, r.Note = get("device"), get("date"), get("note")
+		w, err := strconv.Atoi(get("world"))
+		if err != nil {
+			return nil, fmt.Errorf("line %d: world: %w", line+2, err)
+		}
+		r.World = w
+		if r.Bytes, err = strconv.ParseInt(get("bytes"), 10, 64); err != nil {
+			return nil, fmt.Errorf("line %d: bytes: %w", line+2, err)
+		}
+		if r.TimeUS, err = num("time_us"); err != nil {
+			return nil, err
+		}
+		if r.AlgBW, err = num("algbw_gbps"); err != nil {
+			return nil, err
+		}
+		if r.BusBW, err = num("busbw_gbps"); err != nil {
+			return nil, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// Sort orders rows for reports: collective, dtype, world, mode, size, series.
+func Sort(rows []Row) {
+	sort.SliceStable(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		switch {
+		case a.Collective != b.Collective:
+			return a.Collective < b.Collective
+		case a.DType != b.DType:
+			return a.DType < b.DType
+		case a.World != b.World:
+			return a.World < b.World
+		case a.Mode != b.Mode:
+			return a.Mode < b.Mode
+		case a.Bytes != b.Bytes:
+			return a.Bytes < b.Bytes
+		}
+		return a.Series() < b.Series()
+	})
+}
