@@ -11,7 +11,7 @@ import (
 // AllGatherSpecHash is the hash of specs/all_gather.yaml and the templates it uses. The HIP module of
 // all_gather carries the same hash; the runtime refuses to launch a kernel whose hash differs, so a
 // stale wrapper/kernel pair fails at load time.
-const AllGatherSpecHash = "8d576edbabeb07ef"
+const AllGatherSpecHash = "c78d344881aea508"
 
 // AllGatherVariant selects an algorithm of all_gather for AllGather.
 type AllGatherVariant string
@@ -45,7 +45,7 @@ const allGatherPushName = "all_gather/push"
 //   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
 //   - none: capturable.
 //
-// Launch shape: 512 threads per block, at most 16 blocks, 16-byte vectors.
+// Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
 type AllGatherPushPlan struct {
 	plan      *runtime.Plan
 	dt        runtime.DType
@@ -88,7 +88,7 @@ func NewAllGatherPushPlan(r *runtime.Rank, dt runtime.DType, n int64) (*AllGathe
 		lenOutput: world * n,
 		symN:      n,
 	}
-	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 16)
+	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
 	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
 		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
 		Blocks:     blocks,
@@ -133,6 +133,14 @@ func (p *AllGatherPushPlan) Launch(s gpu.Stream, input, output runtime.Tensor, m
 	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).I64(p.symN))
 }
 
+// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
+func (p *AllGatherPushPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+	if len(ts) != 2 {
+		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allGatherPushName, len(ts))
+	}
+	return p.Launch(s, ts[0], ts[1], mode)
+}
+
 // Plan returns the runtime plan: its grid, buffers and barrier modes.
 func (p *AllGatherPushPlan) Plan() *runtime.Plan {
 	return p.plan
@@ -167,7 +175,7 @@ const allGatherPullName = "all_gather/pull"
 //   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
 //   - none: capturable.
 //
-// Launch shape: 512 threads per block, at most 16 blocks, 16-byte vectors.
+// Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
 type AllGatherPullPlan struct {
 	plan      *runtime.Plan
 	dt        runtime.DType
@@ -210,7 +218,7 @@ func NewAllGatherPullPlan(r *runtime.Rank, dt runtime.DType, n int64) (*AllGathe
 		lenOutput: world * n,
 		symN:      n,
 	}
-	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 16)
+	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
 	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
 		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
 		Blocks:     blocks,
@@ -267,6 +275,14 @@ func (p *AllGatherPullPlan) Launch(s gpu.Stream, input, output runtime.Tensor, m
 		input = staged
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).I64(p.symN))
+}
+
+// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
+func (p *AllGatherPullPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+	if len(ts) != 2 {
+		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allGatherPullName, len(ts))
+	}
+	return p.Launch(s, ts[0], ts[1], mode)
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.

@@ -11,7 +11,7 @@ import (
 // AllToAllSpecHash is the hash of specs/all_to_all.yaml and the templates it uses. The HIP module of
 // all_to_all carries the same hash; the runtime refuses to launch a kernel whose hash differs, so a
 // stale wrapper/kernel pair fails at load time.
-const AllToAllSpecHash = "328436fbb8ddb297"
+const AllToAllSpecHash = "a7d0cd3cdbdf86de"
 
 // AllToAllVariant selects an algorithm of all_to_all for AllToAll.
 type AllToAllVariant string
@@ -46,7 +46,7 @@ const allToAllPushName = "all_to_all/push"
 //   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
 //   - none: capturable.
 //
-// Launch shape: 512 threads per block, at most 32 blocks, 16-byte vectors.
+// Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
 type AllToAllPushPlan struct {
 	plan      *runtime.Plan
 	dt        runtime.DType
@@ -89,7 +89,7 @@ func NewAllToAllPushPlan(r *runtime.Rank, dt runtime.DType, n int64) (*AllToAllP
 		lenOutput: world * n,
 		symN:      n,
 	}
-	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 32)
+	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
 	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
 		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
 		Blocks:     blocks,
@@ -134,6 +134,14 @@ func (p *AllToAllPushPlan) Launch(s gpu.Stream, input, output runtime.Tensor, mo
 	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).I64(p.symN))
 }
 
+// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
+func (p *AllToAllPushPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+	if len(ts) != 2 {
+		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allToAllPushName, len(ts))
+	}
+	return p.Launch(s, ts[0], ts[1], mode)
+}
+
 // Plan returns the runtime plan: its grid, buffers and barrier modes.
 func (p *AllToAllPushPlan) Plan() *runtime.Plan {
 	return p.plan
@@ -168,7 +176,7 @@ const allToAllPullName = "all_to_all/pull"
 //   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
 //   - none: capturable.
 //
-// Launch shape: 512 threads per block, at most 32 blocks, 16-byte vectors.
+// Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
 type AllToAllPullPlan struct {
 	plan      *runtime.Plan
 	dt        runtime.DType
@@ -211,7 +219,7 @@ func NewAllToAllPullPlan(r *runtime.Rank, dt runtime.DType, n int64) (*AllToAllP
 		lenOutput: world * n,
 		symN:      n,
 	}
-	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 32)
+	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
 	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
 		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
 		Blocks:     blocks,
@@ -268,6 +276,14 @@ func (p *AllToAllPullPlan) Launch(s gpu.Stream, input, output runtime.Tensor, mo
 		input = staged
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).I64(p.symN))
+}
+
+// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
+func (p *AllToAllPullPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+	if len(ts) != 2 {
+		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allToAllPullName, len(ts))
+	}
+	return p.Launch(s, ts[0], ts[1], mode)
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.

@@ -73,6 +73,14 @@ func (p *BarrierDevicePlan) Launch(s gpu.Stream, mode runtime.Barrier) error {
 	return p.plan.Launch(s, mode, p.plan.Args())
 }
 
+// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
+func (p *BarrierDevicePlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+	if len(ts) != 0 {
+		return fmt.Errorf("%s: %d tensors, want 0 ()", barrierDeviceName, len(ts))
+	}
+	return p.Launch(s, mode)
+}
+
 // Plan returns the runtime plan: its grid, buffers and barrier modes.
 func (p *BarrierDevicePlan) Plan() *runtime.Plan {
 	return p.plan

@@ -11,7 +11,7 @@ import (
 // ReduceScatterSpecHash is the hash of specs/reduce_scatter.yaml and the templates it uses. The HIP
 // module of reduce_scatter carries the same hash; the runtime refuses to launch a kernel whose hash
 // differs, so a stale wrapper/kernel pair fails at load time.
-const ReduceScatterSpecHash = "815d9a0c56cf5079"
+const ReduceScatterSpecHash = "d0d2322352c69a0d"
 
 // ReduceScatterVariant selects an algorithm of reduce_scatter for ReduceScatter.
 type ReduceScatterVariant string
@@ -56,7 +56,7 @@ const reduceScatterPullName = "reduce_scatter/pull"
 //   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
 //   - none: capturable.
 //
-// Launch shape: 512 threads per block, at most 32 blocks, 16-byte vectors.
+// Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
 type ReduceScatterPullPlan struct {
 	plan      *runtime.Plan
 	dt        runtime.DType
@@ -143,7 +143,7 @@ func NewReduceScatterPullPlan(r *runtime.Rank, dt runtime.DType, op ReduceScatte
 		op:        op,
 		symN:      n,
 	}
-	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 32)
+	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
 	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
 		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
 		Blocks:     blocks,
@@ -200,6 +200,14 @@ func (p *ReduceScatterPullPlan) Launch(s gpu.Stream, input, output runtime.Tenso
 		input = staged
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).I64(p.symN))
+}
+
+// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
+func (p *ReduceScatterPullPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+	if len(ts) != 2 {
+		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", reduceScatterPullName, len(ts))
+	}
+	return p.Launch(s, ts[0], ts[1], mode)
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.

@@ -2,12 +2,12 @@
 //
 // all_reduce: Reduce `input` over all ranks into `output` on every rank.
 //
-// Spec hash a6ca4dd5ea7454ba: the Go wrappers carry the same value, and the runtime
+// Spec hash 3a2ca82a90e6858c: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_reduce[] = "a6ca4dd5ea7454ba";
+extern "C" __device__ const char irisgen_spec_hash_all_reduce[] = "3a2ca82a90e6858c";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.
@@ -17,6 +17,7 @@ struct irisgen_all_reduce_args {
   void* t_output;  // out [n]
   void* t_ring;  // workspace [n]
   void* t_locks;  // workspace [blocks]
+  void* t_stage;  // workspace [2, n]
   int64_t s_n;
 };
 
@@ -198,6 +199,233 @@ irisgen_all_reduce_one_shot_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
+  }();
+  irisgen::end(ctx);
+}
+
+// ---- variant one_shot_staged (template all_reduce_one_shot_staged.hip.tmpl) ----
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_staged_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  typedef irisgen::op_max Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int64_t slot = (int64_t)(irisgen::epoch() & 1) * n;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* out = ((irisgen_bf16*)irisgen_a.t_output);
+  T* mine = ((irisgen_bf16*)irisgen_a.t_stage) + slot;
+  const T* st[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_stage, (p)) + slot;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  irisgen::copy_block(mine, in, lo, hi);
+  // Every rank's slot holds its input; the peers are done with the slot of
+  // two calls ago.
+  if (!irisgen::sync(ctx)) return;
+  irisgen::reduce_n<T, Op>(&out, 1, st, ctx.world, lo, hi, threadIdx.x, blockDim.x);
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_staged_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  typedef irisgen::op_min Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int64_t slot = (int64_t)(irisgen::epoch() & 1) * n;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* out = ((irisgen_bf16*)irisgen_a.t_output);
+  T* mine = ((irisgen_bf16*)irisgen_a.t_stage) + slot;
+  const T* st[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_stage, (p)) + slot;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  irisgen::copy_block(mine, in, lo, hi);
+  // Every rank's slot holds its input; the peers are done with the slot of
+  // two calls ago.
+  if (!irisgen::sync(ctx)) return;
+  irisgen::reduce_n<T, Op>(&out, 1, st, ctx.world, lo, hi, threadIdx.x, blockDim.x);
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_staged_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  typedef irisgen::op_sum Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int64_t slot = (int64_t)(irisgen::epoch() & 1) * n;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* out = ((irisgen_bf16*)irisgen_a.t_output);
+  T* mine = ((irisgen_bf16*)irisgen_a.t_stage) + slot;
+  const T* st[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_stage, (p)) + slot;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  irisgen::copy_block(mine, in, lo, hi);
+  // Every rank's slot holds its input; the peers are done with the slot of
+  // two calls ago.
+  if (!irisgen::sync(ctx)) return;
+  irisgen::reduce_n<T, Op>(&out, 1, st, ctx.world, lo, hi, threadIdx.x, blockDim.x);
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_staged_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef irisgen_f16 T;
+  typedef irisgen::op_max Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int64_t slot = (int64_t)(irisgen::epoch() & 1) * n;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* out = ((irisgen_f16*)irisgen_a.t_output);
+  T* mine = ((irisgen_f16*)irisgen_a.t_stage) + slot;
+  const T* st[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_stage, (p)) + slot;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  irisgen::copy_block(mine, in, lo, hi);
+  // Every rank's slot holds its input; the peers are done with the slot of
+  // two calls ago.
+  if (!irisgen::sync(ctx)) return;
+  irisgen::reduce_n<T, Op>(&out, 1, st, ctx.world, lo, hi, threadIdx.x, blockDim.x);
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_staged_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef irisgen_f16 T;
+  typedef irisgen::op_min Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int64_t slot = (int64_t)(irisgen::epoch() & 1) * n;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* out = ((irisgen_f16*)irisgen_a.t_output);
+  T* mine = ((irisgen_f16*)irisgen_a.t_stage) + slot;
+  const T* st[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_stage, (p)) + slot;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  irisgen::copy_block(mine, in, lo, hi);
+  // Every rank's slot holds its input; the peers are done with the slot of
+  // two calls ago.
+  if (!irisgen::sync(ctx)) return;
+  irisgen::reduce_n<T, Op>(&out, 1, st, ctx.world, lo, hi, threadIdx.x, blockDim.x);
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_staged_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef irisgen_f16 T;
+  typedef irisgen::op_sum Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int64_t slot = (int64_t)(irisgen::epoch() & 1) * n;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* out = ((irisgen_f16*)irisgen_a.t_output);
+  T* mine = ((irisgen_f16*)irisgen_a.t_stage) + slot;
+  const T* st[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_stage, (p)) + slot;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  irisgen::copy_block(mine, in, lo, hi);
+  // Every rank's slot holds its input; the peers are done with the slot of
+  // two calls ago.
+  if (!irisgen::sync(ctx)) return;
+  irisgen::reduce_n<T, Op>(&out, 1, st, ctx.world, lo, hi, threadIdx.x, blockDim.x);
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_staged_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef float T;
+  typedef irisgen::op_max Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int64_t slot = (int64_t)(irisgen::epoch() & 1) * n;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* out = ((float*)irisgen_a.t_output);
+  T* mine = ((float*)irisgen_a.t_stage) + slot;
+  const T* st[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_stage, (p)) + slot;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  irisgen::copy_block(mine, in, lo, hi);
+  // Every rank's slot holds its input; the peers are done with the slot of
+  // two calls ago.
+  if (!irisgen::sync(ctx)) return;
+  irisgen::reduce_n<T, Op>(&out, 1, st, ctx.world, lo, hi, threadIdx.x, blockDim.x);
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_staged_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef float T;
+  typedef irisgen::op_min Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int64_t slot = (int64_t)(irisgen::epoch() & 1) * n;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* out = ((float*)irisgen_a.t_output);
+  T* mine = ((float*)irisgen_a.t_stage) + slot;
+  const T* st[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_stage, (p)) + slot;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  irisgen::copy_block(mine, in, lo, hi);
+  // Every rank's slot holds its input; the peers are done with the slot of
+  // two calls ago.
+  if (!irisgen::sync(ctx)) return;
+  irisgen::reduce_n<T, Op>(&out, 1, st, ctx.world, lo, hi, threadIdx.x, blockDim.x);
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_staged_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef float T;
+  typedef irisgen::op_sum Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int64_t slot = (int64_t)(irisgen::epoch() & 1) * n;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* out = ((float*)irisgen_a.t_output);
+  T* mine = ((float*)irisgen_a.t_stage) + slot;
+  const T* st[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_stage, (p)) + slot;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  irisgen::copy_block(mine, in, lo, hi);
+  // Every rank's slot holds its input; the peers are done with the slot of
+  // two calls ago.
+  if (!irisgen::sync(ctx)) return;
+  irisgen::reduce_n<T, Op>(&out, 1, st, ctx.world, lo, hi, threadIdx.x, blockDim.x);
   }();
   irisgen::end(ctx);
 }

@@ -3,12 +3,12 @@
 // all_to_all: Exchange blocks between all ranks; block p of rank r's `input`
 // becomes block r of rank p's `output`.
 //
-// Spec hash 328436fbb8ddb297: the Go wrappers carry the same value, and the runtime
+// Spec hash a7d0cd3cdbdf86de: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_to_all[] = "328436fbb8ddb297";
+extern "C" __device__ const char irisgen_spec_hash_all_to_all[] = "a7d0cd3cdbdf86de";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.

@@ -3,12 +3,12 @@
 // reduce_scatter: Reduce `input` over all ranks and keep this rank's 1/world
 // slice in `output` (NCCL and torch semantics).
 //
-// Spec hash 815d9a0c56cf5079: the Go wrappers carry the same value, and the runtime
+// Spec hash d0d2322352c69a0d: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_reduce_scatter[] = "815d9a0c56cf5079";
+extern "C" __device__ const char irisgen_spec_hash_reduce_scatter[] = "d0d2322352c69a0d";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.

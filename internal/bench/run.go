@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/irisgen/irisgen/generated/collectives"
@@ -24,64 +25,26 @@ type Config struct {
 	Log         io.Writer // progress, one line a measurement
 }
 
-type launcher interface {
-	Launch(s gpu.Stream, input, output irt.Tensor, mode irt.Barrier) error
-	Close() error
-}
+// slowByDesign caps the sizes of variants whose algorithm is not meant for
+// large messages (element atomics, lock-protected read-modify-write).
+var slowByDesign = map[string]int64{"all_reduce/atomic": 4 << 20, "all_reduce/spinlock": 4 << 20}
 
-// target is one irisgen variant the benchmark times.
-type target struct {
-	collective, variant string
-	// elems is the per-rank n of the plan for an nccl-tests size.
-	elems         func(bytes int64, world int, es int64) int64
-	inLen, outLen func(world int, n int64) int64
-	maxBytes      int64 // larger sizes are skipped (slow by design), 0: no limit
-	newPlan       func(r *irt.Rank, dt irt.DType, n int64) (launcher, error)
-}
-
-func perRank(bytes int64, _ int, es int64) int64 { return bytes / es }
-func shard(bytes int64, w int, es int64) int64   { return bytes / es / int64(w) }
-func same(_ int, n int64) int64                  { return n }
-func times(w int, n int64) int64                 { return int64(w) * n }
-
-func as[P launcher](p P, err error) (launcher, error) {
-	if err != nil {
-		return nil, err
+// elems is the size parameter of e for an nccl-tests size: the largest user
+// tensor holds `bytes` (all_gather's output, reduce_scatter's input, all_to_all's
+// per-rank total, all_reduce's buffer). Entries with other than one size
+// parameter are not benchmarked (0).
+func elems(e collectives.Entry, bytes int64, world int, es int64) int64 {
+	if len(e.Sizes) != 1 {
+		return 0
 	}
-	return p, nil
-}
-
-var targets = []target{
-	{"all_reduce", "one_shot", perRank, same, same, 0, func(r *irt.Rank, dt irt.DType, n int64) (launcher, error) {
-		return as(collectives.NewAllReduceOneShotPlan(r, dt, collectives.AllReduceOpSum, n))
-	}},
-	{"all_reduce", "two_shot", perRank, same, same, 0, func(r *irt.Rank, dt irt.DType, n int64) (launcher, error) {
-		return as(collectives.NewAllReduceTwoShotPlan(r, dt, collectives.AllReduceOpSum, n))
-	}},
-	{"all_reduce", "ring", perRank, same, same, 0, func(r *irt.Rank, dt irt.DType, n int64) (launcher, error) {
-		return as(collectives.NewAllReduceRingPlan(r, dt, collectives.AllReduceOpSum, n))
-	}},
-	{"all_reduce", "atomic", perRank, same, same, 4 << 20, func(r *irt.Rank, dt irt.DType, n int64) (launcher, error) {
-		return as(collectives.NewAllReduceAtomicPlan(r, dt, collectives.AllReduceOpSum, n))
-	}},
-	{"all_reduce", "spinlock", perRank, same, same, 4 << 20, func(r *irt.Rank, dt irt.DType, n int64) (launcher, error) {
-		return as(collectives.NewAllReduceSpinlockPlan(r, dt, collectives.AllReduceOpSum, n))
-	}},
-	{"all_gather", "push", shard, same, times, 0, func(r *irt.Rank, dt irt.DType, n int64) (launcher, error) {
-		return as(collectives.NewAllGatherPushPlan(r, dt, n))
-	}},
-	{"all_gather", "pull", shard, same, times, 0, func(r *irt.Rank, dt irt.DType, n int64) (launcher, error) {
-		return as(collectives.NewAllGatherPullPlan(r, dt, n))
-	}},
-	{"reduce_scatter", "pull", shard, times, same, 0, func(r *irt.Rank, dt irt.DType, n int64) (launcher, error) {
-		return as(collectives.NewReduceScatterPullPlan(r, dt, collectives.ReduceScatterOpSum, n))
-	}},
-	{"all_to_all", "push", shard, times, times, 0, func(r *irt.Rank, dt irt.DType, n int64) (launcher, error) {
-		return as(collectives.NewAllToAllPushPlan(r, dt, n))
-	}},
-	{"all_to_all", "pull", shard, times, times, 0, func(r *irt.Rank, dt irt.DType, n int64) (launcher, error) {
-		return as(collectives.NewAllToAllPullPlan(r, dt, n))
-	}},
+	per := int64(0)
+	for _, t := range e.Tensors {
+		per = max(per, t.Numel(world, []int64{1}))
+	}
+	if per == 0 {
+		return 0
+	}
+	return bytes / es / per
 }
 
 // Iterations is how many calls one timed batch holds: many for small
@@ -129,17 +92,22 @@ func Run(cfg Config, device, date string) ([]Row, error) {
 		if err != nil {
 			return rows, err
 		}
-		for _, t := range targets {
-			if !selected(cfg.Collectives, t.collective) {
+		for _, e := range collectives.Catalogue {
+			if e.Collective == "barrier" || !selected(cfg.Collectives, e.Collective) || !slices.Contains(e.DTypes, dt) {
 				continue
+			}
+			op := ""
+			if len(e.Ops) > 0 {
+				op = e.Ops[0]
 			}
 			for _, size := range cfg.Sizes {
 				for _, mode := range cfg.Modes {
-					row := Row{Collective: t.collective, Variant: t.variant, DType: dts, Bytes: size, Mode: mode, TimeUS: math.NaN()}
-					n := t.elems(size, cfg.World, dt.Size())
+					row := Row{Collective: e.Collective, Variant: e.Variant, DType: dts, Bytes: size, Mode: mode, TimeUS: math.NaN()}
+					n := elems(e, size, cfg.World, dt.Size())
+					limit := slowByDesign[e.Collective+"/"+e.Variant]
 					switch {
-					case t.maxBytes > 0 && size > t.maxBytes:
-						row.Note = fmt.Sprintf("skipped above %s (slow by design)", HumanBytes(t.maxBytes))
+					case limit > 0 && size > limit:
+						row.Note = fmt.Sprintf("skipped above %s (slow by design)", HumanBytes(limit))
 						add(row)
 						continue
 					case n < 1:
@@ -147,9 +115,9 @@ func Run(cfg Config, device, date string) ([]Row, error) {
 						add(row)
 						continue
 					}
-					us, err := slowest(w, func(r *irt.Rank) (float64, error) { return timeTarget(r, t, dt, n, size, mode, cfg.Warmup) })
+					us, err := slowest(w, func(r *irt.Rank) (float64, error) { return timeEntry(r, e, dt, op, n, size, mode, cfg.Warmup) })
 					if err != nil {
-						return rows, fmt.Errorf("%s %s %s %d bytes %s: %w", t.collective, t.variant, dts, size, mode, err)
+						return rows, fmt.Errorf("%s %s %s %d bytes %s: %w", e.Collective, e.Variant, dts, size, mode, err)
 					}
 					row.TimeUS = us
 					add(row)
@@ -187,35 +155,42 @@ func slowest(w *irt.World, fn func(r *irt.Rank) (float64, error)) (float64, erro
 	return m, err
 }
 
-func timeTarget(r *irt.Rank, t target, dt irt.DType, n, size int64, mode string, warmup int) (float64, error) {
-	p, err := t.newPlan(r, dt, n)
+// timeEntry times one variant on one rank, its tensors on the heap.
+func timeEntry(r *irt.Rank, e collectives.Entry, dt irt.DType, op string, n, size int64, mode string, warmup int) (float64, error) {
+	p, err := e.New(r, dt, op, []int64{n})
 	if err != nil {
 		return 0, err
 	}
 	defer p.Close()
-	h := r.Heap()
-	in, err := h.Alloc(dt, t.inLen(r.World(), n))
-	if err != nil {
-		return 0, err
+	var ts []irt.Tensor
+	defer func() {
+		for _, t := range ts {
+			r.Heap().Free(t)
+		}
+	}()
+	for _, ti := range e.Tensors {
+		t, err := r.Heap().Alloc(dt, ti.Numel(r.World(), []int64{n}))
+		if err != nil {
+			return 0, err
+		}
+		ts = append(ts, t)
 	}
-	defer h.Free(in)
-	out, err := h.Alloc(dt, t.outLen(r.World(), n))
-	if err != nil {
-		return 0, err
-	}
-	defer h.Free(out)
 	s := r.Stream()
-	return timeCalls(r, mode, Iterations(size), warmup, func() error { return p.Launch(s, in, out, irt.BarrierDevice) })
+	return timeCalls(r, mode, Iterations(size), warmup, func() error { return p.LaunchTensors(s, ts, irt.BarrierDevice) })
 }
 
 func timeBarrier(r *irt.Rank, mode string, warmup int) (float64, error) {
-	p, err := collectives.NewBarrierDevicePlan(r)
+	e, ok := collectives.Lookup("barrier", "device")
+	if !ok {
+		return 0, fmt.Errorf("the catalogue has no barrier/device")
+	}
+	p, err := e.New(r, 0, "", nil)
 	if err != nil {
 		return 0, err
 	}
 	defer p.Close()
 	s := r.Stream()
-	return timeCalls(r, mode, 1000, warmup, func() error { return p.Launch(s, irt.BarrierDevice) })
+	return timeCalls(r, mode, 1000, warmup, func() error { return p.LaunchTensors(s, nil, irt.BarrierDevice) })
 }
 
 // timeCalls times call on r's stream with GPU events: k back-to-back calls

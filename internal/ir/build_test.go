@@ -147,7 +147,7 @@ func TestCompileCatalogue(t *testing.T) {
 	assert.Equal(t, PlaceAny, pull.Use("output").Placement)
 	for _, v := range []*Variant{push, pull} {
 		assert.Equal(t, AliasForbid, v.Aliasing)
-		assert.Equal(t, Launch{Threads: 512, MaxBlocks: 16, VectorBytes: 16}, v.Launch)
+		assert.Equal(t, Launch{Threads: 512, MaxBlocks: 128, VectorBytes: 16}, v.Launch)
 		assert.Len(t, v.Kernels, 3)
 	}
 	assert.Equal(t, "irisgen_all_gather_push_bf16", push.Kernels[0].Name)

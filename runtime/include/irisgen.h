@@ -415,6 +415,12 @@ IRISGEN_DEV block_state& state() {
   return s;
 }
 
+// epoch is the block's barrier epoch: it grows by one at every sync or
+// device-mode barrier and survives across launches of the plan, so kernels
+// that sync a fixed number of times per call can use it to alternate
+// double-buffered slots (e.g. epoch() & 1).
+IRISGEN_DEV uint64_t epoch() { return state().epoch; }
+
 // begin loads the block's epoch (kernel entry, emitted by the generator).
 IRISGEN_DEV void begin(const irisgen_ctx& c) {
   if (threadIdx.x == 0) {
@@ -535,25 +541,38 @@ IRISGEN_DEV void reduce_w(T* const* dst, int nd, const T* const* src, int w, int
     for (int d = 0; d < nd; d++) dst[d][i] = r;
   };
   for (int64_t k = tid; k < sp.head; k += nt) scalar(i0 + k);
-  for (int64_t j = tid; j < sp.vecs; j += nt) {
-    const int64_t i = i0 + sp.head + j * N;
-    v16 x[W];
+  // U vectors a thread (strided by nt, so warps stay coalesced): all U*W
+  // loads are in flight before the first add.
+  constexpr int U = W >= 8 ? 1 : 8 / W;
+  for (int64_t j = tid; j < sp.vecs; j += nt * U) {
+    v16 x[U][W];
 #pragma unroll
-    for (int p = 0; p < W; p++)
-      if (p < w) x[p] = vload(src[p] + i);
-    float acc[N];
-    unpack<T>(x[0], acc);
+    for (int u = 0; u < U; u++) {
+      const int64_t i = i0 + sp.head + (j + u * nt) * N;
+      if (j + u * nt < sp.vecs) {
 #pragma unroll
-    for (int p = 1; p < W; p++) {
-      if (p < w) {
-        float t[N];
-        unpack<T>(x[p], t);
-#pragma unroll
-        for (int e = 0; e < N; e++) acc[e] = Op::apply(acc[e], t[e]);
+        for (int p = 0; p < W; p++)
+          if (p < w) x[u][p] = vload(src[p] + i);
       }
     }
-    const v16 r = pack<T>(acc);
-    for (int d = 0; d < nd; d++) vstore(dst[d] + i, r);
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      if (j + u * nt >= sp.vecs) break;
+      const int64_t i = i0 + sp.head + (j + u * nt) * N;
+      float acc[N];
+      unpack<T>(x[u][0], acc);
+#pragma unroll
+      for (int p = 1; p < W; p++) {
+        if (p < w) {
+          float t[N];
+          unpack<T>(x[u][p], t);
+#pragma unroll
+          for (int e = 0; e < N; e++) acc[e] = Op::apply(acc[e], t[e]);
+        }
+      }
+      const v16 r = pack<T>(acc);
+      for (int d = 0; d < nd; d++) vstore(dst[d] + i, r);
+    }
   }
   for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt) scalar(i0 + k);
 }
@@ -598,9 +617,15 @@ template <typename T>
 IRISGEN_DEV void copy_range(T* dst, const T* src, int64_t i0, int64_t i1, int64_t tid, int64_t nt) {
   const span<T> sp(src + i0, i1 - i0, same_align(dst + i0, src + i0));
   for (int64_t k = tid; k < sp.head; k += nt) dst[i0 + k] = src[i0 + k];
-  for (int64_t j = tid; j < sp.vecs; j += nt) {
-    const int64_t i = i0 + sp.head + j * vec<T>::N;
-    vstore(dst + i, vload(src + i));
+  constexpr int U = 4;  // vectors in flight per thread
+  for (int64_t j = tid; j < sp.vecs; j += nt * U) {
+    v16 x[U];
+#pragma unroll
+    for (int u = 0; u < U; u++)
+      if (j + u * nt < sp.vecs) x[u] = vload(src + i0 + sp.head + (j + u * nt) * vec<T>::N);
+#pragma unroll
+    for (int u = 0; u < U; u++)
+      if (j + u * nt < sp.vecs) vstore(dst + i0 + sp.head + (j + u * nt) * vec<T>::N, x[u]);
   }
   for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt) dst[i0 + k] = src[i0 + k];
 }

@@ -181,6 +181,7 @@ func (g *gen) variant(f *jen.File, v *ir.Variant) {
 
 	g.constructor(f, v, vn, plan, nameConst)
 	g.launch(f, v, plan, nameConst)
+	g.launchTensors(f, plan, nameConst)
 
 	writeDoc(f, "Plan returns the runtime plan: its grid, buffers and barrier modes.")
 	f.Func().Params(jen.Id("p").Op("*").Id(plan)).Id("Plan").Params().Op("*").Qual(runtimePkg, "Plan").Block(
@@ -192,6 +193,35 @@ func (g *gen) variant(f *jen.File, v *ir.Variant) {
 		jen.Return(jen.Id("p").Dot("plan").Dot("Close").Call()),
 	)
 	f.Line()
+}
+
+// launchTensors is Launch with the user tensors as a slice: the AnyPlan
+// method through which the Catalogue's tools launch any variant.
+func (g *gen) launchTensors(f *jen.File, plan, nameConst string) {
+	ts := g.userTensors()
+	args := []jen.Code{jen.Id("s")}
+	for i := range ts {
+		args = append(args, jen.Id("ts").Index(jen.Lit(i)))
+	}
+	args = append(args, jen.Id("mode"))
+	writeDoc(f, "LaunchTensors is Launch with the tensors in spec order (AnyPlan).")
+	f.Func().Params(jen.Id("p").Op("*").Id(plan)).Id("LaunchTensors").Params(
+		jen.Id("s").Qual(gpuPkg, "Stream"), jen.Id("ts").Index().Qual(runtimePkg, "Tensor"), jen.Id("mode").Qual(runtimePkg, "Barrier"),
+	).Error().Block(
+		jen.If(jen.Len(jen.Id("ts")).Op("!=").Lit(len(ts))).Block(
+			jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit("%s: %d tensors, want "+fmt.Sprint(len(ts))+" ("+tensorNames(ts)+")"), jen.Id(nameConst), jen.Len(jen.Id("ts")))),
+		),
+		jen.Return(jen.Id("p").Dot("Launch").Call(args...)),
+	)
+	f.Line()
+}
+
+func tensorNames(ts []*ir.Tensor) string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // variantDoc documents the rules of a variant on its plan type.

@@ -94,12 +94,17 @@ func EmitWith(cs []*ir.Collective, o Options) (map[string][]byte, error) {
 		return nil, fmt.Errorf("goemit: errors.go: %w", err)
 	}
 	out[path.Join(o.Package, "errors.go")] = src
+	src, err = render(catalogueFile(sorted, o))
+	if err != nil {
+		return nil, fmt.Errorf("goemit: catalogue.go: %w", err)
+	}
+	out[path.Join(o.Package, "catalogue.go")] = src
 	return out, nil
 }
 
 // fixedFiles are the generated files every package has besides one file per
 // collective.
-var fixedFiles = map[string]bool{"doc": true, "errors": true}
+var fixedFiles = map[string]bool{"doc": true, "errors": true, "catalogue": true}
 
 // errorsFile declares the error a plan constructor returns for a dtype or op
 // its spec does not list. It lives in the generated package, not in runtime,

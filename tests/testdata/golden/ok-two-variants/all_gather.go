@@ -11,7 +11,7 @@ import (
 // AllGatherSpecHash is the hash of spec.yaml and the templates it uses. The HIP module of all_gather
 // carries the same hash; the runtime refuses to launch a kernel whose hash differs, so a stale
 // wrapper/kernel pair fails at load time.
-const AllGatherSpecHash = "b213f7ae5e13c24d"
+const AllGatherSpecHash = "7f84c9d58251964c"
 
 // AllGatherVariant selects an algorithm of all_gather for AllGather.
 type AllGatherVariant string
@@ -128,6 +128,14 @@ func (p *AllGatherPushPlan) Launch(s gpu.Stream, input, output runtime.Tensor, m
 		return err
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).I64(p.symN))
+}
+
+// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
+func (p *AllGatherPushPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+	if len(ts) != 2 {
+		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allGatherPushName, len(ts))
+	}
+	return p.Launch(s, ts[0], ts[1], mode)
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.
@@ -260,6 +268,14 @@ func (p *AllGatherPullPlan) Launch(s gpu.Stream, input, output runtime.Tensor, m
 		input = staged
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).I64(p.symN))
+}
+
+// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
+func (p *AllGatherPullPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+	if len(ts) != 2 {
+		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allGatherPullName, len(ts))
+	}
+	return p.Launch(s, ts[0], ts[1], mode)
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.

@@ -2,12 +2,12 @@
 //
 // all_gather: Gather every rank's `input` into `output` on every rank.
 //
-// Spec hash b213f7ae5e13c24d: the Go wrappers carry the same value, and the runtime
+// Spec hash 7f84c9d58251964c: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_gather[] = "b213f7ae5e13c24d";
+extern "C" __device__ const char irisgen_spec_hash_all_gather[] = "7f84c9d58251964c";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.
@@ -32,10 +32,18 @@ __device__ void push(T* const* dst, int world, const T* src, int64_t n) {
     const T x = src[i];
     for (int p = 0; p < world; p++) dst[p][i] = x;
   }
-  for (int64_t j = tid; j < sp.vecs; j += nt) {
-    const int64_t i = sp.head + j * irisgen::vec<T>::N;
-    const irisgen::v16 x = irisgen::vload(src + i);
-    for (int p = 0; p < world; p++) irisgen::vstore(dst[p] + i, x);
+  constexpr int U = 4;  // vectors in flight per thread
+  for (int64_t j = tid; j < sp.vecs; j += nt * U) {
+    irisgen::v16 x[U];
+#pragma unroll
+    for (int u = 0; u < U; u++)
+      if (j + u * nt < sp.vecs) x[u] = irisgen::vload(src + sp.head + (j + u * nt) * irisgen::vec<T>::N);
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      if (j + u * nt >= sp.vecs) break;
+      const int64_t i = sp.head + (j + u * nt) * irisgen::vec<T>::N;
+      for (int p = 0; p < world; p++) irisgen::vstore(dst[p] + i, x[u]);
+    }
   }
   for (int64_t i = sp.tail + tid; i < n; i += nt) {
     const T x = src[i];
