@@ -70,7 +70,7 @@ func runBench(env *cmdEnv, args []string) error {
 		return err
 	}
 	if *report != "" {
-		var rows []bench.Row
+		var rows []bench.Row // read all before writing: OUT/results.csv may be one of them
 		for _, f := range splitList(*report) {
 			rs, err := readRows(f)
 			if err != nil {
@@ -129,17 +129,6 @@ func runBench(env *cmdEnv, args []string) error {
 			}
 		}
 		rows = append(rows, base...)
-	}
-	f, err := os.Create(filepath.Join(*out, "results.csv"))
-	if err != nil {
-		return err
-	}
-	if err := bench.WriteCSV(f, rows); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
 	}
 	return writeReport(env, rows, *out)
 }
@@ -214,6 +203,17 @@ func readRows(path string) ([]bench.Row, error) {
 }
 
 func writeReport(env *cmdEnv, rows []bench.Row, out string) error {
+	f, err := os.Create(filepath.Join(out, "results.csv"))
+	if err != nil {
+		return err
+	}
+	if err := bench.WriteCSV(f, rows); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
 	md := filepath.Join(out, "results.md")
 	if err := os.WriteFile(md, []byte(bench.Markdown(rows)), 0o644); err != nil {
 		return err

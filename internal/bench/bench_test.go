@@ -58,7 +58,9 @@ func TestReport(t *testing.T) {
 	require.Contains(t, md, "| size | irisgen one_shot us | nccl nccl us | torch_symm_mem two_shot us |")
 	require.Contains(t, md, "| 8 KiB | 4.0 | 40.0 | 10.0 | 0.40 |")
 	dir := t.TempDir()
-	files, err := Plot(sample(), dir)
+	rows := append(sample(), Row{Impl: "irisgen", Collective: "barrier", Variant: "device", DType: "-", World: 2, Mode: "eager", TimeUS: 2},
+		Row{Impl: "irisgen", Collective: "all_reduce", Variant: "atomic", DType: "f32", World: 2, Bytes: 1 << 30, Mode: "eager", TimeUS: math.NaN()})
+	files, err := Plot(rows, dir)
 	require.NoError(t, err)
 	require.Equal(t, []string{filepath.Join(dir, "all_reduce_bf16_w2_eager.svg")}, files)
 	svg, err := os.ReadFile(files[0])

@@ -157,7 +157,13 @@ func Markdown(rows []Row) string {
 // files written.
 func Plot(rows []Row, dir string) ([]string, error) {
 	var files []string
-	for _, g := range groups(rows) {
+	var sized []Row // log axes: only rows with a size (the barrier has none)
+	for _, r := range rows {
+		if r.Bytes > 0 {
+			sized = append(sized, r)
+		}
+	}
+	for _, g := range groups(sized) {
 		lat, bw := plot.New(), plot.New()
 		lat.Title.Text = g.title() + ": time per call (slowest rank)"
 		lat.Y.Label.Text = "microseconds"
@@ -169,6 +175,7 @@ func Plot(rows []Row, dir string) ([]string, error) {
 			p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 			p.Legend.Top, p.Legend.Left = true, true
 		}
+		points, bwPoints := 0, 0
 		for i, s := range g.series() {
 			var pl, pb plotter.XYs
 			for _, size := range g.sizes() {
@@ -177,8 +184,10 @@ func Plot(rows []Row, dir string) ([]string, error) {
 					continue
 				}
 				pl = append(pl, plotter.XY{X: float64(size), Y: r.TimeUS})
+				points++
 				if r.BusBW > 0 {
 					pb = append(pb, plotter.XY{X: float64(size), Y: r.BusBW})
+					bwPoints++
 				}
 			}
 			for _, d := range []struct {
@@ -198,6 +207,12 @@ func Plot(rows []Row, dir string) ([]string, error) {
 				d.p.Add(l, pts)
 				d.p.Legend.Add(s, l, pts)
 			}
+		}
+		if points == 0 {
+			continue // every measurement of the group is missing
+		}
+		if bwPoints == 0 { // no bandwidth: a log axis needs values
+			bw.Y.Scale, bw.Y.Tick.Marker = plot.LinearScale{}, plot.DefaultTicks{}
 		}
 		img := vgsvg.New(2*vg.Length(420), vg.Length(320))
 		dc := draw.New(img)
