@@ -2,12 +2,12 @@
 //
 // all_reduce: Reduce `input` over all ranks into `output` on every rank.
 //
-// Spec hash 3a2ca82a90e6858c: the Go wrappers carry the same value, and the runtime
+// Spec hash 2f53fc8551cbddf7: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_reduce[] = "3a2ca82a90e6858c";
+extern "C" __device__ const char irisgen_spec_hash_all_reduce[] = "2f53fc8551cbddf7";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.
@@ -18,6 +18,7 @@ struct irisgen_all_reduce_args {
   void* t_ring;  // workspace [n]
   void* t_locks;  // workspace [blocks]
   void* t_stage;  // workspace [2, n]
+  void* t_inbox;  // workspace [2, world, n]
   int64_t s_n;
 };
 
@@ -426,6 +427,269 @@ irisgen_all_reduce_one_shot_staged_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_a
   // two calls ago.
   if (!irisgen::sync(ctx)) return;
   irisgen::reduce_n<T, Op>(&out, 1, st, ctx.world, lo, hi, threadIdx.x, blockDim.x);
+  }();
+  irisgen::end(ctx);
+}
+
+// ---- variant one_shot_push (template all_reduce_one_shot_push.hip.tmpl) ----
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_push_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  typedef irisgen::op_max Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  const int64_t slot = (int64_t)(irisgen::epoch() & 1) * w * n;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* out = ((irisgen_bf16*)irisgen_a.t_output);
+  const T* box = ((const irisgen_bf16*)irisgen_a.t_inbox) + slot;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  for (int k = 0; k < w; k++) {
+    const int p = (ctx.rank + k) % w;  // spread the stores over the links
+    T* row = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
+    irisgen::copy_block(row, in, lo, hi);
+  }
+  // Every rank's row of this rank's slot has arrived.
+  if (!irisgen::sync(ctx)) return;
+  const T* rows[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) rows[p] = box + (int64_t)p * n;
+  irisgen::reduce_n<T, Op>(&out, 1, rows, w, lo, hi, threadIdx.x, blockDim.x);
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_push_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  typedef irisgen::op_min Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  const int64_t slot = (int64_t)(irisgen::epoch() & 1) * w * n;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* out = ((irisgen_bf16*)irisgen_a.t_output);
+  const T* box = ((const irisgen_bf16*)irisgen_a.t_inbox) + slot;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  for (int k = 0; k < w; k++) {
+    const int p = (ctx.rank + k) % w;  // spread the stores over the links
+    T* row = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
+    irisgen::copy_block(row, in, lo, hi);
+  }
+  // Every rank's row of this rank's slot has arrived.
+  if (!irisgen::sync(ctx)) return;
+  const T* rows[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) rows[p] = box + (int64_t)p * n;
+  irisgen::reduce_n<T, Op>(&out, 1, rows, w, lo, hi, threadIdx.x, blockDim.x);
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_push_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  typedef irisgen::op_sum Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  const int64_t slot = (int64_t)(irisgen::epoch() & 1) * w * n;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* out = ((irisgen_bf16*)irisgen_a.t_output);
+  const T* box = ((const irisgen_bf16*)irisgen_a.t_inbox) + slot;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  for (int k = 0; k < w; k++) {
+    const int p = (ctx.rank + k) % w;  // spread the stores over the links
+    T* row = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
+    irisgen::copy_block(row, in, lo, hi);
+  }
+  // Every rank's row of this rank's slot has arrived.
+  if (!irisgen::sync(ctx)) return;
+  const T* rows[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) rows[p] = box + (int64_t)p * n;
+  irisgen::reduce_n<T, Op>(&out, 1, rows, w, lo, hi, threadIdx.x, blockDim.x);
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_push_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef irisgen_f16 T;
+  typedef irisgen::op_max Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  const int64_t slot = (int64_t)(irisgen::epoch() & 1) * w * n;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* out = ((irisgen_f16*)irisgen_a.t_output);
+  const T* box = ((const irisgen_f16*)irisgen_a.t_inbox) + slot;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  for (int k = 0; k < w; k++) {
+    const int p = (ctx.rank + k) % w;  // spread the stores over the links
+    T* row = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
+    irisgen::copy_block(row, in, lo, hi);
+  }
+  // Every rank's row of this rank's slot has arrived.
+  if (!irisgen::sync(ctx)) return;
+  const T* rows[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) rows[p] = box + (int64_t)p * n;
+  irisgen::reduce_n<T, Op>(&out, 1, rows, w, lo, hi, threadIdx.x, blockDim.x);
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_push_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef irisgen_f16 T;
+  typedef irisgen::op_min Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  const int64_t slot = (int64_t)(irisgen::epoch() & 1) * w * n;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* out = ((irisgen_f16*)irisgen_a.t_output);
+  const T* box = ((const irisgen_f16*)irisgen_a.t_inbox) + slot;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  for (int k = 0; k < w; k++) {
+    const int p = (ctx.rank + k) % w;  // spread the stores over the links
+    T* row = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
+    irisgen::copy_block(row, in, lo, hi);
+  }
+  // Every rank's row of this rank's slot has arrived.
+  if (!irisgen::sync(ctx)) return;
+  const T* rows[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) rows[p] = box + (int64_t)p * n;
+  irisgen::reduce_n<T, Op>(&out, 1, rows, w, lo, hi, threadIdx.x, blockDim.x);
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_push_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef irisgen_f16 T;
+  typedef irisgen::op_sum Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  const int64_t slot = (int64_t)(irisgen::epoch() & 1) * w * n;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* out = ((irisgen_f16*)irisgen_a.t_output);
+  const T* box = ((const irisgen_f16*)irisgen_a.t_inbox) + slot;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  for (int k = 0; k < w; k++) {
+    const int p = (ctx.rank + k) % w;  // spread the stores over the links
+    T* row = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
+    irisgen::copy_block(row, in, lo, hi);
+  }
+  // Every rank's row of this rank's slot has arrived.
+  if (!irisgen::sync(ctx)) return;
+  const T* rows[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) rows[p] = box + (int64_t)p * n;
+  irisgen::reduce_n<T, Op>(&out, 1, rows, w, lo, hi, threadIdx.x, blockDim.x);
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_push_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef float T;
+  typedef irisgen::op_max Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  const int64_t slot = (int64_t)(irisgen::epoch() & 1) * w * n;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* out = ((float*)irisgen_a.t_output);
+  const T* box = ((const float*)irisgen_a.t_inbox) + slot;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  for (int k = 0; k < w; k++) {
+    const int p = (ctx.rank + k) % w;  // spread the stores over the links
+    T* row = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
+    irisgen::copy_block(row, in, lo, hi);
+  }
+  // Every rank's row of this rank's slot has arrived.
+  if (!irisgen::sync(ctx)) return;
+  const T* rows[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) rows[p] = box + (int64_t)p * n;
+  irisgen::reduce_n<T, Op>(&out, 1, rows, w, lo, hi, threadIdx.x, blockDim.x);
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_push_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef float T;
+  typedef irisgen::op_min Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  const int64_t slot = (int64_t)(irisgen::epoch() & 1) * w * n;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* out = ((float*)irisgen_a.t_output);
+  const T* box = ((const float*)irisgen_a.t_inbox) + slot;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  for (int k = 0; k < w; k++) {
+    const int p = (ctx.rank + k) % w;  // spread the stores over the links
+    T* row = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
+    irisgen::copy_block(row, in, lo, hi);
+  }
+  // Every rank's row of this rank's slot has arrived.
+  if (!irisgen::sync(ctx)) return;
+  const T* rows[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) rows[p] = box + (int64_t)p * n;
+  irisgen::reduce_n<T, Op>(&out, 1, rows, w, lo, hi, threadIdx.x, blockDim.x);
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_push_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef float T;
+  typedef irisgen::op_sum Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  const int64_t slot = (int64_t)(irisgen::epoch() & 1) * w * n;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* out = ((float*)irisgen_a.t_output);
+  const T* box = ((const float*)irisgen_a.t_inbox) + slot;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  for (int k = 0; k < w; k++) {
+    const int p = (ctx.rank + k) % w;  // spread the stores over the links
+    T* row = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
+    irisgen::copy_block(row, in, lo, hi);
+  }
+  // Every rank's row of this rank's slot has arrived.
+  if (!irisgen::sync(ctx)) return;
+  const T* rows[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) rows[p] = box + (int64_t)p * n;
+  irisgen::reduce_n<T, Op>(&out, 1, rows, w, lo, hi, threadIdx.x, blockDim.x);
   }();
   irisgen::end(ctx);
 }

@@ -100,6 +100,10 @@ var catalogue = []variantCase{
 		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceOneShotStagedPlan(r, dt, arOp(op), n))
 		}},
+	{coll: "all_reduce", variant: "one_shot_push", reduces: true, ordered: true, inLen: nLen, outLen: nLen, aliasAllow: true, ref: allReduceRef,
+		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
+			return asLauncher(collectives.NewAllReduceOneShotPushPlan(r, dt, arOp(op), n))
+		}},
 	{coll: "all_reduce", variant: "two_shot", reduces: true, ordered: true, inLen: nLen, outLen: nLen, importIn: true, heapOut: true, ref: allReduceRef,
 		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceTwoShotPlan(r, dt, arOp(op), n))

@@ -286,8 +286,13 @@ func (g *gen) variantDoc(v *ir.Variant, plan string) string {
 	return b.String()
 }
 
-func (g *gen) usesWorld() bool {
-	for _, t := range g.c.Tensors {
+// usesWorld reports whether a plan of v needs the world size: a user tensor
+// or a workspace v allocates has it in its shape.
+func (g *gen) usesWorld(v *ir.Variant) bool {
+	for i, t := range g.c.Tensors {
+		if t.Dir == ir.Workspace && v.Uses[i].Access == 0 {
+			continue
+		}
 		for _, d := range t.Shape {
 			if d.Symbol == ir.SymWorld {
 				return true
@@ -364,7 +369,7 @@ func (g *gen) constructor(f *jen.File, v *ir.Variant, vn, plan, nameConst string
 				jen.Lit("%s: size parameter "+s+" = %d, want > 0"), jen.Id(nameConst), jen.Id(id))),
 		))
 	}
-	if g.usesWorld() {
+	if g.usesWorld(v) {
 		body = append(body, jen.Id("world").Op(":=").Int64().Call(jen.Id("r").Dot("World").Call()))
 	}
 	lit := jen.Dict{}
