@@ -1,0 +1,314 @@
+// Package probe proves graph capture on real GPUs: for every variant and
+// barrier mode of the generated catalogue it captures a launch, checks that
+// the stream really was capturing, and replays the graph with fresh input
+// between replays, comparing each replay with an eager launch on the same
+// input. A mode the generator derived as capturable must pass; one derived
+// as not capturable must be refused with a *runtime.CaptureError.
+package probe
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+	"unsafe"
+
+	"github.com/irisgen/irisgen/generated/collectives"
+	irt "github.com/irisgen/irisgen/runtime"
+	"github.com/irisgen/irisgen/runtime/gpu"
+)
+
+// Result is one line of the probe's table.
+type Result struct {
+	Collective, Variant string
+	Mode                irt.Barrier
+	Claimed             bool // the generator's derived claim
+	Captured            bool // the launch was captured into a graph
+	Replays             int  // replays validated
+	Reason              string
+	Failed              bool // the claim did not hold
+}
+
+// Config says what to probe.
+type Config struct {
+	World       int
+	N           int64 // elements per size parameter
+	Replays     int
+	Collectives []string // empty: all
+}
+
+// Run probes every selected variant and mode in an in-process world.
+func Run(cfg Config) ([]Result, error) {
+	w, err := irt.NewLocalWorld(cfg.World, irt.Options{Timeout: 20 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	var out []Result
+	for _, e := range collectives.Catalogue {
+		if len(cfg.Collectives) > 0 && !slices.Contains(cfg.Collectives, e.Collective) {
+			continue
+		}
+		for _, mode := range e.Barriers {
+			res := make([]Result, w.Size())
+			err := w.Run(func(r *irt.Rank) error {
+				res[r.Rank()] = probe(r, e, mode, cfg)
+				return nil
+			})
+			if err != nil {
+				return out, err
+			}
+			out = append(out, merge(res))
+		}
+	}
+	return out, nil
+}
+
+// merge keeps the worst rank's result.
+func merge(rs []Result) Result {
+	m := rs[0]
+	for _, r := range rs[1:] {
+		if r.Failed && !m.Failed {
+			m = r
+		}
+		m.Replays = min(m.Replays, r.Replays)
+	}
+	return m
+}
+
+func probe(r *irt.Rank, e collectives.Entry, mode irt.Barrier, cfg Config) Result {
+	res := Result{Collective: e.Collective, Variant: e.Variant, Mode: mode, Claimed: slices.Contains(e.Capturable, mode)}
+	fail := func(format string, a ...any) Result {
+		res.Failed, res.Reason = true, fmt.Sprintf(format, a...)
+		return res
+	}
+	dt := irt.BF16
+	if len(e.DTypes) > 0 && !slices.Contains(e.DTypes, dt) {
+		dt = e.DTypes[0]
+	}
+	op := ""
+	if len(e.Ops) > 0 {
+		op = e.Ops[0]
+	}
+	sizes := make([]int64, len(e.Sizes))
+	for i := range sizes {
+		sizes[i] = cfg.N
+	}
+	p, err := e.New(r, dt, op, sizes)
+	if err != nil {
+		return fail("making the plan: %v", err)
+	}
+	defer p.Close()
+	h, dev, s := r.Heap(), r.Device(), r.Stream()
+	var ts []irt.Tensor
+	defer func() {
+		for _, t := range ts {
+			h.Free(t)
+		}
+	}()
+	for _, ti := range e.Tensors {
+		t, err := h.Alloc(dt, max(ti.Numel(r.World(), sizes), 1))
+		if err != nil {
+			return fail("allocating %s: %v", ti.Name, err)
+		}
+		ts = append(ts, t)
+	}
+	// Capture one launch. Relaxed: the other ranks of this process keep
+	// working meanwhile.
+	if err := dev.BeginCapture(s, gpu.CaptureRelaxed); err != nil {
+		return fail("BeginCapture: %v", err)
+	}
+	capturing, cerr := r.Capturing(s)
+	lerr := p.LaunchTensors(s, ts, mode)
+	g, eerr := dev.EndCapture(s)
+	if eerr == nil {
+		defer dev.DestroyGraph(g)
+	}
+	var ce *irt.CaptureError
+	switch {
+	case cerr != nil:
+		return fail("capture status: %v", cerr)
+	case !capturing:
+		return fail("the stream was not capturing")
+	case errors.As(lerr, &ce) && !res.Claimed:
+		res.Reason = ce.What
+		if eerr != nil {
+			return fail("the refused launch broke the capture: %v", eerr)
+		}
+		return res // refused as derived, the capture intact
+	case lerr != nil:
+		return fail("launch while capturing: %v", lerr)
+	case eerr != nil:
+		return fail("EndCapture: %v", eerr)
+	case !res.Claimed:
+		return fail("captured although the generator derived it as not capturable")
+	}
+	res.Captured = true
+	exec, err := dev.Instantiate(g)
+	if err != nil {
+		return fail("instantiating the graph: %v", err)
+	}
+	defer dev.DestroyGraphExec(exec)
+	rng := rand.New(rand.NewPCG(uint64(r.Rank())+1, 0x5eed))
+	for k := 0; k < cfg.Replays; k++ {
+		got, want, err := round(r, p, e, ts, mode, dt, exec, rng)
+		if err != nil {
+			return fail("replay %d: %v", k, err)
+		}
+		if i := firstDiff(got, want); i >= 0 {
+			return fail("replay %d: output byte %d differs from an eager launch on the same input (stale or wrong result)", k, i)
+		}
+		res.Replays++
+	}
+	return res
+}
+
+// round writes fresh input, launches eagerly and keeps the output, poisons
+// the output, writes the same input again, replays the graph and returns
+// both outputs. Inputs are multiples of 1/8 in [-1, 1], so every sum is
+// exact in every dtype and any order: equal outputs are required.
+func round(r *irt.Rank, p collectives.AnyPlan, e collectives.Entry, ts []irt.Tensor, mode irt.Barrier, dt irt.DType,
+	exec gpu.GraphExec, rng *rand.Rand) (got, want []byte, err error) {
+	s := r.Stream()
+	inputs := map[int][]byte{}
+	for i, ti := range e.Tensors {
+		if ti.Dir != "out" {
+			inputs[i] = eighths(dt, ts[i].Len, rng)
+		}
+	}
+	write := func() error {
+		for i, b := range inputs {
+			if err := put(r, ts[i], b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	outputs := func() ([]byte, error) {
+		var all []byte
+		for i, ti := range e.Tensors {
+			if ti.Dir == "in" {
+				continue
+			}
+			b, err := get(r, ts[i])
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, b...)
+		}
+		return all, nil
+	}
+	poison := func() error {
+		for i, ti := range e.Tensors {
+			if ti.Dir != "in" {
+				if err := r.Device().MemsetD8Async(ts[i].Ptr, 0xA5, ts[i].Bytes(), s); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	step := func(launch func() error) ([]byte, error) {
+		if err := write(); err != nil {
+			return nil, err
+		}
+		if err := poison(); err != nil {
+			return nil, err
+		}
+		if err := sync(r, mode); err != nil {
+			return nil, err
+		}
+		if err := launch(); err != nil {
+			return nil, err
+		}
+		if err := sync(r, mode); err != nil {
+			return nil, err
+		}
+		return outputs()
+	}
+	if want, err = step(func() error { return p.LaunchTensors(s, ts, mode) }); err != nil {
+		return nil, nil, fmt.Errorf("eager launch: %w", err)
+	}
+	if got, err = step(func() error { return r.Device().LaunchGraph(exec, s) }); err != nil {
+		return nil, nil, fmt.Errorf("graph replay: %w", err)
+	}
+	return got, want, nil
+}
+
+// sync waits for the stream and meets the other ranks, so every rank's
+// inputs are written before any kernel reads them (mode none needs it; the
+// others do not mind).
+func sync(r *irt.Rank, _ irt.Barrier) error {
+	if err := r.HostBarrier(r.Stream()); err != nil {
+		return err
+	}
+	return r.Check()
+}
+
+func put(r *irt.Rank, t irt.Tensor, b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return r.Device().CopyHtoD(t.Ptr, unsafe.Pointer(&b[0]), int64(len(b)))
+}
+
+func get(r *irt.Rank, t irt.Tensor) ([]byte, error) {
+	b := make([]byte, t.Bytes())
+	if len(b) == 0 {
+		return b, nil
+	}
+	return b, r.Device().CopyDtoH(unsafe.Pointer(&b[0]), t.Ptr, t.Bytes())
+}
+
+// eighths returns n random multiples of 1/8 in [-1, 1] encoded as dt.
+func eighths(dt irt.DType, n int64, rng *rand.Rand) []byte {
+	b := make([]byte, n*dt.Size())
+	for i := int64(0); i < n; i++ {
+		f := float32(rng.IntN(17)-8) / 8
+		bits := math.Float32bits(f)
+		switch dt {
+		case irt.F32:
+			binary.LittleEndian.PutUint32(b[i*4:], bits)
+		case irt.BF16:
+			binary.LittleEndian.PutUint16(b[i*2:], uint16(bits>>16))
+		case irt.F16:
+			binary.LittleEndian.PutUint16(b[i*2:], exactHalf(f))
+		default: // index types: small non-negative integers
+			for j := int64(0); j < dt.Size(); j++ {
+				b[i*dt.Size()+j] = 0
+			}
+			b[i*dt.Size()] = byte(rng.IntN(4))
+		}
+	}
+	return b
+}
+
+// exactHalf encodes a multiple of 1/8 in [-1, 1] as an IEEE half (exact).
+func exactHalf(f float32) uint16 {
+	if f == 0 {
+		return 0
+	}
+	var sign uint16
+	if f < 0 {
+		sign, f = 0x8000, -f
+	}
+	bits := math.Float32bits(f)
+	exp := int(bits>>23&0xff) - 127 + 15
+	return sign | uint16(exp)<<10 | uint16(bits>>13&0x3ff)
+}
+
+func firstDiff(a, b []byte) int {
+	if bytes.Equal(a, b) {
+		return -1
+	}
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}

@@ -1,0 +1,42 @@
+package probe
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	irt "github.com/irisgen/irisgen/runtime"
+)
+
+func TestExactHalf(t *testing.T) {
+	for k, want := range map[int]uint16{8: 0x3c00, 1: 0x3000, -8: 0xbc00, 0: 0, 3: 0x3600, -5: 0xb900} {
+		require.Equal(t, want, exactHalf(float32(k)/8), "k=%d", k)
+	}
+}
+
+func TestEighths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	b := eighths(irt.BF16, 1000, rng)
+	require.Len(t, b, 2000)
+	for i := 0; i < 1000; i++ {
+		h := binary.LittleEndian.Uint16(b[2*i:])
+		// bf16 of k/8, |k| <= 8: exponent at most that of 1.0, 3 mantissa bits at most.
+		require.LessOrEqual(t, h&0x7fff, uint16(0x3f80), "element %d = %#x", i, h)
+		require.Zero(t, h&0x0f, "element %d = %#x is not a multiple of 1/8", i, h)
+	}
+}
+
+func TestMergeKeepsFailure(t *testing.T) {
+	m := merge([]Result{{Replays: 20}, {Replays: 3, Failed: true, Reason: "x"}})
+	require.True(t, m.Failed)
+	require.Equal(t, "x", m.Reason)
+	require.Equal(t, 3, m.Replays)
+}
+
+func TestFirstDiff(t *testing.T) {
+	require.Equal(t, -1, firstDiff([]byte{1, 2}, []byte{1, 2}))
+	require.Equal(t, 1, firstDiff([]byte{1, 2}, []byte{1, 3}))
+	require.Equal(t, 2, firstDiff([]byte{1, 2}, []byte{1, 2, 3}))
+}
