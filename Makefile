@@ -11,7 +11,7 @@ HIP_ARCH ?= gfx90a,gfx940
 # packages here; tests/gpu/run.sh runs $(BUILD)/<name>.test.
 GPU_TESTS ?= ./runtime/gpu:platform ./tests/gpu:gpu
 
-.PHONY: all generate kernels test test-go test-check test-hip gpu-build test-gpu clean help
+.PHONY: all generate kernels test test-go test-check test-hip gpu-build test-gpu bench clean help
 
 all: generate kernels
 
@@ -22,6 +22,7 @@ help:
 	@echo "make test       go vet, go test -race, irisgen check, hipcc compile of every kernel ($(HIP_ARCH))"
 	@echo "make gpu-build  build the GPU test binaries and irisgen into $(BUILD)/ (carry it to a GPU machine)"
 	@echo "make test-gpu   gpu-build, then run tests/gpu/run.sh (needs GPUs; compiles kernels with nvcc)"
+	@echo "make bench      gpu-build, then irisgen bench beside NCCL and torch symmetric memory into $(BUILD)/bench (needs GPUs)"
 	@echo "make clean      remove $(BUILD)/ and generated/kernels/"
 
 generate:
@@ -56,6 +57,12 @@ gpu-build:
 
 test-gpu: gpu-build
 	BUILD=$(BUILD) tests/gpu/run.sh
+
+# The benchmark: nvcc kernels, then irisgen bench on every GPU of the machine
+# (tables, CSV and plots in $(BUILD)/bench; see docs/performance.md).
+bench: gpu-build
+	$(BUILD)/irisgen kernels -platform cuda -kernels-out $(BUILD)/kernels
+	IRISGEN_KERNELS=$(CURDIR)/$(BUILD)/kernels $(BUILD)/irisgen bench -out $(BUILD)/bench
 
 clean:
 	rm -rf $(BUILD) generated/kernels

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the GPU suite from prebuilt binaries (`make test-gpu` builds them; on a
 # GPU machine with no Go toolchain, carry build/ and run this script alone).
-# Logs go to $OUT (or build/gpu-logs) when set.
+# Logs go to $OUT (or build/gpu-logs) when set. Steps: kernels (nvcc), the
+# platform smoke tests, the suite (both worlds), `irisgen probe`, and with
+# SANITIZE=1 a compute-sanitizer memcheck run.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=${BUILD:-build}
@@ -26,6 +28,7 @@ step() { # step NAME CMD...: runs CMD, keeps its log, remembers a failure
 step kernels "$B/irisgen" kernels -platform "${IRISGEN_PLATFORM:-cuda}" -kernels-out "$IRISGEN_KERNELS"
 step platform "$B/platform.test" -test.v -test.count=1
 step suite "$B/gpu.test" -test.v -test.count=1 -test.timeout 30m ${SUITE_ARGS:-}
+step probe "$B/irisgen" probe -replays 100
 if [ -n "${SANITIZE:-}" ] && command -v compute-sanitizer >/dev/null; then
   IRISGEN_TEST_WORLDS=2 IRISGEN_TEST_QUICK=1 step memcheck compute-sanitizer --tool memcheck --error-exitcode 3 \
     "$B/gpu.test" -test.v -test.count=1 -test.run 'TestAllGather|TestDeviceBarrier|TestHeapTranslation'
