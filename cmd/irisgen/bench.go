@@ -94,20 +94,9 @@ func runBench(env *cmdEnv, args []string) error {
 		kv := strings.SplitN(k, "=", 2)
 		os.Setenv(kv[0], kv[1])
 	}
-	p, err := gpu.Load()
+	world, err := worldSize(*n, 2)
 	if err != nil {
-		return &exitError{code: 1, err: err}
-	}
-	count, err := p.DeviceCount()
-	if err != nil {
-		return &exitError{code: 1, err: err}
-	}
-	world := *n
-	if world == 0 {
-		world = count
-	}
-	if world < 2 || world > count {
-		return usageErr("-n %d: this machine has %d GPUs; a benchmark needs 2 or more", world, count)
+		return err
 	}
 	device := deviceName(world)
 	date := time.Now().UTC().Format("2006-01-02")
@@ -131,6 +120,26 @@ func runBench(env *cmdEnv, args []string) error {
 		rows = append(rows, base...)
 	}
 	return writeReport(env, rows, *out)
+}
+
+// worldSize resolves -n against this machine's GPUs (0: all of them); at
+// least `least` ranks.
+func worldSize(n, least int) (int, error) {
+	p, err := gpu.Load()
+	if err != nil {
+		return 0, &exitError{code: 1, err: err}
+	}
+	count, err := p.DeviceCount()
+	if err != nil {
+		return 0, &exitError{code: 1, err: err}
+	}
+	if n == 0 {
+		n = count
+	}
+	if n < least || n > count {
+		return 0, usageErr("-n %d: this machine has %d GPUs, and this command needs %d to %d", n, count, least, count)
+	}
+	return n, nil
 }
 
 // deviceName is e.g. "2x NVIDIA H200" from nvidia-smi, or the platform's

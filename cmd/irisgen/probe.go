@@ -5,7 +5,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/irisgen/irisgen/internal/probe"
-	"github.com/irisgen/irisgen/runtime/gpu"
 )
 
 func init() {
@@ -48,20 +47,9 @@ func runProbe(env *cmdEnv, args []string) error {
 	if *elems < 1 || *replays < 1 {
 		return usageErr("-elems and -replays must be at least 1")
 	}
-	p, err := gpu.Load()
+	world, err := worldSize(*n, 1)
 	if err != nil {
-		return &exitError{code: 1, err: err}
-	}
-	count, err := p.DeviceCount()
-	if err != nil {
-		return &exitError{code: 1, err: err}
-	}
-	world := *n
-	if world == 0 {
-		world = count
-	}
-	if world < 1 || world > count {
-		return usageErr("-n %d: this machine has %d GPUs", world, count)
+		return err
 	}
 	res, err := probe.Run(probe.Config{World: world, N: *elems, Replays: *replays, Collectives: splitList(*colls)})
 	if err != nil {
