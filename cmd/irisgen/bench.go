@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/irisgen/irisgen/internal/bench"
+	"github.com/irisgen/irisgen/internal/ir"
 	"github.com/irisgen/irisgen/runtime/gpu"
 )
 
@@ -60,6 +61,9 @@ func runBench(env *cmdEnv, args []string) error {
 	heap := fs.Int64("heap", 6<<30, "symmetric heap bytes per rank")
 	out := fs.String("out", "bench-out", "output directory")
 	report := fs.String("report", "", "render OUT/results.md and the plots from these CSV files instead of measuring")
+	tune := fs.String("tune", "", "also write the auto variants' tables into this directory (e.g. specs/tuning), from irisgen's fastest variant per size")
+	tuneDType := fs.String("tune-dtype", "bf16", "dtype the tables are chosen by")
+	tuneMode := fs.String("tune-mode", "graph", "mode the tables are chosen by (eager or graph)")
 	if err := env.parse(c, fs, args); err != nil {
 		return err
 	}
@@ -78,7 +82,10 @@ func runBench(env *cmdEnv, args []string) error {
 			}
 			rows = append(rows, rs...)
 		}
-		return writeReport(env, rows, *out)
+		if err := writeReport(env, rows, *out); err != nil {
+			return err
+		}
+		return writeTuning(env, rows, *tune, *tuneDType, *tuneMode)
 	}
 	sz, err := parseSizes(*sizes)
 	if err != nil {
@@ -119,7 +126,39 @@ func runBench(env *cmdEnv, args []string) error {
 		}
 		rows = append(rows, base...)
 	}
-	return writeReport(env, rows, *out)
+	if err := writeReport(env, rows, *out); err != nil {
+		return err
+	}
+	return writeTuning(env, rows, *tune, *tuneDType, *tuneMode)
+}
+
+// writeTuning writes dir/<collective>.yaml for every collective with two or
+// more irisgen variants in rows (nothing when dir is empty).
+func writeTuning(env *cmdEnv, rows []bench.Row, dir, dtype, mode string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if r.Impl != "irisgen" || seen[r.Collective] {
+			continue
+		}
+		seen[r.Collective] = true
+		a, err := bench.Tune(rows, r.Collective, dtype, mode)
+		if err != nil {
+			fmt.Fprintf(env.stdout, "no auto table for %s: %v\n", r.Collective, err)
+			continue
+		}
+		p := filepath.Join(dir, r.Collective+".yaml")
+		if err := os.WriteFile(p, ir.FormatTuning(r.Collective, a), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "wrote %s (%d rules); run `irisgen generate` to use it\n", p, len(a.Rules))
+	}
+	return nil
 }
 
 // worldSize resolves -n against this machine's GPUs (0: all of them); at

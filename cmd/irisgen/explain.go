@@ -191,6 +191,22 @@ func explain(w io.Writer, c *ir.Collective) {
 		}
 		fmt.Fprintf(w, "  kernels: %s\n", strings.Join(names, ", "))
 	}
+	if a := c.Auto; a != nil {
+		fmt.Fprintf(w, "\nvariant %s (Go: %sAuto, %sChoose): from %s, measured: %s\n", ir.AutoVariant, goemit.Exported(c.Name), goemit.Exported(c.Name), a.File, a.Measured)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  world\tlargest tensor\tvariant")
+		for _, r := range a.Rules {
+			world, size := "any", "any size"
+			if r.World > 0 {
+				world = fmt.Sprint(r.World)
+			}
+			if r.MaxBytes > 0 {
+				size = fmt.Sprintf("<= %d bytes", r.MaxBytes)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", world, size, r.Variant)
+		}
+		tw.Flush()
+	}
 }
 
 func orDash(s string) string {

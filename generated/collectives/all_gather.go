@@ -21,7 +21,22 @@ const (
 	AllGatherPush AllGatherVariant = "push"
 	// AllGatherPull is variant pull; see AllGatherPullPlan for its rules.
 	AllGatherPull AllGatherVariant = "pull"
+	// AllGatherAuto picks a variant by world size and message size (AllGatherChoose).
+	AllGatherAuto AllGatherVariant = "auto"
 )
+
+// AllGatherChoose is the variant AllGatherAuto runs on world ranks when the launch's largest tensor
+// has the given bytes, from specs/tuning/all_gather.yaml (measured: 2x NVIDIA H200, 2026-11-22, bf16,
+// graph, irisgen bench). The first matching rule wins:
+//
+//   - world == 2: push
+//   - otherwise: push
+func AllGatherChoose(world int, bytes int64) AllGatherVariant {
+	if world == 2 {
+		return AllGatherPush
+	}
+	return AllGatherPush
+}
 
 // allGatherPushName names all_gather/push in errors.
 const allGatherPushName = "all_gather/push"
@@ -304,6 +319,9 @@ func (p *AllGatherPullPlan) Close() error {
 // documents the checks of each variant.
 func AllGather(r *runtime.Rank, s gpu.Stream, variant AllGatherVariant, dt runtime.DType, input, output runtime.Tensor, mode runtime.Barrier) error {
 	n := input.Len
+	if variant == AllGatherAuto {
+		variant = AllGatherChoose(r.World(), max(input.Bytes(), output.Bytes()))
+	}
 	switch variant {
 	case AllGatherPush:
 		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("all_gather/push dt=%s n=%d", dt, n), s, func() (any, error) {

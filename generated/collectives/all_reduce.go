@@ -31,7 +31,34 @@ const (
 	AllReduceSpinlock AllReduceVariant = "spinlock"
 	// AllReduceRing is variant ring; see AllReduceRingPlan for its rules.
 	AllReduceRing AllReduceVariant = "ring"
+	// AllReduceAuto picks a variant by world size and message size (AllReduceChoose).
+	AllReduceAuto AllReduceVariant = "auto"
 )
+
+// AllReduceChoose is the variant AllReduceAuto runs on world ranks when the launch's largest tensor
+// has the given bytes, from specs/tuning/all_reduce.yaml (measured: 2x NVIDIA H200, 2026-11-22, bf16,
+// graph, irisgen bench). The first matching rule wins:
+//
+//   - world == 2 and bytes <= 8192: one_shot_push
+//   - world == 2 and bytes <= 4194304: one_shot_staged
+//   - world == 2 and bytes <= 16777216: two_shot
+//   - world == 2: one_shot
+//   - otherwise: one_shot
+func AllReduceChoose(world int, bytes int64) AllReduceVariant {
+	if world == 2 && bytes <= int64(8192) {
+		return AllReduceOneShotPush
+	}
+	if world == 2 && bytes <= int64(4194304) {
+		return AllReduceOneShotStaged
+	}
+	if world == 2 && bytes <= int64(16777216) {
+		return AllReduceTwoShot
+	}
+	if world == 2 {
+		return AllReduceOneShot
+	}
+	return AllReduceOneShot
+}
 
 // AllReduceOp is a reduction operator of all_reduce.
 type AllReduceOp string
@@ -1300,6 +1327,9 @@ func (p *AllReduceRingPlan) Close() error {
 // documents the checks of each variant.
 func AllReduce(r *runtime.Rank, s gpu.Stream, variant AllReduceVariant, dt runtime.DType, op AllReduceOp, input, output runtime.Tensor, mode runtime.Barrier) error {
 	n := input.Len
+	if variant == AllReduceAuto {
+		variant = AllReduceChoose(r.World(), max(input.Bytes(), output.Bytes()))
+	}
 	switch variant {
 	case AllReduceOneShot:
 		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("all_reduce/one_shot dt=%s op=%s n=%d", dt, op, n), s, func() (any, error) {

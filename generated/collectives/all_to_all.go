@@ -21,7 +21,26 @@ const (
 	AllToAllPush AllToAllVariant = "push"
 	// AllToAllPull is variant pull; see AllToAllPullPlan for its rules.
 	AllToAllPull AllToAllVariant = "pull"
+	// AllToAllAuto picks a variant by world size and message size (AllToAllChoose).
+	AllToAllAuto AllToAllVariant = "auto"
 )
+
+// AllToAllChoose is the variant AllToAllAuto runs on world ranks when the launch's largest tensor has
+// the given bytes, from specs/tuning/all_to_all.yaml (measured: 2x NVIDIA H200, 2026-11-22, bf16,
+// graph, irisgen bench). The first matching rule wins:
+//
+//   - world == 2 and bytes <= 67108864: push
+//   - world == 2: pull
+//   - otherwise: pull
+func AllToAllChoose(world int, bytes int64) AllToAllVariant {
+	if world == 2 && bytes <= int64(67108864) {
+		return AllToAllPush
+	}
+	if world == 2 {
+		return AllToAllPull
+	}
+	return AllToAllPull
+}
 
 // allToAllPushName names all_to_all/push in errors.
 const allToAllPushName = "all_to_all/push"
@@ -306,6 +325,9 @@ func (p *AllToAllPullPlan) Close() error {
 func AllToAll(r *runtime.Rank, s gpu.Stream, variant AllToAllVariant, dt runtime.DType, input, output runtime.Tensor, mode runtime.Barrier) error {
 	world := int64(r.World())
 	n := input.Len / (world)
+	if variant == AllToAllAuto {
+		variant = AllToAllChoose(r.World(), max(input.Bytes(), output.Bytes()))
+	}
 	switch variant {
 	case AllToAllPush:
 		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("all_to_all/push dt=%s n=%d", dt, n), s, func() (any, error) {

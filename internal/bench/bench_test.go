@@ -5,10 +5,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/irisgen/irisgen/internal/ir"
 )
 
 func sample() []Row {
@@ -73,4 +76,38 @@ func TestHumanBytes(t *testing.T) {
 	require.Equal(t, "8 KiB", HumanBytes(8<<10))
 	require.Equal(t, "256 MiB", HumanBytes(256<<20))
 	require.Equal(t, "1000 B", HumanBytes(1000))
+}
+
+func TestTune(t *testing.T) {
+	var rows []Row
+	add := func(v string, b int64, us float64) {
+		rows = append(rows, Row{Impl: "irisgen", Collective: "all_reduce", Variant: v, DType: "bf16", World: 2, Bytes: b, Mode: "graph", TimeUS: us, Device: "2x H200", Date: "2026-11-22"})
+	}
+	for _, b := range []int64{8 << 10, 1 << 20, 64 << 20} {
+		add("one_shot", b, float64(b>>10))
+		add("two_shot", b, float64(b>>10)*0.9+200)
+	}
+	add("staged", 8<<10, 1)
+	rows = append(rows, Row{Impl: "nccl", Collective: "all_reduce", Variant: "nccl", DType: "bf16", World: 2, Bytes: 8 << 10, Mode: "graph", TimeUS: 0.1})
+	a, err := Tune(rows, "all_reduce", "bf16", "graph")
+	require.NoError(t, err)
+	require.Equal(t, "2x H200, 2026-11-22, bf16, graph, irisgen bench", a.Measured)
+	require.Equal(t, []string{"staged@2<=8192", "one_shot@2<=1048576", "two_shot@2", "two_shot"}, rulesOf(a))
+	_, err = Tune(rows, "all_gather", "bf16", "graph")
+	require.ErrorContains(t, err, "needs two or more")
+}
+
+func rulesOf(a *ir.Auto) []string {
+	var out []string
+	for _, r := range a.Rules {
+		s := r.Variant
+		if r.World > 0 {
+			s += "@" + strconv.Itoa(r.World)
+		}
+		if r.MaxBytes > 0 {
+			s += "<=" + strconv.FormatInt(r.MaxBytes, 10)
+		}
+		out = append(out, s)
+	}
+	return out
 }

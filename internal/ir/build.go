@@ -96,6 +96,15 @@ func CompileAll(specs fs.FS, templates fs.FS, root string) ([]*Collective, error
 		byName[c.Name] = c
 		out = append(out, c)
 	}
+	if len(errs) == 0 {
+		if err := attachTuning(specs, root, out); err != nil {
+			l, ok := err.(diag.List)
+			if !ok {
+				return nil, err
+			}
+			errs = append(errs, l...)
+		}
+	}
 	if len(errs) > 0 {
 		errs.Sort()
 		return nil, errs

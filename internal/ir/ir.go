@@ -251,7 +251,9 @@ type Collective struct {
 	Symbols  []string // user size parameters in the order of the spec's sizes (e.g. "n"); kernel args follow this order
 	Tensors  []*Tensor
 	Variants []*Variant
-	Pos      Pos
+	// Auto is the tuning table of the auto variant, nil without one.
+	Auto *Auto
+	Pos  Pos
 }
 
 // KernelName is the one naming function for kernel entry points:
@@ -267,4 +269,36 @@ func KernelName(collective, variant string, dt DType, op Op) string {
 		name += "_" + string(op)
 	}
 	return name
+}
+
+// AutoVariant is the name of the variant that picks one of the others by
+// size and world size from a tuning table.
+const AutoVariant = "auto"
+
+// Auto is a collective's tuning table (specs/tuning/<collective>.yaml): the
+// rules of its auto variant, measured by `irisgen bench -tune`.
+type Auto struct {
+	File     string // path as given to the generator
+	Measured string // provenance: machine, date, dtype, mode
+	Rules    []AutoRule
+}
+
+// AutoRule picks Variant for a launch on World ranks (0: any) whose largest
+// tensor has at most MaxBytes bytes (0: any size). The first matching rule
+// wins; the last rule matches everything.
+type AutoRule struct {
+	World    int
+	MaxBytes int64
+	Variant  string
+	Pos      Pos
+}
+
+// Choose returns the variant the table picks.
+func (a *Auto) Choose(world int, bytes int64) string {
+	for _, r := range a.Rules {
+		if (r.World == 0 || r.World == world) && (r.MaxBytes == 0 || bytes <= r.MaxBytes) {
+			return r.Variant
+		}
+	}
+	return ""
 }

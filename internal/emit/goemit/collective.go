@@ -53,7 +53,55 @@ func (g *gen) variantType(f *jen.File) {
 			jen.Comment(fmt.Sprintf("%s is variant %s; see %sPlan for its rules.", name, v.Name, name)),
 			jen.Id(name).Id(typ).Op("=").Lit(v.Name))
 	}
+	if c.Auto != nil {
+		defs = append(defs,
+			jen.Comment(fmt.Sprintf("%sAuto picks a variant by world size and message size (%sChoose).", g.coll, g.coll)),
+			jen.Id(g.coll+"Auto").Id(typ).Op("=").Lit(ir.AutoVariant))
+	}
 	f.Const().Defs(defs...)
+	f.Line()
+	if c.Auto != nil {
+		g.choose(f)
+	}
+}
+
+// choose is <Coll>Choose, the auto variant's table as code.
+func (g *gen) choose(f *jen.File) {
+	a := g.c.Auto
+	typ := g.coll + "Variant"
+	var b strings.Builder
+	fmt.Fprintf(&b, "%sChoose is the variant %sAuto runs on world ranks when the launch's largest tensor has the given bytes, "+
+		"from %s (measured: %s). The first matching rule wins:\n\n", g.coll, g.coll, a.File, a.Measured)
+	var body []jen.Code
+	for _, r := range a.Rules {
+		var conds []string
+		var cond *jen.Statement
+		and := func(c *jen.Statement) {
+			if cond == nil {
+				cond = c
+			} else {
+				cond = cond.Op("&&").Add(c)
+			}
+		}
+		if r.World > 0 {
+			and(jen.Id("world").Op("==").Lit(r.World))
+			conds = append(conds, fmt.Sprintf("world == %d", r.World))
+		}
+		if r.MaxBytes > 0 {
+			and(jen.Id("bytes").Op("<=").Lit(r.MaxBytes))
+			conds = append(conds, fmt.Sprintf("bytes <= %d", r.MaxBytes))
+		}
+		ret := jen.Return(jen.Id(g.coll + Exported(r.Variant)))
+		if cond == nil {
+			fmt.Fprintf(&b, "  - otherwise: %s\n", r.Variant)
+			body = append(body, ret)
+			break
+		}
+		fmt.Fprintf(&b, "  - %s: %s\n", strings.Join(conds, " and "), r.Variant)
+		body = append(body, jen.If(cond).Block(ret))
+	}
+	writeDoc(f, b.String())
+	f.Func().Id(g.coll+"Choose").Params(jen.Id("world").Int(), jen.Id("bytes").Int64()).Id(typ).Block(body...)
 	f.Line()
 }
 
@@ -826,6 +874,20 @@ func (g *gen) convenience(f *jen.File) {
 	names := make([]string, len(c.Variants))
 	for i, v := range c.Variants {
 		names[i] = v.Name
+	}
+	if c.Auto != nil {
+		var sizes []jen.Code
+		for _, t := range g.userTensors() {
+			sizes = append(sizes, jen.Id(local(t.Name)).Dot("Bytes").Call())
+		}
+		bytes := jen.Lit(0)
+		if len(sizes) == 1 {
+			bytes = sizes[0].(*jen.Statement)
+		} else if len(sizes) > 1 {
+			bytes = jen.Id("max").Call(sizes...)
+		}
+		body = append(body, jen.If(jen.Id("variant").Op("==").Id(g.coll+"Auto")).Block(
+			jen.Id("variant").Op("=").Id(g.coll+"Choose").Call(jen.Id("r").Dot("World").Call(), bytes)))
 	}
 	body = append(body,
 		jen.Switch(jen.Id("variant")).Block(cases...),

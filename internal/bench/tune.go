@@ -1,0 +1,66 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/irisgen/irisgen/internal/ir"
+)
+
+// Tune builds the auto variant's table of a collective from irisgen's rows
+// of one dtype and mode: for every world size measured, the fastest variant
+// at each size, as rules with size thresholds at the largest size a variant
+// won; the last rule repeats the largest world's choice for the largest
+// sizes. It needs two or more variants measured.
+func Tune(rows []Row, collective, dtype, mode string) (*ir.Auto, error) {
+	type key struct {
+		world int
+		bytes int64
+	}
+	best := map[key]Row{}
+	variants := map[string]bool{}
+	var device, date string
+	for _, r := range rows {
+		if r.Impl != "irisgen" || r.Collective != collective || r.DType != dtype || r.Mode != mode || math.IsNaN(r.TimeUS) || r.TimeUS <= 0 {
+			continue
+		}
+		variants[r.Variant] = true
+		device, date = r.Device, r.Date
+		k := key{r.World, r.Bytes}
+		if b, ok := best[k]; !ok || r.TimeUS < b.TimeUS {
+			best[k] = r
+		}
+	}
+	if len(variants) < 2 {
+		return nil, fmt.Errorf("%s: %d irisgen variant(s) measured in %s %s; an auto table needs two or more", collective, len(variants), dtype, mode)
+	}
+	byWorld := map[int][]Row{}
+	for k, r := range best {
+		byWorld[k.world] = append(byWorld[k.world], r)
+	}
+	worlds := make([]int, 0, len(byWorld))
+	for w := range byWorld {
+		worlds = append(worlds, w)
+	}
+	sort.Ints(worlds)
+	a := &ir.Auto{Measured: fmt.Sprintf("%s, %s, %s, %s, irisgen bench", device, date, dtype, mode)}
+	var last string
+	for _, w := range worlds {
+		rs := byWorld[w]
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Bytes < rs[j].Bytes })
+		for i, r := range rs {
+			if i+1 < len(rs) && rs[i+1].Variant == r.Variant {
+				continue // the run goes on
+			}
+			rule := ir.AutoRule{World: w, Variant: r.Variant}
+			if i+1 < len(rs) {
+				rule.MaxBytes = r.Bytes
+			}
+			a.Rules = append(a.Rules, rule)
+			last = r.Variant
+		}
+	}
+	a.Rules = append(a.Rules, ir.AutoRule{Variant: last})
+	return a, nil
+}
