@@ -299,3 +299,23 @@ func TestGeneratedCodeCompiles(t *testing.T) {
 		t.Fatalf("generated code does not build: %v\n%s\n--- all_reduce.go:\n%s", err, b, out["collectives/all_reduce.go"])
 	}
 }
+
+// TestAutoVariant: a tuning table gives the collective an auto variant whose
+// choice is generated code and which the convenience call resolves.
+func TestAutoVariant(t *testing.T) {
+	c := allGather()
+	c.Auto = &ir.Auto{File: "specs/tuning/all_gather.yaml", Measured: "2x H200, 2026-11-22", Rules: []ir.AutoRule{
+		{World: 2, MaxBytes: 4096, Variant: "push"}, {Variant: "pull"},
+	}}
+	src := string(emit(t, c)["collectives/all_gather.go"])
+	for _, want := range []string{
+		`AllGatherAuto AllGatherVariant = "auto"`,
+		"//   - world == 2 and bytes <= 4096: push\n//   - otherwise: pull\n",
+		"func AllGatherChoose(world int, bytes int64) AllGatherVariant {\n\tif world == 2 && bytes <= int64(4096) {\n\t\treturn AllGatherPush\n\t}\n\treturn AllGatherPull\n}",
+		"if variant == AllGatherAuto {\n\t\tvariant = AllGatherChoose(r.World(), max(input.Bytes(), output.Bytes()))\n\t}",
+	} {
+		if !strings.Contains(src, want) {
+			t.Errorf("all_gather.go lacks %q", want)
+		}
+	}
+}
