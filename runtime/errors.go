@@ -149,8 +149,11 @@ type DeviceFaultError struct {
 
 func (e *DeviceFaultError) Error() string {
 	what := fmt.Sprintf("error code %d", e.Code)
-	if e.Code == errCodeIndex {
-		what = fmt.Sprintf("index out of range (value %d)", e.Info)
+	switch e.Code {
+	case errCodeIndex:
+		what = fmt.Sprintf("an index out of range (value %d; nothing was written for it)", e.Info)
+	case errCodeCapacity:
+		what = fmt.Sprintf("more rows for one destination than its receive capacity (%d rows; the rest were dropped): make the plan with a larger capacity", e.Info)
 	}
 	return fmt.Sprintf("kernel on rank %d, block %d reported %s; the world's device state is now undefined: close the world and start it again",
 		e.Rank, e.Block, what)

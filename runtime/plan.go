@@ -30,8 +30,8 @@ type Buffer struct {
 }
 
 // Plan holds everything one launch of a kernel needs that must be allocated:
-// the loaded function, the barrier flags uint64[blocks][MaxWorld] and epochs
-// uint64[blocks], workspace and staging buffers, all on the heap, and a
+// the loaded function, the barrier flags uint64[blocks+1][MaxWorld] and epochs
+// uint64[blocks+2] (the last row and two counters serve the grid-wide sync), workspace and staging buffers, all on the heap, and a
 // reusable argument buffer. Launching a plan never allocates device memory,
 // copies between host and device, or waits on the host (except in
 // BarrierHost mode). A plan is used from its rank's goroutine.
@@ -166,10 +166,12 @@ func (p *Plan) setup() error {
 		return ptr, nil
 	}
 	blocks := int64(s.Blocks)
-	if p.flags, err = alloc(blocks * MaxWorld * 8); err != nil {
+	// Row `blocks` of the flags and epochs[blocks], epochs[blocks+1] are the
+	// grid-wide sync's (rank-level flags, arrival count, generation).
+	if p.flags, err = alloc((blocks + 1) * MaxWorld * 8); err != nil {
 		return err
 	}
-	if p.epochs, err = alloc(blocks * 8); err != nil {
+	if p.epochs, err = alloc((blocks + 2) * 8); err != nil {
 		return err
 	}
 	for i, list := range [][]Buffer{s.Workspace, s.Staging} {

@@ -25,8 +25,10 @@ const (
 	ctxOffReserve = ctxOffBarrier + 4
 
 	errRecordBytes = 32 // irisgen_error
-	errCodeTimeout = 1
-	errCodeIndex   = 2
+	errCodeTimeout  = 1
+	errCodeIndex    = 2
+	errCodeCapacity = 3
+	errCodeWriting  = 0xffffffff // a kernel is filling the record
 )
 
 // Rank is one rank of a world: a GPU with its symmetric heap, a stream, an
@@ -191,8 +193,8 @@ func (r *Rank) Check() error {
 	}
 	rec := (*[errRecordBytes / 4]uint32)(r.errHost)
 	code := atomic.LoadUint32(&rec[0]) // the kernel publishes code last-writer-wins by CAS
-	if code == 0 {
-		return nil
+	if code == 0 || code == errCodeWriting {
+		return nil // a record being written is read at the next check
 	}
 	b := unsafe.Slice((*byte)(r.errHost), errRecordBytes)
 	le := binary.LittleEndian

@@ -188,7 +188,7 @@ func TestCheckReadsErrorRecord(t *testing.T) {
 	require.NoError(t, p.Write(r.errDev, rec))
 	var de *DeviceFaultError
 	require.ErrorAs(t, r.Check(), &de)
-	assert.Contains(t, de.Error(), "index out of range (value 77)")
+	assert.Contains(t, de.Error(), "an index out of range (value 77;")
 
 	err = w.Run(func(r *Rank) error { return r.HostBarrier(r.Stream()) })
 	require.ErrorAs(t, err, &de, "a host barrier reports the record")

@@ -180,7 +180,7 @@ func TestExplain(t *testing.T) {
 			t.Errorf("explain lacks %q in:\n%s", c.want, c.text)
 		}
 	}
-	if code, _, stderr := cli(t, "explain", "nope"); code != 1 || !strings.Contains(stderr, "all_gather, all_reduce, all_to_all, barrier, reduce_scatter") {
+	if code, _, stderr := cli(t, "explain", "nope"); code != 1 || !strings.Contains(stderr, "all_gather, all_reduce, all_to_all, barrier, moe_combine, moe_dispatch, reduce_scatter") {
 		t.Errorf("explain of an unknown name: exit %d\n%s", code, stderr)
 	}
 }

@@ -468,6 +468,168 @@ var Catalogue = []Entry{{
 }, {
 	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
 	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+	Collective: "moe_combine",
+	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
+	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+		if len(sizes) != 5 {
+			return nil, fmt.Errorf("moe_combine/push: %d sizes, want 5 (t, h, k, e, cap)", len(sizes))
+		}
+		p, err := NewMoeCombinePushPlan(r, dt, sizes[0], sizes[1], sizes[2], sizes[3], sizes[4])
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	},
+	Sizes: []string{"t", "h", "k", "e", "cap"},
+	Tensors: []TensorInfo{{
+		Dir:  "in",
+		Heap: false,
+		Name: "expert_out",
+		Numel: func(world int, sizes []int64) int64 {
+			return int64(world) * sizes[4] * sizes[1]
+		},
+		Remote: false,
+		Shape:  "[world, cap, h]",
+	}, {
+		Dir:  "in",
+		Heap: false,
+		Name: "recv_src",
+		Numel: func(world int, sizes []int64) int64 {
+			return int64(world) * sizes[4]
+		},
+		Remote: false,
+		Shape:  "[world, cap]",
+	}, {
+		Dir:  "in",
+		Heap: false,
+		Name: "recv_counts",
+		Numel: func(world int, sizes []int64) int64 {
+			return int64(world)
+		},
+		Remote: false,
+		Shape:  "[world]",
+	}, {
+		Dir:  "in",
+		Heap: false,
+		Name: "ids",
+		Numel: func(world int, sizes []int64) int64 {
+			return sizes[0] * sizes[2]
+		},
+		Remote: false,
+		Shape:  "[t, k]",
+	}, {
+		Dir:  "in",
+		Heap: false,
+		Name: "weights",
+		Numel: func(world int, sizes []int64) int64 {
+			return sizes[0] * sizes[2]
+		},
+		Remote: false,
+		Shape:  "[t, k]",
+	}, {
+		Dir:  "out",
+		Heap: false,
+		Name: "output",
+		Numel: func(world int, sizes []int64) int64 {
+			return sizes[0] * sizes[1]
+		},
+		Remote: false,
+		Shape:  "[t, h]",
+	}},
+	Variant: "push",
+}, {
+	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
+	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+	Collective: "moe_dispatch",
+	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
+	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+		if len(sizes) != 5 {
+			return nil, fmt.Errorf("moe_dispatch/push: %d sizes, want 5 (t, h, k, e, cap)", len(sizes))
+		}
+		p, err := NewMoeDispatchPushPlan(r, dt, sizes[0], sizes[1], sizes[2], sizes[3], sizes[4])
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	},
+	Sizes: []string{"t", "h", "k", "e", "cap"},
+	Tensors: []TensorInfo{{
+		Dir:  "in",
+		Heap: false,
+		Name: "tokens",
+		Numel: func(world int, sizes []int64) int64 {
+			return sizes[0] * sizes[1]
+		},
+		Remote: false,
+		Shape:  "[t, h]",
+	}, {
+		Dir:  "in",
+		Heap: false,
+		Name: "ids",
+		Numel: func(world int, sizes []int64) int64 {
+			return sizes[0] * sizes[2]
+		},
+		Remote: false,
+		Shape:  "[t, k]",
+	}, {
+		Dir:  "in",
+		Heap: false,
+		Name: "weights",
+		Numel: func(world int, sizes []int64) int64 {
+			return sizes[0] * sizes[2]
+		},
+		Remote: false,
+		Shape:  "[t, k]",
+	}, {
+		Dir:  "out",
+		Heap: true,
+		Name: "recv_tokens",
+		Numel: func(world int, sizes []int64) int64 {
+			return int64(world) * sizes[4] * sizes[1]
+		},
+		Remote: true,
+		Shape:  "[world, cap, h]",
+	}, {
+		Dir:  "out",
+		Heap: true,
+		Name: "recv_ids",
+		Numel: func(world int, sizes []int64) int64 {
+			return int64(world) * sizes[4]
+		},
+		Remote: true,
+		Shape:  "[world, cap]",
+	}, {
+		Dir:  "out",
+		Heap: true,
+		Name: "recv_weights",
+		Numel: func(world int, sizes []int64) int64 {
+			return int64(world) * sizes[4]
+		},
+		Remote: true,
+		Shape:  "[world, cap]",
+	}, {
+		Dir:  "out",
+		Heap: true,
+		Name: "recv_src",
+		Numel: func(world int, sizes []int64) int64 {
+			return int64(world) * sizes[4]
+		},
+		Remote: true,
+		Shape:  "[world, cap]",
+	}, {
+		Dir:  "out",
+		Heap: true,
+		Name: "recv_counts",
+		Numel: func(world int, sizes []int64) int64 {
+			return int64(world)
+		},
+		Remote: true,
+		Shape:  "[world]",
+	}},
+	Variant: "push",
+}, {
+	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
+	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
 	Collective: "reduce_scatter",
 	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
 	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {

@@ -18,6 +18,12 @@
 //   - AllToAll (specs/all_to_all.yaml; variants push, pull): Exchange blocks between all ranks; block
 //     p of rank r's `input` becomes block r of rank p's `output`.
 //   - Barrier (specs/barrier.yaml; variants device): Wait until every rank has reached the barrier.
+//   - MoeCombine (specs/moe_combine.yaml; variants push): Return every expert output row of a
+//     mixture-of-experts layer to its source rank and pair, and restore the token order: out[t] = sum
+//     over k of weights[t,k] * row(t,k) (fp32), with pairs whose expert id was out of range left out.
+//   - MoeDispatch (specs/moe_dispatch.yaml; variants push): Send every (token, k) pair of a
+//     mixture-of-experts layer to the rank that owns its expert, with counts computed and exchanged on
+//     the GPU, so no shape depends on data and the whole path can be captured in a graph.
 //   - ReduceScatter (specs/reduce_scatter.yaml; variants pull): Reduce `input` over all ranks and keep
 //     this rank's 1/world slice in `output` (NCCL and torch semantics).
 //

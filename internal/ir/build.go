@@ -150,11 +150,6 @@ func (b *builder) collective(f *spec.File) *Collective {
 	sizes := b.sizes(f, c)
 	used := map[string]bool{}
 	tensorsOK := b.tensors(f, c, sizes, used)
-	for _, s := range f.Sizes.Items {
-		if tensorsOK && sizes[s.Value] && !used[s.Value] && spec.IsIdentifier(s.Value) && !spec.IsReserved(s.Value) {
-			b.errorf(s.Pos, "size %q is declared but no tensor shape uses it; remove it from sizes", s.Value)
-		}
-	}
 
 	data := ""
 	for _, t := range c.Tensors {

@@ -506,7 +506,6 @@ variants:
   v: {template: t_a, access: {x: local_read}}
 `,
 		want: []string{
-			"4:9: error: size \"n\" is declared but no tensor shape uses it; remove it from sizes",
 			"6:31: error: undefined size symbol \"m\" in the shape of tensor \"x\" (declare it in sizes, e.g. sizes: [m])",
 		},
 	},
@@ -778,7 +777,6 @@ variants:
 		want: []string{
 			"4:12: error: size \"n\" is declared twice (first at 4:9); remove one",
 			"4:15: error: size \"world\" is built in; remove it from sizes",
-			"4:22: error: size \"m\" is declared but no tensor shape uses it; remove it from sizes",
 		},
 	},
 	{
@@ -895,7 +893,6 @@ variants:
 `,
 		want: []string{
 			"3:13: error: undefined size symbol \"f32\" in the shape of tensor \"x\" (declare it in sizes, e.g. sizes: [f32])",
-			"4:9: error: size \"n\" is declared but no tensor shape uses it; remove it from sizes",
 		},
 	},
 	{

@@ -278,18 +278,11 @@ static CUresult igcu_launch(uintptr_t ctx, uintptr_t f, unsigned int gx, unsigne
 		unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, uintptr_t s,
 		const void *args, size_t n, const char **call) {
 	IGCU_BIND(ctx);
-	void *buf = NULL;
-	void *params[1];
-	void **kp = NULL;
-	if (n > 0) {
-		buf = malloc(n);
-		if (buf == NULL) { *call = "malloc"; return 2; } // CUDA_ERROR_OUT_OF_MEMORY
-		memcpy(buf, args, n);
-		params[0] = buf;
-		kp = params;
-	}
+	// The driver copies the parameter bytes before it returns, so the
+	// caller's buffer (Go memory, pinned for the call) is used as is.
+	void *params[1] = {(void *)args};
+	void **kp = n > 0 ? params : NULL;
 	CUresult r = IGCU_CALL(cuLaunchKernel, ((CUfunction)f, gx, gy, gz, bx, by, bz, shared, (CUstream)s, kp, NULL));
-	free(buf);
 	return r;
 }
 
@@ -645,7 +638,7 @@ func (d *cudaDevice) Launch(f Function, grid, block Dim3, sharedBytes uint32, s 
 	var call *C.char
 	var ap unsafe.Pointer
 	if len(args) > 0 {
-		ap = unsafe.Pointer(&args[0]) // copied by C before the launch; not retained
+		ap = unsafe.Pointer(&args[0]) // read by the driver during the call; not retained
 	}
 	r := C.igcu_launch(d.ctx, C.uintptr_t(f),
 		C.uint(grid.X), C.uint(grid.Y), C.uint(grid.Z), C.uint(block.X), C.uint(block.Y), C.uint(block.Z),

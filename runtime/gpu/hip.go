@@ -274,18 +274,11 @@ static hipError_t ighip_launch(int dev, uintptr_t f, unsigned int gx, unsigned i
 		unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, uintptr_t s,
 		const void *args, size_t n, const char **call) {
 	IGHIP_BIND(dev);
-	void *buf = NULL;
-	void *params[1];
-	void **kp = NULL;
-	if (n > 0) {
-		buf = malloc(n);
-		if (buf == NULL) { *call = "malloc"; return 2; } // hipErrorOutOfMemory
-		memcpy(buf, args, n);
-		params[0] = buf;
-		kp = params;
-	}
+	// The driver copies the parameter bytes before it returns, so the
+	// caller's buffer (Go memory, pinned for the call) is used as is.
+	void *params[1] = {(void *)args};
+	void **kp = n > 0 ? params : NULL;
 	hipError_t r = IGHIP_CALL(hipModuleLaunchKernel, ((hipFunction_t)f, gx, gy, gz, bx, by, bz, shared, (hipStream_t)s, kp, NULL));
-	free(buf);
 	return r;
 }
 
@@ -640,7 +633,7 @@ func (d *hipDevice) Launch(f Function, grid, block Dim3, sharedBytes uint32, s S
 	var call *C.char
 	var ap unsafe.Pointer
 	if len(args) > 0 {
-		ap = unsafe.Pointer(&args[0]) // copied by C before the launch; not retained
+		ap = unsafe.Pointer(&args[0]) // read by the driver during the call; not retained
 	}
 	r := C.ighip_launch(d.dev, C.uintptr_t(f),
 		C.uint(grid.X), C.uint(grid.Y), C.uint(grid.Z), C.uint(block.X), C.uint(block.Y), C.uint(block.Z),

@@ -54,7 +54,7 @@ typedef struct {
 // irisgen_error is the error record a kernel fills when it gives up; the host
 // reads it after the stream (runtime.Rank.Check).
 typedef struct {
-  uint32_t code;  // 0 none, 1 barrier timeout, 2 index out of range
+  uint32_t code;  // 0 none, 1 barrier timeout, 2 index out of range, 3 capacity exceeded
   uint32_t rank;  // rank that saw it
   uint32_t peer;  // peer that did not arrive
   uint32_t block;
@@ -64,6 +64,7 @@ typedef struct {
 
 #define IRISGEN_ERR_TIMEOUT 1u
 #define IRISGEN_ERR_INDEX 2u
+#define IRISGEN_ERR_CAPACITY 3u
 
 // ---------------------------------------------------------- data types ----
 
@@ -331,6 +332,16 @@ IRISGEN_DEV uint64_t fetch_add(uint64_t* p, uint64_t v) {
 #endif
 }
 
+// atomic_add_local adds v to a counter only this GPU updates; returns the old
+// value (device scope, relaxed: counters, not flags).
+IRISGEN_DEV uint64_t atomic_add_local(uint64_t* p, uint64_t v) {
+#ifdef IRISGEN_CUDA
+  return atomicAdd((unsigned long long*)p, (unsigned long long)v);
+#else
+  return __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+#endif
+}
+
 IRISGEN_DEV uint32_t cas32(uint32_t* p, uint32_t expect, uint32_t want) {
 #ifdef IRISGEN_CUDA
   uint32_t old;
@@ -407,6 +418,7 @@ IRISGEN_DEV void fail(const irisgen_ctx& c, uint32_t code, uint32_t peer, uint64
 // for the duration of one kernel.
 struct block_state {
   uint64_t epoch;
+  uint64_t gen;  // grid_sync generation (thread 0's copy)
   int failed;
 };
 
@@ -425,6 +437,7 @@ IRISGEN_DEV uint64_t epoch() { return state().epoch; }
 IRISGEN_DEV void begin(const irisgen_ctx& c) {
   if (threadIdx.x == 0) {
     state().epoch = ((const uint64_t*)c.epochs)[blockIdx.x];
+    state().gen = ((const uint64_t*)c.epochs)[gridDim.x + 1];
     state().failed = 0;
   }
   __syncthreads();
@@ -479,6 +492,73 @@ IRISGEN_DEV bool sync(const irisgen_ctx& c) {
   if (t == 0) s.epoch = e;
   return !s.failed;
 }
+
+// rank_sync meets every peer once, by one thread: it publishes epoch e in
+// row `gridDim.x` of the peers' flags and waits for theirs. Used by the last
+// block of a grid_sync.
+IRISGEN_DEV bool rank_sync(const irisgen_ctx& c, uint64_t e) {
+  uint64_t* row = (uint64_t*)c.flags + (uint64_t)gridDim.x * IRISGEN_MAX_WORLD;
+  for (int t = 0; t < c.world; t++)
+    if (t != c.rank) store_release(peer_ptr(c, row + c.rank, t), e);
+  for (int t = 0; t < c.world; t++) {
+    if (t == c.rank || (int64_t)(load_acquire(row + t) - e) >= 0) continue;
+    const uint64_t t0 = now_ns();
+    for (uint32_t i = 1;; i++) {
+      if ((int64_t)(load_acquire(row + t) - e) >= 0) break;
+      if ((i & 255) == 0 && now_ns() - t0 > c.timeout_ns) {
+        fail(c, IRISGEN_ERR_TIMEOUT, (uint32_t)t, e, 0);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// grid_sync waits until every block of this rank's grid has arrived and,
+// with cross, every block of every peer's grid too: writes before it, by
+// any block of any rank, are visible to every block after it. The last block
+// to arrive meets the peers (rank_sync) and releases the others, which wait
+// on a generation counter; counters only grow, so no reset is needed between
+// launches or replays. Every block of the grid must be resident at once:
+// keep max_blocks at or below the GPU's SM (CU) count. Runs in every
+// barrier mode. Returns false on timeout (error record set).
+IRISGEN_DEV bool grid_sync(const irisgen_ctx& c, bool cross) {
+#ifdef IRISGEN_HIP
+  fence_release();
+#endif
+  __syncthreads();
+  block_state& s = state();
+  if (threadIdx.x == 0) {
+    uint64_t* ctr = (uint64_t*)c.epochs + gridDim.x;  // [0] arrivals, [1] generation
+    const uint64_t next = s.gen + 1;
+    s.gen = next;
+    if (fetch_add(&ctr[0], 1) + 1 == next * gridDim.x) {
+      if (cross && !rank_sync(c, next)) s.failed = 1;
+      store_release(&ctr[1], next);  // released even after a failure: the record tells the host
+    } else if ((int64_t)(load_acquire(&ctr[1]) - next) < 0) {
+      const uint64_t t0 = now_ns();
+      for (uint32_t i = 1;; i++) {
+        if ((int64_t)(load_acquire(&ctr[1]) - next) >= 0) break;
+        if ((i & 255) == 0 && now_ns() - t0 > c.timeout_ns) {
+          fail(c, IRISGEN_ERR_TIMEOUT, (uint32_t)c.rank, next, 2);
+          s.failed = 1;
+          break;
+        }
+      }
+    }
+  }
+  __syncthreads();
+#ifdef IRISGEN_HIP
+  fence_acquire();
+#endif
+  return !s.failed;
+}
+
+// grid_gen is the grid_sync generation: read before the launch's first
+// grid_sync it is the same on every block and, for plans that grid_sync a
+// fixed number of times a call, advances by that number every call, so
+// kernels use it to alternate double-buffered state.
+IRISGEN_DEV uint64_t grid_gen() { return state().gen; }
 
 // barrier is the sync at a call's boundaries (inputs ready, outputs free, the
 // call complete): it runs in barrier mode device and does nothing in modes

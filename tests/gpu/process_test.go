@@ -31,7 +31,7 @@ func TestProcessWorld(t *testing.T) {
 }
 
 func runProcessRank(t *testing.T) {
-	r, err := runtime.JoinProcessWorld(defaultOpts())
+	r, err := runtime.JoinProcessWorld(moeOpts()) // the largest MoE case needs the room
 	if err != nil {
 		t.Fatalf("JoinProcessWorld: %v", err)
 	}
@@ -58,5 +58,13 @@ func runProcessRank(t *testing.T) {
 	if err := captureRank(r); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("rank %d of %d: barriers, %d catalogue cases, back-to-back, rules and capture passed", r.Rank(), r.World(), cases)
+	for _, c := range moeCases() {
+		if err := moeRank(r, c); err != nil {
+			t.Fatalf("moe %s: %v", c, err)
+		}
+	}
+	if err := moeGraphRank(r); err != nil {
+		t.Fatalf("moe graph: %v", err)
+	}
+	t.Logf("rank %d of %d: barriers, %d catalogue cases, back-to-back, rules, capture and MoE passed", r.Rank(), r.World(), cases)
 }

@@ -59,18 +59,20 @@ func (h *helpers) funcs() template.FuncMap {
 		}
 	}
 	return template.FuncMap{
-		"read":        local("read", ir.LocalRead, true),
-		"write":       local("write", ir.LocalWrite, false),
-		"update":      local("update", ir.LocalRead|ir.LocalWrite, false),
-		"peer_read":   peer("peer_read", ir.RemoteRead, true),
-		"peer_write":  peer("peer_write", ir.RemoteWrite, false),
-		"peer_update": peer("peer_update", ir.RemoteRead|ir.RemoteWrite, false),
-		"peer_atomic": peer("peer_atomic", ir.RemoteAtomic, false),
-		"type":        h.elemType,
-		"size":        h.size,
-		"numel":       h.numel,
-		"barrier":     h.barrier,
-		"sync":        h.sync,
+		"read":            local("read", ir.LocalRead, true),
+		"write":           local("write", ir.LocalWrite, false),
+		"update":          local("update", ir.LocalRead|ir.LocalWrite, false),
+		"peer_read":       peer("peer_read", ir.RemoteRead, true),
+		"peer_write":      peer("peer_write", ir.RemoteWrite, false),
+		"peer_update":     peer("peer_update", ir.RemoteRead|ir.RemoteWrite, false),
+		"peer_atomic":     peer("peer_atomic", ir.RemoteAtomic, false),
+		"type":            h.elemType,
+		"size":            h.size,
+		"numel":           h.numel,
+		"barrier":         h.barrier,
+		"sync":            h.sync,
+		"grid_sync":       func() (string, error) { return h.gridSync(true) },
+		"grid_sync_local": func() (string, error) { return h.gridSync(false) },
 	}
 }
 
@@ -170,6 +172,22 @@ func (h *helpers) barrier() (string, error) { return h.meet("barrier") }
 
 // sync meets the peers between a kernel's own steps, in every barrier mode.
 func (h *helpers) sync() (string, error) { return h.meet("sync") }
+
+// gridSync waits for every block of the grid, and with cross for every
+// block of every peer's grid (irisgen::grid_sync), in every barrier mode.
+func (h *helpers) gridSync(cross bool) (string, error) {
+	name := "grid_sync"
+	if !cross {
+		name = "grid_sync_local"
+	}
+	if h.kc == nil {
+		return "", fmt.Errorf("%s: only in the kernel body (it returns from it on a timeout)", name)
+	}
+	if cross {
+		h.kc.rec.barrier = true
+	}
+	return fmt.Sprintf("if (!irisgen::grid_sync(ctx, %v)) return;", cross), nil
+}
 
 func (h *helpers) meet(name string) (string, error) {
 	if h.kc == nil {

@@ -1,0 +1,415 @@
+//go:build gpu
+
+package gpu_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"testing"
+
+	"github.com/irisgen/irisgen/generated/collectives"
+	irt "github.com/irisgen/irisgen/runtime"
+	"github.com/irisgen/irisgen/runtime/gpu"
+)
+
+// moeCase is one MoE configuration: t tokens of h elements, k experts per
+// token out of e, a routing rule.
+type moeCase struct {
+	t, h, k, e int64
+	routing    string // random, skewed (every pair to expert 0), half (only the first half of the ranks' experts)
+	dt         irt.DType
+}
+
+func (c moeCase) String() string {
+	return fmt.Sprintf("%s/t=%d/h=%d/k=%d/e=%d/%s", c.dt, c.t, c.h, c.k, c.e, c.routing)
+}
+
+// moeInput is one rank's generated input of one round.
+type moeInput struct {
+	tokens  []byte // encoded [t, h]
+	ids     []int64
+	weights []float32
+}
+
+func moeInputs(c moeCase, world, rank int, round uint64) moeInput {
+	seed := stream(uint64(c.t*131+c.h*7+c.k), uint64(rank), round)
+	in := moeInput{tokens: encode(c.dt, values(c.dt, c.t*c.h, seed))}
+	n := c.t * c.k
+	in.ids, in.weights = make([]int64, n), make([]float32, n)
+	perRank := (c.e + int64(world) - 1) / int64(world)
+	for p := int64(0); p < n; p++ {
+		u := splitmix64(seed ^ uint64(p+1)*0x9e3779b97f4a7c15)
+		switch c.routing {
+		case "skewed":
+			in.ids[p] = 0
+		case "half":
+			in.ids[p] = int64(u>>33) % max(perRank*int64(max(world/2, 1)), 1)
+		default:
+			in.ids[p] = int64(u>>33) % c.e
+		}
+		in.weights[p] = float32(u&0xffff) / 65536
+	}
+	return in
+}
+
+func i64Bytes(v []int64) []byte {
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], uint64(x))
+	}
+	return b
+}
+
+func f32Bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+// moeRig holds one rank's plans and tensors for a configuration.
+type moeRig struct {
+	c                                        moeCase
+	cap                                      int64
+	dispatch                                 *collectives.MoeDispatchPushPlan
+	combine                                  *collectives.MoeCombinePushPlan
+	tokens, ids, weights                     irt.Tensor
+	recvTokens, recvIDs, recvW, recvSrc, cnt irt.Tensor
+	out                                      irt.Tensor
+	free                                     []func()
+}
+
+func newMoeRig(r *irt.Rank, c moeCase) (*moeRig, error) {
+	w := int64(r.World())
+	g := &moeRig{c: c, cap: c.t * c.k}
+	var err error
+	if g.dispatch, err = collectives.NewMoeDispatchPushPlan(r, c.dt, c.t, c.h, c.k, c.e, g.cap); err != nil {
+		return nil, err
+	}
+	g.free = append(g.free, func() { g.dispatch.Close() })
+	if g.combine, err = collectives.NewMoeCombinePushPlan(r, c.dt, c.t, c.h, c.k, c.e, g.cap); err != nil {
+		g.close()
+		return nil, err
+	}
+	g.free = append(g.free, func() { g.combine.Close() })
+	alloc := func(dt irt.DType, n int64) irt.Tensor {
+		if err != nil {
+			return irt.Tensor{}
+		}
+		var t irt.Tensor
+		t, err = r.Heap().Alloc(dt, n)
+		if err == nil {
+			g.free = append(g.free, func() { r.Heap().Free(t) })
+		}
+		return t
+	}
+	g.tokens, g.ids, g.weights = alloc(c.dt, c.t*c.h), alloc(irt.I64, c.t*c.k), alloc(irt.F32, c.t*c.k)
+	g.recvTokens, g.recvIDs = alloc(c.dt, w*g.cap*c.h), alloc(irt.I64, w*g.cap)
+	g.recvW, g.recvSrc, g.cnt = alloc(irt.F32, w*g.cap), alloc(irt.I64, w*g.cap), alloc(irt.I64, w)
+	g.out = alloc(c.dt, c.t*c.h)
+	if err != nil {
+		g.close()
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *moeRig) close() {
+	for i := len(g.free) - 1; i >= 0; i-- {
+		g.free[i]()
+	}
+}
+
+func (g *moeRig) upload(r *irt.Rank, in moeInput) error {
+	for _, x := range []struct {
+		t irt.Tensor
+		b []byte
+	}{{g.tokens, in.tokens}, {g.ids, i64Bytes(in.ids)}, {g.weights, f32Bytes(in.weights)}} {
+		if err := upload(r, x.t, x.b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// launch runs dispatch, then combine with the identity expert (the received
+// tokens are the expert outputs).
+func (g *moeRig) launch(r *irt.Rank, s gpu.Stream, mode irt.Barrier) error {
+	if err := g.dispatch.Launch(s, g.tokens, g.ids, g.weights, g.recvTokens, g.recvIDs, g.recvW, g.recvSrc, g.cnt, mode); err != nil {
+		return fmt.Errorf("dispatch: %w", err)
+	}
+	if err := g.combine.Launch(s, g.recvTokens, g.recvSrc, g.cnt, g.ids, g.weights, g.out, mode); err != nil {
+		return fmt.Errorf("combine: %w", err)
+	}
+	return nil
+}
+
+// check compares this rank's received rows and combined output with the CPU
+// reference built from every rank's input of the round.
+func (g *moeRig) check(r *irt.Rank, all []moeInput) error {
+	c, w, me := g.c, r.World(), r.Rank()
+	es := c.dt.Size()
+	perRank := (c.e + int64(w) - 1) / int64(w)
+	cntB, err := download(r, g.cnt)
+	if err != nil {
+		return err
+	}
+	rt, err := download(r, g.recvTokens)
+	if err != nil {
+		return err
+	}
+	ridB, err := download(r, g.recvIDs)
+	if err != nil {
+		return err
+	}
+	rwB, err := download(r, g.recvW)
+	if err != nil {
+		return err
+	}
+	rsB, err := download(r, g.recvSrc)
+	if err != nil {
+		return err
+	}
+	row := c.h * es
+	for s := 0; s < w; s++ {
+		// The pairs of rank s whose expert lives here, as a set.
+		want := map[int64]bool{}
+		for p, ex := range all[s].ids {
+			if ex/perRank == int64(me) {
+				want[int64(p)] = true
+			}
+		}
+		got := int64(binary.LittleEndian.Uint64(cntB[8*s:]))
+		if got != int64(len(want)) {
+			return fmt.Errorf("rank %d: %d rows from rank %d, want %d", me, got, s, len(want))
+		}
+		for j := int64(0); j < got; j++ {
+			slot := int64(s)*g.cap + j
+			p := int64(binary.LittleEndian.Uint64(rsB[8*slot:]))
+			if !want[p] {
+				return fmt.Errorf("rank %d: row %d from rank %d names pair %d, which is not routed here or came twice", me, j, s, p)
+			}
+			delete(want, p)
+			if ex := int64(binary.LittleEndian.Uint64(ridB[8*slot:])); ex != all[s].ids[p] {
+				return fmt.Errorf("rank %d: pair %d of rank %d: expert %d, want %d", me, p, s, ex, all[s].ids[p])
+			}
+			if wt := math.Float32frombits(binary.LittleEndian.Uint32(rwB[4*slot:])); wt != all[s].weights[p] {
+				return fmt.Errorf("rank %d: pair %d of rank %d: weight %g, want %g", me, p, s, wt, all[s].weights[p])
+			}
+			tok := p / c.k
+			if !bytes.Equal(rt[slot*row:(slot+1)*row], all[s].tokens[tok*row:(tok+1)*row]) {
+				return fmt.Errorf("rank %d: pair %d of rank %d: the token row differs", me, p, s)
+			}
+		}
+	}
+	// Combine with the identity expert: out[t] = x[t] * sum of valid weights.
+	ob, err := download(r, g.out)
+	if err != nil {
+		return err
+	}
+	got := decode(c.dt, ob)
+	x := decode(c.dt, all[me].tokens)
+	var bad error
+	parallel(c.t, func(lo, hi int64) {
+		for t := lo; t < hi && bad == nil; t++ {
+			for hh := int64(0); hh < c.h; hh++ {
+				var want, mag float64
+				for j := int64(0); j < c.k; j++ {
+					wt := float64(all[me].weights[t*c.k+j])
+					v := wt * float64(x[t*c.h+hh])
+					want += v
+					mag += math.Abs(v)
+				}
+				if d := math.Abs(float64(got[t*c.h+hh]) - want); d > float64(c.k+1)*eps(c.dt)*mag+1e-30 {
+					bad = fmt.Errorf("rank %d: output[%d][%d] = %g, want %g", me, t, hh, got[t*c.h+hh], want)
+					return
+				}
+			}
+		}
+	})
+	return bad
+}
+
+func moeRound(r *irt.Rank, g *moeRig, mode irt.Barrier, round uint64) error {
+	w := r.World()
+	all := make([]moeInput, w)
+	for s := 0; s < w; s++ {
+		all[s] = moeInputs(g.c, w, s, round)
+	}
+	if err := g.upload(r, all[r.Rank()]); err != nil {
+		return err
+	}
+	s := r.Stream()
+	if err := r.HostBarrier(s); err != nil { // inputs everywhere before mode none
+		return err
+	}
+	if err := g.launch(r, s, mode); err != nil {
+		return err
+	}
+	if err := r.HostBarrier(s); err != nil {
+		return err
+	}
+	if err := g.check(r, all); err != nil {
+		return fmt.Errorf("round %d (%s): %w", round, mode, err)
+	}
+	return r.HostBarrier(s)
+}
+
+func moeCases() []moeCase {
+	var cs []moeCase
+	for _, dt := range dataTypes {
+		for _, shape := range [][3]int64{{1, 128, 1}, {7, 129, 2}, {512, 128, 8}, {512, 7168, 1}, {8192, 128, 8}} {
+			for _, routing := range []string{"random", "skewed", "half"} {
+				cs = append(cs, moeCase{t: shape[0], h: shape[1], k: shape[2], e: 8, routing: routing, dt: dt})
+			}
+		}
+	}
+	cs = append(cs, moeCase{t: 100, h: 256, k: 2, e: 13, routing: "random", dt: irt.BF16}) // e not a multiple of world
+	if os.Getenv("IRISGEN_TEST_QUICK") == "" {
+		cs = append(cs, moeCase{t: 8192, h: 7168, k: 8, e: 16, routing: "random", dt: irt.BF16})
+	}
+	return cs
+}
+
+func moeOpts() irt.Options {
+	o := defaultOpts()
+	o.HeapBytes = 8 << 30
+	return o
+}
+
+// TestMoE runs dispatch -> identity expert -> combine for every case, in
+// modes device, host and none, and checks the received rows (as a set per
+// source rank), their metadata and counts, and the combined output.
+func TestMoE(t *testing.T) {
+	eachWorld(t, moeOpts(), func(t *testing.T, w *irt.World) {
+		for _, c := range moeCases() {
+			t.Run(c.String(), func(t *testing.T) {
+				if err := w.Run(func(r *irt.Rank) error { return moeRank(r, c) }); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	})
+}
+
+func moeRank(r *irt.Rank, c moeCase) error {
+	g, err := newMoeRig(r, c)
+	if err != nil {
+		return err
+	}
+	defer g.close()
+	for round, mode := range []irt.Barrier{irt.BarrierDevice, irt.BarrierHost, irt.BarrierNone, irt.BarrierDevice} {
+		if err := moeRound(r, g, mode, uint64(round)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestMoEGraph captures dispatch and combine once and replays them 100 times
+// with a new routing, new tokens and new weights before every replay.
+func TestMoEGraph(t *testing.T) {
+	eachWorld(t, moeOpts(), func(t *testing.T, w *irt.World) {
+		if err := w.Run(moeGraphRank); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func moeGraphRank(r *irt.Rank) error {
+	c := moeCase{t: 512, h: 256, k: 8, e: 4 * int64(r.World()), routing: "random", dt: irt.BF16}
+	g, err := newMoeRig(r, c)
+	if err != nil {
+		return err
+	}
+	defer g.close()
+	s, dev := r.Stream(), r.Device()
+	exec, err := capture(r, s, func() error { return g.launch(r, s, irt.BarrierDevice) })
+	if err != nil {
+		return fmt.Errorf("capture: %w", err)
+	}
+	defer dev.DestroyGraphExec(exec)
+	w := r.World()
+	for round := uint64(0); round < 100; round++ {
+		all := make([]moeInput, w)
+		for src := 0; src < w; src++ {
+			all[src] = moeInputs(c, w, src, 1000+round)
+		}
+		if err := g.upload(r, all[r.Rank()]); err != nil {
+			return err
+		}
+		if err := r.HostBarrier(s); err != nil {
+			return err
+		}
+		if round%10 == 9 {
+			err = g.launch(r, s, irt.BarrierDevice) // eager rounds between replays
+		} else {
+			err = dev.LaunchGraph(exec, s)
+		}
+		if err != nil {
+			return fmt.Errorf("round %d: %w", round, err)
+		}
+		if err := r.HostBarrier(s); err != nil {
+			return err
+		}
+		if err := g.check(r, all); err != nil {
+			return fmt.Errorf("replay %d: %w", round, err)
+		}
+	}
+	return nil
+}
+
+// TestMoEBadExpert routes one pair to a nonexistent expert: the launch goes
+// ahead, the pair is skipped, and the next host check returns the device's
+// index error. It runs in a world of its own, which the error leaves unusable.
+func TestMoEBadExpert(t *testing.T) {
+	w, err := irt.NewLocalWorld(2, moeOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c := moeCase{t: 64, h: 128, k: 2, e: 8, routing: "random", dt: irt.BF16}
+	errs := make([]error, 2)
+	err = w.Run(func(r *irt.Rank) error {
+		g, err := newMoeRig(r, c)
+		if err != nil {
+			return err
+		}
+		defer g.close()
+		in := moeInputs(c, 2, r.Rank(), 0)
+		if r.Rank() == 1 {
+			in.ids[5] = c.e + 3
+		}
+		if err := g.upload(r, in); err != nil {
+			return err
+		}
+		s := r.Stream()
+		if err := r.HostBarrier(s); err != nil {
+			return err
+		}
+		if err := g.launch(r, s, irt.BarrierDevice); err != nil {
+			return err
+		}
+		if err := r.Device().StreamSynchronize(s); err != nil {
+			return err
+		}
+		errs[r.Rank()] = r.Check()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var de *irt.DeviceFaultError
+	if !errors.As(errs[1], &de) || de.Info != uint64(c.e+3) {
+		t.Fatalf("rank 1: got %v, want the device's index error naming expert %d", errs[1], c.e+3)
+	}
+	if errs[0] != nil {
+		t.Fatalf("rank 0: %v", errs[0])
+	}
+	t.Logf("rank 1: %v", errs[1])
+}
