@@ -204,7 +204,7 @@ func (vc *variantCase) checkResult(got []float32, dt irt.DType, op string, w, ra
 						mag += math.Abs(float64(in(p)[i]))
 					}
 				}
-				ok = math.Abs(float64(got[i])-float64(want)) <= float64(w+1)*eps(dt)*mag+1e-30
+				ok = math.Abs(float64(got[i])-float64(want)) <= float64(w+1)*(eps(dt)*mag+tiny(dt))
 			}
 			if !ok {
 				select {

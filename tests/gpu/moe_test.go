@@ -225,7 +225,7 @@ func (g *moeRig) check(r *irt.Rank, all []moeInput) error {
 					want += v
 					mag += math.Abs(v)
 				}
-				if d := math.Abs(float64(got[t*c.h+hh]) - want); d > float64(c.k+1)*eps(c.dt)*mag+1e-30 {
+				if d := math.Abs(float64(got[t*c.h+hh]) - want); d > float64(c.k+1)*eps(c.dt)*mag+tiny(c.dt) {
 					bad = fmt.Errorf("rank %d: output[%d][%d] = %g, want %g", me, t, hh, got[t*c.h+hh], want)
 					return
 				}

@@ -188,6 +188,18 @@ func f16ToF32(h uint16) float32 {
 	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
 }
 
+// tiny is half the spacing of dt's subnormals: the absolute error of one
+// rounding near zero, where a relative bound says nothing.
+func tiny(dt irt.DType) float64 {
+	switch dt {
+	case irt.F16:
+		return math.Ldexp(1, -25)
+	case irt.BF16:
+		return math.Ldexp(1, -134)
+	}
+	return math.Ldexp(1, -150)
+}
+
 // eps is the unit roundoff of dt.
 func eps(dt irt.DType) float64 {
 	switch dt {
