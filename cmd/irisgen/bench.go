@@ -54,7 +54,7 @@ func runBench(env *cmdEnv, args []string) error {
 	sizes := fs.String("sizes", defaultSizes, "comma-separated sizes (bytes, or with KiB, MiB, GiB)")
 	dtypes := fs.String("dtypes", "bf16,f32", "comma-separated dtypes")
 	modes := fs.String("modes", "eager,graph", "eager, graph or both")
-	colls := fs.String("collectives", "", "comma-separated subset of barrier, all_reduce, all_gather, reduce_scatter, all_to_all (default: all)")
+	colls := fs.String("collectives", "", "comma-separated subset of barrier, all_reduce, all_gather, reduce_scatter, all_to_all, moe (default: all)")
 	baselines := fs.Bool("baselines", true, "also run NCCL and torch symmetric memory (python3 with torch)")
 	python := fs.String("python", "python3", "the Python with torch for the baselines")
 	warmup := fs.Int("warmup", 5, "untimed calls before each measurement")

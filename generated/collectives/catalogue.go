@@ -23,6 +23,8 @@ type TensorInfo struct {
 	Name  string
 	Dir   string // "in", "out" or "inout"
 	Shape string // as in the spec, e.g. "[world, n]"
+	// DType is the tensor's fixed element type; 0 (unset): the plan's data type.
+	DType runtime.DType
 	// Remote reports whether peers touch it (placement import or heap).
 	Remote bool
 	// Heap reports whether it must be on the heap (peers write it).
@@ -491,36 +493,40 @@ var Catalogue = []Entry{{
 		Remote: false,
 		Shape:  "[world, cap, h]",
 	}, {
-		Dir:  "in",
-		Heap: false,
-		Name: "recv_src",
+		DType: runtime.I64,
+		Dir:   "in",
+		Heap:  false,
+		Name:  "recv_src",
 		Numel: func(world int, sizes []int64) int64 {
 			return int64(world) * sizes[4]
 		},
 		Remote: false,
 		Shape:  "[world, cap]",
 	}, {
-		Dir:  "in",
-		Heap: false,
-		Name: "recv_counts",
+		DType: runtime.I64,
+		Dir:   "in",
+		Heap:  false,
+		Name:  "recv_counts",
 		Numel: func(world int, sizes []int64) int64 {
 			return int64(world)
 		},
 		Remote: false,
 		Shape:  "[world]",
 	}, {
-		Dir:  "in",
-		Heap: false,
-		Name: "ids",
+		DType: runtime.I64,
+		Dir:   "in",
+		Heap:  false,
+		Name:  "ids",
 		Numel: func(world int, sizes []int64) int64 {
 			return sizes[0] * sizes[2]
 		},
 		Remote: false,
 		Shape:  "[t, k]",
 	}, {
-		Dir:  "in",
-		Heap: false,
-		Name: "weights",
+		DType: runtime.F32,
+		Dir:   "in",
+		Heap:  false,
+		Name:  "weights",
 		Numel: func(world int, sizes []int64) int64 {
 			return sizes[0] * sizes[2]
 		},
@@ -563,18 +569,20 @@ var Catalogue = []Entry{{
 		Remote: false,
 		Shape:  "[t, h]",
 	}, {
-		Dir:  "in",
-		Heap: false,
-		Name: "ids",
+		DType: runtime.I64,
+		Dir:   "in",
+		Heap:  false,
+		Name:  "ids",
 		Numel: func(world int, sizes []int64) int64 {
 			return sizes[0] * sizes[2]
 		},
 		Remote: false,
 		Shape:  "[t, k]",
 	}, {
-		Dir:  "in",
-		Heap: false,
-		Name: "weights",
+		DType: runtime.F32,
+		Dir:   "in",
+		Heap:  false,
+		Name:  "weights",
 		Numel: func(world int, sizes []int64) int64 {
 			return sizes[0] * sizes[2]
 		},
@@ -590,36 +598,40 @@ var Catalogue = []Entry{{
 		Remote: true,
 		Shape:  "[world, cap, h]",
 	}, {
-		Dir:  "out",
-		Heap: true,
-		Name: "recv_ids",
+		DType: runtime.I64,
+		Dir:   "out",
+		Heap:  true,
+		Name:  "recv_ids",
 		Numel: func(world int, sizes []int64) int64 {
 			return int64(world) * sizes[4]
 		},
 		Remote: true,
 		Shape:  "[world, cap]",
 	}, {
-		Dir:  "out",
-		Heap: true,
-		Name: "recv_weights",
+		DType: runtime.F32,
+		Dir:   "out",
+		Heap:  true,
+		Name:  "recv_weights",
 		Numel: func(world int, sizes []int64) int64 {
 			return int64(world) * sizes[4]
 		},
 		Remote: true,
 		Shape:  "[world, cap]",
 	}, {
-		Dir:  "out",
-		Heap: true,
-		Name: "recv_src",
+		DType: runtime.I64,
+		Dir:   "out",
+		Heap:  true,
+		Name:  "recv_src",
 		Numel: func(world int, sizes []int64) int64 {
 			return int64(world) * sizes[4]
 		},
 		Remote: true,
 		Shape:  "[world, cap]",
 	}, {
-		Dir:  "out",
-		Heap: true,
-		Name: "recv_counts",
+		DType: runtime.I64,
+		Dir:   "out",
+		Heap:  true,
+		Name:  "recv_counts",
 		Numel: func(world int, sizes []int64) int64 {
 			return int64(world)
 		},

@@ -11,7 +11,7 @@ import (
 // MoeDispatchSpecHash is the hash of specs/moe_dispatch.yaml and the templates it uses. The HIP module
 // of moe_dispatch carries the same hash; the runtime refuses to launch a kernel whose hash differs, so
 // a stale wrapper/kernel pair fails at load time.
-const MoeDispatchSpecHash = "509b7982349e7763"
+const MoeDispatchSpecHash = "10bd953a5a31bf00"
 
 // MoeDispatchVariant selects an algorithm of moe_dispatch for MoeDispatch.
 type MoeDispatchVariant string

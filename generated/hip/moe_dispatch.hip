@@ -5,12 +5,12 @@
 // GPU, so no shape depends on data and the whole path can be captured in a
 // graph.
 //
-// Spec hash 509b7982349e7763: the Go wrappers carry the same value, and the runtime
+// Spec hash 10bd953a5a31bf00: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_moe_dispatch[] = "509b7982349e7763";
+extern "C" __device__ const char irisgen_spec_hash_moe_dispatch[] = "10bd953a5a31bf00";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.
@@ -72,11 +72,15 @@ irisgen_moe_dispatch_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_
   const bool vec = (hid * (int64_t)sizeof(T)) % 16 == 0 && irisgen::aligned16(x) && irisgen::aligned16(rx[0]);
   const int64_t per_row = vec ? hid / N : hid;  // units a row: vectors or elements
   const int64_t pairs = toks * kk;
-  for (int64_t base = (int64_t)blockIdx.x * blockDim.x; base < pairs; base += (int64_t)gridDim.x * blockDim.x) {
+  // Pairs a block takes at a time: spread over every block, since each pair
+  // brings a whole row to copy (at most one per thread).
+  int64_t batch = (pairs + gridDim.x - 1) / gridDim.x;
+  batch = batch < (int64_t)blockDim.x ? batch : (int64_t)blockDim.x;
+  for (int64_t base = (int64_t)blockIdx.x * batch; base < pairs; base += (int64_t)gridDim.x * batch) {
     const int64_t p = base + threadIdx.x;
     int dst = -1;
     int64_t slot = 0;
-    if (p < pairs) {
+    if (threadIdx.x < batch && p < pairs) {
       const int64_t ex = ids[p];
       if (ex < 0 || ex >= ne) {
         irisgen::fail(ctx, IRISGEN_ERR_INDEX, 0, 0, (uint64_t)ex);
@@ -95,7 +99,7 @@ irisgen_moe_dispatch_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_
     s_dst[threadIdx.x] = dst;
     s_slot[threadIdx.x] = slot;
     __syncthreads();
-    const int64_t n = pairs - base < (int64_t)blockDim.x ? pairs - base : (int64_t)blockDim.x;
+    const int64_t n = pairs - base < batch ? pairs - base : batch;
     for (int64_t u = threadIdx.x; u < n * per_row; u += blockDim.x) {
       const int64_t i = u / per_row, v = u - i * per_row;
       const int d = s_dst[i];
@@ -159,11 +163,15 @@ irisgen_moe_dispatch_push_f16(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_a
   const bool vec = (hid * (int64_t)sizeof(T)) % 16 == 0 && irisgen::aligned16(x) && irisgen::aligned16(rx[0]);
   const int64_t per_row = vec ? hid / N : hid;  // units a row: vectors or elements
   const int64_t pairs = toks * kk;
-  for (int64_t base = (int64_t)blockIdx.x * blockDim.x; base < pairs; base += (int64_t)gridDim.x * blockDim.x) {
+  // Pairs a block takes at a time: spread over every block, since each pair
+  // brings a whole row to copy (at most one per thread).
+  int64_t batch = (pairs + gridDim.x - 1) / gridDim.x;
+  batch = batch < (int64_t)blockDim.x ? batch : (int64_t)blockDim.x;
+  for (int64_t base = (int64_t)blockIdx.x * batch; base < pairs; base += (int64_t)gridDim.x * batch) {
     const int64_t p = base + threadIdx.x;
     int dst = -1;
     int64_t slot = 0;
-    if (p < pairs) {
+    if (threadIdx.x < batch && p < pairs) {
       const int64_t ex = ids[p];
       if (ex < 0 || ex >= ne) {
         irisgen::fail(ctx, IRISGEN_ERR_INDEX, 0, 0, (uint64_t)ex);
@@ -182,7 +190,7 @@ irisgen_moe_dispatch_push_f16(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_a
     s_dst[threadIdx.x] = dst;
     s_slot[threadIdx.x] = slot;
     __syncthreads();
-    const int64_t n = pairs - base < (int64_t)blockDim.x ? pairs - base : (int64_t)blockDim.x;
+    const int64_t n = pairs - base < batch ? pairs - base : batch;
     for (int64_t u = threadIdx.x; u < n * per_row; u += blockDim.x) {
       const int64_t i = u / per_row, v = u - i * per_row;
       const int d = s_dst[i];
@@ -246,11 +254,15 @@ irisgen_moe_dispatch_push_f32(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_a
   const bool vec = (hid * (int64_t)sizeof(T)) % 16 == 0 && irisgen::aligned16(x) && irisgen::aligned16(rx[0]);
   const int64_t per_row = vec ? hid / N : hid;  // units a row: vectors or elements
   const int64_t pairs = toks * kk;
-  for (int64_t base = (int64_t)blockIdx.x * blockDim.x; base < pairs; base += (int64_t)gridDim.x * blockDim.x) {
+  // Pairs a block takes at a time: spread over every block, since each pair
+  // brings a whole row to copy (at most one per thread).
+  int64_t batch = (pairs + gridDim.x - 1) / gridDim.x;
+  batch = batch < (int64_t)blockDim.x ? batch : (int64_t)blockDim.x;
+  for (int64_t base = (int64_t)blockIdx.x * batch; base < pairs; base += (int64_t)gridDim.x * batch) {
     const int64_t p = base + threadIdx.x;
     int dst = -1;
     int64_t slot = 0;
-    if (p < pairs) {
+    if (threadIdx.x < batch && p < pairs) {
       const int64_t ex = ids[p];
       if (ex < 0 || ex >= ne) {
         irisgen::fail(ctx, IRISGEN_ERR_INDEX, 0, 0, (uint64_t)ex);
@@ -269,7 +281,7 @@ irisgen_moe_dispatch_push_f32(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_a
     s_dst[threadIdx.x] = dst;
     s_slot[threadIdx.x] = slot;
     __syncthreads();
-    const int64_t n = pairs - base < (int64_t)blockDim.x ? pairs - base : (int64_t)blockDim.x;
+    const int64_t n = pairs - base < batch ? pairs - base : batch;
     for (int64_t u = threadIdx.x; u < n * per_row; u += blockDim.x) {
       const int64_t i = u / per_row, v = u - i * per_row;
       const int d = s_dst[i];

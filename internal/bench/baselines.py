@@ -117,9 +117,52 @@ def cases(world, rank, dtype, nbytes, group_name):
     return out
 
 
+def moe_cases(world, rank, tokens, hidden, ks):
+    """Torch's MoE path (nvFuser's NCCL path): counts exchanged with
+    all_to_all_single, then the rows with all_to_all_single and those splits
+    (a host sync for the splits); combine sends the rows back and sums them
+    weighted. Yields (collective, variant, nbytes, fn) for dispatch and
+    combine separately."""
+    dev = torch.device("cuda", rank)
+    experts = 8 * world
+    per_rank = experts // world
+    for k in ks:
+        for t in tokens:
+            x = torch.zeros(t, hidden, dtype=torch.bfloat16, device=dev)
+            ids = torch.randint(0, experts, (t, k), device=dev)
+            w = torch.ones(t, k, dtype=torch.float32, device=dev)
+            state = {}
+
+            def dispatch():
+                dst = (ids // per_rank).flatten()
+                order = torch.argsort(dst)
+                send = torch.bincount(dst, minlength=world)
+                recv = torch.empty_like(send)
+                dist.all_to_all_single(recv, send)
+                s_list, r_list = send.tolist(), recv.tolist()
+                rows = x[order // k]
+                out = torch.empty(sum(r_list), hidden, dtype=x.dtype, device=dev)
+                dist.all_to_all_single(out, rows, r_list, s_list)
+                state.update(order=order, s=s_list, r=r_list, rows=out)
+
+            def combine():
+                back = torch.empty(sum(state["s"]), hidden, dtype=x.dtype, device=dev)
+                dist.all_to_all_single(back, state["rows"], state["s"], state["r"])
+                y = torch.zeros(t, hidden, dtype=torch.float32, device=dev)
+                wf = w.flatten()[state["order"]].unsqueeze(1)
+                y.index_add_(0, state["order"] // k, back.float() * wf)
+                return y.to(x.dtype)
+
+            dispatch()
+            yield "moe_dispatch", f"a2a k={k}", t * hidden * 2, dispatch
+            yield "moe_combine", f"a2a k={k}", t * hidden * 2, combine
+
+
 def bus_factor(collective, world):
     if collective == "all_reduce":
         return 2.0 * (world - 1) / world
+    if collective.startswith("moe_"):
+        return 0.0  # routing-dependent: no bus bandwidth
     return (world - 1) / world
 
 
@@ -137,6 +180,29 @@ def worker(rank, args):
     device = torch.cuda.get_device_name(rank)
     date = datetime.date.today().isoformat()
     rows = []
+
+    def record(impl, coll, variant, dname, nbytes, mode, fn):
+        note = ""
+        if mode == "graph" and coll.startswith("moe_"):
+            us, note = float("nan"), "not capturable: the splits need a host sync"
+        else:
+            try:
+                us = timed(fn, mode, nbytes, args.warmup)
+            except Exception as e:  # noqa: BLE001
+                us, note = float("nan"), f"failed: {type(e).__name__}: {e}".replace("\n", " ")[:200]
+                torch.cuda.synchronize()
+        us = slowest(us if us == us else -1.0)
+        if us < 0:
+            us = float("nan")
+        algbw = nbytes / (us * 1e3) if us == us and us > 0 else float("nan")
+        rows.append({"impl": impl, "collective": coll, "variant": variant, "dtype": dname,
+                     "world": args.world, "bytes": nbytes, "mode": mode,
+                     "time_us": f"{us:.3f}", "algbw_gbps": f"{algbw:.3f}",
+                     "busbw_gbps": f"{algbw * bus_factor(coll, args.world):.3f}",
+                     "device": device, "date": date, "note": note})
+        if rank == 0:
+            print(f"{impl:15s} {coll:14s} {variant:9s} {dname:4s} {nbytes:>10d} {mode:5s} {us:10.2f} us", flush=True)
+
     for dname in args.dtypes.split(","):
         dtype = DTYPES[dname]
         for nbytes in [int(s) for s in args.sizes.split(",")]:
@@ -144,23 +210,12 @@ def worker(rank, args):
                 if args.collectives and coll not in args.collectives.split(","):
                     continue
                 for mode in args.modes.split(","):
-                    note = ""
-                    try:
-                        us = timed(fn, mode, nbytes, args.warmup)
-                    except Exception as e:  # noqa: BLE001
-                        us, note = float("nan"), f"failed: {type(e).__name__}: {e}".replace("\n", " ")[:200]
-                        torch.cuda.synchronize()
-                    us = slowest(us if us == us else -1.0)
-                    if us < 0:
-                        us = float("nan")
-                    algbw = nbytes / (us * 1e3) if us == us and us > 0 else float("nan")
-                    rows.append({"impl": impl, "collective": coll, "variant": variant, "dtype": dname,
-                                 "world": args.world, "bytes": nbytes, "mode": mode,
-                                 "time_us": f"{us:.3f}", "algbw_gbps": f"{algbw:.3f}",
-                                 "busbw_gbps": f"{algbw * bus_factor(coll, args.world):.3f}",
-                                 "device": device, "date": date, "note": note})
-                    if rank == 0:
-                        print(f"{impl:15s} {coll:14s} {variant:9s} {dname:4s} {nbytes:>10d} {mode:5s} {us:10.2f} us", flush=True)
+                    record(impl, coll, variant, dname, nbytes, mode, fn)
+    if not args.collectives or "moe" in args.collectives.split(","):
+        for coll, variant, nbytes, fn in moe_cases(args.world, rank, [int(t) for t in args.moe_tokens.split(",")],
+                                                   args.moe_hidden, [int(k) for k in args.moe_k.split(",")]):
+            for mode in args.modes.split(","):
+                record("torch", coll, variant, "bf16", nbytes, mode, fn)
     if rank == 0:
         with open(args.out, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=FIELDS)
@@ -180,6 +235,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--port", type=int, default=29517)
     ap.add_argument("--no-symm-mem", action="store_true")
+    ap.add_argument("--moe-tokens", default="128,512,4096")
+    ap.add_argument("--moe-hidden", type=int, default=7168)
+    ap.add_argument("--moe-k", default="1,8")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     if args.world < 2:

@@ -62,10 +62,12 @@ func TestReport(t *testing.T) {
 	require.Contains(t, md, "| 8 KiB | 4.0 | 40.0 | 10.0 | 0.40 |")
 	dir := t.TempDir()
 	rows := append(sample(), Row{Impl: "irisgen", Collective: "barrier", Variant: "device", DType: "-", World: 2, Mode: "eager", TimeUS: 2},
-		Row{Impl: "irisgen", Collective: "all_reduce", Variant: "atomic", DType: "f32", World: 2, Bytes: 1 << 30, Mode: "eager", TimeUS: math.NaN()})
+		Row{Impl: "irisgen", Collective: "all_reduce", Variant: "atomic", DType: "f32", World: 2, Bytes: 1 << 30, Mode: "eager", TimeUS: math.NaN()},
+		Row{Impl: "irisgen", Collective: "moe_dispatch", Variant: "push k=1", DType: "bf16", World: 2, Bytes: 1 << 20, Mode: "graph", TimeUS: 9},
+		Row{Impl: "torch", Collective: "moe_dispatch", Variant: "a2a k=1", DType: "bf16", World: 2, Bytes: 1 << 20, Mode: "graph", TimeUS: math.NaN()})
 	files, err := Plot(rows, dir)
 	require.NoError(t, err)
-	require.Equal(t, []string{filepath.Join(dir, "all_reduce_bf16_w2_eager.svg")}, files)
+	require.Equal(t, []string{filepath.Join(dir, "all_reduce_bf16_w2_eager.svg"), filepath.Join(dir, "moe_dispatch_bf16_w2_graph.svg")}, files)
 	svg, err := os.ReadFile(files[0])
 	require.NoError(t, err)
 	require.Contains(t, string(svg), "<svg")

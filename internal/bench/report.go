@@ -211,14 +211,17 @@ func Plot(rows []Row, dir string) ([]string, error) {
 		if points == 0 {
 			continue // every measurement of the group is missing
 		}
-		if bwPoints == 0 { // no bandwidth: a log axis needs values
-			bw.Y.Scale, bw.Y.Tick.Marker = plot.LinearScale{}, plot.DefaultTicks{}
+		cols := 2
+		if bwPoints == 0 {
+			cols = 1 // no bandwidth (e.g. MoE): the latency panel alone
 		}
-		img := vgsvg.New(2*vg.Length(420), vg.Length(320))
+		img := vgsvg.New(vg.Length(cols)*vg.Length(420), vg.Length(320))
 		dc := draw.New(img)
-		tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Millimeter * 4}
+		tiles := draw.Tiles{Rows: 1, Cols: cols, PadX: vg.Millimeter * 4}
 		lat.Draw(tiles.At(dc, 0, 0))
-		bw.Draw(tiles.At(dc, 1, 0))
+		if cols == 2 {
+			bw.Draw(tiles.At(dc, 1, 0))
+		}
 		path := filepath.Join(dir, g.file()+".svg")
 		if err := writeTo(img, path); err != nil {
 			return files, err

@@ -93,7 +93,7 @@ func Run(cfg Config, device, date string) ([]Row, error) {
 			return rows, err
 		}
 		for _, e := range collectives.Catalogue {
-			if e.Collective == "barrier" || !selected(cfg.Collectives, e.Collective) || !slices.Contains(e.DTypes, dt) {
+			if e.Collective == "barrier" || len(e.Sizes) != 1 || !selected(cfg.Collectives, e.Collective) || !slices.Contains(e.DTypes, dt) {
 				continue
 			}
 			op := ""
@@ -123,6 +123,11 @@ func Run(cfg Config, device, date string) ([]Row, error) {
 					add(row)
 				}
 			}
+		}
+	}
+	if selected(cfg.Collectives, "moe") {
+		if err := runMoE(w, cfg, add); err != nil {
+			return rows, err
 		}
 	}
 	return rows, nil

@@ -33,6 +33,8 @@ func catalogueFile(cs []*ir.Collective, o Options) *jen.File {
 		jen.Id("Name").String(),
 		jen.Id("Dir").String().Comment(`"in", "out" or "inout"`),
 		jen.Id("Shape").String().Comment(`as in the spec, e.g. "[world, n]"`),
+		jen.Comment("DType is the tensor's fixed element type; 0 (unset): the plan's data type."),
+		jen.Id("DType").Qual(runtimePkg, "DType"),
 		jen.Comment("Remote reports whether peers touch it (placement import or heap)."),
 		jen.Id("Remote").Bool(),
 		jen.Comment("Heap reports whether it must be on the heap (peers write it)."),
@@ -96,7 +98,7 @@ func (g *gen) entry(v *ir.Variant) jen.Code {
 	var tensors []jen.Code
 	for _, t := range g.userTensors() {
 		u := v.Use(t.Name)
-		tensors = append(tensors, jen.Values(jen.Dict{
+		d := jen.Dict{
 			jen.Id("Name"):   jen.Lit(t.Name),
 			jen.Id("Dir"):    jen.Lit(string(t.Dir)),
 			jen.Id("Shape"):  jen.Lit(t.ShapeString()),
@@ -105,7 +107,11 @@ func (g *gen) entry(v *ir.Variant) jen.Code {
 			jen.Id("Numel"): jen.Func().Params(jen.Id("world").Int(), jen.Id("sizes").Index().Int64()).Int64().Block(
 				jen.Return(numel(t, sym)),
 			),
-		}))
+		}
+		if t.DType != "" {
+			d[jen.Id("DType")] = jen.Qual(runtimePkg, runtimeDType(t.DType))
+		}
+		tensors = append(tensors, jen.Values(d))
 	}
 	var dts, ops, sizes, modes, capt []jen.Code
 	for _, d := range c.DTypes {
@@ -145,7 +151,7 @@ func (g *gen) entry(v *ir.Variant) jen.Code {
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
 		jen.Return(jen.Id("p"), jen.Nil()),
 	}
-	d := jen.Dict{
+	e := jen.Dict{
 		jen.Id("Collective"): jen.Lit(c.Name),
 		jen.Id("Variant"):    jen.Lit(v.Name),
 		jen.Id("Barriers"):   jen.Index().Qual(runtimePkg, "Barrier").Values(modes...),
@@ -153,21 +159,21 @@ func (g *gen) entry(v *ir.Variant) jen.Code {
 			jen.Id("op").String(), jen.Id("sizes").Index().Int64()).Params(jen.Id("AnyPlan"), jen.Error()).Block(body...),
 	}
 	if len(dts) > 0 {
-		d[jen.Id("DTypes")] = jen.Index().Qual(runtimePkg, "DType").Values(dts...)
+		e[jen.Id("DTypes")] = jen.Index().Qual(runtimePkg, "DType").Values(dts...)
 	}
 	if len(ops) > 0 {
-		d[jen.Id("Ops")] = jen.Index().String().Values(ops...)
+		e[jen.Id("Ops")] = jen.Index().String().Values(ops...)
 	}
 	if len(sizes) > 0 {
-		d[jen.Id("Sizes")] = jen.Index().String().Values(sizes...)
+		e[jen.Id("Sizes")] = jen.Index().String().Values(sizes...)
 	}
 	if len(tensors) > 0 {
-		d[jen.Id("Tensors")] = jen.Index().Id("TensorInfo").Values(tensors...)
+		e[jen.Id("Tensors")] = jen.Index().Id("TensorInfo").Values(tensors...)
 	}
 	if len(capt) > 0 {
-		d[jen.Id("Capturable")] = jen.Index().Qual(runtimePkg, "Barrier").Values(capt...)
+		e[jen.Id("Capturable")] = jen.Index().Qual(runtimePkg, "Barrier").Values(capt...)
 	}
-	return jen.Values(d)
+	return jen.Values(e)
 }
 
 func joinSyms(s []string) string {
