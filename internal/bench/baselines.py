@@ -154,8 +154,8 @@ def moe_cases(world, rank, tokens, hidden, ks):
                 return y.to(x.dtype)
 
             dispatch()
-            yield "moe_dispatch", f"a2a k={k}", t * hidden * 2, dispatch
-            yield "moe_combine", f"a2a k={k}", t * hidden * 2, combine
+            yield f"moe_dispatch_k{k}", "a2a", t * hidden * 2, dispatch
+            yield f"moe_combine_k{k}", "a2a", t * hidden * 2, combine
 
 
 def bus_factor(collective, world):

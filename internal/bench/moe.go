@@ -22,7 +22,7 @@ const moeExpertsPerRank = 8
 
 // runMoE times moe_dispatch and moe_combine (each alone; combine on the
 // rows of one dispatch). Rows: Bytes is the token bytes per rank (t*h*2),
-// Variant "push k=K".
+// Collective "moe_dispatch_k<K>" or "moe_combine_k<K>".
 func runMoE(w *irt.World, cfg Config, add func(Row)) error {
 	disp, ok1 := collectives.Lookup("moe_dispatch", "push")
 	comb, ok2 := collectives.Lookup("moe_combine", "push")
@@ -45,7 +45,8 @@ func runMoE(w *irt.World, cfg Config, add func(Row)) error {
 					return fmt.Errorf("moe t=%d k=%d %s: %w", t, k, mode, err)
 				}
 				for i, coll := range []string{"moe_dispatch", "moe_combine"} {
-					row := Row{Collective: coll, Variant: fmt.Sprintf("push k=%d", k), DType: "bf16", Bytes: t * MoEHidden * 2, Mode: mode}
+					// k in the collective's name: tables compare like with like.
+					row := Row{Collective: fmt.Sprintf("%s_k%d", coll, k), Variant: "push", DType: "bf16", Bytes: t * MoEHidden * 2, Mode: mode}
 					for _, x := range us[i] {
 						row.TimeUS = max(row.TimeUS, x)
 					}
