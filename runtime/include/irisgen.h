@@ -414,6 +414,21 @@ IRISGEN_DEV void fail(const irisgen_ctx& c, uint32_t code, uint32_t peer, uint64
 
 // ----------------------------------------------------------- barrier ----
 
+// wait_at_least spins until the flag at p reaches e (wrap-safe), within the
+// time limit; on timeout it records the error (naming peer, e and info) and
+// returns false.
+IRISGEN_DEV bool wait_at_least(const irisgen_ctx& c, const uint64_t* p, uint64_t e, uint32_t peer, uint64_t info) {
+  if ((int64_t)(load_acquire(p) - e) >= 0) return true;
+  const uint64_t t0 = now_ns();
+  for (uint32_t i = 1;; i++) {
+    if ((int64_t)(load_acquire(p) - e) >= 0) return true;
+    if ((i & 255) == 0 && now_ns() - t0 > c.timeout_ns) {
+      fail(c, IRISGEN_ERR_TIMEOUT, peer, e, info);
+      return false;
+    }
+  }
+}
+
 // block_state is a block's view of its barrier epoch, kept in shared memory
 // for the duration of one kernel.
 struct block_state {
@@ -470,18 +485,7 @@ IRISGEN_DEV bool sync(const irisgen_ctx& c) {
     // Release is cumulative: it publishes the block's writes that the
     // __syncthreads above ordered before this thread.
     store_release(peer_ptr(c, flags + c.rank, t), e);
-    const uint64_t* mine = flags + t;
-    if ((int64_t)(load_acquire(mine) - e) < 0) {
-      const uint64_t t0 = now_ns();
-      for (uint32_t i = 1;; i++) {
-        if ((int64_t)(load_acquire(mine) - e) >= 0) break;
-        if ((i & 255) == 0 && now_ns() - t0 > c.timeout_ns) {
-          fail(c, IRISGEN_ERR_TIMEOUT, (uint32_t)t, e, 0);
-          s.failed = 1;
-          break;
-        }
-      }
-    }
+    if (!wait_at_least(c, flags + t, e, (uint32_t)t, 0)) s.failed = 1;
   }
   __syncthreads();
 #ifdef IRISGEN_HIP
@@ -500,17 +504,8 @@ IRISGEN_DEV bool rank_sync(const irisgen_ctx& c, uint64_t e) {
   uint64_t* row = (uint64_t*)c.flags + (uint64_t)gridDim.x * IRISGEN_MAX_WORLD;
   for (int t = 0; t < c.world; t++)
     if (t != c.rank) store_release(peer_ptr(c, row + c.rank, t), e);
-  for (int t = 0; t < c.world; t++) {
-    if (t == c.rank || (int64_t)(load_acquire(row + t) - e) >= 0) continue;
-    const uint64_t t0 = now_ns();
-    for (uint32_t i = 1;; i++) {
-      if ((int64_t)(load_acquire(row + t) - e) >= 0) break;
-      if ((i & 255) == 0 && now_ns() - t0 > c.timeout_ns) {
-        fail(c, IRISGEN_ERR_TIMEOUT, (uint32_t)t, e, 0);
-        return false;
-      }
-    }
-  }
+  for (int t = 0; t < c.world; t++)
+    if (t != c.rank && !wait_at_least(c, row + t, e, (uint32_t)t, 1)) return false;
   return true;
 }
 
@@ -535,16 +530,8 @@ IRISGEN_DEV bool grid_sync(const irisgen_ctx& c, bool cross) {
     if (fetch_add(&ctr[0], 1) + 1 == next * gridDim.x) {
       if (cross && !rank_sync(c, next)) s.failed = 1;
       store_release(&ctr[1], next);  // released even after a failure: the record tells the host
-    } else if ((int64_t)(load_acquire(&ctr[1]) - next) < 0) {
-      const uint64_t t0 = now_ns();
-      for (uint32_t i = 1;; i++) {
-        if ((int64_t)(load_acquire(&ctr[1]) - next) >= 0) break;
-        if ((i & 255) == 0 && now_ns() - t0 > c.timeout_ns) {
-          fail(c, IRISGEN_ERR_TIMEOUT, (uint32_t)c.rank, next, 2);
-          s.failed = 1;
-          break;
-        }
-      }
+    } else if (!wait_at_least(c, &ctr[1], next, (uint32_t)c.rank, 2)) {
+      s.failed = 1;  // a block of this rank never arrived
     }
   }
   __syncthreads();
