@@ -110,3 +110,17 @@ func TestWrap(t *testing.T) {
 	require.Equal(t, []string{"aa bb", "cc"}, wrap("aa bb cc", 5))
 	require.Equal(t, []string{""}, wrap("", 5))
 }
+
+func TestEmitSyncHelpers(t *testing.T) {
+	c, fs := compile(t, `  uint64_t* s = {{update "scratch"}}; {{sync}} {{grid_sync_local}} {{grid_sync}}
+  T* o = {{write "output"}}; const T* i = {{peer_read "input" "0"}};`)
+	out, err := Emit(c, fs)
+	require.NoError(t, err, "sync and grid_sync count as meeting the peers")
+	src := string(out["hip/ag.hip"])
+	require.Contains(t, src, "if (!irisgen::sync(ctx)) return; if (!irisgen::grid_sync(ctx, false)) return; if (!irisgen::grid_sync(ctx, true)) return;")
+
+	// grid_sync_local alone does not meet the peers.
+	errs := emitErrs(t, `  {{update "scratch"}} {{grid_sync_local}} {{write "output"}} {{peer_read "input" "0"}}`)
+	require.Len(t, errs, 1)
+	require.Contains(t, errs[0], "never calls barrier or sync")
+}
