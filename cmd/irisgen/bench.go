@@ -31,16 +31,22 @@ is built into irisgen), same sizes, modes and CSV schema. Sizes follow
 nccl-tests (all_gather: the output, reduce_scatter: the input, all_reduce and
 all_to_all: per rank), as do algbw and busbw.
 
+MoE (-collectives moe): moe_dispatch and moe_combine at t = 128, 512, 4096
+tokens of 7168 bf16 elements, k = 1 and 8, beside torch's all_to_all_single
+path (counts, host sync for the splits, rows), which cannot be captured.
+
 It writes OUT/results.csv, OUT/results.md (one table per collective, dtype,
 world size and mode) and OUT/<collective>_<dtype>_w<N>_<mode>.svg (time and
 bus bandwidth against size, log axes). -report re-renders the Markdown and
 the plots from CSV files (e.g. runs on different machines) without a GPU.
+-tune DIR also writes the auto variants' tables (DIR/<collective>.yaml, e.g.
+specs/tuning) from irisgen's fastest variant per world and size.
 NVLink multicast stays off (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1).
 
 Examples:
   irisgen bench -n 2 -out bench-out
   irisgen bench -n 2 -collectives all_reduce -dtypes bf16 -sizes 8KiB,1MiB,64MiB
-  irisgen bench -report h200x2/results.csv,h200x4/results.csv -out docs/perf`,
+  irisgen bench -report h200x2/results.csv,h200x4/results.csv -out docs/perf -tune specs/tuning`,
 		run: runBench,
 	})
 }
