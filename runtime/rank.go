@@ -24,7 +24,7 @@ const (
 	ctxOffBarrier = ctxOffWorld + 4
 	ctxOffReserve = ctxOffBarrier + 4
 
-	errRecordBytes = 32 // irisgen_error
+	errRecordBytes  = 32 // irisgen_error
 	errCodeTimeout  = 1
 	errCodeIndex    = 2
 	errCodeCapacity = 3
