@@ -31,8 +31,9 @@ type Buffer struct {
 
 // Plan holds everything one launch of a kernel needs that must be allocated:
 // the loaded function, the barrier flags uint64[blocks+1][MaxWorld] and epochs
-// uint64[blocks+2] (the last row and two counters serve the grid-wide sync), workspace and staging buffers, all on the heap, and a
-// reusable argument buffer. Launching a plan never allocates device memory,
+// uint64[blocks+2] (the last row and two counters serve the grid-wide sync),
+// workspace and staging buffers, all on the heap, and a reusable argument
+// buffer. Launching a plan never allocates device memory,
 // copies between host and device, or waits on the host (except in
 // BarrierHost mode). A plan is used from its rank's goroutine.
 type Plan struct {

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"unsafe"
 
@@ -137,9 +136,6 @@ func timeMoE(r *irt.Rank, disp, comb collectives.Entry, t, k int64, mode string,
 	cUS, err := timeCalls(r, mode, Iterations(t*MoEHidden*2), warmup, func() error { return pc.LaunchTensors(s, cts, irt.BarrierDevice) })
 	if err != nil {
 		return 0, 0, fmt.Errorf("combine: %w", err)
-	}
-	if math.IsNaN(dUS) || math.IsNaN(cUS) {
-		return 0, 0, fmt.Errorf("no time measured")
 	}
 	return dUS, cUS, nil
 }

@@ -219,13 +219,13 @@ func round(r *irt.Rank, p collectives.AnyPlan, e collectives.Entry, ts []irt.Ten
 		if err := poison(); err != nil {
 			return nil, err
 		}
-		if err := sync(r, mode); err != nil {
+		if err := r.HostBarrier(s); err != nil { // every rank's inputs written (mode none needs it), error record read
 			return nil, err
 		}
 		if err := launch(); err != nil {
 			return nil, err
 		}
-		if err := sync(r, mode); err != nil {
+		if err := r.HostBarrier(s); err != nil { // every rank's inputs written (mode none needs it), error record read
 			return nil, err
 		}
 		return outputs()
@@ -237,16 +237,6 @@ func round(r *irt.Rank, p collectives.AnyPlan, e collectives.Entry, ts []irt.Ten
 		return nil, nil, fmt.Errorf("graph replay: %w", err)
 	}
 	return got, want, nil
-}
-
-// sync waits for the stream and meets the other ranks, so every rank's
-// inputs are written before any kernel reads them (mode none needs it; the
-// others do not mind).
-func sync(r *irt.Rank, _ irt.Barrier) error {
-	if err := r.HostBarrier(r.Stream()); err != nil {
-		return err
-	}
-	return r.Check()
 }
 
 func put(r *irt.Rank, t irt.Tensor, b []byte) error {

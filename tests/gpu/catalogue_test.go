@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/irisgen/irisgen/generated/collectives"
@@ -184,11 +185,16 @@ func tensor(r *irt.Rank, dt irt.DType, n int64, onHeap bool) (irt.Tensor, func()
 
 // checkResult compares a rank's output with the reference. Copies and ordered
 // reductions must match bit for bit; other sums within their bound.
-func (vc *variantCase) checkResult(got []float32, dt irt.DType, op string, w, rank int, n int64, in func(int) []float32) error {
+func (vc *variantCase) checkResult(got []float32, dt irt.DType, op string, w, rank int, n int64, all func(int) []float32) error {
+	// Every rank's input resolved once: the loop below reads them per element.
+	ins := make([][]float32, w)
+	for p := range ins {
+		ins[p] = all(p)
+	}
+	in := func(p int) []float32 { return ins[p] }
 	exact := vc.ordered || !vc.reduces || op != "sum"
 	var bad error
-	var once = make(chan struct{}, 1)
-	once <- struct{}{}
+	var once sync.Once
 	parallel(int64(len(got)), func(lo, hi int64) {
 		for i := lo; i < hi; i++ {
 			want := vc.ref(in, w, rank, op, n, i)
@@ -207,12 +213,10 @@ func (vc *variantCase) checkResult(got []float32, dt irt.DType, op string, w, ra
 				ok = math.Abs(float64(got[i])-float64(want)) <= float64(w+1)*(eps(dt)*mag+tiny(dt))
 			}
 			if !ok {
-				select {
-				case <-once:
+				once.Do(func() {
 					bad = fmt.Errorf("element %d: got %g (bits %#x), want %g (bits %#x)%s", i, got[i], encode1(dt, got[i]), want, encode1(dt, want),
 						map[bool]string{true: ", exact match required", false: ", beyond the tolerance"}[exact])
-				default:
-				}
+				})
 				return
 			}
 		}
@@ -220,24 +224,20 @@ func (vc *variantCase) checkResult(got []float32, dt irt.DType, op string, w, ra
 	return bad
 }
 
-// inputs returns a memoising accessor of every rank's input of one round.
+// inputs returns a memoising accessor of every rank's input of one round,
+// safe for concurrent use (the parallel checks read it).
 func inputs(dt irt.DType, length int64, seed, round uint64) func(int) []float32 {
+	var mu sync.Mutex
 	cache := map[int][]float32{}
 	return func(p int) []float32 {
+		mu.Lock()
+		defer mu.Unlock()
 		if v, ok := cache[p]; ok {
 			return v
 		}
 		v := values(dt, length, stream(seed, uint64(p), round))
 		cache[p] = v
 		return v
-	}
-}
-
-// warmInputs generates every rank's input before the parallel checks read
-// them (the accessor is not safe for concurrent first use).
-func warmInputs(in func(int) []float32, w int) {
-	for p := 0; p < w; p++ {
-		in(p)
 	}
 }
 
@@ -301,7 +301,6 @@ func checkCase(r *irt.Rank, vc *variantCase, dt irt.DType, op string, n int64, p
 		if err != nil {
 			return err
 		}
-		warmInputs(all, w)
 		if err := vc.checkResult(decode(dt, b), dt, op, w, me, n, all); err != nil {
 			return fmt.Errorf("rank %d round %d (%s): %w", me, round, mode, err)
 		}
@@ -442,7 +441,6 @@ func backToBack(r *irt.Rank, vc *variantCase, dt irt.DType, op string, n int64, 
 	}
 	got := decode(dt, b)
 	for k := range rounds {
-		warmInputs(all[k], w)
 		if err := vc.checkResult(got[int64(k)*outLen:int64(k+1)*outLen], dt, op, w, me, n, all[k]); err != nil {
 			return fmt.Errorf("rank %d launch %d of %d: %w", me, k, rounds, err)
 		}
@@ -592,7 +590,6 @@ func checkRules(r *irt.Rank, vc *variantCase) error {
 	if err != nil {
 		return err
 	}
-	warmInputs(all, w)
 	if err := vc.checkResult(decode(dt, b), dt, op, w, r.Rank(), n, all); err != nil {
 		return fmt.Errorf("in place: %w", err)
 	}

@@ -154,11 +154,7 @@ func (e *emitter) render(v *ir.Variant, file, src string, kc *kernelCtx) (string
 		err = t.Execute(&out, data)
 	}
 	if err != nil {
-		what := "kernel " + kc.String()
-		if kc == nil {
-			what = PreludeName
-		}
-		e.errs.Add(v.TemplatePos, fmt.Sprintf("template %s (%s): %v", file, what, trimTemplateErr(err)))
+		e.errs.Add(v.TemplatePos, fmt.Sprintf("template %s (%s): %v", file, kc, trimTemplateErr(err)))
 		return "", false
 	}
 	return strings.Trim(out.String(), "\n"), true
@@ -168,7 +164,7 @@ func (kc *kernelCtx) String() string {
 	if kc == nil {
 		return PreludeName
 	}
-	return kc.k.Name
+	return "kernel " + kc.k.Name
 }
 
 // trimTemplateErr drops the parts of text/template's messages that repeat
