@@ -70,6 +70,12 @@ func TestChecks(t *testing.T) {
 	assert.True(t, errors.Is(ae, ErrAlias))
 	assert.Contains(t, ae.Error(), `"input"`)
 	assert.NoError(t, CheckNoAlias("op", "a", x.Slice(0, 4), "b", x.Slice(4, 4)))
+	assert.NoError(t, CheckInPlace("op", "a", x, "b", x), "the very same tensor runs in place")
+	assert.NoError(t, CheckInPlace("op", "a", x.Slice(0, 4), "b", x.Slice(4, 4)))
+	require.ErrorAs(t, CheckInPlace("op", "input", x.Slice(0, 4), "output", x.Slice(2, 4)), &ae)
+	assert.True(t, ae.InPlace && errors.Is(ae, ErrAlias))
+	assert.Contains(t, ae.Error(), "overlap only in part")
+	assert.Error(t, CheckInPlace("op", "a", x.Slice(0, 4), "b", x.Slice(0, 3)), "same start, different length")
 }
 
 func TestBlocks(t *testing.T) {

@@ -53,15 +53,24 @@ func (e *PlacementError) Error() string {
 // Is matches ErrPlacement.
 func (e *PlacementError) Is(target error) bool { return target == ErrPlacement }
 
-// AliasError: two tensors of a launch overlap although the variant forbids it.
+// AliasError: two tensors of a launch overlap although the variant forbids it,
+// or overlap in part where the variant allows only the same tensor.
 type AliasError struct {
 	Op   string
 	A, B string
 	TA   Tensor
 	TB   Tensor
+	// InPlace: the variant runs in place, and the tensors overlap without
+	// being the same.
+	InPlace bool
 }
 
 func (e *AliasError) Error() string {
+	if e.InPlace {
+		return fmt.Sprintf("%s: tensors %q (%s) and %q (%s) overlap only in part; this variant runs in place "+
+			"only when they are the very same tensor (a shifted overlap lets one block overwrite %q before another has read it): "+
+			"pass the same tensor for both, or separate buffers", e.Op, e.A, e.TA, e.B, e.TB, e.A)
+	}
 	return fmt.Sprintf("%s: tensors %q (%s) and %q (%s) overlap, but this variant forbids aliasing "+
 		"(peers may still read %q while this rank writes %q): pass separate buffers, or use a variant that allows in-place operation",
 		e.Op, e.A, e.TA, e.B, e.TB, e.A, e.B)

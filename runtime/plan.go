@@ -402,3 +402,12 @@ func CheckNoAlias(op, a string, ta Tensor, b string, tb Tensor) error {
 	}
 	return nil
 }
+
+// CheckInPlace checks that ta and tb are the same tensor or do not overlap
+// (the rule of variants that run in place).
+func CheckInPlace(op, a string, ta Tensor, b string, tb Tensor) error {
+	if ta.Overlaps(tb) && (ta.Ptr != tb.Ptr || ta.Bytes() != tb.Bytes()) {
+		return &AliasError{Op: op, A: a, B: b, TA: ta, TB: tb, InPlace: true}
+	}
+	return nil
+}

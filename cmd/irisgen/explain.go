@@ -248,11 +248,8 @@ func aliasing(c *ir.Collective, v *ir.Variant, t *ir.Tensor) string {
 	if t.Dir == ir.Workspace {
 		return "-"
 	}
-	if v.Aliasing != ir.AliasForbid {
-		return "may overlap"
-	}
 	var others []string
-	for _, p := range v.NoAliasPairs() {
+	for _, p := range v.AliasPairs() {
 		switch t {
 		case p[0]:
 			others = append(others, p[1].Name)
@@ -262,6 +259,9 @@ func aliasing(c *ir.Collective, v *ir.Variant, t *ir.Tensor) string {
 	}
 	if len(others) == 0 {
 		return "-"
+	}
+	if v.Aliasing == ir.AliasAllow {
+		return "same as or disjoint from " + strings.Join(others, ", ")
 	}
 	return "no overlap with " + strings.Join(others, ", ")
 }

@@ -11,7 +11,7 @@ import (
 // AllReduceSpecHash is the hash of specs/all_reduce.yaml and the templates it uses. The HIP module of
 // all_reduce carries the same hash; the runtime refuses to launch a kernel whose hash differs, so a
 // stale wrapper/kernel pair fails at load time.
-const AllReduceSpecHash = "2f53fc8551cbddf7"
+const AllReduceSpecHash = "9976268a56a0e48b"
 
 // AllReduceVariant selects an algorithm of all_reduce for AllReduce.
 type AllReduceVariant string
@@ -23,6 +23,8 @@ const (
 	AllReduceOneShotStaged AllReduceVariant = "one_shot_staged"
 	// AllReduceOneShotPush is variant one_shot_push; see AllReduceOneShotPushPlan for its rules.
 	AllReduceOneShotPush AllReduceVariant = "one_shot_push"
+	// AllReduceOneShotLamport is variant one_shot_lamport; see AllReduceOneShotLamportPlan for its rules.
+	AllReduceOneShotLamport AllReduceVariant = "one_shot_lamport"
 	// AllReduceTwoShot is variant two_shot; see AllReduceTwoShotPlan for its rules.
 	AllReduceTwoShot AllReduceVariant = "two_shot"
 	// AllReduceAtomic is variant atomic; see AllReduceAtomicPlan for its rules.
@@ -86,7 +88,7 @@ const allReduceOneShotName = "all_reduce/one_shot"
 //   - output (out, shape [n], the plan's dtype): local_write; only touched locally: any device memory.
 //
 // Workspace, allocated on the heap and zeroed by the plan: ring [n] (none), locks [blocks] (none),
-// stage [2, n] (none), inbox [2, world, n] (none).
+// stage [2, n] (none), inbox [2, world, n] (none), lamport [3, world, n] (none).
 //
 // Aliasing: forbidden; Launch returns a *runtime.AliasError when an input overlaps an output.
 //
@@ -239,7 +241,7 @@ func (p *AllReduceOneShotPlan) Launch(s gpu.Stream, input, output runtime.Tensor
 		}
 		input = staged
 	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
+	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
@@ -273,9 +275,10 @@ const allReduceOneShotStagedName = "all_reduce/one_shot_staged"
 //   - output (out, shape [n], the plan's dtype): local_write; only touched locally: any device memory.
 //
 // Workspace, allocated on the heap and zeroed by the plan: ring [n] (none), locks [blocks] (none),
-// stage [2, n] (local_write + remote_read), inbox [2, world, n] (none).
+// stage [2, n] (local_write + remote_read), inbox [2, world, n] (none), lamport [3, world, n] (none).
 //
-// Aliasing: allowed; inputs may overlap outputs (in place).
+// Aliasing: in place allowed; an input may be the very same tensor as an output, but a partial overlap
+// is a *runtime.AliasError.
 //
 // Barrier modes: device (default), host, none.
 // Graph capture:
@@ -397,6 +400,7 @@ func NewAllReduceOneShotStagedPlan(r *runtime.Rank, dt runtime.DType, op AllRedu
 // Before anything is enqueued it checks, in order:
 //
 //   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
+//   - input/output the same tensor or disjoint (*runtime.AliasError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
 // stream and meets the peers on the CPU, so it cannot run while s is capturing
@@ -408,7 +412,10 @@ func (p *AllReduceOneShotStagedPlan) Launch(s gpu.Stream, input, output runtime.
 	if err := runtime.CheckTensor(allReduceOneShotStagedName, "output", output, p.dt, p.lenOutput); err != nil {
 		return err
 	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(p.plan.Buffer("stage")).Ptr(0).I64(p.symN))
+	if err := runtime.CheckInPlace(allReduceOneShotStagedName, "input", input, "output", output); err != nil {
+		return err
+	}
+	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(p.plan.Buffer("stage")).Ptr(0).Ptr(0).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
@@ -442,9 +449,10 @@ const allReduceOneShotPushName = "all_reduce/one_shot_push"
 //   - output (out, shape [n], the plan's dtype): local_write; only touched locally: any device memory.
 //
 // Workspace, allocated on the heap and zeroed by the plan: ring [n] (none), locks [blocks] (none),
-// stage [2, n] (none), inbox [2, world, n] (local_read + remote_write).
+// stage [2, n] (none), inbox [2, world, n] (local_read + remote_write), lamport [3, world, n] (none).
 //
-// Aliasing: allowed; inputs may overlap outputs (in place).
+// Aliasing: in place allowed; an input may be the very same tensor as an output, but a partial overlap
+// is a *runtime.AliasError.
 //
 // Barrier modes: device (default), host, none.
 // Graph capture:
@@ -567,6 +575,7 @@ func NewAllReduceOneShotPushPlan(r *runtime.Rank, dt runtime.DType, op AllReduce
 // anything is enqueued it checks, in order:
 //
 //   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
+//   - input/output the same tensor or disjoint (*runtime.AliasError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
 // stream and meets the peers on the CPU, so it cannot run while s is capturing
@@ -578,7 +587,10 @@ func (p *AllReduceOneShotPushPlan) Launch(s gpu.Stream, input, output runtime.Te
 	if err := runtime.CheckTensor(allReduceOneShotPushName, "output", output, p.dt, p.lenOutput); err != nil {
 		return err
 	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(p.plan.Buffer("inbox")).I64(p.symN))
+	if err := runtime.CheckInPlace(allReduceOneShotPushName, "input", input, "output", output); err != nil {
+		return err
+	}
+	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(p.plan.Buffer("inbox")).Ptr(0).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
@@ -600,6 +612,182 @@ func (p *AllReduceOneShotPushPlan) Close() error {
 	return p.plan.Close()
 }
 
+// allReduceOneShotLamportName names all_reduce/one_shot_lamport in errors.
+const allReduceOneShotLamportName = "all_reduce/one_shot_lamport"
+
+// AllReduceOneShotLamportPlan is a prepared launch of all_reduce, variant one_shot_lamport
+// (specs/all_reduce.yaml). Reduce `input` over all ranks into `output` on every rank.
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in, shape [n], the plan's dtype): local_read; only touched locally: any device memory.
+//   - output (out, shape [n], the plan's dtype): local_write; only touched locally: any device memory.
+//
+// Workspace, allocated on the heap and zeroed by the plan: ring [n] (none), locks [blocks] (none),
+// stage [2, n] (none), inbox [2, world, n] (none), lamport [3, world, n] (local_read + local_write +
+// remote_write).
+//
+// Aliasing: in place allowed; an input may be the very same tensor as an output, but a partial overlap
+// is a *runtime.AliasError.
+//
+// Barrier modes: device (default), host, none.
+// Graph capture:
+//
+//   - device: capturable.
+//   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
+//   - none: capturable.
+//
+// Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
+type AllReduceOneShotLamportPlan struct {
+	plan      *runtime.Plan
+	dt        runtime.DType
+	op        AllReduceOp
+	symN      int64 // size parameter n
+	lenInput  int64 // elements of input [n]
+	lenOutput int64 // elements of output [n]
+}
+
+// NewAllReduceOneShotLamportPlan makes a plan for all_reduce/one_shot_lamport: it allocates the plan's
+// heap buffers (barrier flags, workspace) and zeroes them. It is collective: every rank calls it with
+// the same arguments, in the same order as its other heap allocations. Make plans before capturing a
+// stream: creating one allocates and synchronises with the peers.
+//
+// dt must be one of f32, f16, bf16 and op one of sum, max, min (otherwise *UnsupportedError). The size
+// parameters (n) must be positive.
+func NewAllReduceOneShotLamportPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, n int64) (*AllReduceOneShotLamportPlan, error) {
+	var kernel string
+	switch dt {
+	case runtime.F32:
+		switch op {
+		case AllReduceOpSum:
+			kernel = "irisgen_all_reduce_one_shot_lamport_f32_sum"
+		case AllReduceOpMax:
+			kernel = "irisgen_all_reduce_one_shot_lamport_f32_max"
+		case AllReduceOpMin:
+			kernel = "irisgen_all_reduce_one_shot_lamport_f32_min"
+		default:
+			return nil, &UnsupportedError{
+				Allowed: []string{"sum", "max", "min"},
+				Got:     string(op),
+				Op:      allReduceOneShotLamportName,
+				What:    "op",
+			}
+		}
+	case runtime.F16:
+		switch op {
+		case AllReduceOpSum:
+			kernel = "irisgen_all_reduce_one_shot_lamport_f16_sum"
+		case AllReduceOpMax:
+			kernel = "irisgen_all_reduce_one_shot_lamport_f16_max"
+		case AllReduceOpMin:
+			kernel = "irisgen_all_reduce_one_shot_lamport_f16_min"
+		default:
+			return nil, &UnsupportedError{
+				Allowed: []string{"sum", "max", "min"},
+				Got:     string(op),
+				Op:      allReduceOneShotLamportName,
+				What:    "op",
+			}
+		}
+	case runtime.BF16:
+		switch op {
+		case AllReduceOpSum:
+			kernel = "irisgen_all_reduce_one_shot_lamport_bf16_sum"
+		case AllReduceOpMax:
+			kernel = "irisgen_all_reduce_one_shot_lamport_bf16_max"
+		case AllReduceOpMin:
+			kernel = "irisgen_all_reduce_one_shot_lamport_bf16_min"
+		default:
+			return nil, &UnsupportedError{
+				Allowed: []string{"sum", "max", "min"},
+				Got:     string(op),
+				Op:      allReduceOneShotLamportName,
+				What:    "op",
+			}
+		}
+	default:
+		return nil, &UnsupportedError{
+			Allowed: []string{"f32", "f16", "bf16"},
+			Got:     dt.String(),
+			Op:      allReduceOneShotLamportName,
+			What:    "dtype",
+		}
+	}
+	if n <= 0 {
+		return nil, fmt.Errorf("%s: size parameter n = %d, want > 0", allReduceOneShotLamportName, n)
+	}
+	world := int64(r.World())
+	p := &AllReduceOneShotLamportPlan{
+		dt:        dt,
+		lenInput:  n,
+		lenOutput: n,
+		op:        op,
+		symN:      n,
+	}
+	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
+	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
+		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
+		Blocks:     blocks,
+		Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+		Kernel:     kernel,
+		Module:     "all_reduce",
+		Op:         "all_reduce",
+		SpecHash:   AllReduceSpecHash,
+		Threads:    512,
+		Variant:    "one_shot_lamport",
+		Workspace: []runtime.Buffer{{
+			Bytes: 3 * world * p.symN * dt.Size(),
+			Name:  "lamport",
+		}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.plan = plan
+	return p, nil
+}
+
+// Launch enqueues all_reduce/one_shot_lamport on s with barrier mode mode (device when in doubt).
+// Before anything is enqueued it checks, in order:
+//
+//   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
+//   - input/output the same tensor or disjoint (*runtime.AliasError).
+//
+// The launch itself never allocates or copies between host and device; host mode synchronises the
+// stream and meets the peers on the CPU, so it cannot run while s is capturing
+// (*runtime.CaptureError). A mode the variant does not support is an error.
+func (p *AllReduceOneShotLamportPlan) Launch(s gpu.Stream, input, output runtime.Tensor, mode runtime.Barrier) error {
+	if err := runtime.CheckTensor(allReduceOneShotLamportName, "input", input, p.dt, p.lenInput); err != nil {
+		return err
+	}
+	if err := runtime.CheckTensor(allReduceOneShotLamportName, "output", output, p.dt, p.lenOutput); err != nil {
+		return err
+	}
+	if err := runtime.CheckInPlace(allReduceOneShotLamportName, "input", input, "output", output); err != nil {
+		return err
+	}
+	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(0).Ptr(p.plan.Buffer("lamport")).I64(p.symN))
+}
+
+// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
+func (p *AllReduceOneShotLamportPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+	if len(ts) != 2 {
+		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allReduceOneShotLamportName, len(ts))
+	}
+	return p.Launch(s, ts[0], ts[1], mode)
+}
+
+// Plan returns the runtime plan: its grid, buffers and barrier modes.
+func (p *AllReduceOneShotLamportPlan) Plan() *runtime.Plan {
+	return p.plan
+}
+
+// Close frees the plan's heap buffers; like creating a plan it is collective: every rank must close
+// its plan.
+func (p *AllReduceOneShotLamportPlan) Close() error {
+	return p.plan.Close()
+}
+
 // allReduceTwoShotName names all_reduce/two_shot in errors.
 const allReduceTwoShotName = "all_reduce/two_shot"
 
@@ -616,7 +804,7 @@ const allReduceTwoShotName = "all_reduce/two_shot"
 //     launches nothing.
 //
 // Workspace, allocated on the heap and zeroed by the plan: ring [n] (none), locks [blocks] (none),
-// stage [2, n] (none), inbox [2, world, n] (none).
+// stage [2, n] (none), inbox [2, world, n] (none), lamport [3, world, n] (none).
 //
 // Aliasing: forbidden; Launch returns a *runtime.AliasError when an input overlaps an output.
 //
@@ -773,7 +961,7 @@ func (p *AllReduceTwoShotPlan) Launch(s gpu.Stream, input, output runtime.Tensor
 		}
 		input = staged
 	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
+	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
@@ -809,7 +997,7 @@ const allReduceAtomicName = "all_reduce/atomic"
 //     *runtime.PlacementError and launches nothing.
 //
 // Workspace, allocated on the heap and zeroed by the plan: ring [n] (none), locks [blocks] (none),
-// stage [2, n] (none), inbox [2, world, n] (none).
+// stage [2, n] (none), inbox [2, world, n] (none), lamport [3, world, n] (none).
 //
 // Aliasing: forbidden; Launch returns a *runtime.AliasError when an input overlaps an output.
 //
@@ -948,7 +1136,7 @@ func (p *AllReduceAtomicPlan) Launch(s gpu.Stream, input, output runtime.Tensor,
 	if err := runtime.CheckNoAlias(allReduceAtomicName, "input", input, "output", output); err != nil {
 		return err
 	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
+	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
@@ -984,7 +1172,7 @@ const allReduceSpinlockName = "all_reduce/spinlock"
 //     *runtime.PlacementError and launches nothing.
 //
 // Workspace, allocated on the heap and zeroed by the plan: ring [n] (none), locks [blocks]
-// (remote_atomic), stage [2, n] (none), inbox [2, world, n] (none).
+// (remote_atomic), stage [2, n] (none), inbox [2, world, n] (none), lamport [3, world, n] (none).
 //
 // Aliasing: forbidden; Launch returns a *runtime.AliasError when an input overlaps an output.
 //
@@ -1127,7 +1315,7 @@ func (p *AllReduceSpinlockPlan) Launch(s gpu.Stream, input, output runtime.Tenso
 	if err := runtime.CheckNoAlias(allReduceSpinlockName, "input", input, "output", output); err != nil {
 		return err
 	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(p.plan.Buffer("locks")).Ptr(0).Ptr(0).I64(p.symN))
+	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(p.plan.Buffer("locks")).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
@@ -1162,9 +1350,10 @@ const allReduceRingName = "all_reduce/ring"
 //     device memory.
 //
 // Workspace, allocated on the heap and zeroed by the plan: ring [n] (local_read + remote_write), locks
-// [blocks] (none), stage [2, n] (none), inbox [2, world, n] (none).
+// [blocks] (none), stage [2, n] (none), inbox [2, world, n] (none), lamport [3, world, n] (none).
 //
-// Aliasing: allowed; inputs may overlap outputs (in place).
+// Aliasing: in place allowed; an input may be the very same tensor as an output, but a partial overlap
+// is a *runtime.AliasError.
 //
 // Barrier modes: device (default), host, none.
 // Graph capture:
@@ -1286,6 +1475,7 @@ func NewAllReduceRingPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, n i
 // is enqueued it checks, in order:
 //
 //   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
+//   - input/output the same tensor or disjoint (*runtime.AliasError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
 // stream and meets the peers on the CPU, so it cannot run while s is capturing
@@ -1297,7 +1487,10 @@ func (p *AllReduceRingPlan) Launch(s gpu.Stream, input, output runtime.Tensor, m
 	if err := runtime.CheckTensor(allReduceRingName, "output", output, p.dt, p.lenOutput); err != nil {
 		return err
 	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(p.plan.Buffer("ring")).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
+	if err := runtime.CheckInPlace(allReduceRingName, "input", input, "output", output); err != nil {
+		return err
+	}
+	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(p.plan.Buffer("ring")).Ptr(0).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
@@ -1355,6 +1548,14 @@ func AllReduce(r *runtime.Rank, s gpu.Stream, variant AllReduceVariant, dt runti
 			return err
 		}
 		return v.(*AllReduceOneShotPushPlan).Launch(s, input, output, mode)
+	case AllReduceOneShotLamport:
+		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("all_reduce/one_shot_lamport dt=%s op=%s n=%d", dt, op, n), s, func() (any, error) {
+			return NewAllReduceOneShotLamportPlan(r, dt, op, n)
+		})
+		if err != nil {
+			return err
+		}
+		return v.(*AllReduceOneShotLamportPlan).Launch(s, input, output, mode)
 	case AllReduceTwoShot:
 		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("all_reduce/two_shot dt=%s op=%s n=%d", dt, op, n), s, func() (any, error) {
 			return NewAllReduceTwoShotPlan(r, dt, op, n)
@@ -1388,5 +1589,5 @@ func AllReduce(r *runtime.Rank, s gpu.Stream, variant AllReduceVariant, dt runti
 		}
 		return v.(*AllReduceRingPlan).Launch(s, input, output, mode)
 	}
-	return fmt.Errorf("all_reduce: unknown variant %q (variants: one_shot, one_shot_staged, one_shot_push, two_shot, atomic, spinlock, ring)", string(variant))
+	return fmt.Errorf("all_reduce: unknown variant %q (variants: one_shot, one_shot_staged, one_shot_push, one_shot_lamport, two_shot, atomic, spinlock, ring)", string(variant))
 }

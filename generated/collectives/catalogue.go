@@ -239,6 +239,43 @@ var Catalogue = []Entry{{
 	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
 	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
 		if len(sizes) != 1 {
+			return nil, fmt.Errorf("all_reduce/one_shot_lamport: %d sizes, want 1 (n)", len(sizes))
+		}
+		p, err := NewAllReduceOneShotLamportPlan(r, dt, AllReduceOp(op), sizes[0])
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	},
+	Ops:   []string{"sum", "max", "min"},
+	Sizes: []string{"n"},
+	Tensors: []TensorInfo{{
+		Dir:  "in",
+		Heap: false,
+		Name: "input",
+		Numel: func(world int, sizes []int64) int64 {
+			return sizes[0]
+		},
+		Remote: false,
+		Shape:  "[n]",
+	}, {
+		Dir:  "out",
+		Heap: false,
+		Name: "output",
+		Numel: func(world int, sizes []int64) int64 {
+			return sizes[0]
+		},
+		Remote: false,
+		Shape:  "[n]",
+	}},
+	Variant: "one_shot_lamport",
+}, {
+	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
+	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+	Collective: "all_reduce",
+	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
+	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+		if len(sizes) != 1 {
 			return nil, fmt.Errorf("all_reduce/two_shot: %d sizes, want 1 (n)", len(sizes))
 		}
 		p, err := NewAllReduceTwoShotPlan(r, dt, AllReduceOp(op), sizes[0])

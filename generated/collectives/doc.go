@@ -13,8 +13,9 @@
 //
 //   - AllGather (specs/all_gather.yaml; variants push, pull): Gather every rank's `input` into
 //     `output` on every rank.
-//   - AllReduce (specs/all_reduce.yaml; variants one_shot, one_shot_staged, one_shot_push, two_shot,
-//     atomic, spinlock, ring): Reduce `input` over all ranks into `output` on every rank.
+//   - AllReduce (specs/all_reduce.yaml; variants one_shot, one_shot_staged, one_shot_push,
+//     one_shot_lamport, two_shot, atomic, spinlock, ring): Reduce `input` over all ranks into `output`
+//     on every rank.
 //   - AllToAll (specs/all_to_all.yaml; variants push, pull): Exchange blocks between all ranks; block
 //     p of rank r's `input` becomes block r of rank p's `output`.
 //   - Barrier (specs/barrier.yaml; variants device): Wait until every rank has reached the barrier.

@@ -2,12 +2,12 @@
 //
 // all_reduce: Reduce `input` over all ranks into `output` on every rank.
 //
-// Spec hash 2f53fc8551cbddf7: the Go wrappers carry the same value, and the runtime
+// Spec hash 9976268a56a0e48b: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_reduce[] = "2f53fc8551cbddf7";
+extern "C" __device__ const char irisgen_spec_hash_all_reduce[] = "9976268a56a0e48b";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.
@@ -19,6 +19,7 @@ struct irisgen_all_reduce_args {
   void* t_locks;  // workspace [blocks]
   void* t_stage;  // workspace [2, n]
   void* t_inbox;  // workspace [2, world, n]
+  void* t_lamport;  // workspace [3, world, n]
   int64_t s_n;
 };
 
@@ -690,6 +691,350 @@ irisgen_all_reduce_one_shot_push_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all
   const T* rows[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) rows[p] = box + (int64_t)p * n;
   irisgen::reduce_n<T, Op>(&out, 1, rows, w, lo, hi, threadIdx.x, blockDim.x);
+  }();
+  irisgen::end(ctx);
+}
+
+// ---- variant one_shot_lamport (template all_reduce_one_shot_lamport.hip.tmpl) ----
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_lamport_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  typedef irisgen::op_max Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* out = ((irisgen_bf16*)irisgen_a.t_output);
+  T* box = ((irisgen_bf16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    for (int r = 0; r < 3 * w; r++) irisgen::lamport_clear(box + (int64_t)r * n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  const int64_t slot = (int64_t)(k % 3) * w * n;
+  for (int j = 1; j < w; j++) {
+    const int p = (ctx.rank + j) % w;  // spread the stores over the links
+    T* row = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
+    irisgen::lamport_put(row, in, lo, hi);
+  }
+  __syncthreads();  // in may be out: every thread's reads of in come first
+  const T* rows[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
+  if (!irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) return;
+  const int64_t old = (int64_t)((k + 2) % 3) * w * n;
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  irisgen::advance();
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_lamport_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  typedef irisgen::op_min Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* out = ((irisgen_bf16*)irisgen_a.t_output);
+  T* box = ((irisgen_bf16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    for (int r = 0; r < 3 * w; r++) irisgen::lamport_clear(box + (int64_t)r * n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  const int64_t slot = (int64_t)(k % 3) * w * n;
+  for (int j = 1; j < w; j++) {
+    const int p = (ctx.rank + j) % w;  // spread the stores over the links
+    T* row = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
+    irisgen::lamport_put(row, in, lo, hi);
+  }
+  __syncthreads();  // in may be out: every thread's reads of in come first
+  const T* rows[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
+  if (!irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) return;
+  const int64_t old = (int64_t)((k + 2) % 3) * w * n;
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  irisgen::advance();
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_lamport_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  typedef irisgen::op_sum Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* out = ((irisgen_bf16*)irisgen_a.t_output);
+  T* box = ((irisgen_bf16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    for (int r = 0; r < 3 * w; r++) irisgen::lamport_clear(box + (int64_t)r * n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  const int64_t slot = (int64_t)(k % 3) * w * n;
+  for (int j = 1; j < w; j++) {
+    const int p = (ctx.rank + j) % w;  // spread the stores over the links
+    T* row = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
+    irisgen::lamport_put(row, in, lo, hi);
+  }
+  __syncthreads();  // in may be out: every thread's reads of in come first
+  const T* rows[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
+  if (!irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) return;
+  const int64_t old = (int64_t)((k + 2) % 3) * w * n;
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  irisgen::advance();
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_lamport_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef irisgen_f16 T;
+  typedef irisgen::op_max Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* out = ((irisgen_f16*)irisgen_a.t_output);
+  T* box = ((irisgen_f16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    for (int r = 0; r < 3 * w; r++) irisgen::lamport_clear(box + (int64_t)r * n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  const int64_t slot = (int64_t)(k % 3) * w * n;
+  for (int j = 1; j < w; j++) {
+    const int p = (ctx.rank + j) % w;  // spread the stores over the links
+    T* row = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
+    irisgen::lamport_put(row, in, lo, hi);
+  }
+  __syncthreads();  // in may be out: every thread's reads of in come first
+  const T* rows[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
+  if (!irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) return;
+  const int64_t old = (int64_t)((k + 2) % 3) * w * n;
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  irisgen::advance();
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_lamport_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef irisgen_f16 T;
+  typedef irisgen::op_min Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* out = ((irisgen_f16*)irisgen_a.t_output);
+  T* box = ((irisgen_f16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    for (int r = 0; r < 3 * w; r++) irisgen::lamport_clear(box + (int64_t)r * n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  const int64_t slot = (int64_t)(k % 3) * w * n;
+  for (int j = 1; j < w; j++) {
+    const int p = (ctx.rank + j) % w;  // spread the stores over the links
+    T* row = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
+    irisgen::lamport_put(row, in, lo, hi);
+  }
+  __syncthreads();  // in may be out: every thread's reads of in come first
+  const T* rows[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
+  if (!irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) return;
+  const int64_t old = (int64_t)((k + 2) % 3) * w * n;
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  irisgen::advance();
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_lamport_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef irisgen_f16 T;
+  typedef irisgen::op_sum Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* out = ((irisgen_f16*)irisgen_a.t_output);
+  T* box = ((irisgen_f16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    for (int r = 0; r < 3 * w; r++) irisgen::lamport_clear(box + (int64_t)r * n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  const int64_t slot = (int64_t)(k % 3) * w * n;
+  for (int j = 1; j < w; j++) {
+    const int p = (ctx.rank + j) % w;  // spread the stores over the links
+    T* row = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
+    irisgen::lamport_put(row, in, lo, hi);
+  }
+  __syncthreads();  // in may be out: every thread's reads of in come first
+  const T* rows[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
+  if (!irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) return;
+  const int64_t old = (int64_t)((k + 2) % 3) * w * n;
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  irisgen::advance();
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_lamport_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef float T;
+  typedef irisgen::op_max Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* out = ((float*)irisgen_a.t_output);
+  T* box = ((float*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    for (int r = 0; r < 3 * w; r++) irisgen::lamport_clear(box + (int64_t)r * n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  const int64_t slot = (int64_t)(k % 3) * w * n;
+  for (int j = 1; j < w; j++) {
+    const int p = (ctx.rank + j) % w;  // spread the stores over the links
+    T* row = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
+    irisgen::lamport_put(row, in, lo, hi);
+  }
+  __syncthreads();  // in may be out: every thread's reads of in come first
+  const T* rows[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
+  if (!irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) return;
+  const int64_t old = (int64_t)((k + 2) % 3) * w * n;
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  irisgen::advance();
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_lamport_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef float T;
+  typedef irisgen::op_min Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* out = ((float*)irisgen_a.t_output);
+  T* box = ((float*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    for (int r = 0; r < 3 * w; r++) irisgen::lamport_clear(box + (int64_t)r * n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  const int64_t slot = (int64_t)(k % 3) * w * n;
+  for (int j = 1; j < w; j++) {
+    const int p = (ctx.rank + j) % w;  // spread the stores over the links
+    T* row = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
+    irisgen::lamport_put(row, in, lo, hi);
+  }
+  __syncthreads();  // in may be out: every thread's reads of in come first
+  const T* rows[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
+  if (!irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) return;
+  const int64_t old = (int64_t)((k + 2) % 3) * w * n;
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  irisgen::advance();
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_reduce_one_shot_lamport_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_args irisgen_a) {
+  typedef float T;
+  typedef irisgen::op_sum Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* out = ((float*)irisgen_a.t_output);
+  T* box = ((float*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    for (int r = 0; r < 3 * w; r++) irisgen::lamport_clear(box + (int64_t)r * n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  const int64_t slot = (int64_t)(k % 3) * w * n;
+  for (int j = 1; j < w; j++) {
+    const int p = (ctx.rank + j) % w;  // spread the stores over the links
+    T* row = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
+    irisgen::lamport_put(row, in, lo, hi);
+  }
+  __syncthreads();  // in may be out: every thread's reads of in come first
+  const T* rows[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
+  if (!irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) return;
+  const int64_t old = (int64_t)((k + 2) % 3) * w * n;
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  irisgen::advance();
   }();
   irisgen::end(ctx);
 }

@@ -131,14 +131,13 @@ func (v *Variant) Kernel(dt DType, op Op) (Kernel, bool) {
 	return Kernel{}, false
 }
 
-// NoAliasPairs lists the pairs of user tensors that a launch must check do
-// not overlap: with aliasing forbid, every pair where one tensor is read
-// (dir in or inout) and the other written (dir out or inout), in spec
-// order; nil with aliasing allow.
-func (v *Variant) NoAliasPairs() [][2]*Tensor {
-	if v.Aliasing == AliasAllow {
-		return nil
-	}
+// AliasPairs lists the pairs of user tensors whose overlap a launch must
+// check: every pair where one tensor is read (dir in or inout) and the other
+// written (dir out or inout), in spec order. With aliasing forbid they may
+// not overlap at all; with aliasing allow they must be the same tensor or
+// disjoint (in place), because a partial overlap lets one block write what
+// another has yet to read.
+func (v *Variant) AliasPairs() [][2]*Tensor {
 	reads := func(t *Tensor) bool { return t.Dir == In || t.Dir == InOut }
 	writes := func(t *Tensor) bool { return t.Dir == Out || t.Dir == InOut }
 	var pairs [][2]*Tensor

@@ -464,6 +464,14 @@ IRISGEN_DEV void end(const irisgen_ctx& c) {
   if (threadIdx.x == 0) ((uint64_t*)c.epochs)[blockIdx.x] = state().epoch;
 }
 
+// advance moves the block's epoch on by one without meeting the peers, for
+// kernels that count their calls in it (every rank advances alike). The
+// __syncthreads keeps it after every thread's read of epoch().
+IRISGEN_DEV void advance() {
+  __syncthreads();
+  if (threadIdx.x == 0) state().epoch += 1;
+}
+
 // sync pairs this block with the same block on every peer: every write the
 // block made before it (local or to a peer's heap) is visible to the peers'
 // blocks after it, and the other way round. Epochs only grow, and waits use a
@@ -704,6 +712,241 @@ IRISGEN_DEV void copy(T* dst, const T* src, int64_t n) { copy_range(dst, src, 0,
 // copy_block copies [i0, i1) with the threads of one block.
 template <typename T>
 IRISGEN_DEV void copy_block(T* dst, const T* src, int64_t i0, int64_t i1) { copy_range(dst, src, i0, i1, threadIdx.x, blockDim.x); }
+
+// ---------------------------------------------------- lamport slots ----
+// A Lamport slot carries data whose every element is its own arrival flag:
+// an element that still holds the all-ones pattern ("empty", a NaN that no
+// arithmetic produces) has not arrived. Writers store an input element
+// that happens to be all ones as the same NaN without its sign bit, so no
+// value is mistaken for empty; readers spin until no element of what they
+// load is empty. A slot is marked empty again only after every peer has
+// finished with it (the kernel's call protocol says when).
+
+// is_empty / unempty on raw element bits (32 for f32, 16 for f16 and bf16).
+template <typename T>
+IRISGEN_DEV constexpr uint32_t empty_bits() {
+  return sizeof(T) == 4 ? 0xffffffffu : 0xffffu;
+}
+
+IRISGEN_DEV uint32_t raw_bits(float x) { return f32_bits(x); }
+IRISGEN_DEV uint32_t raw_bits(irisgen_f16 x) { return x.bits; }
+IRISGEN_DEV uint32_t raw_bits(irisgen_bf16 x) { return x.bits; }
+
+template <typename T>
+IRISGEN_DEV T with_bits(uint32_t b);
+template <>
+IRISGEN_DEV float with_bits<float>(uint32_t b) { return bits_f32(b); }
+template <>
+IRISGEN_DEV irisgen_f16 with_bits<irisgen_f16>(uint32_t b) { return irisgen_f16{(uint16_t)b}; }
+template <>
+IRISGEN_DEV irisgen_bf16 with_bits<irisgen_bf16>(uint32_t b) { return irisgen_bf16{(uint16_t)b}; }
+
+// v16_arrived reports whether no element of v is empty.
+template <typename T>
+IRISGEN_DEV bool v16_arrived(const v16& v) {
+  bool ok = true;
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    const uint32_t w = v16_word(v, i);
+    if (sizeof(T) == 4) ok = ok && w != 0xffffffffu;
+    else ok = ok && (w & 0xffffu) != 0xffffu && (w >> 16) != 0xffffu;
+  }
+  return ok;
+}
+
+// v16_unempty clears the sign bit of every element that is all ones.
+template <typename T>
+IRISGEN_DEV v16 v16_unempty(v16 v) {
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    uint32_t w = v16_word(v, i);
+    if (sizeof(T) == 4) {
+      if (w == 0xffffffffu) w = 0x7fffffffu;
+    } else {
+      if ((w & 0xffffu) == 0xffffu) w &= 0xffff7fffu;
+      if ((w >> 16) == 0xffffu) w &= 0x7fffffffu;
+    }
+    v16_set(v, i, w);
+  }
+  return v;
+}
+
+// Volatile accesses: a spinning reader must see a peer's store without the
+// compiler or the L1 cache holding an old copy.
+IRISGEN_DEV v16 vload_volatile(const void* p) {
+#ifdef IRISGEN_CUDA
+  v16 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+  return v;
+#else
+  return *(const volatile v16*)p;
+#endif
+}
+
+IRISGEN_DEV void vstore_volatile(void* p, const v16& v) {
+#ifdef IRISGEN_CUDA
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+#else
+  *(volatile v16*)p = v;
+#endif
+}
+
+template <typename T>
+IRISGEN_DEV uint32_t load_bits_volatile(const T* p) {
+  return sizeof(T) == 4 ? *(const volatile uint32_t*)p : *(const volatile uint16_t*)p;
+}
+
+template <typename T>
+IRISGEN_DEV void store_bits_volatile(T* p, uint32_t b) {
+  if (sizeof(T) == 4) *(volatile uint32_t*)p = b;
+  else *(volatile uint16_t*)p = (uint16_t)b;
+}
+
+// lamport_timeout records that a slot's data from peer never arrived.
+IRISGEN_DEV void lamport_timeout(const irisgen_ctx& c, int peer, uint64_t call) {
+  fail(c, IRISGEN_ERR_TIMEOUT, (uint32_t)peer, call, 3);
+}
+
+// lamport_wait spins on the vector at p until it has arrived, within the
+// time limit (false on timeout, error record set).
+template <typename T>
+IRISGEN_DEV bool lamport_wait(const irisgen_ctx& c, const T* p, v16* v, int peer, uint64_t call) {
+  const uint64_t t0 = now_ns();
+  for (uint32_t i = 1;; i++) {
+    *v = vload_volatile(p);
+    if (v16_arrived<T>(*v)) return true;
+    if ((i & 255) == 0 && now_ns() - t0 > c.timeout_ns) {
+      lamport_timeout(c, peer, call);
+      return false;
+    }
+  }
+}
+
+// lamport_wait1 is lamport_wait for one element; returns its bits.
+template <typename T>
+IRISGEN_DEV bool lamport_wait1(const irisgen_ctx& c, const T* p, uint32_t* b, int peer, uint64_t call) {
+  const uint64_t t0 = now_ns();
+  for (uint32_t i = 0;; i++) {
+    *b = load_bits_volatile(p);
+    if (*b != empty_bits<T>()) return true;
+    if ((i & 255) == 255 && now_ns() - t0 > c.timeout_ns) {
+      lamport_timeout(c, peer, call);
+      return false;
+    }
+  }
+}
+
+// lamport_put stores elements [i0, i1) of src into dst, a peer's slot row,
+// with empty-looking elements changed as above; the block's threads share
+// the work.
+template <typename T>
+IRISGEN_DEV void lamport_put(T* dst, const T* src, int64_t i0, int64_t i1) {
+  const span<T> sp(src + i0, i1 - i0, same_align(dst + i0, src + i0));
+  const int64_t tid = threadIdx.x, nt = blockDim.x;
+  auto one = [&](int64_t i) {
+    uint32_t b = raw_bits(src[i]);
+    if (b == empty_bits<T>()) b &= empty_bits<T>() >> 1;
+    store_bits_volatile(dst + i, b);
+  };
+  for (int64_t k = tid; k < sp.head; k += nt) one(i0 + k);
+  for (int64_t j = tid; j < sp.vecs; j += nt) {
+    const int64_t i = i0 + sp.head + j * vec<T>::N;
+    vstore_volatile(dst + i, v16_unempty<T>(vload(src + i)));
+  }
+  for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt) one(i0 + k);
+}
+
+// lamport_clear marks elements [i0, i1) of a local slot row empty.
+template <typename T>
+IRISGEN_DEV void lamport_clear(T* dst, int64_t i0, int64_t i1) {
+  const span<T> sp(dst + i0, i1 - i0, true);
+  const int64_t tid = threadIdx.x, nt = blockDim.x;
+  v16 e;
+#pragma unroll
+  for (int i = 0; i < 4; i++) v16_set(e, i, 0xffffffffu);
+  for (int64_t k = tid; k < sp.head; k += nt) store_bits_volatile(dst + i0 + k, empty_bits<T>());
+  for (int64_t j = tid; j < sp.vecs; j += nt) vstore_volatile(dst + i0 + sp.head + j * vec<T>::N, e);
+  for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt) store_bits_volatile(dst + i0 + k, empty_bits<T>());
+}
+
+// lamport_reduce_w reduces elements [i0, i1) over the world in rank order,
+// in fp32, into out: this rank's own values from in, every peer's from its
+// row of the local slot (rows[p]), each load repeated until it has arrived.
+// The block's threads share the work; all loads of a thread's vectors are
+// issued before the first wait. False on timeout.
+template <typename T, typename Op, int W>
+IRISGEN_DEV bool lamport_reduce_w(const irisgen_ctx& c, T* out, const T* in, const T* const* rows, int w, int64_t i0, int64_t i1, uint64_t call) {
+  constexpr int N = vec<T>::N;
+  const int me = c.rank;
+  bool same = same_align(out + i0, in + i0);
+  for (int p = 0; p < w; p++) same = same && (p == me || same_align(rows[p] + i0, in + i0));
+  const span<T> sp(in + i0, i1 - i0, same);
+  const int64_t tid = threadIdx.x, nt = blockDim.x;
+  auto scalar = [&](int64_t i) -> bool {
+    float acc = 0.f;
+#pragma unroll
+    for (int p = 0; p < W; p++) {
+      if (p >= w) break;
+      float x;
+      if (p == me) {
+        x = to_f32(in[i]);
+      } else {
+        uint32_t b;
+        if (!lamport_wait1(c, rows[p] + i, &b, p, call)) return false;
+        x = to_f32(with_bits<T>(b));
+      }
+      acc = p == 0 ? x : Op::apply(acc, x);
+    }
+    out[i] = from_f32<T>(acc);
+    return true;
+  };
+  for (int64_t k = tid; k < sp.head; k += nt)
+    if (!scalar(i0 + k)) return false;
+  constexpr int U = W >= 8 ? 1 : 8 / W;
+  for (int64_t j = tid; j < sp.vecs; j += nt * U) {
+    v16 x[U][W];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const int64_t i = i0 + sp.head + (j + u * nt) * N;
+      if (j + u * nt < sp.vecs) {
+#pragma unroll
+        for (int p = 0; p < W; p++)
+          if (p < w) x[u][p] = p == me ? vload(in + i) : vload_volatile(rows[p] + i);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      if (j + u * nt >= sp.vecs) break;
+      const int64_t i = i0 + sp.head + (j + u * nt) * N;
+      float acc[N];
+#pragma unroll
+      for (int p = 0; p < W; p++) {
+        if (p >= w) break;
+        if (p != me && !v16_arrived<T>(x[u][p]) && !lamport_wait(c, rows[p] + i, &x[u][p], p, call)) return false;
+        float t[N];
+        unpack<T>(x[u][p], t);
+#pragma unroll
+        for (int e = 0; e < N; e++) acc[e] = p == 0 ? t[e] : Op::apply(acc[e], t[e]);
+      }
+      vstore(out + i, pack<T>(acc));
+    }
+  }
+  for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt)
+    if (!scalar(i0 + k)) return false;
+  return true;
+}
+
+// lamport_reduce dispatches lamport_reduce_w on the world size like
+// reduce_n.
+template <typename T, typename Op>
+IRISGEN_DEV bool lamport_reduce(const irisgen_ctx& c, T* out, const T* in, const T* const* rows, int w, int64_t i0, int64_t i1, uint64_t call) {
+  switch (w) {
+    case 1: return lamport_reduce_w<T, Op, 1>(c, out, in, rows, w, i0, i1, call);
+    case 2: return lamport_reduce_w<T, Op, 2>(c, out, in, rows, w, i0, i1, call);
+    case 4: return lamport_reduce_w<T, Op, 4>(c, out, in, rows, w, i0, i1, call);
+    default: return lamport_reduce_w<T, Op, IRISGEN_MAX_WORLD>(c, out, in, rows, w, i0, i1, call);
+  }
+}
 
 // -------------------------------------------------- element atomics ----
 

@@ -105,6 +105,10 @@ var catalogue = []variantCase{
 		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceOneShotPushPlan(r, dt, arOp(op), n))
 		}},
+	{coll: "all_reduce", variant: "one_shot_lamport", reduces: true, ordered: true, inLen: nLen, outLen: nLen, aliasAllow: true, ref: allReduceRef,
+		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
+			return asLauncher(collectives.NewAllReduceOneShotLamportPlan(r, dt, arOp(op), n))
+		}},
 	{coll: "all_reduce", variant: "two_shot", reduces: true, ordered: true, inLen: nLen, outLen: nLen, importIn: true, heapOut: true, ref: allReduceRef,
 		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceTwoShotPlan(r, dt, arOp(op), n))
@@ -501,8 +505,8 @@ func TestLargeOffsets(t *testing.T) {
 // TestPlacementAndAliasing checks the derived rules on the real launch path:
 // a remote-written output off the heap is refused with a *PlacementError
 // and nothing is launched (the buffer keeps its poison); forbidden aliasing
-// is refused with an *AliasError; the ring variant, which allows aliasing,
-// reduces in place correctly.
+// is refused with an *AliasError; variants that allow aliasing refuse a
+// partial overlap and reduce in place correctly.
 func TestPlacementAndAliasing(t *testing.T) {
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irt.World) {
 		for i := range catalogue {
@@ -571,6 +575,16 @@ func checkRules(r *irt.Rank, vc *variantCase) error {
 			return fmt.Errorf("input and output overlapping: got %v, want *runtime.AliasError", err)
 		}
 		return nil
+	}
+	// A shifted overlap is refused even where in place is allowed.
+	buf, freeBuf, err := tensor(r, dt, max(in.Len, out.Len)+1, true)
+	if err != nil {
+		return err
+	}
+	defer freeBuf()
+	var ae *irt.AliasError
+	if err := p.Launch(s, buf.Slice(0, in.Len), buf.Slice(1, out.Len), irt.BarrierDevice); !errors.As(err, &ae) || !ae.InPlace {
+		return fmt.Errorf("input and output overlapping in part: got %v, want *runtime.AliasError (in place)", err)
 	}
 	// In place: output = input.
 	all := inputs(dt, in.Len, 99, 0)

@@ -306,10 +306,12 @@ func (g *gen) variantDoc(v *ir.Variant, plan string) string {
 	}
 	if len(g.userTensors()) > 0 {
 		b.WriteString("\n")
-		if len(v.NoAliasPairs()) > 0 {
+		switch {
+		case len(v.AliasPairs()) == 0:
+		case v.Aliasing == ir.AliasAllow:
+			b.WriteString("Aliasing: in place allowed; an input may be the very same tensor as an output, but a partial overlap is a *runtime.AliasError.\n")
+		default:
 			b.WriteString("Aliasing: forbidden; Launch returns a *runtime.AliasError when an input overlaps an output.\n")
-		} else {
-			b.WriteString("Aliasing: allowed; inputs may overlap outputs (in place).\n")
 		}
 	}
 	b.WriteString("\nBarrier modes: ")
@@ -640,14 +642,18 @@ func (g *gen) launch(f *jen.File, v *ir.Variant, plan, nameConst string) {
 	{
 		// The IR decides which pairs may not overlap; the wrapper only checks them.
 		var pairs []string
-		for _, pr := range v.NoAliasPairs() {
+		check, rule := "CheckNoAlias", "no overlap of %s"
+		if v.Aliasing == ir.AliasAllow {
+			check, rule = "CheckInPlace", "%s the same tensor or disjoint"
+		}
+		for _, pr := range v.AliasPairs() {
 			a, b := pr[0], pr[1]
 			pairs = append(pairs, a.Name+"/"+b.Name)
-			body = append(body, ret(jen.Qual(runtimePkg, "CheckNoAlias").Call(
+			body = append(body, ret(jen.Qual(runtimePkg, check).Call(
 				jen.Id(nameConst), jen.Lit(a.Name), jen.Id(local(a.Name)), jen.Lit(b.Name), jen.Id(local(b.Name)))))
 		}
 		if len(pairs) > 0 {
-			fmt.Fprintf(&doc, "  - no overlap of %s (*runtime.AliasError).\n", strings.Join(pairs, ", "))
+			fmt.Fprintf(&doc, "  - "+rule+" (*runtime.AliasError).\n", strings.Join(pairs, ", "))
 		}
 	}
 	imports := g.imports(v)

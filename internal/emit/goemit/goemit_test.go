@@ -151,14 +151,16 @@ func TestVariantsDifferWhereAccessDiffers(t *testing.T) {
 	}
 }
 
-func TestAliasingAllowedHasNoCheck(t *testing.T) {
+func TestAliasingAllowedChecksInPlace(t *testing.T) {
 	c := allGather()
 	c.Variants[1].Aliasing = ir.AliasAllow
 	src := emit(t, c)["collectives/all_gather.go"]
-	if has(calls(t, src, "AllGatherPullPlan", "Launch"), "runtime.CheckNoAlias") {
-		t.Error("pull allows aliasing but its Launch checks it")
+	pull := calls(t, src, "AllGatherPullPlan", "Launch")
+	if has(pull, "runtime.CheckNoAlias") || !has(pull, "runtime.CheckInPlace") {
+		t.Error("pull allows aliasing: its Launch must check in place (same or disjoint), not forbid overlap")
 	}
-	if !has(calls(t, src, "AllGatherPushPlan", "Launch"), "runtime.CheckNoAlias") {
+	push := calls(t, src, "AllGatherPushPlan", "Launch")
+	if !has(push, "runtime.CheckNoAlias") || has(push, "runtime.CheckInPlace") {
 		t.Error("push forbids aliasing but its Launch does not check it")
 	}
 }
