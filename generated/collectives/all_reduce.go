@@ -41,23 +41,19 @@ const (
 // has the given bytes, from specs/tuning/all_reduce.yaml (measured: 2x NVIDIA H200, 2026-11-22, bf16,
 // graph, irisgen bench). The first matching rule wins:
 //
-//   - world == 2 and bytes <= 8192: one_shot_push
-//   - world == 2 and bytes <= 4194304: one_shot_staged
-//   - world == 2 and bytes <= 16777216: two_shot
+//   - world == 2 and bytes <= 4194304: one_shot_lamport
 //   - world == 2: one_shot
+//   - bytes <= 4194304: one_shot_lamport
 //   - otherwise: one_shot
 func AllReduceChoose(world int, bytes int64) AllReduceVariant {
-	if world == 2 && bytes <= int64(8192) {
-		return AllReduceOneShotPush
-	}
 	if world == 2 && bytes <= int64(4194304) {
-		return AllReduceOneShotStaged
-	}
-	if world == 2 && bytes <= int64(16777216) {
-		return AllReduceTwoShot
+		return AllReduceOneShotLamport
 	}
 	if world == 2 {
 		return AllReduceOneShot
+	}
+	if bytes <= int64(4194304) {
+		return AllReduceOneShotLamport
 	}
 	return AllReduceOneShot
 }

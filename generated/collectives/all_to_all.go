@@ -29,15 +29,19 @@ const (
 // the given bytes, from specs/tuning/all_to_all.yaml (measured: 2x NVIDIA H200, 2026-11-22, bf16,
 // graph, irisgen bench). The first matching rule wins:
 //
-//   - world == 2 and bytes <= 67108864: push
+//   - world == 2 and bytes <= 16777216: push
 //   - world == 2: pull
+//   - bytes <= 16777216: push
 //   - otherwise: pull
 func AllToAllChoose(world int, bytes int64) AllToAllVariant {
-	if world == 2 && bytes <= int64(67108864) {
+	if world == 2 && bytes <= int64(16777216) {
 		return AllToAllPush
 	}
 	if world == 2 {
 		return AllToAllPull
+	}
+	if bytes <= int64(16777216) {
+		return AllToAllPush
 	}
 	return AllToAllPull
 }

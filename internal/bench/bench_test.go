@@ -94,7 +94,13 @@ func TestTune(t *testing.T) {
 	a, err := Tune(rows, "all_reduce", "bf16", "graph")
 	require.NoError(t, err)
 	require.Equal(t, "2x H200, 2026-11-22, bf16, graph, irisgen bench", a.Measured)
-	require.Equal(t, []string{"staged@2<=8192", "one_shot@2<=1048576", "two_shot@2", "two_shot"}, rulesOf(a))
+	require.Equal(t, []string{"staged@2<=8192", "one_shot@2<=1048576", "two_shot@2", "staged<=8192", "one_shot<=1048576", "two_shot"}, rulesOf(a))
+	for _, b := range []int64{8 << 10, 64 << 20} {
+		rows = append(rows, Row{Impl: "irisgen", Collective: "all_reduce", Variant: "two_shot", DType: "bf16", World: 4, Bytes: b, Mode: "graph", TimeUS: 0.5})
+	}
+	a, err = Tune(rows, "all_reduce", "bf16", "graph")
+	require.NoError(t, err)
+	require.Equal(t, []string{"staged@2<=8192", "one_shot@2<=1048576", "two_shot@2", "two_shot@4", "two_shot"}, rulesOf(a), "unmeasured worlds follow world 4")
 	_, err = Tune(rows, "all_gather", "bf16", "graph")
 	require.ErrorContains(t, err, "needs two or more")
 }

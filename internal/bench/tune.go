@@ -11,8 +11,10 @@ import (
 // Tune builds the auto variant's table of a collective from irisgen's rows
 // of one dtype and mode: for every world size measured, the fastest variant
 // at each size, as rules with size thresholds at the largest size a variant
-// won; the last rule repeats the largest world's choice for the largest
-// sizes. It needs two or more variants measured.
+// won; then the largest world's rules again without a world, for world
+// sizes not measured (the closest guess: more ranks behave more like the
+// most ranks measured than like fewer). It needs two or more variants
+// measured.
 func Tune(rows []Row, collective, dtype, mode string) (*ir.Auto, error) {
 	type key struct {
 		world int
@@ -45,8 +47,9 @@ func Tune(rows []Row, collective, dtype, mode string) (*ir.Auto, error) {
 	}
 	sort.Ints(worlds)
 	a := &ir.Auto{Measured: fmt.Sprintf("%s, %s, %s, %s, irisgen bench", device, date, dtype, mode)}
-	var last string
+	var largest []ir.AutoRule
 	for _, w := range worlds {
+		largest = largest[:0]
 		rs := byWorld[w]
 		sort.Slice(rs, func(i, j int) bool { return rs[i].Bytes < rs[j].Bytes })
 		for i, r := range rs {
@@ -58,9 +61,10 @@ func Tune(rows []Row, collective, dtype, mode string) (*ir.Auto, error) {
 				rule.MaxBytes = r.Bytes
 			}
 			a.Rules = append(a.Rules, rule)
-			last = r.Variant
+			rule.World = 0
+			largest = append(largest, rule)
 		}
 	}
-	a.Rules = append(a.Rules, ir.AutoRule{Variant: last})
+	a.Rules = append(a.Rules, largest...)
 	return a, nil
 }

@@ -191,7 +191,7 @@ func FormatTuning(collective string, a *Auto) []byte {
 		}
 	}
 	if len(worlds) > 0 {
-		fmt.Fprintf(&b, "# Measured world sizes: %s; other world sizes take the last rule.\n", strings.Join(worlds, ", "))
+		fmt.Fprintf(&b, "# Measured world sizes: %s; other world sizes take the rules without a world (the largest measured world's).\n", strings.Join(worlds, ", "))
 	}
 	fmt.Fprintf(&b, "collective: %s\nmeasured: %q\nrules:\n", collective, a.Measured)
 	for _, r := range a.Rules {
