@@ -58,7 +58,38 @@ type planBuf struct {
 // Args is a kernel's argument struct being packed: the 112-byte ctx, then 8
 // little-endian bytes per tensor pointer and per int64 symbol, in the order of
 // the kernel's <kernel>_args struct.
-type Args struct{ b []byte }
+type Args struct {
+	b      []byte
+	p      *Plan
+	stages []stage // copies Launch makes onto the heap first
+	err    error   // the first Staged error, returned by Launch
+}
+
+// stage is one pending import: t copied into the staging buffer name.
+type stage struct {
+	name string
+	t    Tensor
+}
+
+// Staged appends t's address when t lies on the rank's heap; otherwise the
+// address of the plan's staging buffer name, into which Launch copies t on
+// its stream after its checks and before the kernel (see Import). Variants
+// whose peers read a tensor take it this way, so a user tensor anywhere in
+// device memory works.
+func (a *Args) Staged(name string, t Tensor) *Args {
+	if a.p.r.heap.Contains(t.Ptr, t.Bytes()) {
+		return a.Ptr(t.Ptr)
+	}
+	b, ok := a.p.bufs[name]
+	if !ok || !b.staging {
+		if a.err == nil {
+			a.err = fmt.Errorf("plan %s %s: no staging buffer %q to import into", a.p.spec.Op, a.p.spec.Variant, name)
+		}
+		return a.Ptr(0)
+	}
+	a.stages = append(a.stages, stage{name, t})
+	return a.Ptr(b.ptr)
+}
 
 // Ptr appends a tensor pointer.
 func (a *Args) Ptr(p gpu.DevicePtr) *Args {
@@ -276,6 +307,7 @@ func (p *Plan) Import(s gpu.Stream, mode Barrier, name string, t Tensor) (Tensor
 // buffer is reused by every launch of the plan.
 func (p *Plan) Args() *Args {
 	p.args.b = append(p.args.b[:0], p.ctx[:]...)
+	p.args.p, p.args.stages, p.args.err = p, p.args.stages[:0], nil
 	return &p.args
 }
 
@@ -315,8 +347,18 @@ func (p *Plan) Launch(s gpu.Stream, mode Barrier, a *Args) error {
 	if a == nil || len(a.b) < CtxBytes {
 		return fmt.Errorf("%s %s: launch arguments must start with the plan's ctx (use Plan.Args)", p.spec.Op, p.spec.Variant)
 	}
+	if a.err != nil {
+		return a.err
+	}
 	if err := p.CheckLaunch(s, mode); err != nil {
 		return err
+	}
+	// Imports reach the stream only once the launch is sure to go ahead, so
+	// a refused launch leaves nothing in a capture.
+	for _, st := range a.stages {
+		if _, err := p.Import(s, mode, st.name, st.t); err != nil {
+			return err
+		}
 	}
 	var flag uint32
 	if mode == BarrierDevice {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -238,6 +239,31 @@ func TestImport(t *testing.T) {
 	assert.True(t, pe.Unordered)
 	assert.Contains(t, pe.Error(), "in barrier mode none nothing orders that copy")
 
+	// Staged arguments: a heap tensor goes in as it is; another is copied
+	// into staging by Launch, after its checks, and the kernel gets the
+	// staging address; errors surface at Launch with nothing enqueued.
+	x, err := r.Heap().Alloc(F32, 16)
+	require.NoError(t, err)
+	fake.ClearLaunches()
+	require.NoError(t, fake.Write(src, bytesOf(9, 64)))
+	require.NoError(t, pl.Launch(r.Stream(), BarrierDevice, pl.Args().Staged("input", x).Staged("input", Tensor{Ptr: src, DType: F32, Len: 16})))
+	require.NoError(t, r.Device().StreamSynchronize(r.Stream()))
+	ls := fake.Launches()
+	require.Len(t, ls, 1)
+	assert.Equal(t, uint64(x.Ptr), binary.LittleEndian.Uint64(ls[0].Args[CtxBytes:]))
+	assert.Equal(t, uint64(pl.Buffer("input")), binary.LittleEndian.Uint64(ls[0].Args[CtxBytes+8:]))
+	mem, err = fake.Read(pl.Buffer("input"), 64)
+	require.NoError(t, err)
+	assert.Equal(t, bytesOf(9, 64), mem)
+	require.NoError(t, fake.Write(src, bytesOf(3, 64)))
+	require.ErrorAs(t, pl.Launch(r.Stream(), BarrierNone, pl.Args().Staged("input", Tensor{Ptr: src, DType: F32, Len: 16})), &pe)
+	require.ErrorContains(t, pl.Launch(r.Stream(), BarrierDevice, pl.Args().Staged("scratch", Tensor{Ptr: src, DType: F32, Len: 1})), "no staging buffer")
+	require.NoError(t, r.Device().StreamSynchronize(r.Stream()))
+	assert.Len(t, fake.Launches(), 1, "refused launches enqueue nothing")
+	mem, err = fake.Read(pl.Buffer("input"), 64)
+	require.NoError(t, err)
+	assert.Equal(t, bytesOf(9, 64), mem, "a refused launch copied nothing")
+
 	require.ErrorAs(t, CheckHeap("all_gather", "output", r, Tensor{Ptr: src, DType: F32, Len: 16}), &pe)
 	last := Tensor{Ptr: r.Heap().Base(0) + gpuPtr(r.Heap().Size()-8), DType: F32, Len: 4}
 	require.ErrorAs(t, CheckHeap("all_gather", "output", r, last), &pe)
@@ -359,4 +385,27 @@ func TestLaunchRefusedAfterDeviceError(t *testing.T) {
 	fake.ClearLaunches()
 	require.ErrorIs(t, pl.Launch(r.Stream(), BarrierDevice, pl.Args()), ErrBarrierTimeout)
 	assert.Empty(t, fake.Launches(), "nothing launched on an undefined device state")
+}
+
+func TestRankCapture(t *testing.T) {
+	w := kernelWorld(t, 1, testHash)
+	r := w.Rank(0)
+	fake := fakeOf(r)
+	pl, err := NewPlan(r, testSpec())
+	require.NoError(t, err)
+	s := r.Stream()
+	exec, err := r.Capture(s, func() error {
+		return errors.Join(pl.Launch(s, BarrierDevice, pl.Args()), pl.Launch(s, BarrierDevice, pl.Args()))
+	})
+	require.NoError(t, err)
+	require.Len(t, fake.GraphLaunches(exec), 2)
+	require.NoError(t, r.Device().LaunchGraph(exec, s))
+	require.NoError(t, r.Device().DestroyGraphExec(exec))
+
+	boom := errors.New("boom")
+	_, err = r.Capture(s, func() error { return boom })
+	require.ErrorIs(t, err, boom)
+	capturing, err := r.Capturing(s)
+	require.NoError(t, err)
+	assert.False(t, capturing, "the capture ends whatever fn returns")
 }

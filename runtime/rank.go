@@ -180,6 +180,42 @@ func (r *Rank) Capturing(s gpu.Stream) (bool, error) {
 	return st != gpu.CaptureNone, nil
 }
 
+// Capture records on s what fn enqueues there into a graph and returns it
+// instantiated, ready for LaunchGraph (free it with DestroyGraphExec). It
+// checks that s really was capturing while fn ran. Ranks of an in-process
+// world capture in relaxed mode, because a global-mode capture would be
+// invalidated by another rank's ordinary synchronisation in the same
+// process; a process of its own captures in global mode. The capture is
+// ended whatever fn returns, and fn's error comes back.
+func (r *Rank) Capture(s gpu.Stream, fn func() error) (gpu.GraphExec, error) {
+	mode := gpu.CaptureGlobal
+	if r.local != nil {
+		mode = gpu.CaptureRelaxed
+	}
+	if err := r.dev.BeginCapture(s, mode); err != nil {
+		return 0, platformErr("beginning a stream capture", err)
+	}
+	capturing, cerr := r.Capturing(s)
+	ferr := fn()
+	g, eerr := r.dev.EndCapture(s)
+	if eerr != nil {
+		eerr = platformErr("ending the stream capture", eerr)
+	} else {
+		defer r.dev.DestroyGraph(g)
+	}
+	if err := errors.Join(cerr, ferr, eerr); err != nil {
+		return 0, err
+	}
+	if !capturing {
+		return 0, fmt.Errorf("capture: stream %#x was not capturing after BeginCapture", uint64(s))
+	}
+	exec, err := r.dev.Instantiate(g)
+	if err != nil {
+		return 0, platformErr("instantiating the captured graph", err)
+	}
+	return exec, nil
+}
+
 // Check reads this rank's error record, which kernels write when a device
 // barrier times out or an index is out of range, and returns it as a
 // *BarrierTimeoutError or *DeviceFaultError. It does not wait for the GPU:

@@ -227,17 +227,7 @@ func (p *AllReduceOneShotPlan) Launch(s gpu.Stream, input, output runtime.Tensor
 	if err := runtime.CheckNoAlias(allReduceOneShotName, "input", input, "output", output); err != nil {
 		return err
 	}
-	if err := p.plan.CheckLaunch(s, mode); err != nil {
-		return err
-	}
-	if !p.plan.Rank().Heap().Contains(input.Ptr, input.Bytes()) {
-		staged, err := p.plan.Import(s, mode, "input", input)
-		if err != nil {
-			return err
-		}
-		input = staged
-	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
+	return p.plan.Launch(s, mode, p.plan.Args().Staged("input", input).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
@@ -947,17 +937,7 @@ func (p *AllReduceTwoShotPlan) Launch(s gpu.Stream, input, output runtime.Tensor
 	if err := runtime.CheckNoAlias(allReduceTwoShotName, "input", input, "output", output); err != nil {
 		return err
 	}
-	if err := p.plan.CheckLaunch(s, mode); err != nil {
-		return err
-	}
-	if !p.plan.Rank().Heap().Contains(input.Ptr, input.Bytes()) {
-		staged, err := p.plan.Import(s, mode, "input", input)
-		if err != nil {
-			return err
-		}
-		input = staged
-	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
+	return p.plan.Launch(s, mode, p.plan.Args().Staged("input", input).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).

@@ -189,17 +189,7 @@ func (p *ReduceScatterPullPlan) Launch(s gpu.Stream, input, output runtime.Tenso
 	if err := runtime.CheckNoAlias(reduceScatterPullName, "input", input, "output", output); err != nil {
 		return err
 	}
-	if err := p.plan.CheckLaunch(s, mode); err != nil {
-		return err
-	}
-	if !p.plan.Rank().Heap().Contains(input.Ptr, input.Bytes()) {
-		staged, err := p.plan.Import(s, mode, "input", input)
-		if err != nil {
-			return err
-		}
-		input = staged
-	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).I64(p.symN))
+	return p.plan.Launch(s, mode, p.plan.Args().Staged("input", input).Ptr(output.Ptr).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).

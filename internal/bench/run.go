@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/irisgen/irisgen/generated/collectives"
 	irt "github.com/irisgen/irisgen/runtime"
-	"github.com/irisgen/irisgen/runtime/gpu"
 )
 
 // Config says what Run measures.
@@ -233,17 +231,7 @@ func timeCalls(r *irt.Rank, mode string, k, warmup int, call func() error) (us f
 	switch mode {
 	case "eager":
 	case "graph":
-		// Relaxed: the other ranks of this process keep syncing meanwhile.
-		if err := dev.BeginCapture(s, gpu.CaptureRelaxed); err != nil {
-			return 0, err
-		}
-		berr := batch()
-		g, eerr := dev.EndCapture(s)
-		if err := errors.Join(berr, eerr); err != nil {
-			return 0, err
-		}
-		defer dev.DestroyGraph(g)
-		exec, err := dev.Instantiate(g)
+		exec, err := r.Capture(s, batch)
 		if err != nil {
 			return 0, err
 		}

@@ -685,13 +685,19 @@ IRISGEN_DEV void combine_block(T* dst, const T* src, int64_t i0, int64_t i1) {
   for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt) dst[i0 + k] = from_f32<T>(Op::apply(to_f32(dst[i0 + k]), to_f32(src[i0 + k])));
 }
 
-// copy_range copies elements [i0, i1) of src to dst, thread tid of nt
-// taking its share, in 16-byte vectors where the two pointers share their
-// alignment.
+// copy_to copies elements [i0, i1) of src to each of nd destinations (one
+// load, nd stores), thread tid of nt taking its share, in 16-byte vectors
+// where all the pointers share their alignment.
 template <typename T>
-IRISGEN_DEV void copy_range(T* dst, const T* src, int64_t i0, int64_t i1, int64_t tid, int64_t nt) {
-  const span<T> sp(src + i0, i1 - i0, same_align(dst + i0, src + i0));
-  for (int64_t k = tid; k < sp.head; k += nt) dst[i0 + k] = src[i0 + k];
+IRISGEN_DEV void copy_to(T* const* dst, int nd, const T* src, int64_t i0, int64_t i1, int64_t tid, int64_t nt) {
+  bool same = true;
+  for (int d = 0; d < nd; d++) same = same && same_align(dst[d] + i0, src + i0);
+  const span<T> sp(src + i0, i1 - i0, same);
+  auto one = [&](int64_t i) {
+    const T x = src[i];
+    for (int d = 0; d < nd; d++) dst[d][i] = x;
+  };
+  for (int64_t k = tid; k < sp.head; k += nt) one(i0 + k);
   constexpr int U = 4;  // vectors in flight per thread
   for (int64_t j = tid; j < sp.vecs; j += nt * U) {
     v16 x[U];
@@ -699,10 +705,20 @@ IRISGEN_DEV void copy_range(T* dst, const T* src, int64_t i0, int64_t i1, int64_
     for (int u = 0; u < U; u++)
       if (j + u * nt < sp.vecs) x[u] = vload(src + i0 + sp.head + (j + u * nt) * vec<T>::N);
 #pragma unroll
-    for (int u = 0; u < U; u++)
-      if (j + u * nt < sp.vecs) vstore(dst + i0 + sp.head + (j + u * nt) * vec<T>::N, x[u]);
+    for (int u = 0; u < U; u++) {
+      if (j + u * nt >= sp.vecs) break;
+      const int64_t i = i0 + sp.head + (j + u * nt) * vec<T>::N;
+      for (int d = 0; d < nd; d++) vstore(dst[d] + i, x[u]);
+    }
   }
-  for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt) dst[i0 + k] = src[i0 + k];
+  for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt) one(i0 + k);
+}
+
+// copy_range copies elements [i0, i1) of src to dst (copy_to with one
+// destination).
+template <typename T>
+IRISGEN_DEV void copy_range(T* dst, const T* src, int64_t i0, int64_t i1, int64_t tid, int64_t nt) {
+  copy_to(&dst, 1, src, i0, i1, tid, nt);
 }
 
 // copy copies n elements with every thread of the grid.

@@ -5,7 +5,6 @@ package gpu_test
 import (
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 
 	irt "github.com/irisgen/irisgen/runtime"
@@ -99,32 +98,6 @@ func (g *graphCase) verify(r *irt.Rank, rounds int) error {
 	return nil
 }
 
-// capture records fn on s into an instantiated graph, checking that the
-// stream really was capturing while fn ran.
-func capture(r *irt.Rank, s gpu.Stream, fn func() error) (gpu.GraphExec, error) {
-	dev := r.Device()
-	// An in-process world's ranks share the process: a global-mode capture
-	// of one rank would be invalidated by another rank's ordinary sync.
-	mode := gpu.CaptureRelaxed
-	if os.Getenv("RANK") != "" {
-		mode = gpu.CaptureGlobal
-	}
-	if err := dev.BeginCapture(s, mode); err != nil {
-		return 0, err
-	}
-	capturing, cerr := r.Capturing(s)
-	ferr := fn()
-	graph, eerr := dev.EndCapture(s)
-	if err := errors.Join(cerr, ferr, eerr); err != nil {
-		return 0, err
-	}
-	defer dev.DestroyGraph(graph)
-	if !capturing {
-		return 0, fmt.Errorf("the stream was not capturing")
-	}
-	return dev.Instantiate(graph)
-}
-
 // replayOne captures one launch of vc and replays it `rounds` times with
 // fresh input before every replay; every 10th round runs eagerly instead.
 func replayOne(r *irt.Rank, vc *variantCase, rounds int) error {
@@ -134,7 +107,7 @@ func replayOne(r *irt.Rank, vc *variantCase, rounds int) error {
 	}
 	defer g.close()
 	s, dev := r.Stream(), r.Device()
-	exec, err := capture(r, s, func() error {
+	exec, err := r.Capture(s, func() error {
 		// A host-barrier launch is refused inside the capture and leaves
 		// the capture usable.
 		var ce *irt.CaptureError
@@ -200,7 +173,7 @@ func replayAll(r *irt.Rank, rounds int) error {
 		}
 		return nil
 	}
-	exec, err := capture(r, s, launchAll)
+	exec, err := r.Capture(s, launchAll)
 	if err != nil {
 		return fmt.Errorf("capturing %d collectives: %w", len(gs), err)
 	}

@@ -329,7 +329,7 @@ func moeGraphRank(r *irt.Rank) error {
 	}
 	defer g.close()
 	s, dev := r.Stream(), r.Device()
-	exec, err := capture(r, s, func() error { return g.launch(r, s, irt.BarrierDevice) })
+	exec, err := r.Capture(s, func() error { return g.launch(r, s, irt.BarrierDevice) })
 	if err != nil {
 		return fmt.Errorf("capture: %w", err)
 	}

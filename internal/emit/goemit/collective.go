@@ -665,21 +665,6 @@ func (g *gen) launch(f *jen.File, v *ir.Variant, plan, nameConst string) {
 		fmt.Fprintf(&doc, "\nThen %s, read by peers, is copied on s into the plan's heap staging when it is not on the heap "+
 			"(refused in mode none, where nothing would order the copy before the peers' reads: *runtime.PlacementError).", strings.Join(names, ", "))
 	}
-	if len(imports) > 0 {
-		// Refuse a launch before its imports reach the stream, so a refused
-		// launch leaves nothing in a capture.
-		body = append(body, jen.If(jen.Err().Op(":=").Id("p").Dot("plan").Dot("CheckLaunch").Call(jen.Id("s"), jen.Id("mode")),
-			jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())))
-	}
-	for _, t := range imports {
-		id := local(t.Name)
-		body = append(body, jen.If(jen.Op("!").Id("p").Dot("plan").Dot("Rank").Call().Dot("Heap").Call().Dot("Contains").Call(
-			jen.Id(id).Dot("Ptr"), jen.Id(id).Dot("Bytes").Call())).Block(
-			jen.List(jen.Id("staged"), jen.Err()).Op(":=").Id("p").Dot("plan").Dot("Import").Call(jen.Id("s"), jen.Id("mode"), jen.Lit(t.Name), jen.Id(id)),
-			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
-			jen.Id(id).Op("=").Id("staged"),
-		))
-	}
 	doc.WriteString("\n\nThe launch itself never allocates or copies between host and device; host mode synchronises the stream " +
 		"and meets the peers on the CPU, so it cannot run while s is capturing (*runtime.CaptureError). ")
 	doc.WriteString("A mode the variant does not support is an error.")
@@ -691,6 +676,9 @@ func (g *gen) launch(f *jen.File, v *ir.Variant, plan, nameConst string) {
 			args = args.Dot("Ptr").Call(jen.Lit(0))
 		case t.Dir == ir.Workspace:
 			args = args.Dot("Ptr").Call(jen.Id("p").Dot("plan").Dot("Buffer").Call(jen.Lit(t.Name)))
+		case v.Uses[i].Placement == ir.PlaceImport:
+			// Launch copies it onto the heap after its checks when it is not there.
+			args = args.Dot("Staged").Call(jen.Lit(t.Name), jen.Id(local(t.Name)))
 		default:
 			args = args.Dot("Ptr").Call(jen.Id(local(t.Name)).Dot("Ptr"))
 		}

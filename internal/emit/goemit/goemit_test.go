@@ -136,10 +136,10 @@ func TestVariantsDifferWhereAccessDiffers(t *testing.T) {
 	if !slices.Contains(push, `runtime.CheckHeap(allGatherPushName, "output", p.plan.Rank(), output)`) {
 		t.Errorf("push must require output on the heap: %q", push)
 	}
-	if has(push, "runtime.CheckHeap(allGatherPushName, \"input\"") || has(push, "p.plan.Import") {
+	if has(push, "runtime.CheckHeap(allGatherPushName, \"input\"") || has(push, "p.plan.Args().Staged(") {
 		t.Errorf("push must not check or import input (only read locally): %q", push)
 	}
-	if !slices.Contains(pull, `p.plan.Import(s, mode, "input", input)`) {
+	if !slices.Contains(pull, `p.plan.Args().Staged("input", input)`) {
 		t.Errorf("pull must import an off-heap input: %q", pull)
 	}
 	if has(pull, "runtime.CheckHeap") {

@@ -11,7 +11,7 @@ import (
 // AllGatherSpecHash is the hash of spec.yaml and the templates it uses. The HIP module of all_gather
 // carries the same hash; the runtime refuses to launch a kernel whose hash differs, so a stale
 // wrapper/kernel pair fails at load time.
-const AllGatherSpecHash = "7f84c9d58251964c"
+const AllGatherSpecHash = "42fa6080beb30913"
 
 // AllGatherVariant selects an algorithm of all_gather for AllGather.
 type AllGatherVariant string
@@ -257,17 +257,7 @@ func (p *AllGatherPullPlan) Launch(s gpu.Stream, input, output runtime.Tensor, m
 	if err := runtime.CheckNoAlias(allGatherPullName, "input", input, "output", output); err != nil {
 		return err
 	}
-	if err := p.plan.CheckLaunch(s, mode); err != nil {
-		return err
-	}
-	if !p.plan.Rank().Heap().Contains(input.Ptr, input.Bytes()) {
-		staged, err := p.plan.Import(s, mode, "input", input)
-		if err != nil {
-			return err
-		}
-		input = staged
-	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).I64(p.symN))
+	return p.plan.Launch(s, mode, p.plan.Args().Staged("input", input).Ptr(output.Ptr).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).

@@ -2,12 +2,12 @@
 //
 // all_gather: Gather every rank's `input` into `output` on every rank.
 //
-// Spec hash 7f84c9d58251964c: the Go wrappers carry the same value, and the runtime
+// Spec hash 42fa6080beb30913: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_gather[] = "7f84c9d58251964c";
+extern "C" __device__ const char irisgen_spec_hash_all_gather[] = "42fa6080beb30913";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.
@@ -20,41 +20,8 @@ struct irisgen_all_gather_args {
 
 // ---- variant push (template all_gather_push.hip.tmpl) ----
 
-namespace irisgen_all_gather_push {
-// push stores n elements of src at dst[p] for every p < world: one load,
-// world stores, in 16-byte vectors where src and the destinations share their
-// alignment (they all do or none does: heaps are mapped at equal offsets).
-template <typename T>
-__device__ void push(T* const* dst, int world, const T* src, int64_t n) {
-  const int64_t tid = irisgen::thread_id(), nt = irisgen::thread_count();
-  const irisgen::span<T> sp(src, n, irisgen::same_align(src, dst[0]));
-  for (int64_t i = tid; i < sp.head; i += nt) {
-    const T x = src[i];
-    for (int p = 0; p < world; p++) dst[p][i] = x;
-  }
-  constexpr int U = 4;  // vectors in flight per thread
-  for (int64_t j = tid; j < sp.vecs; j += nt * U) {
-    irisgen::v16 x[U];
-#pragma unroll
-    for (int u = 0; u < U; u++)
-      if (j + u * nt < sp.vecs) x[u] = irisgen::vload(src + sp.head + (j + u * nt) * irisgen::vec<T>::N);
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-      if (j + u * nt >= sp.vecs) break;
-      const int64_t i = sp.head + (j + u * nt) * irisgen::vec<T>::N;
-      for (int p = 0; p < world; p++) irisgen::vstore(dst[p] + i, x[u]);
-    }
-  }
-  for (int64_t i = sp.tail + tid; i < n; i += nt) {
-    const T x = src[i];
-    for (int p = 0; p < world; p++) dst[p][i] = x;
-  }
-}
-}  // namespace irisgen_all_gather_push
-
 extern "C" __global__ void __launch_bounds__(512)
 irisgen_all_gather_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args irisgen_a) {
-  using namespace irisgen_all_gather_push;
   typedef irisgen_bf16 T;
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
@@ -65,7 +32,7 @@ irisgen_all_gather_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args
   for (int p = 0; p < ctx.world; p++) out[p] = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p)) + (int64_t)ctx.rank * n;
   // Every peer has entered the call: its output may be overwritten.
   if (!irisgen::barrier(ctx)) return;
-  push(out, ctx.world, in, n);
+  irisgen::copy_to(out, ctx.world, in, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Every slot of this rank's output has been written by its owner.
   if (!irisgen::barrier(ctx)) return;
   }();
@@ -74,7 +41,6 @@ irisgen_all_gather_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args
 
 extern "C" __global__ void __launch_bounds__(512)
 irisgen_all_gather_push_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args irisgen_a) {
-  using namespace irisgen_all_gather_push;
   typedef float T;
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
@@ -85,7 +51,7 @@ irisgen_all_gather_push_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   for (int p = 0; p < ctx.world; p++) out[p] = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_output, (p)) + (int64_t)ctx.rank * n;
   // Every peer has entered the call: its output may be overwritten.
   if (!irisgen::barrier(ctx)) return;
-  push(out, ctx.world, in, n);
+  irisgen::copy_to(out, ctx.world, in, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Every slot of this rank's output has been written by its owner.
   if (!irisgen::barrier(ctx)) return;
   }();
