@@ -2,8 +2,9 @@
 // barrier mode of the generated catalogue it captures a launch, checks that
 // the stream really was capturing, and replays the graph with fresh input
 // between replays, comparing each replay with an eager launch on the same
-// input. A mode the generator derived as capturable must pass; one derived
-// as not capturable must be refused with a *runtime.CaptureError.
+// input (moe_dispatch and moe_combine: as a pair against a CPU reference,
+// see probeMoE). A mode the generator derived as capturable must pass; one
+// derived as not capturable must be refused with a *runtime.CaptureError.
 package probe
 
 import (
@@ -90,6 +91,9 @@ func probe(r *irt.Rank, e collectives.Entry, mode irt.Barrier, cfg Config) Resul
 	if len(e.DTypes) > 0 && !slices.Contains(e.DTypes, dt) {
 		dt = e.DTypes[0]
 	}
+	if e.Collective == "moe_dispatch" || e.Collective == "moe_combine" {
+		return probeMoE(r, res, mode, dt, cfg)
+	}
 	op := ""
 	if len(e.Ops) > 0 {
 		op = e.Ops[0]
@@ -111,46 +115,15 @@ func probe(r *irt.Rank, e collectives.Entry, mode irt.Barrier, cfg Config) Resul
 		}
 	}()
 	for _, ti := range e.Tensors {
-		t, err := h.Alloc(dt, max(ti.Numel(r.World(), sizes), 1))
+		t, err := h.Alloc(elemType(ti, dt), max(ti.Numel(r.World(), sizes), 1))
 		if err != nil {
 			return fail("allocating %s: %v", ti.Name, err)
 		}
 		ts = append(ts, t)
 	}
-	// Capture one launch. Relaxed: the other ranks of this process keep
-	// working meanwhile.
-	if err := dev.BeginCapture(s, gpu.CaptureRelaxed); err != nil {
-		return fail("BeginCapture: %v", err)
-	}
-	capturing, cerr := r.Capturing(s)
-	lerr := p.LaunchTensors(s, ts, mode)
-	g, eerr := dev.EndCapture(s)
-	if eerr == nil {
-		defer dev.DestroyGraph(g)
-	}
-	var ce *irt.CaptureError
-	switch {
-	case cerr != nil:
-		return fail("capture status: %v", cerr)
-	case !capturing:
-		return fail("the stream was not capturing")
-	case errors.As(lerr, &ce) && !res.Claimed:
-		res.Reason = ce.What
-		if eerr != nil {
-			return fail("the refused launch broke the capture: %v", eerr)
-		}
-		return res // refused as derived, the capture intact
-	case lerr != nil:
-		return fail("launch while capturing: %v", lerr)
-	case eerr != nil:
-		return fail("EndCapture: %v", eerr)
-	case !res.Claimed:
-		return fail("captured although the generator derived it as not capturable")
-	}
-	res.Captured = true
-	exec, err := dev.Instantiate(g)
-	if err != nil {
-		return fail("instantiating the graph: %v", err)
+	exec, res, ok := capture(r, res, func() error { return p.LaunchTensors(s, ts, mode) })
+	if !ok {
+		return res
 	}
 	defer dev.DestroyGraphExec(exec)
 	rng := rand.New(rand.NewPCG(uint64(r.Rank())+1, 0x5eed))
@@ -167,6 +140,52 @@ func probe(r *irt.Rank, e collectives.Entry, mode irt.Barrier, cfg Config) Resul
 	return res
 }
 
+// capture records launch on r's stream (relaxed mode: the other ranks of
+// this process keep working meanwhile) and checks the result against the
+// derived claim. ok is false when res is final: a failure, or a refusal
+// that the generator derived (the capture left intact).
+func capture(r *irt.Rank, res Result, launch func() error) (exec gpu.GraphExec, _ Result, ok bool) {
+	fail := func(format string, a ...any) (gpu.GraphExec, Result, bool) {
+		res.Failed, res.Reason = true, fmt.Sprintf(format, a...)
+		return 0, res, false
+	}
+	dev, s := r.Device(), r.Stream()
+	if err := dev.BeginCapture(s, gpu.CaptureRelaxed); err != nil {
+		return fail("BeginCapture: %v", err)
+	}
+	capturing, cerr := r.Capturing(s)
+	lerr := launch()
+	g, eerr := dev.EndCapture(s)
+	if eerr == nil {
+		defer dev.DestroyGraph(g)
+	}
+	var ce *irt.CaptureError
+	switch {
+	case cerr != nil:
+		return fail("capture status: %v", cerr)
+	case !capturing:
+		return fail("the stream was not capturing")
+	case errors.As(lerr, &ce) && !res.Claimed:
+		res.Reason = ce.What
+		if eerr != nil {
+			return fail("the refused launch broke the capture: %v", eerr)
+		}
+		return 0, res, false // refused as derived, the capture intact
+	case lerr != nil:
+		return fail("launch while capturing: %v", lerr)
+	case eerr != nil:
+		return fail("EndCapture: %v", eerr)
+	case !res.Claimed:
+		return fail("captured although the generator derived it as not capturable")
+	}
+	res.Captured = true
+	exec, err := dev.Instantiate(g)
+	if err != nil {
+		return fail("instantiating the graph: %v", err)
+	}
+	return exec, res, true
+}
+
 // round writes fresh input, launches eagerly and keeps the output, poisons
 // the output, writes the same input again, replays the graph and returns
 // both outputs. Inputs are multiples of 1/8 in [-1, 1], so every sum is
@@ -177,7 +196,7 @@ func round(r *irt.Rank, p collectives.AnyPlan, e collectives.Entry, ts []irt.Ten
 	inputs := map[int][]byte{}
 	for i, ti := range e.Tensors {
 		if ti.Dir != "out" {
-			inputs[i] = eighths(dt, ts[i].Len, rng)
+			inputs[i] = eighths(ts[i].DType, ts[i].Len, rng)
 		}
 	}
 	write := func() error {
@@ -237,6 +256,14 @@ func round(r *irt.Rank, p collectives.AnyPlan, e collectives.Entry, ts []irt.Ten
 		return nil, nil, fmt.Errorf("graph replay: %w", err)
 	}
 	return got, want, nil
+}
+
+// elemType is the element type of a tensor in a plan of data type dt.
+func elemType(ti collectives.TensorInfo, dt irt.DType) irt.DType {
+	if ti.DType != 0 {
+		return ti.DType
+	}
+	return dt
 }
 
 func put(r *irt.Rank, t irt.Tensor, b []byte) error {

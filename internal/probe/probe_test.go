@@ -2,6 +2,7 @@ package probe
 
 import (
 	"encoding/binary"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -39,4 +40,41 @@ func TestFirstDiff(t *testing.T) {
 	require.Equal(t, -1, firstDiff([]byte{1, 2}, []byte{1, 2}))
 	require.Equal(t, 1, firstDiff([]byte{1, 2}, []byte{1, 3}))
 	require.Equal(t, 2, firstDiff([]byte{1, 2}, []byte{1, 2, 3}))
+}
+
+func TestMoEReference(t *testing.T) {
+	for _, dt := range []irt.DType{irt.F32, irt.F16, irt.BF16} {
+		rng := rand.New(rand.NewPCG(3, 4))
+		x := eighths(dt, moeTokens*moeHidden, rng)
+		wts := eighths(irt.F32, moeTokens*moeK, rng)
+		// The exact product, encoded like the GPU would round it.
+		out := make([]byte, len(x))
+		es := int(dt.Size())
+		for i := range len(x) / es {
+			tok := i / moeHidden
+			var sum float32
+			for j := range moeK {
+				sum += decode(irt.F32, wts[4*(tok*moeK+j):])
+			}
+			encode(t, dt, out[i*es:], decode(dt, x[i*es:])*sum)
+		}
+		require.Equal(t, -1, moeMismatch(dt, out, x, wts), "%s: the reference accepts the exact result", dt)
+		out[es*moeHidden+1] ^= 0x40 // token 1
+		require.Equal(t, moeHidden, moeMismatch(dt, out, x, wts), "%s: a corrupted element is found", dt)
+	}
+}
+
+// encode writes v (exactly representable in dt) as dt.
+func encode(t *testing.T, dt irt.DType, b []byte, v float32) {
+	bits := math.Float32bits(v)
+	switch dt {
+	case irt.F32:
+		binary.LittleEndian.PutUint32(b, bits)
+	case irt.BF16:
+		require.Zero(t, bits&0xffff, "%g is not exact in bf16", v)
+		binary.LittleEndian.PutUint16(b, uint16(bits>>16))
+	case irt.F16:
+		binary.LittleEndian.PutUint16(b, exactHalf(v))
+		require.Equal(t, v, decode(irt.F16, b), "%g is not exact in f16", v)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 
@@ -479,7 +480,9 @@ func TestLargeOffsets(t *testing.T) {
 		t.Skip("IRISGEN_TEST_QUICK: large runs left out")
 	}
 	opts := defaultOpts()
-	opts.HeapBytes = 6 << 30
+	// 1 GiB of padding, 1.25 GiB of tensors, and the largest workspace:
+	// one_shot_lamport's 3 x world x 0.625 GiB.
+	opts.HeapBytes = int64(3+2*slices.Max(worldSizes(t))) << 30
 	eachWorld(t, opts, func(t *testing.T, w *irt.World) {
 		for i := range catalogue {
 			vc := &catalogue[i]

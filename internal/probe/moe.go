@@ -1,0 +1,171 @@
+package probe
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/irisgen/irisgen/generated/collectives"
+	irt "github.com/irisgen/irisgen/runtime"
+)
+
+// MoE shapes of the probe: tokens and hidden size off the vector width, two
+// experts a token, four experts a rank.
+const (
+	moeTokens  = 257
+	moeHidden  = 1031
+	moeK       = 2
+	moePerRank = 4
+)
+
+// probeMoE probes moe_dispatch and moe_combine as the pair they are used
+// as: one graph holds dispatch, then combine with the identity expert (the
+// combine reads the rows dispatch received). Every replay gets new tokens,
+// new random routing and new weights, and its output must equal the CPU
+// reference x * (sum of the token's weights), exactly: tokens and weights
+// are multiples of 1/8, so every product and sum is exact in fp32 and the
+// single rounding to dt is the reference's too. Dispatch alone cannot be
+// compared byte for byte with an eager launch: the order of received rows
+// depends on which block takes a row first.
+func probeMoE(r *irt.Rank, res Result, mode irt.Barrier, dt irt.DType, cfg Config) Result {
+	fail := func(format string, a ...any) Result {
+		res.Failed, res.Reason = true, fmt.Sprintf(format, a...)
+		return res
+	}
+	disp, ok1 := collectives.Lookup("moe_dispatch", "push")
+	comb, ok2 := collectives.Lookup("moe_combine", "push")
+	if !ok1 || !ok2 {
+		return fail("the catalogue lacks moe_dispatch/push or moe_combine/push")
+	}
+	experts := int64(moePerRank * r.World())
+	sizes := []int64{moeTokens, moeHidden, moeK, experts, moeTokens * moeK}
+	pd, err := disp.New(r, dt, "", sizes)
+	if err != nil {
+		return fail("making the dispatch plan: %v", err)
+	}
+	defer pd.Close()
+	pc, err := comb.New(r, dt, "", sizes)
+	if err != nil {
+		return fail("making the combine plan: %v", err)
+	}
+	defer pc.Close()
+	h, dev, s := r.Heap(), r.Device(), r.Stream()
+	tensors := map[string]irt.Tensor{}
+	defer func() {
+		for _, t := range tensors {
+			h.Free(t)
+		}
+	}()
+	alloc := func(e collectives.Entry) ([]irt.Tensor, error) {
+		var ts []irt.Tensor
+		for _, ti := range e.Tensors {
+			name := ti.Name
+			if name == "expert_out" {
+				name = "recv_tokens" // the identity expert
+			}
+			t, ok := tensors[name]
+			if !ok {
+				if t, err = h.Alloc(elemType(ti, dt), ti.Numel(r.World(), sizes)); err != nil {
+					return nil, fmt.Errorf("allocating %s: %w", name, err)
+				}
+				tensors[name] = t
+			}
+			ts = append(ts, t)
+		}
+		return ts, nil
+	}
+	dts, err := alloc(disp)
+	if err != nil {
+		return fail("%v", err)
+	}
+	cts, err := alloc(comb)
+	if err != nil {
+		return fail("%v", err)
+	}
+	exec, res, ok := capture(r, res, func() error {
+		if err := pd.LaunchTensors(s, dts, mode); err != nil {
+			return err
+		}
+		return pc.LaunchTensors(s, cts, mode)
+	})
+	if !ok {
+		return res
+	}
+	defer dev.DestroyGraphExec(exec)
+	rng := rand.New(rand.NewPCG(uint64(r.Rank())+1, 0x30e))
+	out := tensors["output"]
+	for k := 0; k < cfg.Replays; k++ {
+		x := eighths(dt, moeTokens*moeHidden, rng)
+		wts := eighths(irt.F32, moeTokens*moeK, rng)
+		ids := make([]byte, 8*moeTokens*moeK)
+		for i := range moeTokens * moeK {
+			binary.LittleEndian.PutUint64(ids[8*i:], uint64(rng.Int64N(experts)))
+		}
+		for name, b := range map[string][]byte{"tokens": x, "weights": wts, "ids": ids} {
+			if err := put(r, tensors[name], b); err != nil {
+				return fail("replay %d: writing %s: %v", k, name, err)
+			}
+		}
+		if err := dev.MemsetD8Async(out.Ptr, 0xA5, out.Bytes(), s); err != nil {
+			return fail("replay %d: poisoning the output: %v", k, err)
+		}
+		if err := r.HostBarrier(s); err != nil { // every rank's routing written
+			return fail("replay %d: %v", k, err)
+		}
+		if err := dev.LaunchGraph(exec, s); err != nil {
+			return fail("replay %d: %v", k, err)
+		}
+		if err := r.HostBarrier(s); err != nil { // done everywhere, error record read
+			return fail("replay %d: %v", k, err)
+		}
+		got, err := get(r, out)
+		if err != nil {
+			return fail("replay %d: reading the output: %v", k, err)
+		}
+		if i := moeMismatch(dt, got, x, wts); i >= 0 {
+			return fail("replay %d: output element %d (token %d) is not the token times the sum of its weights", k, i, i/moeHidden)
+		}
+		res.Replays++
+	}
+	return res
+}
+
+// moeMismatch returns the first element of out (dt) that differs from
+// x (dt) times the sum of its token's moeK weights (f32), or -1.
+func moeMismatch(dt irt.DType, out, x, wts []byte) int {
+	es := int(dt.Size())
+	for i := range len(out) / es {
+		t := i / moeHidden
+		var sum float32
+		for j := range moeK {
+			sum += math.Float32frombits(binary.LittleEndian.Uint32(wts[4*(t*moeK+j):]))
+		}
+		want := decode(dt, x[i*es:]) * sum
+		if got := decode(dt, out[i*es:]); got != want {
+			return i
+		}
+	}
+	return -1
+}
+
+// decode reads one element of dt (exactly representable values only: the
+// probe's multiples of 1/64 up to a few units).
+func decode(dt irt.DType, b []byte) float32 {
+	switch dt {
+	case irt.F32:
+		return math.Float32frombits(binary.LittleEndian.Uint32(b))
+	case irt.BF16:
+		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16)
+	}
+	h := binary.LittleEndian.Uint16(b) // f16, normal numbers and zero
+	sign := float32(1)
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	exp, frac := int(h>>10&0x1f), float32(h&0x3ff)
+	if exp == 0 {
+		return sign * frac / 1024 * float32(math.Pow(2, -14))
+	}
+	return sign * (1 + frac/1024) * float32(math.Pow(2, float64(exp-15)))
+}
