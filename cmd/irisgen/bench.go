@@ -46,6 +46,7 @@ NVLink multicast stays off (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST
 Examples:
   irisgen bench -n 2 -out bench-out
   irisgen bench -n 2 -collectives all_reduce -dtypes bf16 -sizes 8KiB,1MiB,64MiB
+  irisgen bench -n 1 -baselines=false -collectives barrier,all_reduce -sizes 8KiB   # fixed cost, no peers
   irisgen bench -report h200x2/results.csv,h200x4/results.csv -out docs/perf -tune specs/tuning`,
 		run: runBench,
 	})
@@ -107,7 +108,13 @@ func runBench(env *cmdEnv, args []string) error {
 		kv := strings.SplitN(k, "=", 2)
 		os.Setenv(kv[0], kv[1])
 	}
-	world, err := worldSize(*n, 2)
+	// One GPU without baselines measures each kernel's fixed cost (launch,
+	// entry and exit, no peer to wait for): the floor under the timings.
+	least := 2
+	if !*baselines {
+		least = 1
+	}
+	world, err := worldSize(*n, least)
 	if err != nil {
 		return err
 	}
