@@ -65,6 +65,12 @@ func TestChecks(t *testing.T) {
 	require.ErrorAs(t, CheckTensor("op", "x", Tensor{DType: F16, Len: 8}, F16, 8), &se)
 	assert.Contains(t, se.Error(), "nil device pointer")
 
+	require.NoError(t, CheckTensorOneOf("op", "ids", Tensor{Ptr: 64, DType: I32, Len: 8}, []DType{I64, I32}, 8))
+	require.ErrorAs(t, CheckTensorOneOf("op", "ids", Tensor{Ptr: 64, DType: F32, Len: 8}, []DType{I64, I32}, 8), &de)
+	assert.Contains(t, de.Error(), "want i64 or i32")
+	require.ErrorAs(t, CheckTensorOneOf("op", "ids", Tensor{Ptr: 64, DType: I32, Len: 7}, []DType{I64, I32}, 8), &se)
+	require.ErrorAs(t, CheckTensorOneOf("op", "ids", Tensor{DType: I32, Len: 8}, []DType{I64, I32}, 8), &se, "nil pointer")
+
 	var ae *AliasError
 	require.ErrorAs(t, CheckNoAlias("all_gather", "input", x.Slice(2, 2), "output", x), &ae)
 	assert.True(t, errors.Is(ae, ErrAlias))

@@ -103,9 +103,17 @@ func (e *ShapeError) Is(target error) bool { return target == ErrShape }
 type DTypeError struct {
 	Op, Name  string
 	Want, Got DType
+	Also      []DType // further dtypes the tensor may have (index tensors)
 }
 
 func (e *DTypeError) Error() string {
+	if len(e.Also) > 0 {
+		want := e.Want.String()
+		for _, d := range e.Also {
+			want += " or " + d.String()
+		}
+		return fmt.Sprintf("%s: tensor %q has dtype %s, want %s: convert the tensor", e.Op, e.Name, e.Got, want)
+	}
 	return fmt.Sprintf("%s: tensor %q has dtype %s, want %s (the plan was made for %s: make another plan, or convert the tensor)",
 		e.Op, e.Name, e.Got, e.Want, e.Want)
 }

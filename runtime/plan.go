@@ -428,6 +428,15 @@ func CheckTensor(op, name string, t Tensor, want DType, n int64) error {
 	return nil
 }
 
+// CheckTensorOneOf is CheckTensor for a tensor that may come in any of the
+// dtypes want (index tensors: int32 or int64).
+func CheckTensorOneOf(op, name string, t Tensor, want []DType, n int64) error {
+	if t.Ptr != 0 && !slices.Contains(want, t.DType) && len(want) > 0 {
+		return &DTypeError{Op: op, Name: name, Want: want[0], Also: want[1:], Got: t.DType}
+	}
+	return CheckTensor(op, name, t, t.DType, n)
+}
+
 // CheckHeap checks that t lies entirely on r's symmetric heap.
 func CheckHeap(op, name string, r *Rank, t Tensor) error {
 	if r.heap.Contains(t.Ptr, t.Bytes()) {

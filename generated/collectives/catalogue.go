@@ -25,6 +25,10 @@ type TensorInfo struct {
 	Shape string // as in the spec, e.g. "[world, n]"
 	// DType is the tensor's fixed element type; 0 (unset): the plan's data type.
 	DType runtime.DType
+	// IndexDTypes, when set, are the index types a launch may pass (DType first).
+	IndexDTypes []runtime.DType
+	// Optional: a launch may pass the zero Tensor to leave it out.
+	Optional bool
 	// Remote reports whether peers touch it (placement import or heap).
 	Remote bool
 	// Heap reports whether it must be on the heap (peers write it).
@@ -550,10 +554,11 @@ var Catalogue = []Entry{{
 		Remote: false,
 		Shape:  "[world]",
 	}, {
-		DType: runtime.I64,
-		Dir:   "in",
-		Heap:  false,
-		Name:  "ids",
+		DType:       runtime.I64,
+		Dir:         "in",
+		Heap:        false,
+		IndexDTypes: []runtime.DType{runtime.I64, runtime.I32},
+		Name:        "ids",
 		Numel: func(world int, sizes []int64) int64 {
 			return sizes[0] * sizes[2]
 		},
@@ -567,8 +572,9 @@ var Catalogue = []Entry{{
 		Numel: func(world int, sizes []int64) int64 {
 			return sizes[0] * sizes[2]
 		},
-		Remote: false,
-		Shape:  "[t, k]",
+		Optional: true,
+		Remote:   false,
+		Shape:    "[t, k]",
 	}, {
 		Dir:  "out",
 		Heap: false,
@@ -606,10 +612,11 @@ var Catalogue = []Entry{{
 		Remote: false,
 		Shape:  "[t, h]",
 	}, {
-		DType: runtime.I64,
-		Dir:   "in",
-		Heap:  false,
-		Name:  "ids",
+		DType:       runtime.I64,
+		Dir:         "in",
+		Heap:        false,
+		IndexDTypes: []runtime.DType{runtime.I64, runtime.I32},
+		Name:        "ids",
 		Numel: func(world int, sizes []int64) int64 {
 			return sizes[0] * sizes[2]
 		},
@@ -623,8 +630,9 @@ var Catalogue = []Entry{{
 		Numel: func(world int, sizes []int64) int64 {
 			return sizes[0] * sizes[2]
 		},
-		Remote: false,
-		Shape:  "[t, k]",
+		Optional: true,
+		Remote:   false,
+		Shape:    "[t, k]",
 	}, {
 		Dir:  "out",
 		Heap: true,

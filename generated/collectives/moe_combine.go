@@ -11,7 +11,7 @@ import (
 // MoeCombineSpecHash is the hash of specs/moe_combine.yaml and the templates it uses. The HIP module
 // of moe_combine carries the same hash; the runtime refuses to launch a kernel whose hash differs, so
 // a stale wrapper/kernel pair fails at load time.
-const MoeCombineSpecHash = "c418d5277b074d78"
+const MoeCombineSpecHash = "846c880e45dc8525"
 
 // MoeCombineVariant selects an algorithm of moe_combine for MoeCombine.
 type MoeCombineVariant string
@@ -35,8 +35,8 @@ const moeCombinePushName = "moe_combine/push"
 //     device memory.
 //   - recv_src (in, shape [world, cap], i64): local_read; only touched locally: any device memory.
 //   - recv_counts (in, shape [world], i64): local_read; only touched locally: any device memory.
-//   - ids (in, shape [t, k], i64): local_read; only touched locally: any device memory.
-//   - weights (in, shape [t, k], f32): local_read; only touched locally: any device memory.
+//   - ids (in, shape [t, k], i64 or i32): local_read; only touched locally: any device memory.
+//   - weights (in, shape [t, k], f32, optional): local_read; only touched locally: any device memory.
 //   - output (out, shape [t, h], the plan's dtype): local_write; only touched locally: any device
 //     memory.
 //
@@ -149,6 +149,7 @@ func NewMoeCombinePushPlan(r *runtime.Rank, dt runtime.DType, t int64, h int64, 
 // is enqueued it checks, in order:
 //
 //   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
+//   - (weights optional: the zero runtime.Tensor leaves it out, and is not checked);
 //   - no overlap of expert_out/output, recv_src/output, recv_counts/output, ids/output, weights/output
 //     (*runtime.AliasError).
 //
@@ -165,11 +166,13 @@ func (p *MoeCombinePushPlan) Launch(s gpu.Stream, expertOut, recvSrc, recvCounts
 	if err := runtime.CheckTensor(moeCombinePushName, "recv_counts", recvCounts, runtime.I64, p.lenRecvCounts); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(moeCombinePushName, "ids", ids, runtime.I64, p.lenIds); err != nil {
+	if err := runtime.CheckTensorOneOf(moeCombinePushName, "ids", ids, []runtime.DType{runtime.I64, runtime.I32}, p.lenIds); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(moeCombinePushName, "weights", weights, runtime.F32, p.lenWeights); err != nil {
-		return err
+	if weights.Ptr != 0 {
+		if err := runtime.CheckTensor(moeCombinePushName, "weights", weights, runtime.F32, p.lenWeights); err != nil {
+			return err
+		}
 	}
 	if err := runtime.CheckTensor(moeCombinePushName, "output", output, p.dt, p.lenOutput); err != nil {
 		return err
@@ -189,7 +192,7 @@ func (p *MoeCombinePushPlan) Launch(s gpu.Stream, expertOut, recvSrc, recvCounts
 	if err := runtime.CheckNoAlias(moeCombinePushName, "weights", weights, "output", output); err != nil {
 		return err
 	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(expertOut.Ptr).Ptr(recvSrc.Ptr).Ptr(recvCounts.Ptr).Ptr(ids.Ptr).Ptr(weights.Ptr).Ptr(output.Ptr).Ptr(p.plan.Buffer("back")).I64(p.symT).I64(p.symH).I64(p.symK).I64(p.symE).I64(p.symCap))
+	return p.plan.Launch(s, mode, p.plan.Args().Ptr(expertOut.Ptr).Ptr(recvSrc.Ptr).Ptr(recvCounts.Ptr).Ptr(ids.Ptr).Ptr(weights.Ptr).Ptr(output.Ptr).Ptr(p.plan.Buffer("back")).I64(p.symT).I64(p.symH).I64(p.symK).I64(p.symE).I64(p.symCap).I64(ids.DType.Size()))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).

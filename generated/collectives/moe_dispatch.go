@@ -11,7 +11,7 @@ import (
 // MoeDispatchSpecHash is the hash of specs/moe_dispatch.yaml and the templates it uses. The HIP module
 // of moe_dispatch carries the same hash; the runtime refuses to launch a kernel whose hash differs, so
 // a stale wrapper/kernel pair fails at load time.
-const MoeDispatchSpecHash = "10bd953a5a31bf00"
+const MoeDispatchSpecHash = "f98c37964882cf16"
 
 // MoeDispatchVariant selects an algorithm of moe_dispatch for MoeDispatch.
 type MoeDispatchVariant string
@@ -33,8 +33,8 @@ const moeDispatchPushName = "moe_dispatch/push"
 //
 //   - tokens (in, shape [t, h], the plan's dtype): local_read; only touched locally: any device
 //     memory.
-//   - ids (in, shape [t, k], i64): local_read; only touched locally: any device memory.
-//   - weights (in, shape [t, k], f32): local_read; only touched locally: any device memory.
+//   - ids (in, shape [t, k], i64 or i32): local_read; only touched locally: any device memory.
+//   - weights (in, shape [t, k], f32, optional): local_read; only touched locally: any device memory.
 //   - recv_tokens (out, shape [world, cap, h], the plan's dtype): remote_write; written by peers: must
 //     be on the symmetric heap (runtime.Heap.Alloc); otherwise Launch returns a
 //     *runtime.PlacementError and launches nothing.
@@ -165,6 +165,7 @@ func NewMoeDispatchPushPlan(r *runtime.Rank, dt runtime.DType, t int64, h int64,
 // anything is enqueued it checks, in order:
 //
 //   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
+//   - (weights optional: the zero runtime.Tensor leaves it out, and is not checked);
 //   - recv_tokens, recv_ids, recv_weights, recv_src, recv_counts on the symmetric heap, because peers
 //     write it (*runtime.PlacementError);
 //   - no overlap of tokens/recv_tokens, tokens/recv_ids, tokens/recv_weights, tokens/recv_src,
@@ -179,11 +180,13 @@ func (p *MoeDispatchPushPlan) Launch(s gpu.Stream, tokens, ids, weights, recvTok
 	if err := runtime.CheckTensor(moeDispatchPushName, "tokens", tokens, p.dt, p.lenTokens); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(moeDispatchPushName, "ids", ids, runtime.I64, p.lenIds); err != nil {
+	if err := runtime.CheckTensorOneOf(moeDispatchPushName, "ids", ids, []runtime.DType{runtime.I64, runtime.I32}, p.lenIds); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(moeDispatchPushName, "weights", weights, runtime.F32, p.lenWeights); err != nil {
-		return err
+	if weights.Ptr != 0 {
+		if err := runtime.CheckTensor(moeDispatchPushName, "weights", weights, runtime.F32, p.lenWeights); err != nil {
+			return err
+		}
 	}
 	if err := runtime.CheckTensor(moeDispatchPushName, "recv_tokens", recvTokens, p.dt, p.lenRecvTokens); err != nil {
 		return err
@@ -260,7 +263,7 @@ func (p *MoeDispatchPushPlan) Launch(s gpu.Stream, tokens, ids, weights, recvTok
 	if err := runtime.CheckNoAlias(moeDispatchPushName, "weights", weights, "recv_counts", recvCounts); err != nil {
 		return err
 	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(tokens.Ptr).Ptr(ids.Ptr).Ptr(weights.Ptr).Ptr(recvTokens.Ptr).Ptr(recvIds.Ptr).Ptr(recvWeights.Ptr).Ptr(recvSrc.Ptr).Ptr(recvCounts.Ptr).Ptr(p.plan.Buffer("counters")).I64(p.symT).I64(p.symH).I64(p.symK).I64(p.symE).I64(p.symCap))
+	return p.plan.Launch(s, mode, p.plan.Args().Ptr(tokens.Ptr).Ptr(ids.Ptr).Ptr(weights.Ptr).Ptr(recvTokens.Ptr).Ptr(recvIds.Ptr).Ptr(recvWeights.Ptr).Ptr(recvSrc.Ptr).Ptr(recvCounts.Ptr).Ptr(p.plan.Buffer("counters")).I64(p.symT).I64(p.symH).I64(p.symK).I64(p.symE).I64(p.symCap).I64(ids.DType.Size()))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).

@@ -5,15 +5,16 @@
 // of weights[t,k] * row(t,k) (fp32), with pairs whose expert id was out of
 // range left out.
 //
-// Spec hash c418d5277b074d78: the Go wrappers carry the same value, and the runtime
+// Spec hash 846c880e45dc8525: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_moe_combine[] = "c418d5277b074d78";
+extern "C" __device__ const char irisgen_spec_hash_moe_combine[] = "846c880e45dc8525";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
-// spec order, one int64 per size symbol.
+// spec order, one int64 per size symbol, then the element bytes of each
+// tensor that may come in several index types.
 struct irisgen_moe_combine_args {
   irisgen_ctx ctx;
   void* t_expert_out;  // in [world, cap, h]
@@ -28,6 +29,7 @@ struct irisgen_moe_combine_args {
   int64_t s_k;
   int64_t s_e;
   int64_t s_cap;
+  int64_t w_ids;  // element bytes of ids (i64 or i32)
 };
 
 // ---- variant push (template moe_combine_push.hip.tmpl) ----
@@ -43,8 +45,8 @@ irisgen_moe_combine_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_ar
   const T* y = ((const irisgen_bf16*)irisgen_a.t_expert_out);
   const int64_t* src = ((const int64_t*)irisgen_a.t_recv_src);
   const int64_t* counts = ((const int64_t*)irisgen_a.t_recv_counts);
-  const int64_t* ids = ((const int64_t*)irisgen_a.t_ids);
-  const float* wts = ((const float*)irisgen_a.t_weights);
+  const irisgen::index_ptr ids = irisgen::index_ptr{irisgen_a.t_ids, irisgen_a.w_ids};  // int64 or int32
+  const float* wts = ((const float*)irisgen_a.t_weights);  // optional: nullptr means weight 1
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const T* mine = ((const irisgen_bf16*)irisgen_a.t_back);
   T* back[IRISGEN_MAX_WORLD];
@@ -81,7 +83,7 @@ irisgen_moe_combine_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_ar
       for (int64_t j = 0; j < kk; j++) {
         const int64_t ex = ids[t * kk + j];
         if (ex < 0 || ex >= ne) continue;
-        const float wt = wts[t * kk + j];
+        const float wt = (wts ? wts[t * kk + j] : 1.f);
         float r[N];
         irisgen::unpack<T>(irisgen::vload(mine + (t * kk + j) * hid + v * N), r);
 #pragma unroll
@@ -93,7 +95,7 @@ irisgen_moe_combine_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_ar
       for (int64_t j = 0; j < kk; j++) {
         const int64_t ex = ids[t * kk + j];
         if (ex < 0 || ex >= ne) continue;
-        acc += wts[t * kk + j] * irisgen::to_f32(mine[(t * kk + j) * hid + v]);
+        acc += (wts ? wts[t * kk + j] : 1.f) * irisgen::to_f32(mine[(t * kk + j) * hid + v]);
       }
       out[t * hid + v] = irisgen::from_f32<T>(acc);
     }
@@ -113,8 +115,8 @@ irisgen_moe_combine_push_f16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
   const T* y = ((const irisgen_f16*)irisgen_a.t_expert_out);
   const int64_t* src = ((const int64_t*)irisgen_a.t_recv_src);
   const int64_t* counts = ((const int64_t*)irisgen_a.t_recv_counts);
-  const int64_t* ids = ((const int64_t*)irisgen_a.t_ids);
-  const float* wts = ((const float*)irisgen_a.t_weights);
+  const irisgen::index_ptr ids = irisgen::index_ptr{irisgen_a.t_ids, irisgen_a.w_ids};  // int64 or int32
+  const float* wts = ((const float*)irisgen_a.t_weights);  // optional: nullptr means weight 1
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   const T* mine = ((const irisgen_f16*)irisgen_a.t_back);
   T* back[IRISGEN_MAX_WORLD];
@@ -151,7 +153,7 @@ irisgen_moe_combine_push_f16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
       for (int64_t j = 0; j < kk; j++) {
         const int64_t ex = ids[t * kk + j];
         if (ex < 0 || ex >= ne) continue;
-        const float wt = wts[t * kk + j];
+        const float wt = (wts ? wts[t * kk + j] : 1.f);
         float r[N];
         irisgen::unpack<T>(irisgen::vload(mine + (t * kk + j) * hid + v * N), r);
 #pragma unroll
@@ -163,7 +165,7 @@ irisgen_moe_combine_push_f16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
       for (int64_t j = 0; j < kk; j++) {
         const int64_t ex = ids[t * kk + j];
         if (ex < 0 || ex >= ne) continue;
-        acc += wts[t * kk + j] * irisgen::to_f32(mine[(t * kk + j) * hid + v]);
+        acc += (wts ? wts[t * kk + j] : 1.f) * irisgen::to_f32(mine[(t * kk + j) * hid + v]);
       }
       out[t * hid + v] = irisgen::from_f32<T>(acc);
     }
@@ -183,8 +185,8 @@ irisgen_moe_combine_push_f32(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
   const T* y = ((const float*)irisgen_a.t_expert_out);
   const int64_t* src = ((const int64_t*)irisgen_a.t_recv_src);
   const int64_t* counts = ((const int64_t*)irisgen_a.t_recv_counts);
-  const int64_t* ids = ((const int64_t*)irisgen_a.t_ids);
-  const float* wts = ((const float*)irisgen_a.t_weights);
+  const irisgen::index_ptr ids = irisgen::index_ptr{irisgen_a.t_ids, irisgen_a.w_ids};  // int64 or int32
+  const float* wts = ((const float*)irisgen_a.t_weights);  // optional: nullptr means weight 1
   T* out = ((float*)irisgen_a.t_output);
   const T* mine = ((const float*)irisgen_a.t_back);
   T* back[IRISGEN_MAX_WORLD];
@@ -221,7 +223,7 @@ irisgen_moe_combine_push_f32(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
       for (int64_t j = 0; j < kk; j++) {
         const int64_t ex = ids[t * kk + j];
         if (ex < 0 || ex >= ne) continue;
-        const float wt = wts[t * kk + j];
+        const float wt = (wts ? wts[t * kk + j] : 1.f);
         float r[N];
         irisgen::unpack<T>(irisgen::vload(mine + (t * kk + j) * hid + v * N), r);
 #pragma unroll
@@ -233,7 +235,7 @@ irisgen_moe_combine_push_f32(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
       for (int64_t j = 0; j < kk; j++) {
         const int64_t ex = ids[t * kk + j];
         if (ex < 0 || ex >= ne) continue;
-        acc += wts[t * kk + j] * irisgen::to_f32(mine[(t * kk + j) * hid + v]);
+        acc += (wts ? wts[t * kk + j] : 1.f) * irisgen::to_f32(mine[(t * kk + j) * hid + v]);
       }
       out[t * hid + v] = irisgen::from_f32<T>(acc);
     }

@@ -5,15 +5,16 @@
 // GPU, so no shape depends on data and the whole path can be captured in a
 // graph.
 //
-// Spec hash 10bd953a5a31bf00: the Go wrappers carry the same value, and the runtime
+// Spec hash f98c37964882cf16: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_moe_dispatch[] = "10bd953a5a31bf00";
+extern "C" __device__ const char irisgen_spec_hash_moe_dispatch[] = "f98c37964882cf16";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
-// spec order, one int64 per size symbol.
+// spec order, one int64 per size symbol, then the element bytes of each
+// tensor that may come in several index types.
 struct irisgen_moe_dispatch_args {
   irisgen_ctx ctx;
   void* t_tokens;  // in [t, h]
@@ -30,6 +31,7 @@ struct irisgen_moe_dispatch_args {
   int64_t s_k;
   int64_t s_e;
   int64_t s_cap;
+  int64_t w_ids;  // element bytes of ids (i64 or i32)
 };
 
 // ---- variant push (template moe_dispatch_push.hip.tmpl) ----
@@ -48,8 +50,8 @@ irisgen_moe_dispatch_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_
   uint64_t* mine = counters + par * w;
   uint64_t* next_set = counters + (1 - par) * w;
   const T* x = ((const irisgen_bf16*)irisgen_a.t_tokens);
-  const int64_t* ids = ((const int64_t*)irisgen_a.t_ids);
-  const float* wts = ((const float*)irisgen_a.t_weights);
+  const irisgen::index_ptr ids = irisgen::index_ptr{irisgen_a.t_ids, irisgen_a.w_ids};  // int64 or int32
+  const float* wts = ((const float*)irisgen_a.t_weights);  // optional: nullptr means weight 1
   T* rx[IRISGEN_MAX_WORLD];
   int64_t* rid[IRISGEN_MAX_WORLD];
   float* rw[IRISGEN_MAX_WORLD];
@@ -89,7 +91,7 @@ irisgen_moe_dispatch_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_
         slot = (int64_t)irisgen::atomic_add_local(&mine[dst], 1);
         if (slot < cap) {
           rid[dst][slot] = ex;
-          rw[dst][slot] = wts[p];
+          rw[dst][slot] = wts ? wts[p] : 1.f;
           rsrc[dst][slot] = p;
         } else {
           dst = -1;  // over capacity: reported with the counts
@@ -139,8 +141,8 @@ irisgen_moe_dispatch_push_f16(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_a
   uint64_t* mine = counters + par * w;
   uint64_t* next_set = counters + (1 - par) * w;
   const T* x = ((const irisgen_f16*)irisgen_a.t_tokens);
-  const int64_t* ids = ((const int64_t*)irisgen_a.t_ids);
-  const float* wts = ((const float*)irisgen_a.t_weights);
+  const irisgen::index_ptr ids = irisgen::index_ptr{irisgen_a.t_ids, irisgen_a.w_ids};  // int64 or int32
+  const float* wts = ((const float*)irisgen_a.t_weights);  // optional: nullptr means weight 1
   T* rx[IRISGEN_MAX_WORLD];
   int64_t* rid[IRISGEN_MAX_WORLD];
   float* rw[IRISGEN_MAX_WORLD];
@@ -180,7 +182,7 @@ irisgen_moe_dispatch_push_f16(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_a
         slot = (int64_t)irisgen::atomic_add_local(&mine[dst], 1);
         if (slot < cap) {
           rid[dst][slot] = ex;
-          rw[dst][slot] = wts[p];
+          rw[dst][slot] = wts ? wts[p] : 1.f;
           rsrc[dst][slot] = p;
         } else {
           dst = -1;  // over capacity: reported with the counts
@@ -230,8 +232,8 @@ irisgen_moe_dispatch_push_f32(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_a
   uint64_t* mine = counters + par * w;
   uint64_t* next_set = counters + (1 - par) * w;
   const T* x = ((const float*)irisgen_a.t_tokens);
-  const int64_t* ids = ((const int64_t*)irisgen_a.t_ids);
-  const float* wts = ((const float*)irisgen_a.t_weights);
+  const irisgen::index_ptr ids = irisgen::index_ptr{irisgen_a.t_ids, irisgen_a.w_ids};  // int64 or int32
+  const float* wts = ((const float*)irisgen_a.t_weights);  // optional: nullptr means weight 1
   T* rx[IRISGEN_MAX_WORLD];
   int64_t* rid[IRISGEN_MAX_WORLD];
   float* rw[IRISGEN_MAX_WORLD];
@@ -271,7 +273,7 @@ irisgen_moe_dispatch_push_f32(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_a
         slot = (int64_t)irisgen::atomic_add_local(&mine[dst], 1);
         if (slot < cap) {
           rid[dst][slot] = ex;
-          rw[dst][slot] = wts[p];
+          rw[dst][slot] = wts ? wts[p] : 1.f;
           rsrc[dst][slot] = p;
         } else {
           dst = -1;  // over capacity: reported with the counts

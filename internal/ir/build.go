@@ -266,6 +266,16 @@ func (b *builder) tensors(f *spec.File, c *Collective, sizes, used map[string]bo
 				ok = false
 			}
 		}
+		if st.DTypes.Set {
+			ok = b.indexDTypes(st, t, where) && ok
+		}
+		if st.Optional.OK() && st.Optional.Value {
+			if t.Dir != In {
+				b.errorf(st.Optional.Pos, "%s is optional but dir: %s; only dir: in tensors may be left out of a launch", where, t.Dir)
+				ok = false
+			}
+			t.Optional = true
+		}
 		if st.DType.OK() {
 			if d, found := lookup(allDTypes, st.DType.Value); found {
 				t.DType = d
@@ -491,6 +501,8 @@ func (b *builder) uses(c *Collective, sv *spec.Variant, v *Variant, where string
 			b.errorf(a.Kinds.Pos, "tensor %q is dir: in, but %s writes it (%s); make it dir: inout or drop the write", t.Name, where, acc&(LocalWrite|RemoteWrite|RemoteAtomic))
 		case (t.Dir == Out || t.Dir == InOut) && !acc.Writes():
 			b.errorf(a.Kinds.Pos, "tensor %q is dir: %s, but %s never writes it; give it a write kind (local_write, remote_write or remote_atomic)", t.Name, t.Dir, where)
+		case t.Optional && acc&(RemoteRead|RemoteWrite|RemoteAtomic) != 0:
+			b.errorf(a.Kinds.Pos, "tensor %q is optional, but %s lets peers touch it (%s); a tensor left out has nothing to put on the heap: make it required or access it locally", t.Name, where, acc)
 		}
 	}
 }
@@ -548,6 +560,46 @@ func (b *builder) kinds(a *spec.Access, where string) (Access, bool) {
 		ok = false
 	}
 	return acc, ok
+}
+
+// indexDTypes reads a dtype list: two or more distinct index types (i32,
+// i64) of a dir: in tensor, the first being the default.
+func (b *builder) indexDTypes(st *spec.Tensor, t *Tensor, where string) bool {
+	l := st.DTypes
+	if l.Bad {
+		return false
+	}
+	ok := true
+	seen := map[DType]bool{}
+	for _, it := range l.Items {
+		d, found := lookup(allDTypes, it.Value)
+		switch {
+		case !found:
+			b.errorf(it.Pos, "unknown dtype %q of %s%s", it.Value, where, hint(it.Value, names(allDTypes), oneOf(names(allDTypes))))
+			ok = false
+		case d != I32 && d != I64:
+			b.errorf(it.Pos, "a dtype list of %s may hold only index types (i32, i64), not %s; give one dtype instead", where, d)
+			ok = false
+		case seen[d]:
+			b.errorf(it.Pos, "dtype %s of %s is listed twice; remove one", d, where)
+			ok = false
+		default:
+			seen[d] = true
+			t.IndexDTypes = append(t.IndexDTypes, d)
+		}
+	}
+	switch {
+	case !ok:
+	case len(t.IndexDTypes) < 2:
+		b.errorf(l.Pos, "the dtype list of %s has one entry; write dtype: %s", where, t.IndexDTypes[0])
+		ok = false
+	case t.Dir != In:
+		b.errorf(l.Pos, "%s has a dtype list but dir: %s; only dir: in tensors may come in several index types", where, t.Dir)
+		ok = false
+	default:
+		t.DType = t.IndexDTypes[0]
+	}
+	return ok
 }
 
 // aliasingSafe rejects aliasing: allow when a peer reads one user tensor

@@ -57,6 +57,35 @@ variants:
 		},
 	},
 	{
+		name: "index dtype lists and optional tensors",
+		src: `name: m
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  x:   {dir: in, shape: [n], dtype: [i64, f32]}
+  y:   {dir: in, shape: [n], dtype: [i32]}
+  z:   {dir: out, shape: [n], dtype: [i64, i32]}
+  w:   {dir: out, shape: [n], optional: true}
+  v:   {dir: in, shape: [n], optional: yes please}
+  o:   {dir: in, shape: [n], optional: true}
+  d:   {dir: in, shape: [n], dtype: [i64, i64]}
+variants:
+  a:
+    template: t_a
+    access: {x: local_read, y: local_read, z: local_write, w: local_write, v: local_read, o: remote_read, d: local_read}
+`,
+		want: []string{
+			"6:43: error: a dtype list of tensor \"x\" may hold only index types (i32, i64), not f32; give one dtype instead",
+			"7:37: error: the dtype list of tensor \"y\" has one entry; write dtype: i32",
+			"8:38: error: tensor \"z\" has a dtype list but dir: out; only dir: in tensors may come in several index types",
+			"9:41: error: tensor \"w\" is optional but dir: out; only dir: in tensors may be left out of a launch",
+			"10:40: error: optional of tensor \"v\" must be true or false, found the string \"yes please\"",
+			"12:43: error: dtype i64 of tensor \"d\" is listed twice; remove one",
+			"16:94: error: tensor \"o\" is optional, but variant \"a\" lets peers touch it (remote_read); a tensor left out has nothing to put on the heap: make it required or access it locally",
+		},
+	},
+	{
 		name: "unknown key in variant",
 		src: `name: ag
 summary: s

@@ -168,7 +168,13 @@ type Tensor struct {
 	// DType is fixed for workspace and index tensors (e.g. U64 flags, I32
 	// ids); empty means "the kernel's data type".
 	DType DType
-	Pos   Pos
+	// IndexDTypes, when set, are the index types a launch may pass for this
+	// tensor (DType is the first); kernels read it through read_index.
+	IndexDTypes []DType
+	// Optional: a launch may leave the tensor out (a nil pointer reaches
+	// the kernel). Only dir: in tensors that no peer touches.
+	Optional bool
+	Pos      Pos
 }
 
 // Use is how one variant touches one tensor.

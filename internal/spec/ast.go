@@ -44,6 +44,12 @@ type Int struct {
 	Value int64
 }
 
+// Bool is a boolean value.
+type Bool struct {
+	Node
+	Value bool
+}
+
 // List is a list of scalars. Bad also marks a list with a malformed item
 // (reported and left out of Items).
 type List struct {
@@ -93,6 +99,10 @@ type Tensor struct {
 	Dir   Str
 	Shape Shape
 	DType Str
+	// DTypes is set instead of DType when dtype is a list: the launch may
+	// pass any of these index types.
+	DTypes   List
+	Optional Bool
 }
 
 // Variants is the variants mapping, in file order.

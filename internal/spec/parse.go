@@ -17,7 +17,7 @@ import (
 // errors with a suggestion from these lists.
 var (
 	topKeys     = []string{"name", "summary", "dtypes", "ops", "sizes", "tensors", "variants"}
-	tensorKeys  = []string{"dir", "shape", "dtype"}
+	tensorKeys  = []string{"dir", "shape", "dtype", "optional"}
 	variantKeys = []string{"summary", "template", "access", "aliasing", "barriers", "launch"}
 	launchKeys  = []string{"threads", "max_blocks", "vector_bytes"}
 )
@@ -192,7 +192,13 @@ func (p *parser) tensors(k Str, v *yaml.Node) Tensors {
 				case "shape":
 					t.Shape = p.shape(k, v, where)
 				case "dtype":
-					t.DType = p.str(k, v, "dtype of "+where)
+					if resolve(v).Kind == yaml.SequenceNode {
+						t.DTypes = p.list(k, v, "dtype of "+where, "")
+					} else {
+						t.DType = p.str(k, v, "dtype of "+where)
+					}
+				case "optional":
+					t.Optional = p.boolean(k, v, "optional of "+where)
 				}
 			})
 			markMisspelled(miss, func(key string) *Node {
@@ -203,6 +209,8 @@ func (p *parser) tensors(k Str, v *yaml.Node) Tensors {
 					return &t.Shape.Node
 				case "dtype":
 					return &t.DType.Node
+				case "optional":
+					return &t.Optional.Node
 				}
 				return nil
 			})
@@ -444,6 +452,17 @@ func (p *parser) str(k Str, v *yaml.Node, what string) Str {
 	}
 	s.Value = r.Value
 	return s
+}
+
+func (p *parser) boolean(k Str, v *yaml.Node, what string) Bool {
+	b := Bool{Node: p.keyed(k, v)}
+	r := resolve(v)
+	if r.Kind == yaml.ScalarNode && r.Tag == "!!bool" && r.Decode(&b.Value) == nil {
+		return b
+	}
+	b.Bad = true
+	p.errorf(p.pos(r), "%s must be true or false, found %s", what, describe(r))
+	return b
 }
 
 func (p *parser) integer(k Str, v *yaml.Node, what string) Int {

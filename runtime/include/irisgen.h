@@ -150,6 +150,17 @@ struct op_min {
   static IRISGEN_DEV float apply(float a, float b) { return fminf(a, b); }
 };
 
+// index_ptr reads a tensor that a launch may pass as int32 or int64
+// (dtype: [i64, i32] in a spec; the template helper read_index): p[i] is
+// the element as int64.
+struct index_ptr {
+  const void* p;
+  int64_t width;  // element bytes: 4 or 8
+  IRISGEN_DEV int64_t operator[](int64_t i) const {
+    return width == 4 ? (int64_t)((const int32_t*)p)[i] : ((const int64_t*)p)[i];
+  }
+};
+
 // ----------------------------------------------------------- vectors ----
 
 // v16 is 16 bytes moved with one load or store.

@@ -22,10 +22,19 @@ type moeCase struct {
 	t, h, k, e int64
 	routing    string // random, skewed (every pair to expert 0), half (only the first half of the ranks' experts)
 	dt         irt.DType
+	ids32      bool // expert ids as int32 (else int64)
+	noWeights  bool // weights left out (every weight 1)
 }
 
 func (c moeCase) String() string {
-	return fmt.Sprintf("%s/t=%d/h=%d/k=%d/e=%d/%s", c.dt, c.t, c.h, c.k, c.e, c.routing)
+	s := fmt.Sprintf("%s/t=%d/h=%d/k=%d/e=%d/%s", c.dt, c.t, c.h, c.k, c.e, c.routing)
+	if c.ids32 {
+		s += "/ids32"
+	}
+	if c.noWeights {
+		s += "/noweights"
+	}
+	return s
 }
 
 // moeInput is one rank's generated input of one round.
@@ -52,8 +61,19 @@ func moeInputs(c moeCase, world, rank int, round uint64) moeInput {
 			in.ids[p] = int64(u>>33) % c.e
 		}
 		in.weights[p] = float32(u&0xffff) / 65536
+		if c.noWeights {
+			in.weights[p] = 1
+		}
 	}
 	return in
+}
+
+func i32Bytes(v []int64) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(int32(x)))
+	}
+	return b
 }
 
 func i64Bytes(v []int64) []byte {
@@ -108,7 +128,14 @@ func newMoeRig(r *irt.Rank, c moeCase) (*moeRig, error) {
 		}
 		return t
 	}
-	g.tokens, g.ids, g.weights = alloc(c.dt, c.t*c.h), alloc(irt.I64, c.t*c.k), alloc(irt.F32, c.t*c.k)
+	idt := irt.I64
+	if c.ids32 {
+		idt = irt.I32
+	}
+	g.tokens, g.ids = alloc(c.dt, c.t*c.h), alloc(idt, c.t*c.k)
+	if !c.noWeights {
+		g.weights = alloc(irt.F32, c.t*c.k)
+	}
 	g.recvTokens, g.recvIDs = alloc(c.dt, w*g.cap*c.h), alloc(irt.I64, w*g.cap)
 	g.recvW, g.recvSrc, g.cnt = alloc(irt.F32, w*g.cap), alloc(irt.I64, w*g.cap), alloc(irt.I64, w)
 	g.out = alloc(c.dt, c.t*c.h)
@@ -126,10 +153,17 @@ func (g *moeRig) close() {
 }
 
 func (g *moeRig) upload(r *irt.Rank, in moeInput) error {
+	ids := i64Bytes(in.ids)
+	if g.c.ids32 {
+		ids = i32Bytes(in.ids)
+	}
 	for _, x := range []struct {
 		t irt.Tensor
 		b []byte
-	}{{g.tokens, in.tokens}, {g.ids, i64Bytes(in.ids)}, {g.weights, f32Bytes(in.weights)}} {
+	}{{g.tokens, in.tokens}, {g.ids, ids}, {g.weights, f32Bytes(in.weights)}} {
+		if x.t.Ptr == 0 {
+			continue // weights left out
+		}
 		if err := upload(r, x.t, x.b); err != nil {
 			return err
 		}
@@ -270,6 +304,12 @@ func moeCases() []moeCase {
 		}
 	}
 	cs = append(cs, moeCase{t: 100, h: 256, k: 2, e: 13, routing: "random", dt: irt.BF16}) // e not a multiple of world
+	// int32 ids, weights left out, and both.
+	for _, dt := range dataTypes {
+		cs = append(cs, moeCase{t: 512, h: 128, k: 8, e: 8, routing: "random", dt: dt, ids32: true},
+			moeCase{t: 7, h: 129, k: 2, e: 8, routing: "random", dt: dt, noWeights: true},
+			moeCase{t: 300, h: 256, k: 4, e: 8, routing: "half", dt: dt, ids32: true, noWeights: true})
+	}
 	if os.Getenv("IRISGEN_TEST_QUICK") == "" {
 		cs = append(cs, moeCase{t: 8192, h: 7168, k: 8, e: 16, routing: "random", dt: irt.BF16})
 	}
@@ -312,7 +352,8 @@ func moeRank(r *irt.Rank, c moeCase) error {
 }
 
 // TestMoEGraph captures dispatch and combine once and replays them 100 times
-// with a new routing, new tokens and new weights before every replay.
+// with a new routing, new tokens and new weights before every replay: int64
+// ids with weights, and int32 ids with the weights left out.
 func TestMoEGraph(t *testing.T) {
 	eachWorld(t, moeOpts(), func(t *testing.T, w *irt.World) {
 		if err := w.Run(moeGraphRank); err != nil {
@@ -322,7 +363,18 @@ func TestMoEGraph(t *testing.T) {
 }
 
 func moeGraphRank(r *irt.Rank) error {
-	c := moeCase{t: 512, h: 256, k: 8, e: 4 * int64(r.World()), routing: "random", dt: irt.BF16}
+	for _, c := range []moeCase{
+		{t: 512, h: 256, k: 8, e: 4 * int64(r.World()), routing: "random", dt: irt.BF16},
+		{t: 300, h: 256, k: 2, e: 4 * int64(r.World()), routing: "random", dt: irt.F16, ids32: true, noWeights: true},
+	} {
+		if err := moeGraphCase(r, c); err != nil {
+			return fmt.Errorf("%s: %w", c, err)
+		}
+	}
+	return nil
+}
+
+func moeGraphCase(r *irt.Rank, c moeCase) error {
 	g, err := newMoeRig(r, c)
 	if err != nil {
 		return err

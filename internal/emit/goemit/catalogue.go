@@ -35,6 +35,10 @@ func catalogueFile(cs []*ir.Collective, o Options) *jen.File {
 		jen.Id("Shape").String().Comment(`as in the spec, e.g. "[world, n]"`),
 		jen.Comment("DType is the tensor's fixed element type; 0 (unset): the plan's data type."),
 		jen.Id("DType").Qual(runtimePkg, "DType"),
+		jen.Comment("IndexDTypes, when set, are the index types a launch may pass (DType first)."),
+		jen.Id("IndexDTypes").Index().Qual(runtimePkg, "DType"),
+		jen.Comment("Optional: a launch may pass the zero Tensor to leave it out."),
+		jen.Id("Optional").Bool(),
 		jen.Comment("Remote reports whether peers touch it (placement import or heap)."),
 		jen.Id("Remote").Bool(),
 		jen.Comment("Heap reports whether it must be on the heap (peers write it)."),
@@ -110,6 +114,16 @@ func (g *gen) entry(v *ir.Variant) jen.Code {
 		}
 		if t.DType != "" {
 			d[jen.Id("DType")] = jen.Qual(runtimePkg, runtimeDType(t.DType))
+		}
+		if len(t.IndexDTypes) > 0 {
+			var ds []jen.Code
+			for _, x := range t.IndexDTypes {
+				ds = append(ds, jen.Qual(runtimePkg, runtimeDType(x)))
+			}
+			d[jen.Id("IndexDTypes")] = jen.Index().Qual(runtimePkg, "DType").Values(ds...)
+		}
+		if t.Optional {
+			d[jen.Id("Optional")] = jen.True()
 		}
 		tensors = append(tensors, jen.Values(d))
 	}

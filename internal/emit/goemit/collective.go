@@ -290,8 +290,18 @@ func (g *gen) variantDoc(v *ir.Variant, plan string) string {
 		}
 		u := v.Uses[i]
 		dt := "the plan's dtype"
-		if t.DType != "" {
+		switch {
+		case len(t.IndexDTypes) > 0:
+			names := make([]string, len(t.IndexDTypes))
+			for i, d := range t.IndexDTypes {
+				names[i] = string(d)
+			}
+			dt = strings.Join(names, " or ")
+		case t.DType != "":
 			dt = string(t.DType)
+		}
+		if t.Optional {
+			dt += ", optional"
 		}
 		fmt.Fprintf(&b, "  - %s (%s, shape %s, %s): %s; %s.\n", t.Name, dirWord(t.Dir), shapeString(t), dt, accessDoc(u.Access), placementDoc(u.Placement))
 	}
@@ -624,9 +634,29 @@ func (g *gen) launch(f *jen.File, v *ir.Variant, plan, nameConst string) {
 		doc.WriteString("Before anything is enqueued it checks, in order:\n\n")
 		doc.WriteString("  - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);\n")
 	}
+	var optional []string
 	for _, t := range g.userTensors() {
-		body = append(body, ret(jen.Qual(runtimePkg, "CheckTensor").Call(
-			jen.Id(nameConst), jen.Lit(t.Name), jen.Id(local(t.Name)), wantDType(t), jen.Id("p").Dot(lenField(t)))))
+		var check jen.Code
+		if len(t.IndexDTypes) > 0 {
+			want := make([]jen.Code, len(t.IndexDTypes))
+			for i, d := range t.IndexDTypes {
+				want[i] = jen.Qual(runtimePkg, runtimeDType(d))
+			}
+			check = ret(jen.Qual(runtimePkg, "CheckTensorOneOf").Call(
+				jen.Id(nameConst), jen.Lit(t.Name), jen.Id(local(t.Name)), jen.Index().Qual(runtimePkg, "DType").Values(want...), jen.Id("p").Dot(lenField(t))))
+		} else {
+			check = ret(jen.Qual(runtimePkg, "CheckTensor").Call(
+				jen.Id(nameConst), jen.Lit(t.Name), jen.Id(local(t.Name)), wantDType(t), jen.Id("p").Dot(lenField(t))))
+		}
+		if t.Optional {
+			// Left out (the zero Tensor): the kernel gets a nil pointer.
+			optional = append(optional, t.Name)
+			check = jen.If(jen.Id(local(t.Name)).Dot("Ptr").Op("!=").Lit(0)).Block(check)
+		}
+		body = append(body, check)
+	}
+	if len(optional) > 0 {
+		fmt.Fprintf(&doc, "  - (%s optional: the zero runtime.Tensor leaves it out, and is not checked);\n", strings.Join(optional, ", "))
 	}
 	var heap []string
 	for i, t := range c.Tensors {
@@ -685,6 +715,11 @@ func (g *gen) launch(f *jen.File, v *ir.Variant, plan, nameConst string) {
 	}
 	for _, s := range c.Symbols {
 		args = args.Dot("I64").Call(jen.Id("p").Dot(symField(s)))
+	}
+	for _, t := range c.Tensors {
+		if len(t.IndexDTypes) > 0 { // the kernel's index_ptr width, after the symbols
+			args = args.Dot("I64").Call(jen.Id(local(t.Name)).Dot("DType").Dot("Size").Call())
+		}
 	}
 	body = append(body, jen.Return(jen.Id("p").Dot("plan").Dot("Launch").Call(jen.Id("s"), jen.Id("mode"), args)))
 

@@ -321,3 +321,37 @@ func TestAutoVariant(t *testing.T) {
 		}
 	}
 }
+
+// An index tensor of two dtypes is checked against both and passes its
+// element width after the sizes; an optional tensor is checked only when
+// given.
+func TestIndexAndOptionalTensors(t *testing.T) {
+	c := allGather()
+	c.Variants = c.Variants[:1]
+	ids := &ir.Tensor{Name: "ids", Dir: ir.In, Shape: []ir.Dim{{Symbol: "n"}}, DType: ir.I64, IndexDTypes: []ir.DType{ir.I64, ir.I32}, Pos: pos(7)}
+	wts := &ir.Tensor{Name: "wts", Dir: ir.In, Shape: []ir.Dim{{Symbol: "n"}}, DType: ir.F32, Optional: true, Pos: pos(8)}
+	c.Tensors = append(c.Tensors, ids, wts)
+	c.Variants[0].Uses = append(c.Variants[0].Uses, use(ids, ir.LocalRead), use(wts, ir.LocalRead))
+	src := emit(t, c)["collectives/all_gather.go"]
+	cs := calls(t, src, "AllGatherPushPlan", "Launch")
+	if !slices.Contains(cs, `runtime.CheckTensorOneOf(allGatherPushName, "ids", ids, []runtime.DType{runtime.I64, runtime.I32}, p.lenIds)`) {
+		t.Errorf("ids must be checked against i64 and i32: %q", cs)
+	}
+	s := string(src)
+	for _, want := range []string{
+		"if wts.Ptr != 0 {\n\t\tif err := runtime.CheckTensor(allGatherPushName, \"wts\", wts, runtime.F32, p.lenWts); err != nil {",
+		".I64(p.symN).I64(ids.DType.Size()))",
+		"ids (in, shape [n], i64 or i32)",
+		"wts (in, shape [n], f32, optional)",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("generated all_gather.go lacks %q", want)
+		}
+	}
+	cat := string(emit(t, c)["collectives/catalogue.go"])
+	for _, want := range []string{"IndexDTypes: []runtime.DType{runtime.I64, runtime.I32}", "Optional: true"} {
+		if !strings.Contains(cat, want) {
+			t.Errorf("catalogue lacks %q", want)
+		}
+	}
+}

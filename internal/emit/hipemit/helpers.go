@@ -43,6 +43,9 @@ func (h *helpers) funcs() template.FuncMap {
 			if err != nil {
 				return "", err
 			}
+			if len(t.IndexDTypes) > 0 {
+				return "", fmt.Errorf("%s %q: the tensor may come as %s, so it has no one pointer type; read it with {{read_index %q}}", name, tensor, dtypeList(t.IndexDTypes), tensor)
+			}
 			return fmt.Sprintf("((%s*)%s.%s)", h.ptrType(t, constant), ArgsName, TensorField(t)), nil
 		}
 	}
@@ -66,6 +69,7 @@ func (h *helpers) funcs() template.FuncMap {
 		"peer_write":      peer("peer_write", ir.RemoteWrite, false),
 		"peer_update":     peer("peer_update", ir.RemoteRead|ir.RemoteWrite, false),
 		"peer_atomic":     peer("peer_atomic", ir.RemoteAtomic, false),
+		"read_index":      h.readIndex,
 		"type":            h.elemType,
 		"size":            h.size,
 		"numel":           h.numel,
@@ -119,6 +123,28 @@ func (h *helpers) elemType(name string) (string, error) {
 		return "", fmt.Errorf("type %q: %s has no tensor %q (tensors: %s)", name, h.c.Name, name, tensorList(h.c))
 	}
 	return CType(t.ElemType(h.kc.k.DType)), nil
+}
+
+// readIndex reads a tensor of several index types (dtype: [i64, i32]): an
+// irisgen::index_ptr whose [] gives int64 whatever the launch passed.
+func (h *helpers) readIndex(name string) (string, error) {
+	t, err := h.tensor("read_index", name, ir.LocalRead)
+	if err != nil {
+		return "", err
+	}
+	if len(t.IndexDTypes) == 0 {
+		return "", fmt.Errorf("read_index %q: the tensor has one dtype (%s); use {{read %q}}", name, t.ElemType(h.kc.k.DType), name)
+	}
+	return fmt.Sprintf("irisgen::index_ptr{%s.%s, %s.%s}", ArgsName, TensorField(t), ArgsName, WidthField(t)), nil
+}
+
+// dtypeList is "i64 or i32".
+func dtypeList(ds []ir.DType) string {
+	s := make([]string, len(ds))
+	for i, d := range ds {
+		s[i] = string(d)
+	}
+	return strings.Join(s, " or ")
 }
 
 // size is a symbol's value as an int64 C expression.

@@ -124,3 +124,37 @@ func TestEmitSyncHelpers(t *testing.T) {
 	require.Len(t, errs, 1)
 	require.Contains(t, errs[0], "never calls barrier or sync")
 }
+
+const indexSpec = `name: ix
+summary: Test collective with index tensors.
+dtypes: [f32]
+sizes: [n]
+tensors:
+  ids:    {dir: in,  shape: [n], dtype: [i64, i32]}
+  wts:    {dir: in,  shape: [n], dtype: f32, optional: true}
+  output: {dir: out, shape: [n]}
+variants:
+  v:
+    template: t
+    access: {ids: local_read, wts: local_read, output: local_write}
+    barriers: [none]
+`
+
+func TestEmitReadIndex(t *testing.T) {
+	emitIndex := func(tmpl string) (string, error) {
+		fs := fstest.MapFS{"t.hip.tmpl": {Data: []byte(tmpl)}}
+		c, err := ir.Compile("ix.yaml", []byte(indexSpec), fs)
+		require.NoError(t, err)
+		out, err := Emit(c, fs)
+		return string(out["hip/ix.hip"]), err
+	}
+	src, err := emitIndex(`  const irisgen::index_ptr ids = {{read_index "ids"}}; const float* w = {{read "wts"}}; T* o = {{write "output"}};`)
+	require.NoError(t, err)
+	require.Contains(t, src, "irisgen::index_ptr{irisgen_a.t_ids, irisgen_a.w_ids}")
+	require.Contains(t, src, "  int64_t s_n;\n  int64_t w_ids;  // element bytes of ids (i64 or i32)\n};")
+
+	_, err = emitIndex(`  {{read "ids"}} {{read "wts"}} {{write "output"}}`)
+	require.ErrorContains(t, err, `the tensor may come as i64 or i32, so it has no one pointer type; read it with {{read_index "ids"}}`)
+	_, err = emitIndex(`  {{read_index "ids"}} {{read_index "wts"}} {{write "output"}}`)
+	require.ErrorContains(t, err, `read_index "wts": the tensor has one dtype (f32); use {{read "wts"}}`)
+}
