@@ -24,11 +24,17 @@ const (
 // from Options.Kernels, with the given spec hash baked in.
 func kernelWorld(t *testing.T, n int, hash string) *World {
 	t.Helper()
+	return newFakeWorld(t, n, kernelOptions(n, hash))
+}
+
+// kernelOptions are Options on a fake platform of n GPUs that serves the
+// test module with the given spec hash.
+func kernelOptions(n int, hash string) Options {
 	p := fakegpu.New(n)
 	image := []byte("fake code object " + hash)
 	p.AddModule(image, []string{testKernel}, map[string][]byte{SpecHashSymbol(testModule): append([]byte(hash), 0, 0, 0)})
 	kernels := fstest.MapFS{KernelFile("fake", testModule): {Data: image}}
-	return newFakeWorld(t, n, Options{Platform: p, Kernels: kernels})
+	return Options{Platform: p, Kernels: kernels}
 }
 
 func testSpec() PlanSpec {

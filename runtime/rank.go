@@ -50,6 +50,10 @@ type Rank struct {
 	local   *World          // the in-process world, or nil
 	opened  []gpu.DevicePtr // peers' heaps opened through IPC
 
+	parent   *Rank         // the world's rank of a group (NewGroup), or nil
+	reserved gpu.DevicePtr // a group's reservation on the parent's heap
+	groups   int           // NewGroup calls so far (names in-process groups)
+
 	releaseOnce sync.Once
 	releaseErr  error
 }
@@ -132,8 +136,13 @@ func (r *Rank) release() error {
 // Close leaves a multi-process world: it waits (best effort) until every rank
 // has reached Close, so no peer still reads this rank's heap, then closes the
 // peers' heaps, frees its own and leaves the rendezvous. Ranks of an
-// in-process world are closed by World.Close.
+// in-process world are closed by World.Close. On a group (NewGroup) it waits
+// for the members and frees the group's reservation on the world's heap:
+// like NewGroup, every rank of the world closes its group.
 func (r *Rank) Close() error {
+	if r.parent != nil {
+		return r.closeGroup()
+	}
 	if r.local != nil {
 		return fmt.Errorf("rank %d belongs to an in-process world: close the World instead", r.rank)
 	}

@@ -433,6 +433,12 @@ func (g *tcpGroup) Close() error {
 // dialGroup forms the TCP group of cfg: rank 0 accepts every other rank,
 // the others dial with retries, all until joinTimeout.
 func dialGroup(cfg ProcessConfig, joinTimeout, opTimeout time.Duration) (Group, error) {
+	return dialGroupOn(cfg, nil, joinTimeout, opTimeout)
+}
+
+// dialGroupOn is dialGroup where rank 0 may bring its listener already open
+// (ln, closed on return); nil: it listens on MASTER_ADDR:MASTER_PORT.
+func dialGroupOn(cfg ProcessConfig, ln net.Listener, joinTimeout, opTimeout time.Duration) (Group, error) {
 	addr := net.JoinHostPort(cfg.MasterAddr, strconv.Itoa(cfg.MasterPort))
 	g := &tcpGroup{rank: cfg.Rank, n: cfg.WorldSize, timeout: opTimeout, done: make(chan struct{})}
 	deadline := time.Now().Add(joinTimeout)
@@ -440,9 +446,11 @@ func dialGroup(cfg ProcessConfig, joinTimeout, opTimeout time.Duration) (Group, 
 		return &WorldError{Rank: cfg.Rank, Op: "join " + addr, Peer: peer, Msg: msg, Err: err}
 	}
 	if cfg.Rank == 0 {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return nil, joinErr(-1, "rank 0 cannot listen on MASTER_ADDR:MASTER_PORT (port in use? pick another MASTER_PORT)", err)
+		if ln == nil {
+			var err error
+			if ln, err = net.Listen("tcp", addr); err != nil {
+				return nil, joinErr(-1, "rank 0 cannot listen on MASTER_ADDR:MASTER_PORT (port in use? pick another MASTER_PORT)", err)
+			}
 		}
 		defer ln.Close()
 		if err := g.accept(ln.(*net.TCPListener), deadline); err != nil {

@@ -138,6 +138,9 @@ type World struct {
 	ranks []*Rank
 	group *localGroup
 
+	groupsMu sync.Mutex
+	groups   map[string]*localGroup // rendezvous of the groups (Rank.NewGroup)
+
 	mu      sync.Mutex
 	running bool
 	closed  bool
@@ -239,7 +242,7 @@ func (w *World) Run(fn func(r *Rank) error) error {
 		w.running = false
 		w.mu.Unlock()
 	}()
-	w.group.reset()
+	w.eachGroup((*localGroup).reset)
 	errs := make([]error, len(w.ranks))
 	var wg sync.WaitGroup
 	for i, r := range w.ranks {
@@ -249,12 +252,12 @@ func (w *World) Run(fn func(r *Rank) error) error {
 			defer func() {
 				if p := recover(); p != nil {
 					errs[i] = fmt.Errorf("rank %d panicked: %v", i, p)
-					w.group.abort(i, "panicked", nil)
+					w.abort(i, "panicked", nil)
 				}
 			}()
 			if err := fn(r); err != nil {
 				errs[i] = fmt.Errorf("rank %d: %w", i, err)
-				w.group.abort(i, "failed", err)
+				w.abort(i, "failed", err)
 			}
 		}()
 	}
@@ -289,8 +292,47 @@ func (w *World) Close() error {
 	for _, r := range w.ranks {
 		errs = append(errs, r.release())
 	}
-	w.group.abort(-1, "world closed", nil)
+	w.abort(-1, "world closed", nil)
 	return errors.Join(errs...)
+}
+
+// subgroup is the rendezvous of the group named key, made on first use.
+func (w *World) subgroup(key string, n int) *localGroup {
+	w.groupsMu.Lock()
+	defer w.groupsMu.Unlock()
+	if w.groups == nil {
+		w.groups = map[string]*localGroup{}
+	}
+	g, ok := w.groups[key]
+	if !ok {
+		g = newLocalGroup(n, w.group.timeout)
+		w.groups[key] = g
+	}
+	return g
+}
+
+// eachGroup applies f to the world's rendezvous and every group's.
+func (w *World) eachGroup(f func(*localGroup)) {
+	f(w.group)
+	w.groupsMu.Lock()
+	defer w.groupsMu.Unlock()
+	for _, g := range w.groups {
+		f(g)
+	}
+}
+
+// abort fails the world's rendezvous (peer: the failing world rank) and
+// every group's, so no rank waits for one that is gone.
+func (w *World) abort(peer int, msg string, err error) {
+	w.group.abort(peer, msg, err)
+	w.groupsMu.Lock()
+	defer w.groupsMu.Unlock()
+	if peer >= 0 {
+		msg = fmt.Sprintf("world rank %d %s", peer, msg)
+	}
+	for _, g := range w.groups {
+		g.abort(-1, msg, err)
+	}
 }
 
 // ProcessConfig describes one process of a multi-process world, as torchrun

@@ -382,75 +382,91 @@ func TestCatalogue(t *testing.T) {
 // launch new input is copied into the input tensor on the stream, after it
 // the output is copied away; all results are checked at the end. A kernel
 // that let a rank overwrite an input a slow peer still reads, or reused
-// flags wrongly, fails here.
-func backToBack(r *irt.Rank, vc *variantCase, dt irt.DType, op string, n int64, rounds int) error {
-	w, me := r.World(), r.Rank()
-	p, err := vc.newPlan(r, dt, op, n)
-	if err != nil {
-		return err
+// flags wrongly, fails here. With several ranks (groups of one world rank,
+// sharing its stream) every round launches one plan on each, in turn.
+func backToBack(rs []*irt.Rank, vc *variantCase, dt irt.DType, op string, n int64, rounds int) error {
+	type lane struct {
+		r                 *irt.Rank
+		p                 launcher
+		in, out, pool, rx irt.Tensor
+		all               []func(int) []float32
 	}
-	defer p.Close()
-	inLen, outLen := vc.inLen(w, n), vc.outLen(w, n)
-	in, freeIn, err := tensor(r, dt, inLen, true)
-	if err != nil {
-		return err
-	}
-	defer freeIn()
-	out, freeOut, err := tensor(r, dt, outLen, true)
-	if err != nil {
-		return err
-	}
-	defer freeOut()
-	pool, freePool, err := tensor(r, dt, inLen*int64(rounds), false)
-	if err != nil {
-		return err
-	}
-	defer freePool()
-	results, freeResults, err := tensor(r, dt, outLen*int64(rounds), false)
-	if err != nil {
-		return err
-	}
-	defer freeResults()
-	seed := uint64(0xb2b) ^ uint64(n)
-	all := make([]func(int) []float32, rounds)
-	host := make([]byte, 0, pool.Bytes())
-	for k := range rounds {
-		all[k] = inputs(dt, inLen, seed, uint64(k))
-		host = append(host, encode(dt, all[k](me))...)
-	}
-	if err := upload(r, pool, host); err != nil {
-		return err
-	}
-	s := r.Stream()
-	if err := r.HostBarrier(s); err != nil {
-		return err
-	}
-	dev := r.Device()
-	for k := range rounds {
-		if err := dev.CopyDtoDAsync(in.Ptr, pool.Slice(int64(k)*inLen, inLen).Ptr, in.Bytes(), s); err != nil {
+	var lanes []*lane
+	defer func() {
+		for _, l := range lanes {
+			l.p.Close()
+			for _, t := range []irt.Tensor{l.in, l.out, l.pool, l.rx} {
+				if t.Ptr != 0 {
+					l.r.Heap().Free(t)
+				}
+			}
+		}
+	}()
+	for i, r := range rs {
+		w, me := r.World(), r.Rank()
+		p, err := vc.newPlan(r, dt, op, n)
+		if err != nil {
 			return err
 		}
-		if err := p.Launch(s, in, out, irt.BarrierDevice); err != nil {
-			return fmt.Errorf("launch %d: %w", k, err)
+		l := &lane{r: r, p: p}
+		lanes = append(lanes, l)
+		inLen, outLen := vc.inLen(w, n), vc.outLen(w, n)
+		for _, x := range []struct {
+			t *irt.Tensor
+			n int64
+		}{{&l.in, inLen}, {&l.out, outLen}, {&l.pool, inLen * int64(rounds)}, {&l.rx, outLen * int64(rounds)}} {
+			if *x.t, err = r.Heap().Alloc(dt, x.n); err != nil {
+				return err
+			}
 		}
-		if err := dev.CopyDtoDAsync(results.Slice(int64(k)*outLen, outLen).Ptr, out.Ptr, out.Bytes(), s); err != nil {
+		seed := uint64(0xb2b+i) ^ uint64(n)
+		l.all = make([]func(int) []float32, rounds)
+		host := make([]byte, 0, l.pool.Bytes())
+		for k := range rounds {
+			l.all[k] = inputs(dt, inLen, seed, uint64(k))
+			host = append(host, encode(dt, l.all[k](me))...)
+		}
+		if err := upload(r, l.pool, host); err != nil {
+			return err
+		}
+		if err := r.HostBarrier(r.Stream()); err != nil {
 			return err
 		}
 	}
-	if err := syncCheck(r, s); err != nil {
-		return err
-	}
-	b, err := download(r, results)
-	if err != nil {
-		return err
-	}
-	got := decode(dt, b)
 	for k := range rounds {
-		if err := vc.checkResult(got[int64(k)*outLen:int64(k+1)*outLen], dt, op, w, me, n, all[k]); err != nil {
-			return fmt.Errorf("rank %d launch %d of %d: %w", me, k, rounds, err)
+		for _, l := range lanes {
+			dev, s := l.r.Device(), l.r.Stream()
+			if err := dev.CopyDtoDAsync(l.in.Ptr, l.pool.Slice(int64(k)*l.in.Len, l.in.Len).Ptr, l.in.Bytes(), s); err != nil {
+				return err
+			}
+			if err := l.p.Launch(s, l.in, l.out, irt.BarrierDevice); err != nil {
+				return fmt.Errorf("launch %d: %w", k, err)
+			}
+			if err := dev.CopyDtoDAsync(l.rx.Slice(int64(k)*l.out.Len, l.out.Len).Ptr, l.out.Ptr, l.out.Bytes(), s); err != nil {
+				return err
+			}
 		}
 	}
-	return r.HostBarrier(s)
+	for i, l := range lanes {
+		r := l.r
+		if err := syncCheck(r, r.Stream()); err != nil {
+			return err
+		}
+		b, err := download(r, l.rx)
+		if err != nil {
+			return err
+		}
+		got := decode(dt, b)
+		for k := range rounds {
+			if err := vc.checkResult(got[int64(k)*l.out.Len:int64(k+1)*l.out.Len], dt, op, r.World(), r.Rank(), n, l.all[k]); err != nil {
+				return fmt.Errorf("rank %d (lane %d) launch %d of %d: %w", r.Rank(), i, k, rounds, err)
+			}
+		}
+		if err := r.HostBarrier(r.Stream()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // TestBackToBack runs 100 launches of every variant with fresh data on the
@@ -463,7 +479,7 @@ func TestBackToBack(t *testing.T) {
 				for _, n := range []int64{4096 + 3, 1 << 18} {
 					op := vc.ops()[0]
 					t.Run(fmt.Sprintf("%s/%s/%s/n=%d", vc.name(), dt, op, n), func(t *testing.T) {
-						if err := w.Run(func(r *irt.Rank) error { return backToBack(r, vc, dt, op, n, 100) }); err != nil {
+						if err := w.Run(func(r *irt.Rank) error { return backToBack([]*irt.Rank{r}, vc, dt, op, n, 100) }); err != nil {
 							t.Fatal(err)
 						}
 					})

@@ -48,7 +48,7 @@ func runProcessRank(t *testing.T) {
 	}
 	for i := range catalogue {
 		vc := &catalogue[i]
-		if err := backToBack(r, vc, runtime.BF16, vc.ops()[0], 4096+3, 100); err != nil {
+		if err := backToBack([]*runtime.Rank{r}, vc, runtime.BF16, vc.ops()[0], 4096+3, 100); err != nil {
 			t.Fatalf("%s back to back: %v", vc.name(), err)
 		}
 		if err := checkRules(r, vc); err != nil {
@@ -58,6 +58,9 @@ func runProcessRank(t *testing.T) {
 	if err := captureRank(r); err != nil {
 		t.Fatal(err)
 	}
+	if err := groupsRank(r); err != nil {
+		t.Fatalf("groups: %v", err)
+	}
 	for _, c := range moeCases() {
 		if err := moeRank(r, c); err != nil {
 			t.Fatalf("moe %s: %v", c, err)
@@ -66,5 +69,5 @@ func runProcessRank(t *testing.T) {
 	if err := moeGraphRank(r); err != nil {
 		t.Fatalf("moe graph: %v", err)
 	}
-	t.Logf("rank %d of %d: barriers, %d catalogue cases, back-to-back, rules, capture and MoE passed", r.Rank(), r.World(), cases)
+	t.Logf("rank %d of %d: barriers, %d catalogue cases, back-to-back, rules, capture, groups and MoE passed", r.Rank(), r.World(), cases)
 }

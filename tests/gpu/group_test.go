@@ -1,0 +1,67 @@
+//go:build gpu
+
+package gpu_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	irt "github.com/irisgen/irisgen/runtime"
+)
+
+// groupHeap is each group's reservation on the world's heap.
+const groupHeap = 256 << 20
+
+// groupsRank makes two groups on r and runs the catalogue in both: group a
+// is r's pair (ranks 2i, 2i+1) when the world has 4 or more ranks and an
+// even count, else every rank; group b is every rank, so a and b overlap.
+// Every variant is checked in a, then in b, against the group's own
+// reference (bf16, 4099 elements, every barrier mode), and then launched
+// 30 times back to back in a and b in turn on the one stream, with no host
+// sync: plans of two groups over the same ranks must never share a flag.
+func groupsRank(r *irt.Rank) error {
+	w := r.World()
+	all := make([]int, w)
+	for i := range all {
+		all[i] = i
+	}
+	pair := all
+	if w >= 4 && w%2 == 0 {
+		pair = []int{r.Rank() &^ 1, r.Rank() | 1}
+	}
+	a, err := r.NewGroup(pair, groupHeap)
+	if err != nil {
+		return err
+	}
+	b, err := r.NewGroup(all, groupHeap)
+	if err != nil {
+		return errors.Join(err, a.Close())
+	}
+	run := func() error {
+		for i := range catalogue {
+			vc := &catalogue[i]
+			for _, g := range []*irt.Rank{a, b} {
+				if err := checkCase(g, vc, irt.BF16, vc.ops()[0], 4096+3, placement{true, true}, allModes); err != nil {
+					return fmt.Errorf("%s in a group of %d: %w", vc.name(), g.World(), err)
+				}
+			}
+			if err := backToBack([]*irt.Rank{a, b}, vc, irt.BF16, vc.ops()[0], 4096+3, 30); err != nil {
+				return fmt.Errorf("%s back to back in two groups: %w", vc.name(), err)
+			}
+		}
+		return nil
+	}
+	err = run()
+	// Closing is collective over the world, like NewGroup.
+	return errors.Join(err, b.Close(), a.Close())
+}
+
+// TestGroups runs groupsRank in the in-process world.
+func TestGroups(t *testing.T) {
+	eachWorld(t, defaultOpts(), func(t *testing.T, w *irt.World) {
+		if err := w.Run(groupsRank); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
