@@ -21,6 +21,14 @@ const groupHeap = 256 << 20
 // 30 times back to back in a and b in turn on the one stream, with no host
 // sync: plans of two groups over the same ranks must never share a flag.
 func groupsRank(r *irt.Rank) error {
+	_, err := groupsRankCount(r)
+	return err
+}
+
+// groupsRankCount is groupsRank that also says how many launches it checked
+// (checkCase rounds and back-to-back launches, per rank).
+func groupsRankCount(r *irt.Rank) (int, error) {
+	checked := 0
 	w := r.World()
 	all := make([]int, w)
 	for i := range all {
@@ -32,11 +40,11 @@ func groupsRank(r *irt.Rank) error {
 	}
 	a, err := r.NewGroup(pair, groupHeap)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	b, err := r.NewGroup(all, groupHeap)
 	if err != nil {
-		return errors.Join(err, a.Close())
+		return 0, errors.Join(err, a.Close())
 	}
 	run := func() error {
 		for i := range catalogue {
@@ -45,23 +53,31 @@ func groupsRank(r *irt.Rank) error {
 				if err := checkCase(g, vc, irt.BF16, vc.ops()[0], 4096+3, placement{true, true}, allModes); err != nil {
 					return fmt.Errorf("%s in a group of %d: %w", vc.name(), g.World(), err)
 				}
+				checked += len(allModes)
 			}
 			if err := backToBack([]*irt.Rank{a, b}, vc, irt.BF16, vc.ops()[0], 4096+3, 30); err != nil {
 				return fmt.Errorf("%s back to back in two groups: %w", vc.name(), err)
 			}
+			checked += 2 * 30
 		}
 		return nil
 	}
 	err = run()
 	// Closing is collective over the world, like NewGroup.
-	return errors.Join(err, b.Close(), a.Close())
+	return checked, errors.Join(err, b.Close(), a.Close())
 }
 
 // TestGroups runs groupsRank in the in-process world.
 func TestGroups(t *testing.T) {
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irt.World) {
-		if err := w.Run(groupsRank); err != nil {
+		counts := make([]int, w.Size())
+		err := w.Run(func(r *irt.Rank) (err error) {
+			counts[r.Rank()], err = groupsRankCount(r)
+			return err
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("%d launches checked on each of %d ranks, in two groups (%d variants)", counts[0], w.Size(), len(catalogue))
 	})
 }
