@@ -605,62 +605,85 @@ IRISGEN_DEV void chunk_part(int64_t n, int c, int parts, int64_t* lo, int64_t* h
 
 // ------------------------------------------------------- reductions ----
 
-// reduce_to reduces W sources element by element in rank order, in fp32, and
-// stores the result into every one of nd destinations: elements [i0, i1) of
-// each, each thread of the block (or grid, with the stride given) taking
-// its share. All source loads of a vector are issued before the adds. The
-// fixed order makes the result the same on every rank and equal to the CPU
-// reference. W is a compile-time world size; reduce_n picks it.
-template <typename T, typename Op, int W>
-IRISGEN_DEV void reduce_w(T* const* dst, int nd, const T* const* src, int w, int64_t i0, int64_t i1, int64_t tid, int64_t nt) {
-  constexpr int N = vec<T>::N;
-  bool same = true;
-  for (int p = 0; p < w; p++) same = same && same_align(src[p] + i0, src[0] + i0);
-  for (int d = 0; d < nd; d++) same = same && same_align(dst[d] + i0, src[0] + i0);
-  const span<T> sp(src[0] + i0, i1 - i0, same);
-  auto scalar = [&](int64_t i) {
-    float acc = to_f32(src[0][i]);
+// reduce_one reduces element i over w sources in rank order, in fp32
+// (get(p, i, &x) reads source p's element; false on a timeout), and stores
+// the result into every one of nd destinations.
+template <typename T, typename Op, int W, typename Get>
+IRISGEN_DEV bool reduce_one(T* const* dst, int nd, int w, int64_t i, Get get) {
+  float acc = 0.f;
 #pragma unroll
-    for (int p = 1; p < W; p++)
-      if (p < w) acc = Op::apply(acc, to_f32(src[p][i]));
-    const T r = from_f32<T>(acc);
-    for (int d = 0; d < nd; d++) dst[d][i] = r;
-  };
-  for (int64_t k = tid; k < sp.head; k += nt) scalar(i0 + k);
-  // U vectors a thread (strided by nt, so warps stay coalesced): all U*W
-  // loads are in flight before the first add.
+  for (int p = 0; p < W; p++) {
+    if (p >= w) break;
+    float x;
+    if (!get(p, i, &x)) return false;
+    acc = p == 0 ? x : Op::apply(acc, x);
+  }
+  const T r = from_f32<T>(acc);
+  for (int d = 0; d < nd; d++) dst[d][i] = r;
+  return true;
+}
+
+// reduce_vecs reduces vectors [0, vecs) from element i0 on like reduce_one,
+// 16 bytes at a time: U vectors a thread (strided by nt, so warps stay
+// coalesced), all U*W loads (load(p, i)) in flight before the first add;
+// ready(p, i, v) then makes sure v holds data (Lamport slots spin, plain
+// sources always do) and returns false on a timeout.
+template <typename T, typename Op, int W, typename Load, typename Ready>
+IRISGEN_DEV bool reduce_vecs(T* const* dst, int nd, int w, int64_t i0, int64_t vecs, int64_t tid, int64_t nt, Load load, Ready ready) {
+  constexpr int N = vec<T>::N;
   constexpr int U = W >= 8 ? 1 : 8 / W;
-  for (int64_t j = tid; j < sp.vecs; j += nt * U) {
+  for (int64_t j = tid; j < vecs; j += nt * U) {
     v16 x[U][W];
 #pragma unroll
     for (int u = 0; u < U; u++) {
-      const int64_t i = i0 + sp.head + (j + u * nt) * N;
-      if (j + u * nt < sp.vecs) {
+      if (j + u * nt < vecs) {
 #pragma unroll
         for (int p = 0; p < W; p++)
-          if (p < w) x[u][p] = vload(src[p] + i);
+          if (p < w) x[u][p] = load(p, i0 + (j + u * nt) * N);
       }
     }
 #pragma unroll
     for (int u = 0; u < U; u++) {
-      if (j + u * nt >= sp.vecs) break;
-      const int64_t i = i0 + sp.head + (j + u * nt) * N;
+      if (j + u * nt >= vecs) break;
+      const int64_t i = i0 + (j + u * nt) * N;
       float acc[N];
-      unpack<T>(x[u][0], acc);
 #pragma unroll
-      for (int p = 1; p < W; p++) {
-        if (p < w) {
-          float t[N];
-          unpack<T>(x[u][p], t);
+      for (int p = 0; p < W; p++) {
+        if (p >= w) break;
+        if (!ready(p, i, x[u][p])) return false;
+        float t[N];
+        unpack<T>(x[u][p], t);
 #pragma unroll
-          for (int e = 0; e < N; e++) acc[e] = Op::apply(acc[e], t[e]);
-        }
+        for (int e = 0; e < N; e++) acc[e] = p == 0 ? t[e] : Op::apply(acc[e], t[e]);
       }
       const v16 r = pack<T>(acc);
       for (int d = 0; d < nd; d++) vstore(dst[d] + i, r);
     }
   }
-  for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt) scalar(i0 + k);
+  return true;
+}
+
+// reduce_w reduces W sources element by element in rank order, in fp32, and
+// stores the result into every one of nd destinations: elements [i0, i1) of
+// each, each thread of the block (or grid, with the stride given) taking
+// its share. The fixed order makes the result the same on every rank and
+// equal to the CPU reference. W is a compile-time world size; reduce_n
+// picks it.
+template <typename T, typename Op, int W>
+IRISGEN_DEV void reduce_w(T* const* dst, int nd, const T* const* src, int w, int64_t i0, int64_t i1, int64_t tid, int64_t nt) {
+  bool same = true;
+  for (int p = 0; p < w; p++) same = same && same_align(src[p] + i0, src[0] + i0);
+  for (int d = 0; d < nd; d++) same = same && same_align(dst[d] + i0, src[0] + i0);
+  const span<T> sp(src[0] + i0, i1 - i0, same);
+  auto get = [&](int p, int64_t i, float* x) {
+    *x = to_f32(src[p][i]);
+    return true;
+  };
+  for (int64_t k = tid; k < sp.head; k += nt) reduce_one<T, Op, W>(dst, nd, w, i0 + k, get);
+  reduce_vecs<T, Op, W>(
+      dst, nd, w, i0 + sp.head, sp.vecs, tid, nt, [&](int p, int64_t i) { return vload(src[p] + i); },
+      [](int, int64_t, v16&) { return true; });
+  for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt) reduce_one<T, Op, W>(dst, nd, w, i0 + k, get);
 }
 
 // reduce_n dispatches reduce_w on the world size: 1, 2, 4 and 8 get their
@@ -903,63 +926,31 @@ IRISGEN_DEV void lamport_clear(T* dst, int64_t i0, int64_t i1) {
 // issued before the first wait. False on timeout.
 template <typename T, typename Op, int W>
 IRISGEN_DEV bool lamport_reduce_w(const irisgen_ctx& c, T* out, const T* in, const T* const* rows, int w, int64_t i0, int64_t i1, uint64_t call) {
-  constexpr int N = vec<T>::N;
   const int me = c.rank;
   bool same = same_align(out + i0, in + i0);
   for (int p = 0; p < w; p++) same = same && (p == me || same_align(rows[p] + i0, in + i0));
   const span<T> sp(in + i0, i1 - i0, same);
   const int64_t tid = threadIdx.x, nt = blockDim.x;
-  auto scalar = [&](int64_t i) -> bool {
-    float acc = 0.f;
-#pragma unroll
-    for (int p = 0; p < W; p++) {
-      if (p >= w) break;
-      float x;
-      if (p == me) {
-        x = to_f32(in[i]);
-      } else {
-        uint32_t b;
-        if (!lamport_wait1(c, rows[p] + i, &b, p, call)) return false;
-        x = to_f32(with_bits<T>(b));
-      }
-      acc = p == 0 ? x : Op::apply(acc, x);
+  auto get = [&](int p, int64_t i, float* x) {
+    uint32_t b;
+    if (p == me) {
+      *x = to_f32(in[i]);
+    } else if (lamport_wait1(c, rows[p] + i, &b, p, call)) {
+      *x = to_f32(with_bits<T>(b));
+    } else {
+      return false;
     }
-    out[i] = from_f32<T>(acc);
     return true;
   };
   for (int64_t k = tid; k < sp.head; k += nt)
-    if (!scalar(i0 + k)) return false;
-  constexpr int U = W >= 8 ? 1 : 8 / W;
-  for (int64_t j = tid; j < sp.vecs; j += nt * U) {
-    v16 x[U][W];
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-      const int64_t i = i0 + sp.head + (j + u * nt) * N;
-      if (j + u * nt < sp.vecs) {
-#pragma unroll
-        for (int p = 0; p < W; p++)
-          if (p < w) x[u][p] = p == me ? vload(in + i) : vload_volatile(rows[p] + i);
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-      if (j + u * nt >= sp.vecs) break;
-      const int64_t i = i0 + sp.head + (j + u * nt) * N;
-      float acc[N];
-#pragma unroll
-      for (int p = 0; p < W; p++) {
-        if (p >= w) break;
-        if (p != me && !v16_arrived<T>(x[u][p]) && !lamport_wait(c, rows[p] + i, &x[u][p], p, call)) return false;
-        float t[N];
-        unpack<T>(x[u][p], t);
-#pragma unroll
-        for (int e = 0; e < N; e++) acc[e] = p == 0 ? t[e] : Op::apply(acc[e], t[e]);
-      }
-      vstore(out + i, pack<T>(acc));
-    }
-  }
+    if (!reduce_one<T, Op, W>(&out, 1, w, i0 + k, get)) return false;
+  const bool ok = reduce_vecs<T, Op, W>(
+      &out, 1, w, i0 + sp.head, sp.vecs, tid, nt,
+      [&](int p, int64_t i) { return p == me ? vload(in + i) : vload_volatile(rows[p] + i); },
+      [&](int p, int64_t i, v16& v) { return p == me || v16_arrived<T>(v) || lamport_wait(c, rows[p] + i, &v, p, call); });
+  if (!ok) return false;
   for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt)
-    if (!scalar(i0 + k)) return false;
+    if (!reduce_one<T, Op, W>(&out, 1, w, i0 + k, get)) return false;
   return true;
 }
 
