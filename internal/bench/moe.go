@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"unsafe"
 
-	"github.com/irisgen/irisgen/generated/collectives"
+	"github.com/irisgen/irisgen/internal/moepair"
 	irt "github.com/irisgen/irisgen/runtime"
 )
 
@@ -23,11 +23,6 @@ const moeExpertsPerRank = 8
 // rows of one dispatch). Rows: Bytes is the token bytes per rank (t*h*2),
 // Collective "moe_dispatch_k<K>" or "moe_combine_k<K>".
 func runMoE(w *irt.World, cfg Config, add func(Row)) error {
-	disp, ok1 := collectives.Lookup("moe_dispatch", "push")
-	comb, ok2 := collectives.Lookup("moe_combine", "push")
-	if !ok1 || !ok2 {
-		return fmt.Errorf("the catalogue has no moe_dispatch/push or moe_combine/push")
-	}
 	for _, k := range MoEK {
 		for _, t := range MoETokens {
 			for _, mode := range cfg.Modes {
@@ -36,7 +31,7 @@ func runMoE(w *irt.World, cfg Config, add func(Row)) error {
 					us[i] = make([]float64, w.Size())
 				}
 				err := w.Run(func(r *irt.Rank) error {
-					d, c, err := timeMoE(r, disp, comb, t, k, mode, cfg.Warmup)
+					d, c, err := timeMoE(r, t, k, mode, cfg.Warmup)
 					us[0][r.Rank()], us[1][r.Rank()] = d, c
 					return err
 				})
@@ -57,60 +52,14 @@ func runMoE(w *irt.World, cfg Config, add func(Row)) error {
 	return nil
 }
 
-func timeMoE(r *irt.Rank, disp, comb collectives.Entry, t, k int64, mode string, warmup int) (float64, float64, error) {
-	world := int64(r.World())
-	e := moeExpertsPerRank * world
-	sizes := []int64{t, MoEHidden, k, e, t * k}
-	dt := irt.BF16
-	h := r.Heap()
-	tensors := map[string]irt.Tensor{}
-	defer func() {
-		for _, x := range tensors {
-			h.Free(x)
-		}
-	}()
-	alloc := func(ent collectives.Entry) ([]irt.Tensor, error) {
-		var ts []irt.Tensor
-		for _, ti := range ent.Tensors {
-			name := ti.Name
-			if name == "expert_out" {
-				name = "recv_tokens" // the identity expert
-			}
-			if x, ok := tensors[name]; ok {
-				ts = append(ts, x)
-				continue
-			}
-			d := ti.DType
-			if d == 0 {
-				d = dt
-			}
-			x, err := h.Alloc(d, ti.Numel(r.World(), sizes))
-			if err != nil {
-				return nil, err
-			}
-			tensors[name] = x
-			ts = append(ts, x)
-		}
-		return ts, nil
-	}
-	pd, err := disp.New(r, dt, "", sizes)
+func timeMoE(r *irt.Rank, t, k int64, mode string, warmup int) (float64, float64, error) {
+	e := moeExpertsPerRank * int64(r.World())
+	pair, err := moepair.New(r, irt.BF16, []int64{t, MoEHidden, k, e, t * k})
 	if err != nil {
 		return 0, 0, err
 	}
-	defer pd.Close()
-	pc, err := comb.New(r, dt, "", sizes)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer pc.Close()
-	dts, err := alloc(disp)
-	if err != nil {
-		return 0, 0, err
-	}
-	cts, err := alloc(comb)
-	if err != nil {
-		return 0, 0, err
-	}
+	defer pair.Close()
+	tensors := pair.Tensors
 	// Random routing; weights of one (the timing does not depend on them).
 	rng := rand.New(rand.NewPCG(uint64(r.Rank()), 7))
 	ids := make([]int64, t*k)
@@ -129,11 +78,11 @@ func timeMoE(r *irt.Rank, disp, comb collectives.Entry, t, k int64, mode string,
 		return 0, 0, err
 	}
 	s := r.Stream()
-	dUS, err := timeCalls(r, mode, Iterations(t*MoEHidden*2), warmup, func() error { return pd.LaunchTensors(s, dts, irt.BarrierDevice) })
+	dUS, err := timeCalls(r, mode, Iterations(t*MoEHidden*2), warmup, func() error { return pair.Dispatch.LaunchTensors(s, pair.DispatchArgs, irt.BarrierDevice) })
 	if err != nil {
 		return 0, 0, fmt.Errorf("dispatch: %w", err)
 	}
-	cUS, err := timeCalls(r, mode, Iterations(t*MoEHidden*2), warmup, func() error { return pc.LaunchTensors(s, cts, irt.BarrierDevice) })
+	cUS, err := timeCalls(r, mode, Iterations(t*MoEHidden*2), warmup, func() error { return pair.Combine.LaunchTensors(s, pair.CombineArgs, irt.BarrierDevice) })
 	if err != nil {
 		return 0, 0, fmt.Errorf("combine: %w", err)
 	}

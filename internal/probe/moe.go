@@ -6,7 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/irisgen/irisgen/generated/collectives"
+	"github.com/irisgen/irisgen/internal/moepair"
 	irt "github.com/irisgen/irisgen/runtime"
 )
 
@@ -33,62 +33,15 @@ func probeMoE(r *irt.Rank, res Result, mode irt.Barrier, dt irt.DType, cfg Confi
 		res.Failed, res.Reason = true, fmt.Sprintf(format, a...)
 		return res
 	}
-	disp, ok1 := collectives.Lookup("moe_dispatch", "push")
-	comb, ok2 := collectives.Lookup("moe_combine", "push")
-	if !ok1 || !ok2 {
-		return fail("the catalogue lacks moe_dispatch/push or moe_combine/push")
-	}
 	experts := int64(moePerRank * r.World())
-	sizes := []int64{moeTokens, moeHidden, moeK, experts, moeTokens * moeK}
-	pd, err := disp.New(r, dt, "", sizes)
-	if err != nil {
-		return fail("making the dispatch plan: %v", err)
-	}
-	defer pd.Close()
-	pc, err := comb.New(r, dt, "", sizes)
-	if err != nil {
-		return fail("making the combine plan: %v", err)
-	}
-	defer pc.Close()
-	h, dev, s := r.Heap(), r.Device(), r.Stream()
-	tensors := map[string]irt.Tensor{}
-	defer func() {
-		for _, t := range tensors {
-			h.Free(t)
-		}
-	}()
-	alloc := func(e collectives.Entry) ([]irt.Tensor, error) {
-		var ts []irt.Tensor
-		for _, ti := range e.Tensors {
-			name := ti.Name
-			if name == "expert_out" {
-				name = "recv_tokens" // the identity expert
-			}
-			t, ok := tensors[name]
-			if !ok {
-				if t, err = h.Alloc(elemType(ti, dt), ti.Numel(r.World(), sizes)); err != nil {
-					return nil, fmt.Errorf("allocating %s: %w", name, err)
-				}
-				tensors[name] = t
-			}
-			ts = append(ts, t)
-		}
-		return ts, nil
-	}
-	dts, err := alloc(disp)
+	pair, err := moepair.New(r, dt, []int64{moeTokens, moeHidden, moeK, experts, moeTokens * moeK})
 	if err != nil {
 		return fail("%v", err)
 	}
-	cts, err := alloc(comb)
-	if err != nil {
-		return fail("%v", err)
-	}
-	exec, res, ok := capture(r, res, func() error {
-		if err := pd.LaunchTensors(s, dts, mode); err != nil {
-			return err
-		}
-		return pc.LaunchTensors(s, cts, mode)
-	})
+	defer pair.Close()
+	dev, s := r.Device(), r.Stream()
+	tensors := pair.Tensors
+	exec, res, ok := capture(r, res, func() error { return pair.Launch(s, mode) })
 	if !ok {
 		return res
 	}
