@@ -38,13 +38,17 @@ const (
 )
 
 // AllReduceChoose is the variant AllReduceAuto runs on world ranks when the launch's largest tensor
-// has the given bytes, from specs/tuning/all_reduce.yaml (measured: 2x NVIDIA H200, 2026-11-22, bf16,
-// graph, irisgen bench). The first matching rule wins:
+// has the given bytes, from specs/tuning/all_reduce.yaml (measured: 2x NVIDIA H200 and 4x NVIDIA H200,
+// 2026-11-22, bf16, graph, irisgen bench). The first matching rule wins:
 //
 //   - world == 2 and bytes <= 4194304: one_shot_lamport
 //   - world == 2: one_shot
-//   - bytes <= 4194304: one_shot_lamport
-//   - otherwise: one_shot
+//   - world == 4 and bytes <= 8192: one_shot_staged
+//   - world == 4 and bytes <= 1048576: two_shot
+//   - world == 4: ring
+//   - bytes <= 8192: one_shot_staged
+//   - bytes <= 1048576: two_shot
+//   - otherwise: ring
 func AllReduceChoose(world int, bytes int64) AllReduceVariant {
 	if world == 2 && bytes <= int64(4194304) {
 		return AllReduceOneShotLamport
@@ -52,10 +56,22 @@ func AllReduceChoose(world int, bytes int64) AllReduceVariant {
 	if world == 2 {
 		return AllReduceOneShot
 	}
-	if bytes <= int64(4194304) {
-		return AllReduceOneShotLamport
+	if world == 4 && bytes <= int64(8192) {
+		return AllReduceOneShotStaged
 	}
-	return AllReduceOneShot
+	if world == 4 && bytes <= int64(1048576) {
+		return AllReduceTwoShot
+	}
+	if world == 4 {
+		return AllReduceRing
+	}
+	if bytes <= int64(8192) {
+		return AllReduceOneShotStaged
+	}
+	if bytes <= int64(1048576) {
+		return AllReduceTwoShot
+	}
+	return AllReduceRing
 }
 
 // AllReduceOp is a reduction operator of all_reduce.

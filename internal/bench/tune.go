@@ -3,7 +3,9 @@ package bench
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/irisgen/irisgen/internal/ir"
 )
@@ -22,13 +24,18 @@ func Tune(rows []Row, collective, dtype, mode string) (*ir.Auto, error) {
 	}
 	best := map[key]Row{}
 	variants := map[string]bool{}
-	var device, date string
+	var devices, dates []string
 	for _, r := range rows {
 		if r.Impl != "irisgen" || r.Collective != collective || r.DType != dtype || r.Mode != mode || math.IsNaN(r.TimeUS) || r.TimeUS <= 0 {
 			continue
 		}
 		variants[r.Variant] = true
-		device, date = r.Device, r.Date
+		if !slices.Contains(devices, r.Device) {
+			devices = append(devices, r.Device)
+		}
+		if !slices.Contains(dates, r.Date) {
+			dates = append(dates, r.Date)
+		}
 		k := key{r.World, r.Bytes}
 		if b, ok := best[k]; !ok || r.TimeUS < b.TimeUS {
 			best[k] = r
@@ -46,7 +53,7 @@ func Tune(rows []Row, collective, dtype, mode string) (*ir.Auto, error) {
 		worlds = append(worlds, w)
 	}
 	sort.Ints(worlds)
-	a := &ir.Auto{Measured: fmt.Sprintf("%s, %s, %s, %s, irisgen bench", device, date, dtype, mode)}
+	a := &ir.Auto{Measured: fmt.Sprintf("%s, %s, %s, %s, irisgen bench", strings.Join(devices, " and "), strings.Join(dates, " and "), dtype, mode)}
 	var largest []ir.AutoRule
 	for _, w := range worlds {
 		largest = largest[:0]
