@@ -36,6 +36,8 @@ test: test-go test-check test-hip
 test-go:
 	$(GO) vet ./...
 	$(GO) test -race ./...
+	@# Say so when the GPU suite is left out (no `gpu` tag, no GPUs here).
+	@$(GO) test -count=1 -v -run '^TestGPUSuiteSkipped$$' ./tests/gpu | grep -B1 -e '--- SKIP' || true
 
 test-check:
 	$(IRISGEN) check
