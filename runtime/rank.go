@@ -138,7 +138,8 @@ func (r *Rank) release() error {
 // peers' heaps, frees its own and leaves the rendezvous. Ranks of an
 // in-process world are closed by World.Close. On a group (NewGroup) it waits
 // for the members and frees the group's reservation on the world's heap:
-// like NewGroup, every rank of the world closes its group.
+// like NewGroup, every rank of the world closes its group, after closing
+// the group's plans and freeing its tensors.
 func (r *Rank) Close() error {
 	if r.parent != nil {
 		return r.closeGroup()
