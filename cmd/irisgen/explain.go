@@ -222,8 +222,18 @@ func shape(t *ir.Tensor) string {
 		parts[i] = d.String()
 	}
 	s := "[" + strings.Join(parts, ", ") + "]"
-	if t.DType != "" {
+	switch {
+	case len(t.IndexDTypes) > 0:
+		ds := make([]string, len(t.IndexDTypes))
+		for i, d := range t.IndexDTypes {
+			ds[i] = string(d)
+		}
+		s += " " + strings.Join(ds, "|")
+	case t.DType != "":
 		s += " " + string(t.DType)
+	}
+	if t.Optional {
+		s += " optional"
 	}
 	return s
 }
