@@ -1,0 +1,78 @@
+package moepair
+
+import (
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/irisgen/irisgen/generated/collectives"
+	irt "github.com/irisgen/irisgen/runtime"
+	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+)
+
+// fakeWorld is a 2-GPU fake world serving the real MoE modules' bf16
+// kernels with their spec hashes (the fake runs no code: it records
+// launches).
+func fakeWorld(t *testing.T) (*irt.World, *fakegpu.Platform) {
+	p := fakegpu.New(2)
+	kernels := fstest.MapFS{}
+	for module, k := range map[string]struct{ kernel, hash string }{
+		"moe_dispatch": {"irisgen_moe_dispatch_push_bf16", collectives.MoeDispatchSpecHash},
+		"moe_combine":  {"irisgen_moe_combine_push_bf16", collectives.MoeCombineSpecHash},
+	} {
+		image := []byte("fake " + module)
+		p.AddModule(image, []string{k.kernel}, map[string][]byte{irt.SpecHashSymbol(module): append([]byte(k.hash), 0)})
+		kernels[irt.KernelFile("fake", module)] = &fstest.MapFile{Data: image}
+	}
+	w, err := irt.NewLocalWorld(2, irt.Options{Platform: p, Kernels: kernels, HeapBytes: 64 << 20})
+	require.NoError(t, err)
+	t.Cleanup(func() { w.Close() })
+	return w, p
+}
+
+func TestPair(t *testing.T) {
+	w, p := fakeWorld(t)
+	sizes := []int64{33, 64, 2, 8, 66} // t, h, k, e, cap
+	require.NoError(t, w.Run(func(r *irt.Rank) error {
+		free := r.Heap().FreeBytesLeft()
+		pair, err := New(r, irt.BF16, sizes)
+		if err != nil {
+			return err
+		}
+		ts := pair.Tensors
+		assert.Equal(t, ts["recv_tokens"], pair.CombineArgs[0], "the identity expert: combine reads what dispatch received")
+		assert.Equal(t, ts["ids"], pair.CombineArgs[3], "combine gets dispatch's ids")
+		assert.Equal(t, irt.I64, ts["ids"].DType)
+		assert.Equal(t, irt.F32, ts["weights"].DType)
+		assert.Equal(t, int64(2*66*64), ts["recv_tokens"].Len)
+		assert.Equal(t, int64(33*64), ts["output"].Len)
+		assert.Len(t, pair.DispatchArgs, 8)
+		assert.Len(t, pair.CombineArgs, 6)
+		if r.Rank() == 0 {
+			p.ClearLaunches()
+		}
+		if err := r.HostBarrier(r.Stream()); err != nil {
+			return err
+		}
+		if err := pair.Launch(r.Stream(), irt.BarrierDevice); err != nil {
+			return err
+		}
+		if err := r.HostBarrier(r.Stream()); err != nil {
+			return err
+		}
+		if err := pair.Close(); err != nil {
+			return err
+		}
+		assert.Equal(t, free, r.Heap().FreeBytesLeft(), "Close frees every tensor and both plans")
+		return nil
+	}))
+	var names []string
+	for _, l := range p.Launches() {
+		if l.Device == 0 {
+			names = append(names, l.Function)
+		}
+	}
+	assert.Equal(t, []string{"irisgen_moe_dispatch_push_bf16", "irisgen_moe_combine_push_bf16"}, names, "dispatch, then combine")
+}
