@@ -213,7 +213,7 @@ func replayAll(r *irt.Rank, rounds int) error {
 }
 
 // captureRank is the capture suite of one rank: every variant replayed 100
-// times (one_shot and two_shot 1000 times), then the ten variants in one graph.
+// times (one_shot and two_shot 1000 times), then every variant in one graph.
 func captureRank(r *irt.Rank) error {
 	for i := range catalogue {
 		vc := &catalogue[i]
