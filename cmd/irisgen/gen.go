@@ -277,21 +277,27 @@ Examples:
 	})
 }
 
-func runGenerate(env *cmdEnv, args []string) error {
-	c := find("generate")
+// generated parses the flags of command name (generate, check), builds
+// every output file and reads what the output directories hold now.
+func (env *cmdEnv) generated(name string, args []string) (src *source, files, have map[string][]byte, err error) {
+	c := find(name)
 	fs := env.flags(c)
-	src := addSourceFlags(fs, true)
+	src = addSourceFlags(fs, true)
 	if err := env.parse(c, fs, args); err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	if fs.NArg() > 0 {
-		return usageErr("unexpected arguments %q", fs.Args())
+		return nil, nil, nil, usageErr("unexpected arguments %q", fs.Args())
 	}
-	files, _, err := src.build()
-	if err != nil {
-		return env.reportErr(err)
+	if files, _, err = src.build(); err != nil {
+		return nil, nil, nil, env.reportErr(err)
 	}
-	have, err := src.onDisk()
+	have, err = src.onDisk()
+	return src, files, have, err
+}
+
+func runGenerate(env *cmdEnv, args []string) error {
+	src, files, have, err := env.generated("generate", args)
 	if err != nil {
 		return err
 	}
@@ -339,20 +345,7 @@ func runGenerate(env *cmdEnv, args []string) error {
 }
 
 func runCheck(env *cmdEnv, args []string) error {
-	c := find("check")
-	fs := env.flags(c)
-	src := addSourceFlags(fs, true)
-	if err := env.parse(c, fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErr("unexpected arguments %q", fs.Args())
-	}
-	files, _, err := src.build()
-	if err != nil {
-		return env.reportErr(err)
-	}
-	have, err := src.onDisk()
+	src, files, have, err := env.generated("check", args)
 	if err != nil {
 		return err
 	}
