@@ -70,6 +70,9 @@ func TestChecks(t *testing.T) {
 	assert.Contains(t, de.Error(), "want i64 or i32")
 	require.ErrorAs(t, CheckTensorOneOf("op", "ids", Tensor{Ptr: 64, DType: I32, Len: 7}, []DType{I64, I32}, 8), &se)
 	require.ErrorAs(t, CheckTensorOneOf("op", "ids", Tensor{DType: I32, Len: 8}, []DType{I64, I32}, 8), &se, "nil pointer")
+	ok := Tensor{Ptr: 64, DType: I32, Len: 8}
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = CheckTensorOneOf("op", "ids", ok, []DType{I64, I32}, 8) }),
+		"the launch path allocates nothing")
 
 	var ae *AliasError
 	require.ErrorAs(t, CheckNoAlias("all_gather", "input", x.Slice(2, 2), "output", x), &ae)

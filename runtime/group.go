@@ -38,20 +38,15 @@ func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
 	local := validGroup(r.rank, r.world, members, heapBytes)
 	// The first member of a multi-process group listens before the ranks
 	// exchange their lists, so its port can travel with them.
-	var ln *net.TCPListener
+	var ln net.Listener
 	port := 0
 	if local == nil && r.local == nil && len(members) > 1 && members[0] == r.rank {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
+		var err error
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 			local = &WorldError{Rank: r.rank, Op: "new group", Peer: -1, Msg: "cannot open the group's rendezvous on 127.0.0.1", Err: err}
 		} else {
-			ln = l.(*net.TCPListener)
+			defer ln.Close() // closed by the rendezvous once joined; this covers the failures before
 			port = ln.Addr().(*net.TCPAddr).Port
-		}
-	}
-	closeLn := func() {
-		if ln != nil {
-			ln.Close()
 		}
 	}
 	msg := binary.LittleEndian.AppendUint64(nil, uint64(heapBytes))
@@ -61,18 +56,15 @@ func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
 	}
 	parts, err := r.exchange("new group", local, msg)
 	if err != nil {
-		closeLn()
 		return nil, err
 	}
 	if err := agreeGroups(r.rank, parts, heapBytes); err != nil {
-		closeLn()
 		return nil, err
 	}
 	groupPort := int(binary.LittleEndian.Uint32(parts[members[0]][8:]))
 	// Every rank reserves, so the world's heaps stay equal.
 	base, err := r.heap.AllocBytes(heapBytes)
 	if err != nil {
-		closeLn()
 		return nil, err
 	}
 	off := int64(base - r.heap.base)
@@ -80,20 +72,21 @@ func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
 		stream: r.stream, errHost: r.errHost, errDev: r.errDev, local: r.local, parent: r, reserved: base}
 	g.plans = &PlanCache{r: g, m: map[string]any{}}
 	g.heap = &Heap{rank: g.rank, dev: r.dev, base: base, size: heapBytes, a: newAllocator(heapBytes), bases: make([]gpu.DevicePtr, len(members))}
+	bases := make([]gpu.DevicePtr, len(members))
 	for i, m := range members {
-		g.heap.bases[i] = r.heap.bases[m] + gpu.DevicePtr(off)
+		bases[i] = r.heap.bases[m] + gpu.DevicePtr(off)
 	}
-	g.setBases(g.heap.bases)
+	g.setBases(bases)
 	switch {
 	case r.local != nil:
-		g.group = r.local.subgroup(groupKey(r.groups, members), len(members)).endpoint(g.rank)
+		g.groupKey = groupKey(r.groups, members)
+		g.group = r.local.subgroup(g.groupKey, len(members)).endpoint(g.rank)
 	case len(members) == 1:
 		g.group = newLocalGroup(1, r.opts.RendezvousTimeout).endpoint(0)
 	default:
 		cfg := ProcessConfig{Rank: g.rank, WorldSize: len(members), MasterAddr: "127.0.0.1", MasterPort: groupPort}
 		g.group, err = dialGroupOn(cfg, ln, r.opts.RendezvousTimeout, r.opts.RendezvousTimeout)
 	}
-	closeLn()
 	r.groups++
 	if err != nil {
 		r.heap.FreeBytes(base)
@@ -107,14 +100,17 @@ func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
 func (r *Rank) Parent() *Rank { return r.parent }
 
 // closeGroup leaves a group made by NewGroup: it waits for the members, then
-// frees the group's kernels and its reservation on the world's heap.
+// frees the group's reservation on the world's heap and its rendezvous.
 func (r *Rank) closeGroup() error {
 	_ = r.dev.StreamSynchronize(r.stream)
 	_ = r.group.Barrier() // a failed group cannot be waited for; free anyway
-	err := r.kernels.unload(r.dev)
+	var err error
 	if r.reserved != 0 {
-		err = errors.Join(err, r.parent.heap.FreeBytes(r.reserved))
+		err = r.parent.heap.FreeBytes(r.reserved)
 		r.reserved = 0
+	}
+	if r.groupKey != "" {
+		r.local.dropGroup(r.groupKey)
 	}
 	return errors.Join(err, r.group.Close())
 }

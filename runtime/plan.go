@@ -65,9 +65,10 @@ type Args struct {
 	err    error   // the first Staged error, returned by Launch
 }
 
-// stage is one pending import: t copied into the staging buffer name.
+// stage is one pending import: t copied into staging buffer name at to.
 type stage struct {
 	name string
+	to   gpu.DevicePtr
 	t    Tensor
 }
 
@@ -80,14 +81,14 @@ func (a *Args) Staged(name string, t Tensor) *Args {
 	if a.p.r.heap.Contains(t.Ptr, t.Bytes()) {
 		return a.Ptr(t.Ptr)
 	}
-	b, ok := a.p.bufs[name]
-	if !ok || !b.staging {
+	b, err := a.p.staging(name, t)
+	if err != nil {
 		if a.err == nil {
-			a.err = fmt.Errorf("plan %s %s: no staging buffer %q to import into", a.p.spec.Op, a.p.spec.Variant, name)
+			a.err = err
 		}
 		return a.Ptr(0)
 	}
-	a.stages = append(a.stages, stage{name, t})
+	a.stages = append(a.stages, stage{name, b.ptr, t})
 	return a.Ptr(b.ptr)
 }
 
@@ -164,7 +165,7 @@ func NewPlan(r *Rank, s PlanSpec) (*Plan, error) {
 	p.ctx = r.ctx
 	binary.LittleEndian.PutUint64(p.ctx[ctxOffFlags:], uint64(p.flags))
 	binary.LittleEndian.PutUint64(p.ctx[ctxOffEpochs:], uint64(p.epochs))
-	p.args.b = make([]byte, 0, CtxBytes+8*16)
+	p.args.b, p.args.p = make([]byte, 0, CtxBytes+8*16), p
 	return p, nil
 }
 
@@ -284,39 +285,62 @@ func (p *Plan) Buffer(name string) gpu.DevicePtr {
 // on the heap so peers can read it. In BarrierNone nothing would order the
 // copy before the peers' reads, so it is refused (*PlacementError).
 func (p *Plan) Import(s gpu.Stream, mode Barrier, name string, t Tensor) (Tensor, error) {
-	b, ok := p.bufs[name]
-	if !ok || !b.staging {
-		return Tensor{}, fmt.Errorf("plan %s %s: no staging buffer %q to import into", p.spec.Op, p.spec.Variant, name)
+	b, err := p.staging(name, t)
+	if err == nil && mode == BarrierNone {
+		err = p.unordered(name, t)
 	}
-	if mode == BarrierNone {
-		return Tensor{}, &PlacementError{Op: p.spec.Op, Name: name, Rank: p.r.rank, Tensor: t, Unordered: true}
+	if err == nil {
+		err = p.copyIn(s, stage{name, b.ptr, t})
 	}
-	if t.Bytes() > b.bytes {
-		return Tensor{}, &ShapeError{Op: p.spec.Op, Name: name, Want: b.bytes, Got: t.Bytes(), Msg: fmt.Sprintf(
-			"%d bytes do not fit the plan's %d-byte staging buffer: make a plan for this size, or allocate the tensor on the heap", t.Bytes(), b.bytes)}
-	}
-	if t.Bytes() > 0 {
-		if err := p.r.dev.CopyDtoDAsync(b.ptr, t.Ptr, t.Bytes(), s); err != nil {
-			return Tensor{}, platformErr(fmt.Sprintf("%s: importing %q onto the heap", p.spec.Op, name), err)
-		}
+	if err != nil {
+		return Tensor{}, err
 	}
 	return Tensor{Ptr: b.ptr, DType: t.DType, Len: t.Len}, nil
+}
+
+// staging finds the staging buffer name and checks that t fits it.
+func (p *Plan) staging(name string, t Tensor) (planBuf, error) {
+	b, ok := p.bufs[name]
+	if !ok || !b.staging {
+		return planBuf{}, fmt.Errorf("plan %s %s: no staging buffer %q to import into", p.spec.Op, p.spec.Variant, name)
+	}
+	if t.Bytes() > b.bytes {
+		return planBuf{}, &ShapeError{Op: p.spec.Op, Name: name, Want: b.bytes, Got: t.Bytes(), Msg: fmt.Sprintf(
+			"%d bytes do not fit the plan's %d-byte staging buffer: make a plan for this size, or allocate the tensor on the heap", t.Bytes(), b.bytes)}
+	}
+	return b, nil
+}
+
+// unordered is the refusal of an import in BarrierNone: nothing would order
+// the copy before the peers' reads.
+func (p *Plan) unordered(name string, t Tensor) error {
+	return &PlacementError{Op: p.spec.Op, Name: name, Rank: p.r.rank, Tensor: t, Unordered: true}
+}
+
+// copyIn enqueues one import's copy on s.
+func (p *Plan) copyIn(s gpu.Stream, st stage) error {
+	if st.t.Bytes() == 0 {
+		return nil
+	}
+	if err := p.r.dev.CopyDtoDAsync(st.to, st.t.Ptr, st.t.Bytes(), s); err != nil {
+		return platformErr(fmt.Sprintf("%s: importing %q onto the heap", p.spec.Op, st.name), err)
+	}
+	return nil
 }
 
 // Args resets the plan's argument buffer to its ctx and returns it. The
 // buffer is reused by every launch of the plan.
 func (p *Plan) Args() *Args {
 	p.args.b = append(p.args.b[:0], p.ctx[:]...)
-	p.args.p, p.args.stages, p.args.err = p, p.args.stages[:0], nil
+	p.args.stages, p.args.err = p.args.stages[:0], nil
 	return &p.args
 }
 
 // CheckLaunch reports whether a launch of the plan on s in mode may go
 // ahead: the plan is open, the variant supports mode, s is not capturing
 // when mode cannot be captured (*CaptureError), and no kernel has left an
-// error record. Generated wrappers call it before anything reaches the
-// stream (imports included), so a refused launch leaves nothing behind in
-// a capture.
+// error record. Launch asks it before anything reaches the stream (imports
+// included), so a refused launch leaves nothing behind in a capture.
 func (p *Plan) CheckLaunch(s gpu.Stream, mode Barrier) error {
 	if p.closed {
 		return fmt.Errorf("%s %s: launch of a closed plan", p.spec.Op, p.spec.Variant)
@@ -353,10 +377,13 @@ func (p *Plan) Launch(s gpu.Stream, mode Barrier, a *Args) error {
 	if err := p.CheckLaunch(s, mode); err != nil {
 		return err
 	}
+	if mode == BarrierNone && len(a.stages) > 0 {
+		return p.unordered(a.stages[0].name, a.stages[0].t)
+	}
 	// Imports reach the stream only once the launch is sure to go ahead, so
 	// a refused launch leaves nothing in a capture.
 	for _, st := range a.stages {
-		if _, err := p.Import(s, mode, st.name, st.t); err != nil {
+		if err := p.copyIn(s, st); err != nil {
 			return err
 		}
 	}
@@ -432,7 +459,9 @@ func CheckTensor(op, name string, t Tensor, want DType, n int64) error {
 // dtypes want (index tensors: int32 or int64).
 func CheckTensorOneOf(op, name string, t Tensor, want []DType, n int64) error {
 	if t.Ptr != 0 && !slices.Contains(want, t.DType) && len(want) > 0 {
-		return &DTypeError{Op: op, Name: name, Want: want[0], Also: want[1:], Got: t.DType}
+		// A copy, so that want (the wrappers' literal) does not escape and
+		// the launch path stays allocation-free.
+		return &DTypeError{Op: op, Name: name, Want: want[0], Also: slices.Clone(want[1:]), Got: t.DType}
 	}
 	return CheckTensor(op, name, t, t.DType, n)
 }

@@ -52,6 +52,7 @@ type Rank struct {
 
 	parent   *Rank         // the world's rank of a group (NewGroup), or nil
 	reserved gpu.DevicePtr // a group's reservation on the parent's heap
+	groupKey string        // a group's rendezvous in an in-process world
 	groups   int           // NewGroup calls so far (names in-process groups)
 
 	releaseOnce sync.Once
@@ -279,41 +280,21 @@ func (r *Rank) HostBarrier(s gpu.Stream) error {
 // an optional digest of what the ranks are doing together (a plan). Every
 // rank returns an error when any rank failed or the fingerprints differ.
 func (r *Rank) syncRanks(op string, localErr error, digest []byte) error {
-	msg := []byte{1}
-	if localErr != nil {
-		msg[0] = 0
-	}
-	msg = append(msg, r.heap.digest()...)
-	msg = binary.LittleEndian.AppendUint32(msg, uint32(len(digest)))
-	msg = append(msg, digest...)
-	if localErr != nil {
-		msg = append(msg, localErr.Error()...)
-	}
-	parts, err := r.group.AllGather(msg)
-	if localErr != nil {
-		return localErr
-	}
+	mine := append(r.heap.digest(), digest...)
+	parts, err := r.exchange(op, localErr, mine)
 	if err != nil {
 		return err
 	}
 	for p, b := range parts {
-		if len(b) < 21 {
+		if len(b) < 16 {
 			return &WorldError{Rank: r.rank, Op: op, Peer: p, Msg: "sent a malformed message"}
 		}
-		dl := int(binary.LittleEndian.Uint32(b[17:]))
-		if b[0] == 0 {
-			return &WorldError{Rank: r.rank, Op: op, Peer: p, Msg: "failed: " + string(b[21+min(dl, len(b)-21):])}
-		}
-	}
-	mine := msg[1:17]
-	for p, b := range parts {
-		if !bytes.Equal(b[1:17], mine) {
+		if !bytes.Equal(b[:16], mine[:16]) {
 			return &HeapError{Rank: r.rank, Op: "collective", Msg: fmt.Sprintf(
 				"at the %s, rank %d's heap holds different allocations than rank %d's: Alloc and Free are collective, "+
 					"every rank must make the same calls with the same sizes in the same order", op, p, r.rank)}
 		}
-		dl := int(binary.LittleEndian.Uint32(b[17:]))
-		if 21+dl > len(b) || !bytes.Equal(b[21:21+dl], digest) {
+		if !bytes.Equal(b[16:], digest) {
 			return &WorldError{Rank: r.rank, Op: op, Peer: p, Msg: fmt.Sprintf(
 				"made a different %s than rank %d (plans are collective: every rank must make the same plans with the same arguments in the same order)", op, r.rank)}
 		}

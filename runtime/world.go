@@ -311,6 +311,13 @@ func (w *World) subgroup(key string, n int) *localGroup {
 	return g
 }
 
+// dropGroup forgets a closed group's rendezvous.
+func (w *World) dropGroup(key string) {
+	w.groupsMu.Lock()
+	defer w.groupsMu.Unlock()
+	delete(w.groups, key)
+}
+
 // eachGroup applies f to the world's rendezvous and every group's.
 func (w *World) eachGroup(f func(*localGroup)) {
 	f(w.group)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/irisgen/irisgen/internal/bench"
 	"github.com/irisgen/irisgen/internal/ir"
+	irt "github.com/irisgen/irisgen/runtime"
 	"github.com/irisgen/irisgen/runtime/gpu"
 )
 
@@ -104,10 +105,10 @@ func runBench(env *cmdEnv, args []string) error {
 			return usageErr("-modes: %q is not eager or graph", m)
 		}
 	}
-	for _, k := range []string{"NCCL_NVLS_ENABLE=0", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1", "NVSHMEM_DISABLE_NVLS=1"} {
-		kv := strings.SplitN(k, "=", 2)
-		os.Setenv(kv[0], kv[1])
-	}
+	// No NVLink multicast on shared machines (../shared/GPU.md).
+	os.Setenv("NCCL_NVLS_ENABLE", "0")
+	os.Setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+	os.Setenv("NVSHMEM_DISABLE_NVLS", "1")
 	// One GPU without baselines measures each kernel's fixed cost (launch,
 	// entry and exit, no peer to wait for): the floor under the timings.
 	least := 2
@@ -128,7 +129,7 @@ func runBench(env *cmdEnv, args []string) error {
 		return &exitError{code: 1, err: fmt.Errorf("irisgen run: %w", err)}
 	}
 	if *baselines {
-		base, err := runBaselines(env, *python, world, sz, cfg, *out)
+		base, err := runBaselines(env, *python, cfg, *out)
 		if err != nil {
 			fmt.Fprintf(env.stderr, "irisgen bench: baselines failed (%v); the report has irisgen's numbers only\n", err)
 		}
@@ -194,8 +195,8 @@ func worldSize(n, least int) (int, error) {
 	return n, nil
 }
 
-// deviceName is e.g. "2x NVIDIA H200" from nvidia-smi, or the platform's
-// name when nvidia-smi is missing.
+// deviceName is e.g. "2x NVIDIA H200" from nvidia-smi ("2x GPU" when
+// nvidia-smi is missing).
 func deviceName(world int) string {
 	name := "GPU"
 	if b, err := exec.Command("nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", "0").Output(); err == nil {
@@ -204,17 +205,17 @@ func deviceName(world int) string {
 	return fmt.Sprintf("%dx %s", world, name)
 }
 
-func runBaselines(env *cmdEnv, python string, world int, sizes []int64, cfg bench.Config, out string) ([]bench.Row, error) {
+func runBaselines(env *cmdEnv, python string, cfg bench.Config, out string) ([]bench.Row, error) {
 	script := filepath.Join(out, "baselines.py")
 	if err := os.WriteFile(script, bench.BaselinesScript, 0o644); err != nil {
 		return nil, err
 	}
 	csvPath := filepath.Join(out, "baselines.csv")
-	ss := make([]string, len(sizes))
-	for i, s := range sizes {
+	ss := make([]string, len(cfg.Sizes))
+	for i, s := range cfg.Sizes {
 		ss[i] = strconv.FormatInt(s, 10)
 	}
-	args := []string{script, "--world", strconv.Itoa(world), "--sizes", strings.Join(ss, ","),
+	args := []string{script, "--world", strconv.Itoa(cfg.World), "--sizes", strings.Join(ss, ","),
 		"--dtypes", strings.Join(cfg.DTypes, ","), "--modes", strings.Join(cfg.Modes, ","),
 		"--warmup", strconv.Itoa(cfg.Warmup), "--out", csvPath}
 	var colls []string
@@ -287,26 +288,15 @@ func writeReport(env *cmdEnv, rows []bench.Row, out string) error {
 	return nil
 }
 
-// parseSizes reads "8KiB,1MiB,4096".
+// parseSizes reads "8KiB,1MiB,4096" (runtime.ParseBytes for each).
 func parseSizes(s string) ([]int64, error) {
 	var out []int64
 	for _, f := range splitList(s) {
-		mult := int64(1)
-		num := f
-		for _, u := range []struct {
-			suffix string
-			m      int64
-		}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}} {
-			if strings.HasSuffix(f, u.suffix) {
-				num, mult = strings.TrimSuffix(f, u.suffix), u.m
-				break
-			}
-		}
-		v, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+		v, err := irt.ParseBytes(f)
 		if err != nil || v < 1 {
 			return nil, fmt.Errorf("%q is not a positive size (e.g. 8KiB, 1MiB, 4096)", f)
 		}
-		out = append(out, v*mult)
+		out = append(out, v)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no sizes")

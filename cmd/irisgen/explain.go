@@ -217,18 +217,10 @@ func orDash(s string) string {
 }
 
 func shape(t *ir.Tensor) string {
-	parts := make([]string, len(t.Shape))
-	for i, d := range t.Shape {
-		parts[i] = d.String()
-	}
-	s := "[" + strings.Join(parts, ", ") + "]"
+	s := t.ShapeString()
 	switch {
 	case len(t.IndexDTypes) > 0:
-		ds := make([]string, len(t.IndexDTypes))
-		for i, d := range t.IndexDTypes {
-			ds[i] = string(d)
-		}
-		s += " " + strings.Join(ds, "|")
+		s += " " + ir.DTypeList(t.IndexDTypes, "|")
 	case t.DType != "":
 		s += " " + string(t.DType)
 	}

@@ -732,3 +732,30 @@ func Lookup(collective, variant string) (Entry, bool) {
 	}
 	return Entry{}, false
 }
+
+// ElemType is the tensor's element type in a plan of data type dt: its fixed DType, else dt.
+func (t TensorInfo) ElemType(dt runtime.DType) runtime.DType {
+	if t.DType != 0 {
+		return t.DType
+	}
+	return dt
+}
+
+// Alloc allocates every tensor of e on r's heap for data type dt and the sizes, in spec order, each in
+// its element type; free frees them. Collective, like every heap allocation.
+func (e Entry) Alloc(r *runtime.Rank, dt runtime.DType, sizes []int64) (ts []runtime.Tensor, free func(), err error) {
+	free = func() {
+		for _, t := range ts {
+			r.Heap().Free(t)
+		}
+	}
+	for _, ti := range e.Tensors {
+		t, err := r.Heap().Alloc(ti.ElemType(dt), ti.Numel(r.World(), sizes))
+		if err != nil {
+			free()
+			return nil, func() {}, fmt.Errorf("allocating %s: %w", ti.Name, err)
+		}
+		ts = append(ts, t)
+	}
+	return ts, free, nil
+}

@@ -29,12 +29,9 @@ var slowByDesign = map[string]int64{"all_reduce/atomic": 4 << 20, "all_reduce/sp
 
 // elems is the size parameter of e for an nccl-tests size: the largest user
 // tensor holds `bytes` (all_gather's output, reduce_scatter's input, all_to_all's
-// per-rank total, all_reduce's buffer). Entries with other than one size
-// parameter are not benchmarked (0).
+// per-rank total, all_reduce's buffer); e has one size parameter (Run
+// benchmarks no other).
 func elems(e collectives.Entry, bytes int64, world int, es int64) int64 {
-	if len(e.Sizes) != 1 {
-		return 0
-	}
 	per := int64(0)
 	for _, t := range e.Tensors {
 		per = max(per, t.Numel(world, []int64{1}))
@@ -165,19 +162,11 @@ func timeEntry(r *irt.Rank, e collectives.Entry, dt irt.DType, op string, n, siz
 		return 0, err
 	}
 	defer p.Close()
-	var ts []irt.Tensor
-	defer func() {
-		for _, t := range ts {
-			r.Heap().Free(t)
-		}
-	}()
-	for _, ti := range e.Tensors {
-		t, err := r.Heap().Alloc(dt, ti.Numel(r.World(), []int64{n}))
-		if err != nil {
-			return 0, err
-		}
-		ts = append(ts, t)
+	ts, free, err := e.Alloc(r, dt, []int64{n})
+	if err != nil {
+		return 0, err
 	}
+	defer free()
 	s := r.Stream()
 	return timeCalls(r, mode, Iterations(size), warmup, func() error { return p.LaunchTensors(s, ts, irt.BarrierDevice) })
 }
@@ -206,7 +195,7 @@ func timeCalls(r *irt.Rank, mode string, k, warmup int, call func() error) (us f
 			return 0, err
 		}
 	}
-	if err := sync(r); err != nil {
+	if err := drain(r); err != nil {
 		return 0, err
 	}
 	start, err := dev.NewEvent(true)
@@ -236,10 +225,7 @@ func timeCalls(r *irt.Rank, mode string, k, warmup int, call func() error) (us f
 			return 0, err
 		}
 		defer dev.DestroyGraphExec(exec)
-		if err := dev.LaunchGraph(exec, s); err != nil { // warm the graph
-			return 0, err
-		}
-		if err := sync(r); err != nil {
+		if err := dev.LaunchGraph(exec, s); err != nil { // warm the graph (the host barrier below waits for it)
 			return 0, err
 		}
 		calls = k * graphReplays
@@ -266,7 +252,7 @@ func timeCalls(r *irt.Rank, mode string, k, warmup int, call func() error) (us f
 	if err := dev.RecordEvent(end, s); err != nil {
 		return 0, err
 	}
-	if err := sync(r); err != nil {
+	if err := drain(r); err != nil {
 		return 0, err
 	}
 	d, err := dev.Elapsed(start, end)
@@ -276,7 +262,8 @@ func timeCalls(r *irt.Rank, mode string, k, warmup int, call func() error) (us f
 	return float64(d.Nanoseconds()) / 1e3 / float64(calls), nil
 }
 
-func sync(r *irt.Rank) error {
+// drain waits for r's stream and reads its error record.
+func drain(r *irt.Rank) error {
 	if err := r.Device().StreamSynchronize(r.Stream()); err != nil {
 		return err
 	}

@@ -148,8 +148,7 @@ func (b *builder) collective(f *spec.File) *Collective {
 	}
 
 	sizes := b.sizes(f, c)
-	used := map[string]bool{}
-	tensorsOK := b.tensors(f, c, sizes, used)
+	tensorsOK := b.tensors(f, c, sizes)
 
 	data := ""
 	for _, t := range c.Tensors {
@@ -233,10 +232,10 @@ func (b *builder) sizes(f *spec.File, c *Collective) map[string]bool {
 	return sizes
 }
 
-// tensors resolves the tensors and records the size symbols their shapes
-// use; it reports whether every tensor was well-formed, so that rules over
-// all tensors (unused sizes, missing dtypes) do not fire on a broken file.
-func (b *builder) tensors(f *spec.File, c *Collective, sizes, used map[string]bool) bool {
+// tensors resolves the tensors; it reports whether every tensor was
+// well-formed, so that rules over all tensors (missing dtypes) do not fire
+// on a broken file.
+func (b *builder) tensors(f *spec.File, c *Collective, sizes map[string]bool) bool {
 	ok := !f.Tensors.Bad && !f.Sizes.Bad
 	symbols := append([]string{SymWorld, SymBlocks}, c.Symbols...)
 	for _, st := range f.Tensors.List {
@@ -310,7 +309,6 @@ func (b *builder) tensors(f *spec.File, c *Collective, sizes, used map[string]bo
 			case d.Symbol == SymBlocks && t.Dir != Workspace:
 				b.errorf(d.Pos, "%s uses blocks in its shape, but only workspace shapes may: the plan picks blocks, the caller does not know it", where)
 			case d.Symbol == SymWorld || d.Symbol == SymBlocks || sizes[d.Symbol]:
-				used[d.Symbol] = true
 				t.Shape = append(t.Shape, Dim{Symbol: d.Symbol})
 			default:
 				b.errorf(d.Pos, "undefined size symbol %q in the shape of %s%s", d.Symbol, where, hint(d.Symbol, symbols, "declare it in sizes, e.g. sizes: ["+d.Symbol+"]"))

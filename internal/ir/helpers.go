@@ -47,6 +47,15 @@ func (t *Tensor) ElemType(dt DType) DType {
 	return dt
 }
 
+// DTypeList joins dtypes with sep, e.g. "i64 or i32".
+func DTypeList(ds []DType, sep string) string {
+	s := make([]string, len(ds))
+	for i, d := range ds {
+		s[i] = string(d)
+	}
+	return strings.Join(s, sep)
+}
+
 // ShapeString is the shape as written in the spec, e.g. "[world, n]".
 func (t *Tensor) ShapeString() string {
 	return "[" + t.dims(", ") + "]"

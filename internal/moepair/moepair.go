@@ -53,11 +53,7 @@ func New(r *irt.Rank, dt irt.DType, sizes []int64) (*Pair, error) {
 			}
 			t, ok := p.Tensors[name]
 			if !ok {
-				d := ti.DType
-				if d == 0 {
-					d = dt
-				}
-				if t, err = r.Heap().Alloc(d, ti.Numel(r.World(), sizes)); err != nil {
+				if t, err = r.Heap().Alloc(ti.ElemType(dt), ti.Numel(r.World(), sizes)); err != nil {
 					p.Close()
 					return nil, fmt.Errorf("allocating %s: %w", name, err)
 				}

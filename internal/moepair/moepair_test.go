@@ -76,3 +76,27 @@ func TestPair(t *testing.T) {
 	}
 	assert.Equal(t, []string{"irisgen_moe_dispatch_push_bf16", "irisgen_moe_combine_push_bf16"}, names, "dispatch, then combine")
 }
+
+// Entry.Alloc, which New's allocation follows: one tensor per spec tensor,
+// in its element type, all freed by free.
+func TestEntryAlloc(t *testing.T) {
+	w, _ := fakeWorld(t)
+	e, ok := collectives.Lookup("moe_dispatch", "push")
+	require.True(t, ok)
+	require.NoError(t, w.Run(func(r *irt.Rank) error {
+		free := r.Heap().FreeBytesLeft()
+		ts, release, err := e.Alloc(r, irt.F16, []int64{5, 16, 2, 8, 10})
+		if err != nil {
+			return err
+		}
+		require.Len(t, ts, len(e.Tensors))
+		for i, ti := range e.Tensors {
+			assert.Equal(t, ti.ElemType(irt.F16), ts[i].DType, ti.Name)
+			assert.Equal(t, ti.Numel(2, []int64{5, 16, 2, 8, 10}), ts[i].Len, ti.Name)
+		}
+		assert.Equal(t, irt.I64, ts[1].DType, "ids: the first index type")
+		release()
+		assert.Equal(t, free, r.Heap().FreeBytesLeft())
+		return nil
+	}))
+}

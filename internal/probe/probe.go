@@ -107,20 +107,12 @@ func probe(r *irt.Rank, e collectives.Entry, mode irt.Barrier, cfg Config) Resul
 		return fail("making the plan: %v", err)
 	}
 	defer p.Close()
-	h, dev, s := r.Heap(), r.Device(), r.Stream()
-	var ts []irt.Tensor
-	defer func() {
-		for _, t := range ts {
-			h.Free(t)
-		}
-	}()
-	for _, ti := range e.Tensors {
-		t, err := h.Alloc(elemType(ti, dt), max(ti.Numel(r.World(), sizes), 1))
-		if err != nil {
-			return fail("allocating %s: %v", ti.Name, err)
-		}
-		ts = append(ts, t)
+	dev, s := r.Device(), r.Stream()
+	ts, free, err := e.Alloc(r, dt, sizes)
+	if err != nil {
+		return fail("%v", err)
 	}
+	defer free()
 	exec, res, ok := capture(r, res, func() error { return p.LaunchTensors(s, ts, mode) })
 	if !ok {
 		return res
@@ -244,7 +236,7 @@ func round(r *irt.Rank, p collectives.AnyPlan, e collectives.Entry, ts []irt.Ten
 		if err := launch(); err != nil {
 			return nil, err
 		}
-		if err := r.HostBarrier(s); err != nil { // every rank's inputs written (mode none needs it), error record read
+		if err := r.HostBarrier(s); err != nil { // the call done everywhere, error record read
 			return nil, err
 		}
 		return outputs()
@@ -256,14 +248,6 @@ func round(r *irt.Rank, p collectives.AnyPlan, e collectives.Entry, ts []irt.Ten
 		return nil, nil, fmt.Errorf("graph replay: %w", err)
 	}
 	return got, want, nil
-}
-
-// elemType is the element type of a tensor in a plan of data type dt.
-func elemType(ti collectives.TensorInfo, dt irt.DType) irt.DType {
-	if ti.DType != 0 {
-		return ti.DType
-	}
-	return dt
 }
 
 func put(r *irt.Rank, t irt.Tensor, b []byte) error {
@@ -294,10 +278,7 @@ func eighths(dt irt.DType, n int64, rng *rand.Rand) []byte {
 			binary.LittleEndian.PutUint16(b[i*2:], uint16(bits>>16))
 		case irt.F16:
 			binary.LittleEndian.PutUint16(b[i*2:], exactHalf(f))
-		default: // index types: small non-negative integers
-			for j := int64(0); j < dt.Size(); j++ {
-				b[i*dt.Size()+j] = 0
-			}
+		default: // index types: small non-negative integers (b is zeroed)
 			b[i*dt.Size()] = byte(rng.IntN(4))
 		}
 	}

@@ -41,8 +41,8 @@
 // runtime packs it (runtime/rank.go). 112 bytes, every field 8-byte aligned.
 typedef struct {
   uint64_t base[IRISGEN_MAX_WORLD];  // heap base of every rank, as mapped on this device; 0 past world
-  uint64_t flags;       // this plan's barrier flags on this rank's heap: uint64[blocks][IRISGEN_MAX_WORLD]
-  uint64_t epochs;      // this plan's per-block epoch counters on this rank's heap: uint64[blocks]
+  uint64_t flags;       // this plan's barrier flags on this rank's heap: uint64[blocks+1][IRISGEN_MAX_WORLD] (the last row: grid_sync)
+  uint64_t epochs;      // this plan's per-block epoch counters on this rank's heap: uint64[blocks+2] (the last two: grid_sync)
   uint64_t err;         // this rank's irisgen_error record (host-mapped)
   uint64_t timeout_ns;  // limit of every spin
   int32_t rank;
@@ -444,7 +444,7 @@ IRISGEN_DEV bool wait_at_least(const irisgen_ctx& c, const uint64_t* p, uint64_t
 // for the duration of one kernel.
 struct block_state {
   uint64_t epoch;
-  uint64_t gen;  // grid_sync generation (thread 0's copy)
+  uint64_t gen;  // grid_sync generation, as read at kernel entry
   int failed;
 };
 
@@ -698,7 +698,7 @@ IRISGEN_DEV void reduce_n(T* const* dst, int nd, const T* const* src, int w, int
   }
 }
 
-// combine applies Op to dst[i] and src[i] into dst[i] for i in [i0, i1),
+// combine_block applies Op to dst[i] and src[i] into dst[i] for i in [i0, i1),
 // each thread of the block taking its share (dst may be a peer's tensor).
 template <typename T, typename Op>
 IRISGEN_DEV void combine_block(T* dst, const T* src, int64_t i0, int64_t i1) {
@@ -772,7 +772,8 @@ IRISGEN_DEV void copy_block(T* dst, const T* src, int64_t i0, int64_t i1) { copy
 // load is empty. A slot is marked empty again only after every peer has
 // finished with it (the kernel's call protocol says when).
 
-// is_empty / unempty on raw element bits (32 for f32, 16 for f16 and bf16).
+// empty_bits is the empty pattern of T's raw bits (32 for f32, 16 for f16
+// and bf16).
 template <typename T>
 IRISGEN_DEV constexpr uint32_t empty_bits() {
   return sizeof(T) == 4 ? 0xffffffffu : 0xffffu;
@@ -968,11 +969,11 @@ IRISGEN_DEV bool lamport_reduce(const irisgen_ctx& c, T* out, const T* in, const
 
 // -------------------------------------------------- element atomics ----
 
-// atomic_apply sets *p = Op(*p, v) atomically at system scope. f32 sums on
-// NVIDIA use the hardware reduction; everything else is a compare-and-swap
-// loop on the aligned 32-bit word that holds the element, which is also what
-// AMD needs on fine-grained memory (its packed float atomics are not
-// performed there).
+// atomic_apply (below) sets *p = Op(*p, v) atomically at system scope. f32
+// sums on NVIDIA use the hardware reduction; everything else is a
+// compare-and-swap loop on the aligned 32-bit word that holds the element,
+// which is also what AMD needs on fine-grained memory (its packed float
+// atomics are not performed there).
 template <typename Op>
 IRISGEN_DEV void atomic_f32(float* p, float v, Op) {
   uint32_t* w = (uint32_t*)p;

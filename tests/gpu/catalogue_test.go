@@ -387,19 +387,15 @@ func TestCatalogue(t *testing.T) {
 func backToBack(rs []*irt.Rank, vc *variantCase, dt irt.DType, op string, n int64, rounds int) error {
 	type lane struct {
 		r                 *irt.Rank
-		p                 launcher
 		in, out, pool, rx irt.Tensor
+		p                 launcher
 		all               []func(int) []float32
 	}
 	var lanes []*lane
+	var frees []func()
 	defer func() {
-		for _, l := range lanes {
-			l.p.Close()
-			for _, t := range []irt.Tensor{l.in, l.out, l.pool, l.rx} {
-				if t.Ptr != 0 {
-					l.r.Heap().Free(t)
-				}
-			}
+		for i := len(frees) - 1; i >= 0; i-- {
+			frees[i]()
 		}
 	}()
 	for i, r := range rs {
@@ -408,16 +404,22 @@ func backToBack(rs []*irt.Rank, vc *variantCase, dt irt.DType, op string, n int6
 		if err != nil {
 			return err
 		}
+		frees = append(frees, func() { p.Close() })
 		l := &lane{r: r, p: p}
 		lanes = append(lanes, l)
 		inLen, outLen := vc.inLen(w, n), vc.outLen(w, n)
+		// Input and output on the heap; the rounds' inputs and results
+		// anywhere (only this rank's copies touch them).
 		for _, x := range []struct {
-			t *irt.Tensor
-			n int64
-		}{{&l.in, inLen}, {&l.out, outLen}, {&l.pool, inLen * int64(rounds)}, {&l.rx, outLen * int64(rounds)}} {
-			if *x.t, err = r.Heap().Alloc(dt, x.n); err != nil {
+			t      *irt.Tensor
+			n      int64
+			onHeap bool
+		}{{&l.in, inLen, true}, {&l.out, outLen, true}, {&l.pool, inLen * int64(rounds), false}, {&l.rx, outLen * int64(rounds), false}} {
+			var free func()
+			if *x.t, free, err = tensor(r, dt, x.n, x.onHeap); err != nil {
 				return err
 			}
+			frees = append(frees, free)
 		}
 		seed := uint64(0xb2b+i) ^ uint64(n)
 		l.all = make([]func(int) []float32, rounds)

@@ -83,6 +83,32 @@ func catalogueFile(cs []*ir.Collective, o Options) *jen.File {
 		),
 		jen.Return(jen.Id("Entry").Values(), jen.False()),
 	)
+	f.Line()
+	writeDoc(f, "ElemType is the tensor's element type in a plan of data type dt: its fixed DType, else dt.")
+	f.Func().Params(jen.Id("t").Id("TensorInfo")).Id("ElemType").Params(jen.Id("dt").Qual(runtimePkg, "DType")).Qual(runtimePkg, "DType").Block(
+		jen.If(jen.Id("t").Dot("DType").Op("!=").Lit(0)).Block(jen.Return(jen.Id("t").Dot("DType"))),
+		jen.Return(jen.Id("dt")),
+	)
+	f.Line()
+	writeDoc(f, "Alloc allocates every tensor of e on r's heap for data type dt and the sizes, in spec order, "+
+		"each in its element type; free frees them. Collective, like every heap allocation.")
+	rt := func(name string) *jen.Statement { return jen.Qual(runtimePkg, name) }
+	f.Func().Params(jen.Id("e").Id("Entry")).Id("Alloc").Params(jen.Id("r").Op("*").Add(rt("Rank")), jen.Id("dt").Add(rt("DType")), jen.Id("sizes").Index().Int64()).
+		Params(jen.Id("ts").Index().Add(rt("Tensor")), jen.Id("free").Func().Params(), jen.Err().Error()).Block(
+		jen.Id("free").Op("=").Func().Params().Block(
+			jen.For(jen.List(jen.Id("_"), jen.Id("t")).Op(":=").Range().Id("ts")).Block(jen.Id("r").Dot("Heap").Call().Dot("Free").Call(jen.Id("t"))),
+		),
+		jen.For(jen.List(jen.Id("_"), jen.Id("ti")).Op(":=").Range().Id("e").Dot("Tensors")).Block(
+			jen.List(jen.Id("t"), jen.Err()).Op(":=").Id("r").Dot("Heap").Call().Dot("Alloc").Call(
+				jen.Id("ti").Dot("ElemType").Call(jen.Id("dt")), jen.Id("ti").Dot("Numel").Call(jen.Id("r").Dot("World").Call(), jen.Id("sizes"))),
+			jen.If(jen.Err().Op("!=").Nil()).Block(
+				jen.Id("free").Call(),
+				jen.Return(jen.Nil(), jen.Func().Params().Block(), jen.Qual("fmt", "Errorf").Call(jen.Lit("allocating %s: %w"), jen.Id("ti").Dot("Name"), jen.Err())),
+			),
+			jen.Id("ts").Op("=").Append(jen.Id("ts"), jen.Id("t")),
+		),
+		jen.Return(jen.Id("ts"), jen.Id("free"), jen.Nil()),
+	)
 	return f
 }
 

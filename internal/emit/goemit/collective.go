@@ -144,14 +144,6 @@ func numel(t *ir.Tensor, sym func(string) jen.Code) *jen.Statement {
 	return s
 }
 
-func shapeString(t *ir.Tensor) string {
-	parts := make([]string, len(t.Shape))
-	for i, d := range t.Shape {
-		parts[i] = d.String()
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
-}
-
 // esize is the element size of t as Go code.
 func esize(t *ir.Tensor) *jen.Statement {
 	if t.DType != "" {
@@ -222,7 +214,7 @@ func (g *gen) variant(f *jen.File, v *ir.Variant) {
 		fields = append(fields, jen.Id(symField(s)).Int64().Comment("size parameter "+s))
 	}
 	for _, t := range g.userTensors() {
-		fields = append(fields, jen.Id(lenField(t)).Int64().Comment("elements of "+t.Name+" "+shapeString(t)))
+		fields = append(fields, jen.Id(lenField(t)).Int64().Comment("elements of "+t.Name+" "+t.ShapeString()))
 	}
 	f.Type().Id(plan).Struct(fields...)
 	f.Line()
@@ -292,23 +284,19 @@ func (g *gen) variantDoc(v *ir.Variant, plan string) string {
 		dt := "the plan's dtype"
 		switch {
 		case len(t.IndexDTypes) > 0:
-			names := make([]string, len(t.IndexDTypes))
-			for i, d := range t.IndexDTypes {
-				names[i] = string(d)
-			}
-			dt = strings.Join(names, " or ")
+			dt = ir.DTypeList(t.IndexDTypes, " or ")
 		case t.DType != "":
 			dt = string(t.DType)
 		}
 		if t.Optional {
 			dt += ", optional"
 		}
-		fmt.Fprintf(&b, "  - %s (%s, shape %s, %s): %s; %s.\n", t.Name, dirWord(t.Dir), shapeString(t), dt, accessDoc(u.Access), placementDoc(u.Placement))
+		fmt.Fprintf(&b, "  - %s (%s, shape %s, %s): %s; %s.\n", t.Name, dirWord(t.Dir), t.ShapeString(), dt, accessDoc(u.Access), placementDoc(u.Placement))
 	}
 	var ws []string
 	for i, t := range c.Tensors {
 		if t.Dir == ir.Workspace {
-			ws = append(ws, fmt.Sprintf("%s %s (%s)", t.Name, shapeString(t), accessDoc(v.Uses[i].Access)))
+			ws = append(ws, fmt.Sprintf("%s %s (%s)", t.Name, t.ShapeString(), accessDoc(v.Uses[i].Access)))
 		}
 	}
 	if len(ws) > 0 {
@@ -825,7 +813,7 @@ func (g *gen) convenience(f *jen.File) {
 	if len(inferred) > 0 {
 		var parts []string
 		for _, in := range inferred {
-			parts = append(parts, fmt.Sprintf("%s from %s %s", in.sym, in.tensor.Name, shapeString(in.tensor)))
+			parts = append(parts, fmt.Sprintf("%s from %s %s", in.sym, in.tensor.Name, in.tensor.ShapeString()))
 		}
 		fmt.Fprintf(&doc, "Sizes are taken from the tensors (%s). ", strings.Join(parts, ", "))
 	}

@@ -23,7 +23,6 @@ func newRecorder() *recorder {
 // helpers are the template functions of one render.
 type helpers struct {
 	c  *ir.Collective
-	v  *ir.Variant
 	kc *kernelCtx // nil while rendering the prelude
 }
 
@@ -44,7 +43,7 @@ func (h *helpers) funcs() template.FuncMap {
 				return "", err
 			}
 			if len(t.IndexDTypes) > 0 {
-				return "", fmt.Errorf("%s %q: the tensor may come as %s, so it has no one pointer type; read it with {{read_index %q}}", name, tensor, dtypeList(t.IndexDTypes), tensor)
+				return "", fmt.Errorf("%s %q: the tensor may come as %s, so it has no one pointer type; read it with {{read_index %q}}", name, tensor, ir.DTypeList(t.IndexDTypes, " or "), tensor)
 			}
 			return fmt.Sprintf("((%s*)%s.%s)", h.ptrType(t, constant), ArgsName, TensorField(t)), nil
 		}
@@ -85,12 +84,20 @@ func (h *helpers) tensor(helper, name string, acc ir.Access) (*ir.Tensor, error)
 	if h.kc == nil {
 		return nil, fmt.Errorf("%s %q: tensor helpers work only in the kernel body, not in the %s; take pointers in the body and pass them to the prelude's functions", helper, name, PreludeName)
 	}
-	t := h.c.Tensor(name)
-	if t == nil {
-		return nil, fmt.Errorf("%s %q: %s has no tensor %q (tensors: %s)", helper, name, h.c.Name, name, tensorList(h.c))
+	t, err := h.lookup(helper, name)
+	if err != nil {
+		return nil, err
 	}
 	h.kc.rec.acc[name] |= acc
 	return t, nil
+}
+
+// lookup resolves a helper's tensor argument.
+func (h *helpers) lookup(helper, name string) (*ir.Tensor, error) {
+	if t := h.c.Tensor(name); t != nil {
+		return t, nil
+	}
+	return nil, fmt.Errorf("%s %q: %s has no tensor %q (tensors: %s)", helper, name, h.c.Name, name, tensorList(h.c))
 }
 
 func tensorList(c *ir.Collective) string {
@@ -118,9 +125,9 @@ func (h *helpers) elemType(name string) (string, error) {
 	if h.kc == nil {
 		return "", fmt.Errorf("type %q: only in the kernel body (the prelude is shared by all dtypes; make it a C++ template)", name)
 	}
-	t := h.c.Tensor(name)
-	if t == nil {
-		return "", fmt.Errorf("type %q: %s has no tensor %q (tensors: %s)", name, h.c.Name, name, tensorList(h.c))
+	t, err := h.lookup("type", name)
+	if err != nil {
+		return "", err
 	}
 	return CType(t.ElemType(h.kc.k.DType)), nil
 }
@@ -136,15 +143,6 @@ func (h *helpers) readIndex(name string) (string, error) {
 		return "", fmt.Errorf("read_index %q: the tensor has one dtype (%s); use {{read %q}}", name, t.ElemType(h.kc.k.DType), name)
 	}
 	return fmt.Sprintf("irisgen::index_ptr{%s.%s, %s.%s}", ArgsName, TensorField(t), ArgsName, WidthField(t)), nil
-}
-
-// dtypeList is "i64 or i32".
-func dtypeList(ds []ir.DType) string {
-	s := make([]string, len(ds))
-	for i, d := range ds {
-		s[i] = string(d)
-	}
-	return strings.Join(s, " or ")
 }
 
 // size is a symbol's value as an int64 C expression.
@@ -169,9 +167,9 @@ func (h *helpers) size(sym string) (string, error) {
 
 // numel is a tensor's element count as an int64 C expression.
 func (h *helpers) numel(name string) (string, error) {
-	t := h.c.Tensor(name)
-	if t == nil {
-		return "", fmt.Errorf("numel %q: %s has no tensor %q (tensors: %s)", name, h.c.Name, name, tensorList(h.c))
+	t, err := h.lookup("numel", name)
+	if err != nil {
+		return "", err
 	}
 	parts := make([]string, 0, len(t.Shape))
 	for _, d := range t.Shape {

@@ -95,7 +95,7 @@ func (e *emitter) fileHeader(b *bytes.Buffer) {
 	}
 	for _, t := range c.Tensors {
 		if len(t.IndexDTypes) > 0 {
-			fmt.Fprintf(b, "  int64_t %s;  // element bytes of %s (%s)\n", WidthField(t), t.Name, dtypeList(t.IndexDTypes))
+			fmt.Fprintf(b, "  int64_t %s;  // element bytes of %s (%s)\n", WidthField(t), t.Name, ir.DTypeList(t.IndexDTypes, " or "))
 		}
 	}
 	b.WriteString("};\n")
@@ -153,7 +153,7 @@ type kernelCtx struct {
 // render executes the template: the prelude when kc is nil (empty when the
 // template has none), else the kernel body for kc.k.
 func (e *emitter) render(v *ir.Variant, file, src string, kc *kernelCtx) (string, bool) {
-	h := &helpers{c: e.c, v: v, kc: kc}
+	h := &helpers{c: e.c, kc: kc}
 	t, err := template.New(file).Option("missingkey=error").Funcs(h.funcs()).Parse(src)
 	if err != nil {
 		e.errs.Add(v.TemplatePos, fmt.Sprintf("template %s: %v", file, trimTemplateErr(err)))
