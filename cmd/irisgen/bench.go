@@ -134,9 +134,7 @@ func runBench(env *cmdEnv, args []string) error {
 			fmt.Fprintf(env.stderr, "irisgen bench: baselines failed (%v); the report has irisgen's numbers only\n", err)
 		}
 		for i := range base {
-			if base[i].Device == "" || strings.HasPrefix(device, base[i].Device) {
-				base[i].Device = device
-			}
+			base[i].Device = device // same machine, same run: one label for the tables
 		}
 		rows = append(rows, base...)
 	}
