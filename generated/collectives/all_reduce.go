@@ -11,7 +11,7 @@ import (
 // AllReduceSpecHash is the hash of specs/all_reduce.yaml and the templates it uses. The HIP module of
 // all_reduce carries the same hash; the runtime refuses to launch a kernel whose hash differs, so a
 // stale wrapper/kernel pair fails at load time.
-const AllReduceSpecHash = "9976268a56a0e48b"
+const AllReduceSpecHash = "a5592400217efec9"
 
 // AllReduceVariant selects an algorithm of all_reduce for AllReduce.
 type AllReduceVariant string
@@ -1338,8 +1338,7 @@ const allReduceRingName = "all_reduce/ring"
 // Tensors, in the order Launch takes them:
 //
 //   - input (in, shape [n], the plan's dtype): local_read; only touched locally: any device memory.
-//   - output (out, shape [n], the plan's dtype): local_read + local_write; only touched locally: any
-//     device memory.
+//   - output (out, shape [n], the plan's dtype): local_write; only touched locally: any device memory.
 //
 // Workspace, allocated on the heap and zeroed by the plan: ring [n] (local_read + remote_write), locks
 // [blocks] (none), stage [2, n] (none), inbox [2, world, n] (none), lamport [3, world, n] (none).

@@ -2,12 +2,12 @@
 //
 // all_reduce: Reduce `input` over all ranks into `output` on every rank.
 //
-// Spec hash 9976268a56a0e48b: the Go wrappers carry the same value, and the runtime
+// Spec hash a5592400217efec9: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_reduce[] = "9976268a56a0e48b";
+extern "C" __device__ const char irisgen_spec_hash_all_reduce[] = "a5592400217efec9";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.
@@ -1915,42 +1915,49 @@ irisgen_all_reduce_ring_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const T* mine = ((const irisgen_bf16*)irisgen_a.t_ring);
   T* next = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
+  const int64_t tid = threadIdx.x, nt = blockDim.x;
   int64_t lo, hi;
+  // chunk c's share of this block: [lo, hi).
+  auto part = [&](int c) {
+    int64_t c_lo, c_hi;
+    irisgen::chunk_part<T>(n, ((c % w) + w) % w, w, &c_lo, &c_hi);
+    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
+  };
+  if (w == 1) {
+    part(0);
+    if ((const void*)out != (const void*)in) irisgen::copy_block(out, in, lo, hi);
+    return;
+  }
   // The previous call's final sync means every rank is done with its
-  // workspace. Copy with the partition of the steps below, so each block
-  // sends only what it wrote itself.
-  if ((const void*)out != (const void*)in) {
-    for (int c = 0; c < w; c++) {
-      int64_t c_lo, c_hi;
-      irisgen::chunk_part<T>(n, c, w, &c_lo, &c_hi);
-      irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-      irisgen::copy_block(out, in, lo, hi);
+  // workspace. Reduce-scatter: step 0 sends the input's chunk r, steps 1..w-2
+  // add the input to the partial sum received and send the sum on.
+  part(r);
+  irisgen::copy_block(next, in, lo, hi);
+  if (!irisgen::sync(ctx)) return;
+  for (int s = 1; s < w - 1; s++) {
+    part(r - s);
+    const T* src[2] = {in, mine};
+    irisgen::reduce_n<T, Op>(&next, 1, src, 2, lo, hi, tid, nt);
+    if (!irisgen::sync(ctx)) return;
+  }
+  // Chunk r+1 now holds every other rank's sum: add this rank's input, keep
+  // the result and send it on.
+  {
+    part(r + 1);
+    const T* src[2] = {in, mine};
+    T* dst[2] = {out, next};
+    irisgen::reduce_n<T, Op>(dst, 2, src, 2, lo, hi, tid, nt);
+  }
+  if (!irisgen::sync(ctx)) return;
+  // All-gather: in step s the reduced chunk r+1-s arrives; keep it and, but
+  // for the last one (its owner's next rank made it), send it on.
+  for (int s = 1; s < w; s++) {
+    part(r + 1 - s);
+    T* dst[2] = {out, next};
+    irisgen::copy_to(dst, s < w - 1 ? 2 : 1, mine, lo, hi, tid, nt);
+    if (s < w - 1) {
+      if (!irisgen::sync(ctx)) return;
     }
-    __syncthreads();
-  }
-  // Reduce-scatter: after w-1 steps rank r holds the reduced chunk (r+1)%w.
-  for (int s = 0; s < w - 1; s++) {
-    int64_t c_lo, c_hi;
-    irisgen::chunk_part<T>(n, ((r - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(next, (const T*)out, lo, hi);
-    if (!irisgen::sync(ctx)) return;
-    irisgen::chunk_part<T>(n, ((r - s - 1) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::combine_block<T, Op>(out, mine, lo, hi);
-    __syncthreads();
-  }
-  // All-gather: pass the reduced chunks round the ring.
-  for (int s = 0; s < w - 1; s++) {
-    int64_t c_lo, c_hi;
-    irisgen::chunk_part<T>(n, ((r + 1 - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(next, (const T*)out, lo, hi);
-    if (!irisgen::sync(ctx)) return;
-    irisgen::chunk_part<T>(n, ((r - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(out, mine, lo, hi);
-    __syncthreads();
   }
   // Nobody writes into this rank's workspace any more (the workspace is the
   // plan's own business, so this runs in every barrier mode).
@@ -1972,42 +1979,49 @@ irisgen_all_reduce_ring_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const T* mine = ((const irisgen_bf16*)irisgen_a.t_ring);
   T* next = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
+  const int64_t tid = threadIdx.x, nt = blockDim.x;
   int64_t lo, hi;
+  // chunk c's share of this block: [lo, hi).
+  auto part = [&](int c) {
+    int64_t c_lo, c_hi;
+    irisgen::chunk_part<T>(n, ((c % w) + w) % w, w, &c_lo, &c_hi);
+    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
+  };
+  if (w == 1) {
+    part(0);
+    if ((const void*)out != (const void*)in) irisgen::copy_block(out, in, lo, hi);
+    return;
+  }
   // The previous call's final sync means every rank is done with its
-  // workspace. Copy with the partition of the steps below, so each block
-  // sends only what it wrote itself.
-  if ((const void*)out != (const void*)in) {
-    for (int c = 0; c < w; c++) {
-      int64_t c_lo, c_hi;
-      irisgen::chunk_part<T>(n, c, w, &c_lo, &c_hi);
-      irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-      irisgen::copy_block(out, in, lo, hi);
+  // workspace. Reduce-scatter: step 0 sends the input's chunk r, steps 1..w-2
+  // add the input to the partial sum received and send the sum on.
+  part(r);
+  irisgen::copy_block(next, in, lo, hi);
+  if (!irisgen::sync(ctx)) return;
+  for (int s = 1; s < w - 1; s++) {
+    part(r - s);
+    const T* src[2] = {in, mine};
+    irisgen::reduce_n<T, Op>(&next, 1, src, 2, lo, hi, tid, nt);
+    if (!irisgen::sync(ctx)) return;
+  }
+  // Chunk r+1 now holds every other rank's sum: add this rank's input, keep
+  // the result and send it on.
+  {
+    part(r + 1);
+    const T* src[2] = {in, mine};
+    T* dst[2] = {out, next};
+    irisgen::reduce_n<T, Op>(dst, 2, src, 2, lo, hi, tid, nt);
+  }
+  if (!irisgen::sync(ctx)) return;
+  // All-gather: in step s the reduced chunk r+1-s arrives; keep it and, but
+  // for the last one (its owner's next rank made it), send it on.
+  for (int s = 1; s < w; s++) {
+    part(r + 1 - s);
+    T* dst[2] = {out, next};
+    irisgen::copy_to(dst, s < w - 1 ? 2 : 1, mine, lo, hi, tid, nt);
+    if (s < w - 1) {
+      if (!irisgen::sync(ctx)) return;
     }
-    __syncthreads();
-  }
-  // Reduce-scatter: after w-1 steps rank r holds the reduced chunk (r+1)%w.
-  for (int s = 0; s < w - 1; s++) {
-    int64_t c_lo, c_hi;
-    irisgen::chunk_part<T>(n, ((r - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(next, (const T*)out, lo, hi);
-    if (!irisgen::sync(ctx)) return;
-    irisgen::chunk_part<T>(n, ((r - s - 1) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::combine_block<T, Op>(out, mine, lo, hi);
-    __syncthreads();
-  }
-  // All-gather: pass the reduced chunks round the ring.
-  for (int s = 0; s < w - 1; s++) {
-    int64_t c_lo, c_hi;
-    irisgen::chunk_part<T>(n, ((r + 1 - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(next, (const T*)out, lo, hi);
-    if (!irisgen::sync(ctx)) return;
-    irisgen::chunk_part<T>(n, ((r - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(out, mine, lo, hi);
-    __syncthreads();
   }
   // Nobody writes into this rank's workspace any more (the workspace is the
   // plan's own business, so this runs in every barrier mode).
@@ -2029,42 +2043,49 @@ irisgen_all_reduce_ring_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const T* mine = ((const irisgen_bf16*)irisgen_a.t_ring);
   T* next = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
+  const int64_t tid = threadIdx.x, nt = blockDim.x;
   int64_t lo, hi;
+  // chunk c's share of this block: [lo, hi).
+  auto part = [&](int c) {
+    int64_t c_lo, c_hi;
+    irisgen::chunk_part<T>(n, ((c % w) + w) % w, w, &c_lo, &c_hi);
+    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
+  };
+  if (w == 1) {
+    part(0);
+    if ((const void*)out != (const void*)in) irisgen::copy_block(out, in, lo, hi);
+    return;
+  }
   // The previous call's final sync means every rank is done with its
-  // workspace. Copy with the partition of the steps below, so each block
-  // sends only what it wrote itself.
-  if ((const void*)out != (const void*)in) {
-    for (int c = 0; c < w; c++) {
-      int64_t c_lo, c_hi;
-      irisgen::chunk_part<T>(n, c, w, &c_lo, &c_hi);
-      irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-      irisgen::copy_block(out, in, lo, hi);
+  // workspace. Reduce-scatter: step 0 sends the input's chunk r, steps 1..w-2
+  // add the input to the partial sum received and send the sum on.
+  part(r);
+  irisgen::copy_block(next, in, lo, hi);
+  if (!irisgen::sync(ctx)) return;
+  for (int s = 1; s < w - 1; s++) {
+    part(r - s);
+    const T* src[2] = {in, mine};
+    irisgen::reduce_n<T, Op>(&next, 1, src, 2, lo, hi, tid, nt);
+    if (!irisgen::sync(ctx)) return;
+  }
+  // Chunk r+1 now holds every other rank's sum: add this rank's input, keep
+  // the result and send it on.
+  {
+    part(r + 1);
+    const T* src[2] = {in, mine};
+    T* dst[2] = {out, next};
+    irisgen::reduce_n<T, Op>(dst, 2, src, 2, lo, hi, tid, nt);
+  }
+  if (!irisgen::sync(ctx)) return;
+  // All-gather: in step s the reduced chunk r+1-s arrives; keep it and, but
+  // for the last one (its owner's next rank made it), send it on.
+  for (int s = 1; s < w; s++) {
+    part(r + 1 - s);
+    T* dst[2] = {out, next};
+    irisgen::copy_to(dst, s < w - 1 ? 2 : 1, mine, lo, hi, tid, nt);
+    if (s < w - 1) {
+      if (!irisgen::sync(ctx)) return;
     }
-    __syncthreads();
-  }
-  // Reduce-scatter: after w-1 steps rank r holds the reduced chunk (r+1)%w.
-  for (int s = 0; s < w - 1; s++) {
-    int64_t c_lo, c_hi;
-    irisgen::chunk_part<T>(n, ((r - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(next, (const T*)out, lo, hi);
-    if (!irisgen::sync(ctx)) return;
-    irisgen::chunk_part<T>(n, ((r - s - 1) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::combine_block<T, Op>(out, mine, lo, hi);
-    __syncthreads();
-  }
-  // All-gather: pass the reduced chunks round the ring.
-  for (int s = 0; s < w - 1; s++) {
-    int64_t c_lo, c_hi;
-    irisgen::chunk_part<T>(n, ((r + 1 - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(next, (const T*)out, lo, hi);
-    if (!irisgen::sync(ctx)) return;
-    irisgen::chunk_part<T>(n, ((r - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(out, mine, lo, hi);
-    __syncthreads();
   }
   // Nobody writes into this rank's workspace any more (the workspace is the
   // plan's own business, so this runs in every barrier mode).
@@ -2086,42 +2107,49 @@ irisgen_all_reduce_ring_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   const T* mine = ((const irisgen_f16*)irisgen_a.t_ring);
   T* next = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
+  const int64_t tid = threadIdx.x, nt = blockDim.x;
   int64_t lo, hi;
+  // chunk c's share of this block: [lo, hi).
+  auto part = [&](int c) {
+    int64_t c_lo, c_hi;
+    irisgen::chunk_part<T>(n, ((c % w) + w) % w, w, &c_lo, &c_hi);
+    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
+  };
+  if (w == 1) {
+    part(0);
+    if ((const void*)out != (const void*)in) irisgen::copy_block(out, in, lo, hi);
+    return;
+  }
   // The previous call's final sync means every rank is done with its
-  // workspace. Copy with the partition of the steps below, so each block
-  // sends only what it wrote itself.
-  if ((const void*)out != (const void*)in) {
-    for (int c = 0; c < w; c++) {
-      int64_t c_lo, c_hi;
-      irisgen::chunk_part<T>(n, c, w, &c_lo, &c_hi);
-      irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-      irisgen::copy_block(out, in, lo, hi);
+  // workspace. Reduce-scatter: step 0 sends the input's chunk r, steps 1..w-2
+  // add the input to the partial sum received and send the sum on.
+  part(r);
+  irisgen::copy_block(next, in, lo, hi);
+  if (!irisgen::sync(ctx)) return;
+  for (int s = 1; s < w - 1; s++) {
+    part(r - s);
+    const T* src[2] = {in, mine};
+    irisgen::reduce_n<T, Op>(&next, 1, src, 2, lo, hi, tid, nt);
+    if (!irisgen::sync(ctx)) return;
+  }
+  // Chunk r+1 now holds every other rank's sum: add this rank's input, keep
+  // the result and send it on.
+  {
+    part(r + 1);
+    const T* src[2] = {in, mine};
+    T* dst[2] = {out, next};
+    irisgen::reduce_n<T, Op>(dst, 2, src, 2, lo, hi, tid, nt);
+  }
+  if (!irisgen::sync(ctx)) return;
+  // All-gather: in step s the reduced chunk r+1-s arrives; keep it and, but
+  // for the last one (its owner's next rank made it), send it on.
+  for (int s = 1; s < w; s++) {
+    part(r + 1 - s);
+    T* dst[2] = {out, next};
+    irisgen::copy_to(dst, s < w - 1 ? 2 : 1, mine, lo, hi, tid, nt);
+    if (s < w - 1) {
+      if (!irisgen::sync(ctx)) return;
     }
-    __syncthreads();
-  }
-  // Reduce-scatter: after w-1 steps rank r holds the reduced chunk (r+1)%w.
-  for (int s = 0; s < w - 1; s++) {
-    int64_t c_lo, c_hi;
-    irisgen::chunk_part<T>(n, ((r - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(next, (const T*)out, lo, hi);
-    if (!irisgen::sync(ctx)) return;
-    irisgen::chunk_part<T>(n, ((r - s - 1) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::combine_block<T, Op>(out, mine, lo, hi);
-    __syncthreads();
-  }
-  // All-gather: pass the reduced chunks round the ring.
-  for (int s = 0; s < w - 1; s++) {
-    int64_t c_lo, c_hi;
-    irisgen::chunk_part<T>(n, ((r + 1 - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(next, (const T*)out, lo, hi);
-    if (!irisgen::sync(ctx)) return;
-    irisgen::chunk_part<T>(n, ((r - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(out, mine, lo, hi);
-    __syncthreads();
   }
   // Nobody writes into this rank's workspace any more (the workspace is the
   // plan's own business, so this runs in every barrier mode).
@@ -2143,42 +2171,49 @@ irisgen_all_reduce_ring_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   const T* mine = ((const irisgen_f16*)irisgen_a.t_ring);
   T* next = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
+  const int64_t tid = threadIdx.x, nt = blockDim.x;
   int64_t lo, hi;
+  // chunk c's share of this block: [lo, hi).
+  auto part = [&](int c) {
+    int64_t c_lo, c_hi;
+    irisgen::chunk_part<T>(n, ((c % w) + w) % w, w, &c_lo, &c_hi);
+    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
+  };
+  if (w == 1) {
+    part(0);
+    if ((const void*)out != (const void*)in) irisgen::copy_block(out, in, lo, hi);
+    return;
+  }
   // The previous call's final sync means every rank is done with its
-  // workspace. Copy with the partition of the steps below, so each block
-  // sends only what it wrote itself.
-  if ((const void*)out != (const void*)in) {
-    for (int c = 0; c < w; c++) {
-      int64_t c_lo, c_hi;
-      irisgen::chunk_part<T>(n, c, w, &c_lo, &c_hi);
-      irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-      irisgen::copy_block(out, in, lo, hi);
+  // workspace. Reduce-scatter: step 0 sends the input's chunk r, steps 1..w-2
+  // add the input to the partial sum received and send the sum on.
+  part(r);
+  irisgen::copy_block(next, in, lo, hi);
+  if (!irisgen::sync(ctx)) return;
+  for (int s = 1; s < w - 1; s++) {
+    part(r - s);
+    const T* src[2] = {in, mine};
+    irisgen::reduce_n<T, Op>(&next, 1, src, 2, lo, hi, tid, nt);
+    if (!irisgen::sync(ctx)) return;
+  }
+  // Chunk r+1 now holds every other rank's sum: add this rank's input, keep
+  // the result and send it on.
+  {
+    part(r + 1);
+    const T* src[2] = {in, mine};
+    T* dst[2] = {out, next};
+    irisgen::reduce_n<T, Op>(dst, 2, src, 2, lo, hi, tid, nt);
+  }
+  if (!irisgen::sync(ctx)) return;
+  // All-gather: in step s the reduced chunk r+1-s arrives; keep it and, but
+  // for the last one (its owner's next rank made it), send it on.
+  for (int s = 1; s < w; s++) {
+    part(r + 1 - s);
+    T* dst[2] = {out, next};
+    irisgen::copy_to(dst, s < w - 1 ? 2 : 1, mine, lo, hi, tid, nt);
+    if (s < w - 1) {
+      if (!irisgen::sync(ctx)) return;
     }
-    __syncthreads();
-  }
-  // Reduce-scatter: after w-1 steps rank r holds the reduced chunk (r+1)%w.
-  for (int s = 0; s < w - 1; s++) {
-    int64_t c_lo, c_hi;
-    irisgen::chunk_part<T>(n, ((r - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(next, (const T*)out, lo, hi);
-    if (!irisgen::sync(ctx)) return;
-    irisgen::chunk_part<T>(n, ((r - s - 1) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::combine_block<T, Op>(out, mine, lo, hi);
-    __syncthreads();
-  }
-  // All-gather: pass the reduced chunks round the ring.
-  for (int s = 0; s < w - 1; s++) {
-    int64_t c_lo, c_hi;
-    irisgen::chunk_part<T>(n, ((r + 1 - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(next, (const T*)out, lo, hi);
-    if (!irisgen::sync(ctx)) return;
-    irisgen::chunk_part<T>(n, ((r - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(out, mine, lo, hi);
-    __syncthreads();
   }
   // Nobody writes into this rank's workspace any more (the workspace is the
   // plan's own business, so this runs in every barrier mode).
@@ -2200,42 +2235,49 @@ irisgen_all_reduce_ring_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   const T* mine = ((const irisgen_f16*)irisgen_a.t_ring);
   T* next = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
+  const int64_t tid = threadIdx.x, nt = blockDim.x;
   int64_t lo, hi;
+  // chunk c's share of this block: [lo, hi).
+  auto part = [&](int c) {
+    int64_t c_lo, c_hi;
+    irisgen::chunk_part<T>(n, ((c % w) + w) % w, w, &c_lo, &c_hi);
+    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
+  };
+  if (w == 1) {
+    part(0);
+    if ((const void*)out != (const void*)in) irisgen::copy_block(out, in, lo, hi);
+    return;
+  }
   // The previous call's final sync means every rank is done with its
-  // workspace. Copy with the partition of the steps below, so each block
-  // sends only what it wrote itself.
-  if ((const void*)out != (const void*)in) {
-    for (int c = 0; c < w; c++) {
-      int64_t c_lo, c_hi;
-      irisgen::chunk_part<T>(n, c, w, &c_lo, &c_hi);
-      irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-      irisgen::copy_block(out, in, lo, hi);
+  // workspace. Reduce-scatter: step 0 sends the input's chunk r, steps 1..w-2
+  // add the input to the partial sum received and send the sum on.
+  part(r);
+  irisgen::copy_block(next, in, lo, hi);
+  if (!irisgen::sync(ctx)) return;
+  for (int s = 1; s < w - 1; s++) {
+    part(r - s);
+    const T* src[2] = {in, mine};
+    irisgen::reduce_n<T, Op>(&next, 1, src, 2, lo, hi, tid, nt);
+    if (!irisgen::sync(ctx)) return;
+  }
+  // Chunk r+1 now holds every other rank's sum: add this rank's input, keep
+  // the result and send it on.
+  {
+    part(r + 1);
+    const T* src[2] = {in, mine};
+    T* dst[2] = {out, next};
+    irisgen::reduce_n<T, Op>(dst, 2, src, 2, lo, hi, tid, nt);
+  }
+  if (!irisgen::sync(ctx)) return;
+  // All-gather: in step s the reduced chunk r+1-s arrives; keep it and, but
+  // for the last one (its owner's next rank made it), send it on.
+  for (int s = 1; s < w; s++) {
+    part(r + 1 - s);
+    T* dst[2] = {out, next};
+    irisgen::copy_to(dst, s < w - 1 ? 2 : 1, mine, lo, hi, tid, nt);
+    if (s < w - 1) {
+      if (!irisgen::sync(ctx)) return;
     }
-    __syncthreads();
-  }
-  // Reduce-scatter: after w-1 steps rank r holds the reduced chunk (r+1)%w.
-  for (int s = 0; s < w - 1; s++) {
-    int64_t c_lo, c_hi;
-    irisgen::chunk_part<T>(n, ((r - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(next, (const T*)out, lo, hi);
-    if (!irisgen::sync(ctx)) return;
-    irisgen::chunk_part<T>(n, ((r - s - 1) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::combine_block<T, Op>(out, mine, lo, hi);
-    __syncthreads();
-  }
-  // All-gather: pass the reduced chunks round the ring.
-  for (int s = 0; s < w - 1; s++) {
-    int64_t c_lo, c_hi;
-    irisgen::chunk_part<T>(n, ((r + 1 - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(next, (const T*)out, lo, hi);
-    if (!irisgen::sync(ctx)) return;
-    irisgen::chunk_part<T>(n, ((r - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(out, mine, lo, hi);
-    __syncthreads();
   }
   // Nobody writes into this rank's workspace any more (the workspace is the
   // plan's own business, so this runs in every barrier mode).
@@ -2257,42 +2299,49 @@ irisgen_all_reduce_ring_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
   T* out = ((float*)irisgen_a.t_output);
   const T* mine = ((const float*)irisgen_a.t_ring);
   T* next = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
+  const int64_t tid = threadIdx.x, nt = blockDim.x;
   int64_t lo, hi;
+  // chunk c's share of this block: [lo, hi).
+  auto part = [&](int c) {
+    int64_t c_lo, c_hi;
+    irisgen::chunk_part<T>(n, ((c % w) + w) % w, w, &c_lo, &c_hi);
+    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
+  };
+  if (w == 1) {
+    part(0);
+    if ((const void*)out != (const void*)in) irisgen::copy_block(out, in, lo, hi);
+    return;
+  }
   // The previous call's final sync means every rank is done with its
-  // workspace. Copy with the partition of the steps below, so each block
-  // sends only what it wrote itself.
-  if ((const void*)out != (const void*)in) {
-    for (int c = 0; c < w; c++) {
-      int64_t c_lo, c_hi;
-      irisgen::chunk_part<T>(n, c, w, &c_lo, &c_hi);
-      irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-      irisgen::copy_block(out, in, lo, hi);
+  // workspace. Reduce-scatter: step 0 sends the input's chunk r, steps 1..w-2
+  // add the input to the partial sum received and send the sum on.
+  part(r);
+  irisgen::copy_block(next, in, lo, hi);
+  if (!irisgen::sync(ctx)) return;
+  for (int s = 1; s < w - 1; s++) {
+    part(r - s);
+    const T* src[2] = {in, mine};
+    irisgen::reduce_n<T, Op>(&next, 1, src, 2, lo, hi, tid, nt);
+    if (!irisgen::sync(ctx)) return;
+  }
+  // Chunk r+1 now holds every other rank's sum: add this rank's input, keep
+  // the result and send it on.
+  {
+    part(r + 1);
+    const T* src[2] = {in, mine};
+    T* dst[2] = {out, next};
+    irisgen::reduce_n<T, Op>(dst, 2, src, 2, lo, hi, tid, nt);
+  }
+  if (!irisgen::sync(ctx)) return;
+  // All-gather: in step s the reduced chunk r+1-s arrives; keep it and, but
+  // for the last one (its owner's next rank made it), send it on.
+  for (int s = 1; s < w; s++) {
+    part(r + 1 - s);
+    T* dst[2] = {out, next};
+    irisgen::copy_to(dst, s < w - 1 ? 2 : 1, mine, lo, hi, tid, nt);
+    if (s < w - 1) {
+      if (!irisgen::sync(ctx)) return;
     }
-    __syncthreads();
-  }
-  // Reduce-scatter: after w-1 steps rank r holds the reduced chunk (r+1)%w.
-  for (int s = 0; s < w - 1; s++) {
-    int64_t c_lo, c_hi;
-    irisgen::chunk_part<T>(n, ((r - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(next, (const T*)out, lo, hi);
-    if (!irisgen::sync(ctx)) return;
-    irisgen::chunk_part<T>(n, ((r - s - 1) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::combine_block<T, Op>(out, mine, lo, hi);
-    __syncthreads();
-  }
-  // All-gather: pass the reduced chunks round the ring.
-  for (int s = 0; s < w - 1; s++) {
-    int64_t c_lo, c_hi;
-    irisgen::chunk_part<T>(n, ((r + 1 - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(next, (const T*)out, lo, hi);
-    if (!irisgen::sync(ctx)) return;
-    irisgen::chunk_part<T>(n, ((r - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(out, mine, lo, hi);
-    __syncthreads();
   }
   // Nobody writes into this rank's workspace any more (the workspace is the
   // plan's own business, so this runs in every barrier mode).
@@ -2314,42 +2363,49 @@ irisgen_all_reduce_ring_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
   T* out = ((float*)irisgen_a.t_output);
   const T* mine = ((const float*)irisgen_a.t_ring);
   T* next = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
+  const int64_t tid = threadIdx.x, nt = blockDim.x;
   int64_t lo, hi;
+  // chunk c's share of this block: [lo, hi).
+  auto part = [&](int c) {
+    int64_t c_lo, c_hi;
+    irisgen::chunk_part<T>(n, ((c % w) + w) % w, w, &c_lo, &c_hi);
+    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
+  };
+  if (w == 1) {
+    part(0);
+    if ((const void*)out != (const void*)in) irisgen::copy_block(out, in, lo, hi);
+    return;
+  }
   // The previous call's final sync means every rank is done with its
-  // workspace. Copy with the partition of the steps below, so each block
-  // sends only what it wrote itself.
-  if ((const void*)out != (const void*)in) {
-    for (int c = 0; c < w; c++) {
-      int64_t c_lo, c_hi;
-      irisgen::chunk_part<T>(n, c, w, &c_lo, &c_hi);
-      irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-      irisgen::copy_block(out, in, lo, hi);
+  // workspace. Reduce-scatter: step 0 sends the input's chunk r, steps 1..w-2
+  // add the input to the partial sum received and send the sum on.
+  part(r);
+  irisgen::copy_block(next, in, lo, hi);
+  if (!irisgen::sync(ctx)) return;
+  for (int s = 1; s < w - 1; s++) {
+    part(r - s);
+    const T* src[2] = {in, mine};
+    irisgen::reduce_n<T, Op>(&next, 1, src, 2, lo, hi, tid, nt);
+    if (!irisgen::sync(ctx)) return;
+  }
+  // Chunk r+1 now holds every other rank's sum: add this rank's input, keep
+  // the result and send it on.
+  {
+    part(r + 1);
+    const T* src[2] = {in, mine};
+    T* dst[2] = {out, next};
+    irisgen::reduce_n<T, Op>(dst, 2, src, 2, lo, hi, tid, nt);
+  }
+  if (!irisgen::sync(ctx)) return;
+  // All-gather: in step s the reduced chunk r+1-s arrives; keep it and, but
+  // for the last one (its owner's next rank made it), send it on.
+  for (int s = 1; s < w; s++) {
+    part(r + 1 - s);
+    T* dst[2] = {out, next};
+    irisgen::copy_to(dst, s < w - 1 ? 2 : 1, mine, lo, hi, tid, nt);
+    if (s < w - 1) {
+      if (!irisgen::sync(ctx)) return;
     }
-    __syncthreads();
-  }
-  // Reduce-scatter: after w-1 steps rank r holds the reduced chunk (r+1)%w.
-  for (int s = 0; s < w - 1; s++) {
-    int64_t c_lo, c_hi;
-    irisgen::chunk_part<T>(n, ((r - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(next, (const T*)out, lo, hi);
-    if (!irisgen::sync(ctx)) return;
-    irisgen::chunk_part<T>(n, ((r - s - 1) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::combine_block<T, Op>(out, mine, lo, hi);
-    __syncthreads();
-  }
-  // All-gather: pass the reduced chunks round the ring.
-  for (int s = 0; s < w - 1; s++) {
-    int64_t c_lo, c_hi;
-    irisgen::chunk_part<T>(n, ((r + 1 - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(next, (const T*)out, lo, hi);
-    if (!irisgen::sync(ctx)) return;
-    irisgen::chunk_part<T>(n, ((r - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(out, mine, lo, hi);
-    __syncthreads();
   }
   // Nobody writes into this rank's workspace any more (the workspace is the
   // plan's own business, so this runs in every barrier mode).
@@ -2371,42 +2427,49 @@ irisgen_all_reduce_ring_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
   T* out = ((float*)irisgen_a.t_output);
   const T* mine = ((const float*)irisgen_a.t_ring);
   T* next = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
+  const int64_t tid = threadIdx.x, nt = blockDim.x;
   int64_t lo, hi;
+  // chunk c's share of this block: [lo, hi).
+  auto part = [&](int c) {
+    int64_t c_lo, c_hi;
+    irisgen::chunk_part<T>(n, ((c % w) + w) % w, w, &c_lo, &c_hi);
+    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
+  };
+  if (w == 1) {
+    part(0);
+    if ((const void*)out != (const void*)in) irisgen::copy_block(out, in, lo, hi);
+    return;
+  }
   // The previous call's final sync means every rank is done with its
-  // workspace. Copy with the partition of the steps below, so each block
-  // sends only what it wrote itself.
-  if ((const void*)out != (const void*)in) {
-    for (int c = 0; c < w; c++) {
-      int64_t c_lo, c_hi;
-      irisgen::chunk_part<T>(n, c, w, &c_lo, &c_hi);
-      irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-      irisgen::copy_block(out, in, lo, hi);
+  // workspace. Reduce-scatter: step 0 sends the input's chunk r, steps 1..w-2
+  // add the input to the partial sum received and send the sum on.
+  part(r);
+  irisgen::copy_block(next, in, lo, hi);
+  if (!irisgen::sync(ctx)) return;
+  for (int s = 1; s < w - 1; s++) {
+    part(r - s);
+    const T* src[2] = {in, mine};
+    irisgen::reduce_n<T, Op>(&next, 1, src, 2, lo, hi, tid, nt);
+    if (!irisgen::sync(ctx)) return;
+  }
+  // Chunk r+1 now holds every other rank's sum: add this rank's input, keep
+  // the result and send it on.
+  {
+    part(r + 1);
+    const T* src[2] = {in, mine};
+    T* dst[2] = {out, next};
+    irisgen::reduce_n<T, Op>(dst, 2, src, 2, lo, hi, tid, nt);
+  }
+  if (!irisgen::sync(ctx)) return;
+  // All-gather: in step s the reduced chunk r+1-s arrives; keep it and, but
+  // for the last one (its owner's next rank made it), send it on.
+  for (int s = 1; s < w; s++) {
+    part(r + 1 - s);
+    T* dst[2] = {out, next};
+    irisgen::copy_to(dst, s < w - 1 ? 2 : 1, mine, lo, hi, tid, nt);
+    if (s < w - 1) {
+      if (!irisgen::sync(ctx)) return;
     }
-    __syncthreads();
-  }
-  // Reduce-scatter: after w-1 steps rank r holds the reduced chunk (r+1)%w.
-  for (int s = 0; s < w - 1; s++) {
-    int64_t c_lo, c_hi;
-    irisgen::chunk_part<T>(n, ((r - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(next, (const T*)out, lo, hi);
-    if (!irisgen::sync(ctx)) return;
-    irisgen::chunk_part<T>(n, ((r - s - 1) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::combine_block<T, Op>(out, mine, lo, hi);
-    __syncthreads();
-  }
-  // All-gather: pass the reduced chunks round the ring.
-  for (int s = 0; s < w - 1; s++) {
-    int64_t c_lo, c_hi;
-    irisgen::chunk_part<T>(n, ((r + 1 - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(next, (const T*)out, lo, hi);
-    if (!irisgen::sync(ctx)) return;
-    irisgen::chunk_part<T>(n, ((r - s) % w + w) % w, w, &c_lo, &c_hi);
-    irisgen::block_part<T>(c_lo, c_hi, &lo, &hi);
-    irisgen::copy_block(out, mine, lo, hi);
-    __syncthreads();
   }
   // Nobody writes into this rank's workspace any more (the workspace is the
   // plan's own business, so this runs in every barrier mode).

@@ -426,14 +426,14 @@ IRISGEN_DEV void fail(const irisgen_ctx& c, uint32_t code, uint32_t peer, uint64
 // ----------------------------------------------------------- barrier ----
 
 // wait_at_least spins until the flag at p reaches e (wrap-safe), within the
-// time limit; on timeout it records the error (naming peer, e and info) and
-// returns false.
-IRISGEN_DEV bool wait_at_least(const irisgen_ctx& c, const uint64_t* p, uint64_t e, uint32_t peer, uint64_t info) {
+// time limit (times `slack`); on timeout it records the error (naming peer,
+// e and info) and returns false.
+IRISGEN_DEV bool wait_at_least(const irisgen_ctx& c, const uint64_t* p, uint64_t e, uint32_t peer, uint64_t info, uint64_t slack = 1) {
   if ((int64_t)(load_acquire(p) - e) >= 0) return true;
   const uint64_t t0 = now_ns();
   for (uint32_t i = 1;; i++) {
     if ((int64_t)(load_acquire(p) - e) >= 0) return true;
-    if ((i & 255) == 0 && now_ns() - t0 > c.timeout_ns) {
+    if ((i & 255) == 0 && now_ns() - t0 > slack * c.timeout_ns) {
       fail(c, IRISGEN_ERR_TIMEOUT, peer, e, info);
       return false;
     }
@@ -549,8 +549,11 @@ IRISGEN_DEV bool grid_sync(const irisgen_ctx& c, bool cross) {
     if (fetch_add(&ctr[0], 1) + 1 == next * gridDim.x) {
       if (cross && !rank_sync(c, next)) s.failed = 1;
       store_release(&ctr[1], next);  // released even after a failure: the record tells the host
-    } else if (!wait_at_least(c, &ctr[1], next, (uint32_t)c.rank, 2)) {
-      s.failed = 1;  // a block of this rank never arrived
+    } else if (!wait_at_least(c, &ctr[1], next, (uint32_t)c.rank, 2, 2)) {
+      // A block of this rank never arrived. Twice the limit: when the last
+      // block did arrive and waits on a missing peer, its record, which
+      // names that peer, comes first.
+      s.failed = 1;
     }
   }
   __syncthreads();
