@@ -31,6 +31,6 @@ step suite "$B/gpu.test" -test.v -test.count=1 -test.timeout 30m ${SUITE_ARGS:-}
 step probe "$B/irisgen" probe -replays 100
 if [ -n "${SANITIZE:-}" ] && command -v compute-sanitizer >/dev/null; then
   IRISGEN_TEST_WORLDS=2 IRISGEN_TEST_QUICK=1 step memcheck compute-sanitizer --tool memcheck --error-exitcode 3 \
-    "$B/gpu.test" -test.v -test.count=1 -test.run 'TestAllGather|TestDeviceBarrier|TestHeapTranslation'
+    "$B/gpu.test" -test.v -test.count=1 -test.run 'TestDeviceBarrier|TestHeapTranslation|TestCatalogue|TestMoE$|TestGroups'
 fi
 exit $status
