@@ -62,11 +62,20 @@ func worldSizes(t *testing.T) []int {
 	return out
 }
 
-// eachWorld runs fn in a fresh in-process world of every size.
+// catalogueHeap is the heap a rank needs for the catalogue's largest case
+// in a world of n: one_shot_lamport's workspace of 3 x n copies of a 64 Mi
+// f32 input (256 MiB each) beside its input and output, or all_to_all's n
+// slices in and out, with room to spare.
+func catalogueHeap(n int) int64 { return int64(3*n+4) << 28 }
+
+// eachWorld runs fn in a fresh in-process world of every size, with at
+// least catalogueHeap of heap a rank.
 func eachWorld(t *testing.T, opts runtime.Options, fn func(t *testing.T, w *runtime.World)) {
 	for _, n := range worldSizes(t) {
 		t.Run(fmt.Sprintf("world%d", n), func(t *testing.T) {
-			w, err := runtime.NewLocalWorld(n, opts)
+			o := opts
+			o.HeapBytes = max(o.HeapBytes, catalogueHeap(n))
+			w, err := runtime.NewLocalWorld(n, o)
 			if err != nil {
 				t.Fatalf("NewLocalWorld(%d): %v", n, err)
 			}
