@@ -11,7 +11,7 @@ import (
 // AllGatherSpecHash is the hash of specs/all_gather.yaml and the templates it uses. The HIP module of
 // all_gather carries the same hash; the runtime refuses to launch a kernel whose hash differs, so a
 // stale wrapper/kernel pair fails at load time.
-const AllGatherSpecHash = "79927ae9c93c8f37"
+const AllGatherSpecHash = "c9f7e8cafaa8bd52"
 
 // AllGatherVariant selects an algorithm of all_gather for AllGather.
 type AllGatherVariant string
@@ -21,6 +21,8 @@ const (
 	AllGatherPush AllGatherVariant = "push"
 	// AllGatherPull is variant pull; see AllGatherPullPlan for its rules.
 	AllGatherPull AllGatherVariant = "pull"
+	// AllGatherRing is variant ring; see AllGatherRingPlan for its rules.
+	AllGatherRing AllGatherVariant = "ring"
 	// AllGatherAuto picks a variant by world size and message size (AllGatherChoose).
 	AllGatherAuto AllGatherVariant = "auto"
 )
@@ -301,6 +303,135 @@ func (p *AllGatherPullPlan) Close() error {
 	return p.plan.Close()
 }
 
+// allGatherRingName names all_gather/ring in errors.
+const allGatherRingName = "all_gather/ring"
+
+// AllGatherRingPlan is a prepared launch of all_gather, variant ring (specs/all_gather.yaml). Gather
+// every rank's `input` into `output` on every rank.
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in, shape [n], the plan's dtype): local_read; only touched locally: any device memory.
+//   - output (out, shape [world, n], the plan's dtype): local_read + local_write + remote_write;
+//     written by peers: must be on the symmetric heap (runtime.Heap.Alloc); otherwise Launch returns a
+//     *runtime.PlacementError and launches nothing.
+//
+// Aliasing: forbidden; Launch returns a *runtime.AliasError when an input overlaps an output.
+//
+// Barrier modes: device (default), host, none.
+// Graph capture:
+//
+//   - device: capturable.
+//   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
+//   - none: capturable.
+//
+// Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
+type AllGatherRingPlan struct {
+	plan      *runtime.Plan
+	dt        runtime.DType
+	symN      int64 // size parameter n
+	lenInput  int64 // elements of input [n]
+	lenOutput int64 // elements of output [world, n]
+}
+
+// NewAllGatherRingPlan makes a plan for all_gather/ring: it allocates the plan's heap buffers (barrier
+// flags) and zeroes them. It is collective: every rank calls it with the same arguments, in the same
+// order as its other heap allocations. Make plans before capturing a stream: creating one allocates
+// and synchronises with the peers.
+//
+// dt must be one of f32, f16, bf16 (otherwise *UnsupportedError). The size parameters (n) must be
+// positive.
+func NewAllGatherRingPlan(r *runtime.Rank, dt runtime.DType, n int64) (*AllGatherRingPlan, error) {
+	var kernel string
+	switch dt {
+	case runtime.F32:
+		kernel = "irisgen_all_gather_ring_f32"
+	case runtime.F16:
+		kernel = "irisgen_all_gather_ring_f16"
+	case runtime.BF16:
+		kernel = "irisgen_all_gather_ring_bf16"
+	default:
+		return nil, &UnsupportedError{
+			Allowed: []string{"f32", "f16", "bf16"},
+			Got:     dt.String(),
+			Op:      allGatherRingName,
+			What:    "dtype",
+		}
+	}
+	if n <= 0 {
+		return nil, fmt.Errorf("%s: size parameter n = %d, want > 0", allGatherRingName, n)
+	}
+	world := int64(r.World())
+	p := &AllGatherRingPlan{
+		dt:        dt,
+		lenInput:  n,
+		lenOutput: world * n,
+		symN:      n,
+	}
+	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
+	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
+		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
+		Blocks:     blocks,
+		Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+		Kernel:     kernel,
+		Module:     "all_gather",
+		Op:         "all_gather",
+		SpecHash:   AllGatherSpecHash,
+		Threads:    512,
+		Variant:    "ring",
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.plan = plan
+	return p, nil
+}
+
+// Launch enqueues all_gather/ring on s with barrier mode mode (device when in doubt). Before anything
+// is enqueued it checks, in order:
+//
+//   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
+//   - output on the symmetric heap, because peers write it (*runtime.PlacementError);
+//   - no overlap of input/output (*runtime.AliasError).
+//
+// The launch itself never allocates or copies between host and device; host mode synchronises the
+// stream and meets the peers on the CPU, so it cannot run while s is capturing
+// (*runtime.CaptureError). A mode the variant does not support is an error.
+func (p *AllGatherRingPlan) Launch(s gpu.Stream, input, output runtime.Tensor, mode runtime.Barrier) error {
+	if err := runtime.CheckTensor(allGatherRingName, "input", input, p.dt, p.lenInput); err != nil {
+		return err
+	}
+	if err := runtime.CheckTensor(allGatherRingName, "output", output, p.dt, p.lenOutput); err != nil {
+		return err
+	}
+	if err := runtime.CheckHeap(allGatherRingName, "output", p.plan.Rank(), output); err != nil {
+		return err
+	}
+	if err := runtime.CheckNoAlias(allGatherRingName, "input", input, "output", output); err != nil {
+		return err
+	}
+	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).I64(p.symN))
+}
+
+// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
+func (p *AllGatherRingPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+	if len(ts) != 2 {
+		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allGatherRingName, len(ts))
+	}
+	return p.Launch(s, ts[0], ts[1], mode)
+}
+
+// Plan returns the runtime plan: its grid, buffers and barrier modes.
+func (p *AllGatherRingPlan) Plan() *runtime.Plan {
+	return p.plan
+}
+
+// Close frees the plan's heap buffers; like creating a plan it is collective: every rank must close
+// its plan.
+func (p *AllGatherRingPlan) Close() error {
+	return p.plan.Close()
+}
+
 // AllGather runs all_gather (Gather every rank's `input` into `output` on every rank) with the given
 // variant through the rank's plan cache: the first call with a variant, dtype and sizes makes the plan
 // (collective: every rank must make the same calls in the same order), later calls reuse it. Sizes are
@@ -329,6 +460,14 @@ func AllGather(r *runtime.Rank, s gpu.Stream, variant AllGatherVariant, dt runti
 			return err
 		}
 		return v.(*AllGatherPullPlan).Launch(s, input, output, mode)
+	case AllGatherRing:
+		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("all_gather/ring dt=%s n=%d", dt, n), s, func() (any, error) {
+			return NewAllGatherRingPlan(r, dt, n)
+		})
+		if err != nil {
+			return err
+		}
+		return v.(*AllGatherRingPlan).Launch(s, input, output, mode)
 	}
-	return fmt.Errorf("all_gather: unknown variant %q (variants: push, pull)", string(variant))
+	return fmt.Errorf("all_gather: unknown variant %q (variants: push, pull, ring)", string(variant))
 }

@@ -128,6 +128,42 @@ var Catalogue = []Entry{{
 }, {
 	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
 	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+	Collective: "all_gather",
+	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
+	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+		if len(sizes) != 1 {
+			return nil, fmt.Errorf("all_gather/ring: %d sizes, want 1 (n)", len(sizes))
+		}
+		p, err := NewAllGatherRingPlan(r, dt, sizes[0])
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	},
+	Sizes: []string{"n"},
+	Tensors: []TensorInfo{{
+		Dir:  "in",
+		Heap: false,
+		Name: "input",
+		Numel: func(world int, sizes []int64) int64 {
+			return sizes[0]
+		},
+		Remote: false,
+		Shape:  "[n]",
+	}, {
+		Dir:  "out",
+		Heap: true,
+		Name: "output",
+		Numel: func(world int, sizes []int64) int64 {
+			return int64(world) * sizes[0]
+		},
+		Remote: true,
+		Shape:  "[world, n]",
+	}},
+	Variant: "ring",
+}, {
+	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
+	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
 	Collective: "all_reduce",
 	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
 	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {

@@ -11,7 +11,7 @@
 //
 // Collectives:
 //
-//   - AllGather (specs/all_gather.yaml; variants push, pull): Gather every rank's `input` into
+//   - AllGather (specs/all_gather.yaml; variants push, pull, ring): Gather every rank's `input` into
 //     `output` on every rank.
 //   - AllReduce (specs/all_reduce.yaml; variants one_shot, one_shot_staged, one_shot_push,
 //     one_shot_lamport, two_shot, atomic, spinlock, ring): Reduce `input` over all ranks into `output`

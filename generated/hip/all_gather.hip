@@ -2,12 +2,12 @@
 //
 // all_gather: Gather every rank's `input` into `output` on every rank.
 //
-// Spec hash 79927ae9c93c8f37: the Go wrappers carry the same value, and the runtime
+// Spec hash c9f7e8cafaa8bd52: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_gather[] = "79927ae9c93c8f37";
+extern "C" __device__ const char irisgen_spec_hash_all_gather[] = "c9f7e8cafaa8bd52";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.
@@ -125,6 +125,101 @@ irisgen_all_gather_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   if (!irisgen::barrier(ctx)) return;
   for (int p = 0; p < ctx.world; p++) irisgen::copy(out + (int64_t)p * n, irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p)), n);
   // Nobody reads this rank's input any more: the caller may overwrite it.
+  if (!irisgen::barrier(ctx)) return;
+  }();
+  irisgen::end(ctx);
+}
+
+// ---- variant ring (template all_gather_ring.hip.tmpl) ----
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_gather_ring_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world, r = ctx.rank;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* out = ((irisgen_bf16*)irisgen_a.t_output);
+  T* next = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, ((ctx.rank + 1) % ctx.world));
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  // Every peer has entered the call: its output may be overwritten.
+  if (!irisgen::barrier(ctx)) return;
+  {
+    T* dst[2] = {out + (int64_t)r * n, next + (int64_t)r * n};
+    irisgen::copy_to(dst, w > 1 ? 2 : 1, in, lo, hi, threadIdx.x, blockDim.x);
+  }
+  for (int s = 1; s < w - 1; s++) {
+    // Slot r-s has arrived from rank r-1.
+    if (!irisgen::sync(ctx)) return;
+    const int64_t c = (int64_t)(((r - s) % w + w) % w) * n;
+    irisgen::copy_range(next + c, (const T*)out + c, lo, hi, (int64_t)threadIdx.x, (int64_t)blockDim.x);
+  }
+  // Every slot of this rank's output has arrived.
+  if (!irisgen::barrier(ctx)) return;
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_gather_ring_f16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args irisgen_a) {
+  typedef irisgen_f16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world, r = ctx.rank;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* out = ((irisgen_f16*)irisgen_a.t_output);
+  T* next = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, ((ctx.rank + 1) % ctx.world));
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  // Every peer has entered the call: its output may be overwritten.
+  if (!irisgen::barrier(ctx)) return;
+  {
+    T* dst[2] = {out + (int64_t)r * n, next + (int64_t)r * n};
+    irisgen::copy_to(dst, w > 1 ? 2 : 1, in, lo, hi, threadIdx.x, blockDim.x);
+  }
+  for (int s = 1; s < w - 1; s++) {
+    // Slot r-s has arrived from rank r-1.
+    if (!irisgen::sync(ctx)) return;
+    const int64_t c = (int64_t)(((r - s) % w + w) % w) * n;
+    irisgen::copy_range(next + c, (const T*)out + c, lo, hi, (int64_t)threadIdx.x, (int64_t)blockDim.x);
+  }
+  // Every slot of this rank's output has arrived.
+  if (!irisgen::barrier(ctx)) return;
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_gather_ring_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args irisgen_a) {
+  typedef float T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world, r = ctx.rank;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* out = ((float*)irisgen_a.t_output);
+  T* next = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_output, ((ctx.rank + 1) % ctx.world));
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  // Every peer has entered the call: its output may be overwritten.
+  if (!irisgen::barrier(ctx)) return;
+  {
+    T* dst[2] = {out + (int64_t)r * n, next + (int64_t)r * n};
+    irisgen::copy_to(dst, w > 1 ? 2 : 1, in, lo, hi, threadIdx.x, blockDim.x);
+  }
+  for (int s = 1; s < w - 1; s++) {
+    // Slot r-s has arrived from rank r-1.
+    if (!irisgen::sync(ctx)) return;
+    const int64_t c = (int64_t)(((r - s) % w + w) % w) * n;
+    irisgen::copy_range(next + c, (const T*)out + c, lo, hi, (int64_t)threadIdx.x, (int64_t)blockDim.x);
+  }
+  // Every slot of this rank's output has arrived.
   if (!irisgen::barrier(ctx)) return;
   }();
   irisgen::end(ctx);

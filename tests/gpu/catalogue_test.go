@@ -138,6 +138,10 @@ var catalogue = []variantCase{
 		newPlan: func(r *irt.Rank, dt irt.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllGatherPullPlan(r, dt, n))
 		}},
+	{coll: "all_gather", variant: "ring", inLen: nLen, outLen: wnLen, heapOut: true, ref: allGatherRef,
+		newPlan: func(r *irt.Rank, dt irt.DType, _ string, n int64) (launcher, error) {
+			return asLauncher(collectives.NewAllGatherRingPlan(r, dt, n))
+		}},
 	{coll: "all_to_all", variant: "push", inLen: wnLen, outLen: wnLen, heapOut: true, ref: allToAllRef,
 		newPlan: func(r *irt.Rank, dt irt.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllToAllPushPlan(r, dt, n))
