@@ -28,14 +28,34 @@ const (
 )
 
 // AllGatherChoose is the variant AllGatherAuto runs on world ranks when the launch's largest tensor
-// has the given bytes, from specs/tuning/all_gather.yaml (measured: 2x NVIDIA H200, 2026-11-22, bf16,
-// graph, irisgen bench). The first matching rule wins:
+// has the given bytes, from specs/tuning/all_gather.yaml (measured: 2x NVIDIA H200 and 4x NVIDIA H200,
+// 2026-11-22, bf16, graph, irisgen bench). The first matching rule wins:
 //
 //   - world == 2: push
+//   - world == 4 and bytes <= 524288: push
+//   - world == 4 and bytes <= 4194304: pull
+//   - world == 4: push
+//   - bytes <= 524288: push
+//   - bytes <= 4194304: pull
 //   - otherwise: push
 func AllGatherChoose(world int, bytes int64) AllGatherVariant {
 	if world == 2 {
 		return AllGatherPush
+	}
+	if world == 4 && bytes <= int64(524288) {
+		return AllGatherPush
+	}
+	if world == 4 && bytes <= int64(4194304) {
+		return AllGatherPull
+	}
+	if world == 4 {
+		return AllGatherPush
+	}
+	if bytes <= int64(524288) {
+		return AllGatherPush
+	}
+	if bytes <= int64(4194304) {
+		return AllGatherPull
 	}
 	return AllGatherPush
 }

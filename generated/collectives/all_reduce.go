@@ -42,33 +42,37 @@ const (
 // 2026-11-22, bf16, graph, irisgen bench). The first matching rule wins:
 //
 //   - world == 2 and bytes <= 4194304: one_shot_lamport
-//   - world == 2: one_shot
-//   - world == 4 and bytes <= 8192: one_shot_staged
-//   - world == 4 and bytes <= 1048576: two_shot
+//   - world == 2 and bytes <= 16777216: one_shot
+//   - world == 2: ring
+//   - world == 4 and bytes <= 131072: one_shot_staged
+//   - world == 4 and bytes <= 4194304: two_shot
 //   - world == 4: ring
-//   - bytes <= 8192: one_shot_staged
-//   - bytes <= 1048576: two_shot
+//   - bytes <= 131072: one_shot_staged
+//   - bytes <= 4194304: two_shot
 //   - otherwise: ring
 func AllReduceChoose(world int, bytes int64) AllReduceVariant {
 	if world == 2 && bytes <= int64(4194304) {
 		return AllReduceOneShotLamport
 	}
-	if world == 2 {
+	if world == 2 && bytes <= int64(16777216) {
 		return AllReduceOneShot
 	}
-	if world == 4 && bytes <= int64(8192) {
+	if world == 2 {
+		return AllReduceRing
+	}
+	if world == 4 && bytes <= int64(131072) {
 		return AllReduceOneShotStaged
 	}
-	if world == 4 && bytes <= int64(1048576) {
+	if world == 4 && bytes <= int64(4194304) {
 		return AllReduceTwoShot
 	}
 	if world == 4 {
 		return AllReduceRing
 	}
-	if bytes <= int64(8192) {
+	if bytes <= int64(131072) {
 		return AllReduceOneShotStaged
 	}
-	if bytes <= int64(1048576) {
+	if bytes <= int64(4194304) {
 		return AllReduceTwoShot
 	}
 	return AllReduceRing

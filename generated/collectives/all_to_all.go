@@ -26,11 +26,13 @@ const (
 )
 
 // AllToAllChoose is the variant AllToAllAuto runs on world ranks when the launch's largest tensor has
-// the given bytes, from specs/tuning/all_to_all.yaml (measured: 2x NVIDIA H200, 2026-11-22, bf16,
-// graph, irisgen bench). The first matching rule wins:
+// the given bytes, from specs/tuning/all_to_all.yaml (measured: 2x NVIDIA H200 and 4x NVIDIA H200,
+// 2026-11-22, bf16, graph, irisgen bench). The first matching rule wins:
 //
 //   - world == 2 and bytes <= 16777216: push
 //   - world == 2: pull
+//   - world == 4 and bytes <= 16777216: push
+//   - world == 4: pull
 //   - bytes <= 16777216: push
 //   - otherwise: pull
 func AllToAllChoose(world int, bytes int64) AllToAllVariant {
@@ -38,6 +40,12 @@ func AllToAllChoose(world int, bytes int64) AllToAllVariant {
 		return AllToAllPush
 	}
 	if world == 2 {
+		return AllToAllPull
+	}
+	if world == 4 && bytes <= int64(16777216) {
+		return AllToAllPush
+	}
+	if world == 4 {
 		return AllToAllPull
 	}
 	if bytes <= int64(16777216) {
