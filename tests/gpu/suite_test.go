@@ -214,48 +214,83 @@ func hostBarrierRounds(r *runtime.Rank, rounds int) error {
 	return nil
 }
 
-// TestBarrierTimeout leaves one rank out of a device barrier: the others must
-// return ErrBarrierTimeout within the limit instead of hanging the GPU.
+// TestBarrierTimeout launches a kernel on rank 0 that rank 1 never joins:
+// rank 0 must get a *BarrierTimeoutError naming rank 1 within the limit, and
+// the world must close cleanly. Two kernels: the device barrier (a per-block
+// sync) and moe_dispatch in barrier mode none, whose every block meets the
+// others in grid_sync before the last one to arrive meets the peers (the
+// early blocks' own wait must not be the record that comes back).
 func TestBarrierTimeout(t *testing.T) {
 	const limit = 500 * time.Millisecond
-	opts := defaultOpts()
-	opts.Timeout = limit
-	w, err := runtime.NewLocalWorld(2, opts)
-	if err != nil {
-		t.Fatal(err)
+	// setup runs on both ranks (plans are made by every rank together) and
+	// returns the launch that only rank 0 makes.
+	kernels := []struct {
+		name  string
+		setup func(r *runtime.Rank) (launch func() error, done func(), err error)
+	}{
+		{"barrier", func(r *runtime.Rank) (func() error, func(), error) {
+			p, err := newBarrier(r)
+			if err != nil {
+				return nil, nil, err
+			}
+			return func() error { return p.Launch(r.Stream(), runtime.BarrierDevice) }, func() { p.Close() }, nil
+		}},
+		{"grid_sync", func(r *runtime.Rank) (func() error, func(), error) {
+			c := moeCase{t: 4096, h: 128, k: 2, e: 8, routing: "random", dt: runtime.BF16}
+			g, err := newMoeRig(r, c)
+			if err != nil {
+				return nil, nil, err
+			}
+			if err := g.upload(r, moeInputs(c, r.World(), r.Rank(), 0)); err != nil {
+				return nil, g.close, err
+			}
+			return func() error {
+				return g.dispatch.Launch(r.Stream(), g.tokens, g.ids, g.weights, g.recvTokens, g.recvIDs, g.recvW, g.recvSrc, g.cnt, runtime.BarrierNone)
+			}, g.close, nil
+		}},
 	}
-	defer w.Close()
-	start := time.Now()
-	errs := make([]error, 2)
-	err = w.Run(func(r *runtime.Rank) error {
-		p, err := newBarrier(r)
-		if err != nil {
-			return err
-		}
-		if r.Rank() == 1 {
-			return nil // never arrives
-		}
-		if err := p.Launch(r.Stream(), runtime.BarrierDevice); err != nil {
-			return err
-		}
-		errs[r.Rank()] = syncCheck(r, r.Stream())
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	for _, k := range kernels {
+		t.Run(k.name, func(t *testing.T) {
+			opts := defaultOpts()
+			opts.Timeout = limit
+			w, err := runtime.NewLocalWorld(2, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			start := time.Now()
+			errs := make([]error, 2)
+			err = w.Run(func(r *runtime.Rank) error {
+				launch, done, err := k.setup(r)
+				if done != nil {
+					defer done()
+				}
+				if err != nil || r.Rank() == 1 {
+					return err // rank 1 never arrives
+				}
+				if err := launch(); err != nil {
+					return err
+				}
+				errs[r.Rank()] = syncCheck(r, r.Stream())
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(start)
+			var te *runtime.BarrierTimeoutError
+			if !errors.As(errs[0], &te) || !errors.Is(errs[0], runtime.ErrBarrierTimeout) {
+				t.Fatalf("rank 0: got %v, want a *BarrierTimeoutError", errs[0])
+			}
+			if te.Rank != 0 || te.Peer != 1 {
+				t.Fatalf("timeout record names rank %d peer %d, want rank 0 peer 1: %v", te.Rank, te.Peer, te)
+			}
+			if took > 2*limit+10*time.Second {
+				t.Fatalf("timeout took %v with a %v limit", took, limit)
+			}
+			t.Logf("rank 0 got %q after %v", errs[0], took)
+		})
 	}
-	took := time.Since(start)
-	var te *runtime.BarrierTimeoutError
-	if !errors.As(errs[0], &te) || !errors.Is(errs[0], runtime.ErrBarrierTimeout) {
-		t.Fatalf("rank 0: got %v, want a *BarrierTimeoutError", errs[0])
-	}
-	if te.Rank != 0 || te.Peer != 1 {
-		t.Fatalf("timeout record names rank %d peer %d, want rank 0 peer 1: %v", te.Rank, te.Peer, te)
-	}
-	if took > limit+10*time.Second {
-		t.Fatalf("timeout took %v with a %v limit", took, limit)
-	}
-	t.Logf("rank 0 got %q after %v", errs[0], took)
 }
 
 // TestDeviceBarrier runs 10,000 device barriers back to back on every rank.
