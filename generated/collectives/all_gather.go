@@ -31,7 +31,7 @@ const (
 // has the given bytes, from specs/tuning/all_gather.yaml (measured: 2x NVIDIA H200 and 4x NVIDIA H200,
 // 2026-11-22, bf16, graph, irisgen bench). The first matching rule wins:
 //
-//   - world == 2: push
+//   - world == 2: ring
 //   - world == 4 and bytes <= 524288: push
 //   - world == 4 and bytes <= 4194304: pull
 //   - world == 4: push
@@ -40,7 +40,7 @@ const (
 //   - otherwise: push
 func AllGatherChoose(world int, bytes int64) AllGatherVariant {
 	if world == 2 {
-		return AllGatherPush
+		return AllGatherRing
 	}
 	if world == 4 && bytes <= int64(524288) {
 		return AllGatherPush
