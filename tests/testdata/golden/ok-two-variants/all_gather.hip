@@ -2,12 +2,12 @@
 //
 // all_gather: Gather every rank's `input` into `output` on every rank.
 //
-// Spec hash 42fa6080beb30913: the Go wrappers carry the same value, and the runtime
+// Spec hash 738123a89befa635: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_gather[] = "42fa6080beb30913";
+extern "C" __device__ const char irisgen_spec_hash_all_gather[] = "738123a89befa635";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.
@@ -70,7 +70,10 @@ irisgen_all_gather_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   // Every peer's input is ready (its earlier writes are published).
   if (!irisgen::barrier(ctx)) return;
-  for (int p = 0; p < ctx.world; p++) irisgen::copy(out + (int64_t)p * n, irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p)), n);
+  for (int k = 0; k < ctx.world; k++) {
+    const int p = (ctx.rank + k) % ctx.world;  // spread the peers' links
+    irisgen::copy(out + (int64_t)p * n, irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p)), n);
+  }
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
   }();
@@ -87,7 +90,10 @@ irisgen_all_gather_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   T* out = ((float*)irisgen_a.t_output);
   // Every peer's input is ready (its earlier writes are published).
   if (!irisgen::barrier(ctx)) return;
-  for (int p = 0; p < ctx.world; p++) irisgen::copy(out + (int64_t)p * n, irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p)), n);
+  for (int k = 0; k < ctx.world; k++) {
+    const int p = (ctx.rank + k) % ctx.world;  // spread the peers' links
+    irisgen::copy(out + (int64_t)p * n, irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p)), n);
+  }
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
   }();
