@@ -758,9 +758,19 @@ IRISGEN_DEV void copy_range(T* dst, const T* src, int64_t i0, int64_t i1, int64_
   copy_to(&dst, 1, src, i0, i1, tid, nt);
 }
 
-// copy copies n elements with every thread of the grid.
+// copy copies n elements with every thread of the grid: each block one
+// contiguous range (block_part), its threads strided within it. Measured
+// A/B against a grid-wide stride in one run on 2x H200: all_to_all push
+// 10% faster from 16 MiB (its stores to a peer stay together), pull
+// unchanged. (The same change to all_gather push's copy_to and to the
+// reductions of one_shot, two_shot and reduce_scatter made them no faster
+// or 4% slower, so they keep the grid-wide stride.)
 template <typename T>
-IRISGEN_DEV void copy(T* dst, const T* src, int64_t n) { copy_range(dst, src, 0, n, thread_id(), thread_count()); }
+IRISGEN_DEV void copy(T* dst, const T* src, int64_t n) {
+  int64_t lo, hi;
+  block_part<T>(0, n, &lo, &hi);
+  copy_range(dst, src, lo, hi, threadIdx.x, blockDim.x);
+}
 
 // copy_block copies [i0, i1) with the threads of one block.
 template <typename T>
