@@ -209,24 +209,9 @@ func runBaselines(env *cmdEnv, python string, cfg bench.Config, out string) ([]b
 		return nil, err
 	}
 	csvPath := filepath.Join(out, "baselines.csv")
-	ss := make([]string, len(cfg.Sizes))
-	for i, s := range cfg.Sizes {
-		ss[i] = strconv.FormatInt(s, 10)
-	}
-	args := []string{script, "--world", strconv.Itoa(cfg.World), "--sizes", strings.Join(ss, ","),
-		"--dtypes", strings.Join(cfg.DTypes, ","), "--modes", strings.Join(cfg.Modes, ","),
-		"--warmup", strconv.Itoa(cfg.Warmup), "--out", csvPath}
-	var colls []string
-	for _, c := range cfg.Collectives {
-		if c != "barrier" {
-			colls = append(colls, c)
-		}
-	}
-	if len(cfg.Collectives) > 0 && len(colls) == 0 {
+	args := baselineArgs(script, csvPath, cfg)
+	if args == nil {
 		return nil, nil // only the barrier: no baseline
-	}
-	if len(colls) > 0 {
-		args = append(args, "--collectives", strings.Join(colls, ","))
 	}
 	cmd := exec.Command(python, args...)
 	cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1")
@@ -246,7 +231,42 @@ func runBaselines(env *cmdEnv, python string, cfg bench.Config, out string) ([]b
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", python, script, err)
 	}
-	return readRows(csvPath)
+	rows, err := readRows(csvPath)
+	for i := range rows {
+		rows[i].SetBandwidth() // one set of formulas: nccl-tests', in Go
+	}
+	return rows, err
+}
+
+// baselineArgs is the command line of baselines.py for cfg (nil when cfg
+// measures only the barrier, which has no baseline).
+func baselineArgs(script, csvPath string, cfg bench.Config) []string {
+	args := []string{script, "--world", strconv.Itoa(cfg.World), "--sizes", joinInts(cfg.Sizes),
+		"--dtypes", strings.Join(cfg.DTypes, ","), "--modes", strings.Join(cfg.Modes, ","),
+		"--warmup", strconv.Itoa(cfg.Warmup), "--out", csvPath,
+		"--moe-tokens", joinInts(bench.MoETokens), "--moe-hidden", strconv.FormatInt(bench.MoEHidden, 10),
+		"--moe-k", joinInts(bench.MoEK)}
+	var colls []string
+	for _, c := range cfg.Collectives {
+		if c != "barrier" {
+			colls = append(colls, c)
+		}
+	}
+	if len(cfg.Collectives) > 0 && len(colls) == 0 {
+		return nil
+	}
+	if len(colls) > 0 {
+		args = append(args, "--collectives", strings.Join(colls, ","))
+	}
+	return args
+}
+
+func joinInts(v []int64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.FormatInt(x, 10)
+	}
+	return strings.Join(s, ",")
 }
 
 func readRows(path string) ([]bench.Row, error) {

@@ -158,14 +158,6 @@ def moe_cases(world, rank, tokens, hidden, ks):
             yield f"moe_combine_k{k}", "a2a", t * hidden * 2, combine
 
 
-def bus_factor(collective, world):
-    if collective == "all_reduce":
-        return 2.0 * (world - 1) / world
-    if collective.startswith("moe_"):
-        return 0.0  # routing-dependent: no bus bandwidth
-    return (world - 1) / world
-
-
 def worker(rank, args):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(args.port)
@@ -194,11 +186,10 @@ def worker(rank, args):
         us = slowest(us if us == us else -1.0)
         if us < 0:
             us = float("nan")
-        algbw = nbytes / (us * 1e3) if us == us and us > 0 else float("nan")
         rows.append({"impl": impl, "collective": coll, "variant": variant, "dtype": dname,
                      "world": args.world, "bytes": nbytes, "mode": mode,
-                     "time_us": f"{us:.3f}", "algbw_gbps": f"{algbw:.3f}",
-                     "busbw_gbps": f"{algbw * bus_factor(coll, args.world):.3f}",
+                     # irisgen computes the bandwidths (bench.Row.SetBandwidth)
+                     "time_us": f"{us:.3f}", "algbw_gbps": "nan", "busbw_gbps": "nan",
                      "device": device, "date": date, "note": note})
         if rank == 0:
             print(f"{impl:15s} {coll:14s} {variant:9s} {dname:4s} {nbytes:>10d} {mode:5s} {us:10.2f} us", flush=True)
