@@ -55,6 +55,19 @@ func TestBandwidth(t *testing.T) {
 	require.Equal(t, 0.5, BusFactor("all_gather", 2))
 }
 
+// TestBaselineRow reads a row as baselines.py writes it (bandwidths left to
+// irisgen as "nan") and fills them in.
+func TestBaselineRow(t *testing.T) {
+	const csv = "impl,collective,variant,dtype,world,bytes,mode,time_us,algbw_gbps,busbw_gbps,device,date,note\n" +
+		"nccl,all_gather,nccl,bf16,4,268435456,graph,664.430,nan,nan,NVIDIA H200,2026-11-22,\n"
+	rows, err := ReadCSV(strings.NewReader(csv))
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	require.True(t, math.IsNaN(rows[0].BusBW))
+	rows[0].SetBandwidth()
+	require.InDelta(t, 303.006, rows[0].BusBW, 0.001) // nccl-tests: (w-1)/w x bytes/time
+}
+
 func TestReport(t *testing.T) {
 	md := Markdown(sample())
 	require.Contains(t, md, "### all_reduce bf16, 2 GPUs, eager")
