@@ -67,15 +67,14 @@ func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
 	if err != nil {
 		return nil, err
 	}
-	off := int64(base - r.heap.base)
 	g := &Rank{rank: slices.Index(members, r.rank), world: len(members), opts: r.opts, dev: r.dev,
-		stream: r.stream, errHost: r.errHost, errDev: r.errDev, local: r.local, parent: r, reserved: base}
+		stream: r.stream, errHost: r.errHost, errDev: r.errDev, kernels: r.kernels, local: r.local, parent: r, reserved: base}
 	g.plans = &PlanCache{r: g, m: map[string]any{}}
-	g.heap = &Heap{rank: g.rank, dev: r.dev, base: base, size: heapBytes, a: newAllocator(heapBytes), bases: make([]gpu.DevicePtr, len(members))}
 	bases := make([]gpu.DevicePtr, len(members))
 	for i, m := range members {
-		bases[i] = r.heap.bases[m] + gpu.DevicePtr(off)
+		bases[i] = r.heap.Peer(base, m)
 	}
+	g.heap = &Heap{rank: g.rank, dev: r.dev, base: base, size: heapBytes, a: newAllocator(heapBytes), bases: bases}
 	g.setBases(bases)
 	switch {
 	case r.local != nil:
@@ -157,20 +156,13 @@ func agreeGroups(rank int, parts [][]byte, heapBytes int64) error {
 	}
 	for p, l := range lists {
 		for _, m := range l {
-			if m < 0 || m >= len(lists) || !slices.Equal(lists[m], l) {
+			if !slices.Equal(lists[m], l) { // every list passed validGroup: members are ranks
 				return &WorldError{Rank: rank, Op: "new group", Peer: p, Msg: fmt.Sprintf(
-					"names group %v, but its member %d passed %v: every member of a group must pass the same list", l, m, memberList(lists, m))}
+					"names group %v, but its member %d passed %v: every member of a group must pass the same list", l, m, lists[m])}
 			}
 		}
 	}
 	return nil
-}
-
-func memberList(lists [][]int, m int) any {
-	if m < 0 || m >= len(lists) {
-		return "nothing (not a rank)"
-	}
-	return lists[m]
 }
 
 // groupKey names the n-th group made in an in-process world: its members

@@ -64,10 +64,7 @@ func (c *kernelCache) unload(dev gpu.Device) error {
 // stale code objects give a *KernelError that says how to rebuild them.
 // Plans call it at creation, never in a launch.
 func (r *Rank) Function(module, specHash, kernel string) (gpu.Function, error) {
-	if r.parent != nil { // a group runs the kernels its world rank loaded
-		return r.parent.Function(module, specHash, kernel)
-	}
-	c := &r.kernels
+	c := r.kernels // a group shares its world rank's
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := c.mods[module]

@@ -74,7 +74,8 @@ type stage struct {
 
 // Staged appends t's address when t lies on the rank's heap; otherwise the
 // address of the plan's staging buffer name, into which Launch copies t on
-// its stream after its checks and before the kernel (see Import). Variants
+// its stream after its checks and before the kernel (refused in BarrierNone,
+// where nothing would order that copy before the peers' reads). Variants
 // whose peers read a tensor take it this way, so a user tensor anywhere in
 // device memory works.
 func (a *Args) Staged(name string, t Tensor) *Args {
@@ -280,24 +281,6 @@ func (p *Plan) Buffer(name string) gpu.DevicePtr {
 	return b.ptr
 }
 
-// Import copies t into the staging buffer name on stream s (an asynchronous
-// device-to-device copy, capturable) and returns the staging tensor, which is
-// on the heap so peers can read it. In BarrierNone nothing would order the
-// copy before the peers' reads, so it is refused (*PlacementError).
-func (p *Plan) Import(s gpu.Stream, mode Barrier, name string, t Tensor) (Tensor, error) {
-	b, err := p.staging(name, t)
-	if err == nil && mode == BarrierNone {
-		err = p.unordered(name, t)
-	}
-	if err == nil {
-		err = p.copyIn(s, stage{name, b.ptr, t})
-	}
-	if err != nil {
-		return Tensor{}, err
-	}
-	return Tensor{Ptr: b.ptr, DType: t.DType, Len: t.Len}, nil
-}
-
 // staging finds the staging buffer name and checks that t fits it.
 func (p *Plan) staging(name string, t Tensor) (planBuf, error) {
 	b, ok := p.bufs[name]
@@ -309,12 +292,6 @@ func (p *Plan) staging(name string, t Tensor) (planBuf, error) {
 			"%d bytes do not fit the plan's %d-byte staging buffer: make a plan for this size, or allocate the tensor on the heap", t.Bytes(), b.bytes)}
 	}
 	return b, nil
-}
-
-// unordered is the refusal of an import in BarrierNone: nothing would order
-// the copy before the peers' reads.
-func (p *Plan) unordered(name string, t Tensor) error {
-	return &PlacementError{Op: p.spec.Op, Name: name, Rank: p.r.rank, Tensor: t, Unordered: true}
 }
 
 // copyIn enqueues one import's copy on s.
@@ -336,12 +313,12 @@ func (p *Plan) Args() *Args {
 	return &p.args
 }
 
-// CheckLaunch reports whether a launch of the plan on s in mode may go
+// checkLaunch reports whether a launch of the plan on s in mode may go
 // ahead: the plan is open, the variant supports mode, s is not capturing
 // when mode cannot be captured (*CaptureError), and no kernel has left an
 // error record. Launch asks it before anything reaches the stream (imports
 // included), so a refused launch leaves nothing behind in a capture.
-func (p *Plan) CheckLaunch(s gpu.Stream, mode Barrier) error {
+func (p *Plan) checkLaunch(s gpu.Stream, mode Barrier) error {
 	if p.closed {
 		return fmt.Errorf("%s %s: launch of a closed plan", p.spec.Op, p.spec.Variant)
 	}
@@ -363,7 +340,7 @@ func (p *Plan) CheckLaunch(s gpu.Stream, mode Barrier) error {
 }
 
 // Launch launches the plan's kernel on s with the packed arguments a, in
-// barrier mode, after the checks of CheckLaunch. BarrierHost waits for s and
+// barrier mode, after the checks of checkLaunch. BarrierHost waits for s and
 // meets the other ranks before and after the kernel, so it is refused while
 // s captures (*CaptureError, nothing launched). After a device error (the
 // rank's error record is set) the world must be restarted.
@@ -374,11 +351,13 @@ func (p *Plan) Launch(s gpu.Stream, mode Barrier, a *Args) error {
 	if a.err != nil {
 		return a.err
 	}
-	if err := p.CheckLaunch(s, mode); err != nil {
+	if err := p.checkLaunch(s, mode); err != nil {
 		return err
 	}
 	if mode == BarrierNone && len(a.stages) > 0 {
-		return p.unordered(a.stages[0].name, a.stages[0].t)
+		// Nothing would order the copy before the peers' reads.
+		st := a.stages[0]
+		return &PlacementError{Op: p.spec.Op, Name: st.name, Rank: p.r.rank, Tensor: st.t, Unordered: true}
 	}
 	// Imports reach the stream only once the launch is sure to go ahead, so
 	// a refused launch leaves nothing in a capture.

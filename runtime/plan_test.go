@@ -168,13 +168,11 @@ func TestLaunchModesAndCapture(t *testing.T) {
 	var ce *CaptureError
 	require.ErrorAs(t, pl.Launch(s, BarrierHost, pl.Args()), &ce)
 	assert.Contains(t, ce.Error(), "runtime.BarrierDevice")
-	require.ErrorAs(t, pl.CheckLaunch(s, BarrierHost), &ce, "wrappers ask before their imports")
-	require.NoError(t, pl.CheckLaunch(s, BarrierDevice))
+	require.ErrorAs(t, pl.checkLaunch(s, BarrierHost), &ce, "Launch asks before its imports")
+	require.NoError(t, pl.checkLaunch(s, BarrierDevice))
 	x, err := r.Heap().Alloc(F32, 16) // heap allocation is host-only: fine during capture
 	require.NoError(t, err)
-	imported, err := pl.Import(s, BarrierDevice, "input", x)
-	require.NoError(t, err)
-	require.NoError(t, pl.Launch(s, BarrierDevice, pl.Args().Ptr(imported.Ptr)))
+	require.NoError(t, pl.Launch(s, BarrierDevice, pl.Args().Staged("input", x)))
 	var pce *CaptureError
 	_, err = r.PlanCache().GetOrCreate("all_gather/push/f32/16", s, func() (any, error) { t.Fatal("created during capture"); return nil, nil })
 	require.ErrorAs(t, err, &pce)
@@ -214,7 +212,7 @@ func TestNewPlanRefusedWhileCapturing(t *testing.T) {
 	assert.Equal(t, r.Heap().Size(), r.Heap().FreeBytesLeft())
 }
 
-func TestImport(t *testing.T) {
+func TestStagedImport(t *testing.T) {
 	w := kernelWorld(t, 1, testHash)
 	r := w.Rank(0)
 	fake := fakeOf(r)
@@ -223,27 +221,10 @@ func TestImport(t *testing.T) {
 	src, err := r.Device().Alloc(64, false)
 	require.NoError(t, err)
 	defer r.Device().Free(src)
-	require.NoError(t, fake.Write(src, bytesOf(7, 64)))
-	got, err := pl.Import(r.Stream(), BarrierDevice, "input", Tensor{Ptr: src, DType: F32, Len: 16})
-	require.NoError(t, err)
-	assert.Equal(t, Tensor{Ptr: pl.Buffer("input"), DType: F32, Len: 16}, got)
-	require.NoError(t, CheckHeap("op", "input", r, got))
-	mem, err := fake.Read(got.Ptr, 64)
-	require.NoError(t, err)
-	assert.Equal(t, bytesOf(7, 64), mem)
-
 	var se *ShapeError
-	_, err = pl.Import(r.Stream(), BarrierDevice, "input", Tensor{Ptr: src, DType: F32, Len: 17})
-	require.ErrorAs(t, err, &se)
+	require.ErrorAs(t, pl.Launch(r.Stream(), BarrierDevice, pl.Args().Staged("input", Tensor{Ptr: src, DType: F32, Len: 17})), &se)
 	assert.Contains(t, se.Error(), "staging")
-	_, err = pl.Import(r.Stream(), BarrierDevice, "scratch", Tensor{Ptr: src, DType: F32, Len: 1})
-	require.Error(t, err, "workspace is not staging")
-
 	var pe *PlacementError
-	_, err = pl.Import(r.Stream(), BarrierNone, "input", Tensor{Ptr: src, DType: F32, Len: 16})
-	require.ErrorAs(t, err, &pe, "nothing would order an import in mode none")
-	assert.True(t, pe.Unordered)
-	assert.Contains(t, pe.Error(), "in barrier mode none nothing orders that copy")
 
 	// Staged arguments: a heap tensor goes in as it is; another is copied
 	// into staging by Launch, after its checks, and the kernel gets the
@@ -258,11 +239,13 @@ func TestImport(t *testing.T) {
 	require.Len(t, ls, 1)
 	assert.Equal(t, uint64(x.Ptr), binary.LittleEndian.Uint64(ls[0].Args[CtxBytes:]))
 	assert.Equal(t, uint64(pl.Buffer("input")), binary.LittleEndian.Uint64(ls[0].Args[CtxBytes+8:]))
-	mem, err = fake.Read(pl.Buffer("input"), 64)
+	mem, err := fake.Read(pl.Buffer("input"), 64)
 	require.NoError(t, err)
 	assert.Equal(t, bytesOf(9, 64), mem)
 	require.NoError(t, fake.Write(src, bytesOf(3, 64)))
-	require.ErrorAs(t, pl.Launch(r.Stream(), BarrierNone, pl.Args().Staged("input", Tensor{Ptr: src, DType: F32, Len: 16})), &pe)
+	require.ErrorAs(t, pl.Launch(r.Stream(), BarrierNone, pl.Args().Staged("input", Tensor{Ptr: src, DType: F32, Len: 16})), &pe, "nothing would order an import in mode none")
+	assert.True(t, pe.Unordered)
+	assert.Contains(t, pe.Error(), "in barrier mode none nothing orders that copy")
 	require.ErrorContains(t, pl.Launch(r.Stream(), BarrierDevice, pl.Args().Staged("scratch", Tensor{Ptr: src, DType: F32, Len: 1})), "no staging buffer")
 	require.NoError(t, r.Device().StreamSynchronize(r.Stream()))
 	assert.Len(t, fake.Launches(), 1, "refused launches enqueue nothing")

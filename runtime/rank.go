@@ -45,7 +45,7 @@ type Rank struct {
 	errDev      gpu.DevicePtr
 	ctx         [CtxBytes]byte
 
-	kernels kernelCache
+	kernels *kernelCache
 	plans   *PlanCache
 	local   *World          // the in-process world, or nil
 	opened  []gpu.DevicePtr // peers' heaps opened through IPC
@@ -62,7 +62,7 @@ type Rank struct {
 // newRank creates the device resources of a rank: stream, zeroed heap and
 // zeroed error record. On error it frees what it made.
 func newRank(rank, world int, dev gpu.Device, opts Options) (r *Rank, err error) {
-	r = &Rank{rank: rank, world: world, opts: opts, dev: dev}
+	r = &Rank{rank: rank, world: world, opts: opts, dev: dev, kernels: &kernelCache{}}
 	r.plans = &PlanCache{r: r, m: map[string]any{}}
 	made := r // the returns below clear r
 	defer func() {
@@ -239,7 +239,7 @@ func (r *Rank) Check() error {
 		return nil
 	}
 	rec := (*[errRecordBytes / 4]uint32)(r.errHost)
-	code := atomic.LoadUint32(&rec[0]) // the kernel publishes code last-writer-wins by CAS
+	code := atomic.LoadUint32(&rec[0]) // the first failing kernel claims the record by CAS and publishes code last
 	if code == 0 || code == errCodeWriting {
 		return nil // a record being written is read at the next check
 	}
