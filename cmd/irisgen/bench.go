@@ -105,10 +105,6 @@ func runBench(env *cmdEnv, args []string) error {
 			return usageErr("-modes: %q is not eager or graph", m)
 		}
 	}
-	// No NVLink multicast on shared machines (../shared/GPU.md).
-	os.Setenv("NCCL_NVLS_ENABLE", "0")
-	os.Setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
-	os.Setenv("NVSHMEM_DISABLE_NVLS", "1")
 	// One GPU without baselines measures each kernel's fixed cost (launch,
 	// entry and exit, no peer to wait for): the floor under the timings.
 	least := 2

@@ -13,7 +13,7 @@ import datetime
 import os
 import sys
 
-# Never NVLink multicast on shared machines (see shared/GPU.md).
+# No NVLink multicast on shared machines (see shared/GPU.md); set before torch loads.
 os.environ["NCCL_NVLS_ENABLE"] = "0"
 os.environ["TORCH_SYMM_MEM_DISABLE_MULTICAST"] = "1"
 os.environ["NVSHMEM_DISABLE_NVLS"] = "1"
@@ -88,7 +88,6 @@ def cases(world, rank, dtype, nbytes, group_name):
     dev = torch.device("cuda", rank)
     out = []
     x = torch.randn(n, dtype=dtype, device=dev)
-    y = torch.empty_like(x)
     out.append(("nccl", "all_reduce", "nccl", lambda: dist.all_reduce(x)))
     per = n // world
     if per > 0:
