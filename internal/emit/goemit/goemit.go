@@ -54,6 +54,10 @@ func EmitWith(cs []*ir.Collective, o Options) (map[string][]byte, error) {
 	var errs diag.List
 	owners := map[string]ir.Pos{} // exported name -> where it comes from
 	claim := func(name string, pos ir.Pos) {
+		if file, ok := packageNames[name]; ok {
+			errs.Add(pos, fmt.Sprintf("generated Go name %s collides with the package's own %s in %s; rename the collective or variant", name, name, file))
+			return
+		}
 		if prev, ok := owners[name]; ok {
 			errs.Add(pos, fmt.Sprintf("generated Go name %s collides with the one generated for %s; rename the collective, variant or op", name, prev))
 			return
@@ -105,6 +109,13 @@ func EmitWith(cs []*ir.Collective, o Options) (map[string][]byte, error) {
 // fixedFiles are the generated files every package has besides one file per
 // collective.
 var fixedFiles = map[string]bool{"doc": true, "errors": true, "catalogue": true}
+
+// packageNames are the names the fixed files declare, which no collective's
+// names may take.
+var packageNames = map[string]string{
+	"AnyPlan": "catalogue.go", "TensorInfo": "catalogue.go", "Entry": "catalogue.go", "Catalogue": "catalogue.go",
+	"Lookup": "catalogue.go", "UnsupportedError": "errors.go",
+}
 
 // errorsFile declares the error a plan constructor returns for a dtype or op
 // its spec does not list. It lives in the generated package, not in runtime,
@@ -165,6 +176,9 @@ func (g *gen) exportedNames() []owned {
 		for _, op := range c.Ops {
 			names = append(names, owned{g.opConst(op), c.Pos})
 		}
+	}
+	if c.Auto != nil {
+		names = append(names, owned{g.coll + "Auto", c.Pos}, owned{g.coll + "Choose", c.Pos})
 	}
 	for _, v := range c.Variants {
 		vn := g.coll + Exported(v.Name)

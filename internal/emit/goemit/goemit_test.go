@@ -245,6 +245,11 @@ func TestCollisionsArePositionedErrors(t *testing.T) {
 	if _, err := Emit([]*ir.Collective{d}, "collectives"); err == nil || !strings.Contains(err.Error(), "doc.go") {
 		t.Errorf("a collective named doc must be refused, got %v", err)
 	}
+	d = barrier()
+	d.Name = "lookup" // Lookup is catalogue.go's
+	if _, err := Emit([]*ir.Collective{d}, "collectives"); err == nil || !strings.Contains(err.Error(), "own Lookup in catalogue.go") {
+		t.Errorf("a collective named lookup must be refused, got %v", err)
+	}
 }
 
 func TestNames(t *testing.T) {
