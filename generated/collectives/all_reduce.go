@@ -11,7 +11,7 @@ import (
 // AllReduceSpecHash is the hash of specs/all_reduce.yaml and the templates it uses. The HIP module of
 // all_reduce carries the same hash; the runtime refuses to launch a kernel whose hash differs, so a
 // stale wrapper/kernel pair fails at load time.
-const AllReduceSpecHash = "a5592400217efec9"
+const AllReduceSpecHash = "eaa2e929f07a796c"
 
 // AllReduceVariant selects an algorithm of all_reduce for AllReduce.
 type AllReduceVariant string

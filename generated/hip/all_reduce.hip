@@ -2,12 +2,12 @@
 //
 // all_reduce: Reduce `input` over all ranks into `output` on every rank.
 //
-// Spec hash a5592400217efec9: the Go wrappers carry the same value, and the runtime
+// Spec hash eaa2e929f07a796c: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_reduce[] = "a5592400217efec9";
+extern "C" __device__ const char irisgen_spec_hash_all_reduce[] = "eaa2e929f07a796c";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.
@@ -726,10 +726,13 @@ irisgen_all_reduce_one_shot_lamport_bf16_max(const IRISGEN_GRID_CONSTANT irisgen
   __syncthreads();  // in may be out: every thread's reads of in come first
   const T* rows[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  if (!irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) return;
-  const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-  for (int p = 0; p < w; p++)
-    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // A timeout (error record set) fails only the threads that waited; every
+  // thread still meets the others in advance's __syncthreads.
+  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
+    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
+    for (int p = 0; p < w; p++)
+      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  }
   irisgen::advance();
   }();
   irisgen::end(ctx);
@@ -764,10 +767,13 @@ irisgen_all_reduce_one_shot_lamport_bf16_min(const IRISGEN_GRID_CONSTANT irisgen
   __syncthreads();  // in may be out: every thread's reads of in come first
   const T* rows[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  if (!irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) return;
-  const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-  for (int p = 0; p < w; p++)
-    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // A timeout (error record set) fails only the threads that waited; every
+  // thread still meets the others in advance's __syncthreads.
+  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
+    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
+    for (int p = 0; p < w; p++)
+      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  }
   irisgen::advance();
   }();
   irisgen::end(ctx);
@@ -802,10 +808,13 @@ irisgen_all_reduce_one_shot_lamport_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen
   __syncthreads();  // in may be out: every thread's reads of in come first
   const T* rows[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  if (!irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) return;
-  const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-  for (int p = 0; p < w; p++)
-    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // A timeout (error record set) fails only the threads that waited; every
+  // thread still meets the others in advance's __syncthreads.
+  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
+    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
+    for (int p = 0; p < w; p++)
+      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  }
   irisgen::advance();
   }();
   irisgen::end(ctx);
@@ -840,10 +849,13 @@ irisgen_all_reduce_one_shot_lamport_f16_max(const IRISGEN_GRID_CONSTANT irisgen_
   __syncthreads();  // in may be out: every thread's reads of in come first
   const T* rows[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  if (!irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) return;
-  const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-  for (int p = 0; p < w; p++)
-    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // A timeout (error record set) fails only the threads that waited; every
+  // thread still meets the others in advance's __syncthreads.
+  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
+    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
+    for (int p = 0; p < w; p++)
+      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  }
   irisgen::advance();
   }();
   irisgen::end(ctx);
@@ -878,10 +890,13 @@ irisgen_all_reduce_one_shot_lamport_f16_min(const IRISGEN_GRID_CONSTANT irisgen_
   __syncthreads();  // in may be out: every thread's reads of in come first
   const T* rows[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  if (!irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) return;
-  const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-  for (int p = 0; p < w; p++)
-    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // A timeout (error record set) fails only the threads that waited; every
+  // thread still meets the others in advance's __syncthreads.
+  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
+    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
+    for (int p = 0; p < w; p++)
+      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  }
   irisgen::advance();
   }();
   irisgen::end(ctx);
@@ -916,10 +931,13 @@ irisgen_all_reduce_one_shot_lamport_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_
   __syncthreads();  // in may be out: every thread's reads of in come first
   const T* rows[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  if (!irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) return;
-  const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-  for (int p = 0; p < w; p++)
-    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // A timeout (error record set) fails only the threads that waited; every
+  // thread still meets the others in advance's __syncthreads.
+  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
+    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
+    for (int p = 0; p < w; p++)
+      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  }
   irisgen::advance();
   }();
   irisgen::end(ctx);
@@ -954,10 +972,13 @@ irisgen_all_reduce_one_shot_lamport_f32_max(const IRISGEN_GRID_CONSTANT irisgen_
   __syncthreads();  // in may be out: every thread's reads of in come first
   const T* rows[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  if (!irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) return;
-  const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-  for (int p = 0; p < w; p++)
-    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // A timeout (error record set) fails only the threads that waited; every
+  // thread still meets the others in advance's __syncthreads.
+  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
+    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
+    for (int p = 0; p < w; p++)
+      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  }
   irisgen::advance();
   }();
   irisgen::end(ctx);
@@ -992,10 +1013,13 @@ irisgen_all_reduce_one_shot_lamport_f32_min(const IRISGEN_GRID_CONSTANT irisgen_
   __syncthreads();  // in may be out: every thread's reads of in come first
   const T* rows[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  if (!irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) return;
-  const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-  for (int p = 0; p < w; p++)
-    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // A timeout (error record set) fails only the threads that waited; every
+  // thread still meets the others in advance's __syncthreads.
+  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
+    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
+    for (int p = 0; p < w; p++)
+      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  }
   irisgen::advance();
   }();
   irisgen::end(ctx);
@@ -1030,10 +1054,13 @@ irisgen_all_reduce_one_shot_lamport_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_
   __syncthreads();  // in may be out: every thread's reads of in come first
   const T* rows[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  if (!irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) return;
-  const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-  for (int p = 0; p < w; p++)
-    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // A timeout (error record set) fails only the threads that waited; every
+  // thread still meets the others in advance's __syncthreads.
+  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
+    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
+    for (int p = 0; p < w; p++)
+      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  }
   irisgen::advance();
   }();
   irisgen::end(ctx);
@@ -1551,7 +1578,8 @@ irisgen_all_reduce_spinlock_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_red
     __syncthreads();
     if (!locked) return;
     irisgen::fence_acquire();
-    irisgen::combine_block<T, Op>(peer_out[p], in, lo, hi);
+    const T* src[2] = {peer_out[p], in};  // Op(peer's tile, this rank's input)
+    irisgen::reduce_n<T, Op>(&peer_out[p], 1, src, 2, lo, hi, threadIdx.x, blockDim.x);
 #ifdef IRISGEN_HIP
     irisgen::fence_release();
 #endif
@@ -1593,7 +1621,8 @@ irisgen_all_reduce_spinlock_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_red
     __syncthreads();
     if (!locked) return;
     irisgen::fence_acquire();
-    irisgen::combine_block<T, Op>(peer_out[p], in, lo, hi);
+    const T* src[2] = {peer_out[p], in};  // Op(peer's tile, this rank's input)
+    irisgen::reduce_n<T, Op>(&peer_out[p], 1, src, 2, lo, hi, threadIdx.x, blockDim.x);
 #ifdef IRISGEN_HIP
     irisgen::fence_release();
 #endif
@@ -1635,7 +1664,8 @@ irisgen_all_reduce_spinlock_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_red
     __syncthreads();
     if (!locked) return;
     irisgen::fence_acquire();
-    irisgen::combine_block<T, Op>(peer_out[p], in, lo, hi);
+    const T* src[2] = {peer_out[p], in};  // Op(peer's tile, this rank's input)
+    irisgen::reduce_n<T, Op>(&peer_out[p], 1, src, 2, lo, hi, threadIdx.x, blockDim.x);
 #ifdef IRISGEN_HIP
     irisgen::fence_release();
 #endif
@@ -1677,7 +1707,8 @@ irisgen_all_reduce_spinlock_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
     __syncthreads();
     if (!locked) return;
     irisgen::fence_acquire();
-    irisgen::combine_block<T, Op>(peer_out[p], in, lo, hi);
+    const T* src[2] = {peer_out[p], in};  // Op(peer's tile, this rank's input)
+    irisgen::reduce_n<T, Op>(&peer_out[p], 1, src, 2, lo, hi, threadIdx.x, blockDim.x);
 #ifdef IRISGEN_HIP
     irisgen::fence_release();
 #endif
@@ -1719,7 +1750,8 @@ irisgen_all_reduce_spinlock_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
     __syncthreads();
     if (!locked) return;
     irisgen::fence_acquire();
-    irisgen::combine_block<T, Op>(peer_out[p], in, lo, hi);
+    const T* src[2] = {peer_out[p], in};  // Op(peer's tile, this rank's input)
+    irisgen::reduce_n<T, Op>(&peer_out[p], 1, src, 2, lo, hi, threadIdx.x, blockDim.x);
 #ifdef IRISGEN_HIP
     irisgen::fence_release();
 #endif
@@ -1761,7 +1793,8 @@ irisgen_all_reduce_spinlock_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
     __syncthreads();
     if (!locked) return;
     irisgen::fence_acquire();
-    irisgen::combine_block<T, Op>(peer_out[p], in, lo, hi);
+    const T* src[2] = {peer_out[p], in};  // Op(peer's tile, this rank's input)
+    irisgen::reduce_n<T, Op>(&peer_out[p], 1, src, 2, lo, hi, threadIdx.x, blockDim.x);
 #ifdef IRISGEN_HIP
     irisgen::fence_release();
 #endif
@@ -1803,7 +1836,8 @@ irisgen_all_reduce_spinlock_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
     __syncthreads();
     if (!locked) return;
     irisgen::fence_acquire();
-    irisgen::combine_block<T, Op>(peer_out[p], in, lo, hi);
+    const T* src[2] = {peer_out[p], in};  // Op(peer's tile, this rank's input)
+    irisgen::reduce_n<T, Op>(&peer_out[p], 1, src, 2, lo, hi, threadIdx.x, blockDim.x);
 #ifdef IRISGEN_HIP
     irisgen::fence_release();
 #endif
@@ -1845,7 +1879,8 @@ irisgen_all_reduce_spinlock_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
     __syncthreads();
     if (!locked) return;
     irisgen::fence_acquire();
-    irisgen::combine_block<T, Op>(peer_out[p], in, lo, hi);
+    const T* src[2] = {peer_out[p], in};  // Op(peer's tile, this rank's input)
+    irisgen::reduce_n<T, Op>(&peer_out[p], 1, src, 2, lo, hi, threadIdx.x, blockDim.x);
 #ifdef IRISGEN_HIP
     irisgen::fence_release();
 #endif
@@ -1887,7 +1922,8 @@ irisgen_all_reduce_spinlock_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
     __syncthreads();
     if (!locked) return;
     irisgen::fence_acquire();
-    irisgen::combine_block<T, Op>(peer_out[p], in, lo, hi);
+    const T* src[2] = {peer_out[p], in};  // Op(peer's tile, this rank's input)
+    irisgen::reduce_n<T, Op>(&peer_out[p], 1, src, 2, lo, hi, threadIdx.x, blockDim.x);
 #ifdef IRISGEN_HIP
     irisgen::fence_release();
 #endif
@@ -1955,13 +1991,11 @@ irisgen_all_reduce_ring_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_
     part(r + 1 - s);
     T* dst[2] = {out, next};
     irisgen::copy_to(dst, s < w - 1 ? 2 : 1, mine, lo, hi, tid, nt);
-    if (s < w - 1) {
-      if (!irisgen::sync(ctx)) return;
-    }
+    // After the last step: nobody writes into this rank's workspace any
+    // more (the workspace is the plan's own business, so this runs in every
+    // barrier mode).
+    if (!irisgen::sync(ctx)) return;
   }
-  // Nobody writes into this rank's workspace any more (the workspace is the
-  // plan's own business, so this runs in every barrier mode).
-  if (!irisgen::sync(ctx)) return;
   }();
   irisgen::end(ctx);
 }
@@ -2019,13 +2053,11 @@ irisgen_all_reduce_ring_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_
     part(r + 1 - s);
     T* dst[2] = {out, next};
     irisgen::copy_to(dst, s < w - 1 ? 2 : 1, mine, lo, hi, tid, nt);
-    if (s < w - 1) {
-      if (!irisgen::sync(ctx)) return;
-    }
+    // After the last step: nobody writes into this rank's workspace any
+    // more (the workspace is the plan's own business, so this runs in every
+    // barrier mode).
+    if (!irisgen::sync(ctx)) return;
   }
-  // Nobody writes into this rank's workspace any more (the workspace is the
-  // plan's own business, so this runs in every barrier mode).
-  if (!irisgen::sync(ctx)) return;
   }();
   irisgen::end(ctx);
 }
@@ -2083,13 +2115,11 @@ irisgen_all_reduce_ring_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_
     part(r + 1 - s);
     T* dst[2] = {out, next};
     irisgen::copy_to(dst, s < w - 1 ? 2 : 1, mine, lo, hi, tid, nt);
-    if (s < w - 1) {
-      if (!irisgen::sync(ctx)) return;
-    }
+    // After the last step: nobody writes into this rank's workspace any
+    // more (the workspace is the plan's own business, so this runs in every
+    // barrier mode).
+    if (!irisgen::sync(ctx)) return;
   }
-  // Nobody writes into this rank's workspace any more (the workspace is the
-  // plan's own business, so this runs in every barrier mode).
-  if (!irisgen::sync(ctx)) return;
   }();
   irisgen::end(ctx);
 }
@@ -2147,13 +2177,11 @@ irisgen_all_reduce_ring_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
     part(r + 1 - s);
     T* dst[2] = {out, next};
     irisgen::copy_to(dst, s < w - 1 ? 2 : 1, mine, lo, hi, tid, nt);
-    if (s < w - 1) {
-      if (!irisgen::sync(ctx)) return;
-    }
+    // After the last step: nobody writes into this rank's workspace any
+    // more (the workspace is the plan's own business, so this runs in every
+    // barrier mode).
+    if (!irisgen::sync(ctx)) return;
   }
-  // Nobody writes into this rank's workspace any more (the workspace is the
-  // plan's own business, so this runs in every barrier mode).
-  if (!irisgen::sync(ctx)) return;
   }();
   irisgen::end(ctx);
 }
@@ -2211,13 +2239,11 @@ irisgen_all_reduce_ring_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
     part(r + 1 - s);
     T* dst[2] = {out, next};
     irisgen::copy_to(dst, s < w - 1 ? 2 : 1, mine, lo, hi, tid, nt);
-    if (s < w - 1) {
-      if (!irisgen::sync(ctx)) return;
-    }
+    // After the last step: nobody writes into this rank's workspace any
+    // more (the workspace is the plan's own business, so this runs in every
+    // barrier mode).
+    if (!irisgen::sync(ctx)) return;
   }
-  // Nobody writes into this rank's workspace any more (the workspace is the
-  // plan's own business, so this runs in every barrier mode).
-  if (!irisgen::sync(ctx)) return;
   }();
   irisgen::end(ctx);
 }
@@ -2275,13 +2301,11 @@ irisgen_all_reduce_ring_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
     part(r + 1 - s);
     T* dst[2] = {out, next};
     irisgen::copy_to(dst, s < w - 1 ? 2 : 1, mine, lo, hi, tid, nt);
-    if (s < w - 1) {
-      if (!irisgen::sync(ctx)) return;
-    }
+    // After the last step: nobody writes into this rank's workspace any
+    // more (the workspace is the plan's own business, so this runs in every
+    // barrier mode).
+    if (!irisgen::sync(ctx)) return;
   }
-  // Nobody writes into this rank's workspace any more (the workspace is the
-  // plan's own business, so this runs in every barrier mode).
-  if (!irisgen::sync(ctx)) return;
   }();
   irisgen::end(ctx);
 }
@@ -2339,13 +2363,11 @@ irisgen_all_reduce_ring_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
     part(r + 1 - s);
     T* dst[2] = {out, next};
     irisgen::copy_to(dst, s < w - 1 ? 2 : 1, mine, lo, hi, tid, nt);
-    if (s < w - 1) {
-      if (!irisgen::sync(ctx)) return;
-    }
+    // After the last step: nobody writes into this rank's workspace any
+    // more (the workspace is the plan's own business, so this runs in every
+    // barrier mode).
+    if (!irisgen::sync(ctx)) return;
   }
-  // Nobody writes into this rank's workspace any more (the workspace is the
-  // plan's own business, so this runs in every barrier mode).
-  if (!irisgen::sync(ctx)) return;
   }();
   irisgen::end(ctx);
 }
@@ -2403,13 +2425,11 @@ irisgen_all_reduce_ring_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
     part(r + 1 - s);
     T* dst[2] = {out, next};
     irisgen::copy_to(dst, s < w - 1 ? 2 : 1, mine, lo, hi, tid, nt);
-    if (s < w - 1) {
-      if (!irisgen::sync(ctx)) return;
-    }
+    // After the last step: nobody writes into this rank's workspace any
+    // more (the workspace is the plan's own business, so this runs in every
+    // barrier mode).
+    if (!irisgen::sync(ctx)) return;
   }
-  // Nobody writes into this rank's workspace any more (the workspace is the
-  // plan's own business, so this runs in every barrier mode).
-  if (!irisgen::sync(ctx)) return;
   }();
   irisgen::end(ctx);
 }
@@ -2467,13 +2487,11 @@ irisgen_all_reduce_ring_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
     part(r + 1 - s);
     T* dst[2] = {out, next};
     irisgen::copy_to(dst, s < w - 1 ? 2 : 1, mine, lo, hi, tid, nt);
-    if (s < w - 1) {
-      if (!irisgen::sync(ctx)) return;
-    }
+    // After the last step: nobody writes into this rank's workspace any
+    // more (the workspace is the plan's own business, so this runs in every
+    // barrier mode).
+    if (!irisgen::sync(ctx)) return;
   }
-  // Nobody writes into this rank's workspace any more (the workspace is the
-  // plan's own business, so this runs in every barrier mode).
-  if (!irisgen::sync(ctx)) return;
   }();
   irisgen::end(ctx);
 }

@@ -325,14 +325,6 @@ IRISGEN_DEV void store_release(uint64_t* p, uint64_t v) {
 #endif
 }
 
-IRISGEN_DEV void store_relaxed(uint64_t* p, uint64_t v) {
-#ifdef IRISGEN_CUDA
-  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-#else
-  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
-#endif
-}
-
 IRISGEN_DEV uint64_t fetch_add(uint64_t* p, uint64_t v) {
 #ifdef IRISGEN_CUDA
   uint64_t old;
@@ -425,19 +417,25 @@ IRISGEN_DEV void fail(const irisgen_ctx& c, uint32_t code, uint32_t peer, uint64
 
 // ----------------------------------------------------------- barrier ----
 
-// wait_at_least spins until the flag at p reaches e (wrap-safe), within the
-// time limit (times `slack`); on timeout it records the error (naming peer,
-// e and info) and returns false.
-IRISGEN_DEV bool wait_at_least(const irisgen_ctx& c, const uint64_t* p, uint64_t e, uint32_t peer, uint64_t info, uint64_t slack = 1) {
-  if ((int64_t)(load_acquire(p) - e) >= 0) return true;
+// spin calls done() until it returns true, within the time limit (times
+// `slack`); on timeout it records the error (naming peer, epoch and info)
+// and returns false. Every wait of the header is one.
+template <typename Done>
+IRISGEN_DEV bool spin(const irisgen_ctx& c, Done done, uint32_t peer, uint64_t epoch, uint64_t info, uint64_t slack = 1) {
+  if (done()) return true;
   const uint64_t t0 = now_ns();
   for (uint32_t i = 1;; i++) {
-    if ((int64_t)(load_acquire(p) - e) >= 0) return true;
+    if (done()) return true;
     if ((i & 255) == 0 && now_ns() - t0 > slack * c.timeout_ns) {
-      fail(c, IRISGEN_ERR_TIMEOUT, peer, e, info);
+      fail(c, IRISGEN_ERR_TIMEOUT, peer, epoch, info);
       return false;
     }
   }
+}
+
+// wait_at_least spins until the flag at p reaches e (wrap-safe).
+IRISGEN_DEV bool wait_at_least(const irisgen_ctx& c, const uint64_t* p, uint64_t e, uint32_t peer, uint64_t info, uint64_t slack = 1) {
+  return spin(c, [&] { return (int64_t)(load_acquire(p) - e) >= 0; }, peer, e, info, slack);
 }
 
 // block_state is a block's view of its barrier epoch, kept in shared memory
@@ -577,22 +575,6 @@ IRISGEN_DEV bool barrier(const irisgen_ctx& c) { return !c.barrier || sync(c); }
 
 // ------------------------------------------------------- partitions ----
 
-// block_part is block b's share of [lo, hi): contiguous, a multiple of
-// 16 bytes long except at the end, and the same on every rank for the same
-// arguments. Kernels whose blocks meet through per-block barriers partition
-// with it, so block b of every rank touches the same elements.
-template <typename T>
-IRISGEN_DEV void block_part(int64_t lo, int64_t hi, int64_t* b_lo, int64_t* b_hi) {
-  const int64_t n = hi > lo ? hi - lo : 0;
-  const int64_t N = vec<T>::N;
-  const int64_t per = ((n + gridDim.x - 1) / gridDim.x + N - 1) / N * N;
-  int64_t a = lo + per * (int64_t)blockIdx.x, z = a + per;
-  if (a > hi) a = hi;
-  if (z > hi) z = hi;
-  *b_lo = a;
-  *b_hi = z;
-}
-
 // chunk_part is chunk c of `parts` equal chunks of [0, n), each a multiple
 // of 16 bytes long except the last (two-shot, ring and other scatters).
 template <typename T>
@@ -604,6 +586,18 @@ IRISGEN_DEV void chunk_part(int64_t n, int c, int parts, int64_t* lo, int64_t* h
   if (z > n) z = n;
   *lo = a;
   *hi = z;
+}
+
+// block_part is block b's share of [lo, hi): chunk b of gridDim.x (see
+// chunk_part), so contiguous, a multiple of 16 bytes long except at the
+// end, and the same on every rank for the same arguments. Kernels whose
+// blocks meet through per-block barriers partition with it, so block b of
+// every rank touches the same elements.
+template <typename T>
+IRISGEN_DEV void block_part(int64_t lo, int64_t hi, int64_t* b_lo, int64_t* b_hi) {
+  chunk_part<T>(hi > lo ? hi - lo : 0, blockIdx.x, gridDim.x, b_lo, b_hi);
+  *b_lo += lo;
+  *b_hi += lo;
 }
 
 // ------------------------------------------------------- reductions ----
@@ -701,27 +695,6 @@ IRISGEN_DEV void reduce_n(T* const* dst, int nd, const T* const* src, int w, int
   }
 }
 
-// combine_block applies Op to dst[i] and src[i] into dst[i] for i in [i0, i1),
-// each thread of the block taking its share (dst may be a peer's tensor).
-template <typename T, typename Op>
-IRISGEN_DEV void combine_block(T* dst, const T* src, int64_t i0, int64_t i1) {
-  constexpr int N = vec<T>::N;
-  const span<T> sp(src + i0, i1 - i0, same_align(dst + i0, src + i0));
-  const int64_t tid = threadIdx.x, nt = blockDim.x;
-  for (int64_t k = tid; k < sp.head; k += nt) dst[i0 + k] = from_f32<T>(Op::apply(to_f32(dst[i0 + k]), to_f32(src[i0 + k])));
-  for (int64_t j = tid; j < sp.vecs; j += nt) {
-    const int64_t i = i0 + sp.head + j * N;
-    const v16 a = vload(dst + i), b = vload(src + i);
-    float x[N], y[N];
-    unpack<T>(a, x);
-    unpack<T>(b, y);
-#pragma unroll
-    for (int e = 0; e < N; e++) x[e] = Op::apply(x[e], y[e]);
-    vstore(dst + i, pack<T>(x));
-  }
-  for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt) dst[i0 + k] = from_f32<T>(Op::apply(to_f32(dst[i0 + k]), to_f32(src[i0 + k])));
-}
-
 // copy_to copies elements [i0, i1) of src to each of nd destinations (one
 // load, nd stores), thread tid of nt taking its share, in 16-byte vectors
 // where all the pointers share their alignment.
@@ -751,13 +724,6 @@ IRISGEN_DEV void copy_to(T* const* dst, int nd, const T* src, int64_t i0, int64_
   for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt) one(i0 + k);
 }
 
-// copy_range copies elements [i0, i1) of src to dst (copy_to with one
-// destination).
-template <typename T>
-IRISGEN_DEV void copy_range(T* dst, const T* src, int64_t i0, int64_t i1, int64_t tid, int64_t nt) {
-  copy_to(&dst, 1, src, i0, i1, tid, nt);
-}
-
 // copy copies n elements with every thread of the grid: each block one
 // contiguous range (block_part), its threads strided within it. Measured
 // A/B against a grid-wide stride in one run on 2x H200: all_to_all push
@@ -769,12 +735,12 @@ template <typename T>
 IRISGEN_DEV void copy(T* dst, const T* src, int64_t n) {
   int64_t lo, hi;
   block_part<T>(0, n, &lo, &hi);
-  copy_range(dst, src, lo, hi, threadIdx.x, blockDim.x);
+  copy_to(&dst, 1, src, lo, hi, threadIdx.x, blockDim.x);
 }
 
 // copy_block copies [i0, i1) with the threads of one block.
 template <typename T>
-IRISGEN_DEV void copy_block(T* dst, const T* src, int64_t i0, int64_t i1) { copy_range(dst, src, i0, i1, threadIdx.x, blockDim.x); }
+IRISGEN_DEV void copy_block(T* dst, const T* src, int64_t i0, int64_t i1) { copy_to(&dst, 1, src, i0, i1, threadIdx.x, blockDim.x); }
 
 // ---------------------------------------------------- lamport slots ----
 // A Lamport slot carries data whose every element is its own arrival flag:
@@ -866,38 +832,18 @@ IRISGEN_DEV void store_bits_volatile(T* p, uint32_t b) {
   else *(volatile uint16_t*)p = (uint16_t)b;
 }
 
-// lamport_timeout records that a slot's data from peer never arrived.
-IRISGEN_DEV void lamport_timeout(const irisgen_ctx& c, int peer, uint64_t call) {
-  fail(c, IRISGEN_ERR_TIMEOUT, (uint32_t)peer, call, 3);
-}
-
 // lamport_wait spins on the vector at p until it has arrived, within the
-// time limit (false on timeout, error record set).
+// time limit (false on timeout, error record set: info 3, a slot's data from
+// peer never arrived).
 template <typename T>
 IRISGEN_DEV bool lamport_wait(const irisgen_ctx& c, const T* p, v16* v, int peer, uint64_t call) {
-  const uint64_t t0 = now_ns();
-  for (uint32_t i = 1;; i++) {
-    *v = vload_volatile(p);
-    if (v16_arrived<T>(*v)) return true;
-    if ((i & 255) == 0 && now_ns() - t0 > c.timeout_ns) {
-      lamport_timeout(c, peer, call);
-      return false;
-    }
-  }
+  return spin(c, [&] { *v = vload_volatile(p); return v16_arrived<T>(*v); }, (uint32_t)peer, call, 3);
 }
 
 // lamport_wait1 is lamport_wait for one element; returns its bits.
 template <typename T>
 IRISGEN_DEV bool lamport_wait1(const irisgen_ctx& c, const T* p, uint32_t* b, int peer, uint64_t call) {
-  const uint64_t t0 = now_ns();
-  for (uint32_t i = 0;; i++) {
-    *b = load_bits_volatile(p);
-    if (*b != empty_bits<T>()) return true;
-    if ((i & 255) == 255 && now_ns() - t0 > c.timeout_ns) {
-      lamport_timeout(c, peer, call);
-      return false;
-    }
-  }
+  return spin(c, [&] { *b = load_bits_volatile(p); return *b != empty_bits<T>(); }, (uint32_t)peer, call, 3);
 }
 
 // lamport_put stores elements [i0, i1) of src into dst, a peer's slot row,
@@ -987,16 +933,21 @@ IRISGEN_DEV bool lamport_reduce(const irisgen_ctx& c, T* out, const T* in, const
 // compare-and-swap loop on the aligned 32-bit word that holds the element,
 // which is also what AMD needs on fine-grained memory (its packed float
 // atomics are not performed there).
-template <typename Op>
-IRISGEN_DEV void atomic_f32(float* p, float v, Op) {
-  uint32_t* w = (uint32_t*)p;
+// cas_update32 sets the 32-bit word at w to next(old) atomically, retrying
+// while other writers get in between.
+template <typename Next>
+IRISGEN_DEV void cas_update32(uint32_t* w, Next next) {
   uint32_t old = *(volatile uint32_t*)w;
   for (;;) {
-    const uint32_t want = f32_bits(Op::apply(bits_f32(old), v));
-    const uint32_t seen = cas32(w, old, want);
+    const uint32_t seen = cas32(w, old, next(old));
     if (seen == old) return;
     old = seen;
   }
+}
+
+template <typename Op>
+IRISGEN_DEV void atomic_f32(float* p, float v, Op) {
+  cas_update32((uint32_t*)p, [&](uint32_t old) { return f32_bits(Op::apply(bits_f32(old), v)); });
 }
 #ifdef IRISGEN_CUDA
 IRISGEN_DEV void atomic_f32(float* p, float v, op_sum) {
@@ -1010,15 +961,11 @@ template <typename Op, typename H>
 IRISGEN_DEV void atomic_apply16(H* p, float v) {
   uint32_t* w = (uint32_t*)((uintptr_t)p & ~(uintptr_t)3);
   const int shift = ((uintptr_t)p & 2) ? 16 : 0;
-  uint32_t old = *(volatile uint32_t*)w;
-  for (;;) {
+  cas_update32(w, [&](uint32_t old) {
     const H cur{(uint16_t)(old >> shift)};
     const H nxt = from_f32<H>(Op::apply(to_f32(cur), v));
-    const uint32_t want = (old & ~(0xffffu << shift)) | ((uint32_t)nxt.bits << shift);
-    const uint32_t seen = cas32(w, old, want);
-    if (seen == old) return;
-    old = seen;
-  }
+    return (old & ~(0xffffu << shift)) | ((uint32_t)nxt.bits << shift);
+  });
 }
 template <typename Op>
 IRISGEN_DEV void atomic_apply(irisgen_f16* p, float v) { atomic_apply16<Op>(p, v); }
@@ -1031,14 +978,7 @@ IRISGEN_DEV void atomic_apply(irisgen_bf16* p, float v) { atomic_apply16<Op>(p, 
 // time limit of every spin; false on timeout (the error record is set).
 IRISGEN_DEV bool lock(const irisgen_ctx& c, uint64_t* l, int owner) {
   if (cas64(l, 0, 1) == 0) return true;
-  const uint64_t t0 = now_ns();
-  for (uint32_t i = 1;; i++) {
-    if (load_relaxed(l) == 0 && cas64(l, 0, 1) == 0) return true;
-    if ((i & 255) == 0 && now_ns() - t0 > c.timeout_ns) {
-      fail(c, IRISGEN_ERR_TIMEOUT, (uint32_t)owner, 0, 1);
-      return false;
-    }
-  }
+  return spin(c, [&] { return load_relaxed(l) == 0 && cas64(l, 0, 1) == 0; }, (uint32_t)owner, 0, 1);
 }
 
 // unlock releases a lock word: the holder's writes are visible to the next
