@@ -13,8 +13,8 @@ import (
 
 	"github.com/irisgen/irisgen/internal/bench"
 	"github.com/irisgen/irisgen/internal/ir"
-	irt "github.com/irisgen/irisgen/runtime"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 func init() {
@@ -302,11 +302,11 @@ func writeReport(env *cmdEnv, rows []bench.Row, out string) error {
 	return nil
 }
 
-// parseSizes reads "8KiB,1MiB,4096" (runtime.ParseBytes for each).
+// parseSizes reads "8KiB,1MiB,4096" (irisrt.ParseBytes for each).
 func parseSizes(s string) ([]int64, error) {
 	var out []int64
 	for _, f := range splitList(s) {
-		v, err := irt.ParseBytes(f)
+		v, err := irisrt.ParseBytes(f)
 		if err != nil || v < 1 {
 			return nil, fmt.Errorf("%q is not a positive size (e.g. 8KiB, 1MiB, 4096)", f)
 		}

@@ -70,7 +70,7 @@ func TestGenerateCheckCycle(t *testing.T) {
 	// Edit a generated file: check prints a diff naming the line and fails.
 	goFile := filepath.Join(out, "collectives", "all_gather.go")
 	b, _ := os.ReadFile(goFile)
-	edited := bytes.Replace(b, []byte("runtime.CheckHeap("), []byte("// runtime.CheckHeap("), 1)
+	edited := bytes.Replace(b, []byte("irisrt.CheckHeap("), []byte("// irisrt.CheckHeap("), 1)
 	if bytes.Equal(edited, b) {
 		t.Fatal("all_gather.go has no CheckHeap call to edit")
 	}
@@ -85,7 +85,7 @@ func TestGenerateCheckCycle(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("check of an edited output: exit %d, want 1", code)
 	}
-	for _, want := range []string{"--- " + filepath.ToSlash(goFile) + " (on disk)", "-\tif err := // runtime.CheckHeap(", "+\tif err := runtime.CheckHeap(", "@@ -", "/dev/null"} {
+	for _, want := range []string{"--- " + filepath.ToSlash(goFile) + " (on disk)", "-\tif err := // irisrt.CheckHeap(", "+\tif err := irisrt.CheckHeap(", "@@ -", "/dev/null"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("check output lacks %q:\n%s", want, stdout)
 		}

@@ -26,7 +26,7 @@ with the identity expert (257 tokens of 1031 elements, 2 experts a token),
 each replay with new tokens, routing and weights, checked against the CPU
 reference (each token times the sum of its weights); -elems does not apply
 to them. A mode derived as not capturable
-(host) must be refused with a *runtime.CaptureError that leaves the capture
+(host) must be refused with a *irisrt.CaptureError that leaves the capture
 intact. The exit code is 1 when any claim does not hold.
 
 Examples:

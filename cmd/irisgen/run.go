@@ -12,7 +12,7 @@ func init() {
 		help: `
 Run starts N copies of PROGRAM, one per GPU, with RANK, WORLD_SIZE,
 LOCAL_RANK, MASTER_ADDR and MASTER_PORT set, so each joins the multi-process
-world (runtime.JoinProcessWorld). Their output is prefixed with the rank. When
+world (irisrt.JoinProcessWorld). Their output is prefixed with the rank. When
 one rank fails the others are stopped, and the exit code is 1.
 
 Examples:

@@ -4,8 +4,8 @@ package collectives
 
 import (
 	"fmt"
-	"github.com/irisgen/irisgen/runtime"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // AllReduceSpecHash is the hash of specs/all_reduce.yaml and the templates it uses. The HIP module of
@@ -106,7 +106,7 @@ const allReduceOneShotName = "all_reduce/one_shot"
 // Workspace, allocated on the heap and zeroed by the plan: ring [n] (none), locks [blocks] (none),
 // stage [2, n] (none), inbox [2, world, n] (none), lamport [3, world, n] (none).
 //
-// Aliasing: forbidden; Launch returns a *runtime.AliasError when an input overlaps an output.
+// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
 //
 // Barrier modes: device (default), host, none.
 // Graph capture:
@@ -117,8 +117,8 @@ const allReduceOneShotName = "all_reduce/one_shot"
 //
 // Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
 type AllReduceOneShotPlan struct {
-	plan      *runtime.Plan
-	dt        runtime.DType
+	plan      *irisrt.Plan
+	dt        irisrt.DType
 	op        AllReduceOp
 	symN      int64 // size parameter n
 	lenInput  int64 // elements of input [n]
@@ -132,10 +132,10 @@ type AllReduceOneShotPlan struct {
 //
 // dt must be one of f32, f16, bf16 and op one of sum, max, min (otherwise *UnsupportedError). The size
 // parameters (n) must be positive.
-func NewAllReduceOneShotPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, n int64) (*AllReduceOneShotPlan, error) {
+func NewAllReduceOneShotPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceOneShotPlan, error) {
 	var kernel string
 	switch dt {
-	case runtime.F32:
+	case irisrt.F32:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_one_shot_f32_sum"
@@ -151,7 +151,7 @@ func NewAllReduceOneShotPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, 
 				What:    "op",
 			}
 		}
-	case runtime.F16:
+	case irisrt.F16:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_one_shot_f16_sum"
@@ -167,7 +167,7 @@ func NewAllReduceOneShotPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, 
 				What:    "op",
 			}
 		}
-	case runtime.BF16:
+	case irisrt.BF16:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_one_shot_bf16_sum"
@@ -201,16 +201,16 @@ func NewAllReduceOneShotPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, 
 		op:        op,
 		symN:      n,
 	}
-	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
-	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
-		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
+	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
+	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
+		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
 		Blocks:     blocks,
-		Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 		Kernel:     kernel,
 		Module:     "all_reduce",
 		Op:         "all_reduce",
 		SpecHash:   AllReduceSpecHash,
-		Staging: []runtime.Buffer{{
+		Staging: []irisrt.Buffer{{
 			Bytes: p.lenInput * dt.Size(),
 			Name:  "input",
 		}},
@@ -227,31 +227,31 @@ func NewAllReduceOneShotPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, 
 // Launch enqueues all_reduce/one_shot on s with barrier mode mode (device when in doubt). Before
 // anything is enqueued it checks, in order:
 //
-//   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
-//   - no overlap of input/output (*runtime.AliasError).
+//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
+//   - no overlap of input/output (*irisrt.AliasError).
 //
 // Then input, read by peers, is copied on s into the plan's heap staging when it is not on the heap
 // (refused in mode none, where nothing would order the copy before the peers' reads:
-// *runtime.PlacementError).
+// *irisrt.PlacementError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing
-// (*runtime.CaptureError). A mode the variant does not support is an error.
-func (p *AllReduceOneShotPlan) Launch(s gpu.Stream, input, output runtime.Tensor, mode runtime.Barrier) error {
-	if err := runtime.CheckTensor(allReduceOneShotName, "input", input, p.dt, p.lenInput); err != nil {
+// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
+// A mode the variant does not support is an error.
+func (p *AllReduceOneShotPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	if err := irisrt.CheckTensor(allReduceOneShotName, "input", input, p.dt, p.lenInput); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(allReduceOneShotName, "output", output, p.dt, p.lenOutput); err != nil {
+	if err := irisrt.CheckTensor(allReduceOneShotName, "output", output, p.dt, p.lenOutput); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(allReduceOneShotName, "input", input, "output", output); err != nil {
+	if err := irisrt.CheckNoAlias(allReduceOneShotName, "input", input, "output", output); err != nil {
 		return err
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Staged("input", input).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllReduceOneShotPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+func (p *AllReduceOneShotPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
 	if len(ts) != 2 {
 		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allReduceOneShotName, len(ts))
 	}
@@ -259,7 +259,7 @@ func (p *AllReduceOneShotPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, 
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllReduceOneShotPlan) Plan() *runtime.Plan {
+func (p *AllReduceOneShotPlan) Plan() *irisrt.Plan {
 	return p.plan
 }
 
@@ -284,7 +284,7 @@ const allReduceOneShotStagedName = "all_reduce/one_shot_staged"
 // stage [2, n] (local_write + remote_read), inbox [2, world, n] (none), lamport [3, world, n] (none).
 //
 // Aliasing: in place allowed; an input may be the very same tensor as an output, but a partial overlap
-// is a *runtime.AliasError.
+// is a *irisrt.AliasError.
 //
 // Barrier modes: device (default), host, none.
 // Graph capture:
@@ -295,8 +295,8 @@ const allReduceOneShotStagedName = "all_reduce/one_shot_staged"
 //
 // Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
 type AllReduceOneShotStagedPlan struct {
-	plan      *runtime.Plan
-	dt        runtime.DType
+	plan      *irisrt.Plan
+	dt        irisrt.DType
 	op        AllReduceOp
 	symN      int64 // size parameter n
 	lenInput  int64 // elements of input [n]
@@ -310,10 +310,10 @@ type AllReduceOneShotStagedPlan struct {
 //
 // dt must be one of f32, f16, bf16 and op one of sum, max, min (otherwise *UnsupportedError). The size
 // parameters (n) must be positive.
-func NewAllReduceOneShotStagedPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, n int64) (*AllReduceOneShotStagedPlan, error) {
+func NewAllReduceOneShotStagedPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceOneShotStagedPlan, error) {
 	var kernel string
 	switch dt {
-	case runtime.F32:
+	case irisrt.F32:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_one_shot_staged_f32_sum"
@@ -329,7 +329,7 @@ func NewAllReduceOneShotStagedPlan(r *runtime.Rank, dt runtime.DType, op AllRedu
 				What:    "op",
 			}
 		}
-	case runtime.F16:
+	case irisrt.F16:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_one_shot_staged_f16_sum"
@@ -345,7 +345,7 @@ func NewAllReduceOneShotStagedPlan(r *runtime.Rank, dt runtime.DType, op AllRedu
 				What:    "op",
 			}
 		}
-	case runtime.BF16:
+	case irisrt.BF16:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_one_shot_staged_bf16_sum"
@@ -379,18 +379,18 @@ func NewAllReduceOneShotStagedPlan(r *runtime.Rank, dt runtime.DType, op AllRedu
 		op:        op,
 		symN:      n,
 	}
-	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
-	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
-		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
+	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
+	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
+		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
 		Blocks:     blocks,
-		Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 		Kernel:     kernel,
 		Module:     "all_reduce",
 		Op:         "all_reduce",
 		SpecHash:   AllReduceSpecHash,
 		Threads:    512,
 		Variant:    "one_shot_staged",
-		Workspace: []runtime.Buffer{{
+		Workspace: []irisrt.Buffer{{
 			Bytes: 2 * p.symN * dt.Size(),
 			Name:  "stage",
 		}},
@@ -405,27 +405,27 @@ func NewAllReduceOneShotStagedPlan(r *runtime.Rank, dt runtime.DType, op AllRedu
 // Launch enqueues all_reduce/one_shot_staged on s with barrier mode mode (device when in doubt).
 // Before anything is enqueued it checks, in order:
 //
-//   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
-//   - input/output the same tensor or disjoint (*runtime.AliasError).
+//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
+//   - input/output the same tensor or disjoint (*irisrt.AliasError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing
-// (*runtime.CaptureError). A mode the variant does not support is an error.
-func (p *AllReduceOneShotStagedPlan) Launch(s gpu.Stream, input, output runtime.Tensor, mode runtime.Barrier) error {
-	if err := runtime.CheckTensor(allReduceOneShotStagedName, "input", input, p.dt, p.lenInput); err != nil {
+// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
+// A mode the variant does not support is an error.
+func (p *AllReduceOneShotStagedPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	if err := irisrt.CheckTensor(allReduceOneShotStagedName, "input", input, p.dt, p.lenInput); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(allReduceOneShotStagedName, "output", output, p.dt, p.lenOutput); err != nil {
+	if err := irisrt.CheckTensor(allReduceOneShotStagedName, "output", output, p.dt, p.lenOutput); err != nil {
 		return err
 	}
-	if err := runtime.CheckInPlace(allReduceOneShotStagedName, "input", input, "output", output); err != nil {
+	if err := irisrt.CheckInPlace(allReduceOneShotStagedName, "input", input, "output", output); err != nil {
 		return err
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(p.plan.Buffer("stage")).Ptr(0).Ptr(0).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllReduceOneShotStagedPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+func (p *AllReduceOneShotStagedPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
 	if len(ts) != 2 {
 		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allReduceOneShotStagedName, len(ts))
 	}
@@ -433,7 +433,7 @@ func (p *AllReduceOneShotStagedPlan) LaunchTensors(s gpu.Stream, ts []runtime.Te
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllReduceOneShotStagedPlan) Plan() *runtime.Plan {
+func (p *AllReduceOneShotStagedPlan) Plan() *irisrt.Plan {
 	return p.plan
 }
 
@@ -458,7 +458,7 @@ const allReduceOneShotPushName = "all_reduce/one_shot_push"
 // stage [2, n] (none), inbox [2, world, n] (local_read + remote_write), lamport [3, world, n] (none).
 //
 // Aliasing: in place allowed; an input may be the very same tensor as an output, but a partial overlap
-// is a *runtime.AliasError.
+// is a *irisrt.AliasError.
 //
 // Barrier modes: device (default), host, none.
 // Graph capture:
@@ -469,8 +469,8 @@ const allReduceOneShotPushName = "all_reduce/one_shot_push"
 //
 // Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
 type AllReduceOneShotPushPlan struct {
-	plan      *runtime.Plan
-	dt        runtime.DType
+	plan      *irisrt.Plan
+	dt        irisrt.DType
 	op        AllReduceOp
 	symN      int64 // size parameter n
 	lenInput  int64 // elements of input [n]
@@ -484,10 +484,10 @@ type AllReduceOneShotPushPlan struct {
 //
 // dt must be one of f32, f16, bf16 and op one of sum, max, min (otherwise *UnsupportedError). The size
 // parameters (n) must be positive.
-func NewAllReduceOneShotPushPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, n int64) (*AllReduceOneShotPushPlan, error) {
+func NewAllReduceOneShotPushPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceOneShotPushPlan, error) {
 	var kernel string
 	switch dt {
-	case runtime.F32:
+	case irisrt.F32:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_one_shot_push_f32_sum"
@@ -503,7 +503,7 @@ func NewAllReduceOneShotPushPlan(r *runtime.Rank, dt runtime.DType, op AllReduce
 				What:    "op",
 			}
 		}
-	case runtime.F16:
+	case irisrt.F16:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_one_shot_push_f16_sum"
@@ -519,7 +519,7 @@ func NewAllReduceOneShotPushPlan(r *runtime.Rank, dt runtime.DType, op AllReduce
 				What:    "op",
 			}
 		}
-	case runtime.BF16:
+	case irisrt.BF16:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_one_shot_push_bf16_sum"
@@ -554,18 +554,18 @@ func NewAllReduceOneShotPushPlan(r *runtime.Rank, dt runtime.DType, op AllReduce
 		op:        op,
 		symN:      n,
 	}
-	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
-	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
-		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
+	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
+	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
+		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
 		Blocks:     blocks,
-		Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 		Kernel:     kernel,
 		Module:     "all_reduce",
 		Op:         "all_reduce",
 		SpecHash:   AllReduceSpecHash,
 		Threads:    512,
 		Variant:    "one_shot_push",
-		Workspace: []runtime.Buffer{{
+		Workspace: []irisrt.Buffer{{
 			Bytes: 2 * world * p.symN * dt.Size(),
 			Name:  "inbox",
 		}},
@@ -580,27 +580,27 @@ func NewAllReduceOneShotPushPlan(r *runtime.Rank, dt runtime.DType, op AllReduce
 // Launch enqueues all_reduce/one_shot_push on s with barrier mode mode (device when in doubt). Before
 // anything is enqueued it checks, in order:
 //
-//   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
-//   - input/output the same tensor or disjoint (*runtime.AliasError).
+//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
+//   - input/output the same tensor or disjoint (*irisrt.AliasError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing
-// (*runtime.CaptureError). A mode the variant does not support is an error.
-func (p *AllReduceOneShotPushPlan) Launch(s gpu.Stream, input, output runtime.Tensor, mode runtime.Barrier) error {
-	if err := runtime.CheckTensor(allReduceOneShotPushName, "input", input, p.dt, p.lenInput); err != nil {
+// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
+// A mode the variant does not support is an error.
+func (p *AllReduceOneShotPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	if err := irisrt.CheckTensor(allReduceOneShotPushName, "input", input, p.dt, p.lenInput); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(allReduceOneShotPushName, "output", output, p.dt, p.lenOutput); err != nil {
+	if err := irisrt.CheckTensor(allReduceOneShotPushName, "output", output, p.dt, p.lenOutput); err != nil {
 		return err
 	}
-	if err := runtime.CheckInPlace(allReduceOneShotPushName, "input", input, "output", output); err != nil {
+	if err := irisrt.CheckInPlace(allReduceOneShotPushName, "input", input, "output", output); err != nil {
 		return err
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(p.plan.Buffer("inbox")).Ptr(0).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllReduceOneShotPushPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+func (p *AllReduceOneShotPushPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
 	if len(ts) != 2 {
 		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allReduceOneShotPushName, len(ts))
 	}
@@ -608,7 +608,7 @@ func (p *AllReduceOneShotPushPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tens
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllReduceOneShotPushPlan) Plan() *runtime.Plan {
+func (p *AllReduceOneShotPushPlan) Plan() *irisrt.Plan {
 	return p.plan
 }
 
@@ -634,7 +634,7 @@ const allReduceOneShotLamportName = "all_reduce/one_shot_lamport"
 // remote_write).
 //
 // Aliasing: in place allowed; an input may be the very same tensor as an output, but a partial overlap
-// is a *runtime.AliasError.
+// is a *irisrt.AliasError.
 //
 // Barrier modes: device (default), host, none.
 // Graph capture:
@@ -645,8 +645,8 @@ const allReduceOneShotLamportName = "all_reduce/one_shot_lamport"
 //
 // Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
 type AllReduceOneShotLamportPlan struct {
-	plan      *runtime.Plan
-	dt        runtime.DType
+	plan      *irisrt.Plan
+	dt        irisrt.DType
 	op        AllReduceOp
 	symN      int64 // size parameter n
 	lenInput  int64 // elements of input [n]
@@ -660,10 +660,10 @@ type AllReduceOneShotLamportPlan struct {
 //
 // dt must be one of f32, f16, bf16 and op one of sum, max, min (otherwise *UnsupportedError). The size
 // parameters (n) must be positive.
-func NewAllReduceOneShotLamportPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, n int64) (*AllReduceOneShotLamportPlan, error) {
+func NewAllReduceOneShotLamportPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceOneShotLamportPlan, error) {
 	var kernel string
 	switch dt {
-	case runtime.F32:
+	case irisrt.F32:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_one_shot_lamport_f32_sum"
@@ -679,7 +679,7 @@ func NewAllReduceOneShotLamportPlan(r *runtime.Rank, dt runtime.DType, op AllRed
 				What:    "op",
 			}
 		}
-	case runtime.F16:
+	case irisrt.F16:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_one_shot_lamport_f16_sum"
@@ -695,7 +695,7 @@ func NewAllReduceOneShotLamportPlan(r *runtime.Rank, dt runtime.DType, op AllRed
 				What:    "op",
 			}
 		}
-	case runtime.BF16:
+	case irisrt.BF16:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_one_shot_lamport_bf16_sum"
@@ -730,18 +730,18 @@ func NewAllReduceOneShotLamportPlan(r *runtime.Rank, dt runtime.DType, op AllRed
 		op:        op,
 		symN:      n,
 	}
-	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
-	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
-		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
+	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
+	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
+		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
 		Blocks:     blocks,
-		Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 		Kernel:     kernel,
 		Module:     "all_reduce",
 		Op:         "all_reduce",
 		SpecHash:   AllReduceSpecHash,
 		Threads:    512,
 		Variant:    "one_shot_lamport",
-		Workspace: []runtime.Buffer{{
+		Workspace: []irisrt.Buffer{{
 			Bytes: 3 * world * p.symN * dt.Size(),
 			Name:  "lamport",
 		}},
@@ -756,27 +756,27 @@ func NewAllReduceOneShotLamportPlan(r *runtime.Rank, dt runtime.DType, op AllRed
 // Launch enqueues all_reduce/one_shot_lamport on s with barrier mode mode (device when in doubt).
 // Before anything is enqueued it checks, in order:
 //
-//   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
-//   - input/output the same tensor or disjoint (*runtime.AliasError).
+//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
+//   - input/output the same tensor or disjoint (*irisrt.AliasError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing
-// (*runtime.CaptureError). A mode the variant does not support is an error.
-func (p *AllReduceOneShotLamportPlan) Launch(s gpu.Stream, input, output runtime.Tensor, mode runtime.Barrier) error {
-	if err := runtime.CheckTensor(allReduceOneShotLamportName, "input", input, p.dt, p.lenInput); err != nil {
+// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
+// A mode the variant does not support is an error.
+func (p *AllReduceOneShotLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	if err := irisrt.CheckTensor(allReduceOneShotLamportName, "input", input, p.dt, p.lenInput); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(allReduceOneShotLamportName, "output", output, p.dt, p.lenOutput); err != nil {
+	if err := irisrt.CheckTensor(allReduceOneShotLamportName, "output", output, p.dt, p.lenOutput); err != nil {
 		return err
 	}
-	if err := runtime.CheckInPlace(allReduceOneShotLamportName, "input", input, "output", output); err != nil {
+	if err := irisrt.CheckInPlace(allReduceOneShotLamportName, "input", input, "output", output); err != nil {
 		return err
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(0).Ptr(p.plan.Buffer("lamport")).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllReduceOneShotLamportPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+func (p *AllReduceOneShotLamportPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
 	if len(ts) != 2 {
 		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allReduceOneShotLamportName, len(ts))
 	}
@@ -784,7 +784,7 @@ func (p *AllReduceOneShotLamportPlan) LaunchTensors(s gpu.Stream, ts []runtime.T
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllReduceOneShotLamportPlan) Plan() *runtime.Plan {
+func (p *AllReduceOneShotLamportPlan) Plan() *irisrt.Plan {
 	return p.plan
 }
 
@@ -806,13 +806,13 @@ const allReduceTwoShotName = "all_reduce/two_shot"
 //     else Launch copies it on s into plan-owned heap staging before the kernel (no host sync,
 //     capturable).
 //   - output (out, shape [n], the plan's dtype): remote_write; written by peers: must be on the
-//     symmetric heap (runtime.Heap.Alloc); otherwise Launch returns a *runtime.PlacementError and
+//     symmetric heap (irisrt.Heap.Alloc); otherwise Launch returns a *irisrt.PlacementError and
 //     launches nothing.
 //
 // Workspace, allocated on the heap and zeroed by the plan: ring [n] (none), locks [blocks] (none),
 // stage [2, n] (none), inbox [2, world, n] (none), lamport [3, world, n] (none).
 //
-// Aliasing: forbidden; Launch returns a *runtime.AliasError when an input overlaps an output.
+// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
 //
 // Barrier modes: device (default), host, none.
 // Graph capture:
@@ -823,8 +823,8 @@ const allReduceTwoShotName = "all_reduce/two_shot"
 //
 // Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
 type AllReduceTwoShotPlan struct {
-	plan      *runtime.Plan
-	dt        runtime.DType
+	plan      *irisrt.Plan
+	dt        irisrt.DType
 	op        AllReduceOp
 	symN      int64 // size parameter n
 	lenInput  int64 // elements of input [n]
@@ -838,10 +838,10 @@ type AllReduceTwoShotPlan struct {
 //
 // dt must be one of f32, f16, bf16 and op one of sum, max, min (otherwise *UnsupportedError). The size
 // parameters (n) must be positive.
-func NewAllReduceTwoShotPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, n int64) (*AllReduceTwoShotPlan, error) {
+func NewAllReduceTwoShotPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceTwoShotPlan, error) {
 	var kernel string
 	switch dt {
-	case runtime.F32:
+	case irisrt.F32:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_two_shot_f32_sum"
@@ -857,7 +857,7 @@ func NewAllReduceTwoShotPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, 
 				What:    "op",
 			}
 		}
-	case runtime.F16:
+	case irisrt.F16:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_two_shot_f16_sum"
@@ -873,7 +873,7 @@ func NewAllReduceTwoShotPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, 
 				What:    "op",
 			}
 		}
-	case runtime.BF16:
+	case irisrt.BF16:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_two_shot_bf16_sum"
@@ -907,16 +907,16 @@ func NewAllReduceTwoShotPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, 
 		op:        op,
 		symN:      n,
 	}
-	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
-	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
-		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
+	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
+	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
+		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
 		Blocks:     blocks,
-		Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 		Kernel:     kernel,
 		Module:     "all_reduce",
 		Op:         "all_reduce",
 		SpecHash:   AllReduceSpecHash,
-		Staging: []runtime.Buffer{{
+		Staging: []irisrt.Buffer{{
 			Bytes: p.lenInput * dt.Size(),
 			Name:  "input",
 		}},
@@ -933,35 +933,35 @@ func NewAllReduceTwoShotPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, 
 // Launch enqueues all_reduce/two_shot on s with barrier mode mode (device when in doubt). Before
 // anything is enqueued it checks, in order:
 //
-//   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
-//   - output on the symmetric heap, because peers write it (*runtime.PlacementError);
-//   - no overlap of input/output (*runtime.AliasError).
+//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
+//   - output on the symmetric heap, because peers write it (*irisrt.PlacementError);
+//   - no overlap of input/output (*irisrt.AliasError).
 //
 // Then input, read by peers, is copied on s into the plan's heap staging when it is not on the heap
 // (refused in mode none, where nothing would order the copy before the peers' reads:
-// *runtime.PlacementError).
+// *irisrt.PlacementError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing
-// (*runtime.CaptureError). A mode the variant does not support is an error.
-func (p *AllReduceTwoShotPlan) Launch(s gpu.Stream, input, output runtime.Tensor, mode runtime.Barrier) error {
-	if err := runtime.CheckTensor(allReduceTwoShotName, "input", input, p.dt, p.lenInput); err != nil {
+// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
+// A mode the variant does not support is an error.
+func (p *AllReduceTwoShotPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	if err := irisrt.CheckTensor(allReduceTwoShotName, "input", input, p.dt, p.lenInput); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(allReduceTwoShotName, "output", output, p.dt, p.lenOutput); err != nil {
+	if err := irisrt.CheckTensor(allReduceTwoShotName, "output", output, p.dt, p.lenOutput); err != nil {
 		return err
 	}
-	if err := runtime.CheckHeap(allReduceTwoShotName, "output", p.plan.Rank(), output); err != nil {
+	if err := irisrt.CheckHeap(allReduceTwoShotName, "output", p.plan.Rank(), output); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(allReduceTwoShotName, "input", input, "output", output); err != nil {
+	if err := irisrt.CheckNoAlias(allReduceTwoShotName, "input", input, "output", output); err != nil {
 		return err
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Staged("input", input).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllReduceTwoShotPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+func (p *AllReduceTwoShotPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
 	if len(ts) != 2 {
 		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allReduceTwoShotName, len(ts))
 	}
@@ -969,7 +969,7 @@ func (p *AllReduceTwoShotPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, 
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllReduceTwoShotPlan) Plan() *runtime.Plan {
+func (p *AllReduceTwoShotPlan) Plan() *irisrt.Plan {
 	return p.plan
 }
 
@@ -989,13 +989,13 @@ const allReduceAtomicName = "all_reduce/atomic"
 //
 //   - input (in, shape [n], the plan's dtype): local_read; only touched locally: any device memory.
 //   - output (out, shape [n], the plan's dtype): local_write + remote_atomic; written by peers: must
-//     be on the symmetric heap (runtime.Heap.Alloc); otherwise Launch returns a
-//     *runtime.PlacementError and launches nothing.
+//     be on the symmetric heap (irisrt.Heap.Alloc); otherwise Launch returns a *irisrt.PlacementError
+//     and launches nothing.
 //
 // Workspace, allocated on the heap and zeroed by the plan: ring [n] (none), locks [blocks] (none),
 // stage [2, n] (none), inbox [2, world, n] (none), lamport [3, world, n] (none).
 //
-// Aliasing: forbidden; Launch returns a *runtime.AliasError when an input overlaps an output.
+// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
 //
 // Barrier modes: device (default), host, none.
 // Graph capture:
@@ -1006,8 +1006,8 @@ const allReduceAtomicName = "all_reduce/atomic"
 //
 // Launch shape: 512 threads per block, at most 32 blocks, 16-byte vectors.
 type AllReduceAtomicPlan struct {
-	plan      *runtime.Plan
-	dt        runtime.DType
+	plan      *irisrt.Plan
+	dt        irisrt.DType
 	op        AllReduceOp
 	symN      int64 // size parameter n
 	lenInput  int64 // elements of input [n]
@@ -1021,10 +1021,10 @@ type AllReduceAtomicPlan struct {
 //
 // dt must be one of f32, f16, bf16 and op one of sum, max, min (otherwise *UnsupportedError). The size
 // parameters (n) must be positive.
-func NewAllReduceAtomicPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, n int64) (*AllReduceAtomicPlan, error) {
+func NewAllReduceAtomicPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceAtomicPlan, error) {
 	var kernel string
 	switch dt {
-	case runtime.F32:
+	case irisrt.F32:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_atomic_f32_sum"
@@ -1040,7 +1040,7 @@ func NewAllReduceAtomicPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, n
 				What:    "op",
 			}
 		}
-	case runtime.F16:
+	case irisrt.F16:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_atomic_f16_sum"
@@ -1056,7 +1056,7 @@ func NewAllReduceAtomicPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, n
 				What:    "op",
 			}
 		}
-	case runtime.BF16:
+	case irisrt.BF16:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_atomic_bf16_sum"
@@ -1090,11 +1090,11 @@ func NewAllReduceAtomicPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, n
 		op:        op,
 		symN:      n,
 	}
-	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 32)
-	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
-		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
+	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 32)
+	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
+		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
 		Blocks:     blocks,
-		Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 		Kernel:     kernel,
 		Module:     "all_reduce",
 		Op:         "all_reduce",
@@ -1112,31 +1112,31 @@ func NewAllReduceAtomicPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, n
 // Launch enqueues all_reduce/atomic on s with barrier mode mode (device when in doubt). Before
 // anything is enqueued it checks, in order:
 //
-//   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
-//   - output on the symmetric heap, because peers write it (*runtime.PlacementError);
-//   - no overlap of input/output (*runtime.AliasError).
+//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
+//   - output on the symmetric heap, because peers write it (*irisrt.PlacementError);
+//   - no overlap of input/output (*irisrt.AliasError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing
-// (*runtime.CaptureError). A mode the variant does not support is an error.
-func (p *AllReduceAtomicPlan) Launch(s gpu.Stream, input, output runtime.Tensor, mode runtime.Barrier) error {
-	if err := runtime.CheckTensor(allReduceAtomicName, "input", input, p.dt, p.lenInput); err != nil {
+// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
+// A mode the variant does not support is an error.
+func (p *AllReduceAtomicPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	if err := irisrt.CheckTensor(allReduceAtomicName, "input", input, p.dt, p.lenInput); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(allReduceAtomicName, "output", output, p.dt, p.lenOutput); err != nil {
+	if err := irisrt.CheckTensor(allReduceAtomicName, "output", output, p.dt, p.lenOutput); err != nil {
 		return err
 	}
-	if err := runtime.CheckHeap(allReduceAtomicName, "output", p.plan.Rank(), output); err != nil {
+	if err := irisrt.CheckHeap(allReduceAtomicName, "output", p.plan.Rank(), output); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(allReduceAtomicName, "input", input, "output", output); err != nil {
+	if err := irisrt.CheckNoAlias(allReduceAtomicName, "input", input, "output", output); err != nil {
 		return err
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllReduceAtomicPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+func (p *AllReduceAtomicPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
 	if len(ts) != 2 {
 		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allReduceAtomicName, len(ts))
 	}
@@ -1144,7 +1144,7 @@ func (p *AllReduceAtomicPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, m
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllReduceAtomicPlan) Plan() *runtime.Plan {
+func (p *AllReduceAtomicPlan) Plan() *irisrt.Plan {
 	return p.plan
 }
 
@@ -1164,13 +1164,13 @@ const allReduceSpinlockName = "all_reduce/spinlock"
 //
 //   - input (in, shape [n], the plan's dtype): local_read; only touched locally: any device memory.
 //   - output (out, shape [n], the plan's dtype): local_write + remote_read + remote_write; written by
-//     peers: must be on the symmetric heap (runtime.Heap.Alloc); otherwise Launch returns a
-//     *runtime.PlacementError and launches nothing.
+//     peers: must be on the symmetric heap (irisrt.Heap.Alloc); otherwise Launch returns a
+//     *irisrt.PlacementError and launches nothing.
 //
 // Workspace, allocated on the heap and zeroed by the plan: ring [n] (none), locks [blocks]
 // (remote_atomic), stage [2, n] (none), inbox [2, world, n] (none), lamport [3, world, n] (none).
 //
-// Aliasing: forbidden; Launch returns a *runtime.AliasError when an input overlaps an output.
+// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
 //
 // Barrier modes: device (default), host, none.
 // Graph capture:
@@ -1181,8 +1181,8 @@ const allReduceSpinlockName = "all_reduce/spinlock"
 //
 // Launch shape: 512 threads per block, at most 32 blocks, 16-byte vectors.
 type AllReduceSpinlockPlan struct {
-	plan      *runtime.Plan
-	dt        runtime.DType
+	plan      *irisrt.Plan
+	dt        irisrt.DType
 	op        AllReduceOp
 	symN      int64 // size parameter n
 	lenInput  int64 // elements of input [n]
@@ -1196,10 +1196,10 @@ type AllReduceSpinlockPlan struct {
 //
 // dt must be one of f32, f16, bf16 and op one of sum, max, min (otherwise *UnsupportedError). The size
 // parameters (n) must be positive.
-func NewAllReduceSpinlockPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, n int64) (*AllReduceSpinlockPlan, error) {
+func NewAllReduceSpinlockPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceSpinlockPlan, error) {
 	var kernel string
 	switch dt {
-	case runtime.F32:
+	case irisrt.F32:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_spinlock_f32_sum"
@@ -1215,7 +1215,7 @@ func NewAllReduceSpinlockPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp,
 				What:    "op",
 			}
 		}
-	case runtime.F16:
+	case irisrt.F16:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_spinlock_f16_sum"
@@ -1231,7 +1231,7 @@ func NewAllReduceSpinlockPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp,
 				What:    "op",
 			}
 		}
-	case runtime.BF16:
+	case irisrt.BF16:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_spinlock_bf16_sum"
@@ -1265,19 +1265,19 @@ func NewAllReduceSpinlockPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp,
 		op:        op,
 		symN:      n,
 	}
-	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 32)
-	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
-		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
+	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 32)
+	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
+		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
 		Blocks:     blocks,
-		Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 		Kernel:     kernel,
 		Module:     "all_reduce",
 		Op:         "all_reduce",
 		SpecHash:   AllReduceSpecHash,
 		Threads:    512,
 		Variant:    "spinlock",
-		Workspace: []runtime.Buffer{{
-			Bytes: int64(blocks) * runtime.U64.Size(),
+		Workspace: []irisrt.Buffer{{
+			Bytes: int64(blocks) * irisrt.U64.Size(),
 			Name:  "locks",
 		}},
 	})
@@ -1291,31 +1291,31 @@ func NewAllReduceSpinlockPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp,
 // Launch enqueues all_reduce/spinlock on s with barrier mode mode (device when in doubt). Before
 // anything is enqueued it checks, in order:
 //
-//   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
-//   - output on the symmetric heap, because peers write it (*runtime.PlacementError);
-//   - no overlap of input/output (*runtime.AliasError).
+//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
+//   - output on the symmetric heap, because peers write it (*irisrt.PlacementError);
+//   - no overlap of input/output (*irisrt.AliasError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing
-// (*runtime.CaptureError). A mode the variant does not support is an error.
-func (p *AllReduceSpinlockPlan) Launch(s gpu.Stream, input, output runtime.Tensor, mode runtime.Barrier) error {
-	if err := runtime.CheckTensor(allReduceSpinlockName, "input", input, p.dt, p.lenInput); err != nil {
+// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
+// A mode the variant does not support is an error.
+func (p *AllReduceSpinlockPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	if err := irisrt.CheckTensor(allReduceSpinlockName, "input", input, p.dt, p.lenInput); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(allReduceSpinlockName, "output", output, p.dt, p.lenOutput); err != nil {
+	if err := irisrt.CheckTensor(allReduceSpinlockName, "output", output, p.dt, p.lenOutput); err != nil {
 		return err
 	}
-	if err := runtime.CheckHeap(allReduceSpinlockName, "output", p.plan.Rank(), output); err != nil {
+	if err := irisrt.CheckHeap(allReduceSpinlockName, "output", p.plan.Rank(), output); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(allReduceSpinlockName, "input", input, "output", output); err != nil {
+	if err := irisrt.CheckNoAlias(allReduceSpinlockName, "input", input, "output", output); err != nil {
 		return err
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(p.plan.Buffer("locks")).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllReduceSpinlockPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+func (p *AllReduceSpinlockPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
 	if len(ts) != 2 {
 		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allReduceSpinlockName, len(ts))
 	}
@@ -1323,7 +1323,7 @@ func (p *AllReduceSpinlockPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor,
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllReduceSpinlockPlan) Plan() *runtime.Plan {
+func (p *AllReduceSpinlockPlan) Plan() *irisrt.Plan {
 	return p.plan
 }
 
@@ -1348,7 +1348,7 @@ const allReduceRingName = "all_reduce/ring"
 // [blocks] (none), stage [2, n] (none), inbox [2, world, n] (none), lamport [3, world, n] (none).
 //
 // Aliasing: in place allowed; an input may be the very same tensor as an output, but a partial overlap
-// is a *runtime.AliasError.
+// is a *irisrt.AliasError.
 //
 // Barrier modes: device (default), host, none.
 // Graph capture:
@@ -1359,8 +1359,8 @@ const allReduceRingName = "all_reduce/ring"
 //
 // Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
 type AllReduceRingPlan struct {
-	plan      *runtime.Plan
-	dt        runtime.DType
+	plan      *irisrt.Plan
+	dt        irisrt.DType
 	op        AllReduceOp
 	symN      int64 // size parameter n
 	lenInput  int64 // elements of input [n]
@@ -1374,10 +1374,10 @@ type AllReduceRingPlan struct {
 //
 // dt must be one of f32, f16, bf16 and op one of sum, max, min (otherwise *UnsupportedError). The size
 // parameters (n) must be positive.
-func NewAllReduceRingPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, n int64) (*AllReduceRingPlan, error) {
+func NewAllReduceRingPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceRingPlan, error) {
 	var kernel string
 	switch dt {
-	case runtime.F32:
+	case irisrt.F32:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_ring_f32_sum"
@@ -1393,7 +1393,7 @@ func NewAllReduceRingPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, n i
 				What:    "op",
 			}
 		}
-	case runtime.F16:
+	case irisrt.F16:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_ring_f16_sum"
@@ -1409,7 +1409,7 @@ func NewAllReduceRingPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, n i
 				What:    "op",
 			}
 		}
-	case runtime.BF16:
+	case irisrt.BF16:
 		switch op {
 		case AllReduceOpSum:
 			kernel = "irisgen_all_reduce_ring_bf16_sum"
@@ -1443,18 +1443,18 @@ func NewAllReduceRingPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, n i
 		op:        op,
 		symN:      n,
 	}
-	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
-	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
-		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
+	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
+	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
+		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
 		Blocks:     blocks,
-		Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 		Kernel:     kernel,
 		Module:     "all_reduce",
 		Op:         "all_reduce",
 		SpecHash:   AllReduceSpecHash,
 		Threads:    512,
 		Variant:    "ring",
-		Workspace: []runtime.Buffer{{
+		Workspace: []irisrt.Buffer{{
 			Bytes: p.symN * dt.Size(),
 			Name:  "ring",
 		}},
@@ -1469,27 +1469,27 @@ func NewAllReduceRingPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, n i
 // Launch enqueues all_reduce/ring on s with barrier mode mode (device when in doubt). Before anything
 // is enqueued it checks, in order:
 //
-//   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
-//   - input/output the same tensor or disjoint (*runtime.AliasError).
+//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
+//   - input/output the same tensor or disjoint (*irisrt.AliasError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing
-// (*runtime.CaptureError). A mode the variant does not support is an error.
-func (p *AllReduceRingPlan) Launch(s gpu.Stream, input, output runtime.Tensor, mode runtime.Barrier) error {
-	if err := runtime.CheckTensor(allReduceRingName, "input", input, p.dt, p.lenInput); err != nil {
+// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
+// A mode the variant does not support is an error.
+func (p *AllReduceRingPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	if err := irisrt.CheckTensor(allReduceRingName, "input", input, p.dt, p.lenInput); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(allReduceRingName, "output", output, p.dt, p.lenOutput); err != nil {
+	if err := irisrt.CheckTensor(allReduceRingName, "output", output, p.dt, p.lenOutput); err != nil {
 		return err
 	}
-	if err := runtime.CheckInPlace(allReduceRingName, "input", input, "output", output); err != nil {
+	if err := irisrt.CheckInPlace(allReduceRingName, "input", input, "output", output); err != nil {
 		return err
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(p.plan.Buffer("ring")).Ptr(0).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllReduceRingPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+func (p *AllReduceRingPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
 	if len(ts) != 2 {
 		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allReduceRingName, len(ts))
 	}
@@ -1497,7 +1497,7 @@ func (p *AllReduceRingPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mod
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllReduceRingPlan) Plan() *runtime.Plan {
+func (p *AllReduceRingPlan) Plan() *irisrt.Plan {
 	return p.plan
 }
 
@@ -1511,9 +1511,9 @@ func (p *AllReduceRingPlan) Close() error {
 // variant through the rank's plan cache: the first call with a variant, dtype and sizes makes the plan
 // (collective: every rank must make the same calls in the same order), later calls reuse it. Sizes are
 // taken from the tensors (n from input [n]). It refuses to make a plan while s is capturing
-// (*runtime.CaptureError): make plans with New<Collective><Variant>Plan before capture. Launch
+// (*irisrt.CaptureError): make plans with New<Collective><Variant>Plan before capture. Launch
 // documents the checks of each variant.
-func AllReduce(r *runtime.Rank, s gpu.Stream, variant AllReduceVariant, dt runtime.DType, op AllReduceOp, input, output runtime.Tensor, mode runtime.Barrier) error {
+func AllReduce(r *irisrt.Rank, s gpu.Stream, variant AllReduceVariant, dt irisrt.DType, op AllReduceOp, input, output irisrt.Tensor, mode irisrt.Barrier) error {
 	n := input.Len
 	if variant == AllReduceAuto {
 		variant = AllReduceChoose(r.World(), max(input.Bytes(), output.Bytes()))

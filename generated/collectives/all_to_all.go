@@ -4,8 +4,8 @@ package collectives
 
 import (
 	"fmt"
-	"github.com/irisgen/irisgen/runtime"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // AllToAllSpecHash is the hash of specs/all_to_all.yaml and the templates it uses. The HIP module of
@@ -65,10 +65,10 @@ const allToAllPushName = "all_to_all/push"
 //   - input (in, shape [world, n], the plan's dtype): local_read; only touched locally: any device
 //     memory.
 //   - output (out, shape [world, n], the plan's dtype): remote_write; written by peers: must be on the
-//     symmetric heap (runtime.Heap.Alloc); otherwise Launch returns a *runtime.PlacementError and
+//     symmetric heap (irisrt.Heap.Alloc); otherwise Launch returns a *irisrt.PlacementError and
 //     launches nothing.
 //
-// Aliasing: forbidden; Launch returns a *runtime.AliasError when an input overlaps an output.
+// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
 //
 // Barrier modes: device (default), host, none.
 // Graph capture:
@@ -79,8 +79,8 @@ const allToAllPushName = "all_to_all/push"
 //
 // Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
 type AllToAllPushPlan struct {
-	plan      *runtime.Plan
-	dt        runtime.DType
+	plan      *irisrt.Plan
+	dt        irisrt.DType
 	symN      int64 // size parameter n
 	lenInput  int64 // elements of input [world, n]
 	lenOutput int64 // elements of output [world, n]
@@ -93,14 +93,14 @@ type AllToAllPushPlan struct {
 //
 // dt must be one of f32, f16, bf16 (otherwise *UnsupportedError). The size parameters (n) must be
 // positive.
-func NewAllToAllPushPlan(r *runtime.Rank, dt runtime.DType, n int64) (*AllToAllPushPlan, error) {
+func NewAllToAllPushPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllToAllPushPlan, error) {
 	var kernel string
 	switch dt {
-	case runtime.F32:
+	case irisrt.F32:
 		kernel = "irisgen_all_to_all_push_f32"
-	case runtime.F16:
+	case irisrt.F16:
 		kernel = "irisgen_all_to_all_push_f16"
-	case runtime.BF16:
+	case irisrt.BF16:
 		kernel = "irisgen_all_to_all_push_bf16"
 	default:
 		return nil, &UnsupportedError{
@@ -120,11 +120,11 @@ func NewAllToAllPushPlan(r *runtime.Rank, dt runtime.DType, n int64) (*AllToAllP
 		lenOutput: world * n,
 		symN:      n,
 	}
-	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
-	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
-		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
+	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
+	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
+		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
 		Blocks:     blocks,
-		Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 		Kernel:     kernel,
 		Module:     "all_to_all",
 		Op:         "all_to_all",
@@ -142,31 +142,31 @@ func NewAllToAllPushPlan(r *runtime.Rank, dt runtime.DType, n int64) (*AllToAllP
 // Launch enqueues all_to_all/push on s with barrier mode mode (device when in doubt). Before anything
 // is enqueued it checks, in order:
 //
-//   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
-//   - output on the symmetric heap, because peers write it (*runtime.PlacementError);
-//   - no overlap of input/output (*runtime.AliasError).
+//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
+//   - output on the symmetric heap, because peers write it (*irisrt.PlacementError);
+//   - no overlap of input/output (*irisrt.AliasError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing
-// (*runtime.CaptureError). A mode the variant does not support is an error.
-func (p *AllToAllPushPlan) Launch(s gpu.Stream, input, output runtime.Tensor, mode runtime.Barrier) error {
-	if err := runtime.CheckTensor(allToAllPushName, "input", input, p.dt, p.lenInput); err != nil {
+// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
+// A mode the variant does not support is an error.
+func (p *AllToAllPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	if err := irisrt.CheckTensor(allToAllPushName, "input", input, p.dt, p.lenInput); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(allToAllPushName, "output", output, p.dt, p.lenOutput); err != nil {
+	if err := irisrt.CheckTensor(allToAllPushName, "output", output, p.dt, p.lenOutput); err != nil {
 		return err
 	}
-	if err := runtime.CheckHeap(allToAllPushName, "output", p.plan.Rank(), output); err != nil {
+	if err := irisrt.CheckHeap(allToAllPushName, "output", p.plan.Rank(), output); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(allToAllPushName, "input", input, "output", output); err != nil {
+	if err := irisrt.CheckNoAlias(allToAllPushName, "input", input, "output", output); err != nil {
 		return err
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllToAllPushPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+func (p *AllToAllPushPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
 	if len(ts) != 2 {
 		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allToAllPushName, len(ts))
 	}
@@ -174,7 +174,7 @@ func (p *AllToAllPushPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllToAllPushPlan) Plan() *runtime.Plan {
+func (p *AllToAllPushPlan) Plan() *irisrt.Plan {
 	return p.plan
 }
 
@@ -198,7 +198,7 @@ const allToAllPullName = "all_to_all/pull"
 //   - output (out, shape [world, n], the plan's dtype): local_write; only touched locally: any device
 //     memory.
 //
-// Aliasing: forbidden; Launch returns a *runtime.AliasError when an input overlaps an output.
+// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
 //
 // Barrier modes: device (default), host, none.
 // Graph capture:
@@ -209,8 +209,8 @@ const allToAllPullName = "all_to_all/pull"
 //
 // Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
 type AllToAllPullPlan struct {
-	plan      *runtime.Plan
-	dt        runtime.DType
+	plan      *irisrt.Plan
+	dt        irisrt.DType
 	symN      int64 // size parameter n
 	lenInput  int64 // elements of input [world, n]
 	lenOutput int64 // elements of output [world, n]
@@ -223,14 +223,14 @@ type AllToAllPullPlan struct {
 //
 // dt must be one of f32, f16, bf16 (otherwise *UnsupportedError). The size parameters (n) must be
 // positive.
-func NewAllToAllPullPlan(r *runtime.Rank, dt runtime.DType, n int64) (*AllToAllPullPlan, error) {
+func NewAllToAllPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllToAllPullPlan, error) {
 	var kernel string
 	switch dt {
-	case runtime.F32:
+	case irisrt.F32:
 		kernel = "irisgen_all_to_all_pull_f32"
-	case runtime.F16:
+	case irisrt.F16:
 		kernel = "irisgen_all_to_all_pull_f16"
-	case runtime.BF16:
+	case irisrt.BF16:
 		kernel = "irisgen_all_to_all_pull_bf16"
 	default:
 		return nil, &UnsupportedError{
@@ -250,16 +250,16 @@ func NewAllToAllPullPlan(r *runtime.Rank, dt runtime.DType, n int64) (*AllToAllP
 		lenOutput: world * n,
 		symN:      n,
 	}
-	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
-	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
-		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
+	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
+	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
+		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
 		Blocks:     blocks,
-		Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 		Kernel:     kernel,
 		Module:     "all_to_all",
 		Op:         "all_to_all",
 		SpecHash:   AllToAllSpecHash,
-		Staging: []runtime.Buffer{{
+		Staging: []irisrt.Buffer{{
 			Bytes: p.lenInput * dt.Size(),
 			Name:  "input",
 		}},
@@ -276,31 +276,31 @@ func NewAllToAllPullPlan(r *runtime.Rank, dt runtime.DType, n int64) (*AllToAllP
 // Launch enqueues all_to_all/pull on s with barrier mode mode (device when in doubt). Before anything
 // is enqueued it checks, in order:
 //
-//   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
-//   - no overlap of input/output (*runtime.AliasError).
+//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
+//   - no overlap of input/output (*irisrt.AliasError).
 //
 // Then input, read by peers, is copied on s into the plan's heap staging when it is not on the heap
 // (refused in mode none, where nothing would order the copy before the peers' reads:
-// *runtime.PlacementError).
+// *irisrt.PlacementError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing
-// (*runtime.CaptureError). A mode the variant does not support is an error.
-func (p *AllToAllPullPlan) Launch(s gpu.Stream, input, output runtime.Tensor, mode runtime.Barrier) error {
-	if err := runtime.CheckTensor(allToAllPullName, "input", input, p.dt, p.lenInput); err != nil {
+// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
+// A mode the variant does not support is an error.
+func (p *AllToAllPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	if err := irisrt.CheckTensor(allToAllPullName, "input", input, p.dt, p.lenInput); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(allToAllPullName, "output", output, p.dt, p.lenOutput); err != nil {
+	if err := irisrt.CheckTensor(allToAllPullName, "output", output, p.dt, p.lenOutput); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(allToAllPullName, "input", input, "output", output); err != nil {
+	if err := irisrt.CheckNoAlias(allToAllPullName, "input", input, "output", output); err != nil {
 		return err
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Staged("input", input).Ptr(output.Ptr).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllToAllPullPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+func (p *AllToAllPullPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
 	if len(ts) != 2 {
 		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allToAllPullName, len(ts))
 	}
@@ -308,7 +308,7 @@ func (p *AllToAllPullPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllToAllPullPlan) Plan() *runtime.Plan {
+func (p *AllToAllPullPlan) Plan() *irisrt.Plan {
 	return p.plan
 }
 
@@ -322,9 +322,9 @@ func (p *AllToAllPullPlan) Close() error {
 // block r of rank p's `output`) with the given variant through the rank's plan cache: the first call
 // with a variant, dtype and sizes makes the plan (collective: every rank must make the same calls in
 // the same order), later calls reuse it. Sizes are taken from the tensors (n from input [world, n]).
-// It refuses to make a plan while s is capturing (*runtime.CaptureError): make plans with
+// It refuses to make a plan while s is capturing (*irisrt.CaptureError): make plans with
 // New<Collective><Variant>Plan before capture. Launch documents the checks of each variant.
-func AllToAll(r *runtime.Rank, s gpu.Stream, variant AllToAllVariant, dt runtime.DType, input, output runtime.Tensor, mode runtime.Barrier) error {
+func AllToAll(r *irisrt.Rank, s gpu.Stream, variant AllToAllVariant, dt irisrt.DType, input, output irisrt.Tensor, mode irisrt.Barrier) error {
 	world := int64(r.World())
 	n := input.Len / (world)
 	if variant == AllToAllAuto {

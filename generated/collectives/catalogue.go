@@ -4,16 +4,16 @@ package collectives
 
 import (
 	"fmt"
-	"github.com/irisgen/irisgen/runtime"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // AnyPlan is what every plan of the package offers, whatever its collective.
 type AnyPlan interface {
 	// LaunchTensors launches with the user tensors in spec order.
-	LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error
+	LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error
 	// Plan returns the runtime plan.
-	Plan() *runtime.Plan
+	Plan() *irisrt.Plan
 	// Close frees the plan's buffers (collective).
 	Close() error
 }
@@ -24,9 +24,9 @@ type TensorInfo struct {
 	Dir   string // "in", "out" or "inout"
 	Shape string // as in the spec, e.g. "[world, n]"
 	// DType is the tensor's fixed element type; 0 (unset): the plan's data type.
-	DType runtime.DType
+	DType irisrt.DType
 	// IndexDTypes, when set, are the index types a launch may pass (DType first).
-	IndexDTypes []runtime.DType
+	IndexDTypes []irisrt.DType
 	// Optional: a launch may pass the zero Tensor to leave it out.
 	Optional bool
 	// Remote reports whether peers touch it (placement import or heap).
@@ -41,24 +41,24 @@ type TensorInfo struct {
 type Entry struct {
 	Collective string
 	Variant    string
-	DTypes     []runtime.DType // empty: no data type
-	Ops        []string        // empty: does not reduce
-	Sizes      []string        // size parameters, in order
-	Tensors    []TensorInfo    // user tensors, in launch order
+	DTypes     []irisrt.DType // empty: no data type
+	Ops        []string       // empty: does not reduce
+	Sizes      []string       // size parameters, in order
+	Tensors    []TensorInfo   // user tensors, in launch order
 	// Barriers are the modes a launch may ask for (default first); Capturable those that may be captured.
-	Barriers   []runtime.Barrier
-	Capturable []runtime.Barrier
+	Barriers   []irisrt.Barrier
+	Capturable []irisrt.Barrier
 	// New makes a plan (collective): dt is ignored without DTypes, op without Ops.
-	New func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error)
+	New func(r *irisrt.Rank, dt irisrt.DType, op string, sizes []int64) (AnyPlan, error)
 }
 
 // Catalogue lists every variant of the package, in collective and spec order.
 var Catalogue = []Entry{{
-	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
-	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+	Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
+	Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 	Collective: "all_gather",
-	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
-	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+	DTypes:     []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+	New: func(r *irisrt.Rank, dt irisrt.DType, op string, sizes []int64) (AnyPlan, error) {
 		if len(sizes) != 1 {
 			return nil, fmt.Errorf("all_gather/push: %d sizes, want 1 (n)", len(sizes))
 		}
@@ -90,11 +90,11 @@ var Catalogue = []Entry{{
 	}},
 	Variant: "push",
 }, {
-	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
-	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+	Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
+	Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 	Collective: "all_gather",
-	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
-	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+	DTypes:     []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+	New: func(r *irisrt.Rank, dt irisrt.DType, op string, sizes []int64) (AnyPlan, error) {
 		if len(sizes) != 1 {
 			return nil, fmt.Errorf("all_gather/pull: %d sizes, want 1 (n)", len(sizes))
 		}
@@ -126,11 +126,11 @@ var Catalogue = []Entry{{
 	}},
 	Variant: "pull",
 }, {
-	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
-	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+	Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
+	Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 	Collective: "all_gather",
-	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
-	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+	DTypes:     []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+	New: func(r *irisrt.Rank, dt irisrt.DType, op string, sizes []int64) (AnyPlan, error) {
 		if len(sizes) != 1 {
 			return nil, fmt.Errorf("all_gather/ring: %d sizes, want 1 (n)", len(sizes))
 		}
@@ -162,11 +162,11 @@ var Catalogue = []Entry{{
 	}},
 	Variant: "ring",
 }, {
-	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
-	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+	Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
+	Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 	Collective: "all_reduce",
-	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
-	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+	DTypes:     []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+	New: func(r *irisrt.Rank, dt irisrt.DType, op string, sizes []int64) (AnyPlan, error) {
 		if len(sizes) != 1 {
 			return nil, fmt.Errorf("all_reduce/one_shot: %d sizes, want 1 (n)", len(sizes))
 		}
@@ -199,11 +199,11 @@ var Catalogue = []Entry{{
 	}},
 	Variant: "one_shot",
 }, {
-	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
-	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+	Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
+	Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 	Collective: "all_reduce",
-	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
-	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+	DTypes:     []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+	New: func(r *irisrt.Rank, dt irisrt.DType, op string, sizes []int64) (AnyPlan, error) {
 		if len(sizes) != 1 {
 			return nil, fmt.Errorf("all_reduce/one_shot_staged: %d sizes, want 1 (n)", len(sizes))
 		}
@@ -236,11 +236,11 @@ var Catalogue = []Entry{{
 	}},
 	Variant: "one_shot_staged",
 }, {
-	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
-	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+	Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
+	Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 	Collective: "all_reduce",
-	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
-	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+	DTypes:     []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+	New: func(r *irisrt.Rank, dt irisrt.DType, op string, sizes []int64) (AnyPlan, error) {
 		if len(sizes) != 1 {
 			return nil, fmt.Errorf("all_reduce/one_shot_push: %d sizes, want 1 (n)", len(sizes))
 		}
@@ -273,11 +273,11 @@ var Catalogue = []Entry{{
 	}},
 	Variant: "one_shot_push",
 }, {
-	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
-	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+	Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
+	Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 	Collective: "all_reduce",
-	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
-	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+	DTypes:     []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+	New: func(r *irisrt.Rank, dt irisrt.DType, op string, sizes []int64) (AnyPlan, error) {
 		if len(sizes) != 1 {
 			return nil, fmt.Errorf("all_reduce/one_shot_lamport: %d sizes, want 1 (n)", len(sizes))
 		}
@@ -310,11 +310,11 @@ var Catalogue = []Entry{{
 	}},
 	Variant: "one_shot_lamport",
 }, {
-	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
-	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+	Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
+	Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 	Collective: "all_reduce",
-	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
-	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+	DTypes:     []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+	New: func(r *irisrt.Rank, dt irisrt.DType, op string, sizes []int64) (AnyPlan, error) {
 		if len(sizes) != 1 {
 			return nil, fmt.Errorf("all_reduce/two_shot: %d sizes, want 1 (n)", len(sizes))
 		}
@@ -347,11 +347,11 @@ var Catalogue = []Entry{{
 	}},
 	Variant: "two_shot",
 }, {
-	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
-	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+	Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
+	Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 	Collective: "all_reduce",
-	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
-	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+	DTypes:     []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+	New: func(r *irisrt.Rank, dt irisrt.DType, op string, sizes []int64) (AnyPlan, error) {
 		if len(sizes) != 1 {
 			return nil, fmt.Errorf("all_reduce/atomic: %d sizes, want 1 (n)", len(sizes))
 		}
@@ -384,11 +384,11 @@ var Catalogue = []Entry{{
 	}},
 	Variant: "atomic",
 }, {
-	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
-	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+	Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
+	Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 	Collective: "all_reduce",
-	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
-	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+	DTypes:     []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+	New: func(r *irisrt.Rank, dt irisrt.DType, op string, sizes []int64) (AnyPlan, error) {
 		if len(sizes) != 1 {
 			return nil, fmt.Errorf("all_reduce/spinlock: %d sizes, want 1 (n)", len(sizes))
 		}
@@ -421,11 +421,11 @@ var Catalogue = []Entry{{
 	}},
 	Variant: "spinlock",
 }, {
-	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
-	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+	Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
+	Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 	Collective: "all_reduce",
-	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
-	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+	DTypes:     []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+	New: func(r *irisrt.Rank, dt irisrt.DType, op string, sizes []int64) (AnyPlan, error) {
 		if len(sizes) != 1 {
 			return nil, fmt.Errorf("all_reduce/ring: %d sizes, want 1 (n)", len(sizes))
 		}
@@ -458,11 +458,11 @@ var Catalogue = []Entry{{
 	}},
 	Variant: "ring",
 }, {
-	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
-	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+	Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
+	Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 	Collective: "all_to_all",
-	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
-	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+	DTypes:     []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+	New: func(r *irisrt.Rank, dt irisrt.DType, op string, sizes []int64) (AnyPlan, error) {
 		if len(sizes) != 1 {
 			return nil, fmt.Errorf("all_to_all/push: %d sizes, want 1 (n)", len(sizes))
 		}
@@ -494,11 +494,11 @@ var Catalogue = []Entry{{
 	}},
 	Variant: "push",
 }, {
-	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
-	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+	Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
+	Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 	Collective: "all_to_all",
-	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
-	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+	DTypes:     []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+	New: func(r *irisrt.Rank, dt irisrt.DType, op string, sizes []int64) (AnyPlan, error) {
 		if len(sizes) != 1 {
 			return nil, fmt.Errorf("all_to_all/pull: %d sizes, want 1 (n)", len(sizes))
 		}
@@ -530,10 +530,10 @@ var Catalogue = []Entry{{
 	}},
 	Variant: "pull",
 }, {
-	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost},
-	Capturable: []runtime.Barrier{runtime.BarrierDevice},
+	Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost},
+	Capturable: []irisrt.Barrier{irisrt.BarrierDevice},
 	Collective: "barrier",
-	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+	New: func(r *irisrt.Rank, dt irisrt.DType, op string, sizes []int64) (AnyPlan, error) {
 		if len(sizes) != 0 {
 			return nil, fmt.Errorf("barrier/device: %d sizes, want 0 (none)", len(sizes))
 		}
@@ -545,11 +545,11 @@ var Catalogue = []Entry{{
 	},
 	Variant: "device",
 }, {
-	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
-	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+	Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
+	Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 	Collective: "moe_combine",
-	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
-	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+	DTypes:     []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+	New: func(r *irisrt.Rank, dt irisrt.DType, op string, sizes []int64) (AnyPlan, error) {
 		if len(sizes) != 5 {
 			return nil, fmt.Errorf("moe_combine/push: %d sizes, want 5 (t, h, k, e, cap)", len(sizes))
 		}
@@ -570,7 +570,7 @@ var Catalogue = []Entry{{
 		Remote: false,
 		Shape:  "[world, cap, h]",
 	}, {
-		DType: runtime.I64,
+		DType: irisrt.I64,
 		Dir:   "in",
 		Heap:  false,
 		Name:  "recv_src",
@@ -580,7 +580,7 @@ var Catalogue = []Entry{{
 		Remote: false,
 		Shape:  "[world, cap]",
 	}, {
-		DType: runtime.I64,
+		DType: irisrt.I64,
 		Dir:   "in",
 		Heap:  false,
 		Name:  "recv_counts",
@@ -590,10 +590,10 @@ var Catalogue = []Entry{{
 		Remote: false,
 		Shape:  "[world]",
 	}, {
-		DType:       runtime.I64,
+		DType:       irisrt.I64,
 		Dir:         "in",
 		Heap:        false,
-		IndexDTypes: []runtime.DType{runtime.I64, runtime.I32},
+		IndexDTypes: []irisrt.DType{irisrt.I64, irisrt.I32},
 		Name:        "ids",
 		Numel: func(world int, sizes []int64) int64 {
 			return sizes[0] * sizes[2]
@@ -601,7 +601,7 @@ var Catalogue = []Entry{{
 		Remote: false,
 		Shape:  "[t, k]",
 	}, {
-		DType: runtime.F32,
+		DType: irisrt.F32,
 		Dir:   "in",
 		Heap:  false,
 		Name:  "weights",
@@ -623,11 +623,11 @@ var Catalogue = []Entry{{
 	}},
 	Variant: "push",
 }, {
-	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
-	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+	Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
+	Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 	Collective: "moe_dispatch",
-	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
-	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+	DTypes:     []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+	New: func(r *irisrt.Rank, dt irisrt.DType, op string, sizes []int64) (AnyPlan, error) {
 		if len(sizes) != 5 {
 			return nil, fmt.Errorf("moe_dispatch/push: %d sizes, want 5 (t, h, k, e, cap)", len(sizes))
 		}
@@ -648,10 +648,10 @@ var Catalogue = []Entry{{
 		Remote: false,
 		Shape:  "[t, h]",
 	}, {
-		DType:       runtime.I64,
+		DType:       irisrt.I64,
 		Dir:         "in",
 		Heap:        false,
-		IndexDTypes: []runtime.DType{runtime.I64, runtime.I32},
+		IndexDTypes: []irisrt.DType{irisrt.I64, irisrt.I32},
 		Name:        "ids",
 		Numel: func(world int, sizes []int64) int64 {
 			return sizes[0] * sizes[2]
@@ -659,7 +659,7 @@ var Catalogue = []Entry{{
 		Remote: false,
 		Shape:  "[t, k]",
 	}, {
-		DType: runtime.F32,
+		DType: irisrt.F32,
 		Dir:   "in",
 		Heap:  false,
 		Name:  "weights",
@@ -679,7 +679,7 @@ var Catalogue = []Entry{{
 		Remote: true,
 		Shape:  "[world, cap, h]",
 	}, {
-		DType: runtime.I64,
+		DType: irisrt.I64,
 		Dir:   "out",
 		Heap:  true,
 		Name:  "recv_ids",
@@ -689,7 +689,7 @@ var Catalogue = []Entry{{
 		Remote: true,
 		Shape:  "[world, cap]",
 	}, {
-		DType: runtime.F32,
+		DType: irisrt.F32,
 		Dir:   "out",
 		Heap:  true,
 		Name:  "recv_weights",
@@ -699,7 +699,7 @@ var Catalogue = []Entry{{
 		Remote: true,
 		Shape:  "[world, cap]",
 	}, {
-		DType: runtime.I64,
+		DType: irisrt.I64,
 		Dir:   "out",
 		Heap:  true,
 		Name:  "recv_src",
@@ -709,7 +709,7 @@ var Catalogue = []Entry{{
 		Remote: true,
 		Shape:  "[world, cap]",
 	}, {
-		DType: runtime.I64,
+		DType: irisrt.I64,
 		Dir:   "out",
 		Heap:  true,
 		Name:  "recv_counts",
@@ -721,11 +721,11 @@ var Catalogue = []Entry{{
 	}},
 	Variant: "push",
 }, {
-	Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
-	Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+	Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
+	Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 	Collective: "reduce_scatter",
-	DTypes:     []runtime.DType{runtime.F32, runtime.F16, runtime.BF16},
-	New: func(r *runtime.Rank, dt runtime.DType, op string, sizes []int64) (AnyPlan, error) {
+	DTypes:     []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+	New: func(r *irisrt.Rank, dt irisrt.DType, op string, sizes []int64) (AnyPlan, error) {
 		if len(sizes) != 1 {
 			return nil, fmt.Errorf("reduce_scatter/pull: %d sizes, want 1 (n)", len(sizes))
 		}
@@ -770,7 +770,7 @@ func Lookup(collective, variant string) (Entry, bool) {
 }
 
 // ElemType is the tensor's element type in a plan of data type dt: its fixed DType, else dt.
-func (t TensorInfo) ElemType(dt runtime.DType) runtime.DType {
+func (t TensorInfo) ElemType(dt irisrt.DType) irisrt.DType {
 	if t.DType != 0 {
 		return t.DType
 	}
@@ -779,7 +779,7 @@ func (t TensorInfo) ElemType(dt runtime.DType) runtime.DType {
 
 // Alloc allocates every tensor of e on r's heap for data type dt and the sizes, in spec order, each in
 // its element type; free frees them. Collective, like every heap allocation.
-func (e Entry) Alloc(r *runtime.Rank, dt runtime.DType, sizes []int64) (ts []runtime.Tensor, free func(), err error) {
+func (e Entry) Alloc(r *irisrt.Rank, dt irisrt.DType, sizes []int64) (ts []irisrt.Tensor, free func(), err error) {
 	free = func() {
 		for _, t := range ts {
 			r.Heap().Free(t)

@@ -4,8 +4,8 @@ package collectives
 
 import (
 	"fmt"
-	"github.com/irisgen/irisgen/runtime"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // MoeCombineSpecHash is the hash of specs/moe_combine.yaml and the templates it uses. The HIP module
@@ -42,7 +42,7 @@ const moeCombinePushName = "moe_combine/push"
 //
 // Workspace, allocated on the heap and zeroed by the plan: back [t, k, h] (local_read + remote_write).
 //
-// Aliasing: forbidden; Launch returns a *runtime.AliasError when an input overlaps an output.
+// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
 //
 // Barrier modes: device (default), host, none.
 // Graph capture:
@@ -53,8 +53,8 @@ const moeCombinePushName = "moe_combine/push"
 //
 // Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
 type MoeCombinePushPlan struct {
-	plan          *runtime.Plan
-	dt            runtime.DType
+	plan          *irisrt.Plan
+	dt            irisrt.DType
 	symT          int64 // size parameter t
 	symH          int64 // size parameter h
 	symK          int64 // size parameter k
@@ -75,14 +75,14 @@ type MoeCombinePushPlan struct {
 //
 // dt must be one of f32, f16, bf16 (otherwise *UnsupportedError). The size parameters (t, h, k, e,
 // cap) must be positive.
-func NewMoeCombinePushPlan(r *runtime.Rank, dt runtime.DType, t int64, h int64, k int64, e int64, cap int64) (*MoeCombinePushPlan, error) {
+func NewMoeCombinePushPlan(r *irisrt.Rank, dt irisrt.DType, t int64, h int64, k int64, e int64, cap int64) (*MoeCombinePushPlan, error) {
 	var kernel string
 	switch dt {
-	case runtime.F32:
+	case irisrt.F32:
 		kernel = "irisgen_moe_combine_push_f32"
-	case runtime.F16:
+	case irisrt.F16:
 		kernel = "irisgen_moe_combine_push_f16"
-	case runtime.BF16:
+	case irisrt.BF16:
 		kernel = "irisgen_moe_combine_push_bf16"
 	default:
 		return nil, &UnsupportedError{
@@ -122,18 +122,18 @@ func NewMoeCombinePushPlan(r *runtime.Rank, dt runtime.DType, t int64, h int64, 
 		symK:          k,
 		symT:          t,
 	}
-	blocks := runtime.Blocks(max(p.lenExpertOut*dt.Size(), p.lenRecvSrc*runtime.I64.Size(), p.lenRecvCounts*runtime.I64.Size(), p.lenIds*runtime.I64.Size(), p.lenWeights*runtime.F32.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
-	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
-		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
+	blocks := irisrt.Blocks(max(p.lenExpertOut*dt.Size(), p.lenRecvSrc*irisrt.I64.Size(), p.lenRecvCounts*irisrt.I64.Size(), p.lenIds*irisrt.I64.Size(), p.lenWeights*irisrt.F32.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
+	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
+		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
 		Blocks:     blocks,
-		Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 		Kernel:     kernel,
 		Module:     "moe_combine",
 		Op:         "moe_combine",
 		SpecHash:   MoeCombineSpecHash,
 		Threads:    512,
 		Variant:    "push",
-		Workspace: []runtime.Buffer{{
+		Workspace: []irisrt.Buffer{{
 			Bytes: p.symT * p.symK * p.symH * dt.Size(),
 			Name:  "back",
 		}},
@@ -148,55 +148,55 @@ func NewMoeCombinePushPlan(r *runtime.Rank, dt runtime.DType, t int64, h int64, 
 // Launch enqueues moe_combine/push on s with barrier mode mode (device when in doubt). Before anything
 // is enqueued it checks, in order:
 //
-//   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
-//   - (weights optional: the zero runtime.Tensor leaves it out, and is not checked);
+//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
+//   - (weights optional: the zero irisrt.Tensor leaves it out, and is not checked);
 //   - no overlap of expert_out/output, recv_src/output, recv_counts/output, ids/output, weights/output
-//     (*runtime.AliasError).
+//     (*irisrt.AliasError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing
-// (*runtime.CaptureError). A mode the variant does not support is an error.
-func (p *MoeCombinePushPlan) Launch(s gpu.Stream, expertOut, recvSrc, recvCounts, ids, weights, output runtime.Tensor, mode runtime.Barrier) error {
-	if err := runtime.CheckTensor(moeCombinePushName, "expert_out", expertOut, p.dt, p.lenExpertOut); err != nil {
+// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
+// A mode the variant does not support is an error.
+func (p *MoeCombinePushPlan) Launch(s gpu.Stream, expertOut, recvSrc, recvCounts, ids, weights, output irisrt.Tensor, mode irisrt.Barrier) error {
+	if err := irisrt.CheckTensor(moeCombinePushName, "expert_out", expertOut, p.dt, p.lenExpertOut); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(moeCombinePushName, "recv_src", recvSrc, runtime.I64, p.lenRecvSrc); err != nil {
+	if err := irisrt.CheckTensor(moeCombinePushName, "recv_src", recvSrc, irisrt.I64, p.lenRecvSrc); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(moeCombinePushName, "recv_counts", recvCounts, runtime.I64, p.lenRecvCounts); err != nil {
+	if err := irisrt.CheckTensor(moeCombinePushName, "recv_counts", recvCounts, irisrt.I64, p.lenRecvCounts); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensorOneOf(moeCombinePushName, "ids", ids, []runtime.DType{runtime.I64, runtime.I32}, p.lenIds); err != nil {
+	if err := irisrt.CheckTensorOneOf(moeCombinePushName, "ids", ids, []irisrt.DType{irisrt.I64, irisrt.I32}, p.lenIds); err != nil {
 		return err
 	}
 	if weights.Ptr != 0 {
-		if err := runtime.CheckTensor(moeCombinePushName, "weights", weights, runtime.F32, p.lenWeights); err != nil {
+		if err := irisrt.CheckTensor(moeCombinePushName, "weights", weights, irisrt.F32, p.lenWeights); err != nil {
 			return err
 		}
 	}
-	if err := runtime.CheckTensor(moeCombinePushName, "output", output, p.dt, p.lenOutput); err != nil {
+	if err := irisrt.CheckTensor(moeCombinePushName, "output", output, p.dt, p.lenOutput); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(moeCombinePushName, "expert_out", expertOut, "output", output); err != nil {
+	if err := irisrt.CheckNoAlias(moeCombinePushName, "expert_out", expertOut, "output", output); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(moeCombinePushName, "recv_src", recvSrc, "output", output); err != nil {
+	if err := irisrt.CheckNoAlias(moeCombinePushName, "recv_src", recvSrc, "output", output); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(moeCombinePushName, "recv_counts", recvCounts, "output", output); err != nil {
+	if err := irisrt.CheckNoAlias(moeCombinePushName, "recv_counts", recvCounts, "output", output); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(moeCombinePushName, "ids", ids, "output", output); err != nil {
+	if err := irisrt.CheckNoAlias(moeCombinePushName, "ids", ids, "output", output); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(moeCombinePushName, "weights", weights, "output", output); err != nil {
+	if err := irisrt.CheckNoAlias(moeCombinePushName, "weights", weights, "output", output); err != nil {
 		return err
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Ptr(expertOut.Ptr).Ptr(recvSrc.Ptr).Ptr(recvCounts.Ptr).Ptr(ids.Ptr).Ptr(weights.Ptr).Ptr(output.Ptr).Ptr(p.plan.Buffer("back")).I64(p.symT).I64(p.symH).I64(p.symK).I64(p.symE).I64(p.symCap).I64(ids.DType.Size()))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *MoeCombinePushPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+func (p *MoeCombinePushPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
 	if len(ts) != 6 {
 		return fmt.Errorf("%s: %d tensors, want 6 (expert_out, recv_src, recv_counts, ids, weights, output)", moeCombinePushName, len(ts))
 	}
@@ -204,7 +204,7 @@ func (p *MoeCombinePushPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mo
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *MoeCombinePushPlan) Plan() *runtime.Plan {
+func (p *MoeCombinePushPlan) Plan() *irisrt.Plan {
 	return p.plan
 }
 
@@ -220,9 +220,9 @@ func (p *MoeCombinePushPlan) Close() error {
 // rank's plan cache: the first call with a variant, dtype and sizes makes the plan (collective: every
 // rank must make the same calls in the same order), later calls reuse it. Sizes are taken from the
 // tensors (cap from recv_src [world, cap], h from expert_out [world, cap, h], t from output [t, h], k
-// from ids [t, k]). It refuses to make a plan while s is capturing (*runtime.CaptureError): make plans
+// from ids [t, k]). It refuses to make a plan while s is capturing (*irisrt.CaptureError): make plans
 // with New<Collective><Variant>Plan before capture. Launch documents the checks of each variant.
-func MoeCombine(r *runtime.Rank, s gpu.Stream, variant MoeCombineVariant, dt runtime.DType, e int64, expertOut, recvSrc, recvCounts, ids, weights, output runtime.Tensor, mode runtime.Barrier) error {
+func MoeCombine(r *irisrt.Rank, s gpu.Stream, variant MoeCombineVariant, dt irisrt.DType, e int64, expertOut, recvSrc, recvCounts, ids, weights, output irisrt.Tensor, mode irisrt.Barrier) error {
 	world := int64(r.World())
 	cap := recvSrc.Len / (world)
 	var h int64

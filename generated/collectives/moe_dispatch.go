@@ -4,8 +4,8 @@ package collectives
 
 import (
 	"fmt"
-	"github.com/irisgen/irisgen/runtime"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // MoeDispatchSpecHash is the hash of specs/moe_dispatch.yaml and the templates it uses. The HIP module
@@ -36,25 +36,25 @@ const moeDispatchPushName = "moe_dispatch/push"
 //   - ids (in, shape [t, k], i64 or i32): local_read; only touched locally: any device memory.
 //   - weights (in, shape [t, k], f32, optional): local_read; only touched locally: any device memory.
 //   - recv_tokens (out, shape [world, cap, h], the plan's dtype): remote_write; written by peers: must
-//     be on the symmetric heap (runtime.Heap.Alloc); otherwise Launch returns a
-//     *runtime.PlacementError and launches nothing.
+//     be on the symmetric heap (irisrt.Heap.Alloc); otherwise Launch returns a *irisrt.PlacementError
+//     and launches nothing.
 //   - recv_ids (out, shape [world, cap], i64): remote_write; written by peers: must be on the
-//     symmetric heap (runtime.Heap.Alloc); otherwise Launch returns a *runtime.PlacementError and
+//     symmetric heap (irisrt.Heap.Alloc); otherwise Launch returns a *irisrt.PlacementError and
 //     launches nothing.
 //   - recv_weights (out, shape [world, cap], f32): remote_write; written by peers: must be on the
-//     symmetric heap (runtime.Heap.Alloc); otherwise Launch returns a *runtime.PlacementError and
+//     symmetric heap (irisrt.Heap.Alloc); otherwise Launch returns a *irisrt.PlacementError and
 //     launches nothing.
 //   - recv_src (out, shape [world, cap], i64): remote_write; written by peers: must be on the
-//     symmetric heap (runtime.Heap.Alloc); otherwise Launch returns a *runtime.PlacementError and
+//     symmetric heap (irisrt.Heap.Alloc); otherwise Launch returns a *irisrt.PlacementError and
 //     launches nothing.
 //   - recv_counts (out, shape [world], i64): remote_write; written by peers: must be on the symmetric
-//     heap (runtime.Heap.Alloc); otherwise Launch returns a *runtime.PlacementError and launches
+//     heap (irisrt.Heap.Alloc); otherwise Launch returns a *irisrt.PlacementError and launches
 //     nothing.
 //
 // Workspace, allocated on the heap and zeroed by the plan: counters [2, world] (local_read +
 // local_write).
 //
-// Aliasing: forbidden; Launch returns a *runtime.AliasError when an input overlaps an output.
+// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
 //
 // Barrier modes: device (default), host, none.
 // Graph capture:
@@ -65,8 +65,8 @@ const moeDispatchPushName = "moe_dispatch/push"
 //
 // Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
 type MoeDispatchPushPlan struct {
-	plan           *runtime.Plan
-	dt             runtime.DType
+	plan           *irisrt.Plan
+	dt             irisrt.DType
 	symT           int64 // size parameter t
 	symH           int64 // size parameter h
 	symK           int64 // size parameter k
@@ -89,14 +89,14 @@ type MoeDispatchPushPlan struct {
 //
 // dt must be one of f32, f16, bf16 (otherwise *UnsupportedError). The size parameters (t, h, k, e,
 // cap) must be positive.
-func NewMoeDispatchPushPlan(r *runtime.Rank, dt runtime.DType, t int64, h int64, k int64, e int64, cap int64) (*MoeDispatchPushPlan, error) {
+func NewMoeDispatchPushPlan(r *irisrt.Rank, dt irisrt.DType, t int64, h int64, k int64, e int64, cap int64) (*MoeDispatchPushPlan, error) {
 	var kernel string
 	switch dt {
-	case runtime.F32:
+	case irisrt.F32:
 		kernel = "irisgen_moe_dispatch_push_f32"
-	case runtime.F16:
+	case irisrt.F16:
 		kernel = "irisgen_moe_dispatch_push_f16"
-	case runtime.BF16:
+	case irisrt.BF16:
 		kernel = "irisgen_moe_dispatch_push_bf16"
 	default:
 		return nil, &UnsupportedError{
@@ -138,19 +138,19 @@ func NewMoeDispatchPushPlan(r *runtime.Rank, dt runtime.DType, t int64, h int64,
 		symK:           k,
 		symT:           t,
 	}
-	blocks := runtime.Blocks(max(p.lenTokens*dt.Size(), p.lenIds*runtime.I64.Size(), p.lenWeights*runtime.F32.Size(), p.lenRecvTokens*dt.Size(), p.lenRecvIds*runtime.I64.Size(), p.lenRecvWeights*runtime.F32.Size(), p.lenRecvSrc*runtime.I64.Size(), p.lenRecvCounts*runtime.I64.Size()), 512, 16, 128)
-	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
-		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
+	blocks := irisrt.Blocks(max(p.lenTokens*dt.Size(), p.lenIds*irisrt.I64.Size(), p.lenWeights*irisrt.F32.Size(), p.lenRecvTokens*dt.Size(), p.lenRecvIds*irisrt.I64.Size(), p.lenRecvWeights*irisrt.F32.Size(), p.lenRecvSrc*irisrt.I64.Size(), p.lenRecvCounts*irisrt.I64.Size()), 512, 16, 128)
+	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
+		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
 		Blocks:     blocks,
-		Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 		Kernel:     kernel,
 		Module:     "moe_dispatch",
 		Op:         "moe_dispatch",
 		SpecHash:   MoeDispatchSpecHash,
 		Threads:    512,
 		Variant:    "push",
-		Workspace: []runtime.Buffer{{
-			Bytes: 2 * world * runtime.U64.Size(),
+		Workspace: []irisrt.Buffer{{
+			Bytes: 2 * world * irisrt.U64.Size(),
 			Name:  "counters",
 		}},
 	})
@@ -164,110 +164,110 @@ func NewMoeDispatchPushPlan(r *runtime.Rank, dt runtime.DType, t int64, h int64,
 // Launch enqueues moe_dispatch/push on s with barrier mode mode (device when in doubt). Before
 // anything is enqueued it checks, in order:
 //
-//   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
-//   - (weights optional: the zero runtime.Tensor leaves it out, and is not checked);
+//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
+//   - (weights optional: the zero irisrt.Tensor leaves it out, and is not checked);
 //   - recv_tokens, recv_ids, recv_weights, recv_src, recv_counts on the symmetric heap, because peers
-//     write it (*runtime.PlacementError);
+//     write it (*irisrt.PlacementError);
 //   - no overlap of tokens/recv_tokens, tokens/recv_ids, tokens/recv_weights, tokens/recv_src,
 //     tokens/recv_counts, ids/recv_tokens, ids/recv_ids, ids/recv_weights, ids/recv_src,
 //     ids/recv_counts, weights/recv_tokens, weights/recv_ids, weights/recv_weights, weights/recv_src,
-//     weights/recv_counts (*runtime.AliasError).
+//     weights/recv_counts (*irisrt.AliasError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing
-// (*runtime.CaptureError). A mode the variant does not support is an error.
-func (p *MoeDispatchPushPlan) Launch(s gpu.Stream, tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts runtime.Tensor, mode runtime.Barrier) error {
-	if err := runtime.CheckTensor(moeDispatchPushName, "tokens", tokens, p.dt, p.lenTokens); err != nil {
+// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
+// A mode the variant does not support is an error.
+func (p *MoeDispatchPushPlan) Launch(s gpu.Stream, tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts irisrt.Tensor, mode irisrt.Barrier) error {
+	if err := irisrt.CheckTensor(moeDispatchPushName, "tokens", tokens, p.dt, p.lenTokens); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensorOneOf(moeDispatchPushName, "ids", ids, []runtime.DType{runtime.I64, runtime.I32}, p.lenIds); err != nil {
+	if err := irisrt.CheckTensorOneOf(moeDispatchPushName, "ids", ids, []irisrt.DType{irisrt.I64, irisrt.I32}, p.lenIds); err != nil {
 		return err
 	}
 	if weights.Ptr != 0 {
-		if err := runtime.CheckTensor(moeDispatchPushName, "weights", weights, runtime.F32, p.lenWeights); err != nil {
+		if err := irisrt.CheckTensor(moeDispatchPushName, "weights", weights, irisrt.F32, p.lenWeights); err != nil {
 			return err
 		}
 	}
-	if err := runtime.CheckTensor(moeDispatchPushName, "recv_tokens", recvTokens, p.dt, p.lenRecvTokens); err != nil {
+	if err := irisrt.CheckTensor(moeDispatchPushName, "recv_tokens", recvTokens, p.dt, p.lenRecvTokens); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(moeDispatchPushName, "recv_ids", recvIds, runtime.I64, p.lenRecvIds); err != nil {
+	if err := irisrt.CheckTensor(moeDispatchPushName, "recv_ids", recvIds, irisrt.I64, p.lenRecvIds); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(moeDispatchPushName, "recv_weights", recvWeights, runtime.F32, p.lenRecvWeights); err != nil {
+	if err := irisrt.CheckTensor(moeDispatchPushName, "recv_weights", recvWeights, irisrt.F32, p.lenRecvWeights); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(moeDispatchPushName, "recv_src", recvSrc, runtime.I64, p.lenRecvSrc); err != nil {
+	if err := irisrt.CheckTensor(moeDispatchPushName, "recv_src", recvSrc, irisrt.I64, p.lenRecvSrc); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(moeDispatchPushName, "recv_counts", recvCounts, runtime.I64, p.lenRecvCounts); err != nil {
+	if err := irisrt.CheckTensor(moeDispatchPushName, "recv_counts", recvCounts, irisrt.I64, p.lenRecvCounts); err != nil {
 		return err
 	}
-	if err := runtime.CheckHeap(moeDispatchPushName, "recv_tokens", p.plan.Rank(), recvTokens); err != nil {
+	if err := irisrt.CheckHeap(moeDispatchPushName, "recv_tokens", p.plan.Rank(), recvTokens); err != nil {
 		return err
 	}
-	if err := runtime.CheckHeap(moeDispatchPushName, "recv_ids", p.plan.Rank(), recvIds); err != nil {
+	if err := irisrt.CheckHeap(moeDispatchPushName, "recv_ids", p.plan.Rank(), recvIds); err != nil {
 		return err
 	}
-	if err := runtime.CheckHeap(moeDispatchPushName, "recv_weights", p.plan.Rank(), recvWeights); err != nil {
+	if err := irisrt.CheckHeap(moeDispatchPushName, "recv_weights", p.plan.Rank(), recvWeights); err != nil {
 		return err
 	}
-	if err := runtime.CheckHeap(moeDispatchPushName, "recv_src", p.plan.Rank(), recvSrc); err != nil {
+	if err := irisrt.CheckHeap(moeDispatchPushName, "recv_src", p.plan.Rank(), recvSrc); err != nil {
 		return err
 	}
-	if err := runtime.CheckHeap(moeDispatchPushName, "recv_counts", p.plan.Rank(), recvCounts); err != nil {
+	if err := irisrt.CheckHeap(moeDispatchPushName, "recv_counts", p.plan.Rank(), recvCounts); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(moeDispatchPushName, "tokens", tokens, "recv_tokens", recvTokens); err != nil {
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "tokens", tokens, "recv_tokens", recvTokens); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(moeDispatchPushName, "tokens", tokens, "recv_ids", recvIds); err != nil {
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "tokens", tokens, "recv_ids", recvIds); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(moeDispatchPushName, "tokens", tokens, "recv_weights", recvWeights); err != nil {
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "tokens", tokens, "recv_weights", recvWeights); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(moeDispatchPushName, "tokens", tokens, "recv_src", recvSrc); err != nil {
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "tokens", tokens, "recv_src", recvSrc); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(moeDispatchPushName, "tokens", tokens, "recv_counts", recvCounts); err != nil {
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "tokens", tokens, "recv_counts", recvCounts); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(moeDispatchPushName, "ids", ids, "recv_tokens", recvTokens); err != nil {
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "ids", ids, "recv_tokens", recvTokens); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(moeDispatchPushName, "ids", ids, "recv_ids", recvIds); err != nil {
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "ids", ids, "recv_ids", recvIds); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(moeDispatchPushName, "ids", ids, "recv_weights", recvWeights); err != nil {
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "ids", ids, "recv_weights", recvWeights); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(moeDispatchPushName, "ids", ids, "recv_src", recvSrc); err != nil {
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "ids", ids, "recv_src", recvSrc); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(moeDispatchPushName, "ids", ids, "recv_counts", recvCounts); err != nil {
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "ids", ids, "recv_counts", recvCounts); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(moeDispatchPushName, "weights", weights, "recv_tokens", recvTokens); err != nil {
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "weights", weights, "recv_tokens", recvTokens); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(moeDispatchPushName, "weights", weights, "recv_ids", recvIds); err != nil {
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "weights", weights, "recv_ids", recvIds); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(moeDispatchPushName, "weights", weights, "recv_weights", recvWeights); err != nil {
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "weights", weights, "recv_weights", recvWeights); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(moeDispatchPushName, "weights", weights, "recv_src", recvSrc); err != nil {
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "weights", weights, "recv_src", recvSrc); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(moeDispatchPushName, "weights", weights, "recv_counts", recvCounts); err != nil {
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "weights", weights, "recv_counts", recvCounts); err != nil {
 		return err
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Ptr(tokens.Ptr).Ptr(ids.Ptr).Ptr(weights.Ptr).Ptr(recvTokens.Ptr).Ptr(recvIds.Ptr).Ptr(recvWeights.Ptr).Ptr(recvSrc.Ptr).Ptr(recvCounts.Ptr).Ptr(p.plan.Buffer("counters")).I64(p.symT).I64(p.symH).I64(p.symK).I64(p.symE).I64(p.symCap).I64(ids.DType.Size()))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *MoeDispatchPushPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+func (p *MoeDispatchPushPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
 	if len(ts) != 8 {
 		return fmt.Errorf("%s: %d tensors, want 8 (tokens, ids, weights, recv_tokens, recv_ids, recv_weights, recv_src, recv_counts)", moeDispatchPushName, len(ts))
 	}
@@ -275,7 +275,7 @@ func (p *MoeDispatchPushPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, m
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *MoeDispatchPushPlan) Plan() *runtime.Plan {
+func (p *MoeDispatchPushPlan) Plan() *irisrt.Plan {
 	return p.plan
 }
 
@@ -291,9 +291,9 @@ func (p *MoeDispatchPushPlan) Close() error {
 // first call with a variant, dtype and sizes makes the plan (collective: every rank must make the same
 // calls in the same order), later calls reuse it. Sizes are taken from the tensors (cap from recv_ids
 // [world, cap], h from recv_tokens [world, cap, h], t from tokens [t, h], k from ids [t, k]). It
-// refuses to make a plan while s is capturing (*runtime.CaptureError): make plans with
+// refuses to make a plan while s is capturing (*irisrt.CaptureError): make plans with
 // New<Collective><Variant>Plan before capture. Launch documents the checks of each variant.
-func MoeDispatch(r *runtime.Rank, s gpu.Stream, variant MoeDispatchVariant, dt runtime.DType, e int64, tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts runtime.Tensor, mode runtime.Barrier) error {
+func MoeDispatch(r *irisrt.Rank, s gpu.Stream, variant MoeDispatchVariant, dt irisrt.DType, e int64, tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts irisrt.Tensor, mode irisrt.Barrier) error {
 	world := int64(r.World())
 	cap := recvIds.Len / (world)
 	var h int64

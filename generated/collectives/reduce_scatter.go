@@ -4,8 +4,8 @@ package collectives
 
 import (
 	"fmt"
-	"github.com/irisgen/irisgen/runtime"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // ReduceScatterSpecHash is the hash of specs/reduce_scatter.yaml and the templates it uses. The HIP
@@ -47,7 +47,7 @@ const reduceScatterPullName = "reduce_scatter/pull"
 //     sync, capturable).
 //   - output (out, shape [n], the plan's dtype): local_write; only touched locally: any device memory.
 //
-// Aliasing: forbidden; Launch returns a *runtime.AliasError when an input overlaps an output.
+// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
 //
 // Barrier modes: device (default), host, none.
 // Graph capture:
@@ -58,8 +58,8 @@ const reduceScatterPullName = "reduce_scatter/pull"
 //
 // Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
 type ReduceScatterPullPlan struct {
-	plan      *runtime.Plan
-	dt        runtime.DType
+	plan      *irisrt.Plan
+	dt        irisrt.DType
 	op        ReduceScatterOp
 	symN      int64 // size parameter n
 	lenInput  int64 // elements of input [world, n]
@@ -73,10 +73,10 @@ type ReduceScatterPullPlan struct {
 //
 // dt must be one of f32, f16, bf16 and op one of sum, max, min (otherwise *UnsupportedError). The size
 // parameters (n) must be positive.
-func NewReduceScatterPullPlan(r *runtime.Rank, dt runtime.DType, op ReduceScatterOp, n int64) (*ReduceScatterPullPlan, error) {
+func NewReduceScatterPullPlan(r *irisrt.Rank, dt irisrt.DType, op ReduceScatterOp, n int64) (*ReduceScatterPullPlan, error) {
 	var kernel string
 	switch dt {
-	case runtime.F32:
+	case irisrt.F32:
 		switch op {
 		case ReduceScatterOpSum:
 			kernel = "irisgen_reduce_scatter_pull_f32_sum"
@@ -92,7 +92,7 @@ func NewReduceScatterPullPlan(r *runtime.Rank, dt runtime.DType, op ReduceScatte
 				What:    "op",
 			}
 		}
-	case runtime.F16:
+	case irisrt.F16:
 		switch op {
 		case ReduceScatterOpSum:
 			kernel = "irisgen_reduce_scatter_pull_f16_sum"
@@ -108,7 +108,7 @@ func NewReduceScatterPullPlan(r *runtime.Rank, dt runtime.DType, op ReduceScatte
 				What:    "op",
 			}
 		}
-	case runtime.BF16:
+	case irisrt.BF16:
 		switch op {
 		case ReduceScatterOpSum:
 			kernel = "irisgen_reduce_scatter_pull_bf16_sum"
@@ -143,16 +143,16 @@ func NewReduceScatterPullPlan(r *runtime.Rank, dt runtime.DType, op ReduceScatte
 		op:        op,
 		symN:      n,
 	}
-	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
-	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
-		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
+	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
+	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
+		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
 		Blocks:     blocks,
-		Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 		Kernel:     kernel,
 		Module:     "reduce_scatter",
 		Op:         "reduce_scatter",
 		SpecHash:   ReduceScatterSpecHash,
-		Staging: []runtime.Buffer{{
+		Staging: []irisrt.Buffer{{
 			Bytes: p.lenInput * dt.Size(),
 			Name:  "input",
 		}},
@@ -169,31 +169,31 @@ func NewReduceScatterPullPlan(r *runtime.Rank, dt runtime.DType, op ReduceScatte
 // Launch enqueues reduce_scatter/pull on s with barrier mode mode (device when in doubt). Before
 // anything is enqueued it checks, in order:
 //
-//   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
-//   - no overlap of input/output (*runtime.AliasError).
+//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
+//   - no overlap of input/output (*irisrt.AliasError).
 //
 // Then input, read by peers, is copied on s into the plan's heap staging when it is not on the heap
 // (refused in mode none, where nothing would order the copy before the peers' reads:
-// *runtime.PlacementError).
+// *irisrt.PlacementError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing
-// (*runtime.CaptureError). A mode the variant does not support is an error.
-func (p *ReduceScatterPullPlan) Launch(s gpu.Stream, input, output runtime.Tensor, mode runtime.Barrier) error {
-	if err := runtime.CheckTensor(reduceScatterPullName, "input", input, p.dt, p.lenInput); err != nil {
+// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
+// A mode the variant does not support is an error.
+func (p *ReduceScatterPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	if err := irisrt.CheckTensor(reduceScatterPullName, "input", input, p.dt, p.lenInput); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(reduceScatterPullName, "output", output, p.dt, p.lenOutput); err != nil {
+	if err := irisrt.CheckTensor(reduceScatterPullName, "output", output, p.dt, p.lenOutput); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(reduceScatterPullName, "input", input, "output", output); err != nil {
+	if err := irisrt.CheckNoAlias(reduceScatterPullName, "input", input, "output", output); err != nil {
 		return err
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Staged("input", input).Ptr(output.Ptr).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *ReduceScatterPullPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+func (p *ReduceScatterPullPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
 	if len(ts) != 2 {
 		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", reduceScatterPullName, len(ts))
 	}
@@ -201,7 +201,7 @@ func (p *ReduceScatterPullPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor,
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *ReduceScatterPullPlan) Plan() *runtime.Plan {
+func (p *ReduceScatterPullPlan) Plan() *irisrt.Plan {
 	return p.plan
 }
 
@@ -215,9 +215,9 @@ func (p *ReduceScatterPullPlan) Close() error {
 // in `output` (NCCL and torch semantics)) with the given variant through the rank's plan cache: the
 // first call with a variant, dtype and sizes makes the plan (collective: every rank must make the same
 // calls in the same order), later calls reuse it. Sizes are taken from the tensors (n from input
-// [world, n]). It refuses to make a plan while s is capturing (*runtime.CaptureError): make plans with
+// [world, n]). It refuses to make a plan while s is capturing (*irisrt.CaptureError): make plans with
 // New<Collective><Variant>Plan before capture. Launch documents the checks of each variant.
-func ReduceScatter(r *runtime.Rank, s gpu.Stream, variant ReduceScatterVariant, dt runtime.DType, op ReduceScatterOp, input, output runtime.Tensor, mode runtime.Barrier) error {
+func ReduceScatter(r *irisrt.Rank, s gpu.Stream, variant ReduceScatterVariant, dt irisrt.DType, op ReduceScatterOp, input, output irisrt.Tensor, mode irisrt.Barrier) error {
 	world := int64(r.World())
 	n := input.Len / (world)
 	switch variant {

@@ -6,7 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/irisgen/irisgen/internal/moepair"
-	irt "github.com/irisgen/irisgen/runtime"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // MoE benchmark shapes (issue 7): tokens per rank, hidden size, experts per
@@ -22,7 +22,7 @@ const moeExpertsPerRank = 8
 // runMoE times moe_dispatch and moe_combine (each alone; combine on the
 // rows of one dispatch). Rows: Bytes is the token bytes per rank (t*h*2),
 // Collective "moe_dispatch_k<K>" or "moe_combine_k<K>".
-func runMoE(w *irt.World, cfg Config, add func(Row)) error {
+func runMoE(w *irisrt.World, cfg Config, add func(Row)) error {
 	for _, k := range MoEK {
 		for _, t := range MoETokens {
 			for _, mode := range cfg.Modes {
@@ -30,7 +30,7 @@ func runMoE(w *irt.World, cfg Config, add func(Row)) error {
 				for i := range us {
 					us[i] = make([]float64, w.Size())
 				}
-				err := w.Run(func(r *irt.Rank) error {
+				err := w.Run(func(r *irisrt.Rank) error {
 					d, c, err := timeMoE(r, t, k, mode, cfg.Warmup)
 					us[0][r.Rank()], us[1][r.Rank()] = d, c
 					return err
@@ -52,9 +52,9 @@ func runMoE(w *irt.World, cfg Config, add func(Row)) error {
 	return nil
 }
 
-func timeMoE(r *irt.Rank, t, k int64, mode string, warmup int) (float64, float64, error) {
+func timeMoE(r *irisrt.Rank, t, k int64, mode string, warmup int) (float64, float64, error) {
 	e := moeExpertsPerRank * int64(r.World())
-	pair, err := moepair.New(r, irt.BF16, []int64{t, MoEHidden, k, e, t * k})
+	pair, err := moepair.New(r, irisrt.BF16, []int64{t, MoEHidden, k, e, t * k})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -78,11 +78,11 @@ func timeMoE(r *irt.Rank, t, k int64, mode string, warmup int) (float64, float64
 		return 0, 0, err
 	}
 	s := r.Stream()
-	dUS, err := timeCalls(r, mode, Iterations(t*MoEHidden*2), warmup, func() error { return pair.Dispatch.LaunchTensors(s, pair.DispatchArgs, irt.BarrierDevice) })
+	dUS, err := timeCalls(r, mode, Iterations(t*MoEHidden*2), warmup, func() error { return pair.Dispatch.LaunchTensors(s, pair.DispatchArgs, irisrt.BarrierDevice) })
 	if err != nil {
 		return 0, 0, fmt.Errorf("dispatch: %w", err)
 	}
-	cUS, err := timeCalls(r, mode, Iterations(t*MoEHidden*2), warmup, func() error { return pair.Combine.LaunchTensors(s, pair.CombineArgs, irt.BarrierDevice) })
+	cUS, err := timeCalls(r, mode, Iterations(t*MoEHidden*2), warmup, func() error { return pair.Combine.LaunchTensors(s, pair.CombineArgs, irisrt.BarrierDevice) })
 	if err != nil {
 		return 0, 0, fmt.Errorf("combine: %w", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/irisgen/irisgen/generated/collectives"
-	irt "github.com/irisgen/irisgen/runtime"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // Config says what Run measures.
@@ -59,7 +59,7 @@ const graphReplays = 5
 // Run times every selected irisgen variant in an in-process world of
 // cfg.World GPUs and returns one row per measurement.
 func Run(cfg Config, device, date string) ([]Row, error) {
-	w, err := irt.NewLocalWorld(cfg.World, irt.Options{HeapBytes: cfg.HeapBytes, Timeout: 20 * time.Second})
+	w, err := irisrt.NewLocalWorld(cfg.World, irisrt.Options{HeapBytes: cfg.HeapBytes, Timeout: 20 * time.Second})
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func Run(cfg Config, device, date string) ([]Row, error) {
 	}
 	if selected(cfg.Collectives, "barrier") {
 		for _, mode := range cfg.Modes {
-			us, err := slowest(w, func(r *irt.Rank) (float64, error) { return timeBarrier(r, mode, cfg.Warmup) })
+			us, err := slowest(w, func(r *irisrt.Rank) (float64, error) { return timeBarrier(r, mode, cfg.Warmup) })
 			if err != nil {
 				return rows, fmt.Errorf("barrier %s: %w", mode, err)
 			}
@@ -83,7 +83,7 @@ func Run(cfg Config, device, date string) ([]Row, error) {
 		}
 	}
 	for _, dts := range cfg.DTypes {
-		dt, err := irt.ParseDType(dts)
+		dt, err := irisrt.ParseDType(dts)
 		if err != nil {
 			return rows, err
 		}
@@ -110,7 +110,7 @@ func Run(cfg Config, device, date string) ([]Row, error) {
 						add(row)
 						continue
 					}
-					us, err := slowest(w, func(r *irt.Rank) (float64, error) { return timeEntry(r, e, dt, op, n, size, mode, cfg.Warmup) })
+					us, err := slowest(w, func(r *irisrt.Rank) (float64, error) { return timeEntry(r, e, dt, op, n, size, mode, cfg.Warmup) })
 					if err != nil {
 						return rows, fmt.Errorf("%s %s %s %d bytes %s: %w", e.Collective, e.Variant, dts, size, mode, err)
 					}
@@ -141,9 +141,9 @@ func selected(list []string, c string) bool {
 }
 
 // slowest runs fn on every rank and returns the largest time.
-func slowest(w *irt.World, fn func(r *irt.Rank) (float64, error)) (float64, error) {
+func slowest(w *irisrt.World, fn func(r *irisrt.Rank) (float64, error)) (float64, error) {
 	us := make([]float64, w.Size())
-	err := w.Run(func(r *irt.Rank) error {
+	err := w.Run(func(r *irisrt.Rank) error {
 		t, err := fn(r)
 		us[r.Rank()] = t
 		return err
@@ -156,7 +156,7 @@ func slowest(w *irt.World, fn func(r *irt.Rank) (float64, error)) (float64, erro
 }
 
 // timeEntry times one variant on one rank, its tensors on the heap.
-func timeEntry(r *irt.Rank, e collectives.Entry, dt irt.DType, op string, n, size int64, mode string, warmup int) (float64, error) {
+func timeEntry(r *irisrt.Rank, e collectives.Entry, dt irisrt.DType, op string, n, size int64, mode string, warmup int) (float64, error) {
 	p, err := e.New(r, dt, op, []int64{n})
 	if err != nil {
 		return 0, err
@@ -168,10 +168,10 @@ func timeEntry(r *irt.Rank, e collectives.Entry, dt irt.DType, op string, n, siz
 	}
 	defer free()
 	s := r.Stream()
-	return timeCalls(r, mode, Iterations(size), warmup, func() error { return p.LaunchTensors(s, ts, irt.BarrierDevice) })
+	return timeCalls(r, mode, Iterations(size), warmup, func() error { return p.LaunchTensors(s, ts, irisrt.BarrierDevice) })
 }
 
-func timeBarrier(r *irt.Rank, mode string, warmup int) (float64, error) {
+func timeBarrier(r *irisrt.Rank, mode string, warmup int) (float64, error) {
 	e, ok := collectives.Lookup("barrier", "device")
 	if !ok {
 		return 0, fmt.Errorf("the catalogue has no barrier/device")
@@ -182,13 +182,13 @@ func timeBarrier(r *irt.Rank, mode string, warmup int) (float64, error) {
 	}
 	defer p.Close()
 	s := r.Stream()
-	return timeCalls(r, mode, 1000, warmup, func() error { return p.LaunchTensors(s, nil, irt.BarrierDevice) })
+	return timeCalls(r, mode, 1000, warmup, func() error { return p.LaunchTensors(s, nil, irisrt.BarrierDevice) })
 }
 
 // timeCalls times call on r's stream with GPU events: k back-to-back calls
 // (eager), or a graph of k calls replayed graphReplays times (graph). Every
 // rank starts its timed batch after a host barrier.
-func timeCalls(r *irt.Rank, mode string, k, warmup int, call func() error) (us float64, err error) {
+func timeCalls(r *irisrt.Rank, mode string, k, warmup int, call func() error) (us float64, err error) {
 	dev, s := r.Device(), r.Stream()
 	for range warmup {
 		if err := call(); err != nil {
@@ -263,7 +263,7 @@ func timeCalls(r *irt.Rank, mode string, k, warmup int, call func() error) (us f
 }
 
 // drain waits for r's stream and reads its error record.
-func drain(r *irt.Rank) error {
+func drain(r *irisrt.Rank) error {
 	if err := r.Device().StreamSynchronize(r.Stream()); err != nil {
 		return err
 	}

@@ -9,31 +9,31 @@ import (
 	"fmt"
 
 	"github.com/irisgen/irisgen/generated/collectives"
-	irt "github.com/irisgen/irisgen/runtime"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // Pair is one rank's dispatch and combine plans and their tensors.
 type Pair struct {
 	Dispatch, Combine collectives.AnyPlan
 	// DispatchArgs and CombineArgs are each plan's tensors in spec order.
-	DispatchArgs, CombineArgs []irt.Tensor
+	DispatchArgs, CombineArgs []irisrt.Tensor
 	// Tensors holds every tensor by name (combine's expert_out is
 	// dispatch's recv_tokens).
-	Tensors map[string]irt.Tensor
-	r       *irt.Rank
+	Tensors map[string]irisrt.Tensor
+	r       *irisrt.Rank
 }
 
 // New makes the plans for data type dt and sizes (t, h, k, e, cap) and
 // allocates every tensor on r's heap, each in its own dtype (index tensors
 // in their first). Collective, like the plans.
-func New(r *irt.Rank, dt irt.DType, sizes []int64) (*Pair, error) {
+func New(r *irisrt.Rank, dt irisrt.DType, sizes []int64) (*Pair, error) {
 	disp, ok1 := collectives.Lookup("moe_dispatch", "push")
 	comb, ok2 := collectives.Lookup("moe_combine", "push")
 	if !ok1 || !ok2 {
 		return nil, errors.New("the catalogue has no moe_dispatch/push or moe_combine/push")
 	}
-	p := &Pair{Tensors: map[string]irt.Tensor{}, r: r}
+	p := &Pair{Tensors: map[string]irisrt.Tensor{}, r: r}
 	var err error
 	if p.Dispatch, err = disp.New(r, dt, "", sizes); err != nil {
 		return nil, fmt.Errorf("making the dispatch plan: %w", err)
@@ -44,7 +44,7 @@ func New(r *irt.Rank, dt irt.DType, sizes []int64) (*Pair, error) {
 	}
 	for _, x := range []struct {
 		e    collectives.Entry
-		args *[]irt.Tensor
+		args *[]irisrt.Tensor
 	}{{disp, &p.DispatchArgs}, {comb, &p.CombineArgs}} {
 		for _, ti := range x.e.Tensors {
 			name := ti.Name
@@ -66,7 +66,7 @@ func New(r *irt.Rank, dt irt.DType, sizes []int64) (*Pair, error) {
 }
 
 // Launch enqueues dispatch, then combine, on s in mode.
-func (p *Pair) Launch(s gpu.Stream, mode irt.Barrier) error {
+func (p *Pair) Launch(s gpu.Stream, mode irisrt.Barrier) error {
 	if err := p.Dispatch.LaunchTensors(s, p.DispatchArgs, mode); err != nil {
 		return err
 	}

@@ -8,14 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/irisgen/irisgen/generated/collectives"
-	irt "github.com/irisgen/irisgen/runtime"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // fakeWorld is a 2-GPU fake world serving the real MoE modules' bf16
 // kernels with their spec hashes (the fake runs no code: it records
 // launches).
-func fakeWorld(t *testing.T) (*irt.World, *fakegpu.Platform) {
+func fakeWorld(t *testing.T) (*irisrt.World, *fakegpu.Platform) {
 	p := fakegpu.New(2)
 	kernels := fstest.MapFS{}
 	for module, k := range map[string]struct{ kernel, hash string }{
@@ -23,10 +23,10 @@ func fakeWorld(t *testing.T) (*irt.World, *fakegpu.Platform) {
 		"moe_combine":  {"irisgen_moe_combine_push_bf16", collectives.MoeCombineSpecHash},
 	} {
 		image := []byte("fake " + module)
-		p.AddModule(image, []string{k.kernel}, map[string][]byte{irt.SpecHashSymbol(module): append([]byte(k.hash), 0)})
-		kernels[irt.KernelFile("fake", module)] = &fstest.MapFile{Data: image}
+		p.AddModule(image, []string{k.kernel}, map[string][]byte{irisrt.SpecHashSymbol(module): append([]byte(k.hash), 0)})
+		kernels[irisrt.KernelFile("fake", module)] = &fstest.MapFile{Data: image}
 	}
-	w, err := irt.NewLocalWorld(2, irt.Options{Platform: p, Kernels: kernels, HeapBytes: 64 << 20})
+	w, err := irisrt.NewLocalWorld(2, irisrt.Options{Platform: p, Kernels: kernels, HeapBytes: 64 << 20})
 	require.NoError(t, err)
 	t.Cleanup(func() { w.Close() })
 	return w, p
@@ -35,17 +35,17 @@ func fakeWorld(t *testing.T) (*irt.World, *fakegpu.Platform) {
 func TestPair(t *testing.T) {
 	w, p := fakeWorld(t)
 	sizes := []int64{33, 64, 2, 8, 66} // t, h, k, e, cap
-	require.NoError(t, w.Run(func(r *irt.Rank) error {
+	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
 		free := r.Heap().FreeBytesLeft()
-		pair, err := New(r, irt.BF16, sizes)
+		pair, err := New(r, irisrt.BF16, sizes)
 		if err != nil {
 			return err
 		}
 		ts := pair.Tensors
 		assert.Equal(t, ts["recv_tokens"], pair.CombineArgs[0], "the identity expert: combine reads what dispatch received")
 		assert.Equal(t, ts["ids"], pair.CombineArgs[3], "combine gets dispatch's ids")
-		assert.Equal(t, irt.I64, ts["ids"].DType)
-		assert.Equal(t, irt.F32, ts["weights"].DType)
+		assert.Equal(t, irisrt.I64, ts["ids"].DType)
+		assert.Equal(t, irisrt.F32, ts["weights"].DType)
 		assert.Equal(t, int64(2*66*64), ts["recv_tokens"].Len)
 		assert.Equal(t, int64(33*64), ts["output"].Len)
 		assert.Len(t, pair.DispatchArgs, 8)
@@ -56,7 +56,7 @@ func TestPair(t *testing.T) {
 		if err := r.HostBarrier(r.Stream()); err != nil {
 			return err
 		}
-		if err := pair.Launch(r.Stream(), irt.BarrierDevice); err != nil {
+		if err := pair.Launch(r.Stream(), irisrt.BarrierDevice); err != nil {
 			return err
 		}
 		if err := r.HostBarrier(r.Stream()); err != nil {
@@ -83,18 +83,18 @@ func TestEntryAlloc(t *testing.T) {
 	w, _ := fakeWorld(t)
 	e, ok := collectives.Lookup("moe_dispatch", "push")
 	require.True(t, ok)
-	require.NoError(t, w.Run(func(r *irt.Rank) error {
+	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
 		free := r.Heap().FreeBytesLeft()
-		ts, release, err := e.Alloc(r, irt.F16, []int64{5, 16, 2, 8, 10})
+		ts, release, err := e.Alloc(r, irisrt.F16, []int64{5, 16, 2, 8, 10})
 		if err != nil {
 			return err
 		}
 		require.Len(t, ts, len(e.Tensors))
 		for i, ti := range e.Tensors {
-			assert.Equal(t, ti.ElemType(irt.F16), ts[i].DType, ti.Name)
+			assert.Equal(t, ti.ElemType(irisrt.F16), ts[i].DType, ti.Name)
 			assert.Equal(t, ti.Numel(2, []int64{5, 16, 2, 8, 10}), ts[i].Len, ti.Name)
 		}
-		assert.Equal(t, irt.I64, ts[1].DType, "ids: the first index type")
+		assert.Equal(t, irisrt.I64, ts[1].DType, "ids: the first index type")
 		release()
 		assert.Equal(t, free, r.Heap().FreeBytesLeft())
 		return nil

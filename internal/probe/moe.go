@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/irisgen/irisgen/internal/moepair"
-	irt "github.com/irisgen/irisgen/runtime"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // MoE shapes of the probe: tokens and hidden size off the vector width, two
@@ -28,7 +28,7 @@ const (
 // single rounding to dt is the reference's too. Dispatch alone cannot be
 // compared byte for byte with an eager launch: the order of received rows
 // depends on which block takes a row first.
-func probeMoE(r *irt.Rank, res Result, mode irt.Barrier, dt irt.DType, cfg Config) Result {
+func probeMoE(r *irisrt.Rank, res Result, mode irisrt.Barrier, dt irisrt.DType, cfg Config) Result {
 	fail := func(format string, a ...any) Result {
 		res.Failed, res.Reason = true, fmt.Sprintf(format, a...)
 		return res
@@ -50,7 +50,7 @@ func probeMoE(r *irt.Rank, res Result, mode irt.Barrier, dt irt.DType, cfg Confi
 	out := tensors["output"]
 	for k := 0; k < cfg.Replays; k++ {
 		x := eighths(dt, moeTokens*moeHidden, rng)
-		wts := eighths(irt.F32, moeTokens*moeK, rng)
+		wts := eighths(irisrt.F32, moeTokens*moeK, rng)
 		ids := make([]byte, 8*moeTokens*moeK)
 		for i := range moeTokens * moeK {
 			binary.LittleEndian.PutUint64(ids[8*i:], uint64(rng.Int64N(experts)))
@@ -86,7 +86,7 @@ func probeMoE(r *irt.Rank, res Result, mode irt.Barrier, dt irt.DType, cfg Confi
 
 // moeMismatch returns the first element of out (dt) that differs from
 // x (dt) times the sum of its token's moeK weights (f32), or -1.
-func moeMismatch(dt irt.DType, out, x, wts []byte) int {
+func moeMismatch(dt irisrt.DType, out, x, wts []byte) int {
 	es := int(dt.Size())
 	for i := range len(out) / es {
 		t := i / moeHidden
@@ -104,11 +104,11 @@ func moeMismatch(dt irt.DType, out, x, wts []byte) int {
 
 // decode reads one element of dt (exactly representable values only: the
 // probe's multiples of 1/64 up to a few units).
-func decode(dt irt.DType, b []byte) float32 {
+func decode(dt irisrt.DType, b []byte) float32 {
 	switch dt {
-	case irt.F32:
+	case irisrt.F32:
 		return math.Float32frombits(binary.LittleEndian.Uint32(b))
-	case irt.BF16:
+	case irisrt.BF16:
 		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16)
 	}
 	h := binary.LittleEndian.Uint16(b) // f16, normal numbers and zero

@@ -4,7 +4,7 @@
 // between replays, comparing each replay with an eager launch on the same
 // input (moe_dispatch and moe_combine: as a pair against a CPU reference,
 // see probeMoE). A mode the generator derived as capturable must pass; one
-// derived as not capturable must be refused with a *runtime.CaptureError.
+// derived as not capturable must be refused with a *irisrt.CaptureError.
 package probe
 
 import (
@@ -19,14 +19,14 @@ import (
 	"unsafe"
 
 	"github.com/irisgen/irisgen/generated/collectives"
-	irt "github.com/irisgen/irisgen/runtime"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // Result is one line of the probe's table.
 type Result struct {
 	Collective, Variant string
-	Mode                irt.Barrier
+	Mode                irisrt.Barrier
 	Claimed             bool // the generator's derived claim
 	Captured            bool // the launch was captured into a graph
 	Replays             int  // replays validated
@@ -44,7 +44,7 @@ type Config struct {
 
 // Run probes every selected variant and mode in an in-process world.
 func Run(cfg Config) ([]Result, error) {
-	w, err := irt.NewLocalWorld(cfg.World, irt.Options{Timeout: 20 * time.Second})
+	w, err := irisrt.NewLocalWorld(cfg.World, irisrt.Options{Timeout: 20 * time.Second})
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func Run(cfg Config) ([]Result, error) {
 		}
 		for _, mode := range e.Barriers {
 			res := make([]Result, w.Size())
-			err := w.Run(func(r *irt.Rank) error {
+			err := w.Run(func(r *irisrt.Rank) error {
 				res[r.Rank()] = probe(r, e, mode, cfg)
 				return nil
 			})
@@ -81,13 +81,13 @@ func merge(rs []Result) Result {
 	return m
 }
 
-func probe(r *irt.Rank, e collectives.Entry, mode irt.Barrier, cfg Config) Result {
+func probe(r *irisrt.Rank, e collectives.Entry, mode irisrt.Barrier, cfg Config) Result {
 	res := Result{Collective: e.Collective, Variant: e.Variant, Mode: mode, Claimed: slices.Contains(e.Capturable, mode)}
 	fail := func(format string, a ...any) Result {
 		res.Failed, res.Reason = true, fmt.Sprintf(format, a...)
 		return res
 	}
-	dt := irt.BF16
+	dt := irisrt.BF16
 	if len(e.DTypes) > 0 && !slices.Contains(e.DTypes, dt) {
 		dt = e.DTypes[0]
 	}
@@ -136,7 +136,7 @@ func probe(r *irt.Rank, e collectives.Entry, mode irt.Barrier, cfg Config) Resul
 // this process keep working meanwhile) and checks the result against the
 // derived claim. ok is false when res is final: a failure, or a refusal
 // that the generator derived (the capture left intact).
-func capture(r *irt.Rank, res Result, launch func() error) (exec gpu.GraphExec, _ Result, ok bool) {
+func capture(r *irisrt.Rank, res Result, launch func() error) (exec gpu.GraphExec, _ Result, ok bool) {
 	fail := func(format string, a ...any) (gpu.GraphExec, Result, bool) {
 		res.Failed, res.Reason = true, fmt.Sprintf(format, a...)
 		return 0, res, false
@@ -151,7 +151,7 @@ func capture(r *irt.Rank, res Result, launch func() error) (exec gpu.GraphExec, 
 	if eerr == nil {
 		defer dev.DestroyGraph(g)
 	}
-	var ce *irt.CaptureError
+	var ce *irisrt.CaptureError
 	switch {
 	case cerr != nil:
 		return fail("capture status: %v", cerr)
@@ -182,7 +182,7 @@ func capture(r *irt.Rank, res Result, launch func() error) (exec gpu.GraphExec, 
 // the output, writes the same input again, replays the graph and returns
 // both outputs. Inputs are multiples of 1/8 in [-1, 1], so every sum is
 // exact in every dtype and any order: equal outputs are required.
-func round(r *irt.Rank, p collectives.AnyPlan, e collectives.Entry, ts []irt.Tensor, mode irt.Barrier, dt irt.DType,
+func round(r *irisrt.Rank, p collectives.AnyPlan, e collectives.Entry, ts []irisrt.Tensor, mode irisrt.Barrier, dt irisrt.DType,
 	exec gpu.GraphExec, rng *rand.Rand) (got, want []byte, err error) {
 	s := r.Stream()
 	inputs := map[int][]byte{}
@@ -250,14 +250,14 @@ func round(r *irt.Rank, p collectives.AnyPlan, e collectives.Entry, ts []irt.Ten
 	return got, want, nil
 }
 
-func put(r *irt.Rank, t irt.Tensor, b []byte) error {
+func put(r *irisrt.Rank, t irisrt.Tensor, b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
 	return r.Device().CopyHtoD(t.Ptr, unsafe.Pointer(&b[0]), int64(len(b)))
 }
 
-func get(r *irt.Rank, t irt.Tensor) ([]byte, error) {
+func get(r *irisrt.Rank, t irisrt.Tensor) ([]byte, error) {
 	b := make([]byte, t.Bytes())
 	if len(b) == 0 {
 		return b, nil
@@ -266,17 +266,17 @@ func get(r *irt.Rank, t irt.Tensor) ([]byte, error) {
 }
 
 // eighths returns n random multiples of 1/8 in [-1, 1] encoded as dt.
-func eighths(dt irt.DType, n int64, rng *rand.Rand) []byte {
+func eighths(dt irisrt.DType, n int64, rng *rand.Rand) []byte {
 	b := make([]byte, n*dt.Size())
 	for i := int64(0); i < n; i++ {
 		f := float32(rng.IntN(17)-8) / 8
 		bits := math.Float32bits(f)
 		switch dt {
-		case irt.F32:
+		case irisrt.F32:
 			binary.LittleEndian.PutUint32(b[i*4:], bits)
-		case irt.BF16:
+		case irisrt.BF16:
 			binary.LittleEndian.PutUint16(b[i*2:], uint16(bits>>16))
-		case irt.F16:
+		case irisrt.F16:
 			binary.LittleEndian.PutUint16(b[i*2:], exactHalf(f))
 		default: // index types: small non-negative integers (b is zeroed)
 			b[i*dt.Size()] = byte(rng.IntN(4))

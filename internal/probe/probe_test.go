@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	irt "github.com/irisgen/irisgen/runtime"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 func TestExactHalf(t *testing.T) {
@@ -19,7 +19,7 @@ func TestExactHalf(t *testing.T) {
 
 func TestEighths(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	b := eighths(irt.BF16, 1000, rng)
+	b := eighths(irisrt.BF16, 1000, rng)
 	require.Len(t, b, 2000)
 	for i := 0; i < 1000; i++ {
 		h := binary.LittleEndian.Uint16(b[2*i:])
@@ -43,10 +43,10 @@ func TestFirstDiff(t *testing.T) {
 }
 
 func TestMoEReference(t *testing.T) {
-	for _, dt := range []irt.DType{irt.F32, irt.F16, irt.BF16} {
+	for _, dt := range []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16} {
 		rng := rand.New(rand.NewPCG(3, 4))
 		x := eighths(dt, moeTokens*moeHidden, rng)
-		wts := eighths(irt.F32, moeTokens*moeK, rng)
+		wts := eighths(irisrt.F32, moeTokens*moeK, rng)
 		// The exact product, encoded like the GPU would round it.
 		out := make([]byte, len(x))
 		es := int(dt.Size())
@@ -54,7 +54,7 @@ func TestMoEReference(t *testing.T) {
 			tok := i / moeHidden
 			var sum float32
 			for j := range moeK {
-				sum += decode(irt.F32, wts[4*(tok*moeK+j):])
+				sum += decode(irisrt.F32, wts[4*(tok*moeK+j):])
 			}
 			encode(t, dt, out[i*es:], decode(dt, x[i*es:])*sum)
 		}
@@ -65,16 +65,16 @@ func TestMoEReference(t *testing.T) {
 }
 
 // encode writes v (exactly representable in dt) as dt.
-func encode(t *testing.T, dt irt.DType, b []byte, v float32) {
+func encode(t *testing.T, dt irisrt.DType, b []byte, v float32) {
 	bits := math.Float32bits(v)
 	switch dt {
-	case irt.F32:
+	case irisrt.F32:
 		binary.LittleEndian.PutUint32(b, bits)
-	case irt.BF16:
+	case irisrt.BF16:
 		require.Zero(t, bits&0xffff, "%g is not exact in bf16", v)
 		binary.LittleEndian.PutUint16(b, uint16(bits>>16))
-	case irt.F16:
+	case irisrt.F16:
 		binary.LittleEndian.PutUint16(b, exactHalf(v))
-		require.Equal(t, v, decode(irt.F16, b), "%g is not exact in f16", v)
+		require.Equal(t, v, decode(irisrt.F16, b), "%g is not exact in f16", v)
 	}
 }

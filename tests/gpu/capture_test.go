@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"testing"
 
-	irt "github.com/irisgen/irisgen/runtime"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // graphCase is one variant's plan and buffers for capture tests: a pool of
@@ -16,8 +16,8 @@ import (
 type graphCase struct {
 	vc            *variantCase
 	p             launcher
-	in, out       irt.Tensor
-	pool, results irt.Tensor
+	in, out       irisrt.Tensor
+	pool, results irisrt.Tensor
 	inLen, outLen int64
 	all           []func(int) []float32
 	free          []func()
@@ -25,7 +25,7 @@ type graphCase struct {
 
 const graphN = 4096 + 3
 
-func newGraphCase(r *irt.Rank, vc *variantCase, dt irt.DType, rounds int) (*graphCase, error) {
+func newGraphCase(r *irisrt.Rank, vc *variantCase, dt irisrt.DType, rounds int) (*graphCase, error) {
 	w := r.World()
 	g := &graphCase{vc: vc, inLen: vc.inLen(w, graphN), outLen: vc.outLen(w, graphN)}
 	var err error
@@ -33,11 +33,11 @@ func newGraphCase(r *irt.Rank, vc *variantCase, dt irt.DType, rounds int) (*grap
 		return nil, err
 	}
 	g.free = append(g.free, func() { g.p.Close() })
-	alloc := func(n int64, heap bool) irt.Tensor {
+	alloc := func(n int64, heap bool) irisrt.Tensor {
 		if err != nil {
-			return irt.Tensor{}
+			return irisrt.Tensor{}
 		}
-		var t irt.Tensor
+		var t irisrt.Tensor
 		var f func()
 		t, f, err = tensor(r, dt, n, heap)
 		if err == nil {
@@ -75,15 +75,15 @@ func (g *graphCase) close() {
 
 // before copies round k's input into the input tensor on s; after copies
 // the output away.
-func (g *graphCase) before(r *irt.Rank, s gpu.Stream, k int) error {
+func (g *graphCase) before(r *irisrt.Rank, s gpu.Stream, k int) error {
 	return r.Device().CopyDtoDAsync(g.in.Ptr, g.pool.Slice(int64(k)*g.inLen, g.inLen).Ptr, g.in.Bytes(), s)
 }
 
-func (g *graphCase) after(r *irt.Rank, s gpu.Stream, k int) error {
+func (g *graphCase) after(r *irisrt.Rank, s gpu.Stream, k int) error {
 	return r.Device().CopyDtoDAsync(g.results.Slice(int64(k)*g.outLen, g.outLen).Ptr, g.out.Ptr, g.out.Bytes(), s)
 }
 
-func (g *graphCase) verify(r *irt.Rank, rounds int) error {
+func (g *graphCase) verify(r *irisrt.Rank, rounds int) error {
 	b, err := download(r, g.results)
 	if err != nil {
 		return err
@@ -100,8 +100,8 @@ func (g *graphCase) verify(r *irt.Rank, rounds int) error {
 
 // replayOne captures one launch of vc and replays it `rounds` times with
 // fresh input before every replay; every 10th round runs eagerly instead.
-func replayOne(r *irt.Rank, vc *variantCase, rounds int) error {
-	g, err := newGraphCase(r, vc, irt.BF16, rounds)
+func replayOne(r *irisrt.Rank, vc *variantCase, rounds int) error {
+	g, err := newGraphCase(r, vc, irisrt.BF16, rounds)
 	if err != nil {
 		return err
 	}
@@ -110,11 +110,11 @@ func replayOne(r *irt.Rank, vc *variantCase, rounds int) error {
 	exec, err := r.Capture(s, func() error {
 		// A host-barrier launch is refused inside the capture and leaves
 		// the capture usable.
-		var ce *irt.CaptureError
-		if err := g.p.Launch(s, g.in, g.out, irt.BarrierHost); !errors.As(err, &ce) {
-			return fmt.Errorf("host-barrier launch while capturing: got %v, want *runtime.CaptureError", err)
+		var ce *irisrt.CaptureError
+		if err := g.p.Launch(s, g.in, g.out, irisrt.BarrierHost); !errors.As(err, &ce) {
+			return fmt.Errorf("host-barrier launch while capturing: got %v, want *irisrt.CaptureError", err)
 		}
-		return g.p.Launch(s, g.in, g.out, irt.BarrierDevice)
+		return g.p.Launch(s, g.in, g.out, irisrt.BarrierDevice)
 	})
 	if err != nil {
 		return fmt.Errorf("%s: capture: %w", vc.name(), err)
@@ -128,7 +128,7 @@ func replayOne(r *irt.Rank, vc *variantCase, rounds int) error {
 			return err
 		}
 		if k%10 == 9 {
-			err = g.p.Launch(s, g.in, g.out, irt.BarrierDevice)
+			err = g.p.Launch(s, g.in, g.out, irisrt.BarrierDevice)
 		} else {
 			err = dev.LaunchGraph(exec, s)
 		}
@@ -150,7 +150,7 @@ func replayOne(r *irt.Rank, vc *variantCase, rounds int) error {
 
 // replayAll captures one launch of every variant, in sequence, into one
 // graph and replays it with fresh inputs, eager rounds in between.
-func replayAll(r *irt.Rank, rounds int) error {
+func replayAll(r *irisrt.Rank, rounds int) error {
 	var gs []*graphCase
 	defer func() {
 		for _, g := range gs {
@@ -158,7 +158,7 @@ func replayAll(r *irt.Rank, rounds int) error {
 		}
 	}()
 	for i := range catalogue {
-		g, err := newGraphCase(r, &catalogue[i], irt.BF16, rounds)
+		g, err := newGraphCase(r, &catalogue[i], irisrt.BF16, rounds)
 		if err != nil {
 			return err
 		}
@@ -167,7 +167,7 @@ func replayAll(r *irt.Rank, rounds int) error {
 	s, dev := r.Stream(), r.Device()
 	launchAll := func() error {
 		for _, g := range gs {
-			if err := g.p.Launch(s, g.in, g.out, irt.BarrierDevice); err != nil {
+			if err := g.p.Launch(s, g.in, g.out, irisrt.BarrierDevice); err != nil {
 				return fmt.Errorf("%s: %w", g.vc.name(), err)
 			}
 		}
@@ -214,7 +214,7 @@ func replayAll(r *irt.Rank, rounds int) error {
 
 // captureRank is the capture suite of one rank: every variant replayed 100
 // times (one_shot and two_shot 1000 times), then every variant in one graph.
-func captureRank(r *irt.Rank) error {
+func captureRank(r *irisrt.Rank) error {
 	for i := range catalogue {
 		vc := &catalogue[i]
 		rounds := 100
@@ -233,7 +233,7 @@ func captureRank(r *irt.Rank) error {
 // data before every replay, mixes eager launches in, and checks every
 // result; then one graph with all ten variants, replayed 100 times.
 func TestCapture(t *testing.T) {
-	eachWorld(t, defaultOpts(), func(t *testing.T, w *irt.World) {
+	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		if err := w.Run(captureRank); err != nil {
 			t.Fatal(err)
 		}

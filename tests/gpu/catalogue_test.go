@@ -12,13 +12,13 @@ import (
 	"testing"
 
 	"github.com/irisgen/irisgen/generated/collectives"
-	irt "github.com/irisgen/irisgen/runtime"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // launcher is what every generated plan of a two-tensor collective offers.
 type launcher interface {
-	Launch(s gpu.Stream, input, output irt.Tensor, mode irt.Barrier) error
+	Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error
 	Close() error
 }
 
@@ -37,7 +37,7 @@ type variantCase struct {
 	importIn   bool // input read remotely: imported when off the heap
 	heapOut    bool // output written remotely: must be on the heap
 	aliasAllow bool
-	newPlan    func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error)
+	newPlan    func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error)
 	// ref is output element i of rank `rank`, reduced with op (fp32 in rank
 	// order), from in(p), the input of rank p.
 	ref func(in func(p int) []float32, w, rank int, op string, n, i int64) float32
@@ -78,9 +78,9 @@ func allToAllRef(in func(int) []float32, _, rank int, _ string, n, i int64) floa
 	return in(int(i / n))[int64(rank)*n+i%n]
 }
 
-var dataTypes = []irt.DType{irt.F32, irt.F16, irt.BF16}
+var dataTypes = []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16}
 
-func newBarrier(r *irt.Rank) (*collectives.BarrierDevicePlan, error) {
+func newBarrier(r *irisrt.Rank) (*collectives.BarrierDevicePlan, error) {
 	return collectives.NewBarrierDevicePlan(r)
 }
 
@@ -95,59 +95,59 @@ func asLauncher[P launcher](p P, err error) (launcher, error) {
 
 var catalogue = []variantCase{
 	{coll: "all_reduce", variant: "one_shot", reduces: true, ordered: true, inLen: nLen, outLen: nLen, importIn: true, ref: allReduceRef,
-		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceOneShotPlan(r, dt, arOp(op), n))
 		}},
 	{coll: "all_reduce", variant: "one_shot_staged", reduces: true, ordered: true, inLen: nLen, outLen: nLen, aliasAllow: true, ref: allReduceRef,
-		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceOneShotStagedPlan(r, dt, arOp(op), n))
 		}},
 	{coll: "all_reduce", variant: "one_shot_push", reduces: true, ordered: true, inLen: nLen, outLen: nLen, aliasAllow: true, ref: allReduceRef,
-		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceOneShotPushPlan(r, dt, arOp(op), n))
 		}},
 	{coll: "all_reduce", variant: "one_shot_lamport", reduces: true, ordered: true, inLen: nLen, outLen: nLen, aliasAllow: true, ref: allReduceRef,
-		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceOneShotLamportPlan(r, dt, arOp(op), n))
 		}},
 	{coll: "all_reduce", variant: "two_shot", reduces: true, ordered: true, inLen: nLen, outLen: nLen, importIn: true, heapOut: true, ref: allReduceRef,
-		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceTwoShotPlan(r, dt, arOp(op), n))
 		}},
 	{coll: "all_reduce", variant: "atomic", reduces: true, inLen: nLen, outLen: nLen, heapOut: true, ref: allReduceRef,
-		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceAtomicPlan(r, dt, arOp(op), n))
 		}},
 	{coll: "all_reduce", variant: "spinlock", reduces: true, inLen: nLen, outLen: nLen, heapOut: true, ref: allReduceRef,
-		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceSpinlockPlan(r, dt, arOp(op), n))
 		}},
 	{coll: "all_reduce", variant: "ring", reduces: true, inLen: nLen, outLen: nLen, aliasAllow: true, ref: allReduceRef,
-		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceRingPlan(r, dt, arOp(op), n))
 		}},
 	{coll: "reduce_scatter", variant: "pull", reduces: true, ordered: true, inLen: wnLen, outLen: nLen, importIn: true, ref: reduceScatterRef,
-		newPlan: func(r *irt.Rank, dt irt.DType, op string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewReduceScatterPullPlan(r, dt, rsOp(op), n))
 		}},
 	{coll: "all_gather", variant: "push", inLen: nLen, outLen: wnLen, heapOut: true, ref: allGatherRef,
-		newPlan: func(r *irt.Rank, dt irt.DType, _ string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllGatherPushPlan(r, dt, n))
 		}},
 	{coll: "all_gather", variant: "pull", inLen: nLen, outLen: wnLen, importIn: true, ref: allGatherRef,
-		newPlan: func(r *irt.Rank, dt irt.DType, _ string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllGatherPullPlan(r, dt, n))
 		}},
 	{coll: "all_gather", variant: "ring", inLen: nLen, outLen: wnLen, heapOut: true, ref: allGatherRef,
-		newPlan: func(r *irt.Rank, dt irt.DType, _ string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllGatherRingPlan(r, dt, n))
 		}},
 	{coll: "all_to_all", variant: "push", inLen: wnLen, outLen: wnLen, heapOut: true, ref: allToAllRef,
-		newPlan: func(r *irt.Rank, dt irt.DType, _ string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllToAllPushPlan(r, dt, n))
 		}},
 	{coll: "all_to_all", variant: "pull", inLen: wnLen, outLen: wnLen, importIn: true, ref: allToAllRef,
-		newPlan: func(r *irt.Rank, dt irt.DType, _ string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllToAllPullPlan(r, dt, n))
 		}},
 }
@@ -180,21 +180,21 @@ func (vc *variantCase) placements() []placement {
 }
 
 // tensor allocates a tensor on the heap or in plain device memory.
-func tensor(r *irt.Rank, dt irt.DType, n int64, onHeap bool) (irt.Tensor, func(), error) {
+func tensor(r *irisrt.Rank, dt irisrt.DType, n int64, onHeap bool) (irisrt.Tensor, func(), error) {
 	if onHeap {
 		t, err := r.Heap().Alloc(dt, n)
 		return t, func() { r.Heap().Free(t) }, err
 	}
 	ptr, err := r.Device().Alloc(max(n, 1)*dt.Size(), false)
 	if err != nil {
-		return irt.Tensor{}, nil, err
+		return irisrt.Tensor{}, nil, err
 	}
-	return irt.Tensor{Ptr: ptr, DType: dt, Len: n}, func() { r.Device().Free(ptr) }, nil
+	return irisrt.Tensor{Ptr: ptr, DType: dt, Len: n}, func() { r.Device().Free(ptr) }, nil
 }
 
 // checkResult compares a rank's output with the reference. Copies and ordered
 // reductions must match bit for bit; other sums within their bound.
-func (vc *variantCase) checkResult(got []float32, dt irt.DType, op string, w, rank int, n int64, all func(int) []float32) error {
+func (vc *variantCase) checkResult(got []float32, dt irisrt.DType, op string, w, rank int, n int64, all func(int) []float32) error {
 	// Every rank's input resolved once: the loop below reads them per element.
 	ins := make([][]float32, w)
 	for p := range ins {
@@ -235,7 +235,7 @@ func (vc *variantCase) checkResult(got []float32, dt irt.DType, op string, w, ra
 
 // inputs returns a memoising accessor of every rank's input of one round,
 // safe for concurrent use (the parallel checks read it).
-func inputs(dt irt.DType, length int64, seed, round uint64) func(int) []float32 {
+func inputs(dt irisrt.DType, length int64, seed, round uint64) func(int) []float32 {
 	var mu sync.Mutex
 	cache := map[int][]float32{}
 	return func(p int) []float32 {
@@ -252,7 +252,7 @@ func inputs(dt irt.DType, length int64, seed, round uint64) func(int) []float32 
 
 // checkCase runs rounds of one case on one rank, each with fresh inputs and
 // a poisoned output, in the given barrier modes.
-func checkCase(r *irt.Rank, vc *variantCase, dt irt.DType, op string, n int64, pl placement, modes []irt.Barrier) error {
+func checkCase(r *irisrt.Rank, vc *variantCase, dt irisrt.DType, op string, n int64, pl placement, modes []irisrt.Barrier) error {
 	w, me := r.World(), r.Rank()
 	p, err := vc.newPlan(r, dt, op, n)
 	if err != nil {
@@ -279,16 +279,16 @@ func checkCase(r *irt.Rank, vc *variantCase, dt irt.DType, op string, n int64, p
 		if err := r.Device().MemsetD8Async(out.Ptr, 0xA5, out.Bytes(), s); err != nil {
 			return err
 		}
-		if mode == irt.BarrierNone { // the caller orders: inputs ready everywhere
+		if mode == irisrt.BarrierNone { // the caller orders: inputs ready everywhere
 			if err := r.HostBarrier(s); err != nil {
 				return err
 			}
 		}
-		if mode == irt.BarrierNone && vc.importIn && !pl.heapIn {
+		if mode == irisrt.BarrierNone && vc.importIn && !pl.heapIn {
 			// Nothing would order the import before the peers' reads.
-			var pe *irt.PlacementError
+			var pe *irisrt.PlacementError
 			if err := p.Launch(s, in, out, mode); !errors.As(err, &pe) || !pe.Unordered {
-				return fmt.Errorf("round %d: import in mode none: got %v, want an unordered *runtime.PlacementError", round, err)
+				return fmt.Errorf("round %d: import in mode none: got %v, want an unordered *irisrt.PlacementError", round, err)
 			}
 			if err := r.HostBarrier(s); err != nil {
 				return err
@@ -298,7 +298,7 @@ func checkCase(r *irt.Rank, vc *variantCase, dt irt.DType, op string, n int64, p
 		if err := p.Launch(s, in, out, mode); err != nil {
 			return fmt.Errorf("round %d (%s): %w", round, mode, err)
 		}
-		if mode == irt.BarrierNone { // ... and the call complete everywhere
+		if mode == irisrt.BarrierNone { // ... and the call complete everywhere
 			if err := r.HostBarrier(s); err != nil {
 				return err
 			}
@@ -322,7 +322,7 @@ func checkCase(r *irt.Rank, vc *variantCase, dt irt.DType, op string, n int64, p
 	return nil
 }
 
-var allModes = []irt.Barrier{irt.BarrierDevice, irt.BarrierHost, irt.BarrierNone, irt.BarrierDevice}
+var allModes = []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone, irisrt.BarrierDevice}
 
 // caseSizes are the per-rank element counts n of the matrix.
 func caseSizes() []int64 {
@@ -335,7 +335,7 @@ func caseSizes() []int64 {
 
 // runMatrix runs every variant x dtype x op x size x placement on one rank
 // and counts the cases.
-func runMatrix(r *irt.Rank, only func(vc *variantCase) bool, count *int) error {
+func runMatrix(r *irisrt.Rank, only func(vc *variantCase) bool, count *int) error {
 	for i := range catalogue {
 		vc := &catalogue[i]
 		if only != nil && !only(vc) {
@@ -365,12 +365,12 @@ func runMatrix(r *irt.Rank, only func(vc *variantCase) bool, count *int) error {
 // TestCatalogue checks every collective x variant x dtype x op at every size
 // against the CPU reference, in the in-process world.
 func TestCatalogue(t *testing.T) {
-	eachWorld(t, defaultOpts(), func(t *testing.T, w *irt.World) {
+	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		for i := range catalogue {
 			vc := &catalogue[i]
 			t.Run(vc.name(), func(t *testing.T) {
 				counts := make([]int, w.Size())
-				err := w.Run(func(r *irt.Rank) error {
+				err := w.Run(func(r *irisrt.Rank) error {
 					return runMatrix(r, func(c *variantCase) bool { return c == vc }, &counts[r.Rank()])
 				})
 				if err != nil {
@@ -388,10 +388,10 @@ func TestCatalogue(t *testing.T) {
 // that let a rank overwrite an input a slow peer still reads, or reused
 // flags wrongly, fails here. With several ranks (groups of one world rank,
 // sharing its stream) every round launches one plan on each, in turn.
-func backToBack(rs []*irt.Rank, vc *variantCase, dt irt.DType, op string, n int64, rounds int) error {
+func backToBack(rs []*irisrt.Rank, vc *variantCase, dt irisrt.DType, op string, n int64, rounds int) error {
 	type lane struct {
-		r                 *irt.Rank
-		in, out, pool, rx irt.Tensor
+		r                 *irisrt.Rank
+		in, out, pool, rx irisrt.Tensor
 		p                 launcher
 		all               []func(int) []float32
 	}
@@ -415,7 +415,7 @@ func backToBack(rs []*irt.Rank, vc *variantCase, dt irt.DType, op string, n int6
 		// Input and output on the heap; the rounds' inputs and results
 		// anywhere (only this rank's copies touch them).
 		for _, x := range []struct {
-			t      *irt.Tensor
+			t      *irisrt.Tensor
 			n      int64
 			onHeap bool
 		}{{&l.in, inLen, true}, {&l.out, outLen, true}, {&l.pool, inLen * int64(rounds), false}, {&l.rx, outLen * int64(rounds), false}} {
@@ -445,7 +445,7 @@ func backToBack(rs []*irt.Rank, vc *variantCase, dt irt.DType, op string, n int6
 			if err := dev.CopyDtoDAsync(l.in.Ptr, l.pool.Slice(int64(k)*l.in.Len, l.in.Len).Ptr, l.in.Bytes(), s); err != nil {
 				return err
 			}
-			if err := l.p.Launch(s, l.in, l.out, irt.BarrierDevice); err != nil {
+			if err := l.p.Launch(s, l.in, l.out, irisrt.BarrierDevice); err != nil {
 				return fmt.Errorf("launch %d: %w", k, err)
 			}
 			if err := dev.CopyDtoDAsync(l.rx.Slice(int64(k)*l.out.Len, l.out.Len).Ptr, l.out.Ptr, l.out.Bytes(), s); err != nil {
@@ -478,14 +478,14 @@ func backToBack(rs []*irt.Rank, vc *variantCase, dt irt.DType, op string, n int6
 // TestBackToBack runs 100 launches of every variant with fresh data on the
 // stream before each and no host sync in between.
 func TestBackToBack(t *testing.T) {
-	eachWorld(t, defaultOpts(), func(t *testing.T, w *irt.World) {
+	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		for i := range catalogue {
 			vc := &catalogue[i]
-			for _, dt := range []irt.DType{irt.BF16, irt.F32} {
+			for _, dt := range []irisrt.DType{irisrt.BF16, irisrt.F32} {
 				for _, n := range []int64{4096 + 3, 1 << 18} {
 					op := vc.ops()[0]
 					t.Run(fmt.Sprintf("%s/%s/%s/n=%d", vc.name(), dt, op, n), func(t *testing.T) {
-						if err := w.Run(func(r *irt.Rank) error { return backToBack([]*irt.Rank{r}, vc, dt, op, n, 100) }); err != nil {
+						if err := w.Run(func(r *irisrt.Rank) error { return backToBack([]*irisrt.Rank{r}, vc, dt, op, n, 100) }); err != nil {
 							t.Fatal(err)
 						}
 					})
@@ -505,19 +505,19 @@ func TestLargeOffsets(t *testing.T) {
 	// 1 GiB of padding, 1.25 GiB of tensors, and the largest workspace:
 	// one_shot_lamport's 3 x world x 0.625 GiB.
 	opts.HeapBytes = int64(3+2*slices.Max(worldSizes(t))) << 30
-	eachWorld(t, opts, func(t *testing.T, w *irt.World) {
+	eachWorld(t, opts, func(t *testing.T, w *irisrt.World) {
 		for i := range catalogue {
 			vc := &catalogue[i]
 			t.Run(vc.name(), func(t *testing.T) {
-				err := w.Run(func(r *irt.Rank) error {
-					pad, err := r.Heap().Alloc(irt.F32, (1<<30)/4) // push everything past 1 GiB
+				err := w.Run(func(r *irisrt.Rank) error {
+					pad, err := r.Heap().Alloc(irisrt.F32, (1<<30)/4) // push everything past 1 GiB
 					if err != nil {
 						return err
 					}
 					defer r.Heap().Free(pad)
 					// 1.25 GiB of f32 input+output per rank.
 					n := int64(5<<28) / 4 / (vc.inLen(w.Size(), 1) + vc.outLen(w.Size(), 1))
-					return checkCase(r, vc, irt.F32, vc.ops()[0], n, placement{true, true}, allModes[:1])
+					return checkCase(r, vc, irisrt.F32, vc.ops()[0], n, placement{true, true}, allModes[:1])
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -533,11 +533,11 @@ func TestLargeOffsets(t *testing.T) {
 // is refused with an *AliasError; variants that allow aliasing refuse a
 // partial overlap and reduce in place correctly.
 func TestPlacementAndAliasing(t *testing.T) {
-	eachWorld(t, defaultOpts(), func(t *testing.T, w *irt.World) {
+	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		for i := range catalogue {
 			vc := &catalogue[i]
 			t.Run(vc.name(), func(t *testing.T) {
-				if err := w.Run(func(r *irt.Rank) error { return checkRules(r, vc) }); err != nil {
+				if err := w.Run(func(r *irisrt.Rank) error { return checkRules(r, vc) }); err != nil {
 					t.Fatal(err)
 				}
 			})
@@ -545,9 +545,9 @@ func TestPlacementAndAliasing(t *testing.T) {
 	})
 }
 
-func checkRules(r *irt.Rank, vc *variantCase) error {
+func checkRules(r *irisrt.Rank, vc *variantCase) error {
 	const n = 4096 + 3
-	dt, op, w := irt.BF16, vc.ops()[0], r.World()
+	dt, op, w := irisrt.BF16, vc.ops()[0], r.World()
 	p, err := vc.newPlan(r, dt, op, n)
 	if err != nil {
 		return err
@@ -573,9 +573,9 @@ func checkRules(r *irt.Rank, vc *variantCase) error {
 		if err := r.Device().MemsetD8Async(off.Ptr, 0x5A, off.Bytes(), s); err != nil {
 			return err
 		}
-		var pe *irt.PlacementError
-		if err := p.Launch(s, in, off, irt.BarrierDevice); !errors.As(err, &pe) {
-			return fmt.Errorf("output off the heap: got %v, want *runtime.PlacementError", err)
+		var pe *irisrt.PlacementError
+		if err := p.Launch(s, in, off, irisrt.BarrierDevice); !errors.As(err, &pe) {
+			return fmt.Errorf("output off the heap: got %v, want *irisrt.PlacementError", err)
 		}
 		if err := syncCheck(r, s); err != nil {
 			return err
@@ -595,9 +595,9 @@ func checkRules(r *irt.Rank, vc *variantCase) error {
 		if in.Len > out.Len {
 			a, b = in, in.Slice(0, out.Len) // the output inside the input
 		}
-		var ae *irt.AliasError
-		if err := p.Launch(s, a, b, irt.BarrierDevice); !errors.As(err, &ae) {
-			return fmt.Errorf("input and output overlapping: got %v, want *runtime.AliasError", err)
+		var ae *irisrt.AliasError
+		if err := p.Launch(s, a, b, irisrt.BarrierDevice); !errors.As(err, &ae) {
+			return fmt.Errorf("input and output overlapping: got %v, want *irisrt.AliasError", err)
 		}
 		return nil
 	}
@@ -607,9 +607,9 @@ func checkRules(r *irt.Rank, vc *variantCase) error {
 		return err
 	}
 	defer freeBuf()
-	var ae *irt.AliasError
-	if err := p.Launch(s, buf.Slice(0, in.Len), buf.Slice(1, out.Len), irt.BarrierDevice); !errors.As(err, &ae) || !ae.InPlace {
-		return fmt.Errorf("input and output overlapping in part: got %v, want *runtime.AliasError (in place)", err)
+	var ae *irisrt.AliasError
+	if err := p.Launch(s, buf.Slice(0, in.Len), buf.Slice(1, out.Len), irisrt.BarrierDevice); !errors.As(err, &ae) || !ae.InPlace {
+		return fmt.Errorf("input and output overlapping in part: got %v, want *irisrt.AliasError (in place)", err)
 	}
 	// In place: output = input.
 	all := inputs(dt, in.Len, 99, 0)
@@ -619,7 +619,7 @@ func checkRules(r *irt.Rank, vc *variantCase) error {
 	if err := r.HostBarrier(s); err != nil {
 		return err
 	}
-	if err := p.Launch(s, out, out, irt.BarrierDevice); err != nil {
+	if err := p.Launch(s, out, out, irisrt.BarrierDevice); err != nil {
 		return err
 	}
 	if err := syncCheck(r, s); err != nil {

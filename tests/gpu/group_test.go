@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"testing"
 
-	irt "github.com/irisgen/irisgen/runtime"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // groupHeap is each group's reservation on the world's heap.
@@ -20,14 +20,14 @@ const groupHeap = 256 << 20
 // reference (bf16, 4099 elements, every barrier mode), and then launched
 // 30 times back to back in a and b in turn on the one stream, with no host
 // sync: plans of two groups over the same ranks must never share a flag.
-func groupsRank(r *irt.Rank) error {
+func groupsRank(r *irisrt.Rank) error {
 	_, err := groupsRankCount(r)
 	return err
 }
 
 // groupsRankCount is groupsRank that also says how many launches it checked
 // (checkCase rounds and back-to-back launches, per rank).
-func groupsRankCount(r *irt.Rank) (int, error) {
+func groupsRankCount(r *irisrt.Rank) (int, error) {
 	checked := 0
 	w := r.World()
 	all := make([]int, w)
@@ -49,13 +49,13 @@ func groupsRankCount(r *irt.Rank) (int, error) {
 	run := func() error {
 		for i := range catalogue {
 			vc := &catalogue[i]
-			for _, g := range []*irt.Rank{a, b} {
-				if err := checkCase(g, vc, irt.BF16, vc.ops()[0], 4096+3, placement{true, true}, allModes); err != nil {
+			for _, g := range []*irisrt.Rank{a, b} {
+				if err := checkCase(g, vc, irisrt.BF16, vc.ops()[0], 4096+3, placement{true, true}, allModes); err != nil {
 					return fmt.Errorf("%s in a group of %d: %w", vc.name(), g.World(), err)
 				}
 				checked += len(allModes)
 			}
-			if err := backToBack([]*irt.Rank{a, b}, vc, irt.BF16, vc.ops()[0], 4096+3, 30); err != nil {
+			if err := backToBack([]*irisrt.Rank{a, b}, vc, irisrt.BF16, vc.ops()[0], 4096+3, 30); err != nil {
 				return fmt.Errorf("%s back to back in two groups: %w", vc.name(), err)
 			}
 			checked += 2 * 30
@@ -69,9 +69,9 @@ func groupsRankCount(r *irt.Rank) (int, error) {
 
 // TestGroups runs groupsRank in the in-process world.
 func TestGroups(t *testing.T) {
-	eachWorld(t, defaultOpts(), func(t *testing.T, w *irt.World) {
+	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		counts := make([]int, w.Size())
-		err := w.Run(func(r *irt.Rank) (err error) {
+		err := w.Run(func(r *irisrt.Rank) (err error) {
 			counts[r.Rank()], err = groupsRankCount(r)
 			return err
 		})

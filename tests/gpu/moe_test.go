@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/irisgen/irisgen/generated/collectives"
-	irt "github.com/irisgen/irisgen/runtime"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // moeCase is one MoE configuration: t tokens of h elements, k experts per
@@ -21,7 +21,7 @@ import (
 type moeCase struct {
 	t, h, k, e int64
 	routing    string // random, skewed (every pair to expert 0), half (only the first half of the ranks' experts)
-	dt         irt.DType
+	dt         irisrt.DType
 	ids32      bool // expert ids as int32 (else int64)
 	noWeights  bool // weights left out (every weight 1)
 }
@@ -98,13 +98,13 @@ type moeRig struct {
 	cap                                      int64
 	dispatch                                 *collectives.MoeDispatchPushPlan
 	combine                                  *collectives.MoeCombinePushPlan
-	tokens, ids, weights                     irt.Tensor
-	recvTokens, recvIDs, recvW, recvSrc, cnt irt.Tensor
-	out                                      irt.Tensor
+	tokens, ids, weights                     irisrt.Tensor
+	recvTokens, recvIDs, recvW, recvSrc, cnt irisrt.Tensor
+	out                                      irisrt.Tensor
 	free                                     []func()
 }
 
-func newMoeRig(r *irt.Rank, c moeCase) (*moeRig, error) {
+func newMoeRig(r *irisrt.Rank, c moeCase) (*moeRig, error) {
 	w := int64(r.World())
 	g := &moeRig{c: c, cap: c.t * c.k}
 	var err error
@@ -117,27 +117,27 @@ func newMoeRig(r *irt.Rank, c moeCase) (*moeRig, error) {
 		return nil, err
 	}
 	g.free = append(g.free, func() { g.combine.Close() })
-	alloc := func(dt irt.DType, n int64) irt.Tensor {
+	alloc := func(dt irisrt.DType, n int64) irisrt.Tensor {
 		if err != nil {
-			return irt.Tensor{}
+			return irisrt.Tensor{}
 		}
-		var t irt.Tensor
+		var t irisrt.Tensor
 		t, err = r.Heap().Alloc(dt, n)
 		if err == nil {
 			g.free = append(g.free, func() { r.Heap().Free(t) })
 		}
 		return t
 	}
-	idt := irt.I64
+	idt := irisrt.I64
 	if c.ids32 {
-		idt = irt.I32
+		idt = irisrt.I32
 	}
 	g.tokens, g.ids = alloc(c.dt, c.t*c.h), alloc(idt, c.t*c.k)
 	if !c.noWeights {
-		g.weights = alloc(irt.F32, c.t*c.k)
+		g.weights = alloc(irisrt.F32, c.t*c.k)
 	}
-	g.recvTokens, g.recvIDs = alloc(c.dt, w*g.cap*c.h), alloc(irt.I64, w*g.cap)
-	g.recvW, g.recvSrc, g.cnt = alloc(irt.F32, w*g.cap), alloc(irt.I64, w*g.cap), alloc(irt.I64, w)
+	g.recvTokens, g.recvIDs = alloc(c.dt, w*g.cap*c.h), alloc(irisrt.I64, w*g.cap)
+	g.recvW, g.recvSrc, g.cnt = alloc(irisrt.F32, w*g.cap), alloc(irisrt.I64, w*g.cap), alloc(irisrt.I64, w)
 	g.out = alloc(c.dt, c.t*c.h)
 	if err != nil {
 		g.close()
@@ -152,13 +152,13 @@ func (g *moeRig) close() {
 	}
 }
 
-func (g *moeRig) upload(r *irt.Rank, in moeInput) error {
+func (g *moeRig) upload(r *irisrt.Rank, in moeInput) error {
 	ids := i64Bytes(in.ids)
 	if g.c.ids32 {
 		ids = i32Bytes(in.ids)
 	}
 	for _, x := range []struct {
-		t irt.Tensor
+		t irisrt.Tensor
 		b []byte
 	}{{g.tokens, in.tokens}, {g.ids, ids}, {g.weights, f32Bytes(in.weights)}} {
 		if x.t.Ptr == 0 {
@@ -173,7 +173,7 @@ func (g *moeRig) upload(r *irt.Rank, in moeInput) error {
 
 // launch runs dispatch, then combine with the identity expert (the received
 // tokens are the expert outputs).
-func (g *moeRig) launch(r *irt.Rank, s gpu.Stream, mode irt.Barrier) error {
+func (g *moeRig) launch(r *irisrt.Rank, s gpu.Stream, mode irisrt.Barrier) error {
 	if err := g.dispatch.Launch(s, g.tokens, g.ids, g.weights, g.recvTokens, g.recvIDs, g.recvW, g.recvSrc, g.cnt, mode); err != nil {
 		return fmt.Errorf("dispatch: %w", err)
 	}
@@ -185,7 +185,7 @@ func (g *moeRig) launch(r *irt.Rank, s gpu.Stream, mode irt.Barrier) error {
 
 // check compares this rank's received rows and combined output with the CPU
 // reference built from every rank's input of the round.
-func (g *moeRig) check(r *irt.Rank, all []moeInput) error {
+func (g *moeRig) check(r *irisrt.Rank, all []moeInput) error {
 	c, w, me := g.c, r.World(), r.Rank()
 	es := c.dt.Size()
 	perRank := (c.e + int64(w) - 1) / int64(w)
@@ -269,7 +269,7 @@ func (g *moeRig) check(r *irt.Rank, all []moeInput) error {
 	return bad
 }
 
-func moeRound(r *irt.Rank, g *moeRig, mode irt.Barrier, round uint64) error {
+func moeRound(r *irisrt.Rank, g *moeRig, mode irisrt.Barrier, round uint64) error {
 	w := r.World()
 	all := make([]moeInput, w)
 	for s := 0; s < w; s++ {
@@ -303,7 +303,7 @@ func moeCases() []moeCase {
 			}
 		}
 	}
-	cs = append(cs, moeCase{t: 100, h: 256, k: 2, e: 13, routing: "random", dt: irt.BF16}) // e not a multiple of world
+	cs = append(cs, moeCase{t: 100, h: 256, k: 2, e: 13, routing: "random", dt: irisrt.BF16}) // e not a multiple of world
 	// int32 ids, weights left out, and both.
 	for _, dt := range dataTypes {
 		cs = append(cs, moeCase{t: 512, h: 128, k: 8, e: 8, routing: "random", dt: dt, ids32: true},
@@ -311,12 +311,12 @@ func moeCases() []moeCase {
 			moeCase{t: 300, h: 256, k: 4, e: 8, routing: "half", dt: dt, ids32: true, noWeights: true})
 	}
 	if os.Getenv("IRISGEN_TEST_QUICK") == "" {
-		cs = append(cs, moeCase{t: 8192, h: 7168, k: 8, e: 16, routing: "random", dt: irt.BF16})
+		cs = append(cs, moeCase{t: 8192, h: 7168, k: 8, e: 16, routing: "random", dt: irisrt.BF16})
 	}
 	return cs
 }
 
-func moeOpts() irt.Options {
+func moeOpts() irisrt.Options {
 	o := defaultOpts()
 	o.HeapBytes = 8 << 30
 	return o
@@ -326,10 +326,10 @@ func moeOpts() irt.Options {
 // modes device, host and none, and checks the received rows (as a set per
 // source rank), their metadata and counts, and the combined output.
 func TestMoE(t *testing.T) {
-	eachWorld(t, moeOpts(), func(t *testing.T, w *irt.World) {
+	eachWorld(t, moeOpts(), func(t *testing.T, w *irisrt.World) {
 		for _, c := range moeCases() {
 			t.Run(c.String(), func(t *testing.T) {
-				if err := w.Run(func(r *irt.Rank) error { return moeRank(r, c) }); err != nil {
+				if err := w.Run(func(r *irisrt.Rank) error { return moeRank(r, c) }); err != nil {
 					t.Fatal(err)
 				}
 			})
@@ -337,13 +337,13 @@ func TestMoE(t *testing.T) {
 	})
 }
 
-func moeRank(r *irt.Rank, c moeCase) error {
+func moeRank(r *irisrt.Rank, c moeCase) error {
 	g, err := newMoeRig(r, c)
 	if err != nil {
 		return err
 	}
 	defer g.close()
-	for round, mode := range []irt.Barrier{irt.BarrierDevice, irt.BarrierHost, irt.BarrierNone, irt.BarrierDevice} {
+	for round, mode := range []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone, irisrt.BarrierDevice} {
 		if err := moeRound(r, g, mode, uint64(round)); err != nil {
 			return err
 		}
@@ -355,17 +355,17 @@ func moeRank(r *irt.Rank, c moeCase) error {
 // with a new routing, new tokens and new weights before every replay: int64
 // ids with weights, and int32 ids with the weights left out.
 func TestMoEGraph(t *testing.T) {
-	eachWorld(t, moeOpts(), func(t *testing.T, w *irt.World) {
+	eachWorld(t, moeOpts(), func(t *testing.T, w *irisrt.World) {
 		if err := w.Run(moeGraphRank); err != nil {
 			t.Fatal(err)
 		}
 	})
 }
 
-func moeGraphRank(r *irt.Rank) error {
+func moeGraphRank(r *irisrt.Rank) error {
 	for _, c := range []moeCase{
-		{t: 512, h: 256, k: 8, e: 4 * int64(r.World()), routing: "random", dt: irt.BF16},
-		{t: 300, h: 256, k: 2, e: 4 * int64(r.World()), routing: "random", dt: irt.F16, ids32: true, noWeights: true},
+		{t: 512, h: 256, k: 8, e: 4 * int64(r.World()), routing: "random", dt: irisrt.BF16},
+		{t: 300, h: 256, k: 2, e: 4 * int64(r.World()), routing: "random", dt: irisrt.F16, ids32: true, noWeights: true},
 	} {
 		if err := moeGraphCase(r, c); err != nil {
 			return fmt.Errorf("%s: %w", c, err)
@@ -374,14 +374,14 @@ func moeGraphRank(r *irt.Rank) error {
 	return nil
 }
 
-func moeGraphCase(r *irt.Rank, c moeCase) error {
+func moeGraphCase(r *irisrt.Rank, c moeCase) error {
 	g, err := newMoeRig(r, c)
 	if err != nil {
 		return err
 	}
 	defer g.close()
 	s, dev := r.Stream(), r.Device()
-	exec, err := r.Capture(s, func() error { return g.launch(r, s, irt.BarrierDevice) })
+	exec, err := r.Capture(s, func() error { return g.launch(r, s, irisrt.BarrierDevice) })
 	if err != nil {
 		return fmt.Errorf("capture: %w", err)
 	}
@@ -399,7 +399,7 @@ func moeGraphCase(r *irt.Rank, c moeCase) error {
 			return err
 		}
 		if round%10 == 9 {
-			err = g.launch(r, s, irt.BarrierDevice) // eager rounds between replays
+			err = g.launch(r, s, irisrt.BarrierDevice) // eager rounds between replays
 		} else {
 			err = dev.LaunchGraph(exec, s)
 		}
@@ -420,14 +420,14 @@ func moeGraphCase(r *irt.Rank, c moeCase) error {
 // ahead, the pair is skipped, and the next host check returns the device's
 // index error. It runs in a world of its own, which the error leaves unusable.
 func TestMoEBadExpert(t *testing.T) {
-	w, err := irt.NewLocalWorld(2, moeOpts())
+	w, err := irisrt.NewLocalWorld(2, moeOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	c := moeCase{t: 64, h: 128, k: 2, e: 8, routing: "random", dt: irt.BF16}
+	c := moeCase{t: 64, h: 128, k: 2, e: 8, routing: "random", dt: irisrt.BF16}
 	errs := make([]error, 2)
-	err = w.Run(func(r *irt.Rank) error {
+	err = w.Run(func(r *irisrt.Rank) error {
 		g, err := newMoeRig(r, c)
 		if err != nil {
 			return err
@@ -444,7 +444,7 @@ func TestMoEBadExpert(t *testing.T) {
 		if err := r.HostBarrier(s); err != nil {
 			return err
 		}
-		if err := g.launch(r, s, irt.BarrierDevice); err != nil {
+		if err := g.launch(r, s, irisrt.BarrierDevice); err != nil {
 			return err
 		}
 		if err := r.Device().StreamSynchronize(s); err != nil {
@@ -456,7 +456,7 @@ func TestMoEBadExpert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var de *irt.DeviceFaultError
+	var de *irisrt.DeviceFaultError
 	if !errors.As(errs[1], &de) || de.Info != uint64(c.e+3) {
 		t.Fatalf("rank 1: got %v, want the device's index error naming expert %d", errs[1], c.e+3)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/irisgen/irisgen/internal/launch"
-	"github.com/irisgen/irisgen/runtime"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // TestProcessWorld runs the suite's checks in the multi-process world: in the
@@ -31,7 +31,7 @@ func TestProcessWorld(t *testing.T) {
 }
 
 func runProcessRank(t *testing.T) {
-	r, err := runtime.JoinProcessWorld(moeOpts()) // the largest MoE case needs the room
+	r, err := irisrt.JoinProcessWorld(moeOpts()) // the largest MoE case needs the room
 	if err != nil {
 		t.Fatalf("JoinProcessWorld: %v", err)
 	}
@@ -48,7 +48,7 @@ func runProcessRank(t *testing.T) {
 	}
 	for i := range catalogue {
 		vc := &catalogue[i]
-		if err := backToBack([]*runtime.Rank{r}, vc, runtime.BF16, vc.ops()[0], 4096+3, 100); err != nil {
+		if err := backToBack([]*irisrt.Rank{r}, vc, irisrt.BF16, vc.ops()[0], 4096+3, 100); err != nil {
 			t.Fatalf("%s back to back: %v", vc.name(), err)
 		}
 		if err := checkRules(r, vc); err != nil {

@@ -24,8 +24,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/irisgen/irisgen/runtime"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 const heapBytes = 3 << 30
@@ -70,12 +70,12 @@ func catalogueHeap(n int) int64 { return int64(3*n+4) << 28 }
 
 // eachWorld runs fn in a fresh in-process world of every size, with at
 // least catalogueHeap of heap a rank.
-func eachWorld(t *testing.T, opts runtime.Options, fn func(t *testing.T, w *runtime.World)) {
+func eachWorld(t *testing.T, opts irisrt.Options, fn func(t *testing.T, w *irisrt.World)) {
 	for _, n := range worldSizes(t) {
 		t.Run(fmt.Sprintf("world%d", n), func(t *testing.T) {
 			o := opts
 			o.HeapBytes = max(o.HeapBytes, catalogueHeap(n))
-			w, err := runtime.NewLocalWorld(n, o)
+			w, err := irisrt.NewLocalWorld(n, o)
 			if err != nil {
 				t.Fatalf("NewLocalWorld(%d): %v", n, err)
 			}
@@ -85,12 +85,12 @@ func eachWorld(t *testing.T, opts runtime.Options, fn func(t *testing.T, w *runt
 	}
 }
 
-func defaultOpts() runtime.Options {
-	return runtime.Options{HeapBytes: heapBytes, Timeout: 20 * time.Second}
+func defaultOpts() irisrt.Options {
+	return irisrt.Options{HeapBytes: heapBytes, Timeout: 20 * time.Second}
 }
 
 // upload copies host bytes into t.
-func upload(r *runtime.Rank, t runtime.Tensor, b []byte) error {
+func upload(r *irisrt.Rank, t irisrt.Tensor, b []byte) error {
 	if int64(len(b)) != t.Bytes() {
 		return fmt.Errorf("upload: %d bytes into a %d-byte tensor", len(b), t.Bytes())
 	}
@@ -101,7 +101,7 @@ func upload(r *runtime.Rank, t runtime.Tensor, b []byte) error {
 }
 
 // download copies t to the host.
-func download(r *runtime.Rank, t runtime.Tensor) ([]byte, error) {
+func download(r *irisrt.Rank, t irisrt.Tensor) ([]byte, error) {
 	b := make([]byte, t.Bytes())
 	if len(b) == 0 {
 		return b, nil
@@ -131,7 +131,7 @@ func firstDiff(got, want []byte, es int) string {
 
 // syncCheck waits for the rank's stream and returns any error record the
 // kernels left.
-func syncCheck(r *runtime.Rank, s gpu.Stream) error {
+func syncCheck(r *irisrt.Rank, s gpu.Stream) error {
 	if err := r.Device().StreamSynchronize(s); err != nil {
 		return err
 	}
@@ -141,25 +141,25 @@ func syncCheck(r *runtime.Rank, s gpu.Stream) error {
 // TestHeapTranslation checks that every rank sees its peers' heap objects at
 // base[peer] + offset, at a small and at a large (> 1 GiB) offset.
 func TestHeapTranslation(t *testing.T) {
-	eachWorld(t, defaultOpts(), func(t *testing.T, w *runtime.World) {
-		err := w.Run(func(r *runtime.Rank) error {
+	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
+		err := w.Run(func(r *irisrt.Rank) error {
 			h := r.Heap()
-			small, err := h.Alloc(runtime.U64, 4096+3)
+			small, err := h.Alloc(irisrt.U64, 4096+3)
 			if err != nil {
 				return err
 			}
-			pad, err := h.Alloc(runtime.F32, (1<<30)/4) // push the next object past 1 GiB
+			pad, err := h.Alloc(irisrt.F32, (1<<30)/4) // push the next object past 1 GiB
 			if err != nil {
 				return err
 			}
-			big, err := h.Alloc(runtime.U64, 1024)
+			big, err := h.Alloc(irisrt.U64, 1024)
 			if err != nil {
 				return err
 			}
 			if off := int64(big.Ptr - h.Base(r.Rank())); off < 1<<30 {
 				return fmt.Errorf("rank %d: large object at offset %d, want > 1 GiB", r.Rank(), off)
 			}
-			for _, obj := range []runtime.Tensor{small, big} {
+			for _, obj := range []irisrt.Tensor{small, big} {
 				if err := upload(r, obj, randomBytes(obj.Bytes(), 1, uint64(r.Rank()), uint64(obj.Len))); err != nil {
 					return err
 				}
@@ -168,7 +168,7 @@ func TestHeapTranslation(t *testing.T) {
 				return err
 			}
 			for peer := 0; peer < r.World(); peer++ {
-				for _, obj := range []runtime.Tensor{small, big} {
+				for _, obj := range []irisrt.Tensor{small, big} {
 					remote := obj
 					remote.Ptr = h.Base(peer) + (obj.Ptr - h.Base(r.Rank()))
 					got, err := download(r, remote)
@@ -183,7 +183,7 @@ func TestHeapTranslation(t *testing.T) {
 			if err := r.HostBarrier(r.Stream()); err != nil {
 				return err
 			}
-			for _, obj := range []runtime.Tensor{big, pad, small} {
+			for _, obj := range []irisrt.Tensor{big, pad, small} {
 				if err := h.Free(obj); err != nil {
 					return err
 				}
@@ -198,14 +198,14 @@ func TestHeapTranslation(t *testing.T) {
 
 // TestHostBarrier runs many host barriers.
 func TestHostBarrier(t *testing.T) {
-	eachWorld(t, defaultOpts(), func(t *testing.T, w *runtime.World) {
-		if err := w.Run(func(r *runtime.Rank) error { return hostBarrierRounds(r, 200) }); err != nil {
+	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
+		if err := w.Run(func(r *irisrt.Rank) error { return hostBarrierRounds(r, 200) }); err != nil {
 			t.Fatal(err)
 		}
 	})
 }
 
-func hostBarrierRounds(r *runtime.Rank, rounds int) error {
+func hostBarrierRounds(r *irisrt.Rank, rounds int) error {
 	for i := 0; i < rounds; i++ {
 		if err := r.HostBarrier(r.Stream()); err != nil {
 			return fmt.Errorf("rank %d host barrier %d: %w", r.Rank(), i, err)
@@ -226,17 +226,17 @@ func TestBarrierTimeout(t *testing.T) {
 	// returns the launch that only rank 0 makes.
 	kernels := []struct {
 		name  string
-		setup func(r *runtime.Rank) (launch func() error, done func(), err error)
+		setup func(r *irisrt.Rank) (launch func() error, done func(), err error)
 	}{
-		{"barrier", func(r *runtime.Rank) (func() error, func(), error) {
+		{"barrier", func(r *irisrt.Rank) (func() error, func(), error) {
 			p, err := newBarrier(r)
 			if err != nil {
 				return nil, nil, err
 			}
-			return func() error { return p.Launch(r.Stream(), runtime.BarrierDevice) }, func() { p.Close() }, nil
+			return func() error { return p.Launch(r.Stream(), irisrt.BarrierDevice) }, func() { p.Close() }, nil
 		}},
-		{"grid_sync", func(r *runtime.Rank) (func() error, func(), error) {
-			c := moeCase{t: 4096, h: 128, k: 2, e: 8, routing: "random", dt: runtime.BF16}
+		{"grid_sync", func(r *irisrt.Rank) (func() error, func(), error) {
+			c := moeCase{t: 4096, h: 128, k: 2, e: 8, routing: "random", dt: irisrt.BF16}
 			g, err := newMoeRig(r, c)
 			if err != nil {
 				return nil, nil, err
@@ -245,7 +245,7 @@ func TestBarrierTimeout(t *testing.T) {
 				return nil, g.close, err
 			}
 			return func() error {
-				return g.dispatch.Launch(r.Stream(), g.tokens, g.ids, g.weights, g.recvTokens, g.recvIDs, g.recvW, g.recvSrc, g.cnt, runtime.BarrierNone)
+				return g.dispatch.Launch(r.Stream(), g.tokens, g.ids, g.weights, g.recvTokens, g.recvIDs, g.recvW, g.recvSrc, g.cnt, irisrt.BarrierNone)
 			}, g.close, nil
 		}},
 	}
@@ -253,14 +253,14 @@ func TestBarrierTimeout(t *testing.T) {
 		t.Run(k.name, func(t *testing.T) {
 			opts := defaultOpts()
 			opts.Timeout = limit
-			w, err := runtime.NewLocalWorld(2, opts)
+			w, err := irisrt.NewLocalWorld(2, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer w.Close()
 			start := time.Now()
 			errs := make([]error, 2)
-			err = w.Run(func(r *runtime.Rank) error {
+			err = w.Run(func(r *irisrt.Rank) error {
 				launch, done, err := k.setup(r)
 				if done != nil {
 					defer done()
@@ -278,8 +278,8 @@ func TestBarrierTimeout(t *testing.T) {
 				t.Fatal(err)
 			}
 			took := time.Since(start)
-			var te *runtime.BarrierTimeoutError
-			if !errors.As(errs[0], &te) || !errors.Is(errs[0], runtime.ErrBarrierTimeout) {
+			var te *irisrt.BarrierTimeoutError
+			if !errors.As(errs[0], &te) || !errors.Is(errs[0], irisrt.ErrBarrierTimeout) {
 				t.Fatalf("rank 0: got %v, want a *BarrierTimeoutError", errs[0])
 			}
 			if te.Rank != 0 || te.Peer != 1 {
@@ -295,10 +295,10 @@ func TestBarrierTimeout(t *testing.T) {
 
 // TestDeviceBarrier runs 10,000 device barriers back to back on every rank.
 func TestDeviceBarrier(t *testing.T) {
-	eachWorld(t, defaultOpts(), func(t *testing.T, w *runtime.World) {
+	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		const rounds = 10000
 		took := make([]time.Duration, w.Size())
-		err := w.Run(func(r *runtime.Rank) error {
+		err := w.Run(func(r *irisrt.Rank) error {
 			d, err := deviceBarrierRounds(r, rounds)
 			took[r.Rank()] = d
 			return err
@@ -310,7 +310,7 @@ func TestDeviceBarrier(t *testing.T) {
 	})
 }
 
-func deviceBarrierRounds(r *runtime.Rank, rounds int) (time.Duration, error) {
+func deviceBarrierRounds(r *irisrt.Rank, rounds int) (time.Duration, error) {
 	p, err := newBarrier(r)
 	if err != nil {
 		return 0, err
@@ -318,7 +318,7 @@ func deviceBarrierRounds(r *runtime.Rank, rounds int) (time.Duration, error) {
 	s := r.Stream()
 	start := time.Now()
 	for i := 0; i < rounds; i++ {
-		if err := p.Launch(s, runtime.BarrierDevice); err != nil {
+		if err := p.Launch(s, irisrt.BarrierDevice); err != nil {
 			return 0, fmt.Errorf("rank %d barrier %d: %w", r.Rank(), i, err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	irt "github.com/irisgen/irisgen/runtime"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // Element values of the suite: uniform in [-1, 1), quantised to the dtype, so
@@ -32,7 +32,7 @@ func stream(seed, rank, round uint64) uint64 {
 }
 
 // values returns n quantised values of stream s.
-func values(dt irt.DType, n int64, s uint64) []float32 {
+func values(dt irisrt.DType, n int64, s uint64) []float32 {
 	out := make([]float32, n)
 	parallel(n, func(lo, hi int64) {
 		for i := lo; i < hi; i++ {
@@ -61,31 +61,31 @@ func parallel(n int64, fn func(lo, hi int64)) {
 	wg.Wait()
 }
 
-func quantize(dt irt.DType, f float32) float32 { return decode1(dt, encode1(dt, f)) }
+func quantize(dt irisrt.DType, f float32) float32 { return decode1(dt, encode1(dt, f)) }
 
 // encode1 is f rounded to nearest even in dt, as the device header rounds.
-func encode1(dt irt.DType, f float32) uint32 {
+func encode1(dt irisrt.DType, f float32) uint32 {
 	switch dt {
-	case irt.F16:
+	case irisrt.F16:
 		return uint32(f32ToF16(f))
-	case irt.BF16:
+	case irisrt.BF16:
 		return uint32(f32ToBF16(f))
 	}
 	return math.Float32bits(f)
 }
 
-func decode1(dt irt.DType, b uint32) float32 {
+func decode1(dt irisrt.DType, b uint32) float32 {
 	switch dt {
-	case irt.F16:
+	case irisrt.F16:
 		return f16ToF32(uint16(b))
-	case irt.BF16:
+	case irisrt.BF16:
 		return math.Float32frombits(b << 16)
 	}
 	return math.Float32frombits(b)
 }
 
 // encode packs values as dt's little-endian bytes.
-func encode(dt irt.DType, v []float32) []byte {
+func encode(dt irisrt.DType, v []float32) []byte {
 	es := int64(dt.Size())
 	b := make([]byte, int64(len(v))*es)
 	parallel(int64(len(v)), func(lo, hi int64) {
@@ -102,7 +102,7 @@ func encode(dt irt.DType, v []float32) []byte {
 }
 
 // decode unpacks dt's little-endian bytes.
-func decode(dt irt.DType, b []byte) []float32 {
+func decode(dt irisrt.DType, b []byte) []float32 {
 	es := int64(dt.Size())
 	v := make([]float32, int64(len(b))/es)
 	parallel(int64(len(v)), func(lo, hi int64) {
@@ -190,22 +190,22 @@ func f16ToF32(h uint16) float32 {
 
 // tiny is half the spacing of dt's subnormals: the absolute error of one
 // rounding near zero, where a relative bound says nothing.
-func tiny(dt irt.DType) float64 {
+func tiny(dt irisrt.DType) float64 {
 	switch dt {
-	case irt.F16:
+	case irisrt.F16:
 		return math.Ldexp(1, -25)
-	case irt.BF16:
+	case irisrt.BF16:
 		return math.Ldexp(1, -134)
 	}
 	return math.Ldexp(1, -150)
 }
 
 // eps is the unit roundoff of dt.
-func eps(dt irt.DType) float64 {
+func eps(dt irisrt.DType) float64 {
 	switch dt {
-	case irt.F16:
+	case irisrt.F16:
 		return math.Ldexp(1, -11)
-	case irt.BF16:
+	case irisrt.BF16:
 		return math.Ldexp(1, -8)
 	}
 	return math.Ldexp(1, -24)

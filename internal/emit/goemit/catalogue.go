@@ -14,7 +14,7 @@ import (
 func catalogueFile(cs []*ir.Collective, o Options) *jen.File {
 	f := jen.NewFile(o.Package)
 	f.HeaderComment(header("specs"))
-	f.ImportName(runtimePkg, "runtime")
+	f.ImportName(runtimePkg, "irisrt")
 	f.ImportName(gpuPkg, "gpu")
 
 	writeDoc(f, "AnyPlan is what every plan of the package offers, whatever its collective.")

@@ -14,7 +14,7 @@ func (g *gen) file(pkg string) *jen.File {
 	c := g.c
 	f := jen.NewFile(pkg)
 	f.HeaderComment(header(c.SpecFile))
-	f.ImportName(runtimePkg, "runtime")
+	f.ImportName(runtimePkg, "irisrt")
 	f.ImportName(gpuPkg, "gpu")
 
 	writeDoc(f, fmt.Sprintf("%sSpecHash is the hash of %s and the templates it uses. The HIP module of %s carries the same hash; "+
@@ -183,7 +183,7 @@ func placementDoc(p ir.Placement) string {
 	case ir.PlaceImport:
 		return "read by peers: on the symmetric heap, or else Launch copies it on s into plan-owned heap staging before the kernel (no host sync, capturable)"
 	case ir.PlaceHeap:
-		return "written by peers: must be on the symmetric heap (runtime.Heap.Alloc); otherwise Launch returns a *runtime.PlacementError and launches nothing"
+		return "written by peers: must be on the symmetric heap (irisrt.Heap.Alloc); otherwise Launch returns a *irisrt.PlacementError and launches nothing"
 	}
 	return "only touched locally: any device memory"
 }
@@ -307,9 +307,9 @@ func (g *gen) variantDoc(v *ir.Variant, plan string) string {
 		switch {
 		case len(v.AliasPairs()) == 0:
 		case v.Aliasing == ir.AliasAllow:
-			b.WriteString("Aliasing: in place allowed; an input may be the very same tensor as an output, but a partial overlap is a *runtime.AliasError.\n")
+			b.WriteString("Aliasing: in place allowed; an input may be the very same tensor as an output, but a partial overlap is a *irisrt.AliasError.\n")
 		default:
-			b.WriteString("Aliasing: forbidden; Launch returns a *runtime.AliasError when an input overlaps an output.\n")
+			b.WriteString("Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.\n")
 		}
 	}
 	b.WriteString("\nBarrier modes: ")
@@ -620,7 +620,7 @@ func (g *gen) launch(f *jen.File, v *ir.Variant, plan, nameConst string) {
 	fmt.Fprintf(&doc, "Launch enqueues %s/%s on s with barrier mode mode (%s when in doubt). ", c.Name, v.Name, v.Barriers[0])
 	if len(g.userTensors()) > 0 {
 		doc.WriteString("Before anything is enqueued it checks, in order:\n\n")
-		doc.WriteString("  - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);\n")
+		doc.WriteString("  - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);\n")
 	}
 	var optional []string
 	for _, t := range g.userTensors() {
@@ -644,7 +644,7 @@ func (g *gen) launch(f *jen.File, v *ir.Variant, plan, nameConst string) {
 		body = append(body, check)
 	}
 	if len(optional) > 0 {
-		fmt.Fprintf(&doc, "  - (%s optional: the zero runtime.Tensor leaves it out, and is not checked);\n", strings.Join(optional, ", "))
+		fmt.Fprintf(&doc, "  - (%s optional: the zero irisrt.Tensor leaves it out, and is not checked);\n", strings.Join(optional, ", "))
 	}
 	var heap []string
 	for i, t := range c.Tensors {
@@ -655,7 +655,7 @@ func (g *gen) launch(f *jen.File, v *ir.Variant, plan, nameConst string) {
 		}
 	}
 	if len(heap) > 0 {
-		fmt.Fprintf(&doc, "  - %s on the symmetric heap, because peers write it (*runtime.PlacementError);\n", strings.Join(heap, ", "))
+		fmt.Fprintf(&doc, "  - %s on the symmetric heap, because peers write it (*irisrt.PlacementError);\n", strings.Join(heap, ", "))
 	}
 	{
 		// The IR decides which pairs may not overlap; the wrapper only checks them.
@@ -671,7 +671,7 @@ func (g *gen) launch(f *jen.File, v *ir.Variant, plan, nameConst string) {
 				jen.Id(nameConst), jen.Lit(a.Name), jen.Id(local(a.Name)), jen.Lit(b.Name), jen.Id(local(b.Name)))))
 		}
 		if len(pairs) > 0 {
-			fmt.Fprintf(&doc, "  - "+rule+" (*runtime.AliasError).\n", strings.Join(pairs, ", "))
+			fmt.Fprintf(&doc, "  - "+rule+" (*irisrt.AliasError).\n", strings.Join(pairs, ", "))
 		}
 	}
 	imports := g.imports(v)
@@ -681,10 +681,10 @@ func (g *gen) launch(f *jen.File, v *ir.Variant, plan, nameConst string) {
 			names[i] = t.Name
 		}
 		fmt.Fprintf(&doc, "\nThen %s, read by peers, is copied on s into the plan's heap staging when it is not on the heap "+
-			"(refused in mode none, where nothing would order the copy before the peers' reads: *runtime.PlacementError).", strings.Join(names, ", "))
+			"(refused in mode none, where nothing would order the copy before the peers' reads: *irisrt.PlacementError).", strings.Join(names, ", "))
 	}
 	doc.WriteString("\n\nThe launch itself never allocates or copies between host and device; host mode synchronises the stream " +
-		"and meets the peers on the CPU, so it cannot run while s is capturing (*runtime.CaptureError). ")
+		"and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError). ")
 	doc.WriteString("A mode the variant does not support is an error.")
 
 	args := jen.Id("p").Dot("plan").Dot("Args").Call()
@@ -817,7 +817,7 @@ func (g *gen) convenience(f *jen.File) {
 		}
 		fmt.Fprintf(&doc, "Sizes are taken from the tensors (%s). ", strings.Join(parts, ", "))
 	}
-	doc.WriteString("It refuses to make a plan while s is capturing (*runtime.CaptureError): make plans with New<Collective><Variant>Plan before capture. " +
+	doc.WriteString("It refuses to make a plan while s is capturing (*irisrt.CaptureError): make plans with New<Collective><Variant>Plan before capture. " +
 		"Launch documents the checks of each variant.")
 	writeDoc(f, doc.String())
 

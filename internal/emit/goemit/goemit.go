@@ -22,7 +22,7 @@ import (
 
 // Import paths of the packages the generated code calls.
 const (
-	runtimePkg = "github.com/irisgen/irisgen/runtime"
+	runtimePkg = "github.com/irisgen/irisgen/runtime/irisrt"
 	gpuPkg     = "github.com/irisgen/irisgen/runtime/gpu"
 )
 

@@ -122,9 +122,9 @@ func TestVariantsDifferWhereAccessDiffers(t *testing.T) {
 	push := calls(t, src, "AllGatherPushPlan", "Launch")
 	pull := calls(t, src, "AllGatherPullPlan", "Launch")
 	common := []string{
-		`runtime.CheckTensor(%s, "input", input, p.dt, p.lenInput)`,
-		`runtime.CheckTensor(%s, "output", output, p.dt, p.lenOutput)`,
-		`runtime.CheckNoAlias(%s, "input", input, "output", output)`,
+		`irisrt.CheckTensor(%s, "input", input, p.dt, p.lenInput)`,
+		`irisrt.CheckTensor(%s, "output", output, p.dt, p.lenOutput)`,
+		`irisrt.CheckNoAlias(%s, "input", input, "output", output)`,
 	}
 	for _, c := range common {
 		for v, cs := range map[string][]string{"allGatherPushName": push, "allGatherPullName": pull} {
@@ -133,16 +133,16 @@ func TestVariantsDifferWhereAccessDiffers(t *testing.T) {
 			}
 		}
 	}
-	if !slices.Contains(push, `runtime.CheckHeap(allGatherPushName, "output", p.plan.Rank(), output)`) {
+	if !slices.Contains(push, `irisrt.CheckHeap(allGatherPushName, "output", p.plan.Rank(), output)`) {
 		t.Errorf("push must require output on the heap: %q", push)
 	}
-	if has(push, "runtime.CheckHeap(allGatherPushName, \"input\"") || has(push, "p.plan.Args().Staged(") {
+	if has(push, "irisrt.CheckHeap(allGatherPushName, \"input\"") || has(push, "p.plan.Args().Staged(") {
 		t.Errorf("push must not check or import input (only read locally): %q", push)
 	}
 	if !slices.Contains(pull, `p.plan.Args().Staged("input", input)`) {
 		t.Errorf("pull must import an off-heap input: %q", pull)
 	}
-	if has(pull, "runtime.CheckHeap") {
+	if has(pull, "irisrt.CheckHeap") {
 		t.Errorf("pull must not require anything on the heap: %q", pull)
 	}
 	// The constructor of pull allocates staging for input; push none.
@@ -156,11 +156,11 @@ func TestAliasingAllowedChecksInPlace(t *testing.T) {
 	c.Variants[1].Aliasing = ir.AliasAllow
 	src := emit(t, c)["collectives/all_gather.go"]
 	pull := calls(t, src, "AllGatherPullPlan", "Launch")
-	if has(pull, "runtime.CheckNoAlias") || !has(pull, "runtime.CheckInPlace") {
+	if has(pull, "irisrt.CheckNoAlias") || !has(pull, "irisrt.CheckInPlace") {
 		t.Error("pull allows aliasing: its Launch must check in place (same or disjoint), not forbid overlap")
 	}
 	push := calls(t, src, "AllGatherPushPlan", "Launch")
-	if !has(push, "runtime.CheckNoAlias") || has(push, "runtime.CheckInPlace") {
+	if !has(push, "irisrt.CheckNoAlias") || has(push, "irisrt.CheckInPlace") {
 		t.Error("push forbids aliasing but its Launch does not check it")
 	}
 }
@@ -169,14 +169,14 @@ func TestWorkspaceAndOps(t *testing.T) {
 	src := emit(t, allReduce())["collectives/all_reduce.go"]
 	s := string(src)
 	for _, want := range []string{
-		"func NewAllReduceRingPlan(r *runtime.Rank, dt runtime.DType, op AllReduceOp, n int64) (*AllReduceRingPlan, error)",
-		"func (p *AllReduceRingPlan) Launch(s gpu.Stream, input, output runtime.Tensor, mode runtime.Barrier) error",
+		"func NewAllReduceRingPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceRingPlan, error)",
+		"func (p *AllReduceRingPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error",
 		`Bytes: int64(blocks) * 2 * world * 4096 * dt.Size(),`,
 		`Name:  "scratch",`,
 		`kernel = "irisgen_all_reduce_ring_bf16_max"`,
 		`What:    "op",`,
 		`AllReduceOpMax AllReduceOp = "max"`,
-		"func AllReduce(r *runtime.Rank, s gpu.Stream, variant AllReduceVariant, dt runtime.DType, op AllReduceOp, input, output runtime.Tensor, mode runtime.Barrier) error",
+		"func AllReduce(r *irisrt.Rank, s gpu.Stream, variant AllReduceVariant, dt irisrt.DType, op AllReduceOp, input, output irisrt.Tensor, mode irisrt.Barrier) error",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("all_reduce.go lacks %q", want)
@@ -197,13 +197,13 @@ func TestWorkspaceAndOps(t *testing.T) {
 func TestBarrierHasNoTensors(t *testing.T) {
 	s := string(emit(t, barrier())["collectives/barrier.go"])
 	for _, want := range []string{
-		"func NewBarrierDevicePlan(r *runtime.Rank) (*BarrierDevicePlan, error)",
-		"func (p *BarrierDevicePlan) Launch(s gpu.Stream, mode runtime.Barrier) error",
+		"func NewBarrierDevicePlan(r *irisrt.Rank) (*BarrierDevicePlan, error)",
+		"func (p *BarrierDevicePlan) Launch(s gpu.Stream, mode irisrt.Barrier) error",
 		"return p.plan.Launch(s, mode, p.plan.Args())",
 		`kernel := "irisgen_barrier_device"`,
-		"func Barrier(r *runtime.Rank, s gpu.Stream, variant BarrierVariant, mode runtime.Barrier) error",
-		"Capturable: []runtime.Barrier{runtime.BarrierDevice},",
-		"Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost},",
+		"func Barrier(r *irisrt.Rank, s gpu.Stream, variant BarrierVariant, mode irisrt.Barrier) error",
+		"Capturable: []irisrt.Barrier{irisrt.BarrierDevice},",
+		"Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost},",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("barrier.go lacks %q", want)
@@ -224,7 +224,7 @@ func TestSymbolInference(t *testing.T) {
 	r.Symbols = append(r.Symbols, "slots")
 	r.Tensors[2].Shape = append(r.Tensors[2].Shape, ir.Dim{Symbol: "slots"})
 	s = string(emit(t, r)["collectives/all_reduce.go"])
-	if !strings.Contains(s, "op AllReduceOp, slots int64, input, output runtime.Tensor") {
+	if !strings.Contains(s, "op AllReduceOp, slots int64, input, output irisrt.Tensor") {
 		t.Errorf("slots should be a parameter of AllReduce:\n%s", s[strings.Index(s, "func AllReduce("):])
 	}
 }
@@ -339,12 +339,12 @@ func TestIndexAndOptionalTensors(t *testing.T) {
 	c.Variants[0].Uses = append(c.Variants[0].Uses, use(ids, ir.LocalRead), use(wts, ir.LocalRead))
 	src := emit(t, c)["collectives/all_gather.go"]
 	cs := calls(t, src, "AllGatherPushPlan", "Launch")
-	if !slices.Contains(cs, `runtime.CheckTensorOneOf(allGatherPushName, "ids", ids, []runtime.DType{runtime.I64, runtime.I32}, p.lenIds)`) {
+	if !slices.Contains(cs, `irisrt.CheckTensorOneOf(allGatherPushName, "ids", ids, []irisrt.DType{irisrt.I64, irisrt.I32}, p.lenIds)`) {
 		t.Errorf("ids must be checked against i64 and i32: %q", cs)
 	}
 	s := string(src)
 	for _, want := range []string{
-		"if wts.Ptr != 0 {\n\t\tif err := runtime.CheckTensor(allGatherPushName, \"wts\", wts, runtime.F32, p.lenWts); err != nil {",
+		"if wts.Ptr != 0 {\n\t\tif err := irisrt.CheckTensor(allGatherPushName, \"wts\", wts, irisrt.F32, p.lenWts); err != nil {",
 		".I64(p.symN).I64(ids.DType.Size()))",
 		"ids (in, shape [n], i64 or i32)",
 		"wts (in, shape [n], f32, optional)",
@@ -354,7 +354,7 @@ func TestIndexAndOptionalTensors(t *testing.T) {
 		}
 	}
 	cat := string(emit(t, c)["collectives/catalogue.go"])
-	for _, want := range []string{"IndexDTypes: []runtime.DType{runtime.I64, runtime.I32}", "Optional: true"} {
+	for _, want := range []string{"IndexDTypes: []irisrt.DType{irisrt.I64, irisrt.I32}", "Optional: true"} {
 		if !strings.Contains(cat, want) {
 			t.Errorf("catalogue lacks %q", want)
 		}

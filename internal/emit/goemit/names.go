@@ -48,7 +48,7 @@ var reserved = map[string]bool{
 	"world": true, "a": true, "variant": true, "key": true, "v": true,
 	"staged": true, "d": true,
 	// packages
-	"runtime": true, "gpu": true, "fmt": true,
+	"irisrt": true, "gpu": true, "fmt": true,
 	// predeclared identifiers the generated code calls or names
 	"max": true, "min": true, "len": true, "int64": true, "int": true,
 	"string": true, "error": true, "nil": true, "any": true, "true": true,

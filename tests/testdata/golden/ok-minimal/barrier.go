@@ -4,8 +4,8 @@ package collectives
 
 import (
 	"fmt"
-	"github.com/irisgen/irisgen/runtime"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // BarrierSpecHash is the hash of spec.yaml and the templates it uses. The HIP module of barrier
@@ -35,21 +35,21 @@ const barrierDeviceName = "barrier/device"
 //
 // Launch shape: 64 threads per block, at most 1 blocks, 16-byte vectors.
 type BarrierDevicePlan struct {
-	plan *runtime.Plan
+	plan *irisrt.Plan
 }
 
 // NewBarrierDevicePlan makes a plan for barrier/device: it allocates the plan's heap buffers (barrier
 // flags) and zeroes them. It is collective: every rank calls it with the same arguments, in the same
 // order as its other heap allocations. Make plans before capturing a stream: creating one allocates
 // and synchronises with the peers.
-func NewBarrierDevicePlan(r *runtime.Rank) (*BarrierDevicePlan, error) {
+func NewBarrierDevicePlan(r *irisrt.Rank) (*BarrierDevicePlan, error) {
 	kernel := "irisgen_barrier_device"
 	p := &BarrierDevicePlan{}
-	blocks := runtime.Blocks(0, 64, 16, 1)
-	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
-		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost},
+	blocks := irisrt.Blocks(0, 64, 16, 1)
+	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
+		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost},
 		Blocks:     blocks,
-		Capturable: []runtime.Barrier{runtime.BarrierDevice},
+		Capturable: []irisrt.Barrier{irisrt.BarrierDevice},
 		Kernel:     kernel,
 		Module:     "barrier",
 		Op:         "barrier",
@@ -67,14 +67,14 @@ func NewBarrierDevicePlan(r *runtime.Rank) (*BarrierDevicePlan, error) {
 // Launch enqueues barrier/device on s with barrier mode mode (device when in doubt).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing
-// (*runtime.CaptureError). A mode the variant does not support is an error.
-func (p *BarrierDevicePlan) Launch(s gpu.Stream, mode runtime.Barrier) error {
+// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
+// A mode the variant does not support is an error.
+func (p *BarrierDevicePlan) Launch(s gpu.Stream, mode irisrt.Barrier) error {
 	return p.plan.Launch(s, mode, p.plan.Args())
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *BarrierDevicePlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+func (p *BarrierDevicePlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
 	if len(ts) != 0 {
 		return fmt.Errorf("%s: %d tensors, want 0 ()", barrierDeviceName, len(ts))
 	}
@@ -82,7 +82,7 @@ func (p *BarrierDevicePlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mod
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *BarrierDevicePlan) Plan() *runtime.Plan {
+func (p *BarrierDevicePlan) Plan() *irisrt.Plan {
 	return p.plan
 }
 
@@ -95,9 +95,9 @@ func (p *BarrierDevicePlan) Close() error {
 // Barrier runs barrier (Wait until every rank has reached the barrier) with the given variant through
 // the rank's plan cache: the first call with a variant, dtype and sizes makes the plan (collective:
 // every rank must make the same calls in the same order), later calls reuse it. It refuses to make a
-// plan while s is capturing (*runtime.CaptureError): make plans with New<Collective><Variant>Plan
+// plan while s is capturing (*irisrt.CaptureError): make plans with New<Collective><Variant>Plan
 // before capture. Launch documents the checks of each variant.
-func Barrier(r *runtime.Rank, s gpu.Stream, variant BarrierVariant, mode runtime.Barrier) error {
+func Barrier(r *irisrt.Rank, s gpu.Stream, variant BarrierVariant, mode irisrt.Barrier) error {
 	switch variant {
 	case BarrierDevice:
 		v, err := r.PlanCache().GetOrCreate("barrier/device", s, func() (any, error) {

@@ -4,8 +4,8 @@ package collectives
 
 import (
 	"fmt"
-	"github.com/irisgen/irisgen/runtime"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // AllGatherSpecHash is the hash of spec.yaml and the templates it uses. The HIP module of all_gather
@@ -33,10 +33,10 @@ const allGatherPushName = "all_gather/push"
 //
 //   - input (in, shape [n], the plan's dtype): local_read; only touched locally: any device memory.
 //   - output (out, shape [world, n], the plan's dtype): remote_write; written by peers: must be on the
-//     symmetric heap (runtime.Heap.Alloc); otherwise Launch returns a *runtime.PlacementError and
+//     symmetric heap (irisrt.Heap.Alloc); otherwise Launch returns a *irisrt.PlacementError and
 //     launches nothing.
 //
-// Aliasing: forbidden; Launch returns a *runtime.AliasError when an input overlaps an output.
+// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
 //
 // Barrier modes: device (default), host, none.
 // Graph capture:
@@ -47,8 +47,8 @@ const allGatherPushName = "all_gather/push"
 //
 // Launch shape: 512 threads per block, at most 16 blocks, 16-byte vectors.
 type AllGatherPushPlan struct {
-	plan      *runtime.Plan
-	dt        runtime.DType
+	plan      *irisrt.Plan
+	dt        irisrt.DType
 	symN      int64 // size parameter n
 	lenInput  int64 // elements of input [n]
 	lenOutput int64 // elements of output [world, n]
@@ -60,12 +60,12 @@ type AllGatherPushPlan struct {
 // and synchronises with the peers.
 //
 // dt must be one of f32, bf16 (otherwise *UnsupportedError). The size parameters (n) must be positive.
-func NewAllGatherPushPlan(r *runtime.Rank, dt runtime.DType, n int64) (*AllGatherPushPlan, error) {
+func NewAllGatherPushPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllGatherPushPlan, error) {
 	var kernel string
 	switch dt {
-	case runtime.F32:
+	case irisrt.F32:
 		kernel = "irisgen_all_gather_push_f32"
-	case runtime.BF16:
+	case irisrt.BF16:
 		kernel = "irisgen_all_gather_push_bf16"
 	default:
 		return nil, &UnsupportedError{
@@ -85,11 +85,11 @@ func NewAllGatherPushPlan(r *runtime.Rank, dt runtime.DType, n int64) (*AllGathe
 		lenOutput: world * n,
 		symN:      n,
 	}
-	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 16)
-	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
-		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost, runtime.BarrierNone},
+	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 16)
+	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
+		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
 		Blocks:     blocks,
-		Capturable: []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierNone},
+		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
 		Kernel:     kernel,
 		Module:     "all_gather",
 		Op:         "all_gather",
@@ -107,31 +107,31 @@ func NewAllGatherPushPlan(r *runtime.Rank, dt runtime.DType, n int64) (*AllGathe
 // Launch enqueues all_gather/push on s with barrier mode mode (device when in doubt). Before anything
 // is enqueued it checks, in order:
 //
-//   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
-//   - output on the symmetric heap, because peers write it (*runtime.PlacementError);
-//   - no overlap of input/output (*runtime.AliasError).
+//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
+//   - output on the symmetric heap, because peers write it (*irisrt.PlacementError);
+//   - no overlap of input/output (*irisrt.AliasError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing
-// (*runtime.CaptureError). A mode the variant does not support is an error.
-func (p *AllGatherPushPlan) Launch(s gpu.Stream, input, output runtime.Tensor, mode runtime.Barrier) error {
-	if err := runtime.CheckTensor(allGatherPushName, "input", input, p.dt, p.lenInput); err != nil {
+// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
+// A mode the variant does not support is an error.
+func (p *AllGatherPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	if err := irisrt.CheckTensor(allGatherPushName, "input", input, p.dt, p.lenInput); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(allGatherPushName, "output", output, p.dt, p.lenOutput); err != nil {
+	if err := irisrt.CheckTensor(allGatherPushName, "output", output, p.dt, p.lenOutput); err != nil {
 		return err
 	}
-	if err := runtime.CheckHeap(allGatherPushName, "output", p.plan.Rank(), output); err != nil {
+	if err := irisrt.CheckHeap(allGatherPushName, "output", p.plan.Rank(), output); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(allGatherPushName, "input", input, "output", output); err != nil {
+	if err := irisrt.CheckNoAlias(allGatherPushName, "input", input, "output", output); err != nil {
 		return err
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllGatherPushPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+func (p *AllGatherPushPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
 	if len(ts) != 2 {
 		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allGatherPushName, len(ts))
 	}
@@ -139,7 +139,7 @@ func (p *AllGatherPushPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mod
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllGatherPushPlan) Plan() *runtime.Plan {
+func (p *AllGatherPushPlan) Plan() *irisrt.Plan {
 	return p.plan
 }
 
@@ -163,7 +163,7 @@ const allGatherPullName = "all_gather/pull"
 //   - output (out, shape [world, n], the plan's dtype): local_write; only touched locally: any device
 //     memory.
 //
-// Aliasing: forbidden; Launch returns a *runtime.AliasError when an input overlaps an output.
+// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
 //
 // Barrier modes: device (default), host.
 // Graph capture:
@@ -173,8 +173,8 @@ const allGatherPullName = "all_gather/pull"
 //
 // Launch shape: 512 threads per block, at most 16 blocks, 16-byte vectors.
 type AllGatherPullPlan struct {
-	plan      *runtime.Plan
-	dt        runtime.DType
+	plan      *irisrt.Plan
+	dt        irisrt.DType
 	symN      int64 // size parameter n
 	lenInput  int64 // elements of input [n]
 	lenOutput int64 // elements of output [world, n]
@@ -186,12 +186,12 @@ type AllGatherPullPlan struct {
 // stream: creating one allocates and synchronises with the peers.
 //
 // dt must be one of f32, bf16 (otherwise *UnsupportedError). The size parameters (n) must be positive.
-func NewAllGatherPullPlan(r *runtime.Rank, dt runtime.DType, n int64) (*AllGatherPullPlan, error) {
+func NewAllGatherPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllGatherPullPlan, error) {
 	var kernel string
 	switch dt {
-	case runtime.F32:
+	case irisrt.F32:
 		kernel = "irisgen_all_gather_pull_f32"
-	case runtime.BF16:
+	case irisrt.BF16:
 		kernel = "irisgen_all_gather_pull_bf16"
 	default:
 		return nil, &UnsupportedError{
@@ -211,16 +211,16 @@ func NewAllGatherPullPlan(r *runtime.Rank, dt runtime.DType, n int64) (*AllGathe
 		lenOutput: world * n,
 		symN:      n,
 	}
-	blocks := runtime.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 16)
-	plan, err := runtime.NewPlan(r, runtime.PlanSpec{
-		Barriers:   []runtime.Barrier{runtime.BarrierDevice, runtime.BarrierHost},
+	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 16)
+	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
+		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost},
 		Blocks:     blocks,
-		Capturable: []runtime.Barrier{runtime.BarrierDevice},
+		Capturable: []irisrt.Barrier{irisrt.BarrierDevice},
 		Kernel:     kernel,
 		Module:     "all_gather",
 		Op:         "all_gather",
 		SpecHash:   AllGatherSpecHash,
-		Staging: []runtime.Buffer{{
+		Staging: []irisrt.Buffer{{
 			Bytes: p.lenInput * dt.Size(),
 			Name:  "input",
 		}},
@@ -237,31 +237,31 @@ func NewAllGatherPullPlan(r *runtime.Rank, dt runtime.DType, n int64) (*AllGathe
 // Launch enqueues all_gather/pull on s with barrier mode mode (device when in doubt). Before anything
 // is enqueued it checks, in order:
 //
-//   - dtype and length of every tensor (*runtime.DTypeError, *runtime.ShapeError);
-//   - no overlap of input/output (*runtime.AliasError).
+//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
+//   - no overlap of input/output (*irisrt.AliasError).
 //
 // Then input, read by peers, is copied on s into the plan's heap staging when it is not on the heap
 // (refused in mode none, where nothing would order the copy before the peers' reads:
-// *runtime.PlacementError).
+// *irisrt.PlacementError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing
-// (*runtime.CaptureError). A mode the variant does not support is an error.
-func (p *AllGatherPullPlan) Launch(s gpu.Stream, input, output runtime.Tensor, mode runtime.Barrier) error {
-	if err := runtime.CheckTensor(allGatherPullName, "input", input, p.dt, p.lenInput); err != nil {
+// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
+// A mode the variant does not support is an error.
+func (p *AllGatherPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	if err := irisrt.CheckTensor(allGatherPullName, "input", input, p.dt, p.lenInput); err != nil {
 		return err
 	}
-	if err := runtime.CheckTensor(allGatherPullName, "output", output, p.dt, p.lenOutput); err != nil {
+	if err := irisrt.CheckTensor(allGatherPullName, "output", output, p.dt, p.lenOutput); err != nil {
 		return err
 	}
-	if err := runtime.CheckNoAlias(allGatherPullName, "input", input, "output", output); err != nil {
+	if err := irisrt.CheckNoAlias(allGatherPullName, "input", input, "output", output); err != nil {
 		return err
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Staged("input", input).Ptr(output.Ptr).I64(p.symN))
 }
 
 // LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllGatherPullPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mode runtime.Barrier) error {
+func (p *AllGatherPullPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
 	if len(ts) != 2 {
 		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allGatherPullName, len(ts))
 	}
@@ -269,7 +269,7 @@ func (p *AllGatherPullPlan) LaunchTensors(s gpu.Stream, ts []runtime.Tensor, mod
 }
 
 // Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllGatherPullPlan) Plan() *runtime.Plan {
+func (p *AllGatherPullPlan) Plan() *irisrt.Plan {
 	return p.plan
 }
 
@@ -283,9 +283,9 @@ func (p *AllGatherPullPlan) Close() error {
 // variant through the rank's plan cache: the first call with a variant, dtype and sizes makes the plan
 // (collective: every rank must make the same calls in the same order), later calls reuse it. Sizes are
 // taken from the tensors (n from input [n]). It refuses to make a plan while s is capturing
-// (*runtime.CaptureError): make plans with New<Collective><Variant>Plan before capture. Launch
+// (*irisrt.CaptureError): make plans with New<Collective><Variant>Plan before capture. Launch
 // documents the checks of each variant.
-func AllGather(r *runtime.Rank, s gpu.Stream, variant AllGatherVariant, dt runtime.DType, input, output runtime.Tensor, mode runtime.Barrier) error {
+func AllGather(r *irisrt.Rank, s gpu.Stream, variant AllGatherVariant, dt irisrt.DType, input, output irisrt.Tensor, mode irisrt.Barrier) error {
 	n := input.Len
 	switch variant {
 	case AllGatherPush:

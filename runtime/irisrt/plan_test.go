@@ -1,4 +1,4 @@
-package runtime
+package irisrt
 
 import (
 	"encoding/binary"
@@ -167,7 +167,7 @@ func TestLaunchModesAndCapture(t *testing.T) {
 	require.True(t, capturing)
 	var ce *CaptureError
 	require.ErrorAs(t, pl.Launch(s, BarrierHost, pl.Args()), &ce)
-	assert.Contains(t, ce.Error(), "runtime.BarrierDevice")
+	assert.Contains(t, ce.Error(), "irisrt.BarrierDevice")
 	require.ErrorAs(t, pl.checkLaunch(s, BarrierHost), &ce, "Launch asks before its imports")
 	require.NoError(t, pl.checkLaunch(s, BarrierDevice))
 	x, err := r.Heap().Alloc(F32, 16) // heap allocation is host-only: fine during capture

@@ -1,4 +1,4 @@
-package runtime
+package irisrt
 
 import (
 	"errors"
@@ -38,7 +38,7 @@ func (e *PlacementError) Error() string {
 	if e.Unordered {
 		return fmt.Sprintf("%s: tensor %q (%s, %d bytes) is not on rank %d's symmetric heap; peers read it, so the launch would copy it "+
 			"onto the heap first, but in barrier mode none nothing orders that copy before the peers read it: "+
-			"allocate it with rank.Heap().Alloc, or launch with runtime.BarrierDevice or runtime.BarrierHost",
+			"allocate it with rank.Heap().Alloc, or launch with irisrt.BarrierDevice or irisrt.BarrierHost",
 			e.Op, e.Name, e.Tensor, e.Tensor.Bytes(), e.Rank)
 	}
 	where := "is not on"

@@ -1,4 +1,4 @@
-package runtime
+package irisrt
 
 import (
 	"bufio"
@@ -8,7 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 	"sync"
 	"unsafe"
@@ -180,7 +180,7 @@ func moduleRoots() []string {
 	if exe, err := os.Executable(); err == nil {
 		starts = append(starts, filepath.Dir(exe))
 	}
-	if _, file, _, ok := goruntime.Caller(0); ok {
+	if _, file, _, ok := runtime.Caller(0); ok {
 		starts = append(starts, filepath.Dir(file))
 	}
 	var roots []string

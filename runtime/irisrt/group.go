@@ -1,4 +1,4 @@
-package runtime
+package irisrt
 
 import (
 	"encoding/binary"

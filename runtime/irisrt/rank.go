@@ -1,4 +1,4 @@
-package runtime
+package irisrt
 
 import (
 	"bytes"
@@ -264,7 +264,7 @@ func (r *Rank) HostBarrier(s gpu.Stream) error {
 	if capturing {
 		return &CaptureError{Op: "HostBarrier",
 			What: "it waits for the stream and for the other ranks on the host",
-			Fix:  "inside a graph use launches with runtime.BarrierDevice; keep host barriers outside the capture"}
+			Fix:  "inside a graph use launches with irisrt.BarrierDevice; keep host barriers outside the capture"}
 	}
 	if err := r.dev.StreamSynchronize(s); err != nil {
 		return platformErr(fmt.Sprintf("rank %d synchronizing its stream", r.rank), err)

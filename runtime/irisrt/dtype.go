@@ -1,11 +1,14 @@
-// Package runtime is irisgen's Go runtime: element types and tensors, the
+// Package irisrt is irisgen's Go runtime: element types and tensors, the
 // symmetric heap, in-process and multi-process worlds with their host
 // rendezvous, plans (everything a launch needs, allocated before any capture),
 // kernel loading and the typed errors the generated launch wrappers return.
+// It lives in runtime/irisrt, beside the platform layer (runtime/gpu) and the
+// device header (runtime/include), and is named so that it does not shadow
+// the standard library's runtime package.
 //
 // The generated wrappers in generated/collectives call exactly the API listed
 // in docs/internals.md ("Runtime API that generated wrappers call").
-package runtime
+package irisrt
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package runtime
+package irisrt
 
 import (
 	"encoding/binary"
@@ -403,7 +403,7 @@ func modeList(ms []Barrier) string {
 		if i > 0 {
 			s += ", "
 		}
-		s += "runtime.Barrier" + map[Barrier]string{BarrierDevice: "Device", BarrierHost: "Host", BarrierNone: "None"}[m]
+		s += "irisrt.Barrier" + map[Barrier]string{BarrierDevice: "Device", BarrierHost: "Host", BarrierNone: "None"}[m]
 	}
 	return s
 }
