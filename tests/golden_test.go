@@ -21,6 +21,7 @@ import (
 
 	"github.com/irisgen/irisgen"
 	"github.com/irisgen/irisgen/internal/diag"
+	"github.com/irisgen/irisgen/internal/emit"
 	"github.com/irisgen/irisgen/internal/emit/goemit"
 	"github.com/irisgen/irisgen/internal/emit/hipemit"
 	"github.com/irisgen/irisgen/internal/ir"
@@ -94,19 +95,13 @@ func generate(t *testing.T, specPath string, src []byte, tmpl fs.FS) (map[string
 	if err != nil {
 		return nil, errorText(t, err)
 	}
+	files, err := emit.Run(&emit.Request{Collectives: []*ir.Collective{c}, Templates: tmpl, Package: "collectives"}, hipemit.Emit, goemit.Emit)
+	if err != nil {
+		return nil, errorText(t, err)
+	}
 	out := map[string][]byte{}
-	hip, err := hipemit.Emit(c, tmpl)
-	if err != nil {
-		return nil, errorText(t, err)
-	}
-	gofiles, err := goemit.Emit([]*ir.Collective{c}, "collectives")
-	if err != nil {
-		return nil, errorText(t, err)
-	}
-	for _, files := range []map[string][]byte{hip, gofiles} {
-		for k, v := range files {
-			out[path.Base(k)] = v
-		}
+	for k, v := range files {
+		out[path.Base(k)] = v
 	}
 	return out, ""
 }
@@ -226,23 +221,11 @@ func catalogue(t *testing.T) map[string][]byte {
 	if err != nil {
 		t.Fatalf("the catalogue does not compile:\n%v", err)
 	}
-	out := map[string][]byte{}
-	for _, c := range cs {
-		hip, err := hipemit.Emit(c, tmpl)
-		if err != nil {
-			t.Fatalf("%s: %v", c.Name, err)
-		}
-		for k, v := range hip {
-			out[k] = v
-		}
-	}
-	gofiles, err := goemit.EmitWith(cs, goemit.Options{Package: "collectives", GenerateArgs: []string{"-out", ".."}})
+	out, err := emit.Run(&emit.Request{Collectives: cs, Templates: tmpl, Package: "collectives", GenerateArgs: []string{"-out", ".."}}, hipemit.Emit, goemit.Emit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range gofiles {
-		out[k] = v
-	}
+
 	return out
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/irisgen/irisgen"
 	"github.com/irisgen/irisgen/internal/diag"
+	"github.com/irisgen/irisgen/internal/emit"
 	"github.com/irisgen/irisgen/internal/emit/goemit"
 	"github.com/irisgen/irisgen/internal/emit/hipemit"
 	"github.com/irisgen/irisgen/internal/ir"
@@ -133,51 +134,13 @@ func (s *source) build() (map[string][]byte, []*ir.Collective, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	files, err := emitAll(cs, tmpl, goemit.Options{Package: s.pkg, GenerateArgs: args})
+	files, err := emitAll(cs, tmpl, s.pkg, args)
 	return files, cs, err
 }
 
-// emitAll runs both emitters, collecting the positioned errors of all
-// collectives before failing.
-func emitAll(cs []*ir.Collective, tmpl fs.FS, o goemit.Options) (map[string][]byte, error) {
-	files := map[string][]byte{}
-	var errs diag.List
-	var other []error
-	for _, c := range cs {
-		out, err := hipemit.Emit(c, tmpl)
-		if err != nil {
-			var l diag.List
-			if errors.As(err, &l) {
-				errs = append(errs, l...)
-			} else {
-				other = append(other, fmt.Errorf("%s: %w", c.SpecFile, err))
-			}
-			continue
-		}
-		for k, v := range out {
-			files[k] = v
-		}
-	}
-	gofiles, err := goemit.EmitWith(cs, o)
-	if err != nil {
-		var l diag.List
-		if errors.As(err, &l) {
-			errs = append(errs, l...)
-		} else {
-			other = append(other, err)
-		}
-	}
-	for k, v := range gofiles {
-		files[k] = v
-	}
-	if len(other) > 0 {
-		return nil, errors.Join(other...)
-	}
-	if len(errs) > 0 {
-		errs.Sort()
-		return nil, errs
-	}
-	return files, nil
+// emitAll runs both emitters on cs.
+func emitAll(cs []*ir.Collective, tmpl fs.FS, pkg string, generateArgs []string) (map[string][]byte, error) {
+	return emit.Run(&emit.Request{Collectives: cs, Templates: tmpl, Package: pkg, GenerateArgs: generateArgs}, hipemit.Emit, goemit.Emit)
 }
 
 // reportErr prints a generation failure: positioned errors one a line with

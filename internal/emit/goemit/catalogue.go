@@ -11,7 +11,7 @@ import (
 // catalogueFile lists every variant of the package with a generic
 // constructor, so tools (irisgen bench, probe) and programs that pick a
 // variant at run time need no code per collective.
-func catalogueFile(cs []*ir.Collective, o Options) *jen.File {
+func catalogueFile(cs []*ir.Collective, o options) *jen.File {
 	f := jen.NewFile(o.Package)
 	f.HeaderComment(header("specs"))
 	f.ImportName(runtimePkg, "irisrt")

@@ -17,6 +17,7 @@ import (
 	"github.com/dave/jennifer/jen"
 
 	"github.com/irisgen/irisgen/internal/diag"
+	"github.com/irisgen/irisgen/internal/emit"
 	"github.com/irisgen/irisgen/internal/ir"
 )
 
@@ -26,28 +27,22 @@ const (
 	gpuPkg     = "github.com/irisgen/irisgen/runtime/gpu"
 )
 
-// Options are the generator flags a downstream package used; doc.go repeats
-// them in its go:generate line so `go generate` reproduces the package.
-type Options struct {
-	Package string // Go package name (default "collectives")
-	// GenerateArgs are the arguments after `irisgen generate` in the
-	// go:generate line, e.g. ["-specs", "specs", "-out", "internal/coll"].
-	// Empty for the shipped catalogue.
+// options are the settings of one package's generation.
+type options struct {
+	Package      string
 	GenerateArgs []string
 }
 
-// Emit generates the Go package pkg for cs: "<pkg>/<collective>.go" per
-// collective and "<pkg>/doc.go". Names that would collide in the package are
-// reported as positioned errors (a diag.List).
-func Emit(cs []*ir.Collective, pkg string) (map[string][]byte, error) {
-	return EmitWith(cs, Options{Package: pkg})
-}
-
-// EmitWith is Emit with the go:generate arguments of a downstream package.
-func EmitWith(cs []*ir.Collective, o Options) (map[string][]byte, error) {
+// Emit generates the Go package req.Package ("collectives" when empty) for
+// req.Collectives: "<pkg>/<collective>.go" per collective and the package's
+// fixed files. Names that would collide in the package are reported as
+// positioned errors (a diag.List).
+func Emit(req *emit.Request) (emit.Files, error) {
+	o := options{Package: req.Package, GenerateArgs: req.GenerateArgs}
 	if o.Package == "" {
 		o.Package = "collectives"
 	}
+	cs := req.Collectives
 	sorted := append([]*ir.Collective(nil), cs...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 
@@ -64,7 +59,7 @@ func EmitWith(cs []*ir.Collective, o Options) (map[string][]byte, error) {
 		}
 		owners[name] = pos
 	}
-	out := map[string][]byte{}
+	out := emit.Files{}
 	for _, c := range sorted {
 		if fixedFiles[c.Name] {
 			errs.Add(c.Pos, fmt.Sprintf("collective name %q would overwrite the generated package's %s.go; rename the collective", c.Name, c.Name))
@@ -120,7 +115,7 @@ var packageNames = map[string]string{
 // errorsFile declares the error a plan constructor returns for a dtype or op
 // its spec does not list. It lives in the generated package, not in runtime,
 // because the allowed values are the spec's.
-func errorsFile(o Options) *jen.File {
+func errorsFile(o options) *jen.File {
 	f := jen.NewFile(o.Package)
 	f.HeaderComment(header("specs"))
 	writeDoc(f, "UnsupportedError is returned by a plan constructor asked for a dtype or op its collective's spec does not list; nothing was allocated.")
@@ -295,7 +290,7 @@ func header(spec string) string {
 }
 
 // docFile is the package documentation and the go:generate line.
-func docFile(cs []*ir.Collective, o Options) *jen.File {
+func docFile(cs []*ir.Collective, o options) *jen.File {
 	f := jen.NewFile(o.Package)
 	f.HeaderComment(header("specs"))
 	var b strings.Builder

@@ -16,12 +16,13 @@ import (
 	"testing"
 
 	"github.com/irisgen/irisgen/internal/diag"
+	"github.com/irisgen/irisgen/internal/emit"
 	"github.com/irisgen/irisgen/internal/ir"
 )
 
-func emit(t *testing.T, cs ...*ir.Collective) map[string][]byte {
+func emitPkg(t *testing.T, cs ...*ir.Collective) map[string][]byte {
 	t.Helper()
-	out, err := Emit(cs, "collectives")
+	out, err := Emit(&emit.Request{Collectives: cs, Package: "collectives"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,8 +30,8 @@ func emit(t *testing.T, cs ...*ir.Collective) map[string][]byte {
 }
 
 func TestFilesHeaderFormatDeterminism(t *testing.T) {
-	a := emit(t, allGather(), barrier(), allReduce())
-	b := emit(t, allReduce(), barrier(), allGather()) // input order must not matter
+	a := emitPkg(t, allGather(), barrier(), allReduce())
+	b := emitPkg(t, allReduce(), barrier(), allGather()) // input order must not matter
 	want := []string{"collectives/all_gather.go", "collectives/all_reduce.go", "collectives/barrier.go", "collectives/catalogue.go", "collectives/doc.go", "collectives/errors.go"}
 	var got []string
 	for k := range a {
@@ -61,7 +62,7 @@ func TestFilesHeaderFormatDeterminism(t *testing.T) {
 }
 
 func TestGenerateArgsInDocLine(t *testing.T) {
-	out, err := EmitWith([]*ir.Collective{barrier()}, Options{Package: "coll", GenerateArgs: []string{"-specs", "../../specs", "-out", "..", "-package", "coll"}})
+	out, err := Emit(&emit.Request{Collectives: []*ir.Collective{barrier()}, Package: "coll", GenerateArgs: []string{"-specs", "../../specs", "-out", "..", "-package", "coll"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func has(cs []string, prefix string) bool {
 // their Launch must differ exactly there: push requires output on the heap,
 // pull imports input; both keep the dtype/shape and aliasing checks.
 func TestVariantsDifferWhereAccessDiffers(t *testing.T) {
-	src := emit(t, allGather())["collectives/all_gather.go"]
+	src := emitPkg(t, allGather())["collectives/all_gather.go"]
 	push := calls(t, src, "AllGatherPushPlan", "Launch")
 	pull := calls(t, src, "AllGatherPullPlan", "Launch")
 	common := []string{
@@ -154,7 +155,7 @@ func TestVariantsDifferWhereAccessDiffers(t *testing.T) {
 func TestAliasingAllowedChecksInPlace(t *testing.T) {
 	c := allGather()
 	c.Variants[1].Aliasing = ir.AliasAllow
-	src := emit(t, c)["collectives/all_gather.go"]
+	src := emitPkg(t, c)["collectives/all_gather.go"]
 	pull := calls(t, src, "AllGatherPullPlan", "Launch")
 	if has(pull, "irisrt.CheckNoAlias") || !has(pull, "irisrt.CheckInPlace") {
 		t.Error("pull allows aliasing: its Launch must check in place (same or disjoint), not forbid overlap")
@@ -166,7 +167,7 @@ func TestAliasingAllowedChecksInPlace(t *testing.T) {
 }
 
 func TestWorkspaceAndOps(t *testing.T) {
-	src := emit(t, allReduce())["collectives/all_reduce.go"]
+	src := emitPkg(t, allReduce())["collectives/all_reduce.go"]
 	s := string(src)
 	for _, want := range []string{
 		"func NewAllReduceRingPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceRingPlan, error)",
@@ -195,7 +196,7 @@ func TestWorkspaceAndOps(t *testing.T) {
 }
 
 func TestBarrierHasNoTensors(t *testing.T) {
-	s := string(emit(t, barrier())["collectives/barrier.go"])
+	s := string(emitPkg(t, barrier())["collectives/barrier.go"])
 	for _, want := range []string{
 		"func NewBarrierDevicePlan(r *irisrt.Rank) (*BarrierDevicePlan, error)",
 		"func (p *BarrierDevicePlan) Launch(s gpu.Stream, mode irisrt.Barrier) error",
@@ -215,7 +216,7 @@ func TestSymbolInference(t *testing.T) {
 	c := allGather()
 	// Only the output names n: the convenience call must divide by world.
 	c.Tensors[0].Shape = []ir.Dim{{Const: 4}}
-	s := string(emit(t, c)["collectives/all_gather.go"])
+	s := string(emitPkg(t, c)["collectives/all_gather.go"])
 	if !strings.Contains(s, "world := int64(r.World())\n\tn := output.Len / (world)") {
 		t.Errorf("n is not inferred from output [world, n]:\n%s", s[strings.Index(s, "func AllGather("):])
 	}
@@ -223,7 +224,7 @@ func TestSymbolInference(t *testing.T) {
 	r := allReduce()
 	r.Symbols = append(r.Symbols, "slots")
 	r.Tensors[2].Shape = append(r.Tensors[2].Shape, ir.Dim{Symbol: "slots"})
-	s = string(emit(t, r)["collectives/all_reduce.go"])
+	s = string(emitPkg(t, r)["collectives/all_reduce.go"])
 	if !strings.Contains(s, "op AllReduceOp, slots int64, input, output irisrt.Tensor") {
 		t.Errorf("slots should be a parameter of AllReduce:\n%s", s[strings.Index(s, "func AllReduce("):])
 	}
@@ -232,7 +233,7 @@ func TestSymbolInference(t *testing.T) {
 func TestCollisionsArePositionedErrors(t *testing.T) {
 	c := allGather()
 	c.Variants[1].Name = "variant" // AllGatherVariant is the variant type
-	_, err := Emit([]*ir.Collective{c}, "collectives")
+	_, err := Emit(&emit.Request{Collectives: []*ir.Collective{c}, Package: "collectives"})
 	var l diag.List
 	if !errors.As(err, &l) || len(l) != 1 {
 		t.Fatalf("got %v, want one positioned error", err)
@@ -242,12 +243,12 @@ func TestCollisionsArePositionedErrors(t *testing.T) {
 	}
 	d := barrier()
 	d.Name = "doc"
-	if _, err := Emit([]*ir.Collective{d}, "collectives"); err == nil || !strings.Contains(err.Error(), "doc.go") {
+	if _, err := Emit(&emit.Request{Collectives: []*ir.Collective{d}, Package: "collectives"}); err == nil || !strings.Contains(err.Error(), "doc.go") {
 		t.Errorf("a collective named doc must be refused, got %v", err)
 	}
 	d = barrier()
 	d.Name = "lookup" // Lookup is catalogue.go's
-	if _, err := Emit([]*ir.Collective{d}, "collectives"); err == nil || !strings.Contains(err.Error(), "own Lookup in catalogue.go") {
+	if _, err := Emit(&emit.Request{Collectives: []*ir.Collective{d}, Package: "collectives"}); err == nil || !strings.Contains(err.Error(), "own Lookup in catalogue.go") {
 		t.Errorf("a collective named lookup must be refused, got %v", err)
 	}
 }
@@ -280,7 +281,7 @@ func TestGeneratedCodeCompiles(t *testing.T) {
 	c.Tensors = append(c.Tensors, idx)
 	c.Variants[0].Uses = append(c.Variants[0].Uses, use(idx, ir.LocalRead|ir.RemoteRead))
 	c.Variants[0].Aliasing = ir.AliasForbid
-	out := emit(t, allGather(), barrier(), c)
+	out := emitPkg(t, allGather(), barrier(), c)
 	dir := t.TempDir()
 	root, err := filepath.Abs("../../..")
 	if err != nil {
@@ -314,7 +315,7 @@ func TestAutoVariant(t *testing.T) {
 	c.Auto = &ir.Auto{File: "specs/tuning/all_gather.yaml", Measured: "2x H200, 2026-11-22", Rules: []ir.AutoRule{
 		{World: 2, MaxBytes: 4096, Variant: "push"}, {Variant: "pull"},
 	}}
-	src := string(emit(t, c)["collectives/all_gather.go"])
+	src := string(emitPkg(t, c)["collectives/all_gather.go"])
 	for _, want := range []string{
 		`AllGatherAuto AllGatherVariant = "auto"`,
 		"//   - world == 2 and bytes <= 4096: push\n//   - otherwise: pull\n",
@@ -337,7 +338,7 @@ func TestIndexAndOptionalTensors(t *testing.T) {
 	wts := &ir.Tensor{Name: "wts", Dir: ir.In, Shape: []ir.Dim{{Symbol: "n"}}, DType: ir.F32, Optional: true, Pos: pos(8)}
 	c.Tensors = append(c.Tensors, ids, wts)
 	c.Variants[0].Uses = append(c.Variants[0].Uses, use(ids, ir.LocalRead), use(wts, ir.LocalRead))
-	src := emit(t, c)["collectives/all_gather.go"]
+	src := emitPkg(t, c)["collectives/all_gather.go"]
 	cs := calls(t, src, "AllGatherPushPlan", "Launch")
 	if !slices.Contains(cs, `irisrt.CheckTensorOneOf(allGatherPushName, "ids", ids, []irisrt.DType{irisrt.I64, irisrt.I32}, p.lenIds)`) {
 		t.Errorf("ids must be checked against i64 and i32: %q", cs)
@@ -353,7 +354,7 @@ func TestIndexAndOptionalTensors(t *testing.T) {
 			t.Errorf("generated all_gather.go lacks %q", want)
 		}
 	}
-	cat := string(emit(t, c)["collectives/catalogue.go"])
+	cat := string(emitPkg(t, c)["collectives/catalogue.go"])
 	for _, want := range []string{"IndexDTypes: []irisrt.DType{irisrt.I64, irisrt.I32}", "Optional: true"} {
 		if !strings.Contains(cat, want) {
 			t.Errorf("catalogue lacks %q", want)

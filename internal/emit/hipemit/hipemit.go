@@ -19,6 +19,7 @@ import (
 	"text/template"
 
 	"github.com/irisgen/irisgen/internal/diag"
+	"github.com/irisgen/irisgen/internal/emit"
 	"github.com/irisgen/irisgen/internal/ir"
 )
 
@@ -31,9 +32,29 @@ const ArgsName = "irisgen_a"
 // C++ templates the kernel bodies call.
 const PreludeName = "prelude"
 
-// Emit renders hip/<collective>.hip. Template problems and differences between
-// the recorded and the declared accesses come back as a diag.List.
-func Emit(c *ir.Collective, templates fs.FS) (map[string][]byte, error) {
+// Emit renders hip/<collective>.hip for every collective of req. Template
+// problems and differences between the recorded and the declared accesses
+// come back as one sorted diag.List for all collectives.
+func Emit(req *emit.Request) (emit.Files, error) {
+	out := emit.Files{}
+	var errs diag.List
+	for _, c := range req.Collectives {
+		b, err := emitOne(c, req.Templates)
+		if err != nil {
+			errs = append(errs, err...)
+			continue
+		}
+		out["hip/"+c.Name+".hip"] = b
+	}
+	if len(errs) > 0 {
+		errs.Sort()
+		return nil, errs
+	}
+	return out, nil
+}
+
+// emitOne renders the .hip source of c.
+func emitOne(c *ir.Collective, templates fs.FS) ([]byte, diag.List) {
 	e := &emitter{c: c, templates: templates}
 	var b bytes.Buffer
 	e.fileHeader(&b)
@@ -41,10 +62,9 @@ func Emit(c *ir.Collective, templates fs.FS) (map[string][]byte, error) {
 		e.variant(&b, v)
 	}
 	if len(e.errs) > 0 {
-		e.errs.Sort()
 		return nil, e.errs
 	}
-	return map[string][]byte{"hip/" + c.Name + ".hip": b.Bytes()}, nil
+	return b.Bytes(), nil
 }
 
 type emitter struct {

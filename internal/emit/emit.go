@@ -1,0 +1,61 @@
+// Package emit is what every emitter shares: the request it is given and the
+// files it returns. An emitter is a function of one shape (Func), so the
+// driver runs the HIP and the Go emitter, and any later one, the same way.
+package emit
+
+import (
+	"errors"
+	"io/fs"
+
+	"github.com/irisgen/irisgen/internal/diag"
+	"github.com/irisgen/irisgen/internal/ir"
+)
+
+// Request is everything an emitter may use. Emitters read it and never
+// touch the disk.
+type Request struct {
+	// Collectives are the compiled specs, in any order (emitters sort).
+	Collectives []*ir.Collective
+	// Templates holds the HIP templates (<name>.hip.tmpl) the variants name.
+	Templates fs.FS
+	// Package is the generated Go package's name; its files go to
+	// <Package>/ under the output root.
+	Package string
+	// GenerateArgs are the arguments after `irisgen generate` that the
+	// generated package's go:generate line repeats.
+	GenerateArgs []string
+}
+
+// Files is generated output: slash-separated path under the output root ->
+// contents.
+type Files map[string][]byte
+
+// Func is an emitter. Mistakes a user can fix come back as a diag.List.
+type Func func(*Request) (Files, error)
+
+// Run runs every emitter on req and merges their files. Positioned errors of
+// all emitters are collected and sorted before it fails; any other error
+// fails at once.
+func Run(req *Request, emitters ...Func) (Files, error) {
+	out := Files{}
+	var errs diag.List
+	for _, e := range emitters {
+		files, err := e(req)
+		var l diag.List
+		switch {
+		case errors.As(err, &l):
+			errs = append(errs, l...)
+			continue
+		case err != nil:
+			return nil, err
+		}
+		for k, v := range files {
+			out[k] = v
+		}
+	}
+	if len(errs) > 0 {
+		errs.Sort()
+		return nil, errs
+	}
+	return out, nil
+}
