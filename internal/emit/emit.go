@@ -21,6 +21,14 @@ type Request struct {
 	// Package is the generated Go package's name; its files go to
 	// <Package>/ under the output root.
 	Package string
+	// ImportPath is the generated Go package's import path
+	// ("github.com/irisgen/irisgen/generated/collectives" for the catalogue),
+	// the key under which it registers its kernels with the runtime.
+	ImportPath string
+	// KernelsCommand is the command that compiles this package's kernels,
+	// as a user of its repository types it (e.g. "go tool irisgen kernels"),
+	// for the runtime's message when a code object is missing or stale.
+	KernelsCommand string
 	// GenerateArgs are the arguments after `irisgen generate` that the
 	// generated package's go:generate line repeats.
 	GenerateArgs []string
