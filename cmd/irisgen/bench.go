@@ -13,6 +13,7 @@ import (
 
 	"github.com/irisgen/irisgen/internal/bench"
 	"github.com/irisgen/irisgen/internal/ir"
+	"github.com/irisgen/irisgen/internal/nccl"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -21,16 +22,27 @@ func init() {
 	register(&command{
 		name:    "bench",
 		summary: "time the collectives beside NCCL and torch symmetric memory; CSV, Markdown, plots",
-		usage:   "bench [-n N] [-sizes LIST] [-dtypes LIST] [-modes LIST] [-collectives LIST] [-baselines=false] [-out DIR] | bench -report CSV[,CSV...] [-out DIR]",
+		usage:   "bench [-n N] [-sizes LIST] [-dtypes LIST] [-modes LIST] [-collectives LIST] [-repeats R] [-baselines=false] [-compare BASE.csv] [-out DIR] | bench -report CSV[,CSV...] [-compare BASE.csv] [-out DIR]",
 		help: `
 Bench times every variant of the catalogue on N GPUs of this machine (an
 in-process world), eagerly (back-to-back launches) and under graph replay (a
-graph of many launches), with GPU events after a warm-up, and reports the
-slowest rank. Then it runs the baselines in the same run: NCCL through
-torch.distributed and PyTorch symmetric memory (python3 with torch; the script
-is built into irisgen), same sizes, modes and CSV schema. Sizes follow
+graph of many launches), with GPU events after a warm-up. Every cell is
+timed in -repeats batches, each starting after a barrier of the ranks and
+taking its slowest rank's time; the median is reported, the range kept.
+Then it runs the baselines in the same run: NCCL through its own C API
+(libnccl.so.2, or librccl, loaded like the GPU platform; one thread and
+communicator per GPU as nccl-tests; plain buffers and buffers registered as
+symmetric windows, in and out of place; the reports show the better as
+"nccl best", the CSV keeps both), then NCCL through torch.distributed
+(torch_nccl) and PyTorch symmetric memory (python3 with torch; the script is
+built into irisgen), same sizes, modes, timing and CSV schema. Sizes follow
 nccl-tests (all_gather: the output, reduce_scatter: the input, all_reduce and
 all_to_all: per rank), as do algbw and busbw.
+
+-compare BASE.csv is the regression gate: it pairs every cell with the same
+cell of an earlier run and exits 1 when any is slower than the base beyond
+the two runs' measured spreads (half the range of each one's repeats) plus
+-tolerance. With -report it compares CSV files without a GPU.
 
 MoE (-collectives moe): moe_dispatch and moe_combine at t = 128, 512, 4096
 tokens of 7168 bf16 elements, k = 1 and 8, beside torch's all_to_all_single
@@ -48,6 +60,8 @@ Examples:
   irisgen bench -n 2 -out bench-out
   irisgen bench -n 2 -collectives all_reduce -dtypes bf16 -sizes 8KiB,1MiB,64MiB
   irisgen bench -n 1 -baselines=false -collectives barrier,all_reduce -sizes 8KiB   # fixed cost, no peers
+  irisgen bench -n 2 -collectives all_reduce -torch=false -compare docs/perf/h200x2/results.csv
+  irisgen bench -report new/results.csv -compare old/results.csv -out cmp   # A/B of two runs
   irisgen bench -report h200x2/results.csv,h200x4/results.csv -out docs/perf -tune specs/tuning`,
 		run: runBench,
 	})
@@ -63,9 +77,14 @@ func runBench(env *cmdEnv, args []string) error {
 	dtypes := fs.String("dtypes", "bf16,f32", "comma-separated dtypes")
 	modes := fs.String("modes", "eager,graph", "eager, graph or both")
 	colls := fs.String("collectives", "", "comma-separated subset of barrier, all_reduce, all_gather, reduce_scatter, all_to_all, moe (default: all)")
-	baselines := fs.Bool("baselines", true, "also run NCCL and torch symmetric memory (python3 with torch)")
+	baselines := fs.Bool("baselines", true, "also run the baselines: NCCL through its own API, and (-torch) through torch")
+	torch := fs.Bool("torch", true, "with -baselines, also NCCL through torch.distributed and torch symmetric memory (python3 with torch)")
+	ncclLib := fs.String("nccl", "", "path of libnccl.so.2 (or librccl); default: $IRISGEN_NCCL, the loader's path, then the nvidia-nccl package of -python")
 	python := fs.String("python", "python3", "the Python with torch for the baselines")
 	warmup := fs.Int("warmup", 5, "untimed calls before each measurement")
+	repeats := fs.Int("repeats", bench.DefaultRepeats, "timed batches per cell: the median is reported, the range kept")
+	compare := fs.String("compare", "", "an earlier results.csv: print every cell's ratio to it and exit 1 when one is slower beyond the measured spread")
+	tolerance := fs.Float64("tolerance", 0, "with -compare: a further allowance, as a fraction of the base time (e.g. 0.02)")
 	heap := fs.Int64("heap", 6<<30, "symmetric heap bytes per rank")
 	out := fs.String("out", "bench-out", "output directory")
 	report := fs.String("report", "", "render OUT/results.md and the plots from these CSV files instead of measuring")
@@ -93,7 +112,13 @@ func runBench(env *cmdEnv, args []string) error {
 		if err := writeReport(env, rows, *out); err != nil {
 			return err
 		}
-		return writeTuning(env, rows, *tune, *tuneDType, *tuneMode)
+		if err := writeTuning(env, rows, *tune, *tuneDType, *tuneMode); err != nil {
+			return err
+		}
+		return compareWith(env, rows, *compare, *tolerance, *out)
+	}
+	if *repeats < 1 {
+		return usageErr("-repeats %d: want at least 1", *repeats)
 	}
 	sz, err := parseSizes(*sizes)
 	if err != nil {
@@ -118,16 +143,19 @@ func runBench(env *cmdEnv, args []string) error {
 	device := deviceName(world)
 	date := time.Now().UTC().Format("2006-01-02")
 	cfg := bench.Config{World: world, Sizes: sz, DTypes: splitList(*dtypes), Modes: ms, Collectives: splitList(*colls),
-		Warmup: *warmup, HeapBytes: *heap, Log: env.stdout}
+		Warmup: *warmup, Repeats: *repeats, HeapBytes: *heap, Log: env.stdout}
 	fmt.Fprintf(env.stdout, "irisgen bench: %d GPUs (%s), %s\n", world, device, date)
 	rows, err := bench.Run(cfg, device, date)
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("irisgen run: %w", err)}
 	}
 	if *baselines {
+		rows = append(rows, runNCCL(env, *ncclLib, *python, cfg, device, date)...)
+	}
+	if *baselines && *torch {
 		base, err := runBaselines(env, *python, cfg, *out)
 		if err != nil {
-			fmt.Fprintf(env.stderr, "irisgen bench: baselines failed (%v); the report has irisgen's numbers only\n", err)
+			fmt.Fprintf(env.stderr, "irisgen bench: torch baselines failed (%v); the report has no torch rows\n", err)
 		}
 		for i := range base {
 			base[i].Device = device // same machine, same run: one label for the tables
@@ -137,7 +165,75 @@ func runBench(env *cmdEnv, args []string) error {
 	if err := writeReport(env, rows, *out); err != nil {
 		return err
 	}
-	return writeTuning(env, rows, *tune, *tuneDType, *tuneMode)
+	if err := writeTuning(env, rows, *tune, *tuneDType, *tuneMode); err != nil {
+		return err
+	}
+	return compareWith(env, rows, *compare, *tolerance, *out)
+}
+
+// runNCCL measures NCCL through its own API (bench.RunNCCL); a failure is
+// reported and leaves the rows it has.
+func runNCCL(env *cmdEnv, lib, python string, cfg bench.Config, device, date string) []bench.Row {
+	if lib == "" && os.Getenv(nccl.EnvLibrary) == "" {
+		lib = pythonNCCL(python)
+	}
+	path, version, err := bench.NCCLVersion(lib)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "irisgen bench: no NCCL baseline: %v\n", err)
+		return nil
+	}
+	fmt.Fprintf(env.stdout, "NCCL %s (%s) through its own API\n", version, path)
+	rows, err := bench.RunNCCL(cfg, device, date)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "irisgen bench: NCCL baseline failed (%v); the report has its rows up to there\n", err)
+	}
+	for i := range rows {
+		rows[i].Note = strings.TrimSpace("NCCL " + version + ", " + rows[i].Note)
+	}
+	return rows
+}
+
+// pythonNCCL is the libnccl.so.2 of python's nvidia-nccl package (the NCCL
+// torch ships with), or "" when there is none.
+func pythonNCCL(python string) string {
+	out, err := exec.Command(python, "-c", "import os, nvidia.nccl as m; print(os.path.join(list(m.__path__)[0], 'lib', 'libnccl.so.2'))").Output()
+	if err != nil {
+		return ""
+	}
+	p := strings.TrimSpace(string(out))
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+// compareWith prints rows against the base CSV (nothing when base is empty),
+// writes OUT/compare.md, and fails (exit 1) when a cell is slower beyond the
+// measured spread.
+func compareWith(env *cmdEnv, rows []bench.Row, base string, tolerance float64, out string) error {
+	if base == "" {
+		return nil
+	}
+	b, err := readRows(base)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	ds := bench.Compare(b, rows, tolerance)
+	md := bench.FormatCompare(ds)
+	fmt.Fprint(env.stdout, md)
+	p := filepath.Join(out, "compare.md")
+	if err := os.WriteFile(p, []byte(md), 0o644); err != nil {
+		return err
+	}
+	if len(ds) == 0 {
+		return &exitError{code: 1, err: fmt.Errorf("-compare %s: no cell of this run is in the base", base)}
+	}
+	for _, d := range ds {
+		if d.Regressed {
+			return &exitError{code: 1, err: fmt.Errorf("slower than %s beyond the measured spread (see %s)", base, p)}
+		}
+	}
+	return nil
 }
 
 // writeTuning writes dir/<collective>.yaml for every collective with two or
@@ -239,7 +335,7 @@ func runBaselines(env *cmdEnv, python string, cfg bench.Config, out string) ([]b
 func baselineArgs(script, csvPath string, cfg bench.Config) []string {
 	args := []string{script, "--world", strconv.Itoa(cfg.World), "--sizes", joinInts(cfg.Sizes),
 		"--dtypes", strings.Join(cfg.DTypes, ","), "--modes", strings.Join(cfg.Modes, ","),
-		"--warmup", strconv.Itoa(cfg.Warmup), "--out", csvPath,
+		"--warmup", strconv.Itoa(cfg.Warmup), "--repeats", strconv.Itoa(max(cfg.Repeats, 1)), "--out", csvPath,
 		"--moe-tokens", joinInts(bench.MoETokens), "--moe-hidden", strconv.FormatInt(bench.MoEHidden, 10),
 		"--moe-k", joinInts(bench.MoEK)}
 	var colls []string
@@ -290,11 +386,12 @@ func writeReport(env *cmdEnv, rows []bench.Row, out string) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
+	shown := bench.BestNCCL(rows) // NCCL at its best in tables and plots; the CSV keeps both buffer kinds
 	md := filepath.Join(out, "results.md")
-	if err := os.WriteFile(md, []byte(bench.Markdown(rows)), 0o644); err != nil {
+	if err := os.WriteFile(md, []byte(bench.Markdown(shown)), 0o644); err != nil {
 		return err
 	}
-	files, err := bench.Plot(rows, out)
+	files, err := bench.Plot(shown, out)
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("plotting: %w", err)}
 	}

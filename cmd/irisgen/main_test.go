@@ -266,6 +266,7 @@ func TestBaselineArgs(t *testing.T) {
 	args := baselineArgs("baselines.py", "out.csv", cfg)
 	require.Contains(t, strings.Join(args, " "), "--collectives all_reduce,moe")
 	require.Contains(t, strings.Join(args, " "), "--moe-hidden 7168")
+	require.Contains(t, strings.Join(args, " "), "--repeats 1")
 	for _, a := range args {
 		if strings.HasPrefix(a, "--") {
 			require.Contains(t, string(bench.BaselinesScript), `add_argument("`+a+`"`, "baselines.py does not declare %s", a)

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Baselines of `irisgen bench`: NCCL through torch.distributed and PyTorch
+"""Baselines of `irisgen bench` that need torch: NCCL through torch.distributed
+(torch_nccl; irisgen measures NCCL through its own C API itself) and PyTorch
 symmetric memory, timed like irisgen's own collectives (CUDA events after a
 warm-up, eager back-to-back calls and graph replay, slowest rank) and
 written in the same CSV schema. `irisgen bench` starts it; it can also run
@@ -23,7 +24,8 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
 FIELDS = ["impl", "collective", "variant", "dtype", "world", "bytes", "mode",
-          "time_us", "algbw_gbps", "busbw_gbps", "device", "date", "note"]
+          "time_us", "algbw_gbps", "busbw_gbps", "device", "date", "note",
+          "time_min_us", "time_max_us", "repeats"]
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
@@ -36,48 +38,59 @@ def iterations(nbytes):
     return 8
 
 
-def timed(fn, mode, nbytes, warmup):
-    """Microseconds per call of fn on this rank: eager back-to-back calls, or
-    a graph of k calls replayed."""
+def timed(fn, mode, nbytes, warmup, repeats):
+    """Microseconds per call of fn on this rank in each of `repeats` timed
+    batches: k eager back-to-back calls, or one replay of a graph of k
+    calls; every batch starts after a barrier (as irisgen's do)."""
     k = iterations(nbytes)
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    run = None
     if mode == "eager":
+        def run():
+            for _ in range(k):
+                fn()
+    else:
+        g = torch.cuda.CUDAGraph()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            fn()  # warm up on the side stream, as graph capture wants
+        torch.cuda.current_stream().wait_stream(s)
+        torch.cuda.synchronize()
+        with torch.cuda.graph(g):
+            for _ in range(k):
+                fn()
+        run = g.replay
+    run()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(repeats):
         dist.barrier()
+        torch.cuda.synchronize()
         start.record()
-        for _ in range(k):
-            fn()
+        run()
         end.record()
         end.synchronize()
-        return start.elapsed_time(end) * 1000.0 / k
-    g = torch.cuda.CUDAGraph()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()  # warm up on the side stream, as graph capture wants
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    with torch.cuda.graph(g):
-        for _ in range(k):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    dist.barrier()
-    reps = 5
-    start.record()
-    for _ in range(reps):
-        g.replay()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) * 1000.0 / (k * reps)
+        out.append(start.elapsed_time(end) * 1000.0 / k)
+    return out
 
 
 def slowest(us):
-    t = torch.tensor([us], device="cuda", dtype=torch.float64)
+    """Per batch, the largest time over the ranks."""
+    t = torch.tensor(us, device="cuda", dtype=torch.float64)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return t.item()
+    return t.tolist()
+
+
+def summary(us):
+    """(median, min, max) of the batches, as bench.Summarize."""
+    s = sorted(us)
+    n = len(s)
+    m = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+    return m, s[0], s[-1]
 
 
 def cases(world, rank, dtype, nbytes, group_name):
@@ -88,18 +101,18 @@ def cases(world, rank, dtype, nbytes, group_name):
     dev = torch.device("cuda", rank)
     out = []
     x = torch.randn(n, dtype=dtype, device=dev)
-    out.append(("nccl", "all_reduce", "nccl", lambda: dist.all_reduce(x)))
+    out.append(("torch_nccl", "all_reduce", "dist", lambda: dist.all_reduce(x)))
     per = n // world
     if per > 0:
         shard = torch.randn(per, dtype=dtype, device=dev)
         full = torch.empty(per * world, dtype=dtype, device=dev)
-        out.append(("nccl", "all_gather", "nccl", lambda: dist.all_gather_into_tensor(full, shard)))
+        out.append(("torch_nccl", "all_gather", "dist", lambda: dist.all_gather_into_tensor(full, shard)))
         src = torch.randn(per * world, dtype=dtype, device=dev)
         dst = torch.empty(per, dtype=dtype, device=dev)
-        out.append(("nccl", "reduce_scatter", "nccl", lambda: dist.reduce_scatter_tensor(dst, src)))
+        out.append(("torch_nccl", "reduce_scatter", "dist", lambda: dist.reduce_scatter_tensor(dst, src)))
         a2a_in = torch.randn(per * world, dtype=dtype, device=dev)
         a2a_out = torch.empty_like(a2a_in)
-        out.append(("nccl", "all_to_all", "nccl", lambda: dist.all_to_all_single(a2a_out, a2a_in)))
+        out.append(("torch_nccl", "all_to_all", "dist", lambda: dist.all_to_all_single(a2a_out, a2a_in)))
     if group_name is not None:
         import torch.distributed._symmetric_memory as symm_mem
         try:
@@ -174,24 +187,25 @@ def worker(rank, args):
 
     def record(impl, coll, variant, dname, nbytes, mode, fn):
         note = ""
+        us = [-1.0] * args.repeats
         if mode == "graph" and coll.startswith("moe_"):
-            us, note = float("nan"), "not capturable: the splits need a host sync"
+            note = "not capturable: the splits need a host sync"
         else:
             try:
-                us = timed(fn, mode, nbytes, args.warmup)
+                us = timed(fn, mode, nbytes, args.warmup, args.repeats)
             except Exception as e:  # noqa: BLE001
-                us, note = float("nan"), f"failed: {type(e).__name__}: {e}".replace("\n", " ")[:200]
+                note = f"failed: {type(e).__name__}: {e}".replace("\n", " ")[:200]
                 torch.cuda.synchronize()
-        us = slowest(us if us == us else -1.0)
-        if us < 0:
-            us = float("nan")
+        us = slowest(us)  # every rank takes part, failed or not
+        med, lo, hi = summary(us) if min(us) >= 0 else (float("nan"),) * 3
         rows.append({"impl": impl, "collective": coll, "variant": variant, "dtype": dname,
                      "world": args.world, "bytes": nbytes, "mode": mode,
                      # irisgen computes the bandwidths (bench.Row.SetBandwidth)
-                     "time_us": f"{us:.3f}", "algbw_gbps": "nan", "busbw_gbps": "nan",
-                     "device": device, "date": date, "note": note})
+                     "time_us": f"{med:.3f}", "algbw_gbps": "nan", "busbw_gbps": "nan",
+                     "device": device, "date": date, "note": note,
+                     "time_min_us": f"{lo:.3f}", "time_max_us": f"{hi:.3f}", "repeats": args.repeats})
         if rank == 0:
-            print(f"{impl:15s} {coll:14s} {variant:9s} {dname:4s} {nbytes:>10d} {mode:5s} {us:10.2f} us", flush=True)
+            print(f"{impl:15s} {coll:14s} {variant:9s} {dname:4s} {nbytes:>10d} {mode:5s} {med:10.2f} us", flush=True)
 
     for dname in args.dtypes.split(","):
         dtype = DTYPES[dname]
@@ -223,6 +237,7 @@ def main():
     ap.add_argument("--modes", default="eager,graph")
     ap.add_argument("--collectives", default="", help="comma-separated subset (default: all)")
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=7, help="timed batches per cell (median, min and max kept)")
     ap.add_argument("--port", type=int, default=29517)
     ap.add_argument("--no-symm-mem", action="store_true")
     ap.add_argument("--moe-tokens", default="128,512,4096")

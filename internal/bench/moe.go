@@ -26,12 +26,12 @@ func runMoE(w *irisrt.World, cfg Config, add func(Row)) error {
 	for _, k := range MoEK {
 		for _, t := range MoETokens {
 			for _, mode := range cfg.Modes {
-				var us [2][]float64
+				var us [2][][]float64
 				for i := range us {
-					us[i] = make([]float64, w.Size())
+					us[i] = make([][]float64, w.Size())
 				}
 				err := w.Run(func(r *irisrt.Rank) error {
-					d, c, err := timeMoE(r, t, k, mode, cfg.Warmup)
+					d, c, err := timeMoE(r, t, k, mode, cfg.Warmup, cfg.repeats())
 					us[0][r.Rank()], us[1][r.Rank()] = d, c
 					return err
 				})
@@ -41,9 +41,7 @@ func runMoE(w *irisrt.World, cfg Config, add func(Row)) error {
 				for i, coll := range []string{"moe_dispatch", "moe_combine"} {
 					// k in the collective's name: tables compare like with like.
 					row := Row{Collective: fmt.Sprintf("%s_k%d", coll, k), Variant: "push", DType: "bf16", Bytes: t * MoEHidden * 2, Mode: mode}
-					for _, x := range us[i] {
-						row.TimeUS = max(row.TimeUS, x)
-					}
+					Summarize(slowestBatches(us[i])).set(&row)
 					add(row)
 				}
 			}
@@ -52,11 +50,11 @@ func runMoE(w *irisrt.World, cfg Config, add func(Row)) error {
 	return nil
 }
 
-func timeMoE(r *irisrt.Rank, t, k int64, mode string, warmup int) (float64, float64, error) {
+func timeMoE(r *irisrt.Rank, t, k int64, mode string, warmup, repeats int) ([]float64, []float64, error) {
 	e := moeExpertsPerRank * int64(r.World())
 	pair, err := moepair.New(r, irisrt.BF16, []int64{t, MoEHidden, k, e, t * k})
 	if err != nil {
-		return 0, 0, err
+		return nil, nil, err
 	}
 	defer pair.Close()
 	tensors := pair.Tensors
@@ -69,22 +67,22 @@ func timeMoE(r *irisrt.Rank, t, k int64, mode string, warmup int) (float64, floa
 	}
 	dev := r.Device()
 	if err := dev.CopyHtoD(tensors["ids"].Ptr, unsafe.Pointer(&ids[0]), int64(len(ids))*8); err != nil {
-		return 0, 0, err
+		return nil, nil, err
 	}
 	if err := dev.CopyHtoD(tensors["weights"].Ptr, unsafe.Pointer(&ones[0]), int64(len(ones))*4); err != nil {
-		return 0, 0, err
+		return nil, nil, err
 	}
 	if err := dev.MemsetD8Async(tensors["tokens"].Ptr, 0, tensors["tokens"].Bytes(), r.Stream()); err != nil {
-		return 0, 0, err
+		return nil, nil, err
 	}
 	s := r.Stream()
-	dUS, err := timeCalls(r, mode, Iterations(t*MoEHidden*2), warmup, func() error { return pair.Dispatch.LaunchTensors(s, pair.DispatchArgs, irisrt.BarrierDevice) })
+	dUS, err := timeCalls(r, mode, Iterations(t*MoEHidden*2), warmup, repeats, func() error { return pair.Dispatch.LaunchTensors(s, pair.DispatchArgs, irisrt.BarrierDevice) })
 	if err != nil {
-		return 0, 0, fmt.Errorf("dispatch: %w", err)
+		return nil, nil, fmt.Errorf("dispatch: %w", err)
 	}
-	cUS, err := timeCalls(r, mode, Iterations(t*MoEHidden*2), warmup, func() error { return pair.Combine.LaunchTensors(s, pair.CombineArgs, irisrt.BarrierDevice) })
+	cUS, err := timeCalls(r, mode, Iterations(t*MoEHidden*2), warmup, repeats, func() error { return pair.Combine.LaunchTensors(s, pair.CombineArgs, irisrt.BarrierDevice) })
 	if err != nil {
-		return 0, 0, fmt.Errorf("combine: %w", err)
+		return nil, nil, fmt.Errorf("combine: %w", err)
 	}
 	return dUS, cUS, nil
 }

@@ -16,14 +16,17 @@ import (
 // Row is one measurement: one implementation of one collective at one size,
 // dtype, world size and mode, timed on the slowest rank.
 type Row struct {
-	Impl       string // irisgen, nccl, torch_symm_mem
+	Impl       string // irisgen, nccl (its C API), torch_nccl (NCCL through torch.distributed), torch_symm_mem
 	Collective string // all_reduce, all_gather, reduce_scatter, all_to_all, barrier
 	Variant    string
 	DType      string
 	World      int
-	Bytes      int64  // nccl-tests size: all_gather the output, reduce_scatter the input, else per rank
-	Mode       string // eager or graph
-	TimeUS     float64
+	Bytes      int64   // nccl-tests size: all_gather the output, reduce_scatter the input, else per rank
+	Mode       string  // eager or graph
+	TimeUS     float64 // median of the repeats
+	MinUS      float64 // fastest and slowest repeat (NaN when unknown: older CSVs, the torch baselines)
+	MaxUS      float64
+	Repeats    int     // timed batches behind TimeUS (0: unknown)
 	AlgBW      float64 // GB/s
 	BusBW      float64 // GB/s
 	Device     string
@@ -33,7 +36,11 @@ type Row struct {
 
 // Header is the CSV header, shared with baselines.py.
 var Header = []string{"impl", "collective", "variant", "dtype", "world", "bytes", "mode",
-	"time_us", "algbw_gbps", "busbw_gbps", "device", "date", "note"}
+	"time_us", "algbw_gbps", "busbw_gbps", "device", "date", "note", "time_min_us", "time_max_us", "repeats"}
+
+// optionalColumns are the columns of Header that CSVs written before the
+// bench timed repeats lack; ReadCSV reads those as unknown.
+var optionalColumns = map[string]bool{"time_min_us": true, "time_max_us": true, "repeats": true}
 
 // BusFactor is nccl-tests' ratio of bus bandwidth to algorithm bandwidth.
 func BusFactor(collective string, world int) float64 {
@@ -41,8 +48,10 @@ func BusFactor(collective string, world int) float64 {
 	switch collective {
 	case "all_reduce":
 		return 2 * (w - 1) / w
-	case "all_gather", "reduce_scatter", "all_to_all":
+	case "all_gather", "reduce_scatter", "all_to_all", "gather", "scatter":
 		return (w - 1) / w
+	case "broadcast", "reduce", "send_recv":
+		return 1
 	}
 	return 0
 }
@@ -69,7 +78,7 @@ func WriteCSV(w io.Writer, rows []Row) error {
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
 	for _, r := range rows {
 		rec := []string{r.Impl, r.Collective, r.Variant, r.DType, strconv.Itoa(r.World), strconv.FormatInt(r.Bytes, 10), r.Mode,
-			f(r.TimeUS), f(r.AlgBW), f(r.BusBW), r.Device, r.Date, r.Note}
+			f(r.TimeUS), f(r.AlgBW), f(r.BusBW), r.Device, r.Date, r.Note, f(r.MinUS), f(r.MaxUS), strconv.Itoa(r.Repeats)}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
@@ -92,13 +101,19 @@ func ReadCSV(r io.Reader) ([]Row, error) {
 		col[h] = i
 	}
 	for _, h := range Header {
-		if _, ok := col[h]; !ok {
+		if _, ok := col[h]; !ok && !optionalColumns[h] {
 			return nil, fmt.Errorf("CSV header lacks %q (want %v)", h, Header)
 		}
 	}
 	var rows []Row
 	for line, rec := range recs[1:] {
-		get := func(h string) string { return rec[col[h]] }
+		get := func(h string) string {
+			i, ok := col[h]
+			if !ok {
+				return "nan" // an optional column this CSV lacks
+			}
+			return rec[i]
+		}
 		num := func(h string) (float64, error) {
 			v, err := strconv.ParseFloat(get(h), 64)
 			if err != nil {
@@ -125,6 +140,17 @@ func ReadCSV(r io.Reader) ([]Row, error) {
 		}
 		if r.BusBW, err = num("busbw_gbps"); err != nil {
 			return nil, err
+		}
+		if r.MinUS, err = num("time_min_us"); err != nil {
+			return nil, err
+		}
+		if r.MaxUS, err = num("time_max_us"); err != nil {
+			return nil, err
+		}
+		if rep := get("repeats"); rep != "nan" && rep != "" {
+			if r.Repeats, err = strconv.Atoi(rep); err != nil {
+				return nil, fmt.Errorf("line %d: repeats: %w", line+2, err)
+			}
 		}
 		rows = append(rows, r)
 	}

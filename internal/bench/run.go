@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/irisgen/irisgen/generated/collectives"
+	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -19,6 +20,7 @@ type Config struct {
 	Modes       []string // eager, graph
 	Collectives []string // empty: all
 	Warmup      int
+	Repeats     int // timed batches per cell: the median is reported, the spread kept
 	HeapBytes   int64
 	Log         io.Writer // progress, one line a measurement
 }
@@ -54,7 +56,39 @@ func Iterations(bytes int64) int {
 	return 8
 }
 
-const graphReplays = 5
+// DefaultRepeats is how many timed batches a cell gets unless Config says.
+const DefaultRepeats = 7
+
+// Stats summarises the per-call times of a cell's timed batches, each the
+// slowest rank's.
+type Stats struct {
+	Median, Min, Max float64
+	N                int
+}
+
+// Summarize returns the median, minimum and maximum of us (NaN when empty).
+func Summarize(us []float64) Stats {
+	if len(us) == 0 {
+		return Stats{Median: math.NaN(), Min: math.NaN(), Max: math.NaN()}
+	}
+	s := slices.Clone(us)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return Stats{Median: m, Min: s[0], Max: s[len(s)-1], N: len(s)}
+}
+
+// set records st in r.
+func (st Stats) set(r *Row) { r.TimeUS, r.MinUS, r.MaxUS, r.Repeats = st.Median, st.Min, st.Max, st.N }
+
+func (c Config) repeats() int {
+	if c.Repeats > 0 {
+		return c.Repeats
+	}
+	return DefaultRepeats
+}
 
 // Run times every selected irisgen variant in an in-process world of
 // cfg.World GPUs and returns one row per measurement.
@@ -75,11 +109,13 @@ func Run(cfg Config, device, date string) ([]Row, error) {
 	}
 	if selected(cfg.Collectives, "barrier") {
 		for _, mode := range cfg.Modes {
-			us, err := slowest(w, func(r *irisrt.Rank) (float64, error) { return timeBarrier(r, mode, cfg.Warmup) })
+			st, err := slowest(w, func(r *irisrt.Rank) ([]float64, error) { return timeBarrier(r, mode, cfg.Warmup, cfg.repeats()) })
 			if err != nil {
 				return rows, fmt.Errorf("barrier %s: %w", mode, err)
 			}
-			add(Row{Collective: "barrier", Variant: "device", DType: "-", Mode: mode, TimeUS: us})
+			row := Row{Collective: "barrier", Variant: "device", DType: "-", Mode: mode}
+			st.set(&row)
+			add(row)
 		}
 	}
 	for _, dts := range cfg.DTypes {
@@ -110,11 +146,13 @@ func Run(cfg Config, device, date string) ([]Row, error) {
 						add(row)
 						continue
 					}
-					us, err := slowest(w, func(r *irisrt.Rank) (float64, error) { return timeEntry(r, e, dt, op, n, size, mode, cfg.Warmup) })
+					st, err := slowest(w, func(r *irisrt.Rank) ([]float64, error) {
+						return timeEntry(r, e, dt, op, n, size, mode, cfg.Warmup, cfg.repeats())
+					})
 					if err != nil {
 						return rows, fmt.Errorf("%s %s %s %d bytes %s: %w", e.Collective, e.Variant, dts, size, mode, err)
 					}
-					row.TimeUS = us
+					st.set(&row)
 					add(row)
 				}
 			}
@@ -140,75 +178,69 @@ func selected(list []string, c string) bool {
 	return false
 }
 
-// slowest runs fn on every rank and returns the largest time.
-func slowest(w *irisrt.World, fn func(r *irisrt.Rank) (float64, error)) (float64, error) {
-	us := make([]float64, w.Size())
+// slowest runs fn on every rank, each returning the per-call time of every
+// timed batch, and summarises the batches' slowest ranks: batch i of every
+// rank starts after the same host barrier, so its time is its slowest rank's.
+func slowest(w *irisrt.World, fn func(r *irisrt.Rank) ([]float64, error)) (Stats, error) {
+	us := make([][]float64, w.Size())
 	err := w.Run(func(r *irisrt.Rank) error {
 		t, err := fn(r)
 		us[r.Rank()] = t
 		return err
 	})
-	m := 0.0
-	for _, t := range us {
-		m = max(m, t)
+	return Summarize(slowestBatches(us)), err
+}
+
+// slowestBatches is, per batch, the largest time over the ranks.
+func slowestBatches(perRank [][]float64) []float64 {
+	var out []float64
+	for _, ts := range perRank {
+		for i, t := range ts {
+			if i == len(out) {
+				out = append(out, t)
+			}
+			out[i] = max(out[i], t)
+		}
 	}
-	return m, err
+	return out
 }
 
 // timeEntry times one variant on one rank, its tensors on the heap.
-func timeEntry(r *irisrt.Rank, e collectives.Entry, dt irisrt.DType, op string, n, size int64, mode string, warmup int) (float64, error) {
+func timeEntry(r *irisrt.Rank, e collectives.Entry, dt irisrt.DType, op string, n, size int64, mode string, warmup, repeats int) ([]float64, error) {
 	p, err := e.New(r, dt, op, []int64{n})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer p.Close()
 	ts, free, err := e.Alloc(r, dt, []int64{n})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer free()
 	s := r.Stream()
-	return timeCalls(r, mode, Iterations(size), warmup, func() error { return p.LaunchTensors(s, ts, irisrt.BarrierDevice) })
+	return timeCalls(r, mode, Iterations(size), warmup, repeats, func() error { return p.LaunchTensors(s, ts, irisrt.BarrierDevice) })
 }
 
-func timeBarrier(r *irisrt.Rank, mode string, warmup int) (float64, error) {
+func timeBarrier(r *irisrt.Rank, mode string, warmup, repeats int) ([]float64, error) {
 	e, ok := collectives.Lookup("barrier", "device")
 	if !ok {
-		return 0, fmt.Errorf("the catalogue has no barrier/device")
+		return nil, fmt.Errorf("the catalogue has no barrier/device")
 	}
 	p, err := e.New(r, 0, "", nil)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer p.Close()
 	s := r.Stream()
-	return timeCalls(r, mode, 1000, warmup, func() error { return p.LaunchTensors(s, nil, irisrt.BarrierDevice) })
+	return timeCalls(r, mode, 1000, warmup, repeats, func() error { return p.LaunchTensors(s, nil, irisrt.BarrierDevice) })
 }
 
-// timeCalls times call on r's stream with GPU events: k back-to-back calls
-// (eager), or a graph of k calls replayed graphReplays times (graph). Every
-// rank starts its timed batch after a host barrier.
-func timeCalls(r *irisrt.Rank, mode string, k, warmup int, call func() error) (us float64, err error) {
+// timeCalls times call on r's stream with GPU events and returns the
+// per-call time of each of `repeats` batches: k back-to-back calls (eager),
+// or one replay of a graph of k calls (graph). Every rank starts each batch
+// after a host barrier.
+func timeCalls(r *irisrt.Rank, mode string, k, warmup, repeats int, call func() error) ([]float64, error) {
 	dev, s := r.Device(), r.Stream()
-	for range warmup {
-		if err := call(); err != nil {
-			return 0, err
-		}
-	}
-	if err := drain(r); err != nil {
-		return 0, err
-	}
-	start, err := dev.NewEvent(true)
-	if err != nil {
-		return 0, err
-	}
-	defer dev.DestroyEvent(start)
-	end, err := dev.NewEvent(true)
-	if err != nil {
-		return 0, err
-	}
-	defer dev.DestroyEvent(end)
-	calls := k
 	batch := func() error {
 		for range k {
 			if err := call(); err != nil {
@@ -217,49 +249,78 @@ func timeCalls(r *irisrt.Rank, mode string, k, warmup int, call func() error) (u
 		}
 		return nil
 	}
+	var run func() error
 	switch mode {
 	case "eager":
+		run = batch
 	case "graph":
 		exec, err := r.Capture(s, batch)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		defer dev.DestroyGraphExec(exec)
-		if err := dev.LaunchGraph(exec, s); err != nil { // warm the graph (the host barrier below waits for it)
-			return 0, err
-		}
-		calls = k * graphReplays
-		batch = func() error {
-			for range graphReplays {
-				if err := dev.LaunchGraph(exec, s); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
+		run = func() error { return dev.LaunchGraph(exec, s) }
 	default:
-		return 0, fmt.Errorf("unknown mode %q (want eager or graph)", mode)
+		return nil, fmt.Errorf("unknown mode %q (want eager or graph)", mode)
 	}
-	if err := r.HostBarrier(s); err != nil {
-		return 0, err
+	return timeBatches(dev, s, k, repeats, func() error { return r.HostBarrier(s) }, func() error {
+		for range warmup {
+			if err := call(); err != nil {
+				return err
+			}
+		}
+		return drain(r)
+	}, run, func() error { return drain(r) })
+}
+
+// timeBatches warms up, then times `repeats` runs of run (each k calls)
+// between events on s, each after barrier, and returns the per-call
+// microseconds of each. done waits for s and reports device errors. It is
+// shared by irisgen's and NCCL's measurements, so both are timed alike.
+func timeBatches(dev gpu.Device, s gpu.Stream, k, repeats int, barrier, warm, run, done func() error) ([]float64, error) {
+	if err := warm(); err != nil {
+		return nil, err
 	}
-	if err := dev.RecordEvent(start, s); err != nil {
-		return 0, err
+	if err := run(); err != nil { // one untimed run: a graph's first launch uploads it
+		return nil, err
 	}
-	if err := batch(); err != nil {
-		return 0, err
+	if err := done(); err != nil {
+		return nil, err
 	}
-	if err := dev.RecordEvent(end, s); err != nil {
-		return 0, err
-	}
-	if err := drain(r); err != nil {
-		return 0, err
-	}
-	d, err := dev.Elapsed(start, end)
+	start, err := dev.NewEvent(true)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return float64(d.Nanoseconds()) / 1e3 / float64(calls), nil
+	defer dev.DestroyEvent(start)
+	end, err := dev.NewEvent(true)
+	if err != nil {
+		return nil, err
+	}
+	defer dev.DestroyEvent(end)
+	us := make([]float64, 0, repeats)
+	for range repeats {
+		if err := barrier(); err != nil {
+			return nil, err
+		}
+		if err := dev.RecordEvent(start, s); err != nil {
+			return nil, err
+		}
+		if err := run(); err != nil {
+			return nil, err
+		}
+		if err := dev.RecordEvent(end, s); err != nil {
+			return nil, err
+		}
+		if err := done(); err != nil {
+			return nil, err
+		}
+		d, err := dev.Elapsed(start, end)
+		if err != nil {
+			return nil, err
+		}
+		us = append(us, float64(d.Nanoseconds())/1e3/float64(k))
+	}
+	return us, nil
 }
 
 // drain waits for r's stream and reads its error record.

@@ -192,6 +192,11 @@ static CUresult igcu_memset_async(uintptr_t ctx, CUdeviceptr dst, unsigned char 
 	return IGCU_CALL(cuMemsetD8Async, (dst, v, n, (CUstream)s));
 }
 
+static CUresult igcu_bind(uintptr_t ctx, const char **call) {
+	IGCU_BIND(ctx);
+	return 0;
+}
+
 static CUresult igcu_sync(uintptr_t ctx, const char **call) {
 	IGCU_BIND(ctx);
 	return IGCU_CALL(cuCtxSynchronize, ());
@@ -521,6 +526,14 @@ func (d *cudaDevice) CopyDtoHAsync(dst unsafe.Pointer, src DevicePtr, bytes int6
 func (d *cudaDevice) MemsetD8Async(dst DevicePtr, v byte, bytes int64, s Stream) error {
 	var call *C.char
 	r := C.igcu_memset_async(d.ctx, C.CUdeviceptr(dst), C.uchar(v), C.size_t(bytes), C.uintptr_t(s), &call)
+	return cudaCheck(call, r)
+}
+
+// BindThread makes the device's primary context current on the calling OS
+// thread (gpu.ThreadBinder).
+func (d *cudaDevice) BindThread() error {
+	var call *C.char
+	r := C.igcu_bind(d.ctx, &call)
 	return cudaCheck(call, r)
 }
 

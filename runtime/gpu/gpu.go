@@ -164,3 +164,13 @@ type Device interface {
 	DestroyGraph(g Graph) error
 	DestroyGraphExec(g GraphExec) error
 }
+
+// ThreadBinder is implemented by devices that can make themselves current on
+// the calling OS thread, for libraries that use the platform's own runtime
+// API on that thread (NCCL, which irisgen bench runs as a baseline). The
+// caller locks its goroutine to the thread first (runtime.LockOSThread);
+// irisgen's own calls never need it, since every Device method binds the
+// device inside its C call.
+type ThreadBinder interface {
+	BindThread() error
+}

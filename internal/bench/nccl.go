@@ -1,0 +1,475 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/irisgen/irisgen/generated/collectives"
+	"github.com/irisgen/irisgen/internal/nccl"
+	"github.com/irisgen/irisgen/runtime/gpu"
+)
+
+// NCCLCollectives are the collectives RunNCCL can measure, in nccl-tests'
+// sizes: all_gather and gather the output, reduce_scatter and scatter the
+// input, all_to_all the per-rank total, the others the buffer; send_recv is
+// a ring shift (every rank sends to the next and receives from the previous,
+// nccl-tests' sendrecv); the rooted ones use root 0.
+var NCCLCollectives = []string{"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+	"broadcast", "reduce", "gather", "scatter", "send_recv"}
+
+// ncclBuffers are the two ways RunNCCL allocates: plain device memory, and
+// ncclMemAlloc memory registered as symmetric windows (NCCL's low-latency
+// symmetric kernels, 2.27 and later).
+var ncclBuffers = []string{"plain", "sym"}
+
+// NCCLVersion loads NCCL (lib first when given) and returns the path it
+// loaded and its version, e.g. "2.28.9".
+func NCCLVersion(lib string) (path, version string, err error) {
+	var extra []string
+	if lib != "" {
+		extra = append(extra, lib)
+	}
+	// NVLink multicast stays off on shared machines (../shared/GPU.md);
+	// NCCL reads it when a communicator is made.
+	if err := os.Setenv("NCCL_NVLS_ENABLE", "0"); err != nil {
+		return "", "", err
+	}
+	if path, err = nccl.Open(extra...); err != nil {
+		return "", "", err
+	}
+	v, err := nccl.Version()
+	if err != nil {
+		return path, "", err
+	}
+	return path, nccl.VersionString(v), nil
+}
+
+// ncclSelected lists the collectives of cfg that RunNCCL measures: those
+// asked for, or by default those the catalogue ships.
+func ncclSelected(cfg Config) []string {
+	var out []string
+	for _, c := range NCCLCollectives {
+		if len(cfg.Collectives) > 0 {
+			if selected(cfg.Collectives, c) {
+				out = append(out, c)
+			}
+			continue
+		}
+		for _, e := range collectives.Catalogue {
+			if e.Collective == c {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// ncclCell is one measurement: every rank runs the same cells in the same
+// order (NCCL's calls and window registrations are collective).
+type ncclCell struct {
+	coll, dtype, mode, buffers string
+	bytes                      int64
+	inPlace                    bool
+}
+
+func ncclCells(cfg Config, colls []string) []ncclCell {
+	var cells []ncclCell
+	for _, c := range colls {
+		for _, dt := range cfg.DTypes {
+			for _, size := range cfg.Sizes {
+				for _, mode := range cfg.Modes {
+					for _, buf := range ncclBuffers {
+						if buf == "sym" && !nccl.Has(nccl.SymmetricWindows) {
+							continue
+						}
+						for _, in := range []bool{false, true} {
+							if in && !ncclHasInPlace(c) {
+								continue
+							}
+							cells = append(cells, ncclCell{coll: c, dtype: dt, mode: mode, buffers: buf, bytes: size, inPlace: in})
+						}
+					}
+				}
+			}
+		}
+	}
+	return cells
+}
+
+func ncclHasInPlace(coll string) bool {
+	switch coll {
+	case "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce":
+		return true
+	}
+	return false
+}
+
+func ncclType(dt string) (nccl.DataType, int64, error) {
+	switch dt {
+	case "f32":
+		return nccl.Float32, 4, nil
+	case "f16":
+		return nccl.Float16, 2, nil
+	case "bf16":
+		return nccl.BFloat16, 2, nil
+	}
+	return 0, 0, fmt.Errorf("nccl: no dtype %q (want f32, f16 or bf16)", dt)
+}
+
+// RunNCCL times NCCL through its own C API on cfg.World GPUs of this
+// process, as nccl-tests does with one thread per GPU: one goroutine locked
+// to its OS thread per GPU, each with its own communicator and stream,
+// eager (k back-to-back calls) and graph (one replay of a graph of k calls),
+// timed with the same events, barriers and repeats as irisgen. Every cell
+// runs with plain buffers and with symmetric windows (where NCCL has them),
+// out of place and in place; a row per buffer kind keeps the faster
+// placement (its note says which). Rows have Impl "nccl" and Variant "plain"
+// or "sym"; the reports show the better of the two as NCCL.
+func RunNCCL(cfg Config, device, date string) ([]Row, error) {
+	colls := ncclSelected(cfg)
+	if len(colls) == 0 {
+		return nil, nil
+	}
+	p, err := gpu.Load()
+	if err != nil {
+		return nil, err
+	}
+	devs := make([]gpu.Device, cfg.World)
+	for i := range devs {
+		if devs[i], err = p.Open(i); err != nil {
+			return nil, err
+		}
+	}
+	id, err := nccl.NewID()
+	if err != nil {
+		return nil, err
+	}
+	cells := ncclCells(cfg, colls)
+	times := make([][][]float64, len(cells)) // cell -> rank -> per-call us of each batch
+	for i := range times {
+		times[i] = make([][]float64, cfg.World)
+	}
+	bar := newHostBarrier(cfg.World)
+	errs := make(chan error, cfg.World)
+	for rank := range cfg.World {
+		go func() {
+			err := ncclRank(cfg, devs[rank], rank, id, cells, times, bar)
+			if err != nil {
+				bar.abort()
+				err = fmt.Errorf("NCCL rank %d: %w", rank, err)
+			}
+			errs <- err
+		}()
+	}
+	var first error
+	for range cfg.World {
+		if err := <-errs; err != nil {
+			first = err
+			break // a failed rank can leave the others inside NCCL for good
+		}
+	}
+	return ncclRows(cfg, cells, times, device, date), first
+}
+
+// ncclRows turns the cells' times into rows: one per (cell without its
+// placement), the faster placement's.
+func ncclRows(cfg Config, cells []ncclCell, times [][][]float64, device, date string) []Row {
+	var rows []Row
+	idx := map[ncclCell]int{}
+	for i, c := range cells {
+		st := Summarize(slowestBatches(times[i]))
+		if st.N == 0 {
+			continue // not reached: a rank failed before
+		}
+		key := c
+		key.inPlace = false
+		place := "out of place"
+		if c.inPlace {
+			place = "in place"
+		}
+		row := Row{Impl: "nccl", Collective: c.coll, Variant: c.buffers, DType: c.dtype, World: cfg.World, Bytes: c.bytes,
+			Mode: c.mode, Device: device, Date: date, Note: place}
+		st.set(&row)
+		row.SetBandwidth()
+		if j, ok := idx[key]; ok {
+			if row.TimeUS < rows[j].TimeUS {
+				rows[j] = row
+			}
+			continue
+		}
+		idx[key] = len(rows)
+		rows = append(rows, row)
+	}
+	for _, r := range rows {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, "nccl    %-14s %-9s %-4s %10d %-5s %10.2f us (%s)\n", r.Collective, r.Variant, r.DType, r.Bytes, r.Mode, r.TimeUS, r.Note)
+		}
+	}
+	return rows
+}
+
+// ncclRank is one GPU's goroutine.
+func ncclRank(cfg Config, dev gpu.Device, rank int, id nccl.ID, cells []ncclCell, times [][][]float64, bar *hostBarrier) error {
+	runtime.LockOSThread() // NCCL's calls go to the thread's current device
+	defer runtime.UnlockOSThread()
+	b, ok := dev.(gpu.ThreadBinder)
+	if !ok {
+		return fmt.Errorf("the %s platform cannot make a device current on a thread", dev.Platform().Name())
+	}
+	if err := b.BindThread(); err != nil {
+		return err
+	}
+	comm, err := nccl.InitRank(cfg.World, id, rank)
+	if err != nil {
+		return err
+	}
+	defer comm.Destroy()
+	s, err := dev.NewStream()
+	if err != nil {
+		return err
+	}
+	defer dev.DestroyStream(s)
+	for i, c := range cells {
+		us, err := ncclCellTimes(cfg, dev, s, comm, c, bar)
+		if err != nil {
+			return fmt.Errorf("%s %s %s %d bytes %s %s: %w", c.coll, c.buffers, c.dtype, c.bytes, c.mode, map[bool]string{false: "out of place", true: "in place"}[c.inPlace], err)
+		}
+		times[i][rank] = us
+	}
+	return nil
+}
+
+// ncclBufs are one cell's buffers on one rank.
+type ncclBufs struct {
+	send, recv gpu.DevicePtr
+	free       []func() error
+}
+
+func (b *ncclBufs) release() error {
+	var errs []error
+	for i := len(b.free) - 1; i >= 0; i-- {
+		errs = append(errs, b.free[i]())
+	}
+	return errors.Join(errs...)
+}
+
+// ncclAlloc allocates bytes on dev: plain, or from ncclMemAlloc and
+// registered as a symmetric window (collective: every rank does the same).
+func ncclAlloc(dev gpu.Device, s gpu.Stream, comm *nccl.Comm, kind string, bytes int64, b *ncclBufs) (gpu.DevicePtr, error) {
+	if kind == "plain" {
+		p, err := dev.Alloc(bytes, false)
+		if err != nil {
+			return 0, err
+		}
+		b.free = append(b.free, func() error { return dev.Free(p) })
+		return p, dev.MemsetD8Async(p, 0, bytes, s)
+	}
+	p, err := nccl.MemAlloc(bytes)
+	if err != nil {
+		return 0, err
+	}
+	b.free = append(b.free, func() error { return nccl.MemFree(p) })
+	w, err := comm.RegisterWindow(p, bytes, nccl.WinCollSymmetric)
+	if err != nil {
+		return 0, err
+	}
+	b.free = append(b.free, func() error { return comm.DeregisterWindow(w) })
+	return p, dev.MemsetD8Async(p, 0, bytes, s)
+}
+
+// ncclCellTimes allocates one cell's buffers, times it and frees them.
+func ncclCellTimes(cfg Config, dev gpu.Device, s gpu.Stream, comm *nccl.Comm, c ncclCell, bar *hostBarrier) (_ []float64, err error) {
+	dt, es, err := ncclType(c.dtype)
+	if err != nil {
+		return nil, err
+	}
+	w := int64(comm.World())
+	rank := comm.Rank()
+	per := c.bytes / es / w // elements per rank of the collectives sized by a total
+	count := c.bytes / es
+	// send and recv bytes of the cell.
+	sendB, recvB := c.bytes, c.bytes
+	switch c.coll {
+	case "all_gather", "gather":
+		sendB = per * es
+	case "reduce_scatter", "scatter":
+		recvB = per * es
+	}
+	if per < 1 {
+		return nil, nil // below one element per rank: no measurement, on every rank alike
+	}
+	var b ncclBufs
+	defer func() { err = errors.Join(err, b.release()) }()
+	if c.inPlace {
+		big := max(sendB, recvB)
+		p, err := ncclAlloc(dev, s, comm, c.buffers, big, &b)
+		if err != nil {
+			return nil, err
+		}
+		b.send, b.recv = p, p
+		switch c.coll {
+		case "all_gather":
+			b.send = p + gpu.DevicePtr(int64(rank)*per*es)
+		case "reduce_scatter":
+			b.recv = p + gpu.DevicePtr(int64(rank)*per*es)
+		}
+	} else {
+		if b.send, err = ncclAlloc(dev, s, comm, c.buffers, sendB, &b); err != nil {
+			return nil, err
+		}
+		if b.recv, err = ncclAlloc(dev, s, comm, c.buffers, recvB, &b); err != nil {
+			return nil, err
+		}
+	}
+	call := func() error {
+		switch c.coll {
+		case "all_reduce":
+			return comm.AllReduce(b.send, b.recv, count, dt, nccl.Sum, s)
+		case "all_gather":
+			return comm.AllGather(b.send, b.recv, per, dt, s)
+		case "reduce_scatter":
+			return comm.ReduceScatter(b.send, b.recv, per, dt, nccl.Sum, s)
+		case "all_to_all":
+			return comm.AllToAll(b.send, b.recv, per, dt, es, s)
+		case "broadcast":
+			return comm.Broadcast(b.send, b.recv, count, dt, 0, s)
+		case "reduce":
+			return comm.Reduce(b.send, b.recv, count, dt, nccl.Sum, 0, s)
+		case "gather":
+			return comm.Gather(b.send, b.recv, per, dt, 0, s)
+		case "scatter":
+			return comm.Scatter(b.send, b.recv, per, dt, 0, s)
+		case "send_recv":
+			n := int(w)
+			if err := nccl.GroupStart(); err != nil {
+				return err
+			}
+			e1 := comm.Send(b.send, count, dt, (rank+1)%n, s)
+			e2 := comm.Recv(b.recv, count, dt, (rank-1+n)%n, s)
+			return errors.Join(e1, e2, nccl.GroupEnd())
+		}
+		return fmt.Errorf("nccl: no collective %q", c.coll)
+	}
+	k := Iterations(c.bytes)
+	sync := func() error { return dev.StreamSynchronize(s) }
+	barrier := func() error {
+		if err := sync(); err != nil {
+			return err
+		}
+		return bar.wait()
+	}
+	batch := func() error {
+		for range k {
+			if err := call(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	run := batch
+	if c.mode == "graph" {
+		if err := dev.BeginCapture(s, gpu.CaptureThreadLocal); err != nil {
+			return nil, err
+		}
+		berr := batch()
+		g, eerr := dev.EndCapture(s)
+		if err := errors.Join(berr, eerr); err != nil {
+			return nil, err
+		}
+		exec, err := dev.Instantiate(g)
+		_ = dev.DestroyGraph(g)
+		if err != nil {
+			return nil, err
+		}
+		defer dev.DestroyGraphExec(exec)
+		run = func() error { return dev.LaunchGraph(exec, s) }
+	}
+	warm := func() error {
+		for range cfg.Warmup {
+			if err := call(); err != nil {
+				return err
+			}
+		}
+		return sync()
+	}
+	return timeBatches(dev, s, k, cfg.repeats(), barrier, warm, run, sync)
+}
+
+// hostBarrier is a reusable rendezvous of n goroutines that a failing one
+// can break, so that the others return instead of waiting for ever.
+type hostBarrier struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	n, seen int
+	gen     uint64
+	broken  bool
+}
+
+func newHostBarrier(n int) *hostBarrier {
+	b := &hostBarrier{n: n}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+var errBarrierBroken = errors.New("another rank failed")
+
+func (b *hostBarrier) wait() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.broken {
+		return errBarrierBroken
+	}
+	gen := b.gen
+	b.seen++
+	if b.seen == b.n {
+		b.seen, b.gen = 0, b.gen+1
+		b.cond.Broadcast()
+		return nil
+	}
+	for gen == b.gen && !b.broken {
+		b.cond.Wait()
+	}
+	if b.broken {
+		return errBarrierBroken
+	}
+	return nil
+}
+
+func (b *hostBarrier) abort() {
+	b.mu.Lock()
+	b.broken = true
+	b.mu.Unlock()
+	b.cond.Broadcast()
+}
+
+// BestNCCL returns rows with the nccl rows of each cell folded into the
+// faster one, labelled "nccl best" (its note names the buffers and
+// placement): the reports compare with NCCL at its best, the CSV keeps both.
+func BestNCCL(rows []Row) []Row {
+	out := make([]Row, 0, len(rows))
+	best := map[string]int{}
+	for _, r := range rows {
+		if r.Impl != "nccl" {
+			out = append(out, r)
+			continue
+		}
+		key := fmt.Sprintf("%s|%s|%d|%d|%s", r.Collective, r.DType, r.World, r.Bytes, r.Mode)
+		r.Note = r.Variant + ", " + r.Note
+		r.Variant = "best"
+		j, ok := best[key]
+		switch {
+		case !ok:
+			best[key] = len(out)
+			out = append(out, r)
+		case math.IsNaN(out[j].TimeUS) || r.TimeUS < out[j].TimeUS:
+			out[j] = r
+		}
+	}
+	return slices.Clip(out)
+}
