@@ -134,13 +134,14 @@ func (s *source) build() (map[string][]byte, []*ir.Collective, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	files, err := emitAll(cs, tmpl, s.pkg, args)
+	files, err := emitAll(cs, tmpl, s.out, s.pkg, args)
 	return files, cs, err
 }
 
 // emitAll runs both emitters on cs.
-func emitAll(cs []*ir.Collective, tmpl fs.FS, pkg string, generateArgs []string) (map[string][]byte, error) {
-	return emit.Run(&emit.Request{Collectives: cs, Templates: tmpl, Package: pkg, GenerateArgs: generateArgs}, hipemit.Emit, goemit.Emit)
+func emitAll(cs []*ir.Collective, tmpl fs.FS, out, pkg string, generateArgs []string) (map[string][]byte, error) {
+	return emit.Run(&emit.Request{Collectives: cs, Templates: tmpl, Package: pkg, GenerateArgs: generateArgs,
+		ImportPath: "github.com/irisgen/irisgen/" + out + "/" + pkg, KernelsCommand: "make kernels"}, hipemit.Emit, goemit.Emit)
 }
 
 // reportErr prints a generation failure: positioned errors one a line with
