@@ -368,8 +368,7 @@ func TestNames(t *testing.T) {
 }
 
 // TestGeneratedCodeCompiles builds the generated package against the real
-// runtime. The files are laid over a directory that does not exist with
-// `go build -overlay`, so nothing is written into the tree.
+// runtime.
 func TestGeneratedCodeCompiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go tool")
@@ -383,6 +382,16 @@ func TestGeneratedCodeCompiles(t *testing.T) {
 	c.Variants[0].Uses = append(c.Variants[0].Uses, use(idx, ir.LocalRead|ir.RemoteRead))
 	c.Variants[0].Aliasing = ir.AliasForbid
 	out := emitPkg(t, allGather(), barrier(), c)
+	if b, err := buildOverlay(t, out); err != nil {
+		t.Fatalf("generated code does not build: %v\n%s\n--- all_reduce.go:\n%s", err, b, out["collectives/all_reduce.go"])
+	}
+}
+
+// buildOverlay builds a generated package against the real runtime. The
+// files are laid over a directory that does not exist with
+// `go build -overlay`, so nothing is written into the tree.
+func buildOverlay(t *testing.T, out map[string][]byte) ([]byte, error) {
+	t.Helper()
 	dir := t.TempDir()
 	root, err := filepath.Abs("../../..")
 	if err != nil {
@@ -405,8 +414,37 @@ func TestGeneratedCodeCompiles(t *testing.T) {
 	}
 	cmd := exec.Command("go", "build", "-overlay", ovPath, "./internal/emit/goemit/zz_overlay_pkg")
 	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("generated code does not build: %v\n%s\n--- all_reduce.go:\n%s", err, b, out["collectives/all_reduce.go"])
+	return cmd.CombinedOutput()
+}
+
+// TestVersionMarkerRefusesOtherLevels compiles a generated package made for
+// an older and for a newer runtime API level than the runtime's: both fail
+// to build, at the marker, with a message that says what to do.
+func TestVersionMarkerRefusesOtherLevels(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go tool")
+	}
+	for _, c := range []struct {
+		level int
+		want  string
+	}{
+		{irisrt.MinAPI - 1, "constant -1 overflows irisrt.GeneratedCodeTooOldRegenerate"},
+		{irisrt.API + 1, "constant -1 overflows irisrt.RuntimeTooOldUpdateIrisgen"},
+	} {
+		out := emitPkg(t, barrier())
+		cat := string(out["collectives/catalogue.go"])
+		marker := "const irisrtAPI = " + strconv.Itoa(API) + "\n"
+		if !strings.Contains(cat, marker) {
+			t.Fatalf("catalogue.go lacks %q", marker)
+		}
+		out["collectives/catalogue.go"] = []byte(strings.Replace(cat, marker, "const irisrtAPI = "+strconv.Itoa(c.level)+"\n", 1))
+		b, err := buildOverlay(t, out)
+		if err == nil {
+			t.Fatalf("a package generated for API level %d builds against a runtime of levels %d..%d", c.level, irisrt.MinAPI, irisrt.API)
+		}
+		if !strings.Contains(string(b), "catalogue.go:") || !strings.Contains(string(b), c.want) {
+			t.Errorf("level %d: the build fails without %q at catalogue.go:\n%s", c.level, c.want, b)
+		}
 	}
 }
 
