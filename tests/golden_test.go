@@ -210,19 +210,8 @@ func firstDiff(want, got string) string {
 // catalogue generates the embedded catalogue in memory.
 func catalogue(t *testing.T) map[string][]byte {
 	t.Helper()
-	specs, err := fs.Sub(irisgen.Specs, "specs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := fs.Sub(irisgen.Templates, "templates")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := ir.CompileAll(specs, tmpl, "specs")
-	if err != nil {
-		t.Fatalf("the catalogue does not compile:\n%v", err)
-	}
-	out, err := emit.Run(&emit.Request{Collectives: cs, Templates: tmpl, Package: "collectives", GenerateArgs: []string{"-out", ".."},
+	cs, tmpl := catalogueIR(t)
+	out, err := emit.Run(&emit.Request{Collectives: cs, Templates: tmpl, Package: "collectives",
 		ImportPath: "github.com/irisgen/irisgen/generated/collectives", KernelsCommand: "make kernels"}, hipemit.Emit, goemit.Emit)
 	if err != nil {
 		t.Fatal(err)

@@ -11,8 +11,9 @@ import (
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
-// catalogueIR compiles the specs of the catalogue.
-func catalogueIR(t *testing.T) []*ir.Collective {
+// catalogueIR compiles the specs of the catalogue built into irisgen, and
+// returns them with its templates.
+func catalogueIR(t *testing.T) ([]*ir.Collective, fs.FS) {
 	t.Helper()
 	specs, err := fs.Sub(irisgen.Specs, "specs")
 	if err != nil {
@@ -24,9 +25,9 @@ func catalogueIR(t *testing.T) []*ir.Collective {
 	}
 	cs, err := ir.CompileAll(specs, tmpl, "specs")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the catalogue does not compile:\n%v", err)
 	}
-	return cs
+	return cs, tmpl
 }
 
 var irDTypes = map[ir.DType]irisrt.DType{ir.F32: irisrt.F32, ir.F16: irisrt.F16, ir.BF16: irisrt.BF16, ir.I32: irisrt.I32, ir.I64: irisrt.I64, ir.U64: irisrt.U64}
@@ -46,7 +47,7 @@ func TestTableMatchesIR(t *testing.T) {
 	if len(collectives.Catalogue) == 0 {
 		t.Fatal("the catalogue is empty: the table is unusable")
 	}
-	cs := catalogueIR(t)
+	cs, _ := catalogueIR(t)
 	if len(tab.Collectives) != len(cs) {
 		t.Fatalf("%d collectives in the table, %d specs", len(tab.Collectives), len(cs))
 	}
