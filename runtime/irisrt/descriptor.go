@@ -179,10 +179,6 @@ type AutoRule struct {
 // Label is "collective/variant", as errors name the variant.
 func (v *Variant) Label() string { return v.label }
 
-// Collective is the collective v belongs to (nil before its table is
-// prepared).
-func (v *Variant) Collective() *Collective { return v.c }
-
 // Kernel is the kernel entry of v for data type dt and op (0 and "" where
 // the collective has no dtypes or ops):
 // irisgen_<collective>_<variant>[_<dtype>][_<op>], as ir.KernelName names
@@ -197,9 +193,6 @@ func (v *Variant) Kernel(dt DType, op string) string {
 	}
 	return name
 }
-
-// Table is the table the collective belongs to.
-func (c *Collective) Table() *Table { return c.t }
 
 // Variant returns the variant called name, or nil.
 func (c *Collective) Variant(name string) *Variant {
@@ -380,16 +373,6 @@ func (c *Collective) prepareVariant(v *Variant) error {
 		}
 	}
 	return nil
-}
-
-// UserTensors returns the descriptors of the tensors a launch takes, in
-// the order it takes them.
-func (c *Collective) UserTensors() []TensorDesc {
-	out := make([]TensorDesc, len(c.user))
-	for i, ti := range c.user {
-		out[i] = c.Tensors[ti]
-	}
-	return out
 }
 
 // AliasPairs lists the pairs of user tensors (names) whose overlap a launch

@@ -82,9 +82,6 @@ func (p *VariantPlan) bind(v VariantPlan) { *p = v }
 // Plan is the runtime plan: its grid, buffers and barrier modes.
 func (p *VariantPlan) Plan() *Plan { return p.plan }
 
-// Variant is the descriptor of the plan's variant.
-func (p *VariantPlan) Variant() *Variant { return p.v }
-
 // Close frees the plan's heap buffers; like making a plan it is collective.
 func (p *VariantPlan) Close() error {
 	if p.plan == nil {
@@ -173,7 +170,8 @@ func newVariantPlan(r *Rank, v *Variant, dt DType, op string, sizes []int64) (*V
 		Package: c.t.ImportPath, Op: c.Name, Variant: v.Name, Module: c.Name, SpecHash: c.SpecHash, Kernel: v.Kernel(dt, op),
 		Threads: v.Threads, Blocks: blocks, Barriers: v.Barriers, Capturable: v.Capturable,
 	}
-	u := 0 // position among the user tensors
+	var workspace []int // the tensors of spec.Workspace
+	u := 0              // position among the user tensors
 	for ti := range c.Tensors {
 		td := &c.Tensors[ti]
 		switch {
@@ -183,6 +181,7 @@ func newVariantPlan(r *Rank, v *Variant, dt DType, op string, sizes []int64) (*V
 				return nil, err
 			}
 			spec.Workspace = append(spec.Workspace, Buffer{Name: td.Name, Bytes: bytes})
+			workspace = append(workspace, ti)
 		case td.Dir != Workspace && v.Uses[ti] == UseImport:
 			spec.Staging = append(spec.Staging, Buffer{Name: td.Name, Bytes: p.lens[u] * elemType(td, dt).Size()})
 		}
@@ -195,8 +194,8 @@ func newVariantPlan(r *Rank, v *Variant, dt DType, op string, sizes []int64) (*V
 		return nil, err
 	}
 	p.plan = plan
-	for _, b := range spec.Workspace {
-		p.bufs[slices.IndexFunc(c.Tensors, func(td TensorDesc) bool { return td.Name == b.Name })] = plan.Buffer(b.Name)
+	for _, ti := range workspace {
+		p.bufs[ti] = plan.Buffer(c.Tensors[ti].Name)
 	}
 	return p, nil
 }
