@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -39,7 +41,7 @@ func fakeKernels(p *fakegpu.Platform) fstest.MapFS {
 	return fsys
 }
 
-func fakeWorld(t *testing.T, n int, p gpu.Platform, kernels fstest.MapFS) *irisrt.World {
+func fakeWorld(t *testing.T, n int, p gpu.Platform, kernels fs.FS) *irisrt.World {
 	t.Helper()
 	w, err := irisrt.NewLocalWorld(n, irisrt.Options{Platform: p, Kernels: kernels, HeapBytes: 64 << 20, RendezvousTimeout: 20 * time.Second})
 	if err != nil {
@@ -266,4 +268,27 @@ func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (in
 		}
 	}
 	return count, r.HostBarrier(s)
+}
+
+// TestMissingKernelsNameTheCommand: with no code object anywhere (the
+// package embeds only its placeholder until `make kernels` has run), a plan
+// fails with a *KernelError that says where it looked and names this
+// repository's command.
+func TestMissingKernelsNameTheCommand(t *testing.T) {
+	t.Setenv("IRISGEN_KERNELS", "")
+	w := fakeWorld(t, 1, fakegpu.New(1), nil)
+	_, err := collectives.NewAllGatherPushPlan(w.Rank(0), irisrt.BF16, 16)
+	var ke *irisrt.KernelError
+	if !errors.As(err, &ke) {
+		t.Fatalf("got %v, want a *irisrt.KernelError", err)
+	}
+	for _, want := range []string{
+		`kernel module "all_gather" of github.com/irisgen/irisgen/generated/collectives not found`,
+		"(looked in kernels/all_gather.fake embedded in github.com/irisgen/irisgen/generated/collectives)",
+		"run `make kernels` and rebuild the program",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
 }
