@@ -147,10 +147,11 @@ func runCase(t *testing.T, dir string) {
 	if errs != "" {
 		t.Fatalf("unexpected errors:\n%s", errs)
 	}
-	// The case checks the collective's own files; doc.go, errors.go and catalogue.go are
-	// the same for every package and checked by the catalogue tests.
+	// The case checks the collective's own files and the descriptor table
+	// (catalogue.go); doc.go, kernels.go and kernels/README.txt are the same
+	// for every package and checked by the catalogue tests.
 	for k, v := range out {
-		if k == "doc.go" || k == "errors.go" || k == "catalogue.go" {
+		if k == "doc.go" || k == "kernels.go" || k == "README.txt" {
 			continue
 		}
 		p := filepath.Join(dir, k)
@@ -209,19 +210,9 @@ func firstDiff(want, got string) string {
 // catalogue generates the embedded catalogue in memory.
 func catalogue(t *testing.T) map[string][]byte {
 	t.Helper()
-	specs, err := fs.Sub(irisgen.Specs, "specs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := fs.Sub(irisgen.Templates, "templates")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := ir.CompileAll(specs, tmpl, "specs")
-	if err != nil {
-		t.Fatalf("the catalogue does not compile:\n%v", err)
-	}
-	out, err := emit.Run(&emit.Request{Collectives: cs, Templates: tmpl, Package: "collectives", GenerateArgs: []string{"-out", ".."}}, hipemit.Emit, goemit.Emit)
+	cs, tmpl := catalogueIR(t)
+	out, err := emit.Run(&emit.Request{Collectives: cs, Templates: tmpl, Package: "collectives",
+		ImportPath: "github.com/irisgen/irisgen/generated/collectives", KernelsCommand: "make kernels"}, hipemit.Emit, goemit.Emit)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,34 +75,6 @@ func (s *source) templateFS() (fs.FS, error) {
 	return os.DirFS(s.templates), nil
 }
 
-// generateArgs are the flags the go:generate line of the generated package
-// repeats, relative to the package directory where `go generate` runs it.
-func (s *source) generateArgs() ([]string, error) {
-	pkgDir, err := filepath.Abs(filepath.Join(s.out, s.pkg))
-	if err != nil {
-		return nil, err
-	}
-	args := []string{"-out", ".."}
-	if s.pkg != defaultPackage {
-		args = append(args, "-package", s.pkg)
-	}
-	for _, f := range []struct{ flag, dir string }{{"-specs", s.specs}, {"-templates", s.templates}} {
-		if f.dir == "" {
-			continue
-		}
-		abs, err := filepath.Abs(f.dir)
-		if err != nil {
-			return nil, err
-		}
-		rel, err := filepath.Rel(pkgDir, abs)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, f.flag, filepath.ToSlash(rel))
-	}
-	return args, nil
-}
-
 // compile parses and compiles every spec.
 func (s *source) compile() ([]*ir.Collective, fs.FS, error) {
 	specs, root, err := s.specFS()
@@ -130,17 +102,14 @@ func (s *source) build() (map[string][]byte, []*ir.Collective, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	args, err := s.generateArgs()
-	if err != nil {
-		return nil, nil, err
-	}
-	files, err := emitAll(cs, tmpl, s.pkg, args)
+	files, err := emitAll(cs, tmpl, s.out, s.pkg)
 	return files, cs, err
 }
 
 // emitAll runs both emitters on cs.
-func emitAll(cs []*ir.Collective, tmpl fs.FS, pkg string, generateArgs []string) (map[string][]byte, error) {
-	return emit.Run(&emit.Request{Collectives: cs, Templates: tmpl, Package: pkg, GenerateArgs: generateArgs}, hipemit.Emit, goemit.Emit)
+func emitAll(cs []*ir.Collective, tmpl fs.FS, out, pkg string) (map[string][]byte, error) {
+	return emit.Run(&emit.Request{Collectives: cs, Templates: tmpl, Package: pkg,
+		ImportPath: "github.com/irisgen/irisgen/" + out + "/" + pkg, KernelsCommand: "make kernels"}, hipemit.Emit, goemit.Emit)
 }
 
 // reportErr prints a generation failure: positioned errors one a line with
@@ -221,7 +190,7 @@ Without flags it uses the specs and templates built into irisgen.
 Examples:
   irisgen generate
   irisgen generate -specs specs -out internal/coll -package coll
-  go generate ./...        (runs the //go:generate line of the generated package)`,
+  go generate ./...        (runs the //go:generate line of your repository that calls irisgen)`,
 		run: runGenerate,
 	})
 	register(&command{

@@ -70,9 +70,9 @@ func TestGenerateCheckCycle(t *testing.T) {
 	// Edit a generated file: check prints a diff naming the line and fails.
 	goFile := filepath.Join(out, "collectives", "all_gather.go")
 	b, _ := os.ReadFile(goFile)
-	edited := bytes.Replace(b, []byte("irisrt.CheckHeap("), []byte("// irisrt.CheckHeap("), 1)
+	edited := bytes.Replace(b, []byte("return p.LaunchTensors("), []byte("return // p.LaunchTensors("), 1)
 	if bytes.Equal(edited, b) {
-		t.Fatal("all_gather.go has no CheckHeap call to edit")
+		t.Fatal("all_gather.go has no LaunchTensors call to edit")
 	}
 	os.WriteFile(goFile, edited, 0o644)
 	// A stale generated file and a user file in the output directory.
@@ -85,7 +85,7 @@ func TestGenerateCheckCycle(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("check of an edited output: exit %d, want 1", code)
 	}
-	for _, want := range []string{"--- " + filepath.ToSlash(goFile) + " (on disk)", "-\tif err := // irisrt.CheckHeap(", "+\tif err := irisrt.CheckHeap(", "@@ -", "/dev/null"} {
+	for _, want := range []string{"--- " + filepath.ToSlash(goFile) + " (on disk)", "-\treturn // p.LaunchTensors(", "+\treturn p.LaunchTensors(", "@@ -", "/dev/null"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("check output lacks %q:\n%s", want, stdout)
 		}
@@ -135,8 +135,8 @@ func TestDownstreamFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "//go:generate go run github.com/irisgen/irisgen/cmd/irisgen generate -out .. -package coll -specs ../../../specs\n"; !strings.Contains(string(doc), want) {
-		t.Errorf("doc.go lacks %q:\n%s", want, doc)
+	if strings.Contains(string(doc), "//go:generate") {
+		t.Errorf("doc.go carries a go:generate line, which can disagree with the repository's own:\n%s", doc)
 	}
 	if !strings.Contains(string(doc), "package coll\n") {
 		t.Errorf("doc.go is not package coll")

@@ -3,38 +3,32 @@
 package collectives
 
 import (
-	"fmt"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
-// AllReduceSpecHash is the hash of specs/all_reduce.yaml and the templates it uses. The HIP module of
-// all_reduce carries the same hash; the runtime refuses to launch a kernel whose hash differs, so a
-// stale wrapper/kernel pair fails at load time.
+// AllReduceSpecHash is the hash of specs/all_reduce.yaml and the templates it uses; the runtime
+// refuses a code object of all_reduce made from other ones (*irisrt.KernelError).
 const AllReduceSpecHash = "eaa2e929f07a796c"
 
-// AllReduceVariant selects an algorithm of all_reduce for AllReduce.
+// allReduceDesc is all_reduce in the package's descriptor table.
+var allReduceDesc = &table.Collectives[1]
+
+// AllReduceVariant selects a variant of all_reduce for AllReduce.
 type AllReduceVariant string
 
+// The variants of all_reduce; each has a plan type <Variant>Plan with its rules. AllReduceAuto picks
+// one by world size and message size (AllReduceChoose).
 const (
-	// AllReduceOneShot is variant one_shot; see AllReduceOneShotPlan for its rules.
-	AllReduceOneShot AllReduceVariant = "one_shot"
-	// AllReduceOneShotStaged is variant one_shot_staged; see AllReduceOneShotStagedPlan for its rules.
-	AllReduceOneShotStaged AllReduceVariant = "one_shot_staged"
-	// AllReduceOneShotPush is variant one_shot_push; see AllReduceOneShotPushPlan for its rules.
-	AllReduceOneShotPush AllReduceVariant = "one_shot_push"
-	// AllReduceOneShotLamport is variant one_shot_lamport; see AllReduceOneShotLamportPlan for its rules.
+	AllReduceOneShot        AllReduceVariant = "one_shot"
+	AllReduceOneShotStaged  AllReduceVariant = "one_shot_staged"
+	AllReduceOneShotPush    AllReduceVariant = "one_shot_push"
 	AllReduceOneShotLamport AllReduceVariant = "one_shot_lamport"
-	// AllReduceTwoShot is variant two_shot; see AllReduceTwoShotPlan for its rules.
-	AllReduceTwoShot AllReduceVariant = "two_shot"
-	// AllReduceAtomic is variant atomic; see AllReduceAtomicPlan for its rules.
-	AllReduceAtomic AllReduceVariant = "atomic"
-	// AllReduceSpinlock is variant spinlock; see AllReduceSpinlockPlan for its rules.
-	AllReduceSpinlock AllReduceVariant = "spinlock"
-	// AllReduceRing is variant ring; see AllReduceRingPlan for its rules.
-	AllReduceRing AllReduceVariant = "ring"
-	// AllReduceAuto picks a variant by world size and message size (AllReduceChoose).
-	AllReduceAuto AllReduceVariant = "auto"
+	AllReduceTwoShot        AllReduceVariant = "two_shot"
+	AllReduceAtomic         AllReduceVariant = "atomic"
+	AllReduceSpinlock       AllReduceVariant = "spinlock"
+	AllReduceRing           AllReduceVariant = "ring"
+	AllReduceAuto           AllReduceVariant = "auto"
 )
 
 // AllReduceChoose is the variant AllReduceAuto runs on world ranks when the launch's largest tensor
@@ -51,1538 +45,223 @@ const (
 //   - bytes <= 4194304: two_shot
 //   - otherwise: ring
 func AllReduceChoose(world int, bytes int64) AllReduceVariant {
-	if world == 2 && bytes <= int64(4194304) {
-		return AllReduceOneShotLamport
-	}
-	if world == 2 && bytes <= int64(16777216) {
-		return AllReduceOneShot
-	}
-	if world == 2 {
-		return AllReduceRing
-	}
-	if world == 4 && bytes <= int64(131072) {
-		return AllReduceOneShotStaged
-	}
-	if world == 4 && bytes <= int64(4194304) {
-		return AllReduceTwoShot
-	}
-	if world == 4 {
-		return AllReduceRing
-	}
-	if bytes <= int64(131072) {
-		return AllReduceOneShotStaged
-	}
-	if bytes <= int64(4194304) {
-		return AllReduceTwoShot
-	}
-	return AllReduceRing
+	return AllReduceVariant(allReduceDesc.Choose(world, bytes))
 }
 
 // AllReduceOp is a reduction operator of all_reduce.
 type AllReduceOp string
 
+// The reduction operators of all_reduce.
 const (
-	// AllReduceOpSum reduces with sum.
 	AllReduceOpSum AllReduceOp = "sum"
-	// AllReduceOpMax reduces with max.
 	AllReduceOpMax AllReduceOp = "max"
-	// AllReduceOpMin reduces with min.
 	AllReduceOpMin AllReduceOp = "min"
 )
 
-// allReduceOneShotName names all_reduce/one_shot in errors.
-const allReduceOneShotName = "all_reduce/one_shot"
+// AllReduce runs a variant of all_reduce through the rank's plan cache (see the package doc), with the
+// sizes read from the tensors (n from input [n]). Reduce `input` over all ranks into `output` on every
+// rank.
+func AllReduce(r *irisrt.Rank, s gpu.Stream, variant AllReduceVariant, dt irisrt.DType, op AllReduceOp, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	return allReduceDesc.Run(r, s, string(variant), dt, string(op), nil, []irisrt.Tensor{input, output}, mode)
+}
 
-// AllReduceOneShotPlan is a prepared launch of all_reduce, variant one_shot (specs/all_reduce.yaml).
-// Reduce `input` over all ranks into `output` on every rank.
+// AllReduceOneShotPlan is variant one_shot of all_reduce (specs/all_reduce.yaml).
 //
 // Tensors, in the order Launch takes them:
 //
-//   - input (in, shape [n], the plan's dtype): remote_read; read by peers: on the symmetric heap, or
-//     else Launch copies it on s into plan-owned heap staging before the kernel (no host sync,
-//     capturable).
-//   - output (out, shape [n], the plan's dtype): local_write; only touched locally: any device memory.
+//   - input (in [n]): remote_read; peers read it: on the symmetric heap, or else copied into the
+//     plan's staging on s.
+//   - output (out [n]): local_write; only this rank touches it: any device memory.
 //
-// Workspace, allocated on the heap and zeroed by the plan: ring [n] (none), locks [blocks] (none),
-// stage [2, n] (none), inbox [2, world, n] (none), lamport [3, world, n] (none).
-//
-// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
-//
-// Barrier modes: device (default), host, none.
-// Graph capture:
-//
-//   - device: capturable.
-//   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
-//   - none: capturable.
-//
-// Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
-type AllReduceOneShotPlan struct {
-	plan      *irisrt.Plan
-	dt        irisrt.DType
-	op        AllReduceOp
-	symN      int64 // size parameter n
-	lenInput  int64 // elements of input [n]
-	lenOutput int64 // elements of output [n]
-}
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+type AllReduceOneShotPlan struct{ irisrt.VariantPlan }
 
-// NewAllReduceOneShotPlan makes a plan for all_reduce/one_shot: it allocates the plan's heap buffers
-// (barrier flags, staging for imported inputs) and zeroes them. It is collective: every rank calls it
-// with the same arguments, in the same order as its other heap allocations. Make plans before
-// capturing a stream: creating one allocates and synchronises with the peers.
-//
-// dt must be one of f32, f16, bf16 and op one of sum, max, min (otherwise *UnsupportedError). The size
-// parameters (n) must be positive.
+// NewAllReduceOneShotPlan makes a plan of all_reduce/one_shot for dt (f32, f16, bf16), op (sum, max,
+// min) and size n.
 func NewAllReduceOneShotPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceOneShotPlan, error) {
-	var kernel string
-	switch dt {
-	case irisrt.F32:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_one_shot_f32_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_one_shot_f32_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_one_shot_f32_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceOneShotName,
-				What:    "op",
-			}
-		}
-	case irisrt.F16:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_one_shot_f16_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_one_shot_f16_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_one_shot_f16_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceOneShotName,
-				What:    "op",
-			}
-		}
-	case irisrt.BF16:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_one_shot_bf16_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_one_shot_bf16_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_one_shot_bf16_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceOneShotName,
-				What:    "op",
-			}
-		}
-	default:
-		return nil, &UnsupportedError{
-			Allowed: []string{"f32", "f16", "bf16"},
-			Got:     dt.String(),
-			Op:      allReduceOneShotName,
-			What:    "dtype",
-		}
-	}
-	if n <= 0 {
-		return nil, fmt.Errorf("%s: size parameter n = %d, want > 0", allReduceOneShotName, n)
-	}
-	p := &AllReduceOneShotPlan{
-		dt:        dt,
-		lenInput:  n,
-		lenOutput: n,
-		op:        op,
-		symN:      n,
-	}
-	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
-	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
-		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
-		Blocks:     blocks,
-		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
-		Kernel:     kernel,
-		Module:     "all_reduce",
-		Op:         "all_reduce",
-		SpecHash:   AllReduceSpecHash,
-		Staging: []irisrt.Buffer{{
-			Bytes: p.lenInput * dt.Size(),
-			Name:  "input",
-		}},
-		Threads: 512,
-		Variant: "one_shot",
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.plan = plan
-	return p, nil
+	return irisrt.NewPlanOf[AllReduceOneShotPlan](r, &allReduceDesc.Variants[0], dt, string(op), n)
 }
 
-// Launch enqueues all_reduce/one_shot on s with barrier mode mode (device when in doubt). Before
-// anything is enqueued it checks, in order:
-//
-//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
-//   - no overlap of input/output (*irisrt.AliasError).
-//
-// Then input, read by peers, is copied on s into the plan's heap staging when it is not on the heap
-// (refused in mode none, where nothing would order the copy before the peers' reads:
-// *irisrt.PlacementError).
-//
-// The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
-// A mode the variant does not support is an error.
+// Launch checks the tensors by the rules above and launches all_reduce/one_shot on s in barrier mode
+// mode.
 func (p *AllReduceOneShotPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
-	if err := irisrt.CheckTensor(allReduceOneShotName, "input", input, p.dt, p.lenInput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensor(allReduceOneShotName, "output", output, p.dt, p.lenOutput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(allReduceOneShotName, "input", input, "output", output); err != nil {
-		return err
-	}
-	return p.plan.Launch(s, mode, p.plan.Args().Staged("input", input).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
+	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
-// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllReduceOneShotPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
-	if len(ts) != 2 {
-		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allReduceOneShotName, len(ts))
-	}
-	return p.Launch(s, ts[0], ts[1], mode)
-}
-
-// Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllReduceOneShotPlan) Plan() *irisrt.Plan {
-	return p.plan
-}
-
-// Close frees the plan's heap buffers; like creating a plan it is collective: every rank must close
-// its plan.
-func (p *AllReduceOneShotPlan) Close() error {
-	return p.plan.Close()
-}
-
-// allReduceOneShotStagedName names all_reduce/one_shot_staged in errors.
-const allReduceOneShotStagedName = "all_reduce/one_shot_staged"
-
-// AllReduceOneShotStagedPlan is a prepared launch of all_reduce, variant one_shot_staged
-// (specs/all_reduce.yaml). Reduce `input` over all ranks into `output` on every rank.
+// AllReduceOneShotStagedPlan is variant one_shot_staged of all_reduce (specs/all_reduce.yaml).
 //
 // Tensors, in the order Launch takes them:
 //
-//   - input (in, shape [n], the plan's dtype): local_read; only touched locally: any device memory.
-//   - output (out, shape [n], the plan's dtype): local_write; only touched locally: any device memory.
+//   - input (in [n]): local_read; only this rank touches it: any device memory.
+//   - output (out [n]): local_write; only this rank touches it: any device memory.
 //
-// Workspace, allocated on the heap and zeroed by the plan: ring [n] (none), locks [blocks] (none),
-// stage [2, n] (local_write + remote_read), inbox [2, world, n] (none), lamport [3, world, n] (none).
+// Workspace, on the heap and zeroed by the plan: stage [2, n] (local_write + remote_read).
 //
-// Aliasing: in place allowed; an input may be the very same tensor as an output, but a partial overlap
-// is a *irisrt.AliasError.
-//
-// Barrier modes: device (default), host, none.
-// Graph capture:
-//
-//   - device: capturable.
-//   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
-//   - none: capturable.
-//
-// Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
-type AllReduceOneShotStagedPlan struct {
-	plan      *irisrt.Plan
-	dt        irisrt.DType
-	op        AllReduceOp
-	symN      int64 // size parameter n
-	lenInput  int64 // elements of input [n]
-	lenOutput int64 // elements of output [n]
-}
+// An input may be the very same tensor as an output (in place), but not overlap it in part. Barrier
+// modes: device (default), host, none; capturable in a graph: device, none. Grid: up to 128 blocks of
+// 512 threads, sized by 16-byte vectors.
+type AllReduceOneShotStagedPlan struct{ irisrt.VariantPlan }
 
-// NewAllReduceOneShotStagedPlan makes a plan for all_reduce/one_shot_staged: it allocates the plan's
-// heap buffers (barrier flags, workspace) and zeroes them. It is collective: every rank calls it with
-// the same arguments, in the same order as its other heap allocations. Make plans before capturing a
-// stream: creating one allocates and synchronises with the peers.
-//
-// dt must be one of f32, f16, bf16 and op one of sum, max, min (otherwise *UnsupportedError). The size
-// parameters (n) must be positive.
+// NewAllReduceOneShotStagedPlan makes a plan of all_reduce/one_shot_staged for dt (f32, f16, bf16), op
+// (sum, max, min) and size n.
 func NewAllReduceOneShotStagedPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceOneShotStagedPlan, error) {
-	var kernel string
-	switch dt {
-	case irisrt.F32:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_one_shot_staged_f32_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_one_shot_staged_f32_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_one_shot_staged_f32_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceOneShotStagedName,
-				What:    "op",
-			}
-		}
-	case irisrt.F16:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_one_shot_staged_f16_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_one_shot_staged_f16_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_one_shot_staged_f16_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceOneShotStagedName,
-				What:    "op",
-			}
-		}
-	case irisrt.BF16:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_one_shot_staged_bf16_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_one_shot_staged_bf16_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_one_shot_staged_bf16_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceOneShotStagedName,
-				What:    "op",
-			}
-		}
-	default:
-		return nil, &UnsupportedError{
-			Allowed: []string{"f32", "f16", "bf16"},
-			Got:     dt.String(),
-			Op:      allReduceOneShotStagedName,
-			What:    "dtype",
-		}
-	}
-	if n <= 0 {
-		return nil, fmt.Errorf("%s: size parameter n = %d, want > 0", allReduceOneShotStagedName, n)
-	}
-	p := &AllReduceOneShotStagedPlan{
-		dt:        dt,
-		lenInput:  n,
-		lenOutput: n,
-		op:        op,
-		symN:      n,
-	}
-	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
-	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
-		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
-		Blocks:     blocks,
-		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
-		Kernel:     kernel,
-		Module:     "all_reduce",
-		Op:         "all_reduce",
-		SpecHash:   AllReduceSpecHash,
-		Threads:    512,
-		Variant:    "one_shot_staged",
-		Workspace: []irisrt.Buffer{{
-			Bytes: 2 * p.symN * dt.Size(),
-			Name:  "stage",
-		}},
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.plan = plan
-	return p, nil
+	return irisrt.NewPlanOf[AllReduceOneShotStagedPlan](r, &allReduceDesc.Variants[1], dt, string(op), n)
 }
 
-// Launch enqueues all_reduce/one_shot_staged on s with barrier mode mode (device when in doubt).
-// Before anything is enqueued it checks, in order:
-//
-//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
-//   - input/output the same tensor or disjoint (*irisrt.AliasError).
-//
-// The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
-// A mode the variant does not support is an error.
+// Launch checks the tensors by the rules above and launches all_reduce/one_shot_staged on s in barrier
+// mode mode.
 func (p *AllReduceOneShotStagedPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
-	if err := irisrt.CheckTensor(allReduceOneShotStagedName, "input", input, p.dt, p.lenInput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensor(allReduceOneShotStagedName, "output", output, p.dt, p.lenOutput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckInPlace(allReduceOneShotStagedName, "input", input, "output", output); err != nil {
-		return err
-	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(p.plan.Buffer("stage")).Ptr(0).Ptr(0).I64(p.symN))
+	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
-// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllReduceOneShotStagedPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
-	if len(ts) != 2 {
-		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allReduceOneShotStagedName, len(ts))
-	}
-	return p.Launch(s, ts[0], ts[1], mode)
-}
-
-// Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllReduceOneShotStagedPlan) Plan() *irisrt.Plan {
-	return p.plan
-}
-
-// Close frees the plan's heap buffers; like creating a plan it is collective: every rank must close
-// its plan.
-func (p *AllReduceOneShotStagedPlan) Close() error {
-	return p.plan.Close()
-}
-
-// allReduceOneShotPushName names all_reduce/one_shot_push in errors.
-const allReduceOneShotPushName = "all_reduce/one_shot_push"
-
-// AllReduceOneShotPushPlan is a prepared launch of all_reduce, variant one_shot_push
-// (specs/all_reduce.yaml). Reduce `input` over all ranks into `output` on every rank.
+// AllReduceOneShotPushPlan is variant one_shot_push of all_reduce (specs/all_reduce.yaml).
 //
 // Tensors, in the order Launch takes them:
 //
-//   - input (in, shape [n], the plan's dtype): local_read; only touched locally: any device memory.
-//   - output (out, shape [n], the plan's dtype): local_write; only touched locally: any device memory.
+//   - input (in [n]): local_read; only this rank touches it: any device memory.
+//   - output (out [n]): local_write; only this rank touches it: any device memory.
 //
-// Workspace, allocated on the heap and zeroed by the plan: ring [n] (none), locks [blocks] (none),
-// stage [2, n] (none), inbox [2, world, n] (local_read + remote_write), lamport [3, world, n] (none).
+// Workspace, on the heap and zeroed by the plan: inbox [2, world, n] (local_read + remote_write).
 //
-// Aliasing: in place allowed; an input may be the very same tensor as an output, but a partial overlap
-// is a *irisrt.AliasError.
-//
-// Barrier modes: device (default), host, none.
-// Graph capture:
-//
-//   - device: capturable.
-//   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
-//   - none: capturable.
-//
-// Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
-type AllReduceOneShotPushPlan struct {
-	plan      *irisrt.Plan
-	dt        irisrt.DType
-	op        AllReduceOp
-	symN      int64 // size parameter n
-	lenInput  int64 // elements of input [n]
-	lenOutput int64 // elements of output [n]
-}
+// An input may be the very same tensor as an output (in place), but not overlap it in part. Barrier
+// modes: device (default), host, none; capturable in a graph: device, none. Grid: up to 128 blocks of
+// 512 threads, sized by 16-byte vectors.
+type AllReduceOneShotPushPlan struct{ irisrt.VariantPlan }
 
-// NewAllReduceOneShotPushPlan makes a plan for all_reduce/one_shot_push: it allocates the plan's heap
-// buffers (barrier flags, workspace) and zeroes them. It is collective: every rank calls it with the
-// same arguments, in the same order as its other heap allocations. Make plans before capturing a
-// stream: creating one allocates and synchronises with the peers.
-//
-// dt must be one of f32, f16, bf16 and op one of sum, max, min (otherwise *UnsupportedError). The size
-// parameters (n) must be positive.
+// NewAllReduceOneShotPushPlan makes a plan of all_reduce/one_shot_push for dt (f32, f16, bf16), op
+// (sum, max, min) and size n.
 func NewAllReduceOneShotPushPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceOneShotPushPlan, error) {
-	var kernel string
-	switch dt {
-	case irisrt.F32:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_one_shot_push_f32_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_one_shot_push_f32_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_one_shot_push_f32_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceOneShotPushName,
-				What:    "op",
-			}
-		}
-	case irisrt.F16:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_one_shot_push_f16_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_one_shot_push_f16_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_one_shot_push_f16_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceOneShotPushName,
-				What:    "op",
-			}
-		}
-	case irisrt.BF16:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_one_shot_push_bf16_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_one_shot_push_bf16_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_one_shot_push_bf16_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceOneShotPushName,
-				What:    "op",
-			}
-		}
-	default:
-		return nil, &UnsupportedError{
-			Allowed: []string{"f32", "f16", "bf16"},
-			Got:     dt.String(),
-			Op:      allReduceOneShotPushName,
-			What:    "dtype",
-		}
-	}
-	if n <= 0 {
-		return nil, fmt.Errorf("%s: size parameter n = %d, want > 0", allReduceOneShotPushName, n)
-	}
-	world := int64(r.World())
-	p := &AllReduceOneShotPushPlan{
-		dt:        dt,
-		lenInput:  n,
-		lenOutput: n,
-		op:        op,
-		symN:      n,
-	}
-	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
-	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
-		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
-		Blocks:     blocks,
-		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
-		Kernel:     kernel,
-		Module:     "all_reduce",
-		Op:         "all_reduce",
-		SpecHash:   AllReduceSpecHash,
-		Threads:    512,
-		Variant:    "one_shot_push",
-		Workspace: []irisrt.Buffer{{
-			Bytes: 2 * world * p.symN * dt.Size(),
-			Name:  "inbox",
-		}},
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.plan = plan
-	return p, nil
+	return irisrt.NewPlanOf[AllReduceOneShotPushPlan](r, &allReduceDesc.Variants[2], dt, string(op), n)
 }
 
-// Launch enqueues all_reduce/one_shot_push on s with barrier mode mode (device when in doubt). Before
-// anything is enqueued it checks, in order:
-//
-//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
-//   - input/output the same tensor or disjoint (*irisrt.AliasError).
-//
-// The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
-// A mode the variant does not support is an error.
+// Launch checks the tensors by the rules above and launches all_reduce/one_shot_push on s in barrier
+// mode mode.
 func (p *AllReduceOneShotPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
-	if err := irisrt.CheckTensor(allReduceOneShotPushName, "input", input, p.dt, p.lenInput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensor(allReduceOneShotPushName, "output", output, p.dt, p.lenOutput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckInPlace(allReduceOneShotPushName, "input", input, "output", output); err != nil {
-		return err
-	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(p.plan.Buffer("inbox")).Ptr(0).I64(p.symN))
+	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
-// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllReduceOneShotPushPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
-	if len(ts) != 2 {
-		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allReduceOneShotPushName, len(ts))
-	}
-	return p.Launch(s, ts[0], ts[1], mode)
-}
-
-// Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllReduceOneShotPushPlan) Plan() *irisrt.Plan {
-	return p.plan
-}
-
-// Close frees the plan's heap buffers; like creating a plan it is collective: every rank must close
-// its plan.
-func (p *AllReduceOneShotPushPlan) Close() error {
-	return p.plan.Close()
-}
-
-// allReduceOneShotLamportName names all_reduce/one_shot_lamport in errors.
-const allReduceOneShotLamportName = "all_reduce/one_shot_lamport"
-
-// AllReduceOneShotLamportPlan is a prepared launch of all_reduce, variant one_shot_lamport
-// (specs/all_reduce.yaml). Reduce `input` over all ranks into `output` on every rank.
+// AllReduceOneShotLamportPlan is variant one_shot_lamport of all_reduce (specs/all_reduce.yaml).
 //
 // Tensors, in the order Launch takes them:
 //
-//   - input (in, shape [n], the plan's dtype): local_read; only touched locally: any device memory.
-//   - output (out, shape [n], the plan's dtype): local_write; only touched locally: any device memory.
+//   - input (in [n]): local_read; only this rank touches it: any device memory.
+//   - output (out [n]): local_write; only this rank touches it: any device memory.
 //
-// Workspace, allocated on the heap and zeroed by the plan: ring [n] (none), locks [blocks] (none),
-// stage [2, n] (none), inbox [2, world, n] (none), lamport [3, world, n] (local_read + local_write +
+// Workspace, on the heap and zeroed by the plan: lamport [3, world, n] (local_read + local_write +
 // remote_write).
 //
-// Aliasing: in place allowed; an input may be the very same tensor as an output, but a partial overlap
-// is a *irisrt.AliasError.
-//
-// Barrier modes: device (default), host, none.
-// Graph capture:
-//
-//   - device: capturable.
-//   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
-//   - none: capturable.
-//
-// Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
-type AllReduceOneShotLamportPlan struct {
-	plan      *irisrt.Plan
-	dt        irisrt.DType
-	op        AllReduceOp
-	symN      int64 // size parameter n
-	lenInput  int64 // elements of input [n]
-	lenOutput int64 // elements of output [n]
-}
+// An input may be the very same tensor as an output (in place), but not overlap it in part. Barrier
+// modes: device (default), host, none; capturable in a graph: device, none. Grid: up to 128 blocks of
+// 512 threads, sized by 16-byte vectors.
+type AllReduceOneShotLamportPlan struct{ irisrt.VariantPlan }
 
-// NewAllReduceOneShotLamportPlan makes a plan for all_reduce/one_shot_lamport: it allocates the plan's
-// heap buffers (barrier flags, workspace) and zeroes them. It is collective: every rank calls it with
-// the same arguments, in the same order as its other heap allocations. Make plans before capturing a
-// stream: creating one allocates and synchronises with the peers.
-//
-// dt must be one of f32, f16, bf16 and op one of sum, max, min (otherwise *UnsupportedError). The size
-// parameters (n) must be positive.
+// NewAllReduceOneShotLamportPlan makes a plan of all_reduce/one_shot_lamport for dt (f32, f16, bf16),
+// op (sum, max, min) and size n.
 func NewAllReduceOneShotLamportPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceOneShotLamportPlan, error) {
-	var kernel string
-	switch dt {
-	case irisrt.F32:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_one_shot_lamport_f32_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_one_shot_lamport_f32_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_one_shot_lamport_f32_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceOneShotLamportName,
-				What:    "op",
-			}
-		}
-	case irisrt.F16:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_one_shot_lamport_f16_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_one_shot_lamport_f16_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_one_shot_lamport_f16_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceOneShotLamportName,
-				What:    "op",
-			}
-		}
-	case irisrt.BF16:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_one_shot_lamport_bf16_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_one_shot_lamport_bf16_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_one_shot_lamport_bf16_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceOneShotLamportName,
-				What:    "op",
-			}
-		}
-	default:
-		return nil, &UnsupportedError{
-			Allowed: []string{"f32", "f16", "bf16"},
-			Got:     dt.String(),
-			Op:      allReduceOneShotLamportName,
-			What:    "dtype",
-		}
-	}
-	if n <= 0 {
-		return nil, fmt.Errorf("%s: size parameter n = %d, want > 0", allReduceOneShotLamportName, n)
-	}
-	world := int64(r.World())
-	p := &AllReduceOneShotLamportPlan{
-		dt:        dt,
-		lenInput:  n,
-		lenOutput: n,
-		op:        op,
-		symN:      n,
-	}
-	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
-	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
-		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
-		Blocks:     blocks,
-		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
-		Kernel:     kernel,
-		Module:     "all_reduce",
-		Op:         "all_reduce",
-		SpecHash:   AllReduceSpecHash,
-		Threads:    512,
-		Variant:    "one_shot_lamport",
-		Workspace: []irisrt.Buffer{{
-			Bytes: 3 * world * p.symN * dt.Size(),
-			Name:  "lamport",
-		}},
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.plan = plan
-	return p, nil
+	return irisrt.NewPlanOf[AllReduceOneShotLamportPlan](r, &allReduceDesc.Variants[3], dt, string(op), n)
 }
 
-// Launch enqueues all_reduce/one_shot_lamport on s with barrier mode mode (device when in doubt).
-// Before anything is enqueued it checks, in order:
-//
-//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
-//   - input/output the same tensor or disjoint (*irisrt.AliasError).
-//
-// The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
-// A mode the variant does not support is an error.
+// Launch checks the tensors by the rules above and launches all_reduce/one_shot_lamport on s in
+// barrier mode mode.
 func (p *AllReduceOneShotLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
-	if err := irisrt.CheckTensor(allReduceOneShotLamportName, "input", input, p.dt, p.lenInput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensor(allReduceOneShotLamportName, "output", output, p.dt, p.lenOutput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckInPlace(allReduceOneShotLamportName, "input", input, "output", output); err != nil {
-		return err
-	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(0).Ptr(p.plan.Buffer("lamport")).I64(p.symN))
+	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
-// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllReduceOneShotLamportPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
-	if len(ts) != 2 {
-		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allReduceOneShotLamportName, len(ts))
-	}
-	return p.Launch(s, ts[0], ts[1], mode)
-}
-
-// Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllReduceOneShotLamportPlan) Plan() *irisrt.Plan {
-	return p.plan
-}
-
-// Close frees the plan's heap buffers; like creating a plan it is collective: every rank must close
-// its plan.
-func (p *AllReduceOneShotLamportPlan) Close() error {
-	return p.plan.Close()
-}
-
-// allReduceTwoShotName names all_reduce/two_shot in errors.
-const allReduceTwoShotName = "all_reduce/two_shot"
-
-// AllReduceTwoShotPlan is a prepared launch of all_reduce, variant two_shot (specs/all_reduce.yaml).
-// Reduce `input` over all ranks into `output` on every rank.
+// AllReduceTwoShotPlan is variant two_shot of all_reduce (specs/all_reduce.yaml).
 //
 // Tensors, in the order Launch takes them:
 //
-//   - input (in, shape [n], the plan's dtype): remote_read; read by peers: on the symmetric heap, or
-//     else Launch copies it on s into plan-owned heap staging before the kernel (no host sync,
-//     capturable).
-//   - output (out, shape [n], the plan's dtype): remote_write; written by peers: must be on the
-//     symmetric heap (irisrt.Heap.Alloc); otherwise Launch returns a *irisrt.PlacementError and
-//     launches nothing.
+//   - input (in [n]): remote_read; peers read it: on the symmetric heap, or else copied into the
+//     plan's staging on s.
+//   - output (out [n]): remote_write; peers write it: must be on the symmetric heap.
 //
-// Workspace, allocated on the heap and zeroed by the plan: ring [n] (none), locks [blocks] (none),
-// stage [2, n] (none), inbox [2, world, n] (none), lamport [3, world, n] (none).
-//
-// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
-//
-// Barrier modes: device (default), host, none.
-// Graph capture:
-//
-//   - device: capturable.
-//   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
-//   - none: capturable.
-//
-// Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
-type AllReduceTwoShotPlan struct {
-	plan      *irisrt.Plan
-	dt        irisrt.DType
-	op        AllReduceOp
-	symN      int64 // size parameter n
-	lenInput  int64 // elements of input [n]
-	lenOutput int64 // elements of output [n]
-}
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+type AllReduceTwoShotPlan struct{ irisrt.VariantPlan }
 
-// NewAllReduceTwoShotPlan makes a plan for all_reduce/two_shot: it allocates the plan's heap buffers
-// (barrier flags, staging for imported inputs) and zeroes them. It is collective: every rank calls it
-// with the same arguments, in the same order as its other heap allocations. Make plans before
-// capturing a stream: creating one allocates and synchronises with the peers.
-//
-// dt must be one of f32, f16, bf16 and op one of sum, max, min (otherwise *UnsupportedError). The size
-// parameters (n) must be positive.
+// NewAllReduceTwoShotPlan makes a plan of all_reduce/two_shot for dt (f32, f16, bf16), op (sum, max,
+// min) and size n.
 func NewAllReduceTwoShotPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceTwoShotPlan, error) {
-	var kernel string
-	switch dt {
-	case irisrt.F32:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_two_shot_f32_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_two_shot_f32_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_two_shot_f32_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceTwoShotName,
-				What:    "op",
-			}
-		}
-	case irisrt.F16:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_two_shot_f16_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_two_shot_f16_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_two_shot_f16_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceTwoShotName,
-				What:    "op",
-			}
-		}
-	case irisrt.BF16:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_two_shot_bf16_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_two_shot_bf16_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_two_shot_bf16_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceTwoShotName,
-				What:    "op",
-			}
-		}
-	default:
-		return nil, &UnsupportedError{
-			Allowed: []string{"f32", "f16", "bf16"},
-			Got:     dt.String(),
-			Op:      allReduceTwoShotName,
-			What:    "dtype",
-		}
-	}
-	if n <= 0 {
-		return nil, fmt.Errorf("%s: size parameter n = %d, want > 0", allReduceTwoShotName, n)
-	}
-	p := &AllReduceTwoShotPlan{
-		dt:        dt,
-		lenInput:  n,
-		lenOutput: n,
-		op:        op,
-		symN:      n,
-	}
-	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
-	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
-		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
-		Blocks:     blocks,
-		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
-		Kernel:     kernel,
-		Module:     "all_reduce",
-		Op:         "all_reduce",
-		SpecHash:   AllReduceSpecHash,
-		Staging: []irisrt.Buffer{{
-			Bytes: p.lenInput * dt.Size(),
-			Name:  "input",
-		}},
-		Threads: 512,
-		Variant: "two_shot",
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.plan = plan
-	return p, nil
+	return irisrt.NewPlanOf[AllReduceTwoShotPlan](r, &allReduceDesc.Variants[4], dt, string(op), n)
 }
 
-// Launch enqueues all_reduce/two_shot on s with barrier mode mode (device when in doubt). Before
-// anything is enqueued it checks, in order:
-//
-//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
-//   - output on the symmetric heap, because peers write it (*irisrt.PlacementError);
-//   - no overlap of input/output (*irisrt.AliasError).
-//
-// Then input, read by peers, is copied on s into the plan's heap staging when it is not on the heap
-// (refused in mode none, where nothing would order the copy before the peers' reads:
-// *irisrt.PlacementError).
-//
-// The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
-// A mode the variant does not support is an error.
+// Launch checks the tensors by the rules above and launches all_reduce/two_shot on s in barrier mode
+// mode.
 func (p *AllReduceTwoShotPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
-	if err := irisrt.CheckTensor(allReduceTwoShotName, "input", input, p.dt, p.lenInput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensor(allReduceTwoShotName, "output", output, p.dt, p.lenOutput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckHeap(allReduceTwoShotName, "output", p.plan.Rank(), output); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(allReduceTwoShotName, "input", input, "output", output); err != nil {
-		return err
-	}
-	return p.plan.Launch(s, mode, p.plan.Args().Staged("input", input).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
+	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
-// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllReduceTwoShotPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
-	if len(ts) != 2 {
-		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allReduceTwoShotName, len(ts))
-	}
-	return p.Launch(s, ts[0], ts[1], mode)
-}
-
-// Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllReduceTwoShotPlan) Plan() *irisrt.Plan {
-	return p.plan
-}
-
-// Close frees the plan's heap buffers; like creating a plan it is collective: every rank must close
-// its plan.
-func (p *AllReduceTwoShotPlan) Close() error {
-	return p.plan.Close()
-}
-
-// allReduceAtomicName names all_reduce/atomic in errors.
-const allReduceAtomicName = "all_reduce/atomic"
-
-// AllReduceAtomicPlan is a prepared launch of all_reduce, variant atomic (specs/all_reduce.yaml).
-// Reduce `input` over all ranks into `output` on every rank.
+// AllReduceAtomicPlan is variant atomic of all_reduce (specs/all_reduce.yaml).
 //
 // Tensors, in the order Launch takes them:
 //
-//   - input (in, shape [n], the plan's dtype): local_read; only touched locally: any device memory.
-//   - output (out, shape [n], the plan's dtype): local_write + remote_atomic; written by peers: must
-//     be on the symmetric heap (irisrt.Heap.Alloc); otherwise Launch returns a *irisrt.PlacementError
-//     and launches nothing.
+//   - input (in [n]): local_read; only this rank touches it: any device memory.
+//   - output (out [n]): local_write + remote_atomic; peers write it: must be on the symmetric heap.
 //
-// Workspace, allocated on the heap and zeroed by the plan: ring [n] (none), locks [blocks] (none),
-// stage [2, n] (none), inbox [2, world, n] (none), lamport [3, world, n] (none).
-//
-// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
-//
-// Barrier modes: device (default), host, none.
-// Graph capture:
-//
-//   - device: capturable.
-//   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
-//   - none: capturable.
-//
-// Launch shape: 512 threads per block, at most 32 blocks, 16-byte vectors.
-type AllReduceAtomicPlan struct {
-	plan      *irisrt.Plan
-	dt        irisrt.DType
-	op        AllReduceOp
-	symN      int64 // size parameter n
-	lenInput  int64 // elements of input [n]
-	lenOutput int64 // elements of output [n]
-}
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 32 blocks of 512 threads, sized by 16-byte vectors.
+type AllReduceAtomicPlan struct{ irisrt.VariantPlan }
 
-// NewAllReduceAtomicPlan makes a plan for all_reduce/atomic: it allocates the plan's heap buffers
-// (barrier flags) and zeroes them. It is collective: every rank calls it with the same arguments, in
-// the same order as its other heap allocations. Make plans before capturing a stream: creating one
-// allocates and synchronises with the peers.
-//
-// dt must be one of f32, f16, bf16 and op one of sum, max, min (otherwise *UnsupportedError). The size
-// parameters (n) must be positive.
+// NewAllReduceAtomicPlan makes a plan of all_reduce/atomic for dt (f32, f16, bf16), op (sum, max, min)
+// and size n.
 func NewAllReduceAtomicPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceAtomicPlan, error) {
-	var kernel string
-	switch dt {
-	case irisrt.F32:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_atomic_f32_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_atomic_f32_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_atomic_f32_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceAtomicName,
-				What:    "op",
-			}
-		}
-	case irisrt.F16:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_atomic_f16_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_atomic_f16_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_atomic_f16_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceAtomicName,
-				What:    "op",
-			}
-		}
-	case irisrt.BF16:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_atomic_bf16_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_atomic_bf16_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_atomic_bf16_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceAtomicName,
-				What:    "op",
-			}
-		}
-	default:
-		return nil, &UnsupportedError{
-			Allowed: []string{"f32", "f16", "bf16"},
-			Got:     dt.String(),
-			Op:      allReduceAtomicName,
-			What:    "dtype",
-		}
-	}
-	if n <= 0 {
-		return nil, fmt.Errorf("%s: size parameter n = %d, want > 0", allReduceAtomicName, n)
-	}
-	p := &AllReduceAtomicPlan{
-		dt:        dt,
-		lenInput:  n,
-		lenOutput: n,
-		op:        op,
-		symN:      n,
-	}
-	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 32)
-	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
-		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
-		Blocks:     blocks,
-		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
-		Kernel:     kernel,
-		Module:     "all_reduce",
-		Op:         "all_reduce",
-		SpecHash:   AllReduceSpecHash,
-		Threads:    512,
-		Variant:    "atomic",
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.plan = plan
-	return p, nil
+	return irisrt.NewPlanOf[AllReduceAtomicPlan](r, &allReduceDesc.Variants[5], dt, string(op), n)
 }
 
-// Launch enqueues all_reduce/atomic on s with barrier mode mode (device when in doubt). Before
-// anything is enqueued it checks, in order:
-//
-//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
-//   - output on the symmetric heap, because peers write it (*irisrt.PlacementError);
-//   - no overlap of input/output (*irisrt.AliasError).
-//
-// The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
-// A mode the variant does not support is an error.
+// Launch checks the tensors by the rules above and launches all_reduce/atomic on s in barrier mode
+// mode.
 func (p *AllReduceAtomicPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
-	if err := irisrt.CheckTensor(allReduceAtomicName, "input", input, p.dt, p.lenInput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensor(allReduceAtomicName, "output", output, p.dt, p.lenOutput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckHeap(allReduceAtomicName, "output", p.plan.Rank(), output); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(allReduceAtomicName, "input", input, "output", output); err != nil {
-		return err
-	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(0).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
+	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
-// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllReduceAtomicPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
-	if len(ts) != 2 {
-		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allReduceAtomicName, len(ts))
-	}
-	return p.Launch(s, ts[0], ts[1], mode)
-}
-
-// Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllReduceAtomicPlan) Plan() *irisrt.Plan {
-	return p.plan
-}
-
-// Close frees the plan's heap buffers; like creating a plan it is collective: every rank must close
-// its plan.
-func (p *AllReduceAtomicPlan) Close() error {
-	return p.plan.Close()
-}
-
-// allReduceSpinlockName names all_reduce/spinlock in errors.
-const allReduceSpinlockName = "all_reduce/spinlock"
-
-// AllReduceSpinlockPlan is a prepared launch of all_reduce, variant spinlock (specs/all_reduce.yaml).
-// Reduce `input` over all ranks into `output` on every rank.
+// AllReduceSpinlockPlan is variant spinlock of all_reduce (specs/all_reduce.yaml).
 //
 // Tensors, in the order Launch takes them:
 //
-//   - input (in, shape [n], the plan's dtype): local_read; only touched locally: any device memory.
-//   - output (out, shape [n], the plan's dtype): local_write + remote_read + remote_write; written by
-//     peers: must be on the symmetric heap (irisrt.Heap.Alloc); otherwise Launch returns a
-//     *irisrt.PlacementError and launches nothing.
+//   - input (in [n]): local_read; only this rank touches it: any device memory.
+//   - output (out [n]): local_write + remote_read + remote_write; peers write it: must be on the
+//     symmetric heap.
 //
-// Workspace, allocated on the heap and zeroed by the plan: ring [n] (none), locks [blocks]
-// (remote_atomic), stage [2, n] (none), inbox [2, world, n] (none), lamport [3, world, n] (none).
+// Workspace, on the heap and zeroed by the plan: locks [blocks] (remote_atomic).
 //
-// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
-//
-// Barrier modes: device (default), host, none.
-// Graph capture:
-//
-//   - device: capturable.
-//   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
-//   - none: capturable.
-//
-// Launch shape: 512 threads per block, at most 32 blocks, 16-byte vectors.
-type AllReduceSpinlockPlan struct {
-	plan      *irisrt.Plan
-	dt        irisrt.DType
-	op        AllReduceOp
-	symN      int64 // size parameter n
-	lenInput  int64 // elements of input [n]
-	lenOutput int64 // elements of output [n]
-}
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 32 blocks of 512 threads, sized by 16-byte vectors.
+type AllReduceSpinlockPlan struct{ irisrt.VariantPlan }
 
-// NewAllReduceSpinlockPlan makes a plan for all_reduce/spinlock: it allocates the plan's heap buffers
-// (barrier flags, workspace) and zeroes them. It is collective: every rank calls it with the same
-// arguments, in the same order as its other heap allocations. Make plans before capturing a stream:
-// creating one allocates and synchronises with the peers.
-//
-// dt must be one of f32, f16, bf16 and op one of sum, max, min (otherwise *UnsupportedError). The size
-// parameters (n) must be positive.
+// NewAllReduceSpinlockPlan makes a plan of all_reduce/spinlock for dt (f32, f16, bf16), op (sum, max,
+// min) and size n.
 func NewAllReduceSpinlockPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceSpinlockPlan, error) {
-	var kernel string
-	switch dt {
-	case irisrt.F32:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_spinlock_f32_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_spinlock_f32_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_spinlock_f32_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceSpinlockName,
-				What:    "op",
-			}
-		}
-	case irisrt.F16:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_spinlock_f16_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_spinlock_f16_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_spinlock_f16_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceSpinlockName,
-				What:    "op",
-			}
-		}
-	case irisrt.BF16:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_spinlock_bf16_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_spinlock_bf16_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_spinlock_bf16_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceSpinlockName,
-				What:    "op",
-			}
-		}
-	default:
-		return nil, &UnsupportedError{
-			Allowed: []string{"f32", "f16", "bf16"},
-			Got:     dt.String(),
-			Op:      allReduceSpinlockName,
-			What:    "dtype",
-		}
-	}
-	if n <= 0 {
-		return nil, fmt.Errorf("%s: size parameter n = %d, want > 0", allReduceSpinlockName, n)
-	}
-	p := &AllReduceSpinlockPlan{
-		dt:        dt,
-		lenInput:  n,
-		lenOutput: n,
-		op:        op,
-		symN:      n,
-	}
-	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 32)
-	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
-		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
-		Blocks:     blocks,
-		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
-		Kernel:     kernel,
-		Module:     "all_reduce",
-		Op:         "all_reduce",
-		SpecHash:   AllReduceSpecHash,
-		Threads:    512,
-		Variant:    "spinlock",
-		Workspace: []irisrt.Buffer{{
-			Bytes: int64(blocks) * irisrt.U64.Size(),
-			Name:  "locks",
-		}},
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.plan = plan
-	return p, nil
+	return irisrt.NewPlanOf[AllReduceSpinlockPlan](r, &allReduceDesc.Variants[6], dt, string(op), n)
 }
 
-// Launch enqueues all_reduce/spinlock on s with barrier mode mode (device when in doubt). Before
-// anything is enqueued it checks, in order:
-//
-//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
-//   - output on the symmetric heap, because peers write it (*irisrt.PlacementError);
-//   - no overlap of input/output (*irisrt.AliasError).
-//
-// The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
-// A mode the variant does not support is an error.
+// Launch checks the tensors by the rules above and launches all_reduce/spinlock on s in barrier mode
+// mode.
 func (p *AllReduceSpinlockPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
-	if err := irisrt.CheckTensor(allReduceSpinlockName, "input", input, p.dt, p.lenInput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensor(allReduceSpinlockName, "output", output, p.dt, p.lenOutput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckHeap(allReduceSpinlockName, "output", p.plan.Rank(), output); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(allReduceSpinlockName, "input", input, "output", output); err != nil {
-		return err
-	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(0).Ptr(p.plan.Buffer("locks")).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
+	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
-// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllReduceSpinlockPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
-	if len(ts) != 2 {
-		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allReduceSpinlockName, len(ts))
-	}
-	return p.Launch(s, ts[0], ts[1], mode)
-}
-
-// Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllReduceSpinlockPlan) Plan() *irisrt.Plan {
-	return p.plan
-}
-
-// Close frees the plan's heap buffers; like creating a plan it is collective: every rank must close
-// its plan.
-func (p *AllReduceSpinlockPlan) Close() error {
-	return p.plan.Close()
-}
-
-// allReduceRingName names all_reduce/ring in errors.
-const allReduceRingName = "all_reduce/ring"
-
-// AllReduceRingPlan is a prepared launch of all_reduce, variant ring (specs/all_reduce.yaml). Reduce
-// `input` over all ranks into `output` on every rank.
+// AllReduceRingPlan is variant ring of all_reduce (specs/all_reduce.yaml).
 //
 // Tensors, in the order Launch takes them:
 //
-//   - input (in, shape [n], the plan's dtype): local_read; only touched locally: any device memory.
-//   - output (out, shape [n], the plan's dtype): local_write; only touched locally: any device memory.
+//   - input (in [n]): local_read; only this rank touches it: any device memory.
+//   - output (out [n]): local_write; only this rank touches it: any device memory.
 //
-// Workspace, allocated on the heap and zeroed by the plan: ring [n] (local_read + remote_write), locks
-// [blocks] (none), stage [2, n] (none), inbox [2, world, n] (none), lamport [3, world, n] (none).
+// Workspace, on the heap and zeroed by the plan: ring [n] (local_read + remote_write).
 //
-// Aliasing: in place allowed; an input may be the very same tensor as an output, but a partial overlap
-// is a *irisrt.AliasError.
-//
-// Barrier modes: device (default), host, none.
-// Graph capture:
-//
-//   - device: capturable.
-//   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
-//   - none: capturable.
-//
-// Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
-type AllReduceRingPlan struct {
-	plan      *irisrt.Plan
-	dt        irisrt.DType
-	op        AllReduceOp
-	symN      int64 // size parameter n
-	lenInput  int64 // elements of input [n]
-	lenOutput int64 // elements of output [n]
-}
+// An input may be the very same tensor as an output (in place), but not overlap it in part. Barrier
+// modes: device (default), host, none; capturable in a graph: device, none. Grid: up to 128 blocks of
+// 512 threads, sized by 16-byte vectors.
+type AllReduceRingPlan struct{ irisrt.VariantPlan }
 
-// NewAllReduceRingPlan makes a plan for all_reduce/ring: it allocates the plan's heap buffers (barrier
-// flags, workspace) and zeroes them. It is collective: every rank calls it with the same arguments, in
-// the same order as its other heap allocations. Make plans before capturing a stream: creating one
-// allocates and synchronises with the peers.
-//
-// dt must be one of f32, f16, bf16 and op one of sum, max, min (otherwise *UnsupportedError). The size
-// parameters (n) must be positive.
+// NewAllReduceRingPlan makes a plan of all_reduce/ring for dt (f32, f16, bf16), op (sum, max, min) and
+// size n.
 func NewAllReduceRingPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceRingPlan, error) {
-	var kernel string
-	switch dt {
-	case irisrt.F32:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_ring_f32_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_ring_f32_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_ring_f32_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceRingName,
-				What:    "op",
-			}
-		}
-	case irisrt.F16:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_ring_f16_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_ring_f16_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_ring_f16_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceRingName,
-				What:    "op",
-			}
-		}
-	case irisrt.BF16:
-		switch op {
-		case AllReduceOpSum:
-			kernel = "irisgen_all_reduce_ring_bf16_sum"
-		case AllReduceOpMax:
-			kernel = "irisgen_all_reduce_ring_bf16_max"
-		case AllReduceOpMin:
-			kernel = "irisgen_all_reduce_ring_bf16_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      allReduceRingName,
-				What:    "op",
-			}
-		}
-	default:
-		return nil, &UnsupportedError{
-			Allowed: []string{"f32", "f16", "bf16"},
-			Got:     dt.String(),
-			Op:      allReduceRingName,
-			What:    "dtype",
-		}
-	}
-	if n <= 0 {
-		return nil, fmt.Errorf("%s: size parameter n = %d, want > 0", allReduceRingName, n)
-	}
-	p := &AllReduceRingPlan{
-		dt:        dt,
-		lenInput:  n,
-		lenOutput: n,
-		op:        op,
-		symN:      n,
-	}
-	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
-	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
-		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
-		Blocks:     blocks,
-		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
-		Kernel:     kernel,
-		Module:     "all_reduce",
-		Op:         "all_reduce",
-		SpecHash:   AllReduceSpecHash,
-		Threads:    512,
-		Variant:    "ring",
-		Workspace: []irisrt.Buffer{{
-			Bytes: p.symN * dt.Size(),
-			Name:  "ring",
-		}},
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.plan = plan
-	return p, nil
+	return irisrt.NewPlanOf[AllReduceRingPlan](r, &allReduceDesc.Variants[7], dt, string(op), n)
 }
 
-// Launch enqueues all_reduce/ring on s with barrier mode mode (device when in doubt). Before anything
-// is enqueued it checks, in order:
-//
-//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
-//   - input/output the same tensor or disjoint (*irisrt.AliasError).
-//
-// The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
-// A mode the variant does not support is an error.
+// Launch checks the tensors by the rules above and launches all_reduce/ring on s in barrier mode mode.
 func (p *AllReduceRingPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
-	if err := irisrt.CheckTensor(allReduceRingName, "input", input, p.dt, p.lenInput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensor(allReduceRingName, "output", output, p.dt, p.lenOutput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckInPlace(allReduceRingName, "input", input, "output", output); err != nil {
-		return err
-	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).Ptr(p.plan.Buffer("ring")).Ptr(0).Ptr(0).Ptr(0).Ptr(0).I64(p.symN))
-}
-
-// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllReduceRingPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
-	if len(ts) != 2 {
-		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allReduceRingName, len(ts))
-	}
-	return p.Launch(s, ts[0], ts[1], mode)
-}
-
-// Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllReduceRingPlan) Plan() *irisrt.Plan {
-	return p.plan
-}
-
-// Close frees the plan's heap buffers; like creating a plan it is collective: every rank must close
-// its plan.
-func (p *AllReduceRingPlan) Close() error {
-	return p.plan.Close()
-}
-
-// AllReduce runs all_reduce (Reduce `input` over all ranks into `output` on every rank) with the given
-// variant through the rank's plan cache: the first call with a variant, dtype and sizes makes the plan
-// (collective: every rank must make the same calls in the same order), later calls reuse it. Sizes are
-// taken from the tensors (n from input [n]). It refuses to make a plan while s is capturing
-// (*irisrt.CaptureError): make plans with New<Collective><Variant>Plan before capture. Launch
-// documents the checks of each variant.
-func AllReduce(r *irisrt.Rank, s gpu.Stream, variant AllReduceVariant, dt irisrt.DType, op AllReduceOp, input, output irisrt.Tensor, mode irisrt.Barrier) error {
-	n := input.Len
-	if variant == AllReduceAuto {
-		variant = AllReduceChoose(r.World(), max(input.Bytes(), output.Bytes()))
-	}
-	switch variant {
-	case AllReduceOneShot:
-		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("all_reduce/one_shot dt=%s op=%s n=%d", dt, op, n), s, func() (any, error) {
-			return NewAllReduceOneShotPlan(r, dt, op, n)
-		})
-		if err != nil {
-			return err
-		}
-		return v.(*AllReduceOneShotPlan).Launch(s, input, output, mode)
-	case AllReduceOneShotStaged:
-		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("all_reduce/one_shot_staged dt=%s op=%s n=%d", dt, op, n), s, func() (any, error) {
-			return NewAllReduceOneShotStagedPlan(r, dt, op, n)
-		})
-		if err != nil {
-			return err
-		}
-		return v.(*AllReduceOneShotStagedPlan).Launch(s, input, output, mode)
-	case AllReduceOneShotPush:
-		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("all_reduce/one_shot_push dt=%s op=%s n=%d", dt, op, n), s, func() (any, error) {
-			return NewAllReduceOneShotPushPlan(r, dt, op, n)
-		})
-		if err != nil {
-			return err
-		}
-		return v.(*AllReduceOneShotPushPlan).Launch(s, input, output, mode)
-	case AllReduceOneShotLamport:
-		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("all_reduce/one_shot_lamport dt=%s op=%s n=%d", dt, op, n), s, func() (any, error) {
-			return NewAllReduceOneShotLamportPlan(r, dt, op, n)
-		})
-		if err != nil {
-			return err
-		}
-		return v.(*AllReduceOneShotLamportPlan).Launch(s, input, output, mode)
-	case AllReduceTwoShot:
-		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("all_reduce/two_shot dt=%s op=%s n=%d", dt, op, n), s, func() (any, error) {
-			return NewAllReduceTwoShotPlan(r, dt, op, n)
-		})
-		if err != nil {
-			return err
-		}
-		return v.(*AllReduceTwoShotPlan).Launch(s, input, output, mode)
-	case AllReduceAtomic:
-		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("all_reduce/atomic dt=%s op=%s n=%d", dt, op, n), s, func() (any, error) {
-			return NewAllReduceAtomicPlan(r, dt, op, n)
-		})
-		if err != nil {
-			return err
-		}
-		return v.(*AllReduceAtomicPlan).Launch(s, input, output, mode)
-	case AllReduceSpinlock:
-		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("all_reduce/spinlock dt=%s op=%s n=%d", dt, op, n), s, func() (any, error) {
-			return NewAllReduceSpinlockPlan(r, dt, op, n)
-		})
-		if err != nil {
-			return err
-		}
-		return v.(*AllReduceSpinlockPlan).Launch(s, input, output, mode)
-	case AllReduceRing:
-		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("all_reduce/ring dt=%s op=%s n=%d", dt, op, n), s, func() (any, error) {
-			return NewAllReduceRingPlan(r, dt, op, n)
-		})
-		if err != nil {
-			return err
-		}
-		return v.(*AllReduceRingPlan).Launch(s, input, output, mode)
-	}
-	return fmt.Errorf("all_reduce: unknown variant %q (variants: one_shot, one_shot_staged, one_shot_push, one_shot_lamport, two_shot, atomic, spinlock, ring)", string(variant))
+	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }

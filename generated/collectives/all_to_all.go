@@ -3,25 +3,25 @@
 package collectives
 
 import (
-	"fmt"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
-// AllToAllSpecHash is the hash of specs/all_to_all.yaml and the templates it uses. The HIP module of
-// all_to_all carries the same hash; the runtime refuses to launch a kernel whose hash differs, so a
-// stale wrapper/kernel pair fails at load time.
+// AllToAllSpecHash is the hash of specs/all_to_all.yaml and the templates it uses; the runtime refuses
+// a code object of all_to_all made from other ones (*irisrt.KernelError).
 const AllToAllSpecHash = "a7d0cd3cdbdf86de"
 
-// AllToAllVariant selects an algorithm of all_to_all for AllToAll.
+// allToAllDesc is all_to_all in the package's descriptor table.
+var allToAllDesc = &table.Collectives[2]
+
+// AllToAllVariant selects a variant of all_to_all for AllToAll.
 type AllToAllVariant string
 
+// The variants of all_to_all; each has a plan type <Variant>Plan with its rules. AllToAllAuto picks
+// one by world size and message size (AllToAllChoose).
 const (
-	// AllToAllPush is variant push; see AllToAllPushPlan for its rules.
 	AllToAllPush AllToAllVariant = "push"
-	// AllToAllPull is variant pull; see AllToAllPullPlan for its rules.
 	AllToAllPull AllToAllVariant = "pull"
-	// AllToAllAuto picks a variant by world size and message size (AllToAllChoose).
 	AllToAllAuto AllToAllVariant = "auto"
 )
 
@@ -36,317 +36,55 @@ const (
 //   - bytes <= 16777216: push
 //   - otherwise: pull
 func AllToAllChoose(world int, bytes int64) AllToAllVariant {
-	if world == 2 && bytes <= int64(16777216) {
-		return AllToAllPush
-	}
-	if world == 2 {
-		return AllToAllPull
-	}
-	if world == 4 && bytes <= int64(16777216) {
-		return AllToAllPush
-	}
-	if world == 4 {
-		return AllToAllPull
-	}
-	if bytes <= int64(16777216) {
-		return AllToAllPush
-	}
-	return AllToAllPull
+	return AllToAllVariant(allToAllDesc.Choose(world, bytes))
 }
 
-// allToAllPushName names all_to_all/push in errors.
-const allToAllPushName = "all_to_all/push"
-
-// AllToAllPushPlan is a prepared launch of all_to_all, variant push (specs/all_to_all.yaml). Exchange
-// blocks between all ranks; block p of rank r's `input` becomes block r of rank p's `output`.
-//
-// Tensors, in the order Launch takes them:
-//
-//   - input (in, shape [world, n], the plan's dtype): local_read; only touched locally: any device
-//     memory.
-//   - output (out, shape [world, n], the plan's dtype): remote_write; written by peers: must be on the
-//     symmetric heap (irisrt.Heap.Alloc); otherwise Launch returns a *irisrt.PlacementError and
-//     launches nothing.
-//
-// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
-//
-// Barrier modes: device (default), host, none.
-// Graph capture:
-//
-//   - device: capturable.
-//   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
-//   - none: capturable.
-//
-// Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
-type AllToAllPushPlan struct {
-	plan      *irisrt.Plan
-	dt        irisrt.DType
-	symN      int64 // size parameter n
-	lenInput  int64 // elements of input [world, n]
-	lenOutput int64 // elements of output [world, n]
-}
-
-// NewAllToAllPushPlan makes a plan for all_to_all/push: it allocates the plan's heap buffers (barrier
-// flags) and zeroes them. It is collective: every rank calls it with the same arguments, in the same
-// order as its other heap allocations. Make plans before capturing a stream: creating one allocates
-// and synchronises with the peers.
-//
-// dt must be one of f32, f16, bf16 (otherwise *UnsupportedError). The size parameters (n) must be
-// positive.
-func NewAllToAllPushPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllToAllPushPlan, error) {
-	var kernel string
-	switch dt {
-	case irisrt.F32:
-		kernel = "irisgen_all_to_all_push_f32"
-	case irisrt.F16:
-		kernel = "irisgen_all_to_all_push_f16"
-	case irisrt.BF16:
-		kernel = "irisgen_all_to_all_push_bf16"
-	default:
-		return nil, &UnsupportedError{
-			Allowed: []string{"f32", "f16", "bf16"},
-			Got:     dt.String(),
-			Op:      allToAllPushName,
-			What:    "dtype",
-		}
-	}
-	if n <= 0 {
-		return nil, fmt.Errorf("%s: size parameter n = %d, want > 0", allToAllPushName, n)
-	}
-	world := int64(r.World())
-	p := &AllToAllPushPlan{
-		dt:        dt,
-		lenInput:  world * n,
-		lenOutput: world * n,
-		symN:      n,
-	}
-	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
-	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
-		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
-		Blocks:     blocks,
-		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
-		Kernel:     kernel,
-		Module:     "all_to_all",
-		Op:         "all_to_all",
-		SpecHash:   AllToAllSpecHash,
-		Threads:    512,
-		Variant:    "push",
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.plan = plan
-	return p, nil
-}
-
-// Launch enqueues all_to_all/push on s with barrier mode mode (device when in doubt). Before anything
-// is enqueued it checks, in order:
-//
-//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
-//   - output on the symmetric heap, because peers write it (*irisrt.PlacementError);
-//   - no overlap of input/output (*irisrt.AliasError).
-//
-// The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
-// A mode the variant does not support is an error.
-func (p *AllToAllPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
-	if err := irisrt.CheckTensor(allToAllPushName, "input", input, p.dt, p.lenInput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensor(allToAllPushName, "output", output, p.dt, p.lenOutput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckHeap(allToAllPushName, "output", p.plan.Rank(), output); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(allToAllPushName, "input", input, "output", output); err != nil {
-		return err
-	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).I64(p.symN))
-}
-
-// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllToAllPushPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
-	if len(ts) != 2 {
-		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allToAllPushName, len(ts))
-	}
-	return p.Launch(s, ts[0], ts[1], mode)
-}
-
-// Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllToAllPushPlan) Plan() *irisrt.Plan {
-	return p.plan
-}
-
-// Close frees the plan's heap buffers; like creating a plan it is collective: every rank must close
-// its plan.
-func (p *AllToAllPushPlan) Close() error {
-	return p.plan.Close()
-}
-
-// allToAllPullName names all_to_all/pull in errors.
-const allToAllPullName = "all_to_all/pull"
-
-// AllToAllPullPlan is a prepared launch of all_to_all, variant pull (specs/all_to_all.yaml). Exchange
-// blocks between all ranks; block p of rank r's `input` becomes block r of rank p's `output`.
-//
-// Tensors, in the order Launch takes them:
-//
-//   - input (in, shape [world, n], the plan's dtype): remote_read; read by peers: on the symmetric
-//     heap, or else Launch copies it on s into plan-owned heap staging before the kernel (no host
-//     sync, capturable).
-//   - output (out, shape [world, n], the plan's dtype): local_write; only touched locally: any device
-//     memory.
-//
-// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
-//
-// Barrier modes: device (default), host, none.
-// Graph capture:
-//
-//   - device: capturable.
-//   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
-//   - none: capturable.
-//
-// Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
-type AllToAllPullPlan struct {
-	plan      *irisrt.Plan
-	dt        irisrt.DType
-	symN      int64 // size parameter n
-	lenInput  int64 // elements of input [world, n]
-	lenOutput int64 // elements of output [world, n]
-}
-
-// NewAllToAllPullPlan makes a plan for all_to_all/pull: it allocates the plan's heap buffers (barrier
-// flags, staging for imported inputs) and zeroes them. It is collective: every rank calls it with the
-// same arguments, in the same order as its other heap allocations. Make plans before capturing a
-// stream: creating one allocates and synchronises with the peers.
-//
-// dt must be one of f32, f16, bf16 (otherwise *UnsupportedError). The size parameters (n) must be
-// positive.
-func NewAllToAllPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllToAllPullPlan, error) {
-	var kernel string
-	switch dt {
-	case irisrt.F32:
-		kernel = "irisgen_all_to_all_pull_f32"
-	case irisrt.F16:
-		kernel = "irisgen_all_to_all_pull_f16"
-	case irisrt.BF16:
-		kernel = "irisgen_all_to_all_pull_bf16"
-	default:
-		return nil, &UnsupportedError{
-			Allowed: []string{"f32", "f16", "bf16"},
-			Got:     dt.String(),
-			Op:      allToAllPullName,
-			What:    "dtype",
-		}
-	}
-	if n <= 0 {
-		return nil, fmt.Errorf("%s: size parameter n = %d, want > 0", allToAllPullName, n)
-	}
-	world := int64(r.World())
-	p := &AllToAllPullPlan{
-		dt:        dt,
-		lenInput:  world * n,
-		lenOutput: world * n,
-		symN:      n,
-	}
-	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
-	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
-		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
-		Blocks:     blocks,
-		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
-		Kernel:     kernel,
-		Module:     "all_to_all",
-		Op:         "all_to_all",
-		SpecHash:   AllToAllSpecHash,
-		Staging: []irisrt.Buffer{{
-			Bytes: p.lenInput * dt.Size(),
-			Name:  "input",
-		}},
-		Threads: 512,
-		Variant: "pull",
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.plan = plan
-	return p, nil
-}
-
-// Launch enqueues all_to_all/pull on s with barrier mode mode (device when in doubt). Before anything
-// is enqueued it checks, in order:
-//
-//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
-//   - no overlap of input/output (*irisrt.AliasError).
-//
-// Then input, read by peers, is copied on s into the plan's heap staging when it is not on the heap
-// (refused in mode none, where nothing would order the copy before the peers' reads:
-// *irisrt.PlacementError).
-//
-// The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
-// A mode the variant does not support is an error.
-func (p *AllToAllPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
-	if err := irisrt.CheckTensor(allToAllPullName, "input", input, p.dt, p.lenInput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensor(allToAllPullName, "output", output, p.dt, p.lenOutput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(allToAllPullName, "input", input, "output", output); err != nil {
-		return err
-	}
-	return p.plan.Launch(s, mode, p.plan.Args().Staged("input", input).Ptr(output.Ptr).I64(p.symN))
-}
-
-// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllToAllPullPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
-	if len(ts) != 2 {
-		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allToAllPullName, len(ts))
-	}
-	return p.Launch(s, ts[0], ts[1], mode)
-}
-
-// Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllToAllPullPlan) Plan() *irisrt.Plan {
-	return p.plan
-}
-
-// Close frees the plan's heap buffers; like creating a plan it is collective: every rank must close
-// its plan.
-func (p *AllToAllPullPlan) Close() error {
-	return p.plan.Close()
-}
-
-// AllToAll runs all_to_all (Exchange blocks between all ranks; block p of rank r's `input` becomes
-// block r of rank p's `output`) with the given variant through the rank's plan cache: the first call
-// with a variant, dtype and sizes makes the plan (collective: every rank must make the same calls in
-// the same order), later calls reuse it. Sizes are taken from the tensors (n from input [world, n]).
-// It refuses to make a plan while s is capturing (*irisrt.CaptureError): make plans with
-// New<Collective><Variant>Plan before capture. Launch documents the checks of each variant.
+// AllToAll runs a variant of all_to_all through the rank's plan cache (see the package doc), with the
+// sizes read from the tensors (n from input [world, n]). Exchange blocks between all ranks; block p of
+// rank r's `input` becomes block r of rank p's `output`.
 func AllToAll(r *irisrt.Rank, s gpu.Stream, variant AllToAllVariant, dt irisrt.DType, input, output irisrt.Tensor, mode irisrt.Barrier) error {
-	world := int64(r.World())
-	n := input.Len / (world)
-	if variant == AllToAllAuto {
-		variant = AllToAllChoose(r.World(), max(input.Bytes(), output.Bytes()))
-	}
-	switch variant {
-	case AllToAllPush:
-		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("all_to_all/push dt=%s n=%d", dt, n), s, func() (any, error) {
-			return NewAllToAllPushPlan(r, dt, n)
-		})
-		if err != nil {
-			return err
-		}
-		return v.(*AllToAllPushPlan).Launch(s, input, output, mode)
-	case AllToAllPull:
-		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("all_to_all/pull dt=%s n=%d", dt, n), s, func() (any, error) {
-			return NewAllToAllPullPlan(r, dt, n)
-		})
-		if err != nil {
-			return err
-		}
-		return v.(*AllToAllPullPlan).Launch(s, input, output, mode)
-	}
-	return fmt.Errorf("all_to_all: unknown variant %q (variants: push, pull)", string(variant))
+	return allToAllDesc.Run(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, mode)
+}
+
+// AllToAllPushPlan is variant push of all_to_all (specs/all_to_all.yaml).
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in [world, n]): local_read; only this rank touches it: any device memory.
+//   - output (out [world, n]): remote_write; peers write it: must be on the symmetric heap.
+//
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+type AllToAllPushPlan struct{ irisrt.VariantPlan }
+
+// NewAllToAllPushPlan makes a plan of all_to_all/push for dt (f32, f16, bf16) and size n.
+func NewAllToAllPushPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllToAllPushPlan, error) {
+	return irisrt.NewPlanOf[AllToAllPushPlan](r, &allToAllDesc.Variants[0], dt, "", n)
+}
+
+// Launch checks the tensors by the rules above and launches all_to_all/push on s in barrier mode mode.
+func (p *AllToAllPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
+}
+
+// AllToAllPullPlan is variant pull of all_to_all (specs/all_to_all.yaml).
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in [world, n]): remote_read; peers read it: on the symmetric heap, or else copied into
+//     the plan's staging on s.
+//   - output (out [world, n]): local_write; only this rank touches it: any device memory.
+//
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+type AllToAllPullPlan struct{ irisrt.VariantPlan }
+
+// NewAllToAllPullPlan makes a plan of all_to_all/pull for dt (f32, f16, bf16) and size n.
+func NewAllToAllPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllToAllPullPlan, error) {
+	return irisrt.NewPlanOf[AllToAllPullPlan](r, &allToAllDesc.Variants[1], dt, "", n)
+}
+
+// Launch checks the tensors by the rules above and launches all_to_all/pull on s in barrier mode mode.
+func (p *AllToAllPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }

@@ -2,12 +2,37 @@
 
 // Package collectives holds the typed launch wrappers irisgen generated from the collective specs.
 //
-// Every collective has a plan type per variant: New<Collective><Variant>Plan allocates what a launch
-// needs (workspace, barrier flags, staging for imports) before any capture, and Launch checks the
-// tensors against the rules derived from the spec's access declarations (dtype, length, symmetric-heap
-// placement, aliasing), copies remote-read inputs that are off the heap into plan-owned staging, and
-// launches the kernel with the chosen barrier mode. The <Collective> function does the same through a
-// per-rank plan cache.
+// Each variant of a collective is a plan type: New<Collective><Variant>Plan makes it, Launch runs it,
+// Close frees it; its documentation gives the variant's rules, which the generator derived from the
+// spec's access declarations. The descriptor table in catalogue.go holds the same facts for the
+// runtime (package irisrt), which enforces them. What every plan does:
+//
+//   - Making and closing a plan is collective: every rank makes the same plans with the same
+//     arguments, in the same order as its other heap allocations. Make plans before capturing a
+//     stream: making one loads the kernel, allocates and zeroes the plan's heap buffers (barrier
+//     flags, workspace, staging) and waits for the other ranks.
+//   - A constructor refuses a dtype or op the spec does not list (*irisrt.UnsupportedError) and sizes
+//     that are not positive; the sizes fix every tensor's length.
+//   - Launch checks, before anything is enqueued and in this order: the dtype and length of every
+//     tensor (*irisrt.DTypeError, *irisrt.ShapeError; an optional tensor may be the zero
+//     irisrt.Tensor); that every tensor peers write is on the symmetric heap (*irisrt.PlacementError:
+//     allocate it with Rank.Heap().Alloc, since copying it there would lose the peers' writes); the
+//     variant's aliasing rule (*irisrt.AliasError); the barrier mode (*irisrt.BarrierModeError). Then
+//     it copies every tensor peers only read that is not on the heap into the plan's staging, on the
+//     stream (refused in mode none, where nothing would order the copy before the peers' reads), and
+//     launches the kernel.
+//   - A launch never allocates, never copies between host and device and never waits on the host, so
+//     it can be captured in a graph, except in barrier mode host (stream synchronise and CPU
+//     rendezvous before and after the kernel), which is refused while the stream captures
+//     (*irisrt.CaptureError).
+//   - <Collective>(r, s, variant, ...) does the same through the rank's plan cache: the first call
+//     with a variant, dtype, op and sizes makes the plan (collectively), later calls reuse it; it
+//     refuses to make a plan while s captures.
+//   - Catalogue lists every variant with a generic constructor, for tools that pick variants at run
+//     time.
+//   - The code objects come from irisrt.Options.Kernels, else $IRISGEN_KERNELS, else the ones `make
+//     kernels` builds into kernels/, which kernels.go embeds in every program that imports the
+//     package.
 //
 // Collectives:
 //
@@ -28,8 +53,5 @@
 //   - ReduceScatter (specs/reduce_scatter.yaml; variants pull): Reduce `input` over all ranks and keep
 //     this rank's 1/world slice in `output` (NCCL and torch semantics).
 //
-// Do not edit these files: change the specs and run `go generate` (or `irisgen generate`); `irisgen
-// check` fails when they are stale.
+// Do not edit these files: change the specs and regenerate; `irisgen check` fails when they are stale.
 package collectives
-
-//go:generate go run github.com/irisgen/irisgen/cmd/irisgen generate -out ..

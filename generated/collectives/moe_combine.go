@@ -3,249 +3,59 @@
 package collectives
 
 import (
-	"fmt"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
-// MoeCombineSpecHash is the hash of specs/moe_combine.yaml and the templates it uses. The HIP module
-// of moe_combine carries the same hash; the runtime refuses to launch a kernel whose hash differs, so
-// a stale wrapper/kernel pair fails at load time.
+// MoeCombineSpecHash is the hash of specs/moe_combine.yaml and the templates it uses; the runtime
+// refuses a code object of moe_combine made from other ones (*irisrt.KernelError).
 const MoeCombineSpecHash = "846c880e45dc8525"
 
-// MoeCombineVariant selects an algorithm of moe_combine for MoeCombine.
+// moeCombineDesc is moe_combine in the package's descriptor table.
+var moeCombineDesc = &table.Collectives[4]
+
+// MoeCombineVariant selects a variant of moe_combine for MoeCombine.
 type MoeCombineVariant string
 
+// The variants of moe_combine; each has a plan type <Variant>Plan with its rules.
 const (
-	// MoeCombinePush is variant push; see MoeCombinePushPlan for its rules.
 	MoeCombinePush MoeCombineVariant = "push"
 )
 
-// moeCombinePushName names moe_combine/push in errors.
-const moeCombinePushName = "moe_combine/push"
+// MoeCombine runs a variant of moe_combine through the rank's plan cache (see the package doc), with
+// the sizes read from the tensors (cap from recv_src [world, cap], h from expert_out [world, cap, h],
+// t from output [t, h], k from ids [t, k]). Return every expert output row of a mixture-of-experts
+// layer to its source rank and pair, and restore the token order: out[t] = sum over k of weights[t,k]
+// * row(t,k) (fp32), with pairs whose expert id was out of range left out.
+func MoeCombine(r *irisrt.Rank, s gpu.Stream, variant MoeCombineVariant, dt irisrt.DType, e int64, expertOut, recvSrc, recvCounts, ids, weights, output irisrt.Tensor, mode irisrt.Barrier) error {
+	return moeCombineDesc.Run(r, s, string(variant), dt, "", []int64{e}, []irisrt.Tensor{expertOut, recvSrc, recvCounts, ids, weights, output}, mode)
+}
 
-// MoeCombinePushPlan is a prepared launch of moe_combine, variant push (specs/moe_combine.yaml).
-// Return every expert output row of a mixture-of-experts layer to its source rank and pair, and
-// restore the token order: out[t] = sum over k of weights[t,k] * row(t,k) (fp32), with pairs whose
-// expert id was out of range left out.
+// MoeCombinePushPlan is variant push of moe_combine (specs/moe_combine.yaml).
 //
 // Tensors, in the order Launch takes them:
 //
-//   - expert_out (in, shape [world, cap, h], the plan's dtype): local_read; only touched locally: any
-//     device memory.
-//   - recv_src (in, shape [world, cap], i64): local_read; only touched locally: any device memory.
-//   - recv_counts (in, shape [world], i64): local_read; only touched locally: any device memory.
-//   - ids (in, shape [t, k], i64 or i32): local_read; only touched locally: any device memory.
-//   - weights (in, shape [t, k], f32, optional): local_read; only touched locally: any device memory.
-//   - output (out, shape [t, h], the plan's dtype): local_write; only touched locally: any device
-//     memory.
+//   - expert_out (in [world, cap, h]): local_read; only this rank touches it: any device memory.
+//   - recv_src (in [world, cap], i64): local_read; only this rank touches it: any device memory.
+//   - recv_counts (in [world], i64): local_read; only this rank touches it: any device memory.
+//   - ids (in [t, k], i64 or i32): local_read; only this rank touches it: any device memory.
+//   - weights (in [t, k], f32, optional): local_read; only this rank touches it: any device memory.
+//   - output (out [t, h]): local_write; only this rank touches it: any device memory.
 //
-// Workspace, allocated on the heap and zeroed by the plan: back [t, k, h] (local_read + remote_write).
+// Workspace, on the heap and zeroed by the plan: back [t, k, h] (local_read + remote_write).
 //
-// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
-//
-// Barrier modes: device (default), host, none.
-// Graph capture:
-//
-//   - device: capturable.
-//   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
-//   - none: capturable.
-//
-// Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
-type MoeCombinePushPlan struct {
-	plan          *irisrt.Plan
-	dt            irisrt.DType
-	symT          int64 // size parameter t
-	symH          int64 // size parameter h
-	symK          int64 // size parameter k
-	symE          int64 // size parameter e
-	symCap        int64 // size parameter cap
-	lenExpertOut  int64 // elements of expert_out [world, cap, h]
-	lenRecvSrc    int64 // elements of recv_src [world, cap]
-	lenRecvCounts int64 // elements of recv_counts [world]
-	lenIds        int64 // elements of ids [t, k]
-	lenWeights    int64 // elements of weights [t, k]
-	lenOutput     int64 // elements of output [t, h]
-}
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+type MoeCombinePushPlan struct{ irisrt.VariantPlan }
 
-// NewMoeCombinePushPlan makes a plan for moe_combine/push: it allocates the plan's heap buffers
-// (barrier flags, workspace) and zeroes them. It is collective: every rank calls it with the same
-// arguments, in the same order as its other heap allocations. Make plans before capturing a stream:
-// creating one allocates and synchronises with the peers.
-//
-// dt must be one of f32, f16, bf16 (otherwise *UnsupportedError). The size parameters (t, h, k, e,
-// cap) must be positive.
+// NewMoeCombinePushPlan makes a plan of moe_combine/push for dt (f32, f16, bf16) and sizes t, h, k, e,
+// cap.
 func NewMoeCombinePushPlan(r *irisrt.Rank, dt irisrt.DType, t int64, h int64, k int64, e int64, cap int64) (*MoeCombinePushPlan, error) {
-	var kernel string
-	switch dt {
-	case irisrt.F32:
-		kernel = "irisgen_moe_combine_push_f32"
-	case irisrt.F16:
-		kernel = "irisgen_moe_combine_push_f16"
-	case irisrt.BF16:
-		kernel = "irisgen_moe_combine_push_bf16"
-	default:
-		return nil, &UnsupportedError{
-			Allowed: []string{"f32", "f16", "bf16"},
-			Got:     dt.String(),
-			Op:      moeCombinePushName,
-			What:    "dtype",
-		}
-	}
-	if t <= 0 {
-		return nil, fmt.Errorf("%s: size parameter t = %d, want > 0", moeCombinePushName, t)
-	}
-	if h <= 0 {
-		return nil, fmt.Errorf("%s: size parameter h = %d, want > 0", moeCombinePushName, h)
-	}
-	if k <= 0 {
-		return nil, fmt.Errorf("%s: size parameter k = %d, want > 0", moeCombinePushName, k)
-	}
-	if e <= 0 {
-		return nil, fmt.Errorf("%s: size parameter e = %d, want > 0", moeCombinePushName, e)
-	}
-	if cap <= 0 {
-		return nil, fmt.Errorf("%s: size parameter cap = %d, want > 0", moeCombinePushName, cap)
-	}
-	world := int64(r.World())
-	p := &MoeCombinePushPlan{
-		dt:            dt,
-		lenExpertOut:  world * cap * h,
-		lenIds:        t * k,
-		lenOutput:     t * h,
-		lenRecvCounts: world,
-		lenRecvSrc:    world * cap,
-		lenWeights:    t * k,
-		symCap:        cap,
-		symE:          e,
-		symH:          h,
-		symK:          k,
-		symT:          t,
-	}
-	blocks := irisrt.Blocks(max(p.lenExpertOut*dt.Size(), p.lenRecvSrc*irisrt.I64.Size(), p.lenRecvCounts*irisrt.I64.Size(), p.lenIds*irisrt.I64.Size(), p.lenWeights*irisrt.F32.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
-	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
-		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
-		Blocks:     blocks,
-		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
-		Kernel:     kernel,
-		Module:     "moe_combine",
-		Op:         "moe_combine",
-		SpecHash:   MoeCombineSpecHash,
-		Threads:    512,
-		Variant:    "push",
-		Workspace: []irisrt.Buffer{{
-			Bytes: p.symT * p.symK * p.symH * dt.Size(),
-			Name:  "back",
-		}},
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.plan = plan
-	return p, nil
+	return irisrt.NewPlanOf[MoeCombinePushPlan](r, &moeCombineDesc.Variants[0], dt, "", t, h, k, e, cap)
 }
 
-// Launch enqueues moe_combine/push on s with barrier mode mode (device when in doubt). Before anything
-// is enqueued it checks, in order:
-//
-//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
-//   - (weights optional: the zero irisrt.Tensor leaves it out, and is not checked);
-//   - no overlap of expert_out/output, recv_src/output, recv_counts/output, ids/output, weights/output
-//     (*irisrt.AliasError).
-//
-// The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
-// A mode the variant does not support is an error.
+// Launch checks the tensors by the rules above and launches moe_combine/push on s in barrier mode
+// mode.
 func (p *MoeCombinePushPlan) Launch(s gpu.Stream, expertOut, recvSrc, recvCounts, ids, weights, output irisrt.Tensor, mode irisrt.Barrier) error {
-	if err := irisrt.CheckTensor(moeCombinePushName, "expert_out", expertOut, p.dt, p.lenExpertOut); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensor(moeCombinePushName, "recv_src", recvSrc, irisrt.I64, p.lenRecvSrc); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensor(moeCombinePushName, "recv_counts", recvCounts, irisrt.I64, p.lenRecvCounts); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensorOneOf(moeCombinePushName, "ids", ids, []irisrt.DType{irisrt.I64, irisrt.I32}, p.lenIds); err != nil {
-		return err
-	}
-	if weights.Ptr != 0 {
-		if err := irisrt.CheckTensor(moeCombinePushName, "weights", weights, irisrt.F32, p.lenWeights); err != nil {
-			return err
-		}
-	}
-	if err := irisrt.CheckTensor(moeCombinePushName, "output", output, p.dt, p.lenOutput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(moeCombinePushName, "expert_out", expertOut, "output", output); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(moeCombinePushName, "recv_src", recvSrc, "output", output); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(moeCombinePushName, "recv_counts", recvCounts, "output", output); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(moeCombinePushName, "ids", ids, "output", output); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(moeCombinePushName, "weights", weights, "output", output); err != nil {
-		return err
-	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(expertOut.Ptr).Ptr(recvSrc.Ptr).Ptr(recvCounts.Ptr).Ptr(ids.Ptr).Ptr(weights.Ptr).Ptr(output.Ptr).Ptr(p.plan.Buffer("back")).I64(p.symT).I64(p.symH).I64(p.symK).I64(p.symE).I64(p.symCap).I64(ids.DType.Size()))
-}
-
-// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *MoeCombinePushPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
-	if len(ts) != 6 {
-		return fmt.Errorf("%s: %d tensors, want 6 (expert_out, recv_src, recv_counts, ids, weights, output)", moeCombinePushName, len(ts))
-	}
-	return p.Launch(s, ts[0], ts[1], ts[2], ts[3], ts[4], ts[5], mode)
-}
-
-// Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *MoeCombinePushPlan) Plan() *irisrt.Plan {
-	return p.plan
-}
-
-// Close frees the plan's heap buffers; like creating a plan it is collective: every rank must close
-// its plan.
-func (p *MoeCombinePushPlan) Close() error {
-	return p.plan.Close()
-}
-
-// MoeCombine runs moe_combine (Return every expert output row of a mixture-of-experts layer to its
-// source rank and pair, and restore the token order: out[t] = sum over k of weights[t,k] * row(t,k)
-// (fp32), with pairs whose expert id was out of range left out) with the given variant through the
-// rank's plan cache: the first call with a variant, dtype and sizes makes the plan (collective: every
-// rank must make the same calls in the same order), later calls reuse it. Sizes are taken from the
-// tensors (cap from recv_src [world, cap], h from expert_out [world, cap, h], t from output [t, h], k
-// from ids [t, k]). It refuses to make a plan while s is capturing (*irisrt.CaptureError): make plans
-// with New<Collective><Variant>Plan before capture. Launch documents the checks of each variant.
-func MoeCombine(r *irisrt.Rank, s gpu.Stream, variant MoeCombineVariant, dt irisrt.DType, e int64, expertOut, recvSrc, recvCounts, ids, weights, output irisrt.Tensor, mode irisrt.Barrier) error {
-	world := int64(r.World())
-	cap := recvSrc.Len / (world)
-	var h int64
-	if d := world * cap; d > 0 {
-		h = expertOut.Len / d
-	}
-	var t int64
-	if d := h; d > 0 {
-		t = output.Len / d
-	}
-	var k int64
-	if d := t; d > 0 {
-		k = ids.Len / d
-	}
-	switch variant {
-	case MoeCombinePush:
-		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("moe_combine/push dt=%s t=%d h=%d k=%d e=%d cap=%d", dt, t, h, k, e, cap), s, func() (any, error) {
-			return NewMoeCombinePushPlan(r, dt, t, h, k, e, cap)
-		})
-		if err != nil {
-			return err
-		}
-		return v.(*MoeCombinePushPlan).Launch(s, expertOut, recvSrc, recvCounts, ids, weights, output, mode)
-	}
-	return fmt.Errorf("moe_combine: unknown variant %q (variants: push)", string(variant))
+	return p.LaunchTensors(s, []irisrt.Tensor{expertOut, recvSrc, recvCounts, ids, weights, output}, mode)
 }

@@ -3,320 +3,62 @@
 package collectives
 
 import (
-	"fmt"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
-// MoeDispatchSpecHash is the hash of specs/moe_dispatch.yaml and the templates it uses. The HIP module
-// of moe_dispatch carries the same hash; the runtime refuses to launch a kernel whose hash differs, so
-// a stale wrapper/kernel pair fails at load time.
+// MoeDispatchSpecHash is the hash of specs/moe_dispatch.yaml and the templates it uses; the runtime
+// refuses a code object of moe_dispatch made from other ones (*irisrt.KernelError).
 const MoeDispatchSpecHash = "f98c37964882cf16"
 
-// MoeDispatchVariant selects an algorithm of moe_dispatch for MoeDispatch.
+// moeDispatchDesc is moe_dispatch in the package's descriptor table.
+var moeDispatchDesc = &table.Collectives[5]
+
+// MoeDispatchVariant selects a variant of moe_dispatch for MoeDispatch.
 type MoeDispatchVariant string
 
+// The variants of moe_dispatch; each has a plan type <Variant>Plan with its rules.
 const (
-	// MoeDispatchPush is variant push; see MoeDispatchPushPlan for its rules.
 	MoeDispatchPush MoeDispatchVariant = "push"
 )
 
-// moeDispatchPushName names moe_dispatch/push in errors.
-const moeDispatchPushName = "moe_dispatch/push"
+// MoeDispatch runs a variant of moe_dispatch through the rank's plan cache (see the package doc), with
+// the sizes read from the tensors (cap from recv_ids [world, cap], h from recv_tokens [world, cap, h],
+// t from tokens [t, h], k from ids [t, k]). Send every (token, k) pair of a mixture-of-experts layer
+// to the rank that owns its expert, with counts computed and exchanged on the GPU, so no shape depends
+// on data and the whole path can be captured in a graph.
+func MoeDispatch(r *irisrt.Rank, s gpu.Stream, variant MoeDispatchVariant, dt irisrt.DType, e int64, tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts irisrt.Tensor, mode irisrt.Barrier) error {
+	return moeDispatchDesc.Run(r, s, string(variant), dt, "", []int64{e}, []irisrt.Tensor{tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts}, mode)
+}
 
-// MoeDispatchPushPlan is a prepared launch of moe_dispatch, variant push (specs/moe_dispatch.yaml).
-// Send every (token, k) pair of a mixture-of-experts layer to the rank that owns its expert, with
-// counts computed and exchanged on the GPU, so no shape depends on data and the whole path can be
-// captured in a graph.
+// MoeDispatchPushPlan is variant push of moe_dispatch (specs/moe_dispatch.yaml).
 //
 // Tensors, in the order Launch takes them:
 //
-//   - tokens (in, shape [t, h], the plan's dtype): local_read; only touched locally: any device
-//     memory.
-//   - ids (in, shape [t, k], i64 or i32): local_read; only touched locally: any device memory.
-//   - weights (in, shape [t, k], f32, optional): local_read; only touched locally: any device memory.
-//   - recv_tokens (out, shape [world, cap, h], the plan's dtype): remote_write; written by peers: must
-//     be on the symmetric heap (irisrt.Heap.Alloc); otherwise Launch returns a *irisrt.PlacementError
-//     and launches nothing.
-//   - recv_ids (out, shape [world, cap], i64): remote_write; written by peers: must be on the
-//     symmetric heap (irisrt.Heap.Alloc); otherwise Launch returns a *irisrt.PlacementError and
-//     launches nothing.
-//   - recv_weights (out, shape [world, cap], f32): remote_write; written by peers: must be on the
-//     symmetric heap (irisrt.Heap.Alloc); otherwise Launch returns a *irisrt.PlacementError and
-//     launches nothing.
-//   - recv_src (out, shape [world, cap], i64): remote_write; written by peers: must be on the
-//     symmetric heap (irisrt.Heap.Alloc); otherwise Launch returns a *irisrt.PlacementError and
-//     launches nothing.
-//   - recv_counts (out, shape [world], i64): remote_write; written by peers: must be on the symmetric
-//     heap (irisrt.Heap.Alloc); otherwise Launch returns a *irisrt.PlacementError and launches
-//     nothing.
+//   - tokens (in [t, h]): local_read; only this rank touches it: any device memory.
+//   - ids (in [t, k], i64 or i32): local_read; only this rank touches it: any device memory.
+//   - weights (in [t, k], f32, optional): local_read; only this rank touches it: any device memory.
+//   - recv_tokens (out [world, cap, h]): remote_write; peers write it: must be on the symmetric heap.
+//   - recv_ids (out [world, cap], i64): remote_write; peers write it: must be on the symmetric heap.
+//   - recv_weights (out [world, cap], f32): remote_write; peers write it: must be on the symmetric
+//     heap.
+//   - recv_src (out [world, cap], i64): remote_write; peers write it: must be on the symmetric heap.
+//   - recv_counts (out [world], i64): remote_write; peers write it: must be on the symmetric heap.
 //
-// Workspace, allocated on the heap and zeroed by the plan: counters [2, world] (local_read +
-// local_write).
+// Workspace, on the heap and zeroed by the plan: counters [2, world] (local_read + local_write).
 //
-// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
-//
-// Barrier modes: device (default), host, none.
-// Graph capture:
-//
-//   - device: capturable.
-//   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
-//   - none: capturable.
-//
-// Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
-type MoeDispatchPushPlan struct {
-	plan           *irisrt.Plan
-	dt             irisrt.DType
-	symT           int64 // size parameter t
-	symH           int64 // size parameter h
-	symK           int64 // size parameter k
-	symE           int64 // size parameter e
-	symCap         int64 // size parameter cap
-	lenTokens      int64 // elements of tokens [t, h]
-	lenIds         int64 // elements of ids [t, k]
-	lenWeights     int64 // elements of weights [t, k]
-	lenRecvTokens  int64 // elements of recv_tokens [world, cap, h]
-	lenRecvIds     int64 // elements of recv_ids [world, cap]
-	lenRecvWeights int64 // elements of recv_weights [world, cap]
-	lenRecvSrc     int64 // elements of recv_src [world, cap]
-	lenRecvCounts  int64 // elements of recv_counts [world]
-}
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+type MoeDispatchPushPlan struct{ irisrt.VariantPlan }
 
-// NewMoeDispatchPushPlan makes a plan for moe_dispatch/push: it allocates the plan's heap buffers
-// (barrier flags, workspace) and zeroes them. It is collective: every rank calls it with the same
-// arguments, in the same order as its other heap allocations. Make plans before capturing a stream:
-// creating one allocates and synchronises with the peers.
-//
-// dt must be one of f32, f16, bf16 (otherwise *UnsupportedError). The size parameters (t, h, k, e,
-// cap) must be positive.
+// NewMoeDispatchPushPlan makes a plan of moe_dispatch/push for dt (f32, f16, bf16) and sizes t, h, k,
+// e, cap.
 func NewMoeDispatchPushPlan(r *irisrt.Rank, dt irisrt.DType, t int64, h int64, k int64, e int64, cap int64) (*MoeDispatchPushPlan, error) {
-	var kernel string
-	switch dt {
-	case irisrt.F32:
-		kernel = "irisgen_moe_dispatch_push_f32"
-	case irisrt.F16:
-		kernel = "irisgen_moe_dispatch_push_f16"
-	case irisrt.BF16:
-		kernel = "irisgen_moe_dispatch_push_bf16"
-	default:
-		return nil, &UnsupportedError{
-			Allowed: []string{"f32", "f16", "bf16"},
-			Got:     dt.String(),
-			Op:      moeDispatchPushName,
-			What:    "dtype",
-		}
-	}
-	if t <= 0 {
-		return nil, fmt.Errorf("%s: size parameter t = %d, want > 0", moeDispatchPushName, t)
-	}
-	if h <= 0 {
-		return nil, fmt.Errorf("%s: size parameter h = %d, want > 0", moeDispatchPushName, h)
-	}
-	if k <= 0 {
-		return nil, fmt.Errorf("%s: size parameter k = %d, want > 0", moeDispatchPushName, k)
-	}
-	if e <= 0 {
-		return nil, fmt.Errorf("%s: size parameter e = %d, want > 0", moeDispatchPushName, e)
-	}
-	if cap <= 0 {
-		return nil, fmt.Errorf("%s: size parameter cap = %d, want > 0", moeDispatchPushName, cap)
-	}
-	world := int64(r.World())
-	p := &MoeDispatchPushPlan{
-		dt:             dt,
-		lenIds:         t * k,
-		lenRecvCounts:  world,
-		lenRecvIds:     world * cap,
-		lenRecvSrc:     world * cap,
-		lenRecvTokens:  world * cap * h,
-		lenRecvWeights: world * cap,
-		lenTokens:      t * h,
-		lenWeights:     t * k,
-		symCap:         cap,
-		symE:           e,
-		symH:           h,
-		symK:           k,
-		symT:           t,
-	}
-	blocks := irisrt.Blocks(max(p.lenTokens*dt.Size(), p.lenIds*irisrt.I64.Size(), p.lenWeights*irisrt.F32.Size(), p.lenRecvTokens*dt.Size(), p.lenRecvIds*irisrt.I64.Size(), p.lenRecvWeights*irisrt.F32.Size(), p.lenRecvSrc*irisrt.I64.Size(), p.lenRecvCounts*irisrt.I64.Size()), 512, 16, 128)
-	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
-		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
-		Blocks:     blocks,
-		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
-		Kernel:     kernel,
-		Module:     "moe_dispatch",
-		Op:         "moe_dispatch",
-		SpecHash:   MoeDispatchSpecHash,
-		Threads:    512,
-		Variant:    "push",
-		Workspace: []irisrt.Buffer{{
-			Bytes: 2 * world * irisrt.U64.Size(),
-			Name:  "counters",
-		}},
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.plan = plan
-	return p, nil
+	return irisrt.NewPlanOf[MoeDispatchPushPlan](r, &moeDispatchDesc.Variants[0], dt, "", t, h, k, e, cap)
 }
 
-// Launch enqueues moe_dispatch/push on s with barrier mode mode (device when in doubt). Before
-// anything is enqueued it checks, in order:
-//
-//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
-//   - (weights optional: the zero irisrt.Tensor leaves it out, and is not checked);
-//   - recv_tokens, recv_ids, recv_weights, recv_src, recv_counts on the symmetric heap, because peers
-//     write it (*irisrt.PlacementError);
-//   - no overlap of tokens/recv_tokens, tokens/recv_ids, tokens/recv_weights, tokens/recv_src,
-//     tokens/recv_counts, ids/recv_tokens, ids/recv_ids, ids/recv_weights, ids/recv_src,
-//     ids/recv_counts, weights/recv_tokens, weights/recv_ids, weights/recv_weights, weights/recv_src,
-//     weights/recv_counts (*irisrt.AliasError).
-//
-// The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
-// A mode the variant does not support is an error.
+// Launch checks the tensors by the rules above and launches moe_dispatch/push on s in barrier mode
+// mode.
 func (p *MoeDispatchPushPlan) Launch(s gpu.Stream, tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts irisrt.Tensor, mode irisrt.Barrier) error {
-	if err := irisrt.CheckTensor(moeDispatchPushName, "tokens", tokens, p.dt, p.lenTokens); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensorOneOf(moeDispatchPushName, "ids", ids, []irisrt.DType{irisrt.I64, irisrt.I32}, p.lenIds); err != nil {
-		return err
-	}
-	if weights.Ptr != 0 {
-		if err := irisrt.CheckTensor(moeDispatchPushName, "weights", weights, irisrt.F32, p.lenWeights); err != nil {
-			return err
-		}
-	}
-	if err := irisrt.CheckTensor(moeDispatchPushName, "recv_tokens", recvTokens, p.dt, p.lenRecvTokens); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensor(moeDispatchPushName, "recv_ids", recvIds, irisrt.I64, p.lenRecvIds); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensor(moeDispatchPushName, "recv_weights", recvWeights, irisrt.F32, p.lenRecvWeights); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensor(moeDispatchPushName, "recv_src", recvSrc, irisrt.I64, p.lenRecvSrc); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensor(moeDispatchPushName, "recv_counts", recvCounts, irisrt.I64, p.lenRecvCounts); err != nil {
-		return err
-	}
-	if err := irisrt.CheckHeap(moeDispatchPushName, "recv_tokens", p.plan.Rank(), recvTokens); err != nil {
-		return err
-	}
-	if err := irisrt.CheckHeap(moeDispatchPushName, "recv_ids", p.plan.Rank(), recvIds); err != nil {
-		return err
-	}
-	if err := irisrt.CheckHeap(moeDispatchPushName, "recv_weights", p.plan.Rank(), recvWeights); err != nil {
-		return err
-	}
-	if err := irisrt.CheckHeap(moeDispatchPushName, "recv_src", p.plan.Rank(), recvSrc); err != nil {
-		return err
-	}
-	if err := irisrt.CheckHeap(moeDispatchPushName, "recv_counts", p.plan.Rank(), recvCounts); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(moeDispatchPushName, "tokens", tokens, "recv_tokens", recvTokens); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(moeDispatchPushName, "tokens", tokens, "recv_ids", recvIds); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(moeDispatchPushName, "tokens", tokens, "recv_weights", recvWeights); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(moeDispatchPushName, "tokens", tokens, "recv_src", recvSrc); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(moeDispatchPushName, "tokens", tokens, "recv_counts", recvCounts); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(moeDispatchPushName, "ids", ids, "recv_tokens", recvTokens); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(moeDispatchPushName, "ids", ids, "recv_ids", recvIds); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(moeDispatchPushName, "ids", ids, "recv_weights", recvWeights); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(moeDispatchPushName, "ids", ids, "recv_src", recvSrc); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(moeDispatchPushName, "ids", ids, "recv_counts", recvCounts); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(moeDispatchPushName, "weights", weights, "recv_tokens", recvTokens); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(moeDispatchPushName, "weights", weights, "recv_ids", recvIds); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(moeDispatchPushName, "weights", weights, "recv_weights", recvWeights); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(moeDispatchPushName, "weights", weights, "recv_src", recvSrc); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(moeDispatchPushName, "weights", weights, "recv_counts", recvCounts); err != nil {
-		return err
-	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(tokens.Ptr).Ptr(ids.Ptr).Ptr(weights.Ptr).Ptr(recvTokens.Ptr).Ptr(recvIds.Ptr).Ptr(recvWeights.Ptr).Ptr(recvSrc.Ptr).Ptr(recvCounts.Ptr).Ptr(p.plan.Buffer("counters")).I64(p.symT).I64(p.symH).I64(p.symK).I64(p.symE).I64(p.symCap).I64(ids.DType.Size()))
-}
-
-// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *MoeDispatchPushPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
-	if len(ts) != 8 {
-		return fmt.Errorf("%s: %d tensors, want 8 (tokens, ids, weights, recv_tokens, recv_ids, recv_weights, recv_src, recv_counts)", moeDispatchPushName, len(ts))
-	}
-	return p.Launch(s, ts[0], ts[1], ts[2], ts[3], ts[4], ts[5], ts[6], ts[7], mode)
-}
-
-// Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *MoeDispatchPushPlan) Plan() *irisrt.Plan {
-	return p.plan
-}
-
-// Close frees the plan's heap buffers; like creating a plan it is collective: every rank must close
-// its plan.
-func (p *MoeDispatchPushPlan) Close() error {
-	return p.plan.Close()
-}
-
-// MoeDispatch runs moe_dispatch (Send every (token, k) pair of a mixture-of-experts layer to the rank
-// that owns its expert, with counts computed and exchanged on the GPU, so no shape depends on data and
-// the whole path can be captured in a graph) with the given variant through the rank's plan cache: the
-// first call with a variant, dtype and sizes makes the plan (collective: every rank must make the same
-// calls in the same order), later calls reuse it. Sizes are taken from the tensors (cap from recv_ids
-// [world, cap], h from recv_tokens [world, cap, h], t from tokens [t, h], k from ids [t, k]). It
-// refuses to make a plan while s is capturing (*irisrt.CaptureError): make plans with
-// New<Collective><Variant>Plan before capture. Launch documents the checks of each variant.
-func MoeDispatch(r *irisrt.Rank, s gpu.Stream, variant MoeDispatchVariant, dt irisrt.DType, e int64, tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts irisrt.Tensor, mode irisrt.Barrier) error {
-	world := int64(r.World())
-	cap := recvIds.Len / (world)
-	var h int64
-	if d := world * cap; d > 0 {
-		h = recvTokens.Len / d
-	}
-	var t int64
-	if d := h; d > 0 {
-		t = tokens.Len / d
-	}
-	var k int64
-	if d := t; d > 0 {
-		k = ids.Len / d
-	}
-	switch variant {
-	case MoeDispatchPush:
-		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("moe_dispatch/push dt=%s t=%d h=%d k=%d e=%d cap=%d", dt, t, h, k, e, cap), s, func() (any, error) {
-			return NewMoeDispatchPushPlan(r, dt, t, h, k, e, cap)
-		})
-		if err != nil {
-			return err
-		}
-		return v.(*MoeDispatchPushPlan).Launch(s, tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts, mode)
-	}
-	return fmt.Errorf("moe_dispatch: unknown variant %q (variants: push)", string(variant))
+	return p.LaunchTensors(s, []irisrt.Tensor{tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts}, mode)
 }

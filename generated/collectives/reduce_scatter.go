@@ -3,232 +3,62 @@
 package collectives
 
 import (
-	"fmt"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
-// ReduceScatterSpecHash is the hash of specs/reduce_scatter.yaml and the templates it uses. The HIP
-// module of reduce_scatter carries the same hash; the runtime refuses to launch a kernel whose hash
-// differs, so a stale wrapper/kernel pair fails at load time.
+// ReduceScatterSpecHash is the hash of specs/reduce_scatter.yaml and the templates it uses; the
+// runtime refuses a code object of reduce_scatter made from other ones (*irisrt.KernelError).
 const ReduceScatterSpecHash = "d0d2322352c69a0d"
 
-// ReduceScatterVariant selects an algorithm of reduce_scatter for ReduceScatter.
+// reduceScatterDesc is reduce_scatter in the package's descriptor table.
+var reduceScatterDesc = &table.Collectives[6]
+
+// ReduceScatterVariant selects a variant of reduce_scatter for ReduceScatter.
 type ReduceScatterVariant string
 
+// The variants of reduce_scatter; each has a plan type <Variant>Plan with its rules.
 const (
-	// ReduceScatterPull is variant pull; see ReduceScatterPullPlan for its rules.
 	ReduceScatterPull ReduceScatterVariant = "pull"
 )
 
 // ReduceScatterOp is a reduction operator of reduce_scatter.
 type ReduceScatterOp string
 
+// The reduction operators of reduce_scatter.
 const (
-	// ReduceScatterOpSum reduces with sum.
 	ReduceScatterOpSum ReduceScatterOp = "sum"
-	// ReduceScatterOpMax reduces with max.
 	ReduceScatterOpMax ReduceScatterOp = "max"
-	// ReduceScatterOpMin reduces with min.
 	ReduceScatterOpMin ReduceScatterOp = "min"
 )
 
-// reduceScatterPullName names reduce_scatter/pull in errors.
-const reduceScatterPullName = "reduce_scatter/pull"
+// ReduceScatter runs a variant of reduce_scatter through the rank's plan cache (see the package doc),
+// with the sizes read from the tensors (n from input [world, n]). Reduce `input` over all ranks and
+// keep this rank's 1/world slice in `output` (NCCL and torch semantics).
+func ReduceScatter(r *irisrt.Rank, s gpu.Stream, variant ReduceScatterVariant, dt irisrt.DType, op ReduceScatterOp, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	return reduceScatterDesc.Run(r, s, string(variant), dt, string(op), nil, []irisrt.Tensor{input, output}, mode)
+}
 
-// ReduceScatterPullPlan is a prepared launch of reduce_scatter, variant pull
-// (specs/reduce_scatter.yaml). Reduce `input` over all ranks and keep this rank's 1/world slice in
-// `output` (NCCL and torch semantics).
+// ReduceScatterPullPlan is variant pull of reduce_scatter (specs/reduce_scatter.yaml).
 //
 // Tensors, in the order Launch takes them:
 //
-//   - input (in, shape [world, n], the plan's dtype): remote_read; read by peers: on the symmetric
-//     heap, or else Launch copies it on s into plan-owned heap staging before the kernel (no host
-//     sync, capturable).
-//   - output (out, shape [n], the plan's dtype): local_write; only touched locally: any device memory.
+//   - input (in [world, n]): remote_read; peers read it: on the symmetric heap, or else copied into
+//     the plan's staging on s.
+//   - output (out [n]): local_write; only this rank touches it: any device memory.
 //
-// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
-//
-// Barrier modes: device (default), host, none.
-// Graph capture:
-//
-//   - device: capturable.
-//   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
-//   - none: capturable.
-//
-// Launch shape: 512 threads per block, at most 128 blocks, 16-byte vectors.
-type ReduceScatterPullPlan struct {
-	plan      *irisrt.Plan
-	dt        irisrt.DType
-	op        ReduceScatterOp
-	symN      int64 // size parameter n
-	lenInput  int64 // elements of input [world, n]
-	lenOutput int64 // elements of output [n]
-}
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+type ReduceScatterPullPlan struct{ irisrt.VariantPlan }
 
-// NewReduceScatterPullPlan makes a plan for reduce_scatter/pull: it allocates the plan's heap buffers
-// (barrier flags, staging for imported inputs) and zeroes them. It is collective: every rank calls it
-// with the same arguments, in the same order as its other heap allocations. Make plans before
-// capturing a stream: creating one allocates and synchronises with the peers.
-//
-// dt must be one of f32, f16, bf16 and op one of sum, max, min (otherwise *UnsupportedError). The size
-// parameters (n) must be positive.
+// NewReduceScatterPullPlan makes a plan of reduce_scatter/pull for dt (f32, f16, bf16), op (sum, max,
+// min) and size n.
 func NewReduceScatterPullPlan(r *irisrt.Rank, dt irisrt.DType, op ReduceScatterOp, n int64) (*ReduceScatterPullPlan, error) {
-	var kernel string
-	switch dt {
-	case irisrt.F32:
-		switch op {
-		case ReduceScatterOpSum:
-			kernel = "irisgen_reduce_scatter_pull_f32_sum"
-		case ReduceScatterOpMax:
-			kernel = "irisgen_reduce_scatter_pull_f32_max"
-		case ReduceScatterOpMin:
-			kernel = "irisgen_reduce_scatter_pull_f32_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      reduceScatterPullName,
-				What:    "op",
-			}
-		}
-	case irisrt.F16:
-		switch op {
-		case ReduceScatterOpSum:
-			kernel = "irisgen_reduce_scatter_pull_f16_sum"
-		case ReduceScatterOpMax:
-			kernel = "irisgen_reduce_scatter_pull_f16_max"
-		case ReduceScatterOpMin:
-			kernel = "irisgen_reduce_scatter_pull_f16_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      reduceScatterPullName,
-				What:    "op",
-			}
-		}
-	case irisrt.BF16:
-		switch op {
-		case ReduceScatterOpSum:
-			kernel = "irisgen_reduce_scatter_pull_bf16_sum"
-		case ReduceScatterOpMax:
-			kernel = "irisgen_reduce_scatter_pull_bf16_max"
-		case ReduceScatterOpMin:
-			kernel = "irisgen_reduce_scatter_pull_bf16_min"
-		default:
-			return nil, &UnsupportedError{
-				Allowed: []string{"sum", "max", "min"},
-				Got:     string(op),
-				Op:      reduceScatterPullName,
-				What:    "op",
-			}
-		}
-	default:
-		return nil, &UnsupportedError{
-			Allowed: []string{"f32", "f16", "bf16"},
-			Got:     dt.String(),
-			Op:      reduceScatterPullName,
-			What:    "dtype",
-		}
-	}
-	if n <= 0 {
-		return nil, fmt.Errorf("%s: size parameter n = %d, want > 0", reduceScatterPullName, n)
-	}
-	world := int64(r.World())
-	p := &ReduceScatterPullPlan{
-		dt:        dt,
-		lenInput:  world * n,
-		lenOutput: n,
-		op:        op,
-		symN:      n,
-	}
-	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 128)
-	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
-		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
-		Blocks:     blocks,
-		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
-		Kernel:     kernel,
-		Module:     "reduce_scatter",
-		Op:         "reduce_scatter",
-		SpecHash:   ReduceScatterSpecHash,
-		Staging: []irisrt.Buffer{{
-			Bytes: p.lenInput * dt.Size(),
-			Name:  "input",
-		}},
-		Threads: 512,
-		Variant: "pull",
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.plan = plan
-	return p, nil
+	return irisrt.NewPlanOf[ReduceScatterPullPlan](r, &reduceScatterDesc.Variants[0], dt, string(op), n)
 }
 
-// Launch enqueues reduce_scatter/pull on s with barrier mode mode (device when in doubt). Before
-// anything is enqueued it checks, in order:
-//
-//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
-//   - no overlap of input/output (*irisrt.AliasError).
-//
-// Then input, read by peers, is copied on s into the plan's heap staging when it is not on the heap
-// (refused in mode none, where nothing would order the copy before the peers' reads:
-// *irisrt.PlacementError).
-//
-// The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
-// A mode the variant does not support is an error.
+// Launch checks the tensors by the rules above and launches reduce_scatter/pull on s in barrier mode
+// mode.
 func (p *ReduceScatterPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
-	if err := irisrt.CheckTensor(reduceScatterPullName, "input", input, p.dt, p.lenInput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensor(reduceScatterPullName, "output", output, p.dt, p.lenOutput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(reduceScatterPullName, "input", input, "output", output); err != nil {
-		return err
-	}
-	return p.plan.Launch(s, mode, p.plan.Args().Staged("input", input).Ptr(output.Ptr).I64(p.symN))
-}
-
-// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *ReduceScatterPullPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
-	if len(ts) != 2 {
-		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", reduceScatterPullName, len(ts))
-	}
-	return p.Launch(s, ts[0], ts[1], mode)
-}
-
-// Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *ReduceScatterPullPlan) Plan() *irisrt.Plan {
-	return p.plan
-}
-
-// Close frees the plan's heap buffers; like creating a plan it is collective: every rank must close
-// its plan.
-func (p *ReduceScatterPullPlan) Close() error {
-	return p.plan.Close()
-}
-
-// ReduceScatter runs reduce_scatter (Reduce `input` over all ranks and keep this rank's 1/world slice
-// in `output` (NCCL and torch semantics)) with the given variant through the rank's plan cache: the
-// first call with a variant, dtype and sizes makes the plan (collective: every rank must make the same
-// calls in the same order), later calls reuse it. Sizes are taken from the tensors (n from input
-// [world, n]). It refuses to make a plan while s is capturing (*irisrt.CaptureError): make plans with
-// New<Collective><Variant>Plan before capture. Launch documents the checks of each variant.
-func ReduceScatter(r *irisrt.Rank, s gpu.Stream, variant ReduceScatterVariant, dt irisrt.DType, op ReduceScatterOp, input, output irisrt.Tensor, mode irisrt.Barrier) error {
-	world := int64(r.World())
-	n := input.Len / (world)
-	switch variant {
-	case ReduceScatterPull:
-		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("reduce_scatter/pull dt=%s op=%s n=%d", dt, op, n), s, func() (any, error) {
-			return NewReduceScatterPullPlan(r, dt, op, n)
-		})
-		if err != nil {
-			return err
-		}
-		return v.(*ReduceScatterPullPlan).Launch(s, input, output, mode)
-	}
-	return fmt.Errorf("reduce_scatter: unknown variant %q (variants: pull)", string(variant))
+	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }

@@ -29,9 +29,6 @@ type Request struct {
 	// as a user of its repository types it (e.g. "go tool irisgen kernels"),
 	// for the runtime's message when a code object is missing or stale.
 	KernelsCommand string
-	// GenerateArgs are the arguments after `irisgen generate` that the
-	// generated package's go:generate line repeats.
-	GenerateArgs []string
 }
 
 // Files is generated output: slash-separated path under the output root ->

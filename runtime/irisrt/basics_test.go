@@ -98,11 +98,12 @@ func TestBlocks(t *testing.T) {
 
 func TestErrorMessagesSayWhatToDo(t *testing.T) {
 	cases := map[error][]string{
-		&PlacementError{Op: "all_gather", Name: "output", Tensor: Tensor{Ptr: 1, DType: F32, Len: 1}}:                 {"allocate it with rank.Heap().Alloc", "an import would silently drop the peers' writes"},
-		&KernelError{Module: "m", Looked: []string{"/a/m.fatbin"}}:                                                    {"/a/m.fatbin", "run `make kernels`"},
-		&KernelError{Module: "m", Stale: true, WantHash: "x", GotHash: "y"}:                                           {"stale", "go generate", "make kernels"},
-		&HeapError{Want: 10, Size: 100}:                                                                               {"Options.HeapBytes", "IRISGEN_HEAP_BYTES", "100-byte heap"},
-		&BarrierTimeoutError{Rank: 0, Peer: 1, Block: 2, Epoch: 7}:                                                    {"rank 1", "block 2", "undefined", "start it again"},
+		&PlacementError{Op: "all_gather", Name: "output", Tensor: Tensor{Ptr: 1, DType: F32, Len: 1}}:                           {"allocate it with rank.Heap().Alloc", "an import would silently drop the peers' writes"},
+		&KernelError{Module: "m", Looked: []string{"/a/m.fatbin"}, Command: "make kernels"}:                                     {"/a/m.fatbin", "run `make kernels`"},
+		&KernelError{Package: "x/y", Module: "m", Stale: true, WantHash: "x", GotHash: "y", Command: "go tool irisgen kernels"}: {"of x/y is stale", "go generate", "`go tool irisgen kernels`"},
+		&KernelError{Module: "m"}:                                  {"looked nowhere", "`irisgen kernels`", "IRISGEN_KERNELS"},
+		&HeapError{Want: 10, Size: 100}:                            {"Options.HeapBytes", "IRISGEN_HEAP_BYTES", "100-byte heap"},
+		&BarrierTimeoutError{Rank: 0, Peer: 1, Block: 2, Epoch: 7}: {"rank 1", "block 2", "undefined", "start it again"},
 		&BarrierModeError{Op: "o", Variant: "v", Mode: BarrierHost, Supported: []Barrier{BarrierDevice, BarrierNone}}: {"device, none"},
 	}
 	for err, want := range cases {

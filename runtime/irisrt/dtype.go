@@ -1,7 +1,10 @@
 // Package irisrt is irisgen's Go runtime: element types and tensors, the
 // symmetric heap, in-process and multi-process worlds with their host
 // rendezvous, plans (everything a launch needs, allocated before any capture),
-// kernel loading and the typed errors the generated launch wrappers return.
+// the interpreter of the descriptor tables that generated packages hand it
+// (Table: their checks, kernel names, plan shapes, convenience calls and
+// catalogue), the registry and loading of the code objects they embed, and
+// the typed errors their launch wrappers return.
 // It lives in runtime/irisrt, beside the platform layer (runtime/gpu) and the
 // device header (runtime/include), and is named so that it does not shadow
 // the standard library's runtime package.

@@ -181,27 +181,41 @@ func (e *DeviceFaultError) Is(target error) bool { return target == ErrDeviceFau
 
 // KernelError: a kernel code object is missing, stale, or lacks an entry.
 type KernelError struct {
+	Package        string // import path of the generated package ("" when the plan named none)
 	Module, Kernel string
 	Looked         []string // where the code object was looked for (missing)
 	Stale          bool     // the code object's spec hash differs from the wrapper's
 	WantHash       string
 	GotHash        string
-	Err            error // underlying platform error, if any
+	Err            error  // underlying platform error, if any
+	Command        string // builds the package's code objects (Table.KernelsCommand)
 }
 
 func (e *KernelError) Error() string {
+	cmd := e.Command
+	if cmd == "" {
+		cmd = DefaultKernelsCommand
+	}
+	mod := fmt.Sprintf("kernel module %q", e.Module)
+	if e.Package != "" {
+		mod += " of " + e.Package
+	}
 	switch {
 	case e.Stale:
-		return fmt.Sprintf("kernel module %q is stale: its spec hash is %q, the Go wrapper expects %q; "+
-			"regenerate with `go generate` and rebuild with `make kernels`", e.Module, e.GotHash, e.WantHash)
-	case len(e.Looked) > 0:
-		return fmt.Sprintf("kernel module %q not found (looked in %s); run `make kernels` "+
-			"(or set IRISGEN_KERNELS / Options.Kernels to where the code objects are)", e.Module, strings.Join(e.Looked, ", "))
+		return fmt.Sprintf("%s is stale: its spec hash is %q, the generated Go package expects %q (they were made from different specs); "+
+			"regenerate the package (`go generate ./...`), rebuild the code objects with `%s` and rebuild the program", mod, e.GotHash, e.WantHash, cmd)
 	case e.Kernel != "":
-		return fmt.Sprintf("kernel %q in module %q: %v; the code object does not match the wrapper: "+
-			"regenerate with `go generate` and rebuild with `make kernels`", e.Kernel, e.Module, e.Err)
+		return fmt.Sprintf("kernel %q in %s: %v; the code object does not match the generated package: "+
+			"regenerate it (`go generate ./...`) and rebuild the code objects with `%s`", e.Kernel, mod, e.Err, cmd)
+	case e.Err == nil:
+		where := "nowhere: there is no Options.Kernels or $IRISGEN_KERNELS, and no package registered code objects"
+		if len(e.Looked) > 0 {
+			where = "in " + strings.Join(e.Looked, ", ")
+		}
+		return fmt.Sprintf("%s not found (looked %s); run `%s` and rebuild the program, which embeds the code objects "+
+			"(or set IRISGEN_KERNELS / Options.Kernels to where they are)", mod, where, cmd)
 	}
-	return fmt.Sprintf("kernel module %q: %v; rebuild it with `make kernels`", e.Module, e.Err)
+	return fmt.Sprintf("%s: %v; rebuild the code objects with `%s`", mod, e.Err, cmd)
 }
 
 // Is matches ErrKernel.

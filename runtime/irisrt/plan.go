@@ -9,10 +9,12 @@ import (
 	"github.com/irisgen/irisgen/runtime/gpu"
 )
 
-// PlanSpec is what a generated wrapper asks of a plan: which kernel, how it
-// is launched, which barrier modes it supports and which heap buffers it
-// needs besides the barrier flags.
+// PlanSpec is what a plan is made of: which kernel, how it is launched,
+// which barrier modes it supports and which heap buffers it needs besides
+// the barrier flags. The descriptor interpreter (NewPlanOf) works it out from
+// a generated package's Table.
 type PlanSpec struct {
+	Package          string // import path of the generated package: where its code objects come from
 	Op, Variant      string // "all_gather", "push": used in errors
 	Module, SpecHash string // module = collective name; the wrapper's spec hash
 	Kernel           string // kernel entry name (ir.KernelName)
@@ -142,7 +144,7 @@ func (s *PlanSpec) validate() error {
 
 // digest identifies a plan across ranks: every rank must make the same one.
 func (s *PlanSpec) digest() []byte {
-	d := fmt.Sprintf("%s|%s|%s|%s|%s|%d|%d|%v|%v|%v|%v", s.Op, s.Variant, s.Module, s.SpecHash, s.Kernel,
+	d := fmt.Sprintf("%s|%s|%s|%s|%s|%s|%d|%d|%v|%v|%v|%v", s.Package, s.Op, s.Variant, s.Module, s.SpecHash, s.Kernel,
 		s.Threads, s.Blocks, s.Barriers, s.Capturable, s.Workspace, s.Staging)
 	return []byte(d)
 }
@@ -185,7 +187,7 @@ func (p *Plan) setup() error {
 			What: "it loads the kernel, allocates and zeroes heap memory and waits for the other ranks",
 			Fix:  "make the plan before capture and launch it inside the capture"}
 	}
-	if p.fn, err = r.Function(s.Module, s.SpecHash, s.Kernel); err != nil {
+	if p.fn, err = r.Function(s.Package, s.Module, s.SpecHash, s.Kernel); err != nil {
 		return err
 	}
 	alloc := func(bytes int64) (gpu.DevicePtr, error) {

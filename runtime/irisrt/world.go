@@ -33,9 +33,10 @@ type Options struct {
 	// same on every rank. Zero: $IRISGEN_HEAP_BYTES (a byte count, or with
 	// a suffix such as 512MiB, 4GiB, 2G), else 1 GiB.
 	HeapBytes int64
-	// Kernels holds the compiled code objects (<module>.fatbin for cuda,
-	// <module>.hsaco for hip). Nil: $IRISGEN_KERNELS, else generated/kernels
-	// under the module root.
+	// Kernels holds compiled code objects (<collective>.fatbin for cuda,
+	// <collective>.hsaco for hip), used before anything else. Nil:
+	// $IRISGEN_KERNELS when set; then the code objects the generated
+	// package embeds.
 	Kernels fs.FS
 	// Timeout limits every device-side spin (barrier waits). Zero:
 	// $IRISGEN_TIMEOUT (a Go duration such as 30s, or seconds), else 10s.

@@ -55,6 +55,9 @@ func runProcessRank(t *testing.T) {
 			t.Fatalf("%s rules: %v", vc.name(), err)
 		}
 	}
+	if _, err := convenienceRank(r); err != nil {
+		t.Fatalf("convenience calls: %v", err)
+	}
 	if err := captureRank(r); err != nil {
 		t.Fatal(err)
 	}
@@ -69,5 +72,5 @@ func runProcessRank(t *testing.T) {
 	if err := moeGraphRank(r); err != nil {
 		t.Fatalf("moe graph: %v", err)
 	}
-	t.Logf("rank %d of %d: barriers, %d catalogue cases, back-to-back, rules, capture, groups and MoE passed", r.Rank(), r.World(), cases)
+	t.Logf("rank %d of %d: barriers, %d catalogue cases, back-to-back, rules, convenience calls, capture, groups and MoE passed", r.Rank(), r.World(), cases)
 }

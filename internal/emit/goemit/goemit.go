@@ -1,7 +1,11 @@
-// Package goemit turns the IR into typed Go launch wrappers with jennifer:
-// one file per collective with a plan type per variant whose Launch does
-// exactly the checks the spec's access declarations imply, and a doc.go with
-// the package documentation and the go:generate line.
+// Package goemit turns the IR into a generated Go package with jennifer:
+// one descriptor table of every collective and variant (catalogue.go) that
+// the runtime, runtime/irisrt, interprets for the checks, the kernel names,
+// the plan's shape and the catalogue; per collective a file with the typed
+// surface a user reads and calls (a plan type, constructor and Launch per
+// variant, documented with the variant's rules, and the convenience call);
+// the package documentation (doc.go); and kernels.go, which embeds the code
+// objects `irisgen kernels` builds into kernels/.
 //
 // Like every emitter it returns file name -> bytes and never touches the
 // disk; output is gofmt'd and deterministic.
@@ -27,27 +31,48 @@ const (
 	gpuPkg     = "github.com/irisgen/irisgen/runtime/gpu"
 )
 
+// API is the runtime API level (irisrt.API) the generated code is written
+// against; the generated package refuses to compile against a runtime that
+// does not support it.
+const API = 1
+
+// Defaults of the request's package settings.
+const (
+	defaultPackage        = "collectives"
+	defaultKernelsCommand = "irisgen kernels"
+)
+
 // options are the settings of one package's generation.
 type options struct {
-	Package      string
-	GenerateArgs []string
+	Package        string
+	ImportPath     string
+	KernelsCommand string
 }
 
 // Emit generates the Go package req.Package ("collectives" when empty) for
 // req.Collectives: "<pkg>/<collective>.go" per collective and the package's
-// fixed files. Names that would collide in the package are reported as
-// positioned errors (a diag.List).
+// fixed files (fixedFiles). req.ImportPath keys the package's kernels in the
+// runtime (the package name when empty: fill it wherever two generated
+// packages may share a program); req.KernelsCommand is what the runtime's
+// errors tell the user to run ("irisgen kernels" when empty). Names that
+// would collide in the package are reported as positioned errors (a
+// diag.List).
 func Emit(req *emit.Request) (emit.Files, error) {
-	o := options{Package: req.Package, GenerateArgs: req.GenerateArgs}
+	o := options{Package: req.Package, ImportPath: req.ImportPath, KernelsCommand: req.KernelsCommand}
 	if o.Package == "" {
-		o.Package = "collectives"
+		o.Package = defaultPackage
 	}
-	cs := req.Collectives
-	sorted := append([]*ir.Collective(nil), cs...)
+	if o.ImportPath == "" {
+		o.ImportPath = o.Package
+	}
+	if o.KernelsCommand == "" {
+		o.KernelsCommand = defaultKernelsCommand
+	}
+	sorted := append([]*ir.Collective(nil), req.Collectives...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 
 	var errs diag.List
-	owners := map[string]ir.Pos{} // exported name -> where it comes from
+	owners := map[string]ir.Pos{} // package-level name -> where it comes from
 	claim := func(name string, pos ir.Pos) {
 		if file, ok := packageNames[name]; ok {
 			errs.Add(pos, fmt.Sprintf("generated Go name %s collides with the package's own %s in %s; rename the collective or variant", name, name, file))
@@ -60,81 +85,59 @@ func Emit(req *emit.Request) (emit.Files, error) {
 		owners[name] = pos
 	}
 	out := emit.Files{}
-	for _, c := range sorted {
-		if fixedFiles[c.Name] {
+	var gens []*gen
+	for i, c := range sorted {
+		if fixedFiles[c.Name+".go"] {
 			errs.Add(c.Pos, fmt.Sprintf("collective name %q would overwrite the generated package's %s.go; rename the collective", c.Name, c.Name))
 			continue
 		}
-		g := &gen{c: c, coll: Exported(c.Name)}
-		for _, n := range g.exportedNames() {
+		g := &gen{c: c, coll: Exported(c.Name), index: i}
+		for _, n := range g.packageNames() {
 			claim(n.name, n.pos)
 		}
 		if err := g.validate(); err != nil {
 			errs = append(errs, err...)
 			continue
 		}
-		src, err := render(g.file(o.Package))
-		if err != nil {
-			return nil, fmt.Errorf("goemit: %s: %w", c.Name, err)
-		}
-		out[path.Join(o.Package, c.Name+".go")] = src
+		gens = append(gens, g)
 	}
 	if len(errs) > 0 {
 		errs.Sort()
 		return nil, errs
 	}
-	src, err := render(docFile(sorted, o))
-	if err != nil {
-		return nil, fmt.Errorf("goemit: doc.go: %w", err)
+	for _, g := range gens {
+		src, err := render(g.file(o.Package))
+		if err != nil {
+			return nil, fmt.Errorf("goemit: %s: %w", g.c.Name, err)
+		}
+		out[path.Join(o.Package, g.c.Name+".go")] = src
 	}
-	out[path.Join(o.Package, "doc.go")] = src
-	src, err = render(errorsFile(o))
-	if err != nil {
-		return nil, fmt.Errorf("goemit: errors.go: %w", err)
+	for name, f := range map[string]*jen.File{
+		"doc.go":       docFile(sorted, o),
+		"catalogue.go": tableFile(gens, o),
+		"kernels.go":   kernelsFile(o),
+	} {
+		src, err := render(f)
+		if err != nil {
+			return nil, fmt.Errorf("goemit: %s: %w", name, err)
+		}
+		out[path.Join(o.Package, name)] = src
 	}
-	out[path.Join(o.Package, "errors.go")] = src
-	src, err = render(catalogueFile(sorted, o))
-	if err != nil {
-		return nil, fmt.Errorf("goemit: catalogue.go: %w", err)
-	}
-	out[path.Join(o.Package, "catalogue.go")] = src
+	out[path.Join(o.Package, placeholder)] = placeholderText()
 	return out, nil
 }
 
-// fixedFiles are the generated files every package has besides one file per
-// collective.
-var fixedFiles = map[string]bool{"doc": true, "errors": true, "catalogue": true}
+// fixedFiles are the files every generated package has besides one file
+// per collective.
+var fixedFiles = map[string]bool{"doc.go": true, "catalogue.go": true, "kernels.go": true}
 
-// packageNames are the names the fixed files declare, which no collective's
-// names may take.
+// packageNames are the exported names the fixed files declare, which no
+// collective's names may take. The fixed files' unexported names (table,
+// kernelFiles, irisrtAPI, modes...) never end in "Desc", as the collectives'
+// do.
 var packageNames = map[string]string{
 	"AnyPlan": "catalogue.go", "TensorInfo": "catalogue.go", "Entry": "catalogue.go", "Catalogue": "catalogue.go",
-	"Lookup": "catalogue.go", "UnsupportedError": "errors.go",
-}
-
-// errorsFile declares the error a plan constructor returns for a dtype or op
-// its spec does not list. It lives in the generated package, not in runtime,
-// because the allowed values are the spec's.
-func errorsFile(o options) *jen.File {
-	f := jen.NewFile(o.Package)
-	f.HeaderComment(header("specs"))
-	writeDoc(f, "UnsupportedError is returned by a plan constructor asked for a dtype or op its collective's spec does not list; nothing was allocated.")
-	f.Type().Id("UnsupportedError").Struct(
-		jen.Id("Op").String().Comment("collective/variant"),
-		jen.Id("What").String().Comment(`"dtype" or "op"`),
-		jen.Id("Got").String(),
-		jen.Id("Allowed").Index().String().Comment("the spec's list"),
-	)
-	f.Line()
-	f.Line()
-	writeDoc(f, "Error names the offending value and the spec's list.")
-	f.Func().Params(jen.Id("e").Op("*").Id("UnsupportedError")).Id("Error").Params().String().Block(
-		jen.Return(jen.Qual("fmt", "Sprintf").Call(
-			jen.Lit("%s: %s %s is not supported; the spec allows %s"),
-			jen.Id("e").Dot("Op"), jen.Id("e").Dot("What"), jen.Id("e").Dot("Got"),
-			jen.Qual("strings", "Join").Call(jen.Id("e").Dot("Allowed"), jen.Lit(", ")))),
-	)
-	return f
+	"Lookup": "catalogue.go",
 }
 
 func render(f *jen.File) ([]byte, error) {
@@ -145,10 +148,11 @@ func render(f *jen.File) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// gen generates the file of one collective.
+// gen generates the file of one collective and its part of the table.
 type gen struct {
-	c    *ir.Collective
-	coll string // exported name of the collective
+	c     *ir.Collective
+	coll  string // exported name of the collective
+	index int    // position in the table's Collectives
 }
 
 type owned struct {
@@ -156,15 +160,15 @@ type owned struct {
 	pos  ir.Pos
 }
 
-// exportedNames lists every package-level name the collective's file
+// packageNames lists every package-level name the collective's file
 // declares, with the spec position responsible for it.
-func (g *gen) exportedNames() []owned {
+func (g *gen) packageNames() []owned {
 	c := g.c
 	names := []owned{
 		{g.coll, c.Pos},
 		{g.coll + "SpecHash", c.Pos},
 		{g.coll + "Variant", c.Pos},
-		{lowerFirst(g.coll) + "Names", c.Pos},
+		{g.desc(), c.Pos},
 	}
 	if len(c.Ops) > 0 {
 		names = append(names, owned{g.coll + "Op", c.Pos})
@@ -177,17 +181,17 @@ func (g *gen) exportedNames() []owned {
 	}
 	for _, v := range c.Variants {
 		vn := g.coll + Exported(v.Name)
-		names = append(names,
-			owned{vn, v.Pos},
-			owned{vn + "Plan", v.Pos},
-			owned{"New" + vn + "Plan", v.Pos},
-			owned{lowerFirst(vn) + "Name", v.Pos},
-		)
+		names = append(names, owned{vn, v.Pos}, owned{vn + "Plan", v.Pos}, owned{"New" + vn + "Plan", v.Pos})
 	}
 	return names
 }
 
-// validate reports what the IR allows but the Go wrappers cannot express.
+// desc is the unexported variable that points at the collective's entry
+// of the table.
+func (g *gen) desc() string { return lowerFirst(g.coll) + "Desc" }
+
+// validate reports what the IR allows but the generated package cannot
+// express.
 func (g *gen) validate() diag.List {
 	var errs diag.List
 	c := g.c
@@ -214,12 +218,15 @@ func (g *gen) validate() diag.List {
 			errs.Add(c.Pos, fmt.Sprintf("dtype %q has no runtime type", dt))
 		}
 	}
+	if len(c.Symbols) > 64 {
+		errs.Add(c.Pos, fmt.Sprintf("%d size parameters; the runtime supports at most 64", len(c.Symbols)))
+	}
 	for _, v := range c.Variants {
 		if len(v.Uses) != len(c.Tensors) {
 			errs.Add(v.Pos, fmt.Sprintf("variant %s: %d tensor uses for %d tensors", v.Name, len(v.Uses), len(c.Tensors)))
 		}
-		// One kernel per dtype x op, named by the IR; a hole would leave
-		// the generated switch without a name.
+		// The runtime names the kernel of every dtype x op
+		// (irisrt.Variant.Kernel); the IR must have compiled each.
 		dts, ops := c.DTypes, c.Ops
 		if len(dts) == 0 {
 			dts = []ir.DType{""}
@@ -289,18 +296,42 @@ func header(spec string) string {
 	return "Code generated by irisgen from " + spec + ". DO NOT EDIT."
 }
 
-// docFile is the package documentation and the go:generate line.
+// docFile is the package documentation: what every plan of the package
+// does, said once, and the list of collectives.
 func docFile(cs []*ir.Collective, o options) *jen.File {
 	f := jen.NewFile(o.Package)
 	f.HeaderComment(header("specs"))
 	var b strings.Builder
 	fmt.Fprintf(&b, "Package %s holds the typed launch wrappers irisgen generated from the collective specs.\n\n", o.Package)
-	b.WriteString("Every collective has a plan type per variant: New<Collective><Variant>Plan allocates what a launch needs " +
-		"(workspace, barrier flags, staging for imports) before any capture, and Launch checks the tensors against the " +
-		"rules derived from the spec's access declarations (dtype, length, symmetric-heap placement, aliasing), copies " +
-		"remote-read inputs that are off the heap into plan-owned staging, and launches the kernel with the chosen barrier mode. " +
-		"The <Collective> function does the same through a per-rank plan cache.\n\n")
-	b.WriteString("Collectives:\n\n")
+	b.WriteString("Each variant of a collective is a plan type: New<Collective><Variant>Plan makes it, Launch runs it, Close frees it; " +
+		"its documentation gives the variant's rules, which the generator derived from the spec's access declarations. " +
+		"The descriptor table in catalogue.go holds the same facts for the runtime (package irisrt), which enforces them. " +
+		"What every plan does:\n\n")
+	for _, item := range []string{
+		"Making and closing a plan is collective: every rank makes the same plans with the same arguments, in the same order " +
+			"as its other heap allocations. Make plans before capturing a stream: making one loads the kernel, allocates and " +
+			"zeroes the plan's heap buffers (barrier flags, workspace, staging) and waits for the other ranks.",
+		"A constructor refuses a dtype or op the spec does not list (*irisrt.UnsupportedError) and sizes that are not positive; " +
+			"the sizes fix every tensor's length.",
+		"Launch checks, before anything is enqueued and in this order: the dtype and length of every tensor " +
+			"(*irisrt.DTypeError, *irisrt.ShapeError; an optional tensor may be the zero irisrt.Tensor); that every tensor " +
+			"peers write is on the symmetric heap (*irisrt.PlacementError: allocate it with Rank.Heap().Alloc, since copying " +
+			"it there would lose the peers' writes); the variant's aliasing rule (*irisrt.AliasError); the barrier mode " +
+			"(*irisrt.BarrierModeError). Then it copies every tensor peers only read that is not on the heap into the plan's " +
+			"staging, on the stream (refused in mode none, where nothing would order the copy before the peers' reads), and " +
+			"launches the kernel.",
+		"A launch never allocates, never copies between host and device and never waits on the host, so it can be captured " +
+			"in a graph, except in barrier mode host (stream synchronise and CPU rendezvous before and after the kernel), which " +
+			"is refused while the stream captures (*irisrt.CaptureError).",
+		"<Collective>(r, s, variant, ...) does the same through the rank's plan cache: the first call with a variant, dtype, " +
+			"op and sizes makes the plan (collectively), later calls reuse it; it refuses to make a plan while s captures.",
+		"Catalogue lists every variant with a generic constructor, for tools that pick variants at run time.",
+		"The code objects come from irisrt.Options.Kernels, else $IRISGEN_KERNELS, else the ones `" + o.KernelsCommand +
+			"` builds into kernels/, which kernels.go embeds in every program that imports the package.",
+	} {
+		b.WriteString("  - " + item + "\n")
+	}
+	b.WriteString("\nCollectives:\n\n")
 	for _, c := range cs {
 		vs := make([]string, len(c.Variants))
 		for i, v := range c.Variants {
@@ -308,15 +339,10 @@ func docFile(cs []*ir.Collective, o options) *jen.File {
 		}
 		fmt.Fprintf(&b, "  - %s (%s; variants %s): %s\n", Exported(c.Name), c.SpecFile, strings.Join(vs, ", "), oneLine(c.Summary))
 	}
-	b.WriteString("\nDo not edit these files: change the specs and run `go generate` (or `irisgen generate`); `irisgen check` fails when they are stale.")
+	b.WriteString("\nDo not edit these files: change the specs and regenerate; `irisgen check` fails when they are stale.")
 	for _, l := range docLines(b.String()) {
 		f.PackageComment(strings.TrimPrefix(strings.TrimPrefix(l, "//"), " "))
 	}
-	args := "generate"
-	if len(o.GenerateArgs) > 0 {
-		args += " " + strings.Join(o.GenerateArgs, " ")
-	}
-	f.Comment("//go:generate go run github.com/irisgen/irisgen/cmd/irisgen " + args)
 	return f
 }
 

@@ -23,8 +23,9 @@ func Exported(snake string) string {
 
 // local turns a snake_case spec name into an unexported identifier that is
 // safe as a parameter of the generated functions: it never shadows a package
-// the generated code uses, a predeclared name, a keyword, or one of the
-// wrappers' own locals.
+// the generated code uses, a predeclared name, a keyword, one of the
+// wrappers' own parameters, or a package-level name of the generated
+// package (the collectives' table entries all end in "Desc").
 func local(snake string) string {
 	e := Exported(snake)
 	if e == "" {
@@ -33,7 +34,7 @@ func local(snake string) string {
 	r := []rune(e)
 	r[0] = unicode.ToLower(r[0])
 	id := string(r)
-	if token.IsKeyword(id) || reserved[id] {
+	if token.IsKeyword(id) || reserved[id] || strings.HasSuffix(id, "Desc") {
 		id += "Arg"
 	}
 	return id
@@ -42,13 +43,13 @@ func local(snake string) string {
 // reserved are names the generated code uses itself (parameters, locals,
 // imported packages) or that Go predeclares and the code relies on.
 var reserved = map[string]bool{
-	// parameters and locals of the generated functions
+	// parameters of the generated functions
 	"r": true, "s": true, "dt": true, "op": true, "mode": true, "p": true,
-	"err": true, "plan": true, "kernel": true, "blocks": true, "bytes": true,
-	"world": true, "a": true, "variant": true, "key": true, "v": true,
-	"staged": true, "d": true,
+	"bytes": true, "world": true, "variant": true, "collective": true,
+	// package-level names of the fixed files
+	"table": true, "kernelFiles": true, "irisrtAPI": true,
 	// packages
-	"irisrt": true, "gpu": true, "fmt": true,
+	"irisrt": true, "gpu": true, "embed": true,
 	// predeclared identifiers the generated code calls or names
 	"max": true, "min": true, "len": true, "int64": true, "int": true,
 	"string": true, "error": true, "nil": true, "any": true, "true": true,

@@ -3,110 +3,43 @@
 package collectives
 
 import (
-	"fmt"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
-// BarrierSpecHash is the hash of spec.yaml and the templates it uses. The HIP module of barrier
-// carries the same hash; the runtime refuses to launch a kernel whose hash differs, so a stale
-// wrapper/kernel pair fails at load time.
+// BarrierSpecHash is the hash of spec.yaml and the templates it uses; the runtime refuses a code
+// object of barrier made from other ones (*irisrt.KernelError).
 const BarrierSpecHash = "e300db8f4d29f6d6"
 
-// BarrierVariant selects an algorithm of barrier for Barrier.
+// barrierDesc is barrier in the package's descriptor table.
+var barrierDesc = &table.Collectives[0]
+
+// BarrierVariant selects a variant of barrier for Barrier.
 type BarrierVariant string
 
+// The variants of barrier; each has a plan type <Variant>Plan with its rules.
 const (
-	// BarrierDevice is variant device; see BarrierDevicePlan for its rules.
 	BarrierDevice BarrierVariant = "device"
 )
 
-// barrierDeviceName names barrier/device in errors.
-const barrierDeviceName = "barrier/device"
-
-// BarrierDevicePlan is a prepared launch of barrier, variant device (spec.yaml). Wait until every rank
-// has reached the barrier.
-//
-// Barrier modes: device (default), host.
-// Graph capture:
-//
-//   - device: capturable.
-//   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
-//
-// Launch shape: 64 threads per block, at most 1 blocks, 16-byte vectors.
-type BarrierDevicePlan struct {
-	plan *irisrt.Plan
-}
-
-// NewBarrierDevicePlan makes a plan for barrier/device: it allocates the plan's heap buffers (barrier
-// flags) and zeroes them. It is collective: every rank calls it with the same arguments, in the same
-// order as its other heap allocations. Make plans before capturing a stream: creating one allocates
-// and synchronises with the peers.
-func NewBarrierDevicePlan(r *irisrt.Rank) (*BarrierDevicePlan, error) {
-	kernel := "irisgen_barrier_device"
-	p := &BarrierDevicePlan{}
-	blocks := irisrt.Blocks(0, 64, 16, 1)
-	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
-		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost},
-		Blocks:     blocks,
-		Capturable: []irisrt.Barrier{irisrt.BarrierDevice},
-		Kernel:     kernel,
-		Module:     "barrier",
-		Op:         "barrier",
-		SpecHash:   BarrierSpecHash,
-		Threads:    64,
-		Variant:    "device",
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.plan = plan
-	return p, nil
-}
-
-// Launch enqueues barrier/device on s with barrier mode mode (device when in doubt).
-//
-// The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
-// A mode the variant does not support is an error.
-func (p *BarrierDevicePlan) Launch(s gpu.Stream, mode irisrt.Barrier) error {
-	return p.plan.Launch(s, mode, p.plan.Args())
-}
-
-// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *BarrierDevicePlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
-	if len(ts) != 0 {
-		return fmt.Errorf("%s: %d tensors, want 0 ()", barrierDeviceName, len(ts))
-	}
-	return p.Launch(s, mode)
-}
-
-// Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *BarrierDevicePlan) Plan() *irisrt.Plan {
-	return p.plan
-}
-
-// Close frees the plan's heap buffers; like creating a plan it is collective: every rank must close
-// its plan.
-func (p *BarrierDevicePlan) Close() error {
-	return p.plan.Close()
-}
-
-// Barrier runs barrier (Wait until every rank has reached the barrier) with the given variant through
-// the rank's plan cache: the first call with a variant, dtype and sizes makes the plan (collective:
-// every rank must make the same calls in the same order), later calls reuse it. It refuses to make a
-// plan while s is capturing (*irisrt.CaptureError): make plans with New<Collective><Variant>Plan
-// before capture. Launch documents the checks of each variant.
+// Barrier runs a variant of barrier through the rank's plan cache (see the package doc). Wait until
+// every rank has reached the barrier.
 func Barrier(r *irisrt.Rank, s gpu.Stream, variant BarrierVariant, mode irisrt.Barrier) error {
-	switch variant {
-	case BarrierDevice:
-		v, err := r.PlanCache().GetOrCreate("barrier/device", s, func() (any, error) {
-			return NewBarrierDevicePlan(r)
-		})
-		if err != nil {
-			return err
-		}
-		return v.(*BarrierDevicePlan).Launch(s, mode)
-	}
-	return fmt.Errorf("barrier: unknown variant %q (variants: device)", string(variant))
+	return barrierDesc.Run(r, s, string(variant), 0, "", nil, nil, mode)
+}
+
+// BarrierDevicePlan is variant device of barrier (spec.yaml).
+//
+// Barrier modes: device (default), host; capturable in a graph: device. Grid: 1 block of 64 threads,
+// sized by 16-byte vectors.
+type BarrierDevicePlan struct{ irisrt.VariantPlan }
+
+// NewBarrierDevicePlan makes a plan of barrier/device.
+func NewBarrierDevicePlan(r *irisrt.Rank) (*BarrierDevicePlan, error) {
+	return irisrt.NewPlanOf[BarrierDevicePlan](r, &barrierDesc.Variants[0], 0, "")
+}
+
+// Launch launches barrier/device on s in barrier mode mode.
+func (p *BarrierDevicePlan) Launch(s gpu.Stream, mode irisrt.Barrier) error {
+	return p.LaunchTensors(s, nil, mode)
 }

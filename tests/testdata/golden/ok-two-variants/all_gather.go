@@ -3,307 +3,72 @@
 package collectives
 
 import (
-	"fmt"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
-// AllGatherSpecHash is the hash of spec.yaml and the templates it uses. The HIP module of all_gather
-// carries the same hash; the runtime refuses to launch a kernel whose hash differs, so a stale
-// wrapper/kernel pair fails at load time.
+// AllGatherSpecHash is the hash of spec.yaml and the templates it uses; the runtime refuses a code
+// object of all_gather made from other ones (*irisrt.KernelError).
 const AllGatherSpecHash = "738123a89befa635"
 
-// AllGatherVariant selects an algorithm of all_gather for AllGather.
+// allGatherDesc is all_gather in the package's descriptor table.
+var allGatherDesc = &table.Collectives[0]
+
+// AllGatherVariant selects a variant of all_gather for AllGather.
 type AllGatherVariant string
 
+// The variants of all_gather; each has a plan type <Variant>Plan with its rules.
 const (
-	// AllGatherPush is variant push; see AllGatherPushPlan for its rules.
 	AllGatherPush AllGatherVariant = "push"
-	// AllGatherPull is variant pull; see AllGatherPullPlan for its rules.
 	AllGatherPull AllGatherVariant = "pull"
 )
 
-// allGatherPushName names all_gather/push in errors.
-const allGatherPushName = "all_gather/push"
-
-// AllGatherPushPlan is a prepared launch of all_gather, variant push (spec.yaml). Gather every rank's
-// `input` into `output` on every rank.
-//
-// Tensors, in the order Launch takes them:
-//
-//   - input (in, shape [n], the plan's dtype): local_read; only touched locally: any device memory.
-//   - output (out, shape [world, n], the plan's dtype): remote_write; written by peers: must be on the
-//     symmetric heap (irisrt.Heap.Alloc); otherwise Launch returns a *irisrt.PlacementError and
-//     launches nothing.
-//
-// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
-//
-// Barrier modes: device (default), host, none.
-// Graph capture:
-//
-//   - device: capturable.
-//   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
-//   - none: capturable.
-//
-// Launch shape: 512 threads per block, at most 16 blocks, 16-byte vectors.
-type AllGatherPushPlan struct {
-	plan      *irisrt.Plan
-	dt        irisrt.DType
-	symN      int64 // size parameter n
-	lenInput  int64 // elements of input [n]
-	lenOutput int64 // elements of output [world, n]
-}
-
-// NewAllGatherPushPlan makes a plan for all_gather/push: it allocates the plan's heap buffers (barrier
-// flags) and zeroes them. It is collective: every rank calls it with the same arguments, in the same
-// order as its other heap allocations. Make plans before capturing a stream: creating one allocates
-// and synchronises with the peers.
-//
-// dt must be one of f32, bf16 (otherwise *UnsupportedError). The size parameters (n) must be positive.
-func NewAllGatherPushPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllGatherPushPlan, error) {
-	var kernel string
-	switch dt {
-	case irisrt.F32:
-		kernel = "irisgen_all_gather_push_f32"
-	case irisrt.BF16:
-		kernel = "irisgen_all_gather_push_bf16"
-	default:
-		return nil, &UnsupportedError{
-			Allowed: []string{"f32", "bf16"},
-			Got:     dt.String(),
-			Op:      allGatherPushName,
-			What:    "dtype",
-		}
-	}
-	if n <= 0 {
-		return nil, fmt.Errorf("%s: size parameter n = %d, want > 0", allGatherPushName, n)
-	}
-	world := int64(r.World())
-	p := &AllGatherPushPlan{
-		dt:        dt,
-		lenInput:  n,
-		lenOutput: world * n,
-		symN:      n,
-	}
-	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 16)
-	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
-		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone},
-		Blocks:     blocks,
-		Capturable: []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone},
-		Kernel:     kernel,
-		Module:     "all_gather",
-		Op:         "all_gather",
-		SpecHash:   AllGatherSpecHash,
-		Threads:    512,
-		Variant:    "push",
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.plan = plan
-	return p, nil
-}
-
-// Launch enqueues all_gather/push on s with barrier mode mode (device when in doubt). Before anything
-// is enqueued it checks, in order:
-//
-//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
-//   - output on the symmetric heap, because peers write it (*irisrt.PlacementError);
-//   - no overlap of input/output (*irisrt.AliasError).
-//
-// The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
-// A mode the variant does not support is an error.
-func (p *AllGatherPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
-	if err := irisrt.CheckTensor(allGatherPushName, "input", input, p.dt, p.lenInput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensor(allGatherPushName, "output", output, p.dt, p.lenOutput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckHeap(allGatherPushName, "output", p.plan.Rank(), output); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(allGatherPushName, "input", input, "output", output); err != nil {
-		return err
-	}
-	return p.plan.Launch(s, mode, p.plan.Args().Ptr(input.Ptr).Ptr(output.Ptr).I64(p.symN))
-}
-
-// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllGatherPushPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
-	if len(ts) != 2 {
-		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allGatherPushName, len(ts))
-	}
-	return p.Launch(s, ts[0], ts[1], mode)
-}
-
-// Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllGatherPushPlan) Plan() *irisrt.Plan {
-	return p.plan
-}
-
-// Close frees the plan's heap buffers; like creating a plan it is collective: every rank must close
-// its plan.
-func (p *AllGatherPushPlan) Close() error {
-	return p.plan.Close()
-}
-
-// allGatherPullName names all_gather/pull in errors.
-const allGatherPullName = "all_gather/pull"
-
-// AllGatherPullPlan is a prepared launch of all_gather, variant pull (spec.yaml). Gather every rank's
-// `input` into `output` on every rank.
-//
-// Tensors, in the order Launch takes them:
-//
-//   - input (in, shape [n], the plan's dtype): remote_read; read by peers: on the symmetric heap, or
-//     else Launch copies it on s into plan-owned heap staging before the kernel (no host sync,
-//     capturable).
-//   - output (out, shape [world, n], the plan's dtype): local_write; only touched locally: any device
-//     memory.
-//
-// Aliasing: forbidden; Launch returns a *irisrt.AliasError when an input overlaps an output.
-//
-// Barrier modes: device (default), host.
-// Graph capture:
-//
-//   - device: capturable.
-//   - host: not capturable: the host barrier synchronises the stream and waits on the CPU.
-//
-// Launch shape: 512 threads per block, at most 16 blocks, 16-byte vectors.
-type AllGatherPullPlan struct {
-	plan      *irisrt.Plan
-	dt        irisrt.DType
-	symN      int64 // size parameter n
-	lenInput  int64 // elements of input [n]
-	lenOutput int64 // elements of output [world, n]
-}
-
-// NewAllGatherPullPlan makes a plan for all_gather/pull: it allocates the plan's heap buffers (barrier
-// flags, staging for imported inputs) and zeroes them. It is collective: every rank calls it with the
-// same arguments, in the same order as its other heap allocations. Make plans before capturing a
-// stream: creating one allocates and synchronises with the peers.
-//
-// dt must be one of f32, bf16 (otherwise *UnsupportedError). The size parameters (n) must be positive.
-func NewAllGatherPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllGatherPullPlan, error) {
-	var kernel string
-	switch dt {
-	case irisrt.F32:
-		kernel = "irisgen_all_gather_pull_f32"
-	case irisrt.BF16:
-		kernel = "irisgen_all_gather_pull_bf16"
-	default:
-		return nil, &UnsupportedError{
-			Allowed: []string{"f32", "bf16"},
-			Got:     dt.String(),
-			Op:      allGatherPullName,
-			What:    "dtype",
-		}
-	}
-	if n <= 0 {
-		return nil, fmt.Errorf("%s: size parameter n = %d, want > 0", allGatherPullName, n)
-	}
-	world := int64(r.World())
-	p := &AllGatherPullPlan{
-		dt:        dt,
-		lenInput:  n,
-		lenOutput: world * n,
-		symN:      n,
-	}
-	blocks := irisrt.Blocks(max(p.lenInput*dt.Size(), p.lenOutput*dt.Size()), 512, 16, 16)
-	plan, err := irisrt.NewPlan(r, irisrt.PlanSpec{
-		Barriers:   []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost},
-		Blocks:     blocks,
-		Capturable: []irisrt.Barrier{irisrt.BarrierDevice},
-		Kernel:     kernel,
-		Module:     "all_gather",
-		Op:         "all_gather",
-		SpecHash:   AllGatherSpecHash,
-		Staging: []irisrt.Buffer{{
-			Bytes: p.lenInput * dt.Size(),
-			Name:  "input",
-		}},
-		Threads: 512,
-		Variant: "pull",
-	})
-	if err != nil {
-		return nil, err
-	}
-	p.plan = plan
-	return p, nil
-}
-
-// Launch enqueues all_gather/pull on s with barrier mode mode (device when in doubt). Before anything
-// is enqueued it checks, in order:
-//
-//   - dtype and length of every tensor (*irisrt.DTypeError, *irisrt.ShapeError);
-//   - no overlap of input/output (*irisrt.AliasError).
-//
-// Then input, read by peers, is copied on s into the plan's heap staging when it is not on the heap
-// (refused in mode none, where nothing would order the copy before the peers' reads:
-// *irisrt.PlacementError).
-//
-// The launch itself never allocates or copies between host and device; host mode synchronises the
-// stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
-// A mode the variant does not support is an error.
-func (p *AllGatherPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
-	if err := irisrt.CheckTensor(allGatherPullName, "input", input, p.dt, p.lenInput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckTensor(allGatherPullName, "output", output, p.dt, p.lenOutput); err != nil {
-		return err
-	}
-	if err := irisrt.CheckNoAlias(allGatherPullName, "input", input, "output", output); err != nil {
-		return err
-	}
-	return p.plan.Launch(s, mode, p.plan.Args().Staged("input", input).Ptr(output.Ptr).I64(p.symN))
-}
-
-// LaunchTensors is Launch with the tensors in spec order (AnyPlan).
-func (p *AllGatherPullPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irisrt.Barrier) error {
-	if len(ts) != 2 {
-		return fmt.Errorf("%s: %d tensors, want 2 (input, output)", allGatherPullName, len(ts))
-	}
-	return p.Launch(s, ts[0], ts[1], mode)
-}
-
-// Plan returns the runtime plan: its grid, buffers and barrier modes.
-func (p *AllGatherPullPlan) Plan() *irisrt.Plan {
-	return p.plan
-}
-
-// Close frees the plan's heap buffers; like creating a plan it is collective: every rank must close
-// its plan.
-func (p *AllGatherPullPlan) Close() error {
-	return p.plan.Close()
-}
-
-// AllGather runs all_gather (Gather every rank's `input` into `output` on every rank) with the given
-// variant through the rank's plan cache: the first call with a variant, dtype and sizes makes the plan
-// (collective: every rank must make the same calls in the same order), later calls reuse it. Sizes are
-// taken from the tensors (n from input [n]). It refuses to make a plan while s is capturing
-// (*irisrt.CaptureError): make plans with New<Collective><Variant>Plan before capture. Launch
-// documents the checks of each variant.
+// AllGather runs a variant of all_gather through the rank's plan cache (see the package doc), with the
+// sizes read from the tensors (n from input [n]). Gather every rank's `input` into `output` on every
+// rank.
 func AllGather(r *irisrt.Rank, s gpu.Stream, variant AllGatherVariant, dt irisrt.DType, input, output irisrt.Tensor, mode irisrt.Barrier) error {
-	n := input.Len
-	switch variant {
-	case AllGatherPush:
-		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("all_gather/push dt=%s n=%d", dt, n), s, func() (any, error) {
-			return NewAllGatherPushPlan(r, dt, n)
-		})
-		if err != nil {
-			return err
-		}
-		return v.(*AllGatherPushPlan).Launch(s, input, output, mode)
-	case AllGatherPull:
-		v, err := r.PlanCache().GetOrCreate(fmt.Sprintf("all_gather/pull dt=%s n=%d", dt, n), s, func() (any, error) {
-			return NewAllGatherPullPlan(r, dt, n)
-		})
-		if err != nil {
-			return err
-		}
-		return v.(*AllGatherPullPlan).Launch(s, input, output, mode)
-	}
-	return fmt.Errorf("all_gather: unknown variant %q (variants: push, pull)", string(variant))
+	return allGatherDesc.Run(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, mode)
+}
+
+// AllGatherPushPlan is variant push of all_gather (spec.yaml).
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in [n]): local_read; only this rank touches it: any device memory.
+//   - output (out [world, n]): remote_write; peers write it: must be on the symmetric heap.
+//
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 16 blocks of 512 threads, sized by 16-byte vectors.
+type AllGatherPushPlan struct{ irisrt.VariantPlan }
+
+// NewAllGatherPushPlan makes a plan of all_gather/push for dt (f32, bf16) and size n.
+func NewAllGatherPushPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllGatherPushPlan, error) {
+	return irisrt.NewPlanOf[AllGatherPushPlan](r, &allGatherDesc.Variants[0], dt, "", n)
+}
+
+// Launch checks the tensors by the rules above and launches all_gather/push on s in barrier mode mode.
+func (p *AllGatherPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
+}
+
+// AllGatherPullPlan is variant pull of all_gather (spec.yaml).
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in [n]): remote_read; peers read it: on the symmetric heap, or else copied into the
+//     plan's staging on s.
+//   - output (out [world, n]): local_write; only this rank touches it: any device memory.
+//
+// Inputs and outputs may not overlap. Barrier modes: device (default), host; capturable in a graph:
+// device. Grid: up to 16 blocks of 512 threads, sized by 16-byte vectors.
+type AllGatherPullPlan struct{ irisrt.VariantPlan }
+
+// NewAllGatherPullPlan makes a plan of all_gather/pull for dt (f32, bf16) and size n.
+func NewAllGatherPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllGatherPullPlan, error) {
+	return irisrt.NewPlanOf[AllGatherPullPlan](r, &allGatherDesc.Variants[1], dt, "", n)
+}
+
+// Launch checks the tensors by the rules above and launches all_gather/pull on s in barrier mode mode.
+func (p *AllGatherPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }

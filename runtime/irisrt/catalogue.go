@@ -1,0 +1,133 @@
+package irisrt
+
+import "fmt"
+
+// Entry is one variant of a generated package as tools that pick variants
+// at run time see it (irisgen bench and probe, programs that read a variant
+// from a flag): its signature and rules, read from the package's Table,
+// and a generic constructor.
+type Entry struct {
+	Collective string
+	Variant    string
+	DTypes     []DType      // empty: no data type
+	Ops        []string     // empty: does not reduce
+	Sizes      []string     // size parameters, in order
+	Tensors    []TensorInfo // user tensors, in launch order
+	// Barriers are the modes a launch may ask for (default first);
+	// Capturable those that may be captured.
+	Barriers   []Barrier
+	Capturable []Barrier
+
+	v *Variant
+}
+
+// TensorInfo describes a user tensor of an Entry.
+type TensorInfo struct {
+	Name  string
+	Dir   Dir
+	Shape string // as in the spec, e.g. "[world, n]"
+	// DType is the tensor's fixed element type; 0: the plan's data type.
+	DType DType
+	// IndexDTypes, when set, are the index types a launch may pass (DType
+	// first).
+	IndexDTypes []DType
+	// Optional: a launch may pass the zero Tensor to leave it out.
+	Optional bool
+	// Remote reports whether peers touch it (placement import or heap).
+	Remote bool
+	// Heap reports whether it must be on the heap (peers write it).
+	Heap bool
+
+	shape []Dim
+}
+
+// Entries lists every variant of t, in collective and spec order; nil when
+// t is unusable (plans of it return the reason).
+func (t *Table) Entries() []Entry {
+	if t.prepare() != nil {
+		return nil
+	}
+	var out []Entry
+	for ci := range t.Collectives {
+		c := &t.Collectives[ci]
+		sizes := make([]string, len(c.Sizes))
+		for i, s := range c.Sizes {
+			sizes[i] = s.Name
+		}
+		for vi := range c.Variants {
+			v := &c.Variants[vi]
+			e := Entry{Collective: c.Name, Variant: v.Name, DTypes: c.DTypes, Ops: c.Ops, Sizes: sizes,
+				Barriers: v.Barriers, Capturable: v.Capturable, v: v}
+			for _, ti := range c.user {
+				td := &c.Tensors[ti]
+				e.Tensors = append(e.Tensors, TensorInfo{Name: td.Name, Dir: td.Dir, Shape: c.ShapeString(td.Shape),
+					DType: td.DType, IndexDTypes: td.Index, Optional: td.Optional,
+					Remote: v.Uses[ti] >= UseImport, Heap: v.Uses[ti] == UseHeap, shape: td.Shape})
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Lookup returns the Entry of collective/variant of t.
+func (t *Table) Lookup(collective, variant string) (Entry, bool) {
+	for _, e := range t.Entries() {
+		if e.Collective == collective && e.Variant == variant {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// Descriptor is the variant's descriptor.
+func (e Entry) Descriptor() *Variant { return e.v }
+
+// New makes a plan of the variant (collective, like every plan): dt is
+// ignored without DTypes, op without Ops; sizes are in Sizes order.
+func (e Entry) New(r *Rank, dt DType, op string, sizes []int64) (AnyPlan, error) {
+	p, err := newVariantPlan(r, e.v, dt, op, sizes)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Numel is the tensor's element count for a world size and the sizes in
+// spec order; -1 when it does not fit in an int64.
+func (t TensorInfo) Numel(world int, sizes []int64) int64 {
+	n, ok := numel(t.shape, int64(world), 0, sizes)
+	if !ok {
+		return -1
+	}
+	return n
+}
+
+// ElemType is the tensor's element type in a plan of data type dt: its
+// fixed DType, else dt.
+func (t TensorInfo) ElemType(dt DType) DType {
+	if t.DType != 0 {
+		return t.DType
+	}
+	return dt
+}
+
+// Alloc allocates every tensor of e on r's heap for data type dt and the
+// sizes, in spec order, each in its element type; free frees them.
+// Collective, like every heap allocation.
+func (e Entry) Alloc(r *Rank, dt DType, sizes []int64) (ts []Tensor, free func(), err error) {
+	free = func() {
+		for _, t := range ts {
+			r.Heap().Free(t)
+		}
+	}
+	for _, ti := range e.Tensors {
+		t, err := r.Heap().Alloc(ti.ElemType(dt), ti.Numel(r.World(), sizes))
+		if err != nil {
+			free()
+			return nil, func() {}, fmt.Errorf("allocating %s: %w", ti.Name, err)
+		}
+		ts = append(ts, t)
+	}
+	return ts, free, nil
+}

@@ -1,0 +1,426 @@
+package irisrt
+
+import (
+	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Table is the descriptor of one generated package: every collective and
+// variant, with the facts the generator derived from the specs. A generated
+// package holds one Table, registers it in init (Register) and hands it to the
+// runtime from its typed constructors and Launch methods; the runtime
+// interprets it for everything a launch needs: the dtype, op and size checks
+// of a constructor, the plan's grid, workspace and staging, the kernel name,
+// the tensor checks of a launch (dtype, length, placement, aliasing), the
+// packing of the kernel's arguments, the convenience calls and the
+// catalogue.
+//
+// The generated code is its only writer; a Table that breaks the rules
+// below (a generator bug, or a hand-built one in a test) is refused with an
+// error at the first plan, never with a panic.
+//
+// Issue 15 adds two things without changing this shape: typed scalar launch
+// parameters (a Params list on Collective, packed after the sizes and checked
+// against their range by LaunchTensors' successor that takes them) and
+// role-dependent tensors (a field of TensorDesc naming the ranks that use
+// the tensor; on the others a launch passes the zero Tensor and the checks of
+// that tensor are skipped, as for Optional ones).
+type Table struct {
+	// ImportPath is the generated package's import path: the key of its
+	// registration and of its code objects in a rank's kernel cache.
+	ImportPath string
+	// KernelsCommand builds the package's code objects, as a user of its
+	// repository types it ("make kernels"); errors about missing or stale
+	// code objects name it.
+	KernelsCommand string
+	// Embedded holds the package's embedded files: its code objects are
+	// kernels/<KernelFile(platform, collective)>.
+	Embedded fs.FS
+	// Collectives are the package's collectives in name order.
+	Collectives []Collective
+
+	once sync.Once
+	err  error // why the table cannot be used (set by prepare)
+	// conflict, when set, is a registration of another package under the
+	// same ImportPath (Register).
+	conflict atomic.Pointer[Table]
+}
+
+// Collective describes one spec: its signature and its variants.
+type Collective struct {
+	Name     string
+	SpecHash string  // baked into its code object; a mismatch is a stale kernel
+	DTypes   []DType // data types of its kernels; empty: it has none (barrier)
+	Ops      []string
+	Sizes    []SizeParam  // in kernel-argument order
+	Tensors  []TensorDesc // in spec order, workspace included
+	Variants []Variant
+	// Auto is the tuning table of the auto variant, first match wins, the
+	// last rule matching everything; empty: no auto variant.
+	Auto []AutoRule
+
+	t    *Table
+	user []int // indices of the user tensors in Tensors
+}
+
+// SizeParam is a size parameter of a collective.
+type SizeParam struct {
+	Name string
+	// From is the index in Collective.Tensors of the user tensor the
+	// convenience call reads the size from (the tensor's length divided by
+	// its other dimensions, once world and the sizes read before are known);
+	// -1: the size is a parameter of the convenience call.
+	From int
+}
+
+// Dir is the direction of a tensor in a collective's signature.
+type Dir string
+
+// Tensor directions; Workspace tensors are allocated by the plan.
+const (
+	In        Dir = "in"
+	Out       Dir = "out"
+	InOut     Dir = "inout"
+	Workspace Dir = "workspace"
+)
+
+// TensorDesc is a tensor of a collective's signature.
+type TensorDesc struct {
+	Name  string
+	Dir   Dir
+	Shape []Dim
+	// DType is the tensor's fixed element type; 0: the plan's data type.
+	DType DType
+	// Index, when set, are the index types a launch may pass (DType is the
+	// first); the kernel gets the element width after the sizes.
+	Index []DType
+	// Optional: a launch may pass the zero Tensor (the kernel gets a null
+	// pointer, and the tensor is not checked).
+	Optional bool
+}
+
+// Dim is one factor of a shape: a positive constant, DimWorld, DimBlocks or
+// DimSize(i).
+type Dim int64
+
+// The built-in shape symbols.
+const (
+	DimWorld  Dim = -1 // the number of ranks
+	DimBlocks Dim = -2 // the plan's blocks (workspace shapes only)
+)
+
+// DimSize is the dimension given by the collective's size parameter i.
+func DimSize(i int) Dim { return Dim(-3 - i) }
+
+// size returns the index of the size parameter d stands for, or -1.
+func (d Dim) size() int {
+	if d <= -3 {
+		return int(-3 - d)
+	}
+	return -1
+}
+
+// Use is how a variant uses one tensor: the placement rule the generator
+// derived from the spec's access declarations.
+type Use uint8
+
+// The uses of a tensor.
+const (
+	// Unused: the variant does not touch the tensor; a workspace it leaves
+	// unused is not allocated, and the kernel gets a null pointer.
+	Unused Use = iota
+	// UseLocal: only this rank touches it; any device memory will do.
+	UseLocal
+	// UseImport: peers read it; on the heap it is used as it is, otherwise
+	// Launch copies it into plan-owned heap staging on the stream first.
+	UseImport
+	// UseHeap: peers write it; it must be on the heap (*PlacementError).
+	UseHeap
+)
+
+// Variant is one algorithm of a collective.
+type Variant struct {
+	Name string
+	// Uses is how the variant uses each tensor of the collective, in
+	// Collective.Tensors order.
+	Uses []Use
+	// InPlace is the spec's aliasing: allow. Every pair of a tensor the
+	// kernel reads (dir in, inout) and one it writes (out, inout) must then
+	// be the very same tensor or disjoint; without it they may not overlap.
+	InPlace bool
+	// Barriers are the modes a launch may ask for, the default first;
+	// Capturable those whose launch may be captured in a graph.
+	Barriers   []Barrier
+	Capturable []Barrier
+	// The launch shape: threads a block, the largest grid and the vector
+	// width that sizes it (Blocks).
+	Threads, MaxBlocks, VectorBytes int
+
+	c     *Collective
+	label string // "collective/variant", for errors
+	id    uint64 // unique in the process: the plan cache's key
+	heap  []int  // user positions of UseHeap tensors
+	pairs [][2]int
+}
+
+// AutoRule picks Variant for a launch on World ranks (0: any) whose largest
+// user tensor has at most MaxBytes bytes (0: any size).
+type AutoRule struct {
+	World    int
+	MaxBytes int64
+	Variant  string
+}
+
+// Label is "collective/variant", as errors name the variant.
+func (v *Variant) Label() string { return v.label }
+
+// Kernel is the kernel entry of v for data type dt and op (0 and "" where
+// the collective has no dtypes or ops):
+// irisgen_<collective>_<variant>[_<dtype>][_<op>], as ir.KernelName names
+// it in the generated source.
+func (v *Variant) Kernel(dt DType, op string) string {
+	name := "irisgen_" + v.c.Name + "_" + v.Name
+	if len(v.c.DTypes) > 0 {
+		name += "_" + dt.String()
+	}
+	if len(v.c.Ops) > 0 {
+		name += "_" + op
+	}
+	return name
+}
+
+// Variant returns the variant called name, or nil.
+func (c *Collective) Variant(name string) *Variant {
+	for i := range c.Variants {
+		if c.Variants[i].Name == name {
+			return &c.Variants[i]
+		}
+	}
+	return nil
+}
+
+// Choose is the variant the auto table picks for a launch on world ranks
+// whose largest user tensor has the given bytes ("" without a table).
+func (c *Collective) Choose(world int, bytes int64) string {
+	for _, r := range c.Auto {
+		if (r.World == 0 || r.World == world) && (r.MaxBytes == 0 || bytes <= r.MaxBytes) {
+			return r.Variant
+		}
+	}
+	return ""
+}
+
+// variantIDs numbers the variants of every prepared table.
+var variantIDs atomic.Uint64
+
+// prepare checks the table once and derives what launches use. Its error
+// is kept and returned by every plan of the table.
+func (t *Table) prepare() error {
+	t.once.Do(func() { t.err = t.build() })
+	return t.err
+}
+
+func (t *Table) build() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("irisrt: the descriptor table of %q is invalid: %s; regenerate the package with irisgen",
+			t.ImportPath, fmt.Sprintf(format, a...))
+	}
+	// The links first, so that the plans of an invalid table find it and
+	// return why it is invalid.
+	for ci := range t.Collectives {
+		c := &t.Collectives[ci]
+		c.t = t
+		for vi := range c.Variants {
+			v := &c.Variants[vi]
+			v.c, v.label = c, c.Name+"/"+v.Name
+		}
+	}
+	for ci := range t.Collectives {
+		c := &t.Collectives[ci]
+		if c.Name == "" || len(c.Variants) == 0 {
+			return bad("collective %d has no name or no variants", ci)
+		}
+		if len(c.Sizes) > 64 {
+			return bad("%s has %d size parameters; at most 64 are supported", c.Name, len(c.Sizes))
+		}
+		for _, d := range c.DTypes {
+			if !d.Valid() {
+				return bad("%s: invalid dtype %d", c.Name, d)
+			}
+		}
+		c.user = c.user[:0]
+		for i, td := range c.Tensors {
+			if td.Dir != Workspace {
+				c.user = append(c.user, i)
+			}
+			if err := c.checkTensor(td); err != nil {
+				return bad("%s: tensor %s: %v", c.Name, td.Name, err)
+			}
+		}
+		for i, s := range c.Sizes {
+			if err := c.checkSize(i, s); err != nil {
+				return bad("%s: size %s: %v", c.Name, s.Name, err)
+			}
+		}
+		for vi := range c.Variants {
+			v := &c.Variants[vi]
+			if err := c.prepareVariant(v); err != nil {
+				return bad("%s/%s: %v", c.Name, v.Name, err)
+			}
+		}
+		for _, r := range c.Auto {
+			if c.Variant(r.Variant) == nil {
+				return bad("%s: the auto table names unknown variant %q", c.Name, r.Variant)
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Collective) checkTensor(td TensorDesc) error {
+	switch td.Dir {
+	case In, Out, InOut, Workspace:
+	default:
+		return fmt.Errorf("unknown dir %q", td.Dir)
+	}
+	if len(td.Shape) == 0 {
+		return fmt.Errorf("empty shape")
+	}
+	for _, d := range td.Shape {
+		switch {
+		case d == DimBlocks && td.Dir != Workspace:
+			return fmt.Errorf("only workspace shapes may use blocks")
+		case d == 0, d.size() >= len(c.Sizes):
+			return fmt.Errorf("dimension %d is neither a constant nor a known symbol", d)
+		}
+	}
+	if td.DType == 0 && len(c.DTypes) == 0 {
+		return fmt.Errorf("takes the plan's data type, but the collective has none")
+	}
+	if td.DType != 0 && !td.DType.Valid() {
+		return fmt.Errorf("invalid dtype %d", td.DType)
+	}
+	if len(td.Index) > 0 && td.Index[0] != td.DType {
+		return fmt.Errorf("index types %v do not start with its dtype %s", td.Index, td.DType)
+	}
+	return nil
+}
+
+func (c *Collective) checkSize(i int, s SizeParam) error {
+	if s.From < 0 {
+		return nil
+	}
+	if s.From >= len(c.Tensors) || c.Tensors[s.From].Dir == Workspace {
+		return fmt.Errorf("read from tensor %d, which is not a user tensor", s.From)
+	}
+	n := 0
+	for _, d := range c.Tensors[s.From].Shape {
+		if d.size() == i {
+			n++
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("read from tensor %s, whose shape names it %d times", c.Tensors[s.From].Name, n)
+	}
+	return nil
+}
+
+func (c *Collective) prepareVariant(v *Variant) error {
+	if v.id == 0 {
+		v.id = variantIDs.Add(1)
+	}
+	if len(v.Uses) != len(c.Tensors) {
+		return fmt.Errorf("%d uses for %d tensors", len(v.Uses), len(c.Tensors))
+	}
+	if len(v.Barriers) == 0 {
+		return fmt.Errorf("no barrier modes")
+	}
+	for _, m := range v.Barriers {
+		if int(m) >= len(barrierNames) {
+			return fmt.Errorf("unknown barrier mode %d", m)
+		}
+	}
+	for _, m := range v.Capturable {
+		if !slices.Contains(v.Barriers, m) {
+			return fmt.Errorf("capturable mode %s is not one of its modes", m)
+		}
+	}
+	if v.Threads < 1 || v.Threads > 1024 || v.MaxBlocks < 1 || v.VectorBytes < 1 {
+		return fmt.Errorf("launch shape %d threads, %d blocks, %d-byte vectors", v.Threads, v.MaxBlocks, v.VectorBytes)
+	}
+	v.heap, v.pairs = nil, nil
+	reads := func(d Dir) bool { return d == In || d == InOut }
+	writes := func(d Dir) bool { return d == Out || d == InOut }
+	for a, ia := range c.user {
+		if v.Uses[ia] > UseHeap {
+			return fmt.Errorf("tensor %s has unknown use %d", c.Tensors[ia].Name, v.Uses[ia])
+		}
+		if v.Uses[ia] == UseHeap {
+			v.heap = append(v.heap, a)
+		}
+		// The pairs ir.Variant.AliasPairs lists: a read and a written user
+		// tensor, in spec order.
+		for b := a + 1; b < len(c.user); b++ {
+			da, db := c.Tensors[ia].Dir, c.Tensors[c.user[b]].Dir
+			if (reads(da) && writes(db)) || (writes(da) && reads(db)) {
+				v.pairs = append(v.pairs, [2]int{a, b})
+			}
+		}
+	}
+	return nil
+}
+
+// AliasPairs lists the pairs of user tensors (names) whose overlap a launch
+// of v checks.
+func (v *Variant) AliasPairs() [][2]string {
+	out := make([][2]string, len(v.pairs))
+	for i, p := range v.pairs {
+		out[i] = [2]string{v.c.Tensors[v.c.user[p[0]]].Name, v.c.Tensors[v.c.user[p[1]]].Name}
+	}
+	return out
+}
+
+// ShapeString writes a shape as the spec does, e.g. "[world, n]".
+func (c *Collective) ShapeString(shape []Dim) string {
+	parts := make([]string, len(shape))
+	for i, d := range shape {
+		switch {
+		case d == DimWorld:
+			parts[i] = "world"
+		case d == DimBlocks:
+			parts[i] = "blocks"
+		case d.size() >= 0 && d.size() < len(c.Sizes):
+			parts[i] = c.Sizes[d.size()].Name
+		default:
+			parts[i] = strconv.FormatInt(int64(d), 10)
+		}
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// numel is the element count of shape for world, blocks and the sizes; ok
+// is false when it does not fit in an int64.
+func numel(shape []Dim, world, blocks int64, sizes []int64) (n int64, ok bool) {
+	n = 1
+	for _, d := range shape {
+		f := int64(d)
+		switch {
+		case d == DimWorld:
+			f = world
+		case d == DimBlocks:
+			f = blocks
+		case d.size() >= 0:
+			f = sizes[d.size()]
+		}
+		if f < 0 || (f > 0 && n > (1<<63-1)/f) {
+			return 0, false
+		}
+		n *= f
+	}
+	return n, true
+}

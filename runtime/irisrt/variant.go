@@ -1,0 +1,446 @@
+package irisrt
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/irisgen/irisgen/runtime/gpu"
+)
+
+// ErrUnsupported matches *UnsupportedError.
+var ErrUnsupported = errors.New("dtype or op not supported by the variant")
+
+// UnsupportedError is returned by a plan constructor asked for a dtype or op
+// its collective's spec does not list; nothing was allocated.
+type UnsupportedError struct {
+	Op      string // collective/variant
+	What    string // "dtype" or "op"
+	Got     string
+	Allowed []string // the spec's list
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("%s: %s %s is not supported; the spec allows %s", e.Op, e.What, e.Got, strings.Join(e.Allowed, ", "))
+}
+
+// Is matches ErrUnsupported.
+func (e *UnsupportedError) Is(target error) bool { return target == ErrUnsupported }
+
+// AutoVariant is the variant name under which a convenience call picks a
+// variant from the collective's tuning table (Collective.Choose).
+const AutoVariant = "auto"
+
+// VariantPlan is a plan of one variant of a generated package: the runtime
+// Plan with the variant's descriptor and the dtype, op and sizes it was made
+// for. Every generated plan type embeds it (its typed Launch calls
+// LaunchTensors), and the catalogue's constructors return it.
+type VariantPlan struct {
+	plan  *Plan
+	v     *Variant
+	dt    DType
+	op    string
+	sizes []int64
+	lens  []int64         // element counts of the user tensors
+	bufs  []gpu.DevicePtr // per tensor: its workspace buffer, else 0
+}
+
+// AnyPlan is what every plan of a generated package offers, whatever its
+// variant.
+type AnyPlan interface {
+	// LaunchTensors launches with the user tensors in spec order.
+	LaunchTensors(s gpu.Stream, ts []Tensor, mode Barrier) error
+	// Plan returns the runtime plan.
+	Plan() *Plan
+	// Close frees the plan's buffers (collective).
+	Close() error
+}
+
+// NewPlanOf makes a plan of variant v (of a registered or prepared Table)
+// for dt, op and the sizes, as the generated plan type T, which embeds
+// VariantPlan: the body of every generated constructor. Like NewPlan it is
+// collective. dt must be one of the collective's dtypes and op one of its
+// ops (*UnsupportedError); both are ignored where the collective has none.
+// The sizes must be positive.
+func NewPlanOf[T any, P interface {
+	*T
+	bind(VariantPlan)
+}](r *Rank, v *Variant, dt DType, op string, sizes ...int64) (P, error) {
+	vp, err := newVariantPlan(r, v, dt, op, sizes)
+	if err != nil {
+		return nil, err
+	}
+	p := P(new(T))
+	p.bind(*vp)
+	return p, nil
+}
+
+func (p *VariantPlan) bind(v VariantPlan) { *p = v }
+
+// Plan is the runtime plan: its grid, buffers and barrier modes.
+func (p *VariantPlan) Plan() *Plan { return p.plan }
+
+// Close frees the plan's heap buffers; like making a plan it is collective.
+func (p *VariantPlan) Close() error {
+	if p.plan == nil {
+		return nil
+	}
+	return p.plan.Close()
+}
+
+// elemType is a tensor's element type in a plan of data type dt.
+func elemType(td *TensorDesc, dt DType) DType {
+	if td.DType != 0 {
+		return td.DType
+	}
+	return dt
+}
+
+func dtypeStrings(ds []DType) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.String()
+	}
+	return out
+}
+
+func sizeNames(ss []SizeParam) string {
+	if len(ss) == 0 {
+		return "none"
+	}
+	names := make([]string, len(ss))
+	for i, s := range ss {
+		names[i] = s.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// newVariantPlan checks dt, op and the sizes against v's collective, works
+// out the plan's shape from the descriptor and makes the plan.
+func newVariantPlan(r *Rank, v *Variant, dt DType, op string, sizes []int64) (*VariantPlan, error) {
+	if v == nil || v.c == nil {
+		return nil, errors.New("irisrt: a plan of a variant whose table was never registered: the generated package calls irisrt.Register in init; a hand-built Table must be registered too")
+	}
+	c := v.c
+	if err := c.t.usable(); err != nil {
+		return nil, err
+	}
+	if len(c.DTypes) == 0 {
+		dt = 0
+	} else if !slices.Contains(c.DTypes, dt) {
+		return nil, &UnsupportedError{Op: v.label, What: "dtype", Got: dt.String(), Allowed: dtypeStrings(c.DTypes)}
+	}
+	if len(c.Ops) == 0 {
+		op = ""
+	} else if !slices.Contains(c.Ops, op) {
+		return nil, &UnsupportedError{Op: v.label, What: "op", Got: op, Allowed: c.Ops}
+	}
+	if len(sizes) != len(c.Sizes) {
+		return nil, fmt.Errorf("%s: %d sizes, want %d (%s)", v.label, len(sizes), len(c.Sizes), sizeNames(c.Sizes))
+	}
+	for i, n := range sizes {
+		if n <= 0 {
+			return nil, fmt.Errorf("%s: size parameter %s = %d, want > 0", v.label, c.Sizes[i].Name, n)
+		}
+	}
+	world := int64(r.World())
+	p := &VariantPlan{v: v, dt: dt, op: op, sizes: slices.Clone(sizes), lens: make([]int64, len(c.user)), bufs: make([]gpu.DevicePtr, len(c.Tensors))}
+	bytesOf := func(td *TensorDesc, blocks int64) (n, bytes int64, err error) {
+		n, ok := numel(td.Shape, world, blocks, sizes)
+		es := elemType(td, dt).Size()
+		if !ok || n > (1<<63-1)/es {
+			return 0, 0, fmt.Errorf("%s: tensor %s %s does not fit in 2^63 bytes with these sizes", v.label, td.Name, c.ShapeString(td.Shape))
+		}
+		return n, n * es, nil
+	}
+	// The grid follows the largest user tensor, so block b pairs with block
+	// b on every peer (every rank computes the same sizes).
+	var largest int64
+	for i, ti := range c.user {
+		n, bytes, err := bytesOf(&c.Tensors[ti], 0)
+		if err != nil {
+			return nil, err
+		}
+		p.lens[i], largest = n, max(largest, bytes)
+	}
+	blocks := Blocks(largest, v.Threads, v.VectorBytes, v.MaxBlocks)
+	spec := PlanSpec{
+		Package: c.t.ImportPath, Op: c.Name, Variant: v.Name, Module: c.Name, SpecHash: c.SpecHash, Kernel: v.Kernel(dt, op),
+		Threads: v.Threads, Blocks: blocks, Barriers: v.Barriers, Capturable: v.Capturable,
+	}
+	var workspace []int // the tensors of spec.Workspace
+	u := 0              // position among the user tensors
+	for ti := range c.Tensors {
+		td := &c.Tensors[ti]
+		switch {
+		case td.Dir == Workspace && v.Uses[ti] != Unused:
+			_, bytes, err := bytesOf(td, int64(blocks))
+			if err != nil {
+				return nil, err
+			}
+			spec.Workspace = append(spec.Workspace, Buffer{Name: td.Name, Bytes: bytes})
+			workspace = append(workspace, ti)
+		case td.Dir != Workspace && v.Uses[ti] == UseImport:
+			spec.Staging = append(spec.Staging, Buffer{Name: td.Name, Bytes: p.lens[u] * elemType(td, dt).Size()})
+		}
+		if td.Dir != Workspace {
+			u++
+		}
+	}
+	plan, err := NewPlan(r, spec)
+	if err != nil {
+		return nil, err
+	}
+	p.plan = plan
+	for _, ti := range workspace {
+		p.bufs[ti] = plan.Buffer(c.Tensors[ti].Name)
+	}
+	return p, nil
+}
+
+// LaunchTensors launches the plan's kernel on s in barrier mode mode with
+// the user tensors in spec order, after checking, in this order and before
+// anything is enqueued: every tensor's dtype and length (*DTypeError,
+// *ShapeError; an optional tensor may be the zero Tensor), that tensors
+// peers write are on the heap (*PlacementError), the variant's aliasing
+// rule (*AliasError), and Plan.Launch's checks of the mode and the stream.
+// Tensors peers read that are not on the heap are copied into the plan's
+// staging on s first. It never allocates.
+func (p *VariantPlan) LaunchTensors(s gpu.Stream, ts []Tensor, mode Barrier) error {
+	if p.plan == nil {
+		return errors.New("irisrt: launch of a plan that was never made: make plans with their New...Plan constructor")
+	}
+	v := p.v
+	c := v.c
+	if len(ts) != len(c.user) {
+		return c.countError(v.label, len(ts))
+	}
+	for i, ti := range c.user {
+		td, t := &c.Tensors[ti], ts[i]
+		var err error
+		switch {
+		case td.Optional && t.Ptr == 0:
+		case len(td.Index) > 0:
+			err = CheckTensorOneOf(v.label, td.Name, t, td.Index, p.lens[i])
+		default:
+			err = CheckTensor(v.label, td.Name, t, elemType(td, p.dt), p.lens[i])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, i := range v.heap {
+		if err := CheckHeap(v.label, c.Tensors[c.user[i]].Name, p.plan.r, ts[i]); err != nil {
+			return err
+		}
+	}
+	for _, pr := range v.pairs {
+		a, b := c.Tensors[c.user[pr[0]]].Name, c.Tensors[c.user[pr[1]]].Name
+		check := CheckNoAlias
+		if v.InPlace {
+			check = CheckInPlace
+		}
+		if err := check(v.label, a, ts[pr[0]], b, ts[pr[1]]); err != nil {
+			return err
+		}
+	}
+	// The kernel's argument struct: a pointer per tensor in spec order, the
+	// sizes, then the element width of every index tensor.
+	a := p.plan.Args()
+	u := 0
+	for ti := range c.Tensors {
+		td := &c.Tensors[ti]
+		switch {
+		case td.Dir == Workspace:
+			a.Ptr(p.bufs[ti])
+			continue
+		case v.Uses[ti] == UseImport:
+			a.Staged(td.Name, ts[u])
+		default:
+			a.Ptr(ts[u].Ptr)
+		}
+		u++
+	}
+	for _, n := range p.sizes {
+		a.I64(n)
+	}
+	for i, ti := range c.user {
+		if len(c.Tensors[ti].Index) > 0 {
+			a.I64(ts[i].DType.Size())
+		}
+	}
+	return p.plan.Launch(s, mode, a)
+}
+
+// countError reports a launch of what with got tensors instead of c's.
+func (c *Collective) countError(what string, got int) error {
+	if len(c.user) == 0 {
+		return fmt.Errorf("%s takes no tensors, got %d", what, got)
+	}
+	names := make([]string, len(c.user))
+	for i, ti := range c.user {
+		names[i] = c.Tensors[ti].Name
+	}
+	return fmt.Errorf("%s: %d tensors, want %d (%s)", what, got, len(c.user), strings.Join(names, ", "))
+}
+
+// Run launches a variant of c through r's plan cache: the convenience call
+// <Collective>(r, s, variant, ...) of the generated package. The sizes are
+// read from the tensors (SizeParam.From) except those given, in order, by
+// the caller; variant AutoVariant picks one from the tuning table by the
+// bytes of the largest tensor. The first call with a variant, dtype, op and
+// sizes makes the plan (collective, and refused while s is capturing:
+// *CaptureError), later ones reuse it; a call that finds its plan does not
+// allocate.
+func (c *Collective) Run(r *Rank, s gpu.Stream, variant string, dt DType, op string, given []int64, ts []Tensor, mode Barrier) error {
+	if c.t == nil {
+		return errors.New("irisrt: Run on a collective whose table was never registered")
+	}
+	if err := c.t.usable(); err != nil {
+		return err
+	}
+	if len(ts) != len(c.user) {
+		return c.countError(c.Name, len(ts))
+	}
+	if variant == AutoVariant && len(c.Auto) > 0 {
+		var largest int64
+		for _, t := range ts {
+			largest = max(largest, t.Bytes())
+		}
+		variant = c.Choose(r.World(), largest)
+	}
+	v := c.Variant(variant)
+	if v == nil {
+		return c.unknownVariant(variant)
+	}
+	var buf [8]int64
+	sizes := buf[:0]
+	if len(c.Sizes) > len(buf) {
+		sizes = make([]int64, 0, len(c.Sizes))
+	}
+	sizes = sizes[:len(c.Sizes)]
+	if err := c.inferSizes(sizes, int64(r.World()), given, ts); err != nil {
+		return err
+	}
+	p, err := r.plans.variant(s, v, dt, op, sizes)
+	if err != nil {
+		return err
+	}
+	return p.LaunchTensors(s, ts, mode)
+}
+
+func (c *Collective) unknownVariant(name string) error {
+	names := make([]string, 0, len(c.Variants)+1)
+	for _, v := range c.Variants {
+		names = append(names, v.Name)
+	}
+	if len(c.Auto) > 0 {
+		names = append(names, AutoVariant)
+	}
+	return fmt.Errorf("%s: unknown variant %q (variants: %s)", c.Name, name, strings.Join(names, ", "))
+}
+
+// inferSizes fills sizes: the given ones in order, the others from the
+// length of their tensor divided by its other dimensions, in as many rounds
+// as the dependencies need. A size whose divisor is 0 or overflows is 0,
+// which the plan refuses.
+func (c *Collective) inferSizes(sizes []int64, world int64, given []int64, ts []Tensor) error {
+	var known uint64 // bit i: size i is known (prepare allows at most 64 sizes)
+	g := 0
+	for i, sp := range c.Sizes {
+		if sp.From < 0 && g < len(given) {
+			sizes[i], known = given[g], known|1<<i
+			g++
+		}
+	}
+	if want := c.givenCount(); len(given) != want {
+		return fmt.Errorf("%s: %d sizes given, want %d", c.Name, len(given), want)
+	}
+	for progress := true; progress; {
+		progress = false
+	sizes:
+		for i, sp := range c.Sizes {
+			if known&(1<<i) != 0 {
+				continue
+			}
+			d := int64(1)
+			for _, dim := range c.Tensors[sp.From].Shape {
+				f := int64(dim)
+				switch j := dim.size(); {
+				case j == i:
+					continue
+				case dim == DimWorld:
+					f = world
+				case j >= 0 && known&(1<<j) == 0:
+					continue sizes
+				case j >= 0:
+					f = sizes[j]
+				}
+				if f <= 0 || d > (1<<63-1)/f {
+					d = 0
+					break
+				}
+				d *= f
+			}
+			sizes[i], known, progress = 0, known|1<<i, true
+			if d > 0 {
+				sizes[i] = ts[c.userPos(sp.From)].Len / d
+			}
+		}
+	}
+	for i, sp := range c.Sizes {
+		if known&(1<<i) == 0 {
+			return fmt.Errorf("%s: size %s cannot be read from the tensors", c.Name, sp.Name)
+		}
+	}
+	return nil
+}
+
+func (c *Collective) givenCount() int {
+	n := 0
+	for _, sp := range c.Sizes {
+		if sp.From < 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// userPos is the launch position of tensor ti.
+func (c *Collective) userPos(ti int) int { return slices.Index(c.user, ti) }
+
+// variant returns the cached plan of v for dt, op and sizes, making it on
+// first use. The key is built in a stack buffer and looked up without a
+// conversion, so a hit does not allocate.
+func (c *PlanCache) variant(s gpu.Stream, v *Variant, dt DType, op string, sizes []int64) (*VariantPlan, error) {
+	var kb [96]byte
+	key := append(kb[:0], 0) // no string key of GetOrCreate starts with a NUL
+	key = binary.LittleEndian.AppendUint64(key, v.id)
+	key = append(key, byte(dt), byte(len(op)))
+	key = append(key, op...)
+	for _, n := range sizes {
+		key = binary.LittleEndian.AppendUint64(key, uint64(n))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p, ok := c.m[string(key)]; ok {
+		return p.(*VariantPlan), nil
+	}
+	capturing, err := c.r.Capturing(s)
+	if err != nil {
+		return nil, err
+	}
+	if capturing {
+		return nil, &CaptureError{Op: "creating a plan of " + v.label + " on first use",
+			What: "making a plan allocates and zeroes heap memory and waits for the other ranks",
+			Fix:  "make the plan with its New...Plan constructor before capture and launch that plan inside the capture"}
+	}
+	p, err := newVariantPlan(c.r, v, dt, op, sizes)
+	if err != nil {
+		return nil, err
+	}
+	c.m[string(key)] = p
+	return p, nil
+}

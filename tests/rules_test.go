@@ -1,0 +1,294 @@
+package tests
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/irisgen/irisgen/generated/collectives"
+	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/irisrt"
+)
+
+// fakeKernels teaches p a code object for every collective of the
+// generated package, with every kernel its variants name and its spec hash,
+// served from the returned file system (Options.Kernels).
+func fakeKernels(p *fakegpu.Platform) fstest.MapFS {
+	fsys := fstest.MapFS{}
+	tab := irisrt.Registered("github.com/irisgen/irisgen/generated/collectives")
+	for ci := range tab.Collectives {
+		c := &tab.Collectives[ci]
+		var names []string
+		for vi := range c.Variants {
+			v := &c.Variants[vi]
+			for _, dt := range append([]irisrt.DType{0}, c.DTypes...) {
+				for _, op := range append([]string{""}, c.Ops...) {
+					names = append(names, v.Kernel(dt, op))
+				}
+			}
+		}
+		image := []byte("fake code object of " + c.Name)
+		p.AddModule(image, names, map[string][]byte{irisrt.SpecHashSymbol(c.Name): append([]byte(c.SpecHash), 0)})
+		fsys[irisrt.KernelFile(p.Name(), c.Name)] = &fstest.MapFile{Data: image}
+	}
+	return fsys
+}
+
+func fakeWorld(t *testing.T, n int, p gpu.Platform, kernels fs.FS) *irisrt.World {
+	t.Helper()
+	w, err := irisrt.NewLocalWorld(n, irisrt.Options{Platform: p, Kernels: kernels, HeapBytes: 64 << 20, RendezvousTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+// entrySizes are small sizes of e: every size 4, moe_dispatch's capacity
+// (last) larger.
+func entrySizes(e collectives.Entry) []int64 {
+	sizes := make([]int64, len(e.Sizes))
+	for i := range sizes {
+		sizes[i] = 4
+	}
+	return sizes
+}
+
+// otherDType is a dtype a tensor of ti may not have.
+func otherDType(ti collectives.TensorInfo, dt irisrt.DType) irisrt.DType {
+	for _, d := range []irisrt.DType{irisrt.F16, irisrt.U64, irisrt.F32} {
+		if d != ti.ElemType(dt) && !slices.Contains(ti.IndexDTypes, d) {
+			return d
+		}
+	}
+	panic("no other dtype")
+}
+
+// TestGeneratedRules runs every variant of the generated catalogue on the
+// fake platform and enumerates its launch rules as the table gives them:
+// the kernel it names, a wrong dtype, length or nil pointer for each tensor,
+// each tensor peers write off the heap, each imported tensor off the heap
+// (staged, refused in mode none), each aliased pair, each unsupported mode
+// and each mode that cannot be captured. Every refusal launches nothing.
+func TestGeneratedRules(t *testing.T) {
+	p := fakegpu.New(2)
+	w := fakeWorld(t, 2, p, fakeKernels(p))
+	cases := 0
+	for _, e := range collectives.Catalogue {
+		t.Run(e.Collective+"/"+e.Variant, func(t *testing.T) {
+			err := w.Run(func(r *irisrt.Rank) error {
+				n, err := checkEntry(r, p, e)
+				if r.Rank() == 0 {
+					cases += n
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	t.Logf("%d refusals and launches checked on each rank", cases)
+}
+
+func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (int, error) {
+	dt, op := irisrt.DType(0), ""
+	if len(e.DTypes) > 0 {
+		dt = e.DTypes[len(e.DTypes)-1]
+	}
+	if len(e.Ops) > 0 {
+		op = e.Ops[0]
+	}
+	sizes := entrySizes(e)
+	p, err := e.New(r, dt, op, sizes)
+	if err != nil {
+		return 0, err
+	}
+	defer p.Close()
+	ts, free, err := e.Alloc(r, dt, sizes)
+	if err != nil {
+		return 0, err
+	}
+	defer free()
+	s := r.Stream()
+	v := e.Descriptor()
+	count := 0
+	launched := func() int { return len(fake.Launches()) }
+	// refused checks that a launch with ts2 in mode fails with target's
+	// type and launches nothing.
+	refused := func(what string, ts2 []irisrt.Tensor, mode irisrt.Barrier, target any) error {
+		count++
+		before := launched()
+		err := p.LaunchTensors(s, ts2, mode)
+		if err == nil || !errors.As(err, target) {
+			return fmt.Errorf("%s: got %v, want %T", what, err, target)
+		}
+		if launched() != before {
+			return fmt.Errorf("%s: refused, but launched", what)
+		}
+		return nil
+	}
+	with := func(i int, x irisrt.Tensor) []irisrt.Tensor {
+		c := slices.Clone(ts)
+		c[i] = x
+		return c
+	}
+	offHeap := func(x irisrt.Tensor) (irisrt.Tensor, func(), error) {
+		ptr, err := r.Device().Alloc(max(x.Bytes(), 1), false)
+		return irisrt.Tensor{Ptr: ptr, DType: x.DType, Len: x.Len}, func() { r.Device().Free(ptr) }, err
+	}
+
+	// Every rank launches the same plan in step: a host barrier before each
+	// passing launch keeps the fake's launches of the ranks apart.
+	ok := func(what string, ts2 []irisrt.Tensor, mode irisrt.Barrier) ([]byte, error) {
+		count++
+		if err := r.HostBarrier(s); err != nil {
+			return nil, err
+		}
+		before := launched()
+		if err := p.LaunchTensors(s, ts2, mode); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if err := r.HostBarrier(s); err != nil {
+			return nil, err
+		}
+		for _, l := range fake.Launches()[before:] {
+			if l.Device == r.Device().Ordinal() {
+				if want := v.Kernel(dt, op); l.Function != want {
+					return nil, fmt.Errorf("%s launched %s, want %s", what, l.Function, want)
+				}
+				return l.Args, nil
+			}
+		}
+		return nil, fmt.Errorf("%s: nothing launched", what)
+	}
+	if _, err := ok("all on the heap", ts, e.Barriers[0]); err != nil {
+		return count, err
+	}
+	var (
+		de *irisrt.DTypeError
+		se *irisrt.ShapeError
+		pe *irisrt.PlacementError
+		ae *irisrt.AliasError
+		me *irisrt.BarrierModeError
+		ce *irisrt.CaptureError
+	)
+	for i, ti := range e.Tensors {
+		x := ts[i]
+		if err := refused(ti.Name+" of another dtype", with(i, irisrt.Tensor{Ptr: x.Ptr, DType: otherDType(ti, dt), Len: x.Len}), e.Barriers[0], &de); err != nil {
+			return count, err
+		}
+		if err := refused(ti.Name+" shorter", with(i, irisrt.Tensor{Ptr: x.Ptr, DType: x.DType, Len: x.Len - 1}), e.Barriers[0], &se); err != nil {
+			return count, err
+		}
+		if ti.Optional {
+			if _, err := ok(ti.Name+" left out", with(i, irisrt.Tensor{}), e.Barriers[0]); err != nil {
+				return count, err
+			}
+		} else if err := refused(ti.Name+" nil", with(i, irisrt.Tensor{DType: x.DType, Len: x.Len}), e.Barriers[0], &se); err != nil {
+			return count, err
+		}
+		if !ti.Remote {
+			continue
+		}
+		off, release, err := offHeap(x)
+		if err != nil {
+			return count, err
+		}
+		switch {
+		case ti.Heap:
+			err = refused(ti.Name+" off the heap", with(i, off), e.Barriers[0], &pe)
+		case slices.Contains(e.Barriers, irisrt.BarrierNone):
+			if err = refused(ti.Name+" imported in mode none", with(i, off), irisrt.BarrierNone, &pe); err == nil && !pe.Unordered {
+				err = fmt.Errorf("%s imported in mode none: %v is not the unordered placement error", ti.Name, pe)
+			}
+		}
+		if err == nil && !ti.Heap {
+			var args []byte
+			args, err = ok(ti.Name+" staged", with(i, off), e.Barriers[0])
+			if got := binary.LittleEndian.Uint64(args[irisrt.CtxBytes+8*i:]); err == nil && gpu.DevicePtr(got) != p.Plan().Buffer(ti.Name) {
+				err = fmt.Errorf("%s staged: the kernel got %#x, not the staging buffer", ti.Name, got)
+			}
+		}
+		release()
+		if err != nil {
+			return count, err
+		}
+	}
+	pos := func(name string) int {
+		return slices.IndexFunc(e.Tensors, func(ti collectives.TensorInfo) bool { return ti.Name == name })
+	}
+	for _, pr := range v.AliasPairs() {
+		a, b := pos(pr[0]), pos(pr[1])
+		// b over a part of a's memory, with b's dtype and length: a
+		// tensor long enough for both, on the heap.
+		big, err := r.Heap().Alloc(irisrt.U64, (ts[a].Bytes()+ts[b].Bytes())/8+2)
+		if err != nil {
+			return count, err
+		}
+		at := irisrt.Tensor{Ptr: big.Ptr, DType: ts[a].DType, Len: ts[a].Len}
+		bt := irisrt.Tensor{Ptr: big.Ptr + gpu.DevicePtr(ts[b].DType.Size()), DType: ts[b].DType, Len: ts[b].Len}
+		c := with(a, at)
+		c[b] = bt
+		err = refused(pr[0]+" overlapping "+pr[1], c, e.Barriers[0], &ae)
+		if err == nil && ae.InPlace != v.InPlace {
+			err = fmt.Errorf("%s/%s overlap: InPlace %v, the variant's rule %v", pr[0], pr[1], ae.InPlace, v.InPlace)
+		}
+		r.Heap().Free(big)
+		if err != nil {
+			return count, err
+		}
+	}
+	for _, mode := range []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone} {
+		if !slices.Contains(e.Barriers, mode) {
+			if err := refused("mode "+mode.String(), ts, mode, &me); err != nil {
+				return count, err
+			}
+			continue
+		}
+		if slices.Contains(e.Capturable, mode) {
+			continue
+		}
+		if err := r.Device().BeginCapture(s, gpu.CaptureRelaxed); err != nil {
+			return count, err
+		}
+		err := refused("mode "+mode.String()+" while capturing", ts, mode, &ce)
+		if _, eerr := r.Device().EndCapture(s); eerr != nil {
+			return count, eerr
+		}
+		if err != nil {
+			return count, err
+		}
+	}
+	return count, r.HostBarrier(s)
+}
+
+// TestMissingKernelsNameTheCommand: with no code object anywhere (the
+// package embeds only its placeholder until `make kernels` has run), a plan
+// fails with a *KernelError that says where it looked and names this
+// repository's command.
+func TestMissingKernelsNameTheCommand(t *testing.T) {
+	t.Setenv("IRISGEN_KERNELS", "")
+	w := fakeWorld(t, 1, fakegpu.New(1), nil)
+	_, err := collectives.NewAllGatherPushPlan(w.Rank(0), irisrt.BF16, 16)
+	var ke *irisrt.KernelError
+	if !errors.As(err, &ke) {
+		t.Fatalf("got %v, want a *irisrt.KernelError", err)
+	}
+	for _, want := range []string{
+		`kernel module "all_gather" of github.com/irisgen/irisgen/generated/collectives not found`,
+		"(looked in kernels/all_gather.fake embedded in github.com/irisgen/irisgen/generated/collectives)",
+		"run `make kernels` and rebuild the program",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+}

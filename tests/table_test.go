@@ -1,0 +1,173 @@
+package tests
+
+import (
+	"io/fs"
+	"slices"
+	"testing"
+
+	"github.com/irisgen/irisgen"
+	"github.com/irisgen/irisgen/generated/collectives"
+	"github.com/irisgen/irisgen/internal/ir"
+	"github.com/irisgen/irisgen/runtime/irisrt"
+)
+
+// catalogueIR compiles the specs of the catalogue built into irisgen, and
+// returns them with its templates.
+func catalogueIR(t *testing.T) ([]*ir.Collective, fs.FS) {
+	t.Helper()
+	specs, err := fs.Sub(irisgen.Specs, "specs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := fs.Sub(irisgen.Templates, "templates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := ir.CompileAll(specs, tmpl, "specs")
+	if err != nil {
+		t.Fatalf("the catalogue does not compile:\n%v", err)
+	}
+	return cs, tmpl
+}
+
+var irDTypes = map[ir.DType]irisrt.DType{ir.F32: irisrt.F32, ir.F16: irisrt.F16, ir.BF16: irisrt.BF16, ir.I32: irisrt.I32, ir.I64: irisrt.I64, ir.U64: irisrt.U64}
+
+var irModes = map[ir.BarrierMode]irisrt.Barrier{ir.BarrierDevice: irisrt.BarrierDevice, ir.BarrierHost: irisrt.BarrierHost, ir.BarrierNone: irisrt.BarrierNone}
+
+// TestTableMatchesIR checks the descriptor table that generated/collectives
+// registers against the IR of the catalogue, variant by variant: what the
+// runtime computes from the table (every kernel name, the alias pairs) is
+// what the IR says, and every fact it copies (placements, barrier modes,
+// capture, launch shape, shapes, dtypes, sizes, hashes) is the IR's.
+func TestTableMatchesIR(t *testing.T) {
+	tab := irisrt.Registered("github.com/irisgen/irisgen/generated/collectives")
+	if tab == nil {
+		t.Fatal("generated/collectives registered no table under its import path")
+	}
+	if len(collectives.Catalogue) == 0 {
+		t.Fatal("the catalogue is empty: the table is unusable")
+	}
+	cs, _ := catalogueIR(t)
+	if len(tab.Collectives) != len(cs) {
+		t.Fatalf("%d collectives in the table, %d specs", len(tab.Collectives), len(cs))
+	}
+	kernels := 0
+	for _, c := range cs {
+		var tc *irisrt.Collective
+		for i := range tab.Collectives {
+			if tab.Collectives[i].Name == c.Name {
+				tc = &tab.Collectives[i]
+			}
+		}
+		if tc == nil {
+			t.Errorf("%s is not in the table", c.Name)
+			continue
+		}
+		if tc.SpecHash != c.SpecHash {
+			t.Errorf("%s: spec hash %s, IR %s", c.Name, tc.SpecHash, c.SpecHash)
+		}
+		var dts []irisrt.DType
+		for _, d := range c.DTypes {
+			dts = append(dts, irDTypes[d])
+		}
+		var ops, sizes []string
+		for _, o := range c.Ops {
+			ops = append(ops, string(o))
+		}
+		for _, s := range tc.Sizes {
+			sizes = append(sizes, s.Name)
+		}
+		if !slices.Equal(tc.DTypes, dts) || !slices.Equal(tc.Ops, ops) || !slices.Equal(sizes, c.Symbols) {
+			t.Errorf("%s: dtypes %v ops %v sizes %v; IR %v %v %v", c.Name, tc.DTypes, tc.Ops, sizes, c.DTypes, c.Ops, c.Symbols)
+		}
+		if len(tc.Tensors) != len(c.Tensors) {
+			t.Fatalf("%s: %d tensors, IR %d", c.Name, len(tc.Tensors), len(c.Tensors))
+		}
+		for i, it := range c.Tensors {
+			tt := tc.Tensors[i]
+			var index []irisrt.DType
+			for _, d := range it.IndexDTypes {
+				index = append(index, irDTypes[d])
+			}
+			if tt.Name != it.Name || string(tt.Dir) != string(it.Dir) || tc.ShapeString(tt.Shape) != it.ShapeString() ||
+				tt.DType != irDTypes[it.DType] || !slices.Equal(tt.Index, index) || tt.Optional != it.Optional {
+				t.Errorf("%s: tensor %d is %+v, IR %s %s %s %s %v optional=%v", c.Name, i, tt, it.Name, it.Dir, it.ShapeString(), it.DType, it.IndexDTypes, it.Optional)
+			}
+		}
+		for _, v := range c.Variants {
+			tv := tc.Variant(v.Name)
+			if tv == nil {
+				t.Errorf("%s/%s is not in the table", c.Name, v.Name)
+				continue
+			}
+			// Kernel names: the runtime's, for every dtype x op, are the IR's.
+			var names []string
+			for _, k := range v.Kernels {
+				names = append(names, k.Name)
+				got := tv.Kernel(irDTypes[k.DType], string(k.Op))
+				if got != k.Name || got != ir.KernelName(c.Name, v.Name, k.DType, k.Op) {
+					t.Errorf("%s/%s %s %s: the runtime names the kernel %s, the IR %s", c.Name, v.Name, k.DType, k.Op, got, k.Name)
+				}
+				kernels++
+			}
+			want := max(len(c.DTypes), 1) * max(len(c.Ops), 1)
+			if len(names) != want {
+				t.Errorf("%s/%s: %d kernels, want %d", c.Name, v.Name, len(names), want)
+			}
+			// Placements, as uses.
+			for i, u := range v.Uses {
+				want := map[ir.Placement]irisrt.Use{ir.PlaceAny: irisrt.UseLocal, ir.PlaceImport: irisrt.UseImport, ir.PlaceHeap: irisrt.UseHeap}[u.Placement]
+				if c.Tensors[i].Dir == ir.Workspace && u.Access == 0 {
+					want = irisrt.Unused
+				}
+				if tv.Uses[i] != want {
+					t.Errorf("%s/%s: tensor %s used %d, IR placement %s (access %s)", c.Name, v.Name, c.Tensors[i].Name, tv.Uses[i], u.Placement, u.Access)
+				}
+			}
+			// Aliasing: the runtime's pairs are the IR's, with its rule.
+			var pairs [][2]string
+			for _, p := range v.AliasPairs() {
+				pairs = append(pairs, [2]string{p[0].Name, p[1].Name})
+			}
+			if got := tv.AliasPairs(); !slices.Equal(got, pairs) {
+				t.Errorf("%s/%s: alias pairs %v, IR %v", c.Name, v.Name, got, pairs)
+			}
+			if len(pairs) > 0 && tv.InPlace != (v.Aliasing == ir.AliasAllow) {
+				t.Errorf("%s/%s: InPlace %v, IR aliasing %s", c.Name, v.Name, tv.InPlace, v.Aliasing)
+			}
+			// Barrier modes and capture.
+			var modes, capt []irisrt.Barrier
+			for _, m := range v.Barriers {
+				modes = append(modes, irModes[m])
+			}
+			for _, cp := range v.Capture {
+				if cp.Capturable {
+					capt = append(capt, irModes[cp.Mode])
+				}
+			}
+			if !slices.Equal(tv.Barriers, modes) || !slices.Equal(tv.Capturable, capt) {
+				t.Errorf("%s/%s: modes %v capturable %v; IR %v %v", c.Name, v.Name, tv.Barriers, tv.Capturable, modes, capt)
+			}
+			if tv.Threads != v.Launch.Threads || tv.MaxBlocks != v.Launch.MaxBlocks || tv.VectorBytes != v.Launch.VectorBytes {
+				t.Errorf("%s/%s: launch %d/%d/%d, IR %+v", c.Name, v.Name, tv.Threads, tv.MaxBlocks, tv.VectorBytes, v.Launch)
+			}
+		}
+		// The auto table chooses as the IR's does, at every boundary.
+		if (c.Auto == nil) != (len(tc.Auto) == 0) {
+			t.Errorf("%s: auto table %v, IR %v", c.Name, tc.Auto, c.Auto)
+			continue
+		}
+		if c.Auto != nil {
+			for _, world := range []int{1, 2, 3, 4, 8} {
+				for _, r := range c.Auto.Rules {
+					for _, bytes := range []int64{1, r.MaxBytes - 1, r.MaxBytes, r.MaxBytes + 1, 1 << 40} {
+						if got, want := tc.Choose(world, bytes), c.Auto.Choose(world, bytes); got != want {
+							t.Errorf("%s: Choose(%d, %d) = %s, IR %s", c.Name, world, bytes, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d kernel names of %d collectives agree with ir.KernelName", kernels, len(cs))
+}
