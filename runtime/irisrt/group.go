@@ -63,10 +63,11 @@ func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
 	}
 	groupPort := int(binary.LittleEndian.Uint32(parts[members[0]][8:]))
 	// Every rank reserves, so the world's heaps stay equal.
-	base, err := r.heap.AllocBytes(heapBytes)
+	res, err := r.heap.alloc(heapBytes, kindGroup)
 	if err != nil {
 		return nil, err
 	}
+	base := r.heap.base + gpu.DevicePtr(res.off)
 	g := &Rank{rank: slices.Index(members, r.rank), world: len(members), opts: r.opts, dev: r.dev,
 		stream: r.stream, errHost: r.errHost, errDev: r.errDev, kernels: r.kernels, local: r.local, parent: r, reserved: base}
 	g.plans = &PlanCache{r: g, m: map[string]any{}}
@@ -88,7 +89,7 @@ func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
 	}
 	r.groups++
 	if err != nil {
-		r.heap.FreeBytes(base)
+		r.heap.free(base, 0, kindGroup)
 		return nil, err
 	}
 	return g, nil
@@ -105,8 +106,9 @@ func (r *Rank) closeGroup() error {
 	_ = r.group.Barrier() // a failed group cannot be waited for; free anyway
 	var err error
 	if r.reserved != 0 {
-		err = r.parent.heap.FreeBytes(r.reserved)
+		err = r.parent.heap.free(r.reserved, 0, kindGroup)
 		r.reserved = 0
+		r.heap.close()
 	}
 	if r.groupKey != "" {
 		r.local.dropGroup(r.groupKey)

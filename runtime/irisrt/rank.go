@@ -121,6 +121,7 @@ func (r *Rank) release() error {
 			errs = append(errs, r.dev.IPCCloseHandle(p))
 		}
 		if r.heap != nil {
+			r.heap.close()
 			errs = append(errs, r.dev.Free(r.heap.base))
 		}
 		if r.errHost != nil {
