@@ -279,7 +279,9 @@ func (w *world) finish() {
 }
 
 // exitedWith and killedBy say how a rank ended.
-func exitedWith(code int) (bool, string) { return code == 0, fmt.Sprintf("exited with status %d", code) }
+func exitedWith(code int) (bool, string) {
+	return code == 0, fmt.Sprintf("exited with status %d", code)
+}
 func killedBy(sig syscall.Signal) (bool, string) {
 	return false, fmt.Sprintf("was killed by signal %v", sig)
 }
