@@ -224,14 +224,14 @@ func timeCalls(r *irisrt.Rank, mode string, k, warmup int, call func() error) (u
 		if err != nil {
 			return 0, err
 		}
-		defer dev.DestroyGraphExec(exec)
-		if err := dev.LaunchGraph(exec, s); err != nil { // warm the graph (the host barrier below waits for it)
+		defer exec.Destroy()
+		if err := dev.LaunchGraph(exec.Exec(), s); err != nil { // warm the graph (the host barrier below waits for it)
 			return 0, err
 		}
 		calls = k * graphReplays
 		batch = func() error {
 			for range graphReplays {
-				if err := dev.LaunchGraph(exec, s); err != nil {
+				if err := dev.LaunchGraph(exec.Exec(), s); err != nil {
 					return err
 				}
 			}

@@ -159,12 +159,15 @@ func (e *BarrierTimeoutError) Error() string {
 // Is matches ErrBarrierTimeout.
 func (e *BarrierTimeoutError) Is(target error) bool { return target == ErrBarrierTimeout }
 
-// DeviceFaultError is any other error record a kernel left (code 2: an index
-// out of range).
+// DeviceFaultError is any other error a kernel reported: a call fault (code
+// 2: an index out of range, 3: a receive capacity exceeded), after which
+// only that call's results are incomplete, or (World set) an unknown code
+// in the world's record, after which the world must be restarted.
 type DeviceFaultError struct {
 	Code        uint32
 	Rank, Block int
 	Info        uint64
+	World       bool // from the world fault record (sticky): close the world and start it again
 }
 
 func (e *DeviceFaultError) Error() string {
@@ -175,8 +178,12 @@ func (e *DeviceFaultError) Error() string {
 	case errCodeCapacity:
 		what = fmt.Sprintf("more rows for one destination than its receive capacity (%d rows; the rest were dropped): make the plan with a larger capacity", e.Info)
 	}
-	return fmt.Sprintf("kernel on rank %d, block %d reported %s; the world's device state is now undefined: close the world and start it again",
-		e.Rank, e.Block, what)
+	if e.World {
+		return fmt.Sprintf("kernel on rank %d, block %d reported %s; the world's device state is now undefined: close the world and start it again",
+			e.Rank, e.Block, what)
+	}
+	return fmt.Sprintf("kernel on rank %d, block %d reported %s; the call's results are incomplete, but the kernel went on and met its peers, "+
+		"so the world stays usable: fix the input and launch again", e.Rank, e.Block, what)
 }
 
 // Is matches ErrDeviceFault.

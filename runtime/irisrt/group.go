@@ -69,7 +69,7 @@ func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
 	}
 	base := r.heap.base + gpu.DevicePtr(res.off)
 	g := &Rank{rank: slices.Index(members, r.rank), world: len(members), opts: r.opts, dev: r.dev,
-		stream: r.stream, errHost: r.errHost, errDev: r.errDev, kernels: r.kernels, local: r.local, parent: r, reserved: base}
+		stream: r.stream, errHost: r.errHost, errDev: r.errDev, kernels: r.kernels, graphs: r.graphs, local: r.local, parent: r, reserved: base}
 	g.plans = &PlanCache{r: g, m: map[string]any{}}
 	bases := make([]gpu.DevicePtr, len(members))
 	for i, m := range members {
@@ -100,8 +100,15 @@ func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
 func (r *Rank) Parent() *Rank { return r.parent }
 
 // closeGroup leaves a group made by NewGroup: it waits for the members, then
-// frees the group's reservation on the world's heap and its rendezvous.
+// frees the group's reservation on the world's heap and its rendezvous. It
+// refuses (*InUseError) while a live graph holds the group's tensors.
 func (r *Rank) closeGroup() error {
+	if r.reserved != 0 {
+		off, _ := r.parent.heap.Offset(r.reserved)
+		if n := r.heap.pinned(0, true) + r.parent.heap.pinned(off, false); n > 0 {
+			return &InUseError{What: fmt.Sprintf("this rank's group of %d ranks", r.world), By: graphsUsing(n)}
+		}
+	}
 	_ = r.dev.StreamSynchronize(r.stream)
 	_ = r.group.Barrier() // a failed group cannot be waited for; free anyway
 	var err error

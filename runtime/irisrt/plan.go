@@ -53,9 +53,10 @@ type Plan struct {
 	allocs  []gpu.DevicePtr // in allocation order
 	ctx     [CtxBytes]byte
 	args    Args
-	busy    atomic.Bool // held from Args to the end of Launch, and by Close
-	refused Args        // what Args returns while busy: its err says so; never written after NewPlan
-	closed  bool        // read and written only while busy is held
+	busy    atomic.Bool  // held from Args to the end of Launch, and by Close
+	refused Args         // what Args returns while busy: its err says so; never written after NewPlan
+	closed  bool         // read and written only while busy is held
+	graphs  atomic.Int32 // live graphs (Rank.Capture) that launch the plan
 }
 
 type planBuf struct {
@@ -69,6 +70,7 @@ type planBuf struct {
 // the kernel's <kernel>_args struct.
 type Args struct {
 	b      []byte
+	ptrs   []gpu.DevicePtr // the pointers among b (a graph captured through Rank.Capture holds their allocations)
 	p      *Plan
 	stages []stage // copies Launch makes onto the heap first
 	err    error   // the first Staged error, returned by Launch
@@ -116,6 +118,7 @@ func (a *Args) Ptr(p gpu.DevicePtr) *Args {
 		return a // refused already (and the plan's refused Args is never written)
 	}
 	a.b = binary.LittleEndian.AppendUint64(a.b, uint64(p))
+	a.ptrs = append(a.ptrs, p)
 	return a
 }
 
@@ -189,7 +192,7 @@ func NewPlan(r *Rank, s PlanSpec) (*Plan, error) {
 	p.ctx = r.ctx
 	binary.LittleEndian.PutUint64(p.ctx[ctxOffFlags:], uint64(p.flags))
 	binary.LittleEndian.PutUint64(p.ctx[ctxOffEpochs:], uint64(p.epochs))
-	p.args.b, p.args.p = make([]byte, 0, CtxBytes+8*16), p
+	p.args.b, p.args.ptrs, p.args.p = make([]byte, 0, CtxBytes+8*16), make([]gpu.DevicePtr, 0, 16), p
 	p.refused = Args{p: p, err: &InUseError{What: fmt.Sprintf("plan %s %s", s.Op, s.Variant),
 		By: "another launch or Close on another goroutine: launch a plan from one goroutine at a time (its launches must be ordered on the device anyway)"}}
 	return p, nil
@@ -261,7 +264,11 @@ func (p *Plan) freeAll() error {
 
 // Close frees the plan's heap buffers. It is collective (heap frees are):
 // it waits for the device and for every rank first, so no kernel of this
-// plan still runs anywhere when the buffers are reused.
+// plan still runs anywhere when the buffers are reused. It refuses while
+// the rank's stream captures (*CaptureError) or a live graph captured
+// through Rank.Capture launches the plan (*InUseError): any rank's refusal
+// (or failure) reaches every rank, and then no rank frees anything and the
+// plan stays open.
 func (p *Plan) Close() error {
 	if !p.busy.CompareAndSwap(false, true) {
 		return p.refused.err
@@ -270,20 +277,32 @@ func (p *Plan) Close() error {
 	if p.closed {
 		return nil
 	}
-	capturing, err := p.r.Capturing(p.r.stream)
-	if err != nil {
+	err := p.closeRefusal()
+	if err == nil {
+		if err = p.r.dev.Synchronize(); err != nil {
+			err = platformErr("waiting for the plan's kernels", err)
+		}
+	}
+	if err := p.r.syncRanks(fmt.Sprintf("close of plan %s %s", p.spec.Op, p.spec.Variant), err, p.spec.digest()); err != nil {
 		return err
 	}
-	if capturing {
+	p.closed = true
+	return p.freeAll()
+}
+
+// closeRefusal says why this rank may not close the plan now, or nil.
+func (p *Plan) closeRefusal() error {
+	capturing, err := p.r.Capturing(p.r.stream)
+	switch {
+	case err != nil:
+		return err
+	case capturing:
 		return &CaptureError{Op: "closing a plan", What: "it waits for the device and the other ranks", Fix: "close plans after the capture has ended"}
 	}
-	p.closed = true
-	err = p.r.dev.Synchronize()
-	if err != nil {
-		err = platformErr("waiting for the plan's kernels", err)
+	if n := p.graphs.Load(); n > 0 {
+		return &InUseError{What: fmt.Sprintf("plan %s %s", p.spec.Op, p.spec.Variant), By: graphsUsing(n)}
 	}
-	err = p.r.syncRanks(fmt.Sprintf("close of plan %s %s", p.spec.Op, p.spec.Variant), err, p.spec.digest())
-	return errors.Join(err, p.freeAll())
+	return nil
 }
 
 // Rank is the rank the plan was made on.
@@ -345,15 +364,16 @@ func (p *Plan) Args() *Args {
 		return &p.refused
 	}
 	p.args.b = append(p.args.b[:0], p.ctx[:]...)
-	p.args.stages, p.args.err = p.args.stages[:0], nil
+	p.args.ptrs, p.args.stages, p.args.err = p.args.ptrs[:0], p.args.stages[:0], nil
 	return &p.args
 }
 
 // checkLaunch reports whether a launch of the plan on s in mode may go
 // ahead: the plan is open, the variant supports mode, s is not capturing
-// when mode cannot be captured (*CaptureError), and no kernel has left an
-// error record. Launch asks it before anything reaches the stream (imports
-// included), so a refused launch leaves nothing behind in a capture.
+// when mode cannot be captured (*CaptureError), and the rank has no world
+// fault (in mode host the host barrier reports it, on every rank). Launch
+// asks it before anything reaches the stream (imports included), so a
+// refused launch leaves nothing behind in a capture.
 func (p *Plan) checkLaunch(s gpu.Stream, mode Barrier) error {
 	if p.closed {
 		return fmt.Errorf("%s %s: launch of a closed plan", p.spec.Op, p.spec.Variant)
@@ -372,14 +392,19 @@ func (p *Plan) checkLaunch(s gpu.Stream, mode Barrier) error {
 				Fix:  "launch with a capturable barrier mode inside the graph (" + modeList(p.spec.Capturable) + ")"}
 		}
 	}
-	return p.r.Check()
+	if mode == BarrierHost {
+		return nil
+	}
+	return p.r.poisoned()
 }
 
 // Launch launches the plan's kernel on s with the packed arguments a, in
 // barrier mode, after the checks of checkLaunch. BarrierHost waits for s and
 // meets the other ranks before and after the kernel, so it is refused while
-// s captures (*CaptureError, nothing launched). After a device error (the
-// rank's error record is set) the world must be restarted.
+// s captures (*CaptureError, nothing launched). After a world fault (see
+// Rank.Check) every launch returns it until the world is restarted. A
+// launch made while Rank.Capture captures is held by the graph, with the
+// heap tensors it is given (see Graph).
 func (p *Plan) Launch(s gpu.Stream, mode Barrier, a *Args) error {
 	if a != &p.args {
 		if a == &p.refused {
@@ -415,6 +440,9 @@ func (p *Plan) Launch(s gpu.Stream, mode Barrier, a *Args) error {
 		if err := p.r.HostBarrier(s); err != nil {
 			return err
 		}
+	}
+	if g := p.r.graphs.capturing.Load(); g != nil {
+		g.use(p, a)
 	}
 	grid := gpu.Dim3{X: uint32(p.spec.Blocks), Y: 1, Z: 1}
 	block := gpu.Dim3{X: uint32(p.spec.Threads), Y: 1, Z: 1}

@@ -383,13 +383,17 @@ func TestRankCapture(t *testing.T) {
 	pl, err := NewPlan(r, testSpec())
 	require.NoError(t, err)
 	s := r.Stream()
-	exec, err := r.Capture(s, func() error {
+	g, err := r.Capture(s, func() error {
 		return errors.Join(pl.Launch(s, BarrierDevice, pl.Args()), pl.Launch(s, BarrierDevice, pl.Args()))
 	})
 	require.NoError(t, err)
-	require.Len(t, fake.GraphLaunches(exec), 2)
-	require.NoError(t, r.Device().LaunchGraph(exec, s))
-	require.NoError(t, r.Device().DestroyGraphExec(exec))
+	require.Len(t, fake.GraphLaunches(g.Exec()), 2)
+	require.NoError(t, g.Launch(s))
+	require.NoError(t, g.Replay(s))
+	require.NoError(t, g.Destroy())
+	require.NoError(t, g.Destroy(), "twice is fine")
+	require.Error(t, g.Launch(s), "a destroyed graph")
+	assert.Nil(t, fake.GraphLaunches(g.Exec()), "the executable graph is gone")
 
 	boom := errors.New("boom")
 	_, err = r.Capture(s, func() error { return boom })
@@ -397,4 +401,10 @@ func TestRankCapture(t *testing.T) {
 	capturing, err := r.Capturing(s)
 	require.NoError(t, err)
 	assert.False(t, capturing, "the capture ends whatever fn returns")
+	_, err = r.Capture(s, func() error {
+		_, err := r.Capture(s, func() error { return nil })
+		return err
+	})
+	require.ErrorContains(t, err, "already running")
+	require.NoError(t, pl.Close(), "failed captures hold nothing")
 }

@@ -380,12 +380,12 @@ func moeGraphCase(r *irisrt.Rank, c moeCase) error {
 		return err
 	}
 	defer g.close()
-	s, dev := r.Stream(), r.Device()
+	s := r.Stream()
 	exec, err := r.Capture(s, func() error { return g.launch(r, s, irisrt.BarrierDevice) })
 	if err != nil {
 		return fmt.Errorf("capture: %w", err)
 	}
-	defer dev.DestroyGraphExec(exec)
+	defer exec.Destroy()
 	w := r.World()
 	for round := uint64(0); round < 100; round++ {
 		all := make([]moeInput, w)
@@ -401,7 +401,7 @@ func moeGraphCase(r *irisrt.Rank, c moeCase) error {
 		if round%10 == 9 {
 			err = g.launch(r, s, irisrt.BarrierDevice) // eager rounds between replays
 		} else {
-			err = dev.LaunchGraph(exec, s)
+			err = exec.Launch(s)
 		}
 		if err != nil {
 			return fmt.Errorf("round %d: %w", round, err)
