@@ -235,21 +235,26 @@ func (h *Heap) unpin(off int64) {
 	}
 }
 
+// CaptureMode is the stream capture mode for this rank: gpu.CaptureRelaxed
+// in an in-process world (a global-mode capture would be invalidated by
+// another rank's ordinary synchronisation in the same process),
+// gpu.CaptureGlobal in a process of its own.
+func (r *Rank) CaptureMode() gpu.CaptureMode {
+	if r.local != nil {
+		return gpu.CaptureRelaxed
+	}
+	return gpu.CaptureGlobal
+}
+
 // Capture records on s what fn enqueues there into a graph and returns it
 // instantiated, ready to replay (Graph.Launch, Graph.Replay; free it with
 // Graph.Destroy). It checks that s really was capturing while fn ran.
-// Ranks of an in-process world capture in relaxed mode, because a
-// global-mode capture would be invalidated by another rank's ordinary
-// synchronisation in the same process; a process of its own captures in
-// global mode. The capture is ended whatever fn returns, and fn's error
+// It captures in the rank's CaptureMode. The capture is ended whatever fn returns, and fn's error
 // comes back. Every plan of this rank (or its groups) that fn launches,
 // and the heap tensors it launches them with, are held by the graph until
 // it is destroyed.
 func (r *Rank) Capture(s gpu.Stream, fn func() error) (*Graph, error) {
-	mode := gpu.CaptureGlobal
-	if r.local != nil {
-		mode = gpu.CaptureRelaxed
-	}
+	mode := r.CaptureMode()
 	g := &Graph{r: r}
 	if !r.graphs.capturing.CompareAndSwap(nil, g) {
 		return nil, errors.New("capture: a capture through Rank.Capture is already running on this rank (or its world rank or groups)")
