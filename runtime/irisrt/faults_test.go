@@ -28,6 +28,19 @@ func writeRecord(t *testing.T, r *Rank, i int, code uint32, info uint64) {
 	require.NoError(t, fakeOf(r).Write(r.errDev+gpu.DevicePtr(i*errRecordBytes), rec))
 }
 
+// graphRank is a one-rank world with a plan and a graph of one launch of it.
+func graphRank(t *testing.T) (*Rank, *fakegpu.Platform, *Plan, *Graph) {
+	t.Helper()
+	w := kernelWorld(t, 1, testHash)
+	r := w.Rank(0)
+	pl, err := NewPlan(r, testSpec())
+	require.NoError(t, err)
+	s := r.Stream()
+	g, err := r.Capture(s, func() error { return pl.Launch(s, BarrierDevice, pl.Args()) })
+	require.NoError(t, err)
+	return r, fakeOf(r), pl, g
+}
+
 // TestFaultRecords enumerates what each record and code does: which error
 // Check returns, whether it stays, and whether launches (eager, host
 // barrier, graph) are refused.
@@ -47,18 +60,12 @@ func TestFaultRecords(t *testing.T) {
 		{"capacity exceeded", 1, errCodeCapacity, ErrDeviceFault, false, "receive capacity (77 rows; the rest were dropped)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			w := kernelWorld(t, 1, testHash)
-			r := w.Rank(0)
-			fake := fakeOf(r)
-			pl, err := NewPlan(r, testSpec())
-			require.NoError(t, err)
+			r, fake, pl, g := graphRank(t)
 			s := r.Stream()
-			g, err := r.Capture(s, func() error { return pl.Launch(s, BarrierDevice, pl.Args()) })
-			require.NoError(t, err)
 			writeRecord(t, r, c.record, c.code, 77)
 			fake.ClearLaunches()
 
-			err = r.Check()
+			err := r.Check()
 			if c.check == nil {
 				require.NoError(t, err)
 			} else {
@@ -89,14 +96,8 @@ func TestFaultRecords(t *testing.T) {
 // then a world fault; Replay reports each, the world stays usable after the
 // first and refuses replays after the second.
 func TestFaultUnderReplay(t *testing.T) {
-	w := kernelWorld(t, 1, testHash)
-	r := w.Rank(0)
-	fake := fakeOf(r)
-	pl, err := NewPlan(r, testSpec())
-	require.NoError(t, err)
+	r, fake, _, g := graphRank(t)
 	s := r.Stream()
-	g, err := r.Capture(s, func() error { return pl.Launch(s, BarrierDevice, pl.Args()) })
-	require.NoError(t, err)
 	defer g.Destroy()
 	raise := map[int]uint32{} // replay -> code
 	replays := 0

@@ -354,28 +354,6 @@ func TestKernelFileAndModuleRoot(t *testing.T) {
 	assert.Contains(t, moduleRoots(), root)
 }
 
-func TestLaunchRefusedAfterDeviceError(t *testing.T) {
-	w := kernelWorld(t, 1, testHash)
-	r := w.Rank(0)
-	fake := fakeOf(r)
-	pl, err := NewPlan(r, testSpec())
-	require.NoError(t, err)
-	// A simulated kernel times out in its barrier and fills the record.
-	fake.OnLaunch(func(l fakegpu.Launch) error {
-		rec := make([]byte, 32)
-		binary.LittleEndian.PutUint32(rec, 1)
-		binary.LittleEndian.PutUint32(rec[8:], 1)
-		return fake.Write(gpu.DevicePtr(binary.LittleEndian.Uint64(l.Args[80:])), rec)
-	})
-	require.NoError(t, pl.Launch(r.Stream(), BarrierDevice, pl.Args()))
-	fake.OnLaunch(nil)
-	require.NoError(t, r.Device().StreamSynchronize(r.Stream()))
-	require.ErrorIs(t, r.Check(), ErrBarrierTimeout)
-	fake.ClearLaunches()
-	require.ErrorIs(t, pl.Launch(r.Stream(), BarrierDevice, pl.Args()), ErrBarrierTimeout)
-	assert.Empty(t, fake.Launches(), "nothing launched on an undefined device state")
-}
-
 func TestRankCapture(t *testing.T) {
 	w := kernelWorld(t, 1, testHash)
 	r := w.Rank(0)
