@@ -1,13 +1,11 @@
 package irisrt
 
 import (
-	"fmt"
-	"slices"
 	"strconv"
 )
 
-// The launch path's checks beyond dtype and length: element alignment,
-// live heap allocations and the sizes of shapes. Every one is
+// The launch path's checks beyond dtype and length: element alignment and
+// live heap allocations. Every one is
 // allocation-free when the check passes (the launch path's promise); only
 // a refusal builds its error.
 
@@ -105,37 +103,6 @@ func CheckLive(op, name string, r *Rank, t Tensor) error {
 		}
 	}
 	return nil
-}
-
-// ShapeLen is the element count of a tensor of shape dims (their product),
-// for a plan's constructor. It returns a *ShapeError when a dimension is
-// negative or when the tensor would have more than 2^62 bytes (the most a
-// heap holds), so that no product of sizes (world * n, t * k * h, ...)
-// overflows int64 and wraps to a wrong length.
-func ShapeLen(op, name string, dt DType, dims ...int64) (int64, error) {
-	es := dt.Size()
-	if es == 0 {
-		return 0, &ShapeError{Op: op, Name: name, Msg: fmt.Sprintf("invalid dtype %s", dt)}
-	}
-	// The copies in the messages keep dims from escaping: the wrappers'
-	// constructors pass them without allocating.
-	n := int64(1)
-	for _, d := range dims {
-		if d < 0 {
-			return 0, &ShapeError{Op: op, Name: name, Msg: fmt.Sprintf("its shape %v has a negative size", slices.Clone(dims))}
-		}
-		if d == 0 {
-			return 0, nil
-		}
-	}
-	for _, d := range dims {
-		if n > maxBytes/es/d {
-			return 0, &ShapeError{Op: op, Name: name, Msg: fmt.Sprintf(
-				"its shape %v of %s holds more than 2^62 bytes, the most a tensor may have: use smaller sizes", slices.Clone(dims), dt)}
-		}
-		n *= d
-	}
-	return n, nil
 }
 
 // graphsUsing says what holds an allocation or plan in use.

@@ -168,38 +168,6 @@ func TestLiveChecks(t *testing.T) {
 	assert.Equal(t, whyClosed, le.Why)
 }
 
-func TestShapeLen(t *testing.T) {
-	for _, c := range []struct {
-		dt   DType
-		dims []int64
-		want int64 // -1: refused
-	}{
-		{F32, nil, 1},
-		{F32, []int64{3, 5}, 15},
-		{F32, []int64{3, 0, 1 << 62}, 0},
-		{F32, []int64{1 << 60}, 1 << 60},           // 2^62 bytes: the limit
-		{F32, []int64{1<<60 + 1}, -1},              // one element more
-		{BF16, []int64{2, 1 << 60}, 1 << 61},       // 2^62 bytes
-		{BF16, []int64{3, 1 << 60}, -1},            // would wrap
-		{I64, []int64{8, 1 << 56}, 1 << 59},        // 2^62 bytes
-		{F32, []int64{3, 6148914691236517206}, -1}, // 3 * n wraps to a small positive int64
-		{F32, []int64{-1, 4}, -1},
-		{F32, []int64{1 << 40, 1 << 40}, -1},
-		{DType(0), []int64{1}, -1},
-	} {
-		n, err := ShapeLen("op", "out", c.dt, c.dims...)
-		if c.want < 0 {
-			var se *ShapeError
-			require.ErrorAs(t, err, &se, "%s %v", c.dt, c.dims)
-			assert.Contains(t, se.Error(), `tensor "out"`)
-			continue
-		}
-		require.NoError(t, err, "%s %v", c.dt, c.dims)
-		assert.Equal(t, c.want, n, "%s %v", c.dt, c.dims)
-	}
-	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = ShapeLen("op", "out", F32, 4, 1024) }))
-}
-
 // TestConcurrentLaunchRefused launches one plan from many goroutines at
 // once (run it with -race): every launch either goes ahead or is refused
 // with an *InUseError, nothing races, and the plan is usable afterwards.
