@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"text/tabwriter"
 
 	"github.com/irisgen/irisgen/internal/probe"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 func init() {
@@ -29,8 +31,13 @@ to them. A mode derived as not capturable
 (host) must be refused with a *irisrt.CaptureError that leaves the capture
 intact. The exit code is 1 when any claim does not hold.
 
+Started by irisgen run (RANK set), each process is one rank of a
+multi-process world instead, capturing in global mode; -n does not apply,
+and every rank prints the table merged over the ranks.
+
 Examples:
   irisgen probe -n 2
+  irisgen run -n 2 -- irisgen probe
   irisgen probe -n 4 -collectives all_reduce -replays 100`,
 		run: runProbe,
 	})
@@ -52,15 +59,20 @@ func runProbe(env *cmdEnv, args []string) error {
 	if *elems < 1 || *replays < 1 {
 		return usageErr("-elems and -replays must be at least 1")
 	}
-	world, err := worldSize(*n, 1)
-	if err != nil {
-		return err
+	cfg := probe.Config{N: *elems, Replays: *replays, Collectives: splitList(*colls)}
+	var res []probe.Result
+	var err error
+	where := "in-process world, relaxed capture"
+	if os.Getenv("RANK") != "" {
+		res, cfg.World, err = probeProcess(cfg)
+		where = "multi-process world, global capture"
+	} else if cfg.World, err = worldSize(*n, 1); err == nil {
+		res, err = probe.Run(cfg)
 	}
-	res, err := probe.Run(probe.Config{World: world, N: *elems, Replays: *replays, Collectives: splitList(*colls)})
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	fmt.Fprintf(env.stdout, "irisgen probe: %d GPUs, %d elements per size, %d replays per capturable mode\n\n", world, *elems, *replays)
+	fmt.Fprintf(env.stdout, "irisgen probe: %d GPUs (%s), %d elements per size, %d replays per capturable mode\n\n", cfg.World, where, *elems, *replays)
 	tw := tabwriter.NewWriter(env.stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "operation\tvariant\tmode\tcapturable (derived)\tcaptured\treplays validated\tresult\treason")
 	failed := 0
@@ -78,6 +90,20 @@ func runProbe(env *cmdEnv, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "\nall %d claims hold\n", len(res))
 	return nil
+}
+
+// probeProcess probes as one rank of the multi-process world the
+// environment describes.
+func probeProcess(cfg probe.Config) ([]probe.Result, int, error) {
+	r, err := irisrt.JoinProcessWorld(probe.Options())
+	if err != nil {
+		return nil, 0, err
+	}
+	res, err := probe.RunRank(r, cfg)
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	return res, r.World(), err
 }
 
 func yesNo(b bool) string {

@@ -8,12 +8,16 @@ func init() {
 	register(&command{
 		name:    "run",
 		summary: "start a program once per GPU, like torchrun (multi-process world)",
-		usage:   "run -n N [-port P] -- PROGRAM [ARGS...]",
+		usage:   "run -n N [-port P] [-grace D] -- PROGRAM [ARGS...]",
 		help: `
 Run starts N copies of PROGRAM, one per GPU, with RANK, WORLD_SIZE,
 LOCAL_RANK, MASTER_ADDR and MASTER_PORT set, so each joins the multi-process
-world (irisrt.JoinProcessWorld). Their output is prefixed with the rank. When
-one rank fails the others are stopped, and the exit code is 1.
+world (irisrt.JoinProcessWorld). Their output is prefixed with the rank.
+Every rank runs in a process group of its own. When one rank fails, or one
+exits with status 0 and the others do not follow within -grace, every rank's
+whole process group is ended (SIGTERM, SIGKILL 5s later), the error says what
+each rank did, and the exit code is 1. No process a rank started outlives
+the run.
 
 Examples:
   irisgen run -n 2 -- ./myprog -size 1048576
@@ -27,6 +31,7 @@ func runRun(env *cmdEnv, args []string) error {
 	fs := env.flags(c)
 	n := fs.Int("n", 0, "number of ranks (processes), one per GPU")
 	port := fs.Int("port", 0, "MASTER_PORT of the rendezvous (0: pick a free port)")
+	grace := fs.Duration("grace", launch.DefaultExitGrace, "how long the other ranks may run on after one rank exits with status 0")
 	if err := env.parse(c, fs, args); err != nil {
 		return err
 	}
@@ -36,7 +41,10 @@ func runRun(env *cmdEnv, args []string) error {
 	if fs.NArg() == 0 {
 		return usageErr("no program to run: irisgen run -n N -- PROGRAM [ARGS...]")
 	}
-	if err := launch.Run(*n, *port, fs.Args(), env.stdout, env.stderr); err != nil {
+	if *grace <= 0 {
+		return usageErr("-grace %v: want a positive duration such as 60s", *grace)
+	}
+	if err := launch.Run(*n, fs.Args(), env.stdout, env.stderr, launch.Options{MasterPort: *port, ExitGrace: *grace}); err != nil {
 		return &exitError{code: 1, err: err}
 	}
 	return nil

@@ -258,8 +258,8 @@ func timeCalls(r *irisrt.Rank, mode string, k, warmup, repeats int, call func() 
 		if err != nil {
 			return nil, err
 		}
-		defer dev.DestroyGraphExec(exec)
-		run = func() error { return dev.LaunchGraph(exec, s) }
+		defer exec.Destroy()
+		run = func() error { return dev.LaunchGraph(exec.Exec(), s) }
 	default:
 		return nil, fmt.Errorf("unknown mode %q (want eager or graph)", mode)
 	}

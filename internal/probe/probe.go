@@ -42,31 +42,92 @@ type Config struct {
 	Collectives []string // empty: all
 }
 
-// Run probes every selected variant and mode in an in-process world.
+// Options are the world options the probe uses.
+func Options() irisrt.Options { return irisrt.Options{Timeout: 20 * time.Second} }
+
+// Run probes every selected variant and mode in an in-process world of
+// cfg.World GPUs (captures in relaxed mode).
 func Run(cfg Config) ([]Result, error) {
-	w, err := irisrt.NewLocalWorld(cfg.World, irisrt.Options{Timeout: 20 * time.Second})
+	w, err := irisrt.NewLocalWorld(cfg.World, Options())
 	if err != nil {
 		return nil, err
 	}
 	defer w.Close()
 	var out []Result
+	for _, c := range cases(cfg) {
+		res := make([]Result, w.Size())
+		err := w.Run(func(r *irisrt.Rank) error {
+			res[r.Rank()] = probe(r, c.e, c.mode, cfg)
+			return nil
+		})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, merge(res))
+	}
+	return out, nil
+}
+
+// RunRank probes every selected variant and mode as rank r of a
+// multi-process world (irisrt.JoinProcessWorld, captures in global mode):
+// every rank of the world calls it with the same cfg (cfg.World is
+// ignored), and every rank gets the same results, merged like Run's (the
+// worst rank's).
+func RunRank(r *irisrt.Rank, cfg Config) ([]Result, error) {
+	var out []Result
+	for _, c := range cases(cfg) {
+		res, err := shareResult(r, probe(r, c.e, c.mode, cfg))
+		if err != nil {
+			return out, err
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// shareResult merges one case's result over the ranks of r's world.
+func shareResult(r *irisrt.Rank, res Result) (Result, error) {
+	msg := []byte{0, 0}
+	if res.Failed {
+		msg[0] = 1
+	}
+	if res.Captured {
+		msg[1] = 1
+	}
+	msg = binary.LittleEndian.AppendUint32(msg, uint32(res.Replays))
+	parts, err := r.Group().AllGather(append(msg, res.Reason...))
+	if err != nil {
+		return res, err
+	}
+	all := make([]Result, len(parts))
+	for i, b := range parts {
+		if len(b) < 6 {
+			return res, fmt.Errorf("probe: rank %d sent a malformed result", i)
+		}
+		all[i] = res
+		all[i].Failed, all[i].Captured = b[0] == 1, b[1] == 1
+		all[i].Replays, all[i].Reason = int(binary.LittleEndian.Uint32(b[2:])), string(b[6:])
+	}
+	return merge(all), nil
+}
+
+type probeCase struct {
+	e    collectives.Entry
+	mode irisrt.Barrier
+}
+
+// cases lists the selected variants and modes in catalogue order.
+func cases(cfg Config) []probeCase {
+	var out []probeCase
 	for _, e := range collectives.Catalogue {
 		if len(cfg.Collectives) > 0 && !slices.Contains(cfg.Collectives, e.Collective) {
 			continue
 		}
 		for _, mode := range e.Barriers {
-			res := make([]Result, w.Size())
-			err := w.Run(func(r *irisrt.Rank) error {
-				res[r.Rank()] = probe(r, e, mode, cfg)
-				return nil
-			})
-			if err != nil {
-				return out, err
-			}
-			out = append(out, merge(res))
+			out = append(out, probeCase{e, mode})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // merge keeps the worst rank's result.
@@ -132,9 +193,10 @@ func probe(r *irisrt.Rank, e collectives.Entry, mode irisrt.Barrier, cfg Config)
 	return res
 }
 
-// capture records launch on r's stream (relaxed mode: the other ranks of
-// this process keep working meanwhile) and checks the result against the
-// derived claim. ok is false when res is final: a failure, or a refusal
+// capture records launch on r's stream (in the rank's capture mode:
+// relaxed in an in-process world, where the other ranks of the process keep
+// working meanwhile, global in a process of its own) and checks the result
+// against the derived claim. ok is false when res is final: a failure, or a refusal
 // that the generator derived (the capture left intact).
 func capture(r *irisrt.Rank, res Result, launch func() error) (exec gpu.GraphExec, _ Result, ok bool) {
 	fail := func(format string, a ...any) (gpu.GraphExec, Result, bool) {
@@ -142,7 +204,7 @@ func capture(r *irisrt.Rank, res Result, launch func() error) (exec gpu.GraphExe
 		return 0, res, false
 	}
 	dev, s := r.Device(), r.Stream()
-	if err := dev.BeginCapture(s, gpu.CaptureRelaxed); err != nil {
+	if err := dev.BeginCapture(s, r.CaptureMode()); err != nil {
 		return fail("BeginCapture: %v", err)
 	}
 	capturing, cerr := r.Capturing(s)

@@ -6,8 +6,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -76,5 +78,26 @@ func encode(t *testing.T, dt irisrt.DType, b []byte, v float32) {
 	case irisrt.F16:
 		binary.LittleEndian.PutUint16(b, exactHalf(v))
 		require.Equal(t, v, decode(irisrt.F16, b), "%g is not exact in f16", v)
+	}
+}
+
+// TestShareResultMerges: every rank of a world gets the worst rank's
+// result of a case (RunRank in a multi-process world).
+func TestShareResultMerges(t *testing.T) {
+	w, err := irisrt.NewLocalWorld(3, irisrt.Options{Platform: fakegpu.New(3), HeapBytes: 1 << 16})
+	require.NoError(t, err)
+	defer w.Close()
+	got := make([]Result, 3)
+	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
+		res := Result{Collective: "all_gather", Variant: "push", Captured: true, Replays: 10 + r.Rank()}
+		if r.Rank() == 1 {
+			res.Failed, res.Reason, res.Replays = true, "replay 4: output byte 3 differs", 4
+		}
+		var err error
+		got[r.Rank()], err = shareResult(r, res)
+		return err
+	}))
+	for k, res := range got {
+		assert.Equal(t, Result{Collective: "all_gather", Variant: "push", Captured: true, Replays: 4, Failed: true, Reason: "replay 4: output byte 3 differs"}, res, "rank %d", k)
 	}
 }

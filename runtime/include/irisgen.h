@@ -43,7 +43,7 @@ typedef struct {
   uint64_t base[IRISGEN_MAX_WORLD];  // heap base of every rank, as mapped on this device; 0 past world
   uint64_t flags;       // this plan's barrier flags on this rank's heap: uint64[blocks+1][IRISGEN_MAX_WORLD] (the last row: grid_sync)
   uint64_t epochs;      // this plan's per-block epoch counters on this rank's heap: uint64[blocks+2] (the last two: grid_sync)
-  uint64_t err;         // this rank's irisgen_error record (host-mapped)
+  uint64_t err;         // this rank's two irisgen_error records (host-mapped): [0] world, [1] call
   uint64_t timeout_ns;  // limit of every spin
   int32_t rank;
   int32_t world;
@@ -52,7 +52,12 @@ typedef struct {
 } irisgen_ctx;
 
 // irisgen_error is the error record a kernel fills when it gives up; the host
-// reads it after the stream (runtime.Rank.Check).
+// reads it after the stream (irisrt.Rank.Check). A rank has two: record 0
+// takes errors that leave the world's barrier state out of step (a timeout:
+// sticky, every later spin gives up at once, the world must be restarted),
+// record 1 errors that fail only the call (an index out of range, a
+// capacity exceeded: the kernel goes on and meets its peers; the host
+// reports it once).
 typedef struct {
   uint32_t code;  // 0 none, 1 barrier timeout, 2 index out of range, 3 capacity exceeded
   uint32_t rank;  // rank that saw it
@@ -400,10 +405,10 @@ IRISGEN_DEV uint64_t now_ns() {
 
 // ---------------------------------------------------------- errors ----
 
-// fail records the first error of the rank (later ones are dropped: the
-// first is the cause).
+// fail records the first error of its record (later ones are dropped: the
+// first is the cause): a timeout in record 0, other codes in record 1.
 IRISGEN_DEV void fail(const irisgen_ctx& c, uint32_t code, uint32_t peer, uint64_t epoch, uint64_t info) {
-  irisgen_error* e = (irisgen_error*)c.err;
+  irisgen_error* e = (irisgen_error*)c.err + (code == IRISGEN_ERR_TIMEOUT ? 0 : 1);
   if (cas32(&e->code, 0, 0xffffffffu) == 0) {
     e->rank = (uint32_t)c.rank;
     e->peer = peer;
@@ -419,16 +424,21 @@ IRISGEN_DEV void fail(const irisgen_ctx& c, uint32_t code, uint32_t peer, uint64
 
 // spin calls done() until it returns true, within the time limit (times
 // `slack`); on timeout it records the error (naming peer, epoch and info)
-// and returns false. Every wait of the header is one.
+// and returns false. Once the rank's record 0 holds an error (this or an
+// earlier kernel timed out: the peers are out of step), it gives up at once
+// instead of waiting the limit again. Every wait of the header is one.
 template <typename Done>
 IRISGEN_DEV bool spin(const irisgen_ctx& c, Done done, uint32_t peer, uint64_t epoch, uint64_t info, uint64_t slack = 1) {
   if (done()) return true;
   const uint64_t t0 = now_ns();
   for (uint32_t i = 1;; i++) {
     if (done()) return true;
-    if ((i & 255) == 0 && now_ns() - t0 > slack * c.timeout_ns) {
-      fail(c, IRISGEN_ERR_TIMEOUT, peer, epoch, info);
-      return false;
+    if ((i & 255) == 0) {
+      if (*(volatile uint32_t*)&((irisgen_error*)c.err)->code != 0) return false;
+      if (now_ns() - t0 > slack * c.timeout_ns) {
+        fail(c, IRISGEN_ERR_TIMEOUT, peer, epoch, info);
+        return false;
+      }
     }
   }
 }

@@ -19,6 +19,9 @@ var (
 	ErrHeap           = errors.New("symmetric heap error")
 	ErrWorld          = errors.New("world failed")
 	ErrBarrierMode    = errors.New("unsupported barrier mode")
+	ErrAlignment      = errors.New("tensor misaligned")
+	ErrNotLive        = errors.New("tensor is not a live heap allocation")
+	ErrInUse          = errors.New("in use")
 )
 
 // PlacementError: a tensor that peers write (or read without an import) is
@@ -156,12 +159,15 @@ func (e *BarrierTimeoutError) Error() string {
 // Is matches ErrBarrierTimeout.
 func (e *BarrierTimeoutError) Is(target error) bool { return target == ErrBarrierTimeout }
 
-// DeviceFaultError is any other error record a kernel left (code 2: an index
-// out of range).
+// DeviceFaultError is any other error a kernel reported: a call fault (code
+// 2: an index out of range, 3: a receive capacity exceeded), after which
+// only that call's results are incomplete, or (World set) an unknown code
+// in the world's record, after which the world must be restarted.
 type DeviceFaultError struct {
 	Code        uint32
 	Rank, Block int
 	Info        uint64
+	World       bool // from the world fault record (sticky): close the world and start it again
 }
 
 func (e *DeviceFaultError) Error() string {
@@ -172,8 +178,12 @@ func (e *DeviceFaultError) Error() string {
 	case errCodeCapacity:
 		what = fmt.Sprintf("more rows for one destination than its receive capacity (%d rows; the rest were dropped): make the plan with a larger capacity", e.Info)
 	}
-	return fmt.Sprintf("kernel on rank %d, block %d reported %s; the world's device state is now undefined: close the world and start it again",
-		e.Rank, e.Block, what)
+	if e.World {
+		return fmt.Sprintf("kernel on rank %d, block %d reported %s; the world's device state is now undefined: close the world and start it again",
+			e.Rank, e.Block, what)
+	}
+	return fmt.Sprintf("kernel on rank %d, block %d reported %s; the call's results are incomplete, but the kernel went on and met its peers, "+
+		"so the world stays usable: fix the input and launch again", e.Rank, e.Block, what)
 }
 
 // Is matches ErrDeviceFault.
@@ -300,6 +310,55 @@ func (e *BarrierModeError) Error() string {
 
 // Is matches ErrBarrierMode.
 func (e *BarrierModeError) Is(target error) bool { return target == ErrBarrierMode }
+
+// AlignmentError: a tensor's pointer is not a multiple of its element size.
+// Nothing was launched.
+type AlignmentError struct {
+	Op, Name string
+	Tensor   Tensor
+	Want     int64 // the element size the pointer must be a multiple of
+}
+
+func (e *AlignmentError) Error() string {
+	return fmt.Sprintf("%s: tensor %q (%s) starts at an address that is not a multiple of %d bytes, its element size: "+
+		"the kernels access elements through typed pointers; pass a tensor from Heap.Alloc or a Slice of one "+
+		"(any element offset is fine; 16-byte alignment is not required)", e.Op, e.Name, e.Tensor, e.Want)
+}
+
+// Is matches ErrAlignment.
+func (e *AlignmentError) Is(target error) bool { return target == ErrAlignment }
+
+// LiveError: a tensor lies on a symmetric heap, but not inside a live
+// allocation of the caller's (Why says how): the kernel would read or
+// write memory that is free or that a plan or group now owns. Nothing was
+// launched.
+type LiveError struct {
+	Op, Name string
+	Rank     int // the heap's rank
+	Tensor   Tensor
+	Why      string
+}
+
+func (e *LiveError) Error() string {
+	return fmt.Sprintf("%s: tensor %q (%s) on rank %d's symmetric heap %s: pass a tensor from Heap.Alloc (or a Slice of one) "+
+		"and free it only after the launches that use it", e.Op, e.Name, e.Tensor, e.Rank, e.Why)
+}
+
+// Is matches ErrNotLive.
+func (e *LiveError) Is(target error) bool { return target == ErrNotLive }
+
+// InUseError: a plan or heap memory could not be closed, freed or launched
+// because something still uses it (By: live graphs, or a launch on another
+// goroutine). Nothing was done.
+type InUseError struct {
+	What string // "plan all_gather push", "heap memory at 0x...", ...
+	By   string
+}
+
+func (e *InUseError) Error() string { return fmt.Sprintf("%s is in use by %s", e.What, e.By) }
+
+// Is matches ErrInUse.
+func (e *InUseError) Is(target error) bool { return target == ErrInUse }
 
 // platformErr annotates a platform failure with what the runtime was doing.
 func platformErr(what string, err error) error { return fmt.Errorf("%s: %w", what, err) }

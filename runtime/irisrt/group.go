@@ -63,12 +63,13 @@ func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
 	}
 	groupPort := int(binary.LittleEndian.Uint32(parts[members[0]][8:]))
 	// Every rank reserves, so the world's heaps stay equal.
-	base, err := r.heap.AllocBytes(heapBytes)
+	res, err := r.heap.alloc(heapBytes, kindGroup)
 	if err != nil {
 		return nil, err
 	}
+	base := r.heap.base + gpu.DevicePtr(res.off)
 	g := &Rank{rank: slices.Index(members, r.rank), world: len(members), opts: r.opts, dev: r.dev,
-		stream: r.stream, errHost: r.errHost, errDev: r.errDev, kernels: r.kernels, local: r.local, parent: r, reserved: base}
+		stream: r.stream, errHost: r.errHost, errDev: r.errDev, kernels: r.kernels, graphs: r.graphs, local: r.local, parent: r, reserved: base}
 	g.plans = &PlanCache{r: g, m: map[string]any{}}
 	bases := make([]gpu.DevicePtr, len(members))
 	for i, m := range members {
@@ -88,7 +89,7 @@ func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
 	}
 	r.groups++
 	if err != nil {
-		r.heap.FreeBytes(base)
+		r.heap.free(base, 0, kindGroup)
 		return nil, err
 	}
 	return g, nil
@@ -99,14 +100,22 @@ func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
 func (r *Rank) Parent() *Rank { return r.parent }
 
 // closeGroup leaves a group made by NewGroup: it waits for the members, then
-// frees the group's reservation on the world's heap and its rendezvous.
+// frees the group's reservation on the world's heap and its rendezvous. It
+// refuses (*InUseError) while a live graph holds the group's tensors.
 func (r *Rank) closeGroup() error {
+	if r.reserved != 0 {
+		off, _ := r.parent.heap.Offset(r.reserved)
+		if n := r.heap.pinned(0, true) + r.parent.heap.pinned(off, false); n > 0 {
+			return &InUseError{What: fmt.Sprintf("this rank's group of %d ranks", r.world), By: graphsUsing(n)}
+		}
+	}
 	_ = r.dev.StreamSynchronize(r.stream)
 	_ = r.group.Barrier() // a failed group cannot be waited for; free anyway
 	var err error
 	if r.reserved != 0 {
-		err = r.parent.heap.FreeBytes(r.reserved)
+		err = r.parent.heap.free(r.reserved, 0, kindGroup)
 		r.reserved = 0
+		r.heap.close()
 	}
 	if r.groupKey != "" {
 		r.local.dropGroup(r.groupKey)

@@ -3,6 +3,7 @@ package irisrt
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -19,6 +20,12 @@ const HeapAlign = 256
 // a peer's copy of an object is at Base(peer) + Offset(ptr). The runtime checks
 // this at every host barrier and plan creation and fails with a *HeapError when
 // the ranks' heaps have diverged.
+//
+// The heap knows its live allocations (a table sorted by offset), so the
+// launch path refuses, without allocating, a tensor that lies on the heap
+// but not inside a live allocation of the caller's (see CheckLive), and a
+// tensor whose allocation was freed, even when its memory has since been
+// handed out again.
 type Heap struct {
 	rank  int
 	dev   gpu.Device
@@ -26,8 +33,9 @@ type Heap struct {
 	size  int64
 	bases []gpu.DevicePtr // every rank's heap base as mapped on this device
 
-	mu sync.Mutex
-	a  *allocator
+	mu     sync.RWMutex
+	a      *allocator
+	closed bool // the rank was released: the memory is gone
 }
 
 // Alloc allocates a tensor of n elements of dt, 256-byte aligned, from the
@@ -37,47 +45,88 @@ func (h *Heap) Alloc(dt DType, n int64) (Tensor, error) {
 	if !dt.Valid() {
 		return Tensor{}, &HeapError{Rank: h.rank, Op: "alloc", Msg: fmt.Sprintf("Alloc with invalid dtype %s", dt)}
 	}
-	if n < 0 || n > (1<<62)/dt.Size() {
+	if n < 0 || n > maxBytes/dt.Size() {
 		return Tensor{}, &HeapError{Rank: h.rank, Op: "alloc", Msg: fmt.Sprintf("Alloc of %d elements of %s: the count must be between 0 and 2^62 bytes", n, dt)}
 	}
-	p, err := h.AllocBytes(n * dt.Size())
+	a, err := h.alloc(n*dt.Size(), kindUser)
 	if err != nil {
 		return Tensor{}, err
 	}
-	return Tensor{Ptr: p, DType: dt, Len: n}, nil
+	return Tensor{Ptr: h.base + gpu.DevicePtr(a.off), DType: dt, Len: n, heap: h, id: a.id}, nil
 }
 
 // AllocBytes allocates bytes (at least HeapAlign) from the heap; collective
 // like Alloc.
 func (h *Heap) AllocBytes(bytes int64) (gpu.DevicePtr, error) {
+	a, err := h.alloc(bytes, kindUser)
+	if err != nil {
+		return 0, err
+	}
+	return h.base + gpu.DevicePtr(a.off), nil
+}
+
+// alloc makes an allocation of kind.
+func (h *Heap) alloc(bytes int64, kind allocKind) (allocation, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	off, ok := h.a.alloc(bytes)
+	if h.closed {
+		return allocation{}, &HeapError{Rank: h.rank, Op: "alloc", Msg: "the heap's world was closed"}
+	}
+	a, ok := h.a.alloc(bytes, kind)
 	if !ok {
 		if bytes < 0 {
-			return 0, &HeapError{Rank: h.rank, Op: "alloc", Msg: fmt.Sprintf("Alloc of %d bytes: negative size", bytes)}
+			return allocation{}, &HeapError{Rank: h.rank, Op: "alloc", Msg: fmt.Sprintf("Alloc of %d bytes: negative size", bytes)}
 		}
-		return 0, &HeapError{Rank: h.rank, Op: "alloc", Want: bytes, Free: h.a.largestFree(), Size: h.size}
+		return allocation{}, &HeapError{Rank: h.rank, Op: "alloc", Want: bytes, Free: h.a.largestFree(), Size: h.size}
 	}
-	return h.base + gpu.DevicePtr(off), nil
+	return a, nil
 }
 
 // Free returns t's memory to the heap. t must be a tensor returned by Alloc
-// (not a slice of one). Collective like Alloc.
-func (h *Heap) Free(t Tensor) error { return h.FreeBytes(t.Ptr) }
+// (not a slice of one). Collective like Alloc. It refuses (*InUseError) while
+// a live graph captured with Rank.Capture uses the tensor.
+func (h *Heap) Free(t Tensor) error {
+	if t.heap != nil && t.heap != h {
+		return &HeapError{Rank: h.rank, Op: "free", Msg: fmt.Sprintf("Free of %s, which was allocated on another heap (another rank's, or a group's)", t)}
+	}
+	return h.free(t.Ptr, t.id, kindUser)
+}
 
 // FreeBytes frees an allocation made by Alloc or AllocBytes by its address.
-func (h *Heap) FreeBytes(p gpu.DevicePtr) error {
+func (h *Heap) FreeBytes(p gpu.DevicePtr) error { return h.free(p, 0, kindUser) }
+
+// free releases the allocation of kind starting at p; id, when not 0, is the
+// allocation's id as the caller's tensor knows it.
+func (h *Heap) free(p gpu.DevicePtr, id uint64, kind allocKind) error {
 	off, ok := h.Offset(p)
 	if !ok {
 		return &HeapError{Rank: h.rank, Op: "free", Msg: fmt.Sprintf("Free of %#x, which is not on the heap", uint64(p))}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.a.release(off) {
-		return &HeapError{Rank: h.rank, Op: "free", Msg: fmt.Sprintf("Free of %#x (offset %d), which is not the start of a live allocation (double free, or a slice of a tensor)", uint64(p), off)}
+	if h.closed {
+		return nil // the whole heap is gone already
 	}
+	i, ok := h.a.starting(off)
+	switch {
+	case !ok:
+		return &HeapError{Rank: h.rank, Op: "free", Msg: fmt.Sprintf("Free of %#x (offset %d), which is not the start of a live allocation (double free, or a slice of a tensor)", uint64(p), off)}
+	case id != 0 && h.a.live[i].id != id:
+		return &HeapError{Rank: h.rank, Op: "free", Msg: fmt.Sprintf("Free of %#x (offset %d): the tensor was freed already and its memory now holds a newer allocation (double free)", uint64(p), off)}
+	case h.a.live[i].kind != kind:
+		return &HeapError{Rank: h.rank, Op: "free", Msg: fmt.Sprintf("Free of %#x (offset %d), which %s", uint64(p), off, kindOwner[h.a.live[i].kind])}
+	case h.a.live[i].pins > 0:
+		return &InUseError{What: fmt.Sprintf("heap memory at %#x (offset %d)", uint64(p), off), By: graphsUsing(h.a.live[i].pins)}
+	}
+	h.a.release(i)
 	return nil
+}
+
+// kindOwner says who owns an allocation of a kind, for a refused Free.
+var kindOwner = [...]string{
+	kindUser:  "was allocated with Alloc",
+	kindPlan:  "belongs to a plan: close the plan instead",
+	kindGroup: "is a group's reservation: close the group instead",
 }
 
 // Contains reports whether [p, p+bytes) lies entirely inside this rank's heap.
@@ -110,20 +159,51 @@ func (h *Heap) Size() int64 { return h.size }
 
 // FreeBytesLeft is the total of the heap's free blocks.
 func (h *Heap) FreeBytesLeft() int64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	return h.a.freeTotal()
 }
 
 // digest is a fingerprint of the set of live allocations. Equal heaps (same
 // allocations at the same offsets) have equal digests on every rank.
 func (h *Heap) digest() []byte {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	b := make([]byte, 16)
 	binary.LittleEndian.PutUint64(b, uint64(len(h.a.live)))
 	binary.LittleEndian.PutUint64(b[8:], h.a.sum)
 	return b
+}
+
+// close marks the heap's memory gone (its rank was released): later checks
+// of its tensors say so.
+func (h *Heap) close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+}
+
+// maxBytes is the largest allocation, and the largest tensor a plan is made
+// for: 2^62 bytes, so sums and rounding of sizes never overflow int64.
+const maxBytes = 1 << 62
+
+// allocKind says who made an allocation, so that a tensor whose memory a
+// plan or group now owns is not taken for the caller's.
+type allocKind uint8
+
+const (
+	kindUser  allocKind = iota // Heap.Alloc, Heap.AllocBytes
+	kindPlan                   // a plan's flags, epochs, workspace and staging
+	kindGroup                  // a group's reservation (Rank.NewGroup)
+)
+
+// allocation is one live allocation.
+type allocation struct {
+	off, n int64  // offset and rounded size
+	bytes  int64  // size asked for: a tensor must end inside it
+	id     uint64 // the allocation's number on this heap, from 1: tells a stale tensor from a new one at the same offset
+	kind   allocKind
+	pins   int32 // live graphs (Rank.Capture) that use it
 }
 
 // allocator is a first-fit free-list allocator over [0, size). It is a pure
@@ -131,16 +211,17 @@ func (h *Heap) digest() []byte {
 // All arithmetic is int64: offsets past 4 GiB are ordinary.
 type allocator struct {
 	size  int64
-	spans []span          // sorted by offset; never adjacent (coalesced)
-	live  map[int64]int64 // offset -> rounded size
-	sum   uint64          // xor of mix(off, size) over live allocations
+	spans []span       // sorted by offset; never adjacent (coalesced)
+	live  []allocation // sorted by offset
+	sum   uint64       // xor of mix(off, size) over live allocations
+	made  uint64       // allocations made so far (the last id)
 }
 
 type span struct{ off, n int64 }
 
 func newAllocator(size int64) *allocator {
 	size &^= HeapAlign - 1
-	a := &allocator{size: size, live: map[int64]int64{}}
+	a := &allocator{size: size}
 	if size > 0 {
 		a.spans = []span{{0, size}}
 	}
@@ -148,7 +229,7 @@ func newAllocator(size int64) *allocator {
 }
 
 func roundUp(n int64) (int64, bool) {
-	if n < 0 || n > 1<<62 {
+	if n < 0 || n > maxBytes {
 		return 0, false
 	}
 	if n == 0 {
@@ -157,11 +238,11 @@ func roundUp(n int64) (int64, bool) {
 	return (n + HeapAlign - 1) &^ (HeapAlign - 1), true
 }
 
-// alloc returns the offset of the first free block that fits n bytes.
-func (a *allocator) alloc(n int64) (int64, bool) {
-	n, ok := roundUp(n)
+// alloc makes an allocation of bytes in the first free block that fits.
+func (a *allocator) alloc(bytes int64, kind allocKind) (allocation, bool) {
+	n, ok := roundUp(bytes)
 	if !ok {
-		return 0, false
+		return allocation{}, false
 	}
 	for i, s := range a.spans {
 		if s.n < n {
@@ -172,37 +253,65 @@ func (a *allocator) alloc(n int64) (int64, bool) {
 		} else {
 			a.spans[i] = span{s.off + n, s.n - n}
 		}
-		a.live[s.off] = n
+		a.made++
+		l := allocation{off: s.off, n: n, bytes: bytes, id: a.made, kind: kind}
+		j := a.after(s.off)
+		a.live = slices.Insert(a.live, j, l)
 		a.sum ^= mix(s.off, n)
-		return s.off, true
+		return l, true
 	}
-	return 0, false
+	return allocation{}, false
 }
 
-// release frees the allocation starting at off, merging it with free
-// neighbours; false when off is not the start of a live allocation.
-func (a *allocator) release(off int64) bool {
-	n, ok := a.live[off]
-	if !ok {
-		return false
+// after is the index of the first live allocation that starts after off.
+func (a *allocator) after(off int64) int {
+	lo, hi := 0, len(a.live)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if a.live[m].off <= off {
+			lo = m + 1
+		} else {
+			hi = m
+		}
 	}
-	delete(a.live, off)
+	return lo
+}
+
+// starting finds the live allocation that starts at off.
+func (a *allocator) starting(off int64) (int, bool) {
+	i := a.after(off) - 1
+	return i, i >= 0 && a.live[i].off == off
+}
+
+// holding finds the live allocation whose asked-for bytes hold [off,
+// off+bytes) (an empty range may sit at its end), or the one that off falls
+// in (ok false) when the range runs past it, or -1.
+func (a *allocator) holding(off, bytes int64) (i int, ok bool) {
+	i = a.after(off) - 1
+	if i < 0 || off >= a.live[i].off+a.live[i].n {
+		return -1, false
+	}
+	l := a.live[i]
+	return i, bytes <= l.bytes-(off-l.off)
+}
+
+// release frees live allocation i, merging it with free neighbours.
+func (a *allocator) release(i int) {
+	off, n := a.live[i].off, a.live[i].n
+	a.live = slices.Delete(a.live, i, i+1)
 	a.sum ^= mix(off, n)
-	i := sort.Search(len(a.spans), func(i int) bool { return a.spans[i].off > off })
+	j := sort.Search(len(a.spans), func(j int) bool { return a.spans[j].off > off })
 	s := span{off, n}
-	if i > 0 && a.spans[i-1].off+a.spans[i-1].n == off { // merge with the block before
-		i--
-		s = span{a.spans[i].off, a.spans[i].n + n}
-		a.spans = append(a.spans[:i], a.spans[i+1:]...)
+	if j > 0 && a.spans[j-1].off+a.spans[j-1].n == off { // merge with the block before
+		j--
+		s = span{a.spans[j].off, a.spans[j].n + n}
+		a.spans = append(a.spans[:j], a.spans[j+1:]...)
 	}
-	if i < len(a.spans) && s.off+s.n == a.spans[i].off { // and the one after
-		s.n += a.spans[i].n
-		a.spans = append(a.spans[:i], a.spans[i+1:]...)
+	if j < len(a.spans) && s.off+s.n == a.spans[j].off { // and the one after
+		s.n += a.spans[j].n
+		a.spans = append(a.spans[:j], a.spans[j+1:]...)
 	}
-	a.spans = append(a.spans, span{})
-	copy(a.spans[i+1:], a.spans[i:])
-	a.spans[i] = s
-	return true
+	a.spans = slices.Insert(a.spans, j, s)
 }
 
 func (a *allocator) largestFree() int64 {

@@ -16,20 +16,35 @@ func randomOps(t *testing.T, a *allocator, seed uint64, steps int) []int64 {
 	for i := 0; i < steps; i++ {
 		if len(live) > 0 && rng.IntN(3) == 0 {
 			k := rng.IntN(len(live))
-			require.True(t, a.release(live[k]))
+			require.True(t, release(a, live[k]))
 			live = append(live[:k], live[k+1:]...)
 			continue
 		}
-		off, ok := a.alloc(rng.Int64N(5000))
+		l, ok := a.alloc(rng.Int64N(5000), kindUser)
 		if !ok {
 			offs = append(offs, -1)
 			continue
 		}
+		off := l.off
 		require.Zero(t, off%HeapAlign, "alignment")
 		offs = append(offs, off)
 		live = append(live, off)
 	}
 	return offs
+}
+
+// alloc and release are the allocator's calls by offset, as the tests use them.
+func alloc(a *allocator, n int64) (int64, bool) {
+	l, ok := a.alloc(n, kindUser)
+	return l.off, ok
+}
+
+func release(a *allocator, off int64) bool {
+	i, ok := a.starting(off)
+	if ok {
+		a.release(i)
+	}
+	return ok
 }
 
 func TestAllocatorDeterministicAndAligned(t *testing.T) {
@@ -54,58 +69,63 @@ func checkSpans(t *testing.T, a *allocator) {
 		}
 		total += s.n
 	}
-	for _, n := range a.live {
-		total += n
+	for i, l := range a.live {
+		total += l.n
+		if i > 0 {
+			require.Less(t, a.live[i-1].off, l.off, "the live table is sorted by offset")
+		}
 	}
 	require.Equal(t, a.size, total, "free + live covers the heap")
 }
 
 func TestAllocatorReuseAndCoalescing(t *testing.T) {
 	a := newAllocator(4096)
-	x, _ := a.alloc(100) // 256
-	y, _ := a.alloc(300) // 512
-	z, _ := a.alloc(1)   // 256
+	x, _ := alloc(a, 100) // 256
+	y, _ := alloc(a, 300) // 512
+	z, _ := alloc(a, 1)   // 256
 	assert.Equal(t, []int64{0, 256, 768}, []int64{x, y, z})
-	require.True(t, a.release(y))
-	w, _ := a.alloc(256)
+	require.True(t, release(a, y))
+	w, _ := alloc(a, 256)
 	assert.Equal(t, int64(256), w, "first fit reuses the freed hole")
-	v, _ := a.alloc(256)
+	v, _ := alloc(a, 256)
 	assert.Equal(t, int64(512), v)
-	require.False(t, a.release(y+1), "not the start of an allocation")
+	require.False(t, release(a, y+1), "not the start of an allocation")
 	for _, o := range []int64{x, z, w, v} {
-		require.True(t, a.release(o))
+		require.True(t, release(a, o))
 	}
-	require.False(t, a.release(x), "double free")
+	require.False(t, release(a, x), "double free")
 	assert.Equal(t, []span{{0, 4096}}, a.spans, "everything coalesces back into one block")
 	assert.Zero(t, a.sum)
-	full, ok := a.alloc(4096)
+	full, ok := alloc(a, 4096)
 	assert.True(t, ok)
 	assert.Zero(t, full)
-	_, ok = a.alloc(1)
+	_, ok = alloc(a, 1)
 	assert.False(t, ok, "exhausted")
-	_, ok = a.alloc(-1)
+	_, ok = alloc(a, -1)
 	assert.False(t, ok)
 }
 
 func TestAllocatorBeyond4GiB(t *testing.T) {
 	const size = 24 << 30
 	a := newAllocator(size)
-	pad, ok := a.alloc(5<<30 + 3)
+	pad, ok := alloc(a, 5<<30+3)
 	require.True(t, ok)
-	obj, ok := a.alloc(1024)
+	obj, ok := alloc(a, 1024)
 	require.True(t, ok)
 	assert.Equal(t, int64(5<<30+HeapAlign), obj, "offsets past 4 GiB are exact")
-	big, ok := a.alloc(16 << 30)
+	big, ok := alloc(a, 16<<30)
 	require.True(t, ok)
 	assert.Greater(t, big, int64(4<<30))
-	near, ok := a.alloc(size - (obj + 1024) - 16<<30)
+	near, ok := alloc(a, size-(obj+1024)-16<<30)
 	require.True(t, ok, "the tail up to the last byte is usable")
 	assert.Equal(t, big+16<<30, near)
-	assert.Equal(t, int64(size), near+a.live[near])
-	require.True(t, a.release(pad))
-	_, ok = a.alloc(5<<30 + 257)
+	i, ok := a.starting(near)
+	require.True(t, ok)
+	assert.Equal(t, int64(size), near+a.live[i].n)
+	require.True(t, release(a, pad))
+	_, ok = alloc(a, 5<<30+257)
 	assert.False(t, ok, "a 5 GiB hole does not take more")
-	again, ok := a.alloc(5 << 30)
+	again, ok := alloc(a, 5<<30)
 	require.True(t, ok)
 	assert.Zero(t, again)
 	checkSpans(t, a)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
 )
@@ -37,18 +38,27 @@ type Buffer struct {
 // workspace and staging buffers, all on the heap, and a reusable argument
 // buffer. Launching a plan never allocates device memory,
 // copies between host and device, or waits on the host (except in
-// BarrierHost mode). A plan is used from its rank's goroutine.
+// BarrierHost mode).
+//
+// A plan's launches must be ordered on the device (one stream, or streams
+// ordered with events): its kernels carry the barrier epochs from one
+// launch to the next. So a plan is launched from one goroutine at a time;
+// a launch (or Close) that overlaps another on the host is refused with an
+// *InUseError rather than racing on the plan's argument buffer.
 type Plan struct {
-	r      *Rank
-	spec   PlanSpec
-	fn     gpu.Function
-	flags  gpu.DevicePtr
-	epochs gpu.DevicePtr
-	bufs   map[string]planBuf
-	allocs []gpu.DevicePtr // in allocation order
-	ctx    [CtxBytes]byte
-	args   Args
-	closed bool
+	r       *Rank
+	spec    PlanSpec
+	fn      gpu.Function
+	flags   gpu.DevicePtr
+	epochs  gpu.DevicePtr
+	bufs    map[string]planBuf
+	allocs  []gpu.DevicePtr // in allocation order
+	ctx     [CtxBytes]byte
+	args    Args
+	busy    atomic.Bool  // held from Args to the end of Launch, and by Close
+	refused Args         // what Args returns while busy: its err says so; never written after NewPlan
+	closed  bool         // read and written only while busy is held
+	graphs  atomic.Int32 // live graphs (Rank.Capture) that launch the plan
 }
 
 type planBuf struct {
@@ -62,6 +72,7 @@ type planBuf struct {
 // the kernel's <kernel>_args struct.
 type Args struct {
 	b      []byte
+	ptrs   []gpu.DevicePtr // the pointers among b (a graph captured through Rank.Capture holds their allocations)
 	p      *Plan
 	stages []stage // copies Launch makes onto the heap first
 	err    error   // the first Staged error, returned by Launch
@@ -74,13 +85,21 @@ type stage struct {
 	t    Tensor
 }
 
-// Staged appends t's address when t lies on the rank's heap; otherwise the
+// Staged appends t's address when t lies on the rank's heap (in a live
+// allocation: see CheckLive); otherwise the
 // address of the plan's staging buffer name, into which Launch copies t on
 // its stream after its checks and before the kernel (refused in BarrierNone,
 // where nothing would order that copy before the peers' reads). Variants
 // whose peers read a tensor take it this way, so a user tensor anywhere in
 // device memory works.
 func (a *Args) Staged(name string, t Tensor) *Args {
+	if a.err != nil {
+		return a
+	}
+	if err := CheckLive(a.p.spec.Op, name, a.p.r, t); err != nil {
+		a.err = err
+		return a
+	}
 	if a.p.r.heap.Contains(t.Ptr, t.Bytes()) {
 		return a.Ptr(t.Ptr)
 	}
@@ -97,12 +116,19 @@ func (a *Args) Staged(name string, t Tensor) *Args {
 
 // Ptr appends a tensor pointer.
 func (a *Args) Ptr(p gpu.DevicePtr) *Args {
+	if a.err != nil {
+		return a // refused already (and the plan's refused Args is never written)
+	}
 	a.b = binary.LittleEndian.AppendUint64(a.b, uint64(p))
+	a.ptrs = append(a.ptrs, p)
 	return a
 }
 
 // I64 appends an int64 symbol.
 func (a *Args) I64(v int64) *Args {
+	if a.err != nil {
+		return a
+	}
 	a.b = binary.LittleEndian.AppendUint64(a.b, uint64(v))
 	return a
 }
@@ -168,7 +194,9 @@ func NewPlan(r *Rank, s PlanSpec) (*Plan, error) {
 	p.ctx = r.ctx
 	binary.LittleEndian.PutUint64(p.ctx[ctxOffFlags:], uint64(p.flags))
 	binary.LittleEndian.PutUint64(p.ctx[ctxOffEpochs:], uint64(p.epochs))
-	p.args.b, p.args.p = make([]byte, 0, CtxBytes+8*16), p
+	p.args.b, p.args.ptrs, p.args.p = make([]byte, 0, CtxBytes+8*16), make([]gpu.DevicePtr, 0, 16), p
+	p.refused = Args{p: p, err: &InUseError{What: fmt.Sprintf("plan %s %s", s.Op, s.Variant),
+		By: "another launch or Close on another goroutine: launch a plan from one goroutine at a time (its launches must be ordered on the device anyway)"}}
 	return p, nil
 }
 
@@ -191,10 +219,11 @@ func (p *Plan) setup() error {
 		return err
 	}
 	alloc := func(bytes int64) (gpu.DevicePtr, error) {
-		ptr, err := r.heap.AllocBytes(bytes)
+		a, err := r.heap.alloc(bytes, kindPlan)
 		if err != nil {
 			return 0, err
 		}
+		ptr := r.heap.base + gpu.DevicePtr(a.off)
 		p.allocs = append(p.allocs, ptr)
 		if err := r.dev.MemsetD8Async(ptr, 0, bytes, r.stream); err != nil {
 			return 0, platformErr("zeroing a plan buffer", err)
@@ -229,7 +258,7 @@ func (p *Plan) setup() error {
 func (p *Plan) freeAll() error {
 	var errs []error
 	for i := len(p.allocs) - 1; i >= 0; i-- {
-		errs = append(errs, p.r.heap.FreeBytes(p.allocs[i]))
+		errs = append(errs, p.r.heap.free(p.allocs[i], 0, kindPlan))
 	}
 	p.allocs = nil
 	return errors.Join(errs...)
@@ -237,25 +266,45 @@ func (p *Plan) freeAll() error {
 
 // Close frees the plan's heap buffers. It is collective (heap frees are):
 // it waits for the device and for every rank first, so no kernel of this
-// plan still runs anywhere when the buffers are reused.
+// plan still runs anywhere when the buffers are reused. It refuses while
+// the rank's stream captures (*CaptureError) or a live graph captured
+// through Rank.Capture launches the plan (*InUseError): any rank's refusal
+// (or failure) reaches every rank, and then no rank frees anything and the
+// plan stays open.
 func (p *Plan) Close() error {
+	if !p.busy.CompareAndSwap(false, true) {
+		return p.refused.err
+	}
+	defer p.busy.Store(false)
 	if p.closed {
 		return nil
 	}
-	capturing, err := p.r.Capturing(p.r.stream)
-	if err != nil {
+	err := p.closeRefusal()
+	if err == nil {
+		if err = p.r.dev.Synchronize(); err != nil {
+			err = platformErr("waiting for the plan's kernels", err)
+		}
+	}
+	if err := p.r.syncRanks(fmt.Sprintf("close of plan %s %s", p.spec.Op, p.spec.Variant), err, p.spec.digest()); err != nil {
 		return err
 	}
-	if capturing {
+	p.closed = true
+	return p.freeAll()
+}
+
+// closeRefusal says why this rank may not close the plan now, or nil.
+func (p *Plan) closeRefusal() error {
+	capturing, err := p.r.Capturing(p.r.stream)
+	switch {
+	case err != nil:
+		return err
+	case capturing:
 		return &CaptureError{Op: "closing a plan", What: "it waits for the device and the other ranks", Fix: "close plans after the capture has ended"}
 	}
-	p.closed = true
-	err = p.r.dev.Synchronize()
-	if err != nil {
-		err = platformErr("waiting for the plan's kernels", err)
+	if n := p.graphs.Load(); n > 0 {
+		return &InUseError{What: fmt.Sprintf("plan %s %s", p.spec.Op, p.spec.Variant), By: graphsUsing(n)}
 	}
-	err = p.r.syncRanks(fmt.Sprintf("close of plan %s %s", p.spec.Op, p.spec.Variant), err, p.spec.digest())
-	return errors.Join(err, p.freeAll())
+	return nil
 }
 
 // Rank is the rank the plan was made on.
@@ -308,18 +357,25 @@ func (p *Plan) copyIn(s gpu.Stream, st stage) error {
 }
 
 // Args resets the plan's argument buffer to its ctx and returns it. The
-// buffer is reused by every launch of the plan.
+// buffer is reused by every launch of the plan, so Args holds the plan
+// until Launch returns: pass the result to Launch. While another goroutine
+// holds the plan, the Args returned makes Launch refuse with an
+// *InUseError.
 func (p *Plan) Args() *Args {
+	if !p.busy.CompareAndSwap(false, true) {
+		return &p.refused
+	}
 	p.args.b = append(p.args.b[:0], p.ctx[:]...)
-	p.args.stages, p.args.err = p.args.stages[:0], nil
+	p.args.ptrs, p.args.stages, p.args.err = p.args.ptrs[:0], p.args.stages[:0], nil
 	return &p.args
 }
 
 // checkLaunch reports whether a launch of the plan on s in mode may go
 // ahead: the plan is open, the variant supports mode, s is not capturing
-// when mode cannot be captured (*CaptureError), and no kernel has left an
-// error record. Launch asks it before anything reaches the stream (imports
-// included), so a refused launch leaves nothing behind in a capture.
+// when mode cannot be captured (*CaptureError), and the rank has no world
+// fault (in mode host the host barrier reports it, on every rank). Launch
+// asks it before anything reaches the stream (imports included), so a
+// refused launch leaves nothing behind in a capture.
 func (p *Plan) checkLaunch(s gpu.Stream, mode Barrier) error {
 	if p.closed {
 		return fmt.Errorf("%s %s: launch of a closed plan", p.spec.Op, p.spec.Variant)
@@ -338,18 +394,27 @@ func (p *Plan) checkLaunch(s gpu.Stream, mode Barrier) error {
 				Fix:  "launch with a capturable barrier mode inside the graph (" + modeList(p.spec.Capturable) + ")"}
 		}
 	}
-	return p.r.Check()
+	if mode == BarrierHost {
+		return nil
+	}
+	return p.r.poisoned()
 }
 
 // Launch launches the plan's kernel on s with the packed arguments a, in
 // barrier mode, after the checks of checkLaunch. BarrierHost waits for s and
 // meets the other ranks before and after the kernel, so it is refused while
-// s captures (*CaptureError, nothing launched). After a device error (the
-// rank's error record is set) the world must be restarted.
+// s captures (*CaptureError, nothing launched). After a world fault (see
+// Rank.Check) every launch returns it until the world is restarted. A
+// launch made while Rank.Capture captures is held by the graph, with the
+// heap tensors it is given (see Graph).
 func (p *Plan) Launch(s gpu.Stream, mode Barrier, a *Args) error {
-	if a == nil || len(a.b) < CtxBytes {
-		return fmt.Errorf("%s %s: launch arguments must start with the plan's ctx (use Plan.Args)", p.spec.Op, p.spec.Variant)
+	if a != &p.args {
+		if a == &p.refused {
+			return a.err
+		}
+		return fmt.Errorf("%s %s: launch arguments must come from this plan's Args", p.spec.Op, p.spec.Variant)
 	}
+	defer p.busy.Store(false)
 	if a.err != nil {
 		return a.err
 	}
@@ -377,6 +442,9 @@ func (p *Plan) Launch(s gpu.Stream, mode Barrier, a *Args) error {
 		if err := p.r.HostBarrier(s); err != nil {
 			return err
 		}
+	}
+	if g := p.r.graphs.capturing.Load(); g != nil {
+		g.use(p, a)
 	}
 	grid := gpu.Dim3{X: uint32(p.spec.Blocks), Y: 1, Z: 1}
 	block := gpu.Dim3{X: uint32(p.spec.Threads), Y: 1, Z: 1}
@@ -422,7 +490,9 @@ func Blocks(bytes int64, threads, vectorBytes, maxBlocks int) int {
 	return int(min(n, int64(max(maxBlocks, 1))))
 }
 
-// CheckTensor checks t's dtype and element count (and that it is not nil).
+// CheckTensor checks t's dtype, element count and alignment (and that it is
+// not nil), and that a tensor from Heap.Alloc was not freed since (see
+// CheckLive).
 func CheckTensor(op, name string, t Tensor, want DType, n int64) error {
 	if t.Ptr == 0 {
 		return &ShapeError{Op: op, Name: name, Want: n, Msg: "nil device pointer (the tensor was never allocated)"}
@@ -433,7 +503,10 @@ func CheckTensor(op, name string, t Tensor, want DType, n int64) error {
 	if t.Len != n {
 		return &ShapeError{Op: op, Name: name, Want: n, Got: t.Len}
 	}
-	return nil
+	if err := checkAligned(op, name, t); err != nil {
+		return err
+	}
+	return checkOwn(op, name, t)
 }
 
 // CheckTensorOneOf is CheckTensor for a tensor that may come in any of the
@@ -447,9 +520,13 @@ func CheckTensorOneOf(op, name string, t Tensor, want []DType, n int64) error {
 	return CheckTensor(op, name, t, t.DType, n)
 }
 
-// CheckHeap checks that t lies entirely on r's symmetric heap.
+// CheckHeap checks that t lies entirely on r's symmetric heap, inside a live
+// allocation of the caller's (*LiveError otherwise, see CheckLive).
 func CheckHeap(op, name string, r *Rank, t Tensor) error {
 	if r.heap.Contains(t.Ptr, t.Bytes()) {
+		if why := r.heap.check(t, true); why != "" {
+			return &LiveError{Op: op, Name: name, Rank: r.rank, Tensor: t, Why: why}
+		}
 		return nil
 	}
 	_, starts := r.heap.Offset(t.Ptr)

@@ -347,28 +347,6 @@ func TestKernelFile(t *testing.T) {
 	assert.Equal(t, "x.fake", KernelFile("fake", "x"))
 }
 
-func TestLaunchRefusedAfterDeviceError(t *testing.T) {
-	w := kernelWorld(t, 1, testHash)
-	r := w.Rank(0)
-	fake := fakeOf(r)
-	pl, err := NewPlan(r, testSpec())
-	require.NoError(t, err)
-	// A simulated kernel times out in its barrier and fills the record.
-	fake.OnLaunch(func(l fakegpu.Launch) error {
-		rec := make([]byte, 32)
-		binary.LittleEndian.PutUint32(rec, 1)
-		binary.LittleEndian.PutUint32(rec[8:], 1)
-		return fake.Write(gpu.DevicePtr(binary.LittleEndian.Uint64(l.Args[80:])), rec)
-	})
-	require.NoError(t, pl.Launch(r.Stream(), BarrierDevice, pl.Args()))
-	fake.OnLaunch(nil)
-	require.NoError(t, r.Device().StreamSynchronize(r.Stream()))
-	require.ErrorIs(t, r.Check(), ErrBarrierTimeout)
-	fake.ClearLaunches()
-	require.ErrorIs(t, pl.Launch(r.Stream(), BarrierDevice, pl.Args()), ErrBarrierTimeout)
-	assert.Empty(t, fake.Launches(), "nothing launched on an undefined device state")
-}
-
 func TestRankCapture(t *testing.T) {
 	w := kernelWorld(t, 1, testHash)
 	r := w.Rank(0)
@@ -376,13 +354,17 @@ func TestRankCapture(t *testing.T) {
 	pl, err := NewPlan(r, testSpec())
 	require.NoError(t, err)
 	s := r.Stream()
-	exec, err := r.Capture(s, func() error {
+	g, err := r.Capture(s, func() error {
 		return errors.Join(pl.Launch(s, BarrierDevice, pl.Args()), pl.Launch(s, BarrierDevice, pl.Args()))
 	})
 	require.NoError(t, err)
-	require.Len(t, fake.GraphLaunches(exec), 2)
-	require.NoError(t, r.Device().LaunchGraph(exec, s))
-	require.NoError(t, r.Device().DestroyGraphExec(exec))
+	require.Len(t, fake.GraphLaunches(g.Exec()), 2)
+	require.NoError(t, g.Launch(s))
+	require.NoError(t, g.Replay(s))
+	require.NoError(t, g.Destroy())
+	require.NoError(t, g.Destroy(), "twice is fine")
+	require.Error(t, g.Launch(s), "a destroyed graph")
+	assert.Nil(t, fake.GraphLaunches(g.Exec()), "the executable graph is gone")
 
 	boom := errors.New("boom")
 	_, err = r.Capture(s, func() error { return boom })
@@ -390,4 +372,10 @@ func TestRankCapture(t *testing.T) {
 	capturing, err := r.Capturing(s)
 	require.NoError(t, err)
 	assert.False(t, capturing, "the capture ends whatever fn returns")
+	_, err = r.Capture(s, func() error {
+		_, err := r.Capture(s, func() error { return nil })
+		return err
+	})
+	require.ErrorContains(t, err, "already running")
+	require.NoError(t, pl.Close(), "failed captures hold nothing")
 }

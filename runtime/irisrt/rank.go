@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
@@ -24,7 +23,6 @@ const (
 	ctxOffBarrier = ctxOffWorld + 4
 	ctxOffReserve = ctxOffBarrier + 4
 
-	errRecordBytes  = 32 // irisgen_error
 	errCodeTimeout  = 1
 	errCodeIndex    = 2
 	errCodeCapacity = 3
@@ -46,6 +44,7 @@ type Rank struct {
 	ctx         [CtxBytes]byte
 
 	kernels *kernelCache
+	graphs  *graphSet // shared with the rank's groups
 	plans   *PlanCache
 	local   *World          // the in-process world, or nil
 	opened  []gpu.DevicePtr // peers' heaps opened through IPC
@@ -62,7 +61,7 @@ type Rank struct {
 // newRank creates the device resources of a rank: stream, zeroed heap and
 // zeroed error record. On error it frees what it made.
 func newRank(rank, world int, dev gpu.Device, opts Options) (r *Rank, err error) {
-	r = &Rank{rank: rank, world: world, opts: opts, dev: dev, kernels: &kernelCache{}}
+	r = &Rank{rank: rank, world: world, opts: opts, dev: dev, kernels: &kernelCache{}, graphs: &graphSet{}}
 	r.plans = &PlanCache{r: r, m: map[string]any{}}
 	made := r // the returns below clear r
 	defer func() {
@@ -81,12 +80,12 @@ func newRank(rank, world int, dev gpu.Device, opts Options) (r *Rank, err error)
 	r.heap = &Heap{rank: rank, dev: dev, base: base, size: opts.HeapBytes, a: newAllocator(opts.HeapBytes)}
 	r.heap.bases = make([]gpu.DevicePtr, world)
 	r.heap.bases[rank] = base
-	host, errDev, err := dev.AllocHostMapped(errRecordBytes)
+	host, errDev, err := dev.AllocHostMapped(errRecords * errRecordBytes)
 	if err != nil {
-		return nil, platformErr(fmt.Sprintf("rank %d allocating its error record", rank), err)
+		return nil, platformErr(fmt.Sprintf("rank %d allocating its error records", rank), err)
 	}
 	r.errHost, r.errDev = host, errDev
-	clear(unsafe.Slice((*byte)(host), errRecordBytes))
+	clear(unsafe.Slice((*byte)(host), errRecords*errRecordBytes))
 	// Heap memory starts zeroed, so flags and epochs of the first plans and
 	// user tensors have a known state.
 	if err := dev.MemsetD8Async(base, 0, opts.HeapBytes, r.stream); err != nil {
@@ -112,15 +111,21 @@ func (r *Rank) setBases(bases []gpu.DevicePtr) {
 	le.PutUint32(r.ctx[ctxOffWorld:], uint32(r.world))
 }
 
-// release frees the rank's device resources (once).
+// release frees the rank's device resources (once): it waits for the
+// device (a kernel may still be giving up after a fault), destroys the
+// graphs captured through Capture, unloads the kernels and frees the heap,
+// the error records and the stream, whatever state a fault left them in.
 func (r *Rank) release() error {
 	r.releaseOnce.Do(func() {
+		_ = r.dev.Synchronize() // best effort: a failed device is freed all the same
 		var errs []error
+		errs = append(errs, r.graphs.destroyAll(r.dev))
 		errs = append(errs, r.kernels.unload(r.dev))
 		for _, p := range r.opened {
 			errs = append(errs, r.dev.IPCCloseHandle(p))
 		}
 		if r.heap != nil {
+			r.heap.close()
 			errs = append(errs, r.dev.Free(r.heap.base))
 		}
 		if r.errHost != nil {
@@ -191,71 +196,12 @@ func (r *Rank) Capturing(s gpu.Stream) (bool, error) {
 	return st != gpu.CaptureNone, nil
 }
 
-// Capture records on s what fn enqueues there into a graph and returns it
-// instantiated, ready for LaunchGraph (free it with DestroyGraphExec). It
-// checks that s really was capturing while fn ran. Ranks of an in-process
-// world capture in relaxed mode, because a global-mode capture would be
-// invalidated by another rank's ordinary synchronisation in the same
-// process; a process of its own captures in global mode. The capture is
-// ended whatever fn returns, and fn's error comes back.
-func (r *Rank) Capture(s gpu.Stream, fn func() error) (gpu.GraphExec, error) {
-	mode := gpu.CaptureGlobal
-	if r.local != nil {
-		mode = gpu.CaptureRelaxed
-	}
-	if err := r.dev.BeginCapture(s, mode); err != nil {
-		return 0, platformErr("beginning a stream capture", err)
-	}
-	capturing, cerr := r.Capturing(s)
-	ferr := fn()
-	g, eerr := r.dev.EndCapture(s)
-	if eerr != nil {
-		eerr = platformErr("ending the stream capture", eerr)
-	} else {
-		defer r.dev.DestroyGraph(g)
-	}
-	if err := errors.Join(cerr, ferr, eerr); err != nil {
-		return 0, err
-	}
-	if !capturing {
-		return 0, fmt.Errorf("capture: stream %#x was not capturing after BeginCapture", uint64(s))
-	}
-	exec, err := r.dev.Instantiate(g)
-	if err != nil {
-		return 0, platformErr("instantiating the captured graph", err)
-	}
-	return exec, nil
-}
-
-// Check reads this rank's error record, which kernels write when a device
-// barrier times out or an index is out of range, and returns it as a
-// *BarrierTimeoutError or *DeviceFaultError. It does not wait for the GPU:
-// synchronize the stream first to see the errors of launched kernels. After
-// an error the world's device state is undefined (barrier flags and epochs
-// are out of step) and the world must be closed and started again; the
-// record stays set, so every later Check and launch reports it.
-func (r *Rank) Check() error {
-	if r.errHost == nil {
-		return nil
-	}
-	rec := (*[errRecordBytes / 4]uint32)(r.errHost)
-	code := atomic.LoadUint32(&rec[0]) // the first failing kernel claims the record by CAS and publishes code last
-	if code == 0 || code == errCodeWriting {
-		return nil // a record being written is read at the next check
-	}
-	b := unsafe.Slice((*byte)(r.errHost), errRecordBytes)
-	le := binary.LittleEndian
-	if code == errCodeTimeout {
-		return &BarrierTimeoutError{Rank: int(le.Uint32(b[4:])), Peer: int(le.Uint32(b[8:])),
-			Block: int(le.Uint32(b[12:])), Epoch: le.Uint64(b[16:])}
-	}
-	return &DeviceFaultError{Code: code, Rank: int(le.Uint32(b[4:])), Block: int(le.Uint32(b[12:])), Info: le.Uint64(b[24:])}
-}
-
 // HostBarrier waits until all work queued on s has finished, checks the
-// error record, then waits on the host until every rank has done the same.
-// It also checks that every rank's heap holds the same allocations. Not
-// allowed while s is capturing.
+// error records, then waits on the host until every rank has done the same.
+// A rank's error (its kernels' fault, see Check) reaches every rank: that
+// rank gets it, the others a *WorldError naming the rank, and all stay in
+// step. It also checks that every rank's heap holds the same allocations.
+// Not allowed while s is capturing.
 func (r *Rank) HostBarrier(s gpu.Stream) error {
 	capturing, err := r.Capturing(s)
 	if err != nil {
@@ -266,13 +212,13 @@ func (r *Rank) HostBarrier(s gpu.Stream) error {
 			What: "it waits for the stream and for the other ranks on the host",
 			Fix:  "inside a graph use launches with irisrt.BarrierDevice; keep host barriers outside the capture"}
 	}
-	if err := r.dev.StreamSynchronize(s); err != nil {
-		return platformErr(fmt.Sprintf("rank %d synchronizing its stream", r.rank), err)
+	local := r.dev.StreamSynchronize(s)
+	if local != nil {
+		local = platformErr(fmt.Sprintf("rank %d synchronizing its stream", r.rank), local)
+	} else {
+		local = r.Check()
 	}
-	if err := r.Check(); err != nil {
-		return err
-	}
-	return r.syncRanks("host barrier", nil, nil)
+	return r.syncRanks("host barrier", local, nil)
 }
 
 // syncRanks is one host rendezvous that also carries each rank's outcome and

@@ -515,44 +515,91 @@ func dialRetry(addr string, deadline time.Time) (net.Conn, error) {
 }
 
 // accept takes hellos until every rank 1..n-1 has joined, then welcomes them.
+// Every connection says hello on a goroutine of its own, so a stray one
+// (a port scanner, a health check) that says nothing holds up no rank.
 func (g *tcpGroup) accept(ln *net.TCPListener, deadline time.Time) error {
 	g.peers = make([]net.Conn, g.n)
-	joined := 1
-	for joined < g.n {
-		_ = ln.SetDeadline(deadline)
-		c, err := ln.Accept()
-		if err != nil {
+	type hello struct {
+		c           net.Conn // nil: the listener failed (the deadline passed)
+		err         error
+		rank, world int
+		ok          bool // a well-formed hello
+	}
+	hellos := make(chan hello)
+	done := make(chan struct{})
+	var mu sync.Mutex
+	pending := map[net.Conn]bool{} // connections that have not said hello yet
+	defer func() {
+		close(done)
+		mu.Lock()
+		for c := range pending {
+			c.Close() // a stray connection's reader returns
+		}
+		mu.Unlock()
+	}()
+	go func() {
+		for {
+			_ = ln.SetDeadline(deadline)
+			c, err := ln.Accept()
+			if err != nil {
+				select {
+				case hellos <- hello{err: err}:
+				case <-done:
+				}
+				return
+			}
+			mu.Lock()
+			pending[c] = true
+			mu.Unlock()
+			go func() {
+				f, err := readFrame(c, deadline)
+				mu.Lock()
+				delete(pending, c)
+				mu.Unlock()
+				h := hello{c: c}
+				if err == nil && f.kind == frameHello && len(f.payload) == len(helloMagic)+8 && string(f.payload[:len(helloMagic)]) == helloMagic {
+					h.ok = true
+					h.rank = int(binary.LittleEndian.Uint32(f.payload[len(helloMagic):]))
+					h.world = int(binary.LittleEndian.Uint32(f.payload[len(helloMagic)+4:]))
+				}
+				select {
+				case hellos <- h:
+				case <-done:
+					c.Close()
+				}
+			}()
+		}
+	}()
+	for joined := 1; joined < g.n; {
+		h := <-hellos
+		if h.c == nil {
 			var missing []int
 			for p := 1; p < g.n; p++ {
 				if g.peers[p] == nil {
 					missing = append(missing, p)
 				}
 			}
-			return &WorldError{Rank: 0, Op: "join", Peer: missing[0], Msg: fmt.Sprintf("ranks %v did not join before the deadline", missing), Err: err}
+			return &WorldError{Rank: 0, Op: "join", Peer: missing[0], Msg: fmt.Sprintf("ranks %v did not join before the deadline", missing), Err: h.err}
 		}
-		// A short read deadline so a stray connection cannot stall the join.
-		f, err := readFrame(c, minTime(deadline, time.Now().Add(10*time.Second)))
-		if err != nil || f.kind != frameHello || len(f.payload) != len(helloMagic)+8 || string(f.payload[:len(helloMagic)]) != helloMagic {
-			c.Close() // not a rank (or it died): keep waiting for the real ones
+		if !h.ok {
+			h.c.Close() // not a rank (or it died): keep waiting for the real ones
 			continue
 		}
-		rank := int(binary.LittleEndian.Uint32(f.payload[len(helloMagic):]))
-		world := int(binary.LittleEndian.Uint32(f.payload[len(helloMagic)+4:]))
 		var bad string
 		switch {
-		case world != g.n:
-			bad = fmt.Sprintf("rank %d says WORLD_SIZE=%d, rank 0 has %d", rank, world, g.n)
-		case rank < 1 || rank >= g.n:
-			bad = fmt.Sprintf("a rank says RANK=%d, outside 1..%d", rank, g.n-1)
-		case g.peers[rank] != nil:
-			bad = fmt.Sprintf("two processes say RANK=%d", rank)
+		case h.world != g.n:
+			bad = fmt.Sprintf("rank %d says WORLD_SIZE=%d, rank 0 has %d", h.rank, h.world, g.n)
+		case h.rank < 1 || h.rank >= g.n:
+			bad = fmt.Sprintf("a rank says RANK=%d, outside 1..%d", h.rank, g.n-1)
+		case g.peers[h.rank] != nil:
+			bad = fmt.Sprintf("two processes say RANK=%d", h.rank)
 		}
 		if bad != "" {
-			_ = writeFrame(c, time.Now().Add(time.Second), frame{kind: frameReject, payload: []byte(bad)})
-			c.Close()
+			_ = writeFrame(h.c, time.Now().Add(time.Second), frame{kind: frameReject, payload: []byte(bad)})
+			h.c.Close()
 			return &WorldError{Rank: 0, Op: "join", Peer: -1, Msg: bad}
 		}
-		g.peers[rank] = c
+		g.peers[h.rank] = h.c
 		joined++
 	}
 	for p := 1; p < g.n; p++ {
@@ -561,11 +608,4 @@ func (g *tcpGroup) accept(ln *net.TCPListener, deadline time.Time) error {
 		}
 	}
 	return nil
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }

@@ -174,6 +174,52 @@ func TestTCPGroupLateConnector(t *testing.T) {
 	}
 }
 
+// TestTCPGroupStrayConnections: connections that are not ranks (silent,
+// garbage, closed at once) reach rank 0 before the ranks do; the world
+// forms at once anyway, and a silent one is dropped.
+func TestTCPGroupStrayConnections(t *testing.T) {
+	port := freePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	groups, errs := make([]Group, 3), make([]error, 3)
+	var wg sync.WaitGroup
+	join := func(k int) {
+		defer wg.Done()
+		cfg := ProcessConfig{Rank: k, WorldSize: 3, LocalRank: k, MasterAddr: "127.0.0.1", MasterPort: port}
+		groups[k], errs[k] = dialGroup(cfg, 30*time.Second, 30*time.Second)
+	}
+	wg.Add(1)
+	go join(0)
+	silent, err := dialRetry(addr, time.Now().Add(10*time.Second))
+	require.NoError(t, err)
+	defer silent.Close()
+	garbage, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	_, _ = garbage.Write([]byte("GET / HTTP/1.0\r\n\r\n"))
+	defer garbage.Close()
+	closed, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	closed.Close()
+	time.Sleep(50 * time.Millisecond) // the strays are accepted first
+	start := time.Now()
+	wg.Add(2)
+	go join(1)
+	go join(2)
+	wg.Wait()
+	for k, err := range errs {
+		require.NoError(t, err, "rank %d", k)
+		defer groups[k].Close()
+	}
+	assert.Less(t, time.Since(start), 3*time.Second, "stray connections must not hold up the join")
+	for _, err := range eachRank(groups, exercise) {
+		require.NoError(t, err)
+	}
+	_ = silent.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = silent.Read(make([]byte, 1))
+	assert.Error(t, err, "rank 0 drops the silent connection once the world has formed")
+	var ne net.Error
+	assert.False(t, errors.As(err, &ne) && ne.Timeout(), "dropped, not left open: %v", err)
+}
+
 func TestTCPGroupRankNeverComes(t *testing.T) {
 	port := freePort(t)
 	errs := make([]error, 2)

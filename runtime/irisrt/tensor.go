@@ -7,11 +7,15 @@ import (
 )
 
 // Tensor is a contiguous 1-D view of device memory: Len elements of DType
-// starting at Ptr.
+// starting at Ptr. A tensor from Heap.Alloc (and its slices) also remembers
+// its allocation, so that the launch checks refuse it once it is freed.
 type Tensor struct {
 	Ptr   gpu.DevicePtr
 	DType DType
 	Len   int64
+
+	heap *Heap  // the heap that allocated it, or nil
+	id   uint64 // its allocation's id on heap
 }
 
 // Bytes is the tensor's size in bytes.
@@ -27,7 +31,9 @@ func (t Tensor) Slice(off, n int64) Tensor {
 	if off < 0 || n < 0 || off > t.Len || n > t.Len-off {
 		panic(fmt.Sprintf("irisgen: Tensor.Slice(%d, %d) out of range of a %d-element %s tensor", off, n, t.Len, t.DType))
 	}
-	return Tensor{Ptr: t.Ptr + gpu.DevicePtr(off*t.DType.Size()), DType: t.DType, Len: n}
+	t.Ptr += gpu.DevicePtr(off * t.DType.Size())
+	t.Len = n
+	return t
 }
 
 // Overlaps reports whether t and u share at least one byte. Empty tensors

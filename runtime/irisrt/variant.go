@@ -151,7 +151,7 @@ func newVariantPlan(r *Rank, v *Variant, dt DType, op string, sizes []int64) (*V
 		n, ok := numel(td.Shape, world, blocks, sizes)
 		es := elemType(td, dt).Size()
 		if !ok || n > (1<<63-1)/es {
-			return 0, 0, fmt.Errorf("%s: tensor %s %s does not fit in 2^63 bytes with these sizes", v.label, td.Name, c.ShapeString(td.Shape))
+			return 0, 0, &ShapeError{Op: v.label, Name: td.Name, Msg: fmt.Sprintf("shape %s does not fit in 2^63 bytes with these sizes (world %d)", c.ShapeString(td.Shape), world)}
 		}
 		return n, n * es, nil
 	}
@@ -226,6 +226,12 @@ func (p *VariantPlan) LaunchTensors(s gpu.Stream, ts []Tensor, mode Barrier) err
 			err = CheckTensorOneOf(v.label, td.Name, t, td.Index, p.lens[i])
 		default:
 			err = CheckTensor(v.label, td.Name, t, elemType(td, p.dt), p.lens[i])
+		}
+		if err == nil && t.Ptr != 0 {
+			// Wherever the rules put it: a tensor on the heap must be a live
+			// allocation of the caller's (a hand-made one into freed memory or
+			// a plan's buffers is refused).
+			err = CheckLive(v.label, td.Name, p.plan.r, t)
 		}
 		if err != nil {
 			return err

@@ -185,7 +185,9 @@ func TestConstructorChecks(t *testing.T) {
 	_, err = NewPlanOf[VariantPlan](r, push, F32, "sum", 8, 0)
 	require.EqualError(t, err, "demo/push: size parameter k = 0, want > 0")
 	_, err = NewPlanOf[VariantPlan](r, push, F32, "sum", 1<<62, 2)
-	require.ErrorContains(t, err, "tensor input [n] does not fit in 2^63 bytes")
+	var se *ShapeError
+	require.ErrorAs(t, err, &se, "shape overflow is a typed error")
+	require.ErrorContains(t, err, `tensor "input": shape [n] does not fit in 2^63 bytes`)
 	_, err = NewPlanOf[VariantPlan](r, nil, F32, "sum", 8, 2)
 	require.ErrorContains(t, err, "never registered")
 	assert.Equal(t, r.Heap().Size(), r.Heap().FreeBytesLeft(), "refused constructors allocate nothing")
@@ -245,8 +247,15 @@ func TestLaunchChecks(t *testing.T) {
 		c[i] = x
 		return c
 	}
-	fake.ClearLaunches()
 	offHeap := demoTensors(t, r, 16, 4, false, false, false, false)
+	// A hand-made tensor into heap memory that is no live allocation: input is
+	// only touched locally, so no placement rule looks at it, and CheckLive
+	// must.
+	freed, err := r.Heap().Alloc(F32, 16)
+	require.NoError(t, err)
+	require.NoError(t, r.Heap().Free(freed))
+	byHand := Tensor{Ptr: freed.Ptr, DType: F32, Len: 16}
+	fake.ClearLaunches()
 	var (
 		de *DTypeError
 		se *ShapeError
@@ -254,6 +263,7 @@ func TestLaunchChecks(t *testing.T) {
 		ae *AliasError
 		me *BarrierModeError
 		ce *CaptureError
+		lv *LiveError
 	)
 	for _, c := range []struct {
 		name   string
@@ -274,6 +284,7 @@ func TestLaunchChecks(t *testing.T) {
 		{"alias forbidden", with(0, out.Slice(0, 16)), BarrierDevice, &ae, `tensors "input"`},
 		{"heap before alias", []Tensor{offHeap[1], offHeap[1], ids, scale}, BarrierDevice, &pe, `tensor "output"`},
 		{"mode", ts, Barrier(9), &me, "not supported"},
+		{"freed heap memory, local tensor", with(0, byHand), BarrierDevice, &lv, `tensor "input"`},
 	} {
 		err := push.LaunchTensors(s, c.ts, c.mode)
 		require.Error(t, err, c.name)

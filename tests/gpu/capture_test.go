@@ -106,7 +106,7 @@ func replayOne(r *irisrt.Rank, vc *variantCase, rounds int) error {
 		return err
 	}
 	defer g.close()
-	s, dev := r.Stream(), r.Device()
+	s := r.Stream()
 	exec, err := r.Capture(s, func() error {
 		// A host-barrier launch is refused inside the capture and leaves
 		// the capture usable.
@@ -119,7 +119,7 @@ func replayOne(r *irisrt.Rank, vc *variantCase, rounds int) error {
 	if err != nil {
 		return fmt.Errorf("%s: capture: %w", vc.name(), err)
 	}
-	defer dev.DestroyGraphExec(exec)
+	defer exec.Destroy()
 	if err := r.HostBarrier(s); err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func replayOne(r *irisrt.Rank, vc *variantCase, rounds int) error {
 		if k%10 == 9 {
 			err = g.p.Launch(s, g.in, g.out, irisrt.BarrierDevice)
 		} else {
-			err = dev.LaunchGraph(exec, s)
+			err = exec.Launch(s)
 		}
 		if err != nil {
 			return fmt.Errorf("%s round %d: %w", vc.name(), k, err)
@@ -164,7 +164,7 @@ func replayAll(r *irisrt.Rank, rounds int) error {
 		}
 		gs = append(gs, g)
 	}
-	s, dev := r.Stream(), r.Device()
+	s := r.Stream()
 	launchAll := func() error {
 		for _, g := range gs {
 			if err := g.p.Launch(s, g.in, g.out, irisrt.BarrierDevice); err != nil {
@@ -177,7 +177,7 @@ func replayAll(r *irisrt.Rank, rounds int) error {
 	if err != nil {
 		return fmt.Errorf("capturing %d collectives: %w", len(gs), err)
 	}
-	defer dev.DestroyGraphExec(exec)
+	defer exec.Destroy()
 	if err := r.HostBarrier(s); err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func replayAll(r *irisrt.Rank, rounds int) error {
 		if k%10 == 9 {
 			err = launchAll()
 		} else {
-			err = dev.LaunchGraph(exec, s)
+			err = exec.Launch(s)
 		}
 		if err != nil {
 			return fmt.Errorf("round %d: %w", k, err)

@@ -23,7 +23,7 @@ func TestProcessWorld(t *testing.T) {
 	for _, n := range worldSizes(t) {
 		t.Run(fmt.Sprintf("world%d", n), func(t *testing.T) {
 			args := []string{os.Args[0], "-test.run", "^TestProcessWorld$", "-test.v", "-test.count=1"}
-			if err := launch.Run(n, 0, args, os.Stdout, os.Stderr); err != nil {
+			if err := launch.Run(n, args, os.Stdout, os.Stderr, launch.Options{}); err != nil {
 				t.Fatalf("%d ranks: %v", n, err)
 			}
 		})

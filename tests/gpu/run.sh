@@ -2,8 +2,9 @@
 # Runs the GPU suite from prebuilt binaries (`make test-gpu` builds them; on a
 # GPU machine with no Go toolchain, carry build/ and run this script alone).
 # Logs go to $OUT (or build/gpu-logs) when set. Steps: kernels (nvcc), the
-# platform smoke tests, the suite (both worlds), `irisgen probe`, and with
-# SANITIZE=1 a compute-sanitizer memcheck run.
+# platform smoke tests, the suite (both worlds), `irisgen probe` in an
+# in-process world and as the ranks of a 2-process world (global capture),
+# and with SANITIZE=1 a compute-sanitizer memcheck run.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=${BUILD:-build}
@@ -29,6 +30,7 @@ step kernels "$B/irisgen" kernels -platform "${IRISGEN_PLATFORM:-cuda}" -kernels
 step platform "$B/platform.test" -test.v -test.count=1
 step suite "$B/gpu.test" -test.v -test.count=1 -test.timeout 30m ${SUITE_ARGS:-}
 step probe "$B/irisgen" probe -replays 100
+step probe-processes "$B/irisgen" run -n 2 -- "$B/irisgen" probe -replays 20
 if [ -n "${SANITIZE:-}" ] && command -v compute-sanitizer >/dev/null; then
   IRISGEN_TEST_WORLDS=2 IRISGEN_TEST_QUICK=1 step memcheck compute-sanitizer --tool memcheck --error-exitcode 3 \
     "$B/gpu.test" -test.v -test.count=1 -test.run 'TestDeviceBarrier|TestHeapTranslation|TestCatalogue|TestMoE$|TestGroups'

@@ -1,0 +1,294 @@
+package irisrt
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/irisgen/irisgen/runtime/gpu"
+)
+
+// Faults. Kernels report errors in the rank's two error records
+// (host-mapped irisgen_error, docs/internals.md):
+//
+//   - record 0, world faults: a timeout in a device barrier or any other
+//     wait. The peers' barrier epochs are out of step, so the record is
+//     sticky: every later spin of the rank's kernels gives up at once,
+//     launches and Rank.Check return the error, and the world must be
+//     closed and started again (World.Close / Rank.Close release
+//     everything, and a new world in the same process works).
+//   - record 1, call faults: an index out of range (a MoE expert id) or a
+//     capacity exceeded. The kernel skipped the bad item, went on and met
+//     its peers, so only that call's results are incomplete: Rank.Check
+//     returns the error once and clears it, and the world stays usable.
+
+const (
+	errRecordBytes = 32 // one irisgen_error
+	errRecords     = 2  // world, call
+)
+
+// record reads error record i, or nil when it holds none. A record being
+// written (code 0xffffffff) is read at the next check.
+func (r *Rank) record(i int) error {
+	if r.errHost == nil {
+		return nil
+	}
+	b := unsafe.Slice((*byte)(unsafe.Add(r.errHost, i*errRecordBytes)), errRecordBytes)
+	code := atomic.LoadUint32((*uint32)(unsafe.Pointer(&b[0]))) // published last, after the rest
+	if code == 0 || code == errCodeWriting {
+		return nil
+	}
+	le := binary.LittleEndian
+	if code == errCodeTimeout {
+		return &BarrierTimeoutError{Rank: int(le.Uint32(b[4:])), Peer: int(le.Uint32(b[8:])),
+			Block: int(le.Uint32(b[12:])), Epoch: le.Uint64(b[16:])}
+	}
+	return &DeviceFaultError{Code: code, Rank: int(le.Uint32(b[4:])), Block: int(le.Uint32(b[12:])), Info: le.Uint64(b[24:]), World: i == 0}
+}
+
+// poisoned returns the rank's world fault (record 0), which stays set.
+func (r *Rank) poisoned() error { return r.record(0) }
+
+// Check returns the error the rank's kernels reported: the world fault
+// (*BarrierTimeoutError, or a *DeviceFaultError with World set), which
+// stays set and comes back from every later Check and launch until the
+// world is closed, else a call fault (*DeviceFaultError: an index out of
+// range, a capacity exceeded), which Check reports once and clears. It
+// does not wait for the GPU: synchronize the stream first to see the
+// errors of launched kernels (Graph.Replay does both).
+func (r *Rank) Check() error {
+	if err := r.poisoned(); err != nil {
+		return err
+	}
+	err := r.record(1)
+	if err != nil {
+		atomic.StoreUint32((*uint32)(unsafe.Add(r.errHost, errRecordBytes)), 0)
+	}
+	return err
+}
+
+// graphSet tracks the graphs captured through Rank.Capture on a device: a
+// world rank and its groups share one.
+type graphSet struct {
+	capturing atomic.Pointer[Graph] // the graph whose capture is running, or nil
+	mu        sync.Mutex
+	live      map[*Graph]bool
+}
+
+// Graph is a graph captured with Rank.Capture, instantiated and ready to
+// replay. While it lives, the plans launched into it cannot be closed, nor
+// the heap tensors (and groups) those launches were given freed: Close and
+// Free return an *InUseError until Destroy. Graphs are collective like
+// plans: every rank captures the same launches, replays them in the same
+// order and destroys its graph.
+type Graph struct {
+	r     *Rank
+	exec  gpu.GraphExec
+	plans []*Plan
+	pins  []pin
+	gone  bool
+}
+
+// pin is one heap allocation a graph holds.
+type pin struct {
+	h   *Heap
+	off int64
+}
+
+// Exec is the instantiated graph, for replaying it by other means
+// (gpu.Device.LaunchGraph). Whoever does so checks for errors as
+// Graph.Replay does: Rank.Check after the stream has finished, and no
+// replay once it returned a world fault.
+func (g *Graph) Exec() gpu.GraphExec { return g.exec }
+
+// Launch replays the graph on s, asynchronously. It refuses (returning the
+// error) once the rank has a world fault: the replay's barriers would give
+// up at once anyway. Errors the replay raises come back from Rank.Check
+// once s has finished.
+func (g *Graph) Launch(s gpu.Stream) error {
+	if g.gone {
+		return errors.New("launch of a destroyed graph")
+	}
+	if err := g.r.poisoned(); err != nil {
+		return err
+	}
+	if err := g.r.dev.LaunchGraph(g.exec, s); err != nil {
+		return platformErr("replaying a graph", err)
+	}
+	return nil
+}
+
+// Replay replays the graph on s, waits for s and returns any error the
+// kernels raised (Rank.Check): a world fault, or a call fault of this
+// replay.
+func (g *Graph) Replay(s gpu.Stream) error {
+	if err := g.Launch(s); err != nil {
+		return err
+	}
+	if err := g.r.dev.StreamSynchronize(s); err != nil {
+		return platformErr("waiting for a graph replay", err)
+	}
+	return g.r.Check()
+}
+
+// Destroy frees the graph and lets go of its plans and tensors. Destroying
+// it twice is not an error.
+func (g *Graph) Destroy() error {
+	if g.gone {
+		return nil
+	}
+	g.release()
+	set := g.r.graphs
+	set.mu.Lock()
+	delete(set.live, g)
+	set.mu.Unlock()
+	if err := g.r.dev.DestroyGraphExec(g.exec); err != nil {
+		return platformErr("destroying a graph", err)
+	}
+	return nil
+}
+
+// release lets go of the graph's plans and tensors.
+func (g *Graph) release() {
+	g.gone = true
+	for _, p := range g.plans {
+		p.graphs.Add(-1)
+	}
+	for _, p := range g.pins {
+		p.h.unpin(p.off)
+	}
+	g.plans, g.pins = nil, nil
+}
+
+// use records that a launch of p with arguments a went into the graph.
+// Capture is not the steady-state launch path: the lists may grow here.
+func (g *Graph) use(p *Plan, a *Args) {
+	if !slices.Contains(g.plans, p) {
+		g.plans = append(g.plans, p)
+		p.graphs.Add(1)
+	}
+	for _, ptr := range a.ptrs {
+		for r := p.r; r != nil; r = r.parent {
+			if off, ok := r.heap.pin(ptr); ok {
+				g.pins = append(g.pins, pin{r.heap, off})
+				break
+			}
+		}
+	}
+}
+
+// destroyAll destroys every live graph of the set (a rank's release).
+func (s *graphSet) destroyAll(dev gpu.Device) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for g := range s.live {
+		g.release()
+		errs = append(errs, dev.DestroyGraphExec(g.exec))
+	}
+	s.live = nil
+	return errors.Join(errs...)
+}
+
+// pin holds the allocation (of the caller's or a group's; a plan's own
+// buffers are held through the plan) that p lies in, so it cannot be
+// freed: ok and its offset, or false when p is not in one.
+func (h *Heap) pin(p gpu.DevicePtr) (int64, bool) {
+	off, on := h.Offset(p)
+	if !on {
+		return 0, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i, _ := h.a.holding(off, 0)
+	if h.closed || i < 0 || h.a.live[i].kind == kindPlan {
+		return 0, false
+	}
+	h.a.live[i].pins++
+	return h.a.live[i].off, true
+}
+
+// pinned counts the pins on the heap's allocations (all of them, or the
+// one starting at off).
+func (h *Heap) pinned(off int64, all bool) int32 {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	var n int32
+	for _, l := range h.a.live {
+		if all || l.off == off {
+			n += l.pins
+		}
+	}
+	return n
+}
+
+// unpin lets go of a pin.
+func (h *Heap) unpin(off int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if i, ok := h.a.starting(off); ok && !h.closed && h.a.live[i].pins > 0 {
+		h.a.live[i].pins--
+	}
+}
+
+// CaptureMode is the stream capture mode for this rank: gpu.CaptureRelaxed
+// in an in-process world (a global-mode capture would be invalidated by
+// another rank's ordinary synchronisation in the same process),
+// gpu.CaptureGlobal in a process of its own.
+func (r *Rank) CaptureMode() gpu.CaptureMode {
+	if r.local != nil {
+		return gpu.CaptureRelaxed
+	}
+	return gpu.CaptureGlobal
+}
+
+// Capture records on s what fn enqueues there into a graph and returns it
+// instantiated, ready to replay (Graph.Launch, Graph.Replay; free it with
+// Graph.Destroy). It checks that s really was capturing while fn ran.
+// It captures in the rank's CaptureMode. The capture is ended whatever fn returns, and fn's error
+// comes back. Every plan of this rank (or its groups) that fn launches,
+// and the heap tensors it launches them with, are held by the graph until
+// it is destroyed.
+func (r *Rank) Capture(s gpu.Stream, fn func() error) (*Graph, error) {
+	mode := r.CaptureMode()
+	g := &Graph{r: r}
+	if !r.graphs.capturing.CompareAndSwap(nil, g) {
+		return nil, errors.New("capture: a capture through Rank.Capture is already running on this rank (or its world rank or groups)")
+	}
+	defer r.graphs.capturing.Store(nil)
+	if err := r.dev.BeginCapture(s, mode); err != nil {
+		return nil, platformErr("beginning a stream capture", err)
+	}
+	capturing, cerr := r.Capturing(s)
+	ferr := fn()
+	graph, eerr := r.dev.EndCapture(s)
+	if eerr != nil {
+		eerr = platformErr("ending the stream capture", eerr)
+	} else {
+		defer r.dev.DestroyGraph(graph)
+	}
+	err := errors.Join(cerr, ferr, eerr)
+	if err == nil && !capturing {
+		err = fmt.Errorf("capture: stream %#x was not capturing after BeginCapture", uint64(s))
+	}
+	if err == nil {
+		if g.exec, err = r.dev.Instantiate(graph); err != nil {
+			err = platformErr("instantiating the captured graph", err)
+		}
+	}
+	if err != nil {
+		g.release()
+		return nil, err
+	}
+	r.graphs.mu.Lock()
+	if r.graphs.live == nil {
+		r.graphs.live = map[*Graph]bool{}
+	}
+	r.graphs.live[g] = true
+	r.graphs.mu.Unlock()
+	return g, nil
+}
