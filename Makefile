@@ -26,7 +26,7 @@ help:
 	@echo "make kernels    compile generated/hip/*.hip (nvcc if installed, else hipcc or clang) into generated/kernels"
 	@echo "make test       go vet, go test -race, irisgen check, every kernel built by $(HIP_CLANG) ($(HIP_ARCH)) and hipcc ($(HIPCC_ARCH))"
 	@echo "make gpu-build  build the GPU test binaries and irisgen into $(BUILD)/ (carry it to a GPU machine)"
-	@echo "make test-gpu   gpu-build, then run tests/gpu/run.sh (needs GPUs; compiles kernels with nvcc)"
+	@echo "make test-gpu   gpu-build, then run tests/gpu/run.sh (needs GPUs; nvcc kernels, or with IRISGEN_PLATFORM=hip the AMD compiler)"
 	@echo "make bench      gpu-build, then irisgen bench beside NCCL and torch symmetric memory into $(BUILD)/bench (needs GPUs)"
 	@echo "make clean      remove $(BUILD)/ and generated/kernels/"
 

@@ -30,7 +30,7 @@ gfx940, gfx941 and gfx950), built by the first of hipcc, clang++-22 ...
 clang++-17, clang++ that knows every target: Debian's hipcc 5.2 builds
 gfx90a and gfx940, Debian's clang-19 (apt-get install clang-19 clang-tools-19
 lld-19 llvm-19 hipcc) also gfx941 and gfx942, and gfx950 needs LLVM 20 or
-ROCm 6.4's hipcc. Every bundle is checked before it is written: one AMDGPU
+ROCm 7's hipcc. Every bundle is checked before it is written: one AMDGPU
 ELF per target, for that GPU, holding the module's kernels and spec hash.
 NVIDIA (-platform cuda): KERNELS/<collective>.fatbin with nvcc (default
 arch 90, i.e. sm_90). -platform auto picks nvcc when it is installed, else
@@ -103,7 +103,7 @@ func runKernels(env *cmdEnv, args []string) error {
 	}
 	defer b.Close()
 
-	fmt.Fprintf(env.stdout, "compiling %d kernel file%s with %s (%s) into %s\n", len(srcs), plural(len(srcs)), cc, strings.Join(cc.Targets, ","), dst)
+	fmt.Fprintf(env.stdout, "compiling %d kernel file%s with %s for %s into %s\n", len(srcs), plural(len(srcs)), cc, strings.Join(cc.Targets, ","), dst)
 	failed := compileAll(env, srcs, *jobs, func(src string) ([]byte, error) {
 		base := strings.TrimSuffix(filepath.Base(src), ".hip")
 		// Every module defines its spec hash, which the runtime reads at load.

@@ -243,7 +243,7 @@ func TestKernelsVerifiesAMDObjects(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "hip", "a.hip"), []byte("ok a\n"), 0o644)
 	t.Setenv("HIPCC", fakeCompiler(t, dir, "Debian clang version 19.1.7"))
 	code, stdout, stderr := cli(t, "kernels", "-out", dir, "-platform", "hip")
-	if code != 1 || !strings.Contains(stdout, "(clang 19.1.7) (gfx90a,gfx942)") || !strings.Contains(stderr, "a.hsaco: neither an offload bundle nor an AMDGPU ELF") {
+	if code != 1 || !strings.Contains(stdout, "(clang 19.1.7) for gfx90a,gfx942 into") || !strings.Contains(stderr, "a.hsaco: neither an offload bundle nor an AMDGPU ELF") {
 		t.Errorf("kernels: exit %d\n%s%s", code, stdout, stderr)
 	}
 	if names, _ := filepath.Glob(filepath.Join(dir, "kernels", "*")); len(names) != 0 {
