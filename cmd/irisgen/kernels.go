@@ -37,7 +37,8 @@ arch 90, i.e. sm_90). -platform auto picks nvcc when it is installed, else
 AMD. The portable device header is the one built into irisgen, so
 downstream repositories need no copy of it. Compiler errors are printed with
 the file that caused them; the exit code is 1 when any file fails.
--compiler (or HIPCC, NVCC) names the compiler to use instead.
+-compiler (or HIPCC, NVCC) names the compiler to use instead; with
+-platform auto, nvcc or not decides the platform.
 
 Examples:
   irisgen kernels

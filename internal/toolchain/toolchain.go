@@ -138,6 +138,17 @@ func Find(ctx context.Context, o Options) (*Compiler, error) {
 	case CUDA:
 		return findCUDA(o)
 	case Auto:
+		if o.Compiler != "" {
+			// The compiler decides: nvcc says so in its --version.
+			p, err := o.lookPath(o.Compiler)
+			if err != nil {
+				return nil, &NotFoundError{Platform: Auto, Targets: o.Targets, Tried: []string{o.Compiler + ": not found"}}
+			}
+			if out, _ := exec.CommandContext(ctx, p, "--version").CombinedOutput(); strings.Contains(string(out), "Cuda compilation tools") {
+				return findCUDA(o)
+			}
+			return findHIP(ctx, o)
+		}
 		if c, err := findCUDA(o); err == nil {
 			return c, nil
 		}
@@ -194,7 +205,7 @@ func (e *NotFoundError) Error() string {
 // amdInstallHint says what to install for the AMD targets.
 const amdInstallHint = "install clang-19 (apt-get install clang-19 clang-tools-19 lld-19 llvm-19 hipcc; " +
 	"it builds gfx90a, gfx940, gfx941 and gfx942) or ROCm 6's hipcc, or set HIPCC; " +
-	"gfx950 needs LLVM 20 (clang++-20) or ROCm 6.4's hipcc"
+	"gfx950 needs LLVM 20 (clang++-20) or ROCm 7's hipcc"
 
 func findCUDA(o Options) (*Compiler, error) {
 	targets := o.Targets

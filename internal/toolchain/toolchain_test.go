@@ -216,6 +216,20 @@ func TestFindAuto(t *testing.T) {
 			t.Errorf("Find(auto) = %+v, %v; want %v", got, err, c.want)
 		}
 	}
+	// An explicit compiler decides the platform.
+	nvcc := filepath.Join(dir, "nvcc")
+	os.WriteFile(nvcc, []byte("#!/bin/sh\necho 'nvcc: NVIDIA (R) Cuda compiler driver'; echo 'Cuda compilation tools, release 13.0, V13.0.48'\n"), 0o755)
+	both := machine{"nvcc": nvcc, "clang++-19": clang}
+	for name, want := range map[string]Kind{"clang++-19": Clang, "nvcc": Nvcc, clang: Clang, nvcc: Nvcc} {
+		o := both.options(Auto)
+		o.Compiler = name
+		if got, err := Find(context.Background(), o); err != nil || got.Kind != want {
+			t.Errorf("Find(auto, -compiler %s) = %+v, %v; want %v", name, got, err, want)
+		}
+	}
+	if _, err := Find(context.Background(), Options{Platform: Auto, Compiler: "nope", LookPath: both.lookPath}); err == nil || !strings.Contains(err.Error(), "nope: not found") {
+		t.Errorf("-compiler nope: %v", err)
+	}
 	if _, err := Find(context.Background(), machine{}.options("rocm")); err == nil || !strings.Contains(err.Error(), `platform "rocm"`) {
 		t.Errorf("bad platform: %v", err)
 	}
