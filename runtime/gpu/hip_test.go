@@ -70,10 +70,18 @@ func TestHIPDeclarationsMatchHeaders(t *testing.T) {
 	if _, err := exec.LookPath(cc); err != nil {
 		t.Fatalf("no C compiler %q: %v", cc, err)
 	}
-	const header = "/usr/include/hip/hip_runtime_api.h"
-	if _, err := os.Stat(header); err != nil {
-		t.Fatalf("%v: %s", err, hipInstall)
+	// Debian's libamdhip64-dev, else ROCm's.
+	inc := ""
+	for _, dir := range []string{"/usr/include", os.Getenv("ROCM_PATH") + "/include", "/opt/rocm/include"} {
+		if _, err := os.Stat(filepath.Join(dir, "hip", "hip_runtime_api.h")); err == nil {
+			inc = dir
+			break
+		}
 	}
+	if inc == "" {
+		t.Fatalf("no hip/hip_runtime_api.h in /usr/include, $ROCM_PATH/include or /opt/rocm/include: %s", hipInstall)
+	}
+	header := filepath.Join(inc, "hip", "hip_runtime_api.h")
 	pkg, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +102,7 @@ IGHIP_STR_SYMS(IGHIP_STR_CHECK)
 		// C11 with every incompatible pointer an error: a function of
 		// another type cannot initialise the pointer.
 		return exec.Command(cc, "-std=c11", "-fsyntax-only", "-Wall", "-Werror", "-Werror=incompatible-pointer-types",
-			"-D__HIP_PLATFORM_AMD__", "-I", pkg, f).CombinedOutput()
+			"-D__HIP_PLATFORM_AMD__", "-I", pkg, "-I", inc, f).CombinedOutput()
 	}
 	if out, err := compile(check); err != nil {
 		t.Fatalf("hip_api.h does not match %s: %v\n%s", header, err, out)
