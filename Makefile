@@ -5,8 +5,13 @@
 GO      ?= go
 IRISGEN ?= $(GO) run ./cmd/irisgen
 BUILD   ?= build
-# Kernels for the CPU-only CI check: hipcc for every AMD target we ship.
-HIP_ARCH ?= gfx90a,gfx940
+# AMD kernels for the CPU-only CI check: every generated kernel as one
+# bundle per module for every AMD target CI covers, built by Debian's clang-19
+# (hipcc 5.2 does not know gfx942), and again by hipcc for its targets as a
+# second compiler. irisgen checks every code object it writes.
+HIP_ARCH   ?= gfx90a,gfx940,gfx942
+HIP_CLANG  ?= clang++-19
+HIPCC_ARCH ?= gfx90a,gfx940
 # GPU test binaries: <package dir>:<binary name>. The GPU suite's owner adds
 # packages here; tests/gpu/run.sh runs $(BUILD)/<name>.test.
 GPU_TESTS ?= ./runtime/gpu:platform ./tests/gpu:gpu
@@ -18,10 +23,10 @@ all: generate kernels
 help:
 	@echo "make            generate + kernels"
 	@echo "make generate   regenerate generated/hip and generated/collectives from specs/ and templates/"
-	@echo "make kernels    compile generated/hip/*.hip (nvcc if installed, else hipcc) into generated/kernels"
-	@echo "make test       go vet, go test -race, irisgen check, hipcc compile of every kernel ($(HIP_ARCH))"
+	@echo "make kernels    compile generated/hip/*.hip (nvcc if installed, else hipcc or clang) into generated/kernels"
+	@echo "make test       go vet, go test -race, irisgen check, every kernel built by $(HIP_CLANG) ($(HIP_ARCH)) and hipcc ($(HIPCC_ARCH))"
 	@echo "make gpu-build  build the GPU test binaries and irisgen into $(BUILD)/ (carry it to a GPU machine)"
-	@echo "make test-gpu   gpu-build, then run tests/gpu/run.sh (needs GPUs; compiles kernels with nvcc)"
+	@echo "make test-gpu   gpu-build, then run tests/gpu/run.sh (needs GPUs; nvcc kernels, or with IRISGEN_PLATFORM=hip the AMD compiler)"
 	@echo "make bench      gpu-build, then irisgen bench beside NCCL and torch symmetric memory into $(BUILD)/bench (needs GPUs)"
 	@echo "make clean      remove $(BUILD)/ and generated/kernels/"
 
@@ -42,11 +47,13 @@ test-go:
 test-check:
 	$(IRISGEN) check
 
-# Compiles every generated kernel with the real hipcc for the AMD targets;
-# any compile error fails the run. The code objects go to $(BUILD), so the
-# kernels of `make kernels` are left alone.
+# Compiles every generated kernel with the real AMD compilers; a compile
+# error or a code object that is not an AMDGPU ELF for its target fails the
+# run. The code objects go to $(BUILD), so the kernels of `make kernels` are
+# left alone.
 test-hip:
-	$(IRISGEN) kernels -platform hip -arch $(HIP_ARCH) -kernels-out $(BUILD)/kernels-hip
+	$(IRISGEN) kernels -platform hip -compiler $(HIP_CLANG) -arch $(HIP_ARCH) -kernels-out $(BUILD)/kernels-hip
+	$(IRISGEN) kernels -platform hip -compiler hipcc -arch $(HIPCC_ARCH) -kernels-out $(BUILD)/kernels-hipcc
 
 gpu-build:
 	@mkdir -p $(BUILD)

@@ -5,9 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
+	iofs "io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -15,124 +14,52 @@ import (
 	"sync"
 
 	"github.com/irisgen/irisgen"
+	"github.com/irisgen/irisgen/internal/toolchain"
 )
 
 func init() {
 	register(&command{
 		name:    "kernels",
-		summary: "compile the generated HIP kernels with hipcc or nvcc",
-		usage:   "kernels [-out DIR] [-kernels-out DIR] [-platform cuda|hip|auto] [-arch LIST] [-j N]",
+		summary: "compile the generated HIP kernels with hipcc, clang or nvcc",
+		usage:   "kernels [-out DIR] [-kernels-out DIR] [-platform cuda|hip|auto] [-arch LIST] [-compiler CC] [-j N]",
 		help: `
 Kernels compiles every OUT/hip/*.hip in parallel into code objects the runtime
-loads: with hipcc into KERNELS/<collective>.hsaco (one bundle for every
--arch, default gfx90a,gfx940), with nvcc into KERNELS/<collective>.fatbin
-(default arch 90, i.e. sm_90). The portable device header is the one built
-into irisgen, so downstream repositories need no copy of it. -platform auto
-picks nvcc when it is installed, else hipcc. Compiler errors are printed with
+loads. AMD (-platform hip): KERNELS/<collective>.hsaco, one offload bundle
+holding a code object for every -arch target (default gfx90a,gfx942; also
+gfx940, gfx941 and gfx950), built by the first of hipcc, clang++-22 ...
+clang++-17, clang++ that knows every target: Debian's hipcc 5.2 builds
+gfx90a and gfx940, Debian's clang-19 (apt-get install clang-19 clang-tools-19
+lld-19 llvm-19 hipcc) also gfx941 and gfx942, and gfx950 needs LLVM 20 or
+ROCm 7's hipcc. Every bundle is checked before it is written: one AMDGPU
+ELF per target, for that GPU, holding the module's kernels and spec hash.
+NVIDIA (-platform cuda): KERNELS/<collective>.fatbin with nvcc (default
+arch 90, i.e. sm_90). -platform auto picks nvcc when it is installed, else
+AMD. The portable device header is the one built into irisgen, so
+downstream repositories need no copy of it. Compiler errors are printed with
 the file that caused them; the exit code is 1 when any file fails.
-Set HIPCC or NVCC to use a compiler that is not on PATH.
+-compiler (or HIPCC, NVCC) names the compiler to use instead; with
+-platform auto, nvcc or not decides the platform.
 
 Examples:
   irisgen kernels
-  irisgen kernels -platform hip -arch gfx90a,gfx940,gfx942
+  irisgen kernels -platform hip -arch gfx90a,gfx940,gfx942 -compiler clang++-19
   irisgen kernels -platform cuda -arch 80,90 -kernels-out build/kernels
   irisgen kernels -out internal/coll -j 4`,
 		run: runKernels,
 	})
 }
 
-// toolchain is one way of compiling a .hip file.
-type toolchain struct {
-	platform string // "hip" or "cuda"
-	tool     string // the compiler's name, for messages
-	env      string // variable that overrides the compiler path
-	ext      string // code object extension
-	arch     string // default -arch
-	// extraEnv is added to the compiler's environment.
-	extraEnv []string
-	// args are the compiler arguments for one file.
-	args func(archs []string, include, src, dst string) []string
-}
-
-var toolchains = map[string]toolchain{
-	"hip": {
-		platform: "hip", tool: "hipcc", env: "HIPCC", ext: ".hsaco", arch: "gfx90a,gfx940",
-		// hipcc compiles for NVIDIA when it finds nvcc, unless told otherwise.
-		extraEnv: []string{"HIP_PLATFORM=amd"},
-		args: func(archs []string, include, src, dst string) []string {
-			a := []string{"--genco"}
-			for _, x := range archs {
-				a = append(a, "--offload-arch="+x)
-			}
-			return append(a, "-O3", "-I"+include, "-o", dst, src)
-		},
-	},
-	"cuda": {
-		platform: "cuda", tool: "nvcc", env: "NVCC", ext: ".fatbin", arch: "90",
-		args: func(archs []string, include, src, dst string) []string {
-			a := []string{"-fatbin", "-O3"}
-			for _, x := range archs {
-				x = strings.TrimPrefix(strings.TrimPrefix(x, "sm_"), "compute_")
-				a = append(a, "-gencode", "arch=compute_"+x+",code=sm_"+x)
-			}
-			return append(a, "-DIRISGEN_CUDA", "-I"+include, "-o", dst, "-x", "cu", src)
-		},
-	},
-}
-
-// lookPath finds a compiler: $HIPCC/$NVCC, then PATH, then the usual
-// install directories (the CUDA toolkit is often not on PATH).
-func lookPath(name string) (string, error) {
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
-	for _, dir := range []string{"/usr/local/cuda/bin", "/opt/rocm/bin"} {
-		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", exec.ErrNotFound
-}
-
-func (env *cmdEnv) compiler(tc toolchain) (string, error) {
-	if p := os.Getenv(tc.env); p != "" {
-		return p, nil
-	}
-	return env.lookPath(tc.tool)
-}
-
-const noCompiler = "no GPU compiler found: install hipcc (apt-get install hipcc) or the CUDA toolkit (nvcc)"
-
-// pickToolchain resolves -platform to a toolchain and its compiler.
-func (env *cmdEnv) pickToolchain(platform string) (toolchain, string, error) {
-	switch platform {
-	case "hip", "cuda":
-		tc := toolchains[platform]
-		p, err := env.compiler(tc)
-		if err != nil {
-			return tc, "", &exitError{code: 1, err: fmt.Errorf("%s not found for -platform %s; %s", tc.tool, platform, strings.TrimPrefix(noCompiler, "no GPU compiler found: "))}
-		}
-		return tc, p, nil
-	case "auto":
-		for _, name := range []string{"cuda", "hip"} {
-			tc := toolchains[name]
-			if p, err := env.compiler(tc); err == nil {
-				return tc, p, nil
-			}
-		}
-		return toolchain{}, "", &exitError{code: 1, err: errors.New(noCompiler)}
-	}
-	return toolchain{}, "", usageErr("-platform %q: want cuda, hip or auto", platform)
-}
+// lookPath finds compilers (cmdEnv.lookPath; tests replace it).
+var lookPath = toolchain.LookPath
 
 func runKernels(env *cmdEnv, args []string) error {
 	c := find("kernels")
 	fs := env.flags(c)
 	out := fs.String("out", "generated", "output root of `irisgen generate`; the sources are OUT/hip/*.hip")
 	kout := fs.String("kernels-out", "", "where the code objects go (default OUT/kernels)")
-	platform := fs.String("platform", "auto", "cuda (nvcc), hip (hipcc) or auto (nvcc if installed, else hipcc)")
-	arch := fs.String("arch", "", "comma-separated targets (default gfx90a,gfx940 for hip, 90 for cuda)")
+	platform := fs.String("platform", toolchain.Auto, "cuda (nvcc), hip (hipcc or clang) or auto (nvcc if installed, else hip)")
+	arch := fs.String("arch", "", "comma-separated targets (default "+strings.Join(toolchain.DefaultTargets[toolchain.HIP], ",")+" for hip, "+strings.Join(toolchain.DefaultTargets[toolchain.CUDA], ",")+" for cuda)")
+	compiler := fs.String("compiler", "", "the compiler, a name on PATH or a path (default $HIPCC or $NVCC, else the first found that builds every target)")
 	jobs := fs.Int("j", runtime.NumCPU(), "files compiled in parallel")
 	if err := env.parse(c, fs, args); err != nil {
 		return err
@@ -143,13 +70,14 @@ func runKernels(env *cmdEnv, args []string) error {
 	if *jobs < 1 {
 		return usageErr("-j %d: want at least 1", *jobs)
 	}
-	tc, cc, err := env.pickToolchain(*platform)
-	if err != nil {
-		return err
-	}
-	archs := splitList(*arch)
-	if len(archs) == 0 {
-		archs = splitList(tc.arch)
+	ctx := context.Background()
+	cc, err := toolchain.Find(ctx, toolchain.Options{Platform: *platform, Targets: splitList(*arch), Compiler: *compiler, LookPath: env.lookPath})
+	var nf *toolchain.NotFoundError
+	switch {
+	case errors.As(err, &nf):
+		return &exitError{code: 1, err: err}
+	case err != nil:
+		return usageErr("%v", err)
 	}
 	srcs, err := filepath.Glob(filepath.Join(*out, "hip", "*.hip"))
 	if err != nil {
@@ -166,27 +94,21 @@ func runKernels(env *cmdEnv, args []string) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
 	}
-	include, cleanup, err := writeInclude()
+	include, err := iofs.Sub(irisgen.Include, "runtime/include")
 	if err != nil {
 		return err
 	}
-	defer cleanup()
+	b, err := cc.Prepare(ctx, include)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	defer b.Close()
 
-	fmt.Fprintf(env.stdout, "compiling %d kernel file%s with %s (%s) into %s\n", len(srcs), plural(len(srcs)), cc, strings.Join(archs, ","), dst)
+	fmt.Fprintf(env.stdout, "compiling %d kernel file%s with %s for %s into %s\n", len(srcs), plural(len(srcs)), cc, strings.Join(cc.Targets, ","), dst)
 	failed := compileAll(env, srcs, *jobs, func(src string) ([]byte, error) {
 		base := strings.TrimSuffix(filepath.Base(src), ".hip")
-		obj := filepath.Join(dst, base+tc.ext)
-		tmp := obj + ".tmp"
-		cmd := exec.CommandContext(context.Background(), cc, tc.args(archs, include, src, tmp)...)
-		if len(tc.extraEnv) > 0 {
-			cmd.Env = append(os.Environ(), tc.extraEnv...)
-		}
-		outb, err := cmd.CombinedOutput()
-		if err != nil {
-			os.Remove(tmp)
-			return outb, err
-		}
-		return outb, os.Rename(tmp, obj) // never leave a half-written code object under the real name
+		// Every module defines its spec hash, which the runtime reads at load.
+		return b.Compile(ctx, src, filepath.Join(dst, base+cc.Ext()), "irisgen_spec_hash_"+base)
 	})
 	if failed > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("%d of %d kernel files failed to compile", failed, len(srcs))}
@@ -232,35 +154,6 @@ func compileAll(env *cmdEnv, srcs []string, jobs int, compile func(string) ([]by
 	close(next)
 	wg.Wait()
 	return failed
-}
-
-// writeInclude writes the device header built into irisgen to a temporary
-// directory and returns the directory to pass as -I.
-func writeInclude() (string, func(), error) {
-	tmp, err := os.MkdirTemp("", "irisgen-include-")
-	if err != nil {
-		return "", nil, err
-	}
-	cleanup := func() { os.RemoveAll(tmp) }
-	err = fs.WalkDir(irisgen.Include, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(tmp, filepath.FromSlash(p))
-		if d.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		b, err := fs.ReadFile(irisgen.Include, p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, b, 0o644)
-	})
-	if err != nil {
-		cleanup()
-		return "", nil, err
-	}
-	return filepath.Join(tmp, "runtime", "include"), cleanup, nil
 }
 
 func splitList(s string) []string {

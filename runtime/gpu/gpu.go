@@ -67,19 +67,23 @@ type Dim3 struct{ X, Y, Z uint32 }
 var ErrNoPlatform = errors.New("no GPU platform")
 
 // NoPlatformError says which libraries were looked for and why each failed.
+// Where a library loaded and its runtime refused (no device, no driver), the
+// entry wraps the runtime's *Error (e.g. hipInit: hipErrorNoDevice), which
+// errors.As finds.
 type NoPlatformError struct {
-	Tried []string // "libcuda.so.1: <dlerror>"...
+	Tried []error // "libcuda.so.1: <dlerror>", "libamdhip64.so: hipInit: ..."
 }
 
 func (e *NoPlatformError) Error() string {
 	msg := "no GPU platform: could not load any GPU library"
 	for _, t := range e.Tried {
-		msg += "; " + t
+		msg += "; " + t.Error()
 	}
 	return msg + " (install the NVIDIA driver or ROCm, or set IRISGEN_PLATFORM=cuda|hip to pick one)"
 }
 
-func (e *NoPlatformError) Unwrap() error { return ErrNoPlatform }
+// Unwrap gives ErrNoPlatform and the error of every library tried.
+func (e *NoPlatformError) Unwrap() []error { return append([]error{ErrNoPlatform}, e.Tried...) }
 
 // Error is a failed platform call: the API function, its numeric result and
 // the platform's own name and description of it.

@@ -6,78 +6,15 @@ package gpu
 #include <stdlib.h>
 #include <string.h>
 
-// The few HIP runtime types irisgen uses, declared here so that no ROCm
-// header is needed to build (values checked against hip_runtime_api.h).
-typedef int hipError_t;
-typedef struct ihipStream_t *hipStream_t;
-typedef struct ihipEvent_t *hipEvent_t;
-typedef struct ihipModule_t *hipModule_t;
-typedef struct ihipModuleSymbol_t *hipFunction_t;
-typedef struct ihipGraph *hipGraph_t;
-typedef struct hipGraphExec *hipGraphExec_t;
-typedef struct hipGraphNode *hipGraphNode_t;
-typedef void *hipDeviceptr_t;
-typedef struct { char reserved[64]; } hipIpcMemHandle_t;
-
-enum {
-	IGHIP_ERROR_INVALID_VALUE = 1,
-	IGHIP_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
-	IGHIP_DEVICE_MALLOC_UNCACHED = 0x3,
-	IGHIP_HOST_MALLOC_PORTABLE = 0x1,
-	IGHIP_HOST_MALLOC_MAPPED = 0x2,
-	IGHIP_STREAM_NON_BLOCKING = 0x1,
-	IGHIP_EVENT_DISABLE_TIMING = 0x2,
-};
-
-#define IGHIP_SYMS(X) \
-	X(hipInit, (unsigned int flags)) \
-	X(hipGetDeviceCount, (int *count)) \
-	X(hipSetDevice, (int dev)) \
-	X(hipDeviceSynchronize, (void)) \
-	X(hipMalloc, (void **p, size_t n)) \
-	X(hipExtMallocWithFlags, (void **p, size_t n, unsigned int flags)) \
-	X(hipFree, (void *p)) \
-	X(hipHostMalloc, (void **p, size_t n, unsigned int flags)) \
-	X(hipHostGetDevicePointer, (void **d, void *h, unsigned int flags)) \
-	X(hipHostFree, (void *p)) \
-	X(hipMemcpyHtoD, (hipDeviceptr_t dst, void *src, size_t n)) \
-	X(hipMemcpyDtoH, (void *dst, hipDeviceptr_t src, size_t n)) \
-	X(hipMemcpyDtoDAsync, (hipDeviceptr_t dst, hipDeviceptr_t src, size_t n, hipStream_t s)) \
-	X(hipMemcpyHtoDAsync, (hipDeviceptr_t dst, void *src, size_t n, hipStream_t s)) \
-	X(hipMemcpyDtoHAsync, (void *dst, hipDeviceptr_t src, size_t n, hipStream_t s)) \
-	X(hipMemsetD8Async, (hipDeviceptr_t dst, unsigned char v, size_t n, hipStream_t s)) \
-	X(hipStreamCreateWithFlags, (hipStream_t *s, unsigned int flags)) \
-	X(hipStreamDestroy, (hipStream_t s)) \
-	X(hipStreamSynchronize, (hipStream_t s)) \
-	X(hipEventCreateWithFlags, (hipEvent_t *e, unsigned int flags)) \
-	X(hipEventDestroy, (hipEvent_t e)) \
-	X(hipEventRecord, (hipEvent_t e, hipStream_t s)) \
-	X(hipEventSynchronize, (hipEvent_t e)) \
-	X(hipEventElapsedTime, (float *ms, hipEvent_t a, hipEvent_t b)) \
-	X(hipModuleLoadData, (hipModule_t *m, const void *image)) \
-	X(hipModuleUnload, (hipModule_t m)) \
-	X(hipModuleGetFunction, (hipFunction_t *f, hipModule_t m, const char *name)) \
-	X(hipModuleGetGlobal, (hipDeviceptr_t *p, size_t *bytes, hipModule_t m, const char *name)) \
-	X(hipModuleLaunchKernel, (hipFunction_t f, unsigned int gx, unsigned int gy, unsigned int gz, \
-		unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, hipStream_t s, \
-		void **params, void **extra)) \
-	X(hipDeviceCanAccessPeer, (int *can, int dev, int peer)) \
-	X(hipDeviceEnablePeerAccess, (int peer, unsigned int flags)) \
-	X(hipIpcGetMemHandle, (hipIpcMemHandle_t *h, void *p)) \
-	X(hipIpcOpenMemHandle, (void **p, hipIpcMemHandle_t h, unsigned int flags)) \
-	X(hipIpcCloseMemHandle, (void *p)) \
-	X(hipStreamBeginCapture, (hipStream_t s, int mode)) \
-	X(hipStreamEndCapture, (hipStream_t s, hipGraph_t *g)) \
-	X(hipStreamIsCapturing, (hipStream_t s, int *status)) \
-	X(hipGraphInstantiate, (hipGraphExec_t *e, hipGraph_t g, hipGraphNode_t *errNode, char *log, size_t logSize)) \
-	X(hipGraphLaunch, (hipGraphExec_t e, hipStream_t s)) \
-	X(hipGraphDestroy, (hipGraph_t g)) \
-	X(hipGraphExecDestroy, (hipGraphExec_t e))
+// The HIP runtime API the platform layer calls, with HIP's own types and
+// values, declared in hip_api.h and checked against hip_runtime_api.h by
+// hip_test.go.
+#include "hip_api.h"
 
 #define IGHIP_DECL(name, params) static hipError_t (*ighip_##name) params;
 IGHIP_SYMS(IGHIP_DECL)
-static const char *(*ighip_hipGetErrorName)(hipError_t e);
-static const char *(*ighip_hipGetErrorString)(hipError_t e);
+#define IGHIP_STR_DECL(name, params) static const char *(*ighip_##name) params;
+IGHIP_STR_SYMS(IGHIP_STR_DECL)
 
 // ighip_open loads the HIP runtime; *opened tells whether dlopen worked.
 static const char *ighip_open(const char *lib, int *opened) {
@@ -92,11 +29,22 @@ static const char *ighip_open(const char *lib, int *opened) {
 	ighip_##name = (hipError_t (*) params)dlsym(h, #name); \
 	if (ighip_##name == NULL) return "missing symbol " #name;
 	IGHIP_SYMS(IGHIP_LOAD)
-	ighip_hipGetErrorName = (const char *(*)(hipError_t))dlsym(h, "hipGetErrorName");
-	if (ighip_hipGetErrorName == NULL) return "missing symbol hipGetErrorName";
-	ighip_hipGetErrorString = (const char *(*)(hipError_t))dlsym(h, "hipGetErrorString");
-	if (ighip_hipGetErrorString == NULL) return "missing symbol hipGetErrorString";
+#define IGHIP_STR_LOAD(name, params) \
+	ighip_##name = (const char *(*) params)dlsym(h, #name); \
+	if (ighip_##name == NULL) return "missing symbol " #name;
+	IGHIP_STR_SYMS(IGHIP_STR_LOAD)
 	return NULL;
+}
+
+// ighip_resolved counts the functions of both lists that are loaded, out
+// of *total.
+static int ighip_resolved(int *total) {
+	int n = 0;
+	*total = 0;
+#define IGHIP_COUNT(name, params) (*total)++; if (ighip_##name != NULL) n++;
+	IGHIP_SYMS(IGHIP_COUNT)
+	IGHIP_STR_SYMS(IGHIP_COUNT)
+	return n;
 }
 
 // Each wrapper selects the device and makes its call in one C call, so the
@@ -119,17 +67,31 @@ static void ighip_error(hipError_t code, const char **name, const char **desc) {
 	*desc = ighip_hipGetErrorString(code);
 }
 
-// On AMD, hipMalloc memory is coarse-grained: a peer's writes to it become
-// visible only at kernel boundaries, and atomics on it are not coherent
-// across devices, so remote atomics and spins on flags written by another
-// GPU would see stale values or hang. Uncached (fine-grained) memory is
-// coherent across devices while kernels run, which the barriers need.
+// ighip_alloc: fine asks for memory that kernels on several GPUs read, write
+// and update atomically at once (the heap: barrier flags, epochs, locks and
+// the tensors peers write). hipMalloc memory is coarse-grained, "up-to-date
+// only after synchronization" (HIP documentation, Memory management >
+// Coherence control); hipExtMallocWithFlags gives fine-grained memory with
+// hipDeviceMallocFinegrained and uncached memory with hipDeviceMallocUncached
+// (HIP runtime API reference, hipExtMallocWithFlags). Uncached is what
+// RCCL's tests (ROCm/rccl-tests#95) and vLLM's ROCm custom all-reduce
+// (allocate_meta_buffer) use for memory other GPUs signal in during a
+// kernel, and what the AMD side of the device header assumes: one_shot_lamport
+// relies on plain stores becoming visible to peers by themselves.
+// hipMallocSignalMemory is no heap: one 8-byte HSA signal. The uncached flag
+// exists since ROCm 5.7; an older runtime answers hipErrorInvalidValue and
+// gets fine-grained memory, what RCCL used before.
 static hipError_t ighip_alloc(int dev, size_t n, int fine, uintptr_t *p, const char **call) {
 	IGHIP_BIND(dev);
 	void *ptr = NULL;
-	hipError_t r = fine
-		? IGHIP_CALL(hipExtMallocWithFlags, (&ptr, n, IGHIP_DEVICE_MALLOC_UNCACHED))
-		: IGHIP_CALL(hipMalloc, (&ptr, n));
+	hipError_t r;
+	if (fine) {
+		r = IGHIP_CALL(hipExtMallocWithFlags, (&ptr, n, IGHIP_DEVICE_MALLOC_UNCACHED));
+		if (r == IGHIP_ERROR_INVALID_VALUE)
+			r = IGHIP_CALL(hipExtMallocWithFlags, (&ptr, n, IGHIP_DEVICE_MALLOC_FINEGRAINED));
+	} else {
+		r = IGHIP_CALL(hipMalloc, (&ptr, n));
+	}
 	*p = (uintptr_t)ptr;
 	return r;
 }
@@ -139,6 +101,10 @@ static hipError_t ighip_free(int dev, uintptr_t p, const char **call) {
 	return IGHIP_CALL(hipFree, ((void *)p));
 }
 
+// ighip_host_alloc: pinned host memory mapped into the device, for the error
+// record kernels write. With hipHostMallocMapped it is fine-grained whatever
+// HIP_HOST_COHERENT says (Coherence control, note on hipHostMalloc), so a
+// kernel's system-scope release makes the record visible to the host.
 static hipError_t ighip_host_alloc(int dev, size_t n, void **host, uintptr_t *d, const char **call) {
 	IGHIP_BIND(dev);
 	hipError_t r = IGHIP_CALL(hipHostMalloc, (host, n, IGHIP_HOST_MALLOC_MAPPED | IGHIP_HOST_MALLOC_PORTABLE));
@@ -239,6 +205,9 @@ static hipError_t ighip_event_elapsed(int dev, uintptr_t a, uintptr_t b, float *
 	return IGHIP_CALL(hipEventElapsedTime, (ms, (hipEvent_t)a, (hipEvent_t)b));
 }
 
+// ighip_module_load: image is one code object or an offload bundle of them
+// (hipModuleLoadData: "either a single code object or a fat binary"); from a
+// bundle the runtime loads the code object of the device's ISA.
 static hipError_t ighip_module_load(int dev, const void *image, uintptr_t *m, const char **call) {
 	IGHIP_BIND(dev);
 	hipModule_t mod = NULL;
@@ -286,12 +255,20 @@ static hipError_t ighip_can_peer(int dev, int peer, int *can, const char **call)
 	return IGHIP_CALL(hipDeviceCanAccessPeer, (can, dev, peer));
 }
 
+// ighip_enable_peer maps peer's memory for dev. flags is reserved and must
+// be 0; a second call answers hipErrorPeerAccessAlreadyEnabled (HIP runtime
+// API reference, hipDeviceEnablePeerAccess), which is no error here.
 static hipError_t ighip_enable_peer(int dev, int peer, const char **call) {
 	IGHIP_BIND(dev);
 	hipError_t r = IGHIP_CALL(hipDeviceEnablePeerAccess, (peer, 0));
 	return r == IGHIP_ERROR_PEER_ACCESS_ALREADY_ENABLED ? 0 : r;
 }
 
+// ighip_ipc_get exports the heap. p is the base of its one allocation, so the
+// handle covers all of it at offset 0 (hipIpcGetMemHandle: "for an existing
+// device memory allocation"). The memory type belongs to the allocation: a
+// peer that opens the handle maps it uncached too, as vLLM's ROCm
+// all-reduce relies on for the uncached buffers it shares this way.
 static hipError_t ighip_ipc_get(int dev, uintptr_t p, void *out, const char **call) {
 	IGHIP_BIND(dev);
 	hipIpcMemHandle_t h;
@@ -300,15 +277,20 @@ static hipError_t ighip_ipc_get(int dev, uintptr_t p, void *out, const char **ca
 	return r;
 }
 
-// hipIpcMemLazyEnablePeerAccess is 0x1 in ROCm 6 (as in CUDA) but 0 in ROCm
-// 5 headers, and the runtime checks the flag: try the new value, then the old.
+// ighip_ipc_open maps a peer's heap. The runtime accepts exactly one flag,
+// hipIpcMemLazyEnablePeerAccess, and answers hipErrorInvalidValue to any
+// other value (clr, hipIpcOpenMemHandle); its value is 0x1 in ROCm 6 (as in
+// CUDA) but 0 in ROCm 5's headers: try the new value, then the old. The
+// address may differ from one opening to the next (a documented difference
+// from CUDA); the bases table takes whatever comes back.
 static hipError_t ighip_ipc_open(int dev, const void *in, uintptr_t *p, const char **call) {
 	IGHIP_BIND(dev);
 	hipIpcMemHandle_t h;
 	memcpy(h.reserved, in, sizeof h.reserved);
 	void *dp = NULL;
-	hipError_t r = IGHIP_CALL(hipIpcOpenMemHandle, (&dp, h, 0x1));
-	if (r == IGHIP_ERROR_INVALID_VALUE) r = IGHIP_CALL(hipIpcOpenMemHandle, (&dp, h, 0x0));
+	hipError_t r = IGHIP_CALL(hipIpcOpenMemHandle, (&dp, h, IGHIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+	if (r == IGHIP_ERROR_INVALID_VALUE)
+		r = IGHIP_CALL(hipIpcOpenMemHandle, (&dp, h, IGHIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS_V5));
 	*p = (uintptr_t)dp;
 	return r;
 }
@@ -318,6 +300,8 @@ static hipError_t ighip_ipc_close(int dev, uintptr_t p, const char **call) {
 	return IGHIP_CALL(hipIpcCloseMemHandle, ((void *)p));
 }
 
+// ighip_begin_capture: mode is an IGHIP_CAPTURE_MODE_*, HIP's values (the
+// same as CUDA's).
 static hipError_t ighip_begin_capture(int dev, uintptr_t s, int mode, const char **call) {
 	IGHIP_BIND(dev);
 	return IGHIP_CALL(hipStreamBeginCapture, ((hipStream_t)s, mode));
@@ -336,6 +320,8 @@ static hipError_t ighip_is_capturing(int dev, uintptr_t s, int *status, const ch
 	return IGHIP_CALL(hipStreamIsCapturing, ((hipStream_t)s, status));
 }
 
+// ighip_instantiate asks for no error node and no log (HIP runtime API
+// reference, hipGraphInstantiate: both optional).
 static hipError_t ighip_instantiate(int dev, uintptr_t g, uintptr_t *e, const char **call) {
 	IGHIP_BIND(dev);
 	hipGraphExec_t ex = NULL;
@@ -393,6 +379,14 @@ func loadHIP(lib string) (p Platform, opened bool, err error) {
 		return nil, true, fmt.Errorf("%s: no HIP devices", lib)
 	}
 	return &hipPlatform{count: int(count), devs: map[int]*hipDevice{}}, true, nil
+}
+
+// hipResolved reports how many HIP functions are loaded, out of how many
+// the platform layer calls (for the loader test).
+func hipResolved() (resolved, total int) {
+	var t C.int
+	n := C.ighip_resolved(&t)
+	return int(n), int(t)
 }
 
 // hipError turns a HIP result into an *Error named by the runtime.
@@ -698,8 +692,19 @@ func (d *hipDevice) IPCCloseHandle(p DevicePtr) error {
 }
 
 func (d *hipDevice) BeginCapture(s Stream, mode CaptureMode) error {
+	var m C.int
+	switch mode {
+	case CaptureGlobal:
+		m = C.IGHIP_CAPTURE_MODE_GLOBAL
+	case CaptureThreadLocal:
+		m = C.IGHIP_CAPTURE_MODE_THREAD_LOCAL
+	case CaptureRelaxed:
+		m = C.IGHIP_CAPTURE_MODE_RELAXED
+	default:
+		return fmt.Errorf("hip: unknown capture mode %d", int(mode))
+	}
 	var call *C.char
-	r := C.ighip_begin_capture(d.dev, C.uintptr_t(s), C.int(mode), &call)
+	r := C.ighip_begin_capture(d.dev, C.uintptr_t(s), m, &call)
 	return hipCheck(call, r)
 }
 

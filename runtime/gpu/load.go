@@ -34,7 +34,7 @@ func Load() (Platform, error) {
 func load(choice string) (Platform, error) {
 	loadMu.Lock()
 	defer loadMu.Unlock()
-	var loaders []func() (Platform, []string)
+	var loaders []func() (Platform, []error)
 	switch choice {
 	case "":
 		loaders = append(loaders, tryCUDA, tryHIP)
@@ -45,7 +45,7 @@ func load(choice string) (Platform, error) {
 	default:
 		return nil, fmt.Errorf("%s=%q is not a GPU platform: set it to cuda or hip, or unset it to try CUDA then HIP", EnvPlatform, choice)
 	}
-	var tried []string
+	var tried []error
 	for _, l := range loaders {
 		p, why := l()
 		if p != nil {
@@ -56,10 +56,10 @@ func load(choice string) (Platform, error) {
 	return nil, &NoPlatformError{Tried: tried}
 }
 
-func tryCUDA() (Platform, []string) {
+func tryCUDA() (Platform, []error) {
 	p, err := loadCUDA()
 	if err != nil {
-		return nil, []string{err.Error()}
+		return nil, []error{err}
 	}
 	return p, nil
 }
@@ -67,14 +67,14 @@ func tryCUDA() (Platform, []string) {
 // hipLibraries are tried in order; the first that opens is used.
 var hipLibraries = []string{"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"}
 
-func tryHIP() (Platform, []string) {
-	var why []string
+func tryHIP() (Platform, []error) {
+	var why []error
 	for _, lib := range hipLibraries {
 		p, opened, err := loadHIP(lib)
 		if err == nil {
 			return p, nil
 		}
-		why = append(why, err.Error())
+		why = append(why, err)
 		if opened {
 			// The library is there but unusable (no device, no driver):
 			// another name for the same runtime will not do better.

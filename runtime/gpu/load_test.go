@@ -25,7 +25,7 @@ func noPlatform(t *testing.T, p Platform, err error) *NoPlatformError {
 	}
 	for _, why := range np.Tried {
 		// A library that opens must have every symbol irisgen needs.
-		if strings.Contains(why, "missing symbol") {
+		if strings.Contains(why.Error(), "missing symbol") {
 			t.Errorf("library lacks a symbol: %s", why)
 		}
 	}
@@ -35,7 +35,7 @@ func noPlatform(t *testing.T, p Platform, err error) *NoPlatformError {
 func TestLoadCUDAWithoutDriver(t *testing.T) {
 	p, err := load("cuda")
 	np := noPlatform(t, p, err)
-	if len(np.Tried) != 1 || !strings.HasPrefix(np.Tried[0], "libcuda.so.1: ") {
+	if len(np.Tried) != 1 || !strings.HasPrefix(np.Tried[0].Error(), "libcuda.so.1: ") {
 		t.Fatalf("Tried = %q, want one libcuda.so.1 entry", np.Tried)
 	}
 	msg := err.Error()
@@ -52,7 +52,7 @@ func TestLoadCUDAWithoutDriver(t *testing.T) {
 func TestLoadHIPWithoutGPU(t *testing.T) {
 	p, err := load("hip")
 	np := noPlatform(t, p, err)
-	if len(np.Tried) == 0 || !strings.HasPrefix(np.Tried[0], "libamdhip64.so") {
+	if len(np.Tried) == 0 || !strings.HasPrefix(np.Tried[0].Error(), "libamdhip64.so") {
 		t.Fatalf("Tried = %q, want libamdhip64 entries", np.Tried)
 	}
 	t.Logf("%v", err)

@@ -1,0 +1,79 @@
+package toolchain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// Build compiles kernel sources with one compiler. Prepare makes it; Close
+// removes what it wrote.
+type Build struct {
+	c       *Compiler
+	tmp     string
+	include string // -I directory holding the device header
+	devLibs string // --rocm-device-lib-path of a clang; "" for its default
+}
+
+// Prepare writes what every compile needs into a temporary directory: the
+// device header from include (a file system whose root is the include
+// directory), and for a clang the device-library directory (see
+// deviceLibs).
+func (c *Compiler) Prepare(ctx context.Context, include fs.FS) (*Build, error) {
+	tmp, err := os.MkdirTemp("", "irisgen-build-")
+	if err != nil {
+		return nil, err
+	}
+	b := &Build{c: c, tmp: tmp, include: filepath.Join(tmp, "include")}
+	if err := os.CopyFS(b.include, include); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("writing the device header: %w", err)
+	}
+	if c.Kind == Clang {
+		mk := func(path string, v int) error { return c.isaLibrary(ctx, path, v) }
+		if b.devLibs, err = deviceLibs(deviceLibDirs(os.Getenv), c.Targets, tmp, mk); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// Close removes the build's temporary directory.
+func (b *Build) Close() error { return os.RemoveAll(b.tmp) }
+
+// Args is the compiler's command line for one source.
+func (b *Build) Args(src, dst string) []string {
+	if b.c.Kind == Nvcc {
+		return nvccArgs(b.c.Targets, b.include, src, dst)
+	}
+	return hipArgs(b.c.Kind, b.c.Targets, b.devLibs, b.include, src, dst)
+}
+
+// Compile builds src into dst and returns the compiler's output. An AMD
+// code object must pass Verify with the symbols, else it is an error. dst
+// is replaced only by a complete, checked file.
+func (b *Build) Compile(ctx context.Context, src, dst string, symbols ...string) ([]byte, error) {
+	tmp := dst + ".tmp"
+	cmd := exec.CommandContext(ctx, b.c.Path, b.Args(src, tmp)...)
+	if b.c.Kind == Hipcc {
+		cmd.Env = append(os.Environ(), hipccEnv...)
+	}
+	out, err := cmd.CombinedOutput()
+	if err == nil && b.c.Platform == HIP {
+		err = Verify(tmp, b.c.Targets, symbols)
+		var ve *VerifyError
+		if errors.As(err, &ve) {
+			ve.Path = dst // what the compiler made, under the name it was for
+		}
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return out, err
+	}
+	return out, os.Rename(tmp, dst)
+}
