@@ -262,9 +262,9 @@ type Feature int
 
 // Features Has reports.
 const (
-	SymmetricWindows Feature = iota // ncclMemAlloc + ncclCommWindowRegister (2.27)
-	AllToAllVerb                    // ncclAlltoAll (2.28)
-	GatherScatterVerbs              // ncclGather, ncclScatter (2.28)
+	SymmetricWindows   Feature = iota // ncclMemAlloc + ncclCommWindowRegister (2.27)
+	AllToAllVerb                      // ncclAlltoAll (2.28)
+	GatherScatterVerbs                // ncclGather, ncclScatter (2.28)
 )
 
 // Has reports whether the loaded library has f.
