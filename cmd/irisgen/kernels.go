@@ -15,29 +15,33 @@ import (
 	"sync"
 
 	"github.com/irisgen/irisgen"
+	"github.com/irisgen/irisgen/internal/cli"
 )
 
 func init() {
-	register(&command{
-		name:    "kernels",
-		summary: "compile the generated HIP kernels with hipcc or nvcc",
-		usage:   "kernels [-out DIR] [-kernels-out DIR] [-platform cuda|hip|auto] [-arch LIST] [-j N]",
-		help: `
+	register(&cli.Command{
+		Name:    "kernels",
+		Summary: "compile the generated HIP kernels with hipcc or nvcc",
+		Usage:   "kernels [-config FILE] [-out DIR] [-package NAME] [-kernels-out DIR] [-platform cuda|hip|auto] [-arch LIST] [-j N]",
+		Help: `
 Kernels compiles every OUT/hip/*.hip in parallel into code objects the runtime
-loads: with hipcc into KERNELS/<collective>.hsaco (one bundle for every
--arch, default gfx90a,gfx940), with nvcc into KERNELS/<collective>.fatbin
-(default arch 90, i.e. sm_90). The portable device header is the one built
-into irisgen, so downstream repositories need no copy of it. -platform auto
-picks nvcc when it is installed, else hipcc. Compiler errors are printed with
-the file that caused them; the exit code is 1 when any file fails.
-Set HIPCC or NVCC to use a compiler that is not on PATH.
+loads, written next to the generated package, in OUT/PACKAGE/kernels, which
+the package embeds (rebuild the Go program after this): with hipcc into
+<collective>.hsaco (one bundle for every -arch, default gfx90a,gfx940), with
+nvcc into <collective>.fatbin (default arch 90, i.e. sm_90). OUT, PACKAGE, the
+platform and the targets come from irisgen.yaml (kernels: platform, hip_arch,
+cuda_arch) unless a flag says otherwise. The portable device header is the
+one built into irisgen, so downstream repositories need no copy of it.
+-platform auto picks nvcc when it is installed, else hipcc. Compiler errors
+and warnings are printed with the file that caused them; the exit code is 1
+when any file fails. Set HIPCC or NVCC to use a compiler that is not on PATH.
 
 Examples:
   irisgen kernels
   irisgen kernels -platform hip -arch gfx90a,gfx940,gfx942
   irisgen kernels -platform cuda -arch 80,90 -kernels-out build/kernels
-  irisgen kernels -out internal/coll -j 4`,
-		run: runKernels,
+  irisgen kernels -out internal/coll -package coll -j 4`,
+		Run: runKernels,
 	})
 }
 
@@ -95,73 +99,93 @@ func lookPath(name string) (string, error) {
 	return "", exec.ErrNotFound
 }
 
-func (env *cmdEnv) compiler(tc toolchain) (string, error) {
+// findCompiler is lookPath; tests replace it.
+var findCompiler = lookPath
+
+func compiler(tc toolchain) (string, error) {
 	if p := os.Getenv(tc.env); p != "" {
 		return p, nil
 	}
-	return env.lookPath(tc.tool)
+	return findCompiler(tc.tool)
 }
 
 const noCompiler = "no GPU compiler found: install hipcc (apt-get install hipcc) or the CUDA toolkit (nvcc)"
 
+// install says how to get each platform's compiler.
+var install = map[string]string{
+	"hip":  "install hipcc (apt-get install hipcc) or set HIPCC",
+	"cuda": "install the CUDA toolkit (nvcc, https://developer.nvidia.com/cuda-downloads) or set NVCC",
+}
+
 // pickToolchain resolves -platform to a toolchain and its compiler.
-func (env *cmdEnv) pickToolchain(platform string) (toolchain, string, error) {
+func pickToolchain(platform string) (toolchain, string, error) {
 	switch platform {
 	case "hip", "cuda":
 		tc := toolchains[platform]
-		p, err := env.compiler(tc)
+		p, err := compiler(tc)
 		if err != nil {
-			return tc, "", &exitError{code: 1, err: fmt.Errorf("%s not found for -platform %s; %s", tc.tool, platform, strings.TrimPrefix(noCompiler, "no GPU compiler found: "))}
+			return tc, "", cli.Fail(fmt.Errorf("%s not found for -platform %s; %s", tc.tool, platform, install[platform]))
 		}
 		return tc, p, nil
 	case "auto":
 		for _, name := range []string{"cuda", "hip"} {
 			tc := toolchains[name]
-			if p, err := env.compiler(tc); err == nil {
+			if p, err := compiler(tc); err == nil {
 				return tc, p, nil
 			}
 		}
-		return toolchain{}, "", &exitError{code: 1, err: errors.New(noCompiler)}
+		return toolchain{}, "", cli.Fail(errors.New(noCompiler))
 	}
-	return toolchain{}, "", usageErr("-platform %q: want cuda, hip or auto", platform)
+	return toolchain{}, "", cli.UsageErr("-platform %q: want cuda, hip or auto", platform)
 }
 
-func runKernels(env *cmdEnv, args []string) error {
-	c := find("kernels")
-	fs := env.flags(c)
-	out := fs.String("out", "generated", "output root of `irisgen generate`; the sources are OUT/hip/*.hip")
-	kout := fs.String("kernels-out", "", "where the code objects go (default OUT/kernels)")
-	platform := fs.String("platform", "auto", "cuda (nvcc), hip (hipcc) or auto (nvcc if installed, else hipcc)")
-	arch := fs.String("arch", "", "comma-separated targets (default gfx90a,gfx940 for hip, 90 for cuda)")
+func runKernels(env *cli.Env, args []string) error {
+	c := program.Find("kernels")
+	fs := env.Flags(c)
+	src := addSourceFlags(fs, false, true)
+	kout := fs.String("kernels-out", "", "where the code objects go (default OUT/PACKAGE/kernels, which the generated package embeds)")
+	platform := fs.String("platform", "", "cuda (nvcc), hip (hipcc) or auto (nvcc if installed, else hipcc); default: the config's kernels.platform, else auto")
+	arch := fs.String("arch", "", "comma-separated targets (default: the config's kernels.hip_arch or cuda_arch, else gfx90a,gfx940 for hip and 90 for cuda)")
 	jobs := fs.Int("j", runtime.NumCPU(), "files compiled in parallel")
-	if err := env.parse(c, fs, args); err != nil {
+	if err := env.Parse(c, fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageErr("unexpected arguments %q", fs.Args())
+		return cli.UsageErr("unexpected arguments %q", fs.Args())
 	}
 	if *jobs < 1 {
-		return usageErr("-j %d: want at least 1", *jobs)
+		return cli.UsageErr("-j %d: want at least 1", *jobs)
 	}
-	tc, cc, err := env.pickToolchain(*platform)
+	cfg, err := src.resolve(env)
 	if err != nil {
 		return err
 	}
-	archs := splitList(*arch)
-	if len(archs) == 0 {
-		archs = splitList(tc.arch)
+	if *platform == "" {
+		*platform = cfg.Kernels.Platform
 	}
-	srcs, err := filepath.Glob(filepath.Join(*out, "hip", "*.hip"))
+	tc, cc, err := pickToolchain(*platform)
+	if err != nil {
+		return err
+	}
+	archs := cli.SplitList(*arch)
+	if len(archs) == 0 {
+		archs = map[string][]string{"hip": cfg.Kernels.HIPArch, "cuda": cfg.Kernels.CUDAArch}[tc.platform]
+	}
+	if len(archs) == 0 {
+		archs = cli.SplitList(tc.arch)
+	}
+	hipDir := filepath.Join(cfg.Out, "hip")
+	srcs, err := filepath.Glob(filepath.Join(hipDir, "*.hip"))
 	if err != nil {
 		return err
 	}
 	sort.Strings(srcs)
 	if len(srcs) == 0 {
-		return &exitError{code: 1, err: fmt.Errorf("no kernels in %s; run `irisgen generate` first", filepath.Join(*out, "hip"))}
+		return cli.Fail(fmt.Errorf("no kernels in %s; run `irisgen generate` first", shown(hipDir)))
 	}
-	dst := *kout
-	if dst == "" {
-		dst = filepath.Join(*out, "kernels")
+	dst := cfg.KernelsDir()
+	if *kout != "" {
+		dst = *kout
 	}
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
@@ -172,10 +196,11 @@ func runKernels(env *cmdEnv, args []string) error {
 	}
 	defer cleanup()
 
-	fmt.Fprintf(env.stdout, "compiling %d kernel file%s with %s (%s) into %s\n", len(srcs), plural(len(srcs)), cc, strings.Join(archs, ","), dst)
+	fmt.Fprintf(env.Stdout, "compiling %d kernel file%s with %s (%s) into %s\n", len(srcs), cli.Plural(len(srcs)), cc, strings.Join(archs, ","), shown(dst))
 	failed := compileAll(env, srcs, *jobs, func(src string) ([]byte, error) {
-		base := strings.TrimSuffix(filepath.Base(src), ".hip")
-		obj := filepath.Join(dst, base+tc.ext)
+		// The runtime's name for the code object (irisrt.KernelFile; a test
+		// keeps the two in step without linking the runtime in here).
+		obj := filepath.Join(dst, strings.TrimSuffix(filepath.Base(src), ".hip")+tc.ext)
 		tmp := obj + ".tmp"
 		cmd := exec.CommandContext(context.Background(), cc, tc.args(archs, include, src, tmp)...)
 		if len(tc.extraEnv) > 0 {
@@ -189,16 +214,17 @@ func runKernels(env *cmdEnv, args []string) error {
 		return outb, os.Rename(tmp, obj) // never leave a half-written code object under the real name
 	})
 	if failed > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%d of %d kernel files failed to compile", failed, len(srcs))}
+		return cli.Fail(fmt.Errorf("%d of %d kernel files failed to compile", failed, len(srcs)))
 	}
-	fmt.Fprintf(env.stdout, "ok: %d code object%s in %s\n", len(srcs), plural(len(srcs)), dst)
+	fmt.Fprintf(env.Stdout, "ok: %d code object%s in %s\n", len(srcs), cli.Plural(len(srcs)), shown(dst))
 	return nil
 }
 
 // compileAll runs compile on every file with jobs workers, printing a
-// progress line per finished file and the compiler output of failures.
-// It returns the number of failures.
-func compileAll(env *cmdEnv, srcs []string, jobs int, compile func(string) ([]byte, error)) int {
+// progress line per finished file and the compiler's output (errors of a
+// failure, warnings of a success) to stderr. It returns the number of
+// failures.
+func compileAll(env *cli.Env, srcs []string, jobs int, compile func(string) ([]byte, error)) int {
 	var (
 		mu     sync.Mutex
 		done   int
@@ -214,13 +240,15 @@ func compileAll(env *cmdEnv, srcs []string, jobs int, compile func(string) ([]by
 				out, err := compile(src)
 				mu.Lock()
 				done++
-				fmt.Fprintf(env.stdout, "[%d/%d] %s\n", done, len(srcs), filepath.Base(src))
+				fmt.Fprintf(env.Stdout, "[%d/%d] %s\n", done, len(srcs), filepath.Base(src))
 				if err != nil {
 					failed++
-					fmt.Fprintf(env.stderr, "%s: compile failed: %v\n", src, err)
-					if len(bytes.TrimSpace(out)) > 0 {
-						fmt.Fprintf(env.stderr, "%s\n", bytes.TrimRight(out, "\n"))
-					}
+					fmt.Fprintf(env.Stderr, "%s: compile failed: %v\n", shown(src), err)
+				} else if len(bytes.TrimSpace(out)) > 0 {
+					fmt.Fprintf(env.Stderr, "%s: compiled, with this output from the compiler:\n", shown(src))
+				}
+				if len(bytes.TrimSpace(out)) > 0 {
+					fmt.Fprintf(env.Stderr, "%s\n", bytes.TrimRight(out, "\n"))
 				}
 				mu.Unlock()
 			}
@@ -261,14 +289,4 @@ func writeInclude() (string, func(), error) {
 		return "", nil, err
 	}
 	return filepath.Join(tmp, "runtime", "include"), cleanup, nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }

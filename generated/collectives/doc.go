@@ -32,4 +32,4 @@
 // check` fails when they are stale.
 package collectives
 
-//go:generate go run github.com/irisgen/irisgen/cmd/irisgen generate -out ..
+//go:generate go run github.com/irisgen/irisgen/cmd/irisgen generate

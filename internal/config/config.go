@@ -16,6 +16,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,7 +119,8 @@ func Find(dir string) (string, error) {
 	}
 }
 
-// MaxFileBytes bounds the size of a config file.
+// MaxFileBytes bounds the size of every file irisgen reads: a config, a
+// spec, a tuning table or a template (the catalogue's largest is 6 KB).
 const MaxFileBytes = 1 << 20
 
 // Load reads and validates the config file at path. Mistakes in the file
@@ -147,21 +149,29 @@ func Parse(abs, name string, src []byte) (*Config, error) {
 	return c, c.derive()
 }
 
-// ReadFile reads an input file of irisgen, refusing what is not a regular
-// file (a FIFO would block, /dev/zero never ends) and files over
-// MaxFileBytes, with errors that say so.
+// ReadFile reads an input file of irisgen after CheckFile.
 func ReadFile(path string) ([]byte, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s); irisgen reads only regular files", path, kind(st.Mode()))
-	}
-	if st.Size() > MaxFileBytes {
-		return nil, fmt.Errorf("%s is %d bytes, more than irisgen reads from a config file (%d)", path, st.Size(), MaxFileBytes)
+	if err := CheckFile(st); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return os.ReadFile(path)
+}
+
+// CheckFile refuses to read what is not a regular file (a FIFO would block
+// for ever, /dev/zero never ends) and files over MaxFileBytes, with errors
+// that say so. st is the result of os.Stat (links followed).
+func CheckFile(st fs.FileInfo) error {
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("not a regular file (%s); irisgen reads only regular files", kind(st.Mode()))
+	}
+	if st.Size() > MaxFileBytes {
+		return fmt.Errorf("%d bytes, more than irisgen reads from one file (%d)", st.Size(), MaxFileBytes)
+	}
+	return nil
 }
 
 func kind(m os.FileMode) string {

@@ -190,7 +190,7 @@ func TestFind(t *testing.T) {
 	}
 	// A directory found by that name is refused when read.
 	_, err := Resolve("", filepath.Join(root, "sub2/deep/er"), Overrides{})
-	require.ErrorContains(t, err, "is not a regular file (a directory)")
+	require.ErrorContains(t, err, "not a regular file (a directory)")
 }
 
 func str(s string) *string { return &s }
@@ -263,15 +263,15 @@ func TestReadFile(t *testing.T) {
 	fifo := filepath.Join(dir, "fifo.yaml")
 	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
 	_, err := ReadFile(fifo)
-	require.ErrorContains(t, err, "is not a regular file (a named pipe)")
+	require.ErrorContains(t, err, "not a regular file (a named pipe)")
 	_, err = ReadFile("/dev/zero")
-	require.ErrorContains(t, err, "is not a regular file (a device)")
+	require.ErrorContains(t, err, "not a regular file (a device)")
 	_, err = ReadFile(dir)
 	require.ErrorContains(t, err, "(a directory)")
 	big := filepath.Join(dir, "big.yaml")
 	require.NoError(t, os.WriteFile(big, make([]byte, MaxFileBytes+1), 0o644))
 	_, err = ReadFile(big)
-	require.ErrorContains(t, err, "more than irisgen reads")
+	require.ErrorContains(t, err, "more than irisgen reads from one file")
 	ok := filepath.Join(dir, "ok.yaml")
 	require.NoError(t, os.WriteFile(ok, []byte("version: 1\n"), 0o644))
 	b, err := ReadFile(ok)
