@@ -174,6 +174,10 @@ func runGenerate(env *cli.Env, args []string) error {
 		return err
 	}
 	if err := p.Write(chs); err != nil {
+		var fe *driver.ForeignError
+		if errors.As(err, &fe) {
+			return cli.Fail(errors.New(fe.Message(func(k string) string { return shown(filepath.Join(p.Out, filepath.FromSlash(k))) })))
+		}
 		return cli.Fail(err)
 	}
 	files, count := 0, map[driver.Kind]int{}

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"syscall"
 
 	"github.com/irisgen/irisgen/internal/emit"
 )
@@ -73,8 +74,8 @@ func (p *Project) Compare(files emit.Files) ([]Change, error) {
 	have := map[string][]byte{}
 	for _, d := range p.ownedDirs(files) {
 		ents, err := os.ReadDir(filepath.Join(p.Out, filepath.FromSlash(d)))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			continue // nothing generated there (a file in the way is reported by foreign)
 		}
 		if err != nil {
 			return nil, err
@@ -153,6 +154,8 @@ func (p *Project) foreign(k string) (string, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "", nil
+	case errors.Is(err, syscall.ENOTDIR):
+		return "a file stands where its directory should be", nil
 	case err != nil:
 		return "", err
 	case st.Mode().IsRegular():

@@ -11,12 +11,23 @@ import (
 // ForeignError is Write's refusal to replace files irisgen did not
 // generate.
 type ForeignError struct {
-	Paths []string // on disk, each with why
+	Out     string
+	Changes []Change // the Foreign ones
 }
 
 func (e *ForeignError) Error() string {
+	return e.Message(func(k string) string { return filepath.Join(e.Out, filepath.FromSlash(k)) })
+}
+
+// Message is the error with every path named by name (from the slash path
+// under Out).
+func (e *ForeignError) Message(name func(string) string) string {
+	lines := make([]string, len(e.Changes))
+	for i, c := range e.Changes {
+		lines[i] = fmt.Sprintf("%s (%s)", name(c.Path), c.Why)
+	}
 	return fmt.Sprintf("refusing to overwrite what irisgen did not generate:\n  %s\nmove it away or rename it, or generate into another directory (-out, -package)",
-		strings.Join(e.Paths, "\n  "))
+		strings.Join(lines, "\n  "))
 }
 
 // rename is os.Rename; tests make it fail.
@@ -29,14 +40,14 @@ var rename = os.Rename
 // and the output is as before. A Foreign change fails the whole write
 // before anything is touched.
 func (p *Project) Write(changes []Change) error {
-	var foreign []string
+	var foreign []Change
 	for _, c := range changes {
 		if c.Kind == Foreign {
-			foreign = append(foreign, fmt.Sprintf("%s (%s)", filepath.Join(p.Out, filepath.FromSlash(c.Path)), c.Why))
+			foreign = append(foreign, c)
 		}
 	}
 	if len(foreign) > 0 {
-		return &ForeignError{Paths: foreign}
+		return &ForeignError{Out: p.Out, Changes: foreign}
 	}
 	t := &txn{}
 	if err := t.run(p.Out, changes); err != nil {
