@@ -89,10 +89,11 @@ func reportErr(env *cli.Env, err error) error {
 	return cli.Fail(err)
 }
 
-// shown names a path for messages: relative to the working directory.
+// shown names a path for messages: relative to the working directory, or
+// absolute when that is shorter.
 func shown(p string) string {
 	if wd, err := os.Getwd(); err == nil {
-		if r, err := filepath.Rel(wd, p); err == nil {
+		if r, err := filepath.Rel(wd, p); err == nil && (len(r) <= len(p) || !filepath.IsAbs(p)) {
 			return r
 		}
 	}
