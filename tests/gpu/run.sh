@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Runs the GPU suite from prebuilt binaries (`make test-gpu` builds them; on a
-# GPU machine with no Go toolchain, carry build/ and run this script alone).
-# Logs go to $OUT (or build/gpu-logs) when set. Steps: kernels (nvcc), the
-# platform smoke tests, the suite (both worlds), `irisgen probe`, and with
-# SANITIZE=1 a compute-sanitizer memcheck run.
+# GPU machine with no Go toolchain, carry the repository with build/ and run
+# this script alone). Logs go to $OUT (or build/gpu-logs) when set. Steps:
+# kernels (nvcc) next to each generated package, the platform smoke tests,
+# the suite (both worlds), `irisgen probe`, the downstream example's program
+# (tests/downstream) in both worlds, and with SANITIZE=1 a compute-sanitizer
+# memcheck run. No kernel environment variable is set: the code objects lie
+# beside the generated packages, where the runtime finds them.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=${BUILD:-build}
@@ -11,7 +14,12 @@ LOG=${OUT:-$B/gpu-logs}
 mkdir -p "$LOG"
 # Never use NVLink multicast on shared machines (see shared/GPU.md).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export IRISGEN_KERNELS=${IRISGEN_KERNELS:-$PWD/$B/kernels}
+unset IRISGEN_KERNELS
+BIN=$PWD/$B
+PLATFORM=${IRISGEN_PLATFORM:-cuda}
+# The downstream example runs in its own module, as a user's repository:
+# the runtime finds its code objects from there.
+downstream() { (cd tests/downstream && "$@"); }
 
 status=0
 step() { # step NAME CMD...: runs CMD, keeps its log, remembers a failure
@@ -25,10 +33,15 @@ step() { # step NAME CMD...: runs CMD, keeps its log, remembers a failure
   [ $rc -eq 0 ] || status=1
 }
 
-step kernels "$B/irisgen" kernels -platform "${IRISGEN_PLATFORM:-cuda}" -kernels-out "$IRISGEN_KERNELS"
+step kernels "$B/irisgen" kernels -platform "$PLATFORM"
+step downstream-kernels downstream "$BIN/irisgen" kernels -platform "$PLATFORM"
 step platform "$B/platform.test" -test.v -test.count=1
 step suite "$B/gpu.test" -test.v -test.count=1 -test.timeout 30m ${SUITE_ARGS:-}
 step probe "$B/irisgen" probe -replays 100
+step downstream-local downstream "$BIN/stencil"
+GPUS=${GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)}
+[ "${GPUS:-0}" -gt 0 ] || GPUS=2
+step downstream-process downstream "$BIN/irisgen" run -n "$GPUS" -- "$BIN/stencil"
 if [ -n "${SANITIZE:-}" ] && command -v compute-sanitizer >/dev/null; then
   IRISGEN_TEST_WORLDS=2 IRISGEN_TEST_QUICK=1 step memcheck compute-sanitizer --tool memcheck --error-exitcode 3 \
     "$B/gpu.test" -test.v -test.count=1 -test.run 'TestDeviceBarrier|TestHeapTranslation|TestCatalogue|TestMoE$|TestGroups'
