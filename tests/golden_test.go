@@ -34,12 +34,13 @@ var update = flag.Bool("update", false, "rewrite the expected files of tests/tes
 //   - a spec case: spec.yaml, compiled as "spec.yaml", optional *.hip.tmpl
 //     laid over the real templates/, and either errors.golden (the exact
 //     error list) or the expected <collective>.hip and <collective>.go;
-//   - a repository case: a small downstream repository with irisgen.yaml
-//     (its specs, templates and checked-in output where the config puts
-//     them), exec.json ({"args": [...], "exit": N}; default: generate, exit
-//     0) and stdout.golden and stderr.golden. The irisgen command runs in a
-//     copy of the case whose generated files were deleted; its output and
-//     the whole output directory afterwards must equal the case's.
+//   - a repository case: a small downstream repository with go.mod and
+//     irisgen.yaml (its specs, templates and checked-in output where the
+//     config puts them), exec.json ({"args": [...], "exit": N}; default:
+//     generate, exit 0), stdout.golden and stderr.golden (absent: empty).
+//     The irisgen command runs in a copy of the case (for generate, one
+//     whose generated files were deleted); its output and exit code, and the
+//     whole output directory afterwards, must equal the case's.
 //
 // Cases named err-* must fail, ok-* must succeed; the Go package of every
 // ok-* case is compiled against the real runtime (TestGoldenOutputsBuild).
@@ -253,8 +254,8 @@ func runRepoCase(t *testing.T, dir string) {
 	work := filepath.Join(t.TempDir(), "repo")
 	copyTree(t, dir, work, nil)
 	out := outputDir(t, dir)
-	if out != "" {
-		// Start from the repository without its generated files.
+	if out != "" && e.Args[0] == "generate" {
+		// generate starts from the repository without its generated files.
 		removeGenerated(t, filepath.Join(work, out))
 	}
 	cmd := exec.Command(irisgenBinary(t), e.Args...)
