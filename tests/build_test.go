@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -51,15 +50,6 @@ type buildError struct {
 }
 
 func (e *buildError) Error() string { return "go build ./cmd/irisgen: " + e.err.Error() + "\n" + e.out }
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
 
 // TestGoldenOutputsBuild compiles the Go package of every ok-* case against
 // the real runtime: the whole package a spec case generates, and the

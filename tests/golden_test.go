@@ -11,10 +11,12 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -325,7 +327,7 @@ func compareTrees(t *testing.T, want, got string) {
 		}
 		return
 	}
-	for _, k := range sortedKeys(gotFiles) {
+	for _, k := range slices.Sorted(maps.Keys(gotFiles)) {
 		w, ok := wantFiles[k]
 		switch {
 		case !ok:
@@ -334,7 +336,7 @@ func compareTrees(t *testing.T, want, got string) {
 			t.Errorf("%s differs from the output (run with -update and review the diff):\n%s", path.Join(want, k), firstDiff(string(w), string(gotFiles[k])))
 		}
 	}
-	for _, k := range sortedKeys(wantFiles) {
+	for _, k := range slices.Sorted(maps.Keys(wantFiles)) {
 		if _, ok := gotFiles[k]; !ok {
 			t.Errorf("%s is expected but was not written", path.Join(want, k))
 		}

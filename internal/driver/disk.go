@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"syscall"
 
@@ -63,7 +65,7 @@ func (p *Project) ownedDirs(files emit.Files) []string {
 	for k := range files {
 		seen[path.Dir(k)] = true
 	}
-	return sortedKeys(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // Compare sets files (Generate's output) against the output directory, in
@@ -95,7 +97,7 @@ func (p *Project) Compare(files emit.Files) ([]Change, error) {
 		}
 	}
 	var out []Change
-	for _, k := range sortedKeys(files) {
+	for _, k := range slices.Sorted(maps.Keys(files)) {
 		c := Change{Path: k, New: files[k]}
 		if old, ok := have[k]; ok {
 			c.Old = old
@@ -113,7 +115,7 @@ func (p *Project) Compare(files emit.Files) ([]Change, error) {
 		}
 		out = append(out, c)
 	}
-	for _, k := range sortedKeys(have) {
+	for _, k := range slices.Sorted(maps.Keys(have)) {
 		if _, ok := files[k]; !ok {
 			out = append(out, Change{Path: k, Kind: Remove, Old: have[k]})
 		}
@@ -192,13 +194,4 @@ func Diff(c Change, name func(string) string) string {
 		return fmt.Sprintf("--- %s (on disk: %s)\n+++ %s (from the specs)\n", p, c.Why, p)
 	}
 	return unifiedDiff(p+" (on disk)", p+" (from the specs)", string(c.Old), string(c.New))
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
