@@ -19,7 +19,7 @@ DOWNSTREAM := tests/downstream
 DEPS_BUILD ?= compiler
 DEPS_TEST  ?= cc hipcc clang-19 lld-19 llvm-19 libamdhip64
 
-.PHONY: all deps deps-test generate kernels test test-go test-check test-hip test-downstream gpu-build test-gpu bench clean help
+.PHONY: all deps deps-test generate kernels test test-go test-check test-hip test-downstream gpu-build gpu-kernels test-gpu bench clean help
 
 all: generate kernels
 
@@ -29,8 +29,9 @@ help:
 	@echo "make kernels         compile generated/hip/*.hip (nvcc if installed, else hipcc) into generated/collectives/kernels"
 	@echo "make test            go vet, go test -race, irisgen check, hipcc compile of every kernel ($(HIP_ARCH)), tests/downstream"
 	@echo "make test-downstream only tests/downstream: go generate + check, vet, test, hipcc compile of its kernels"
-	@echo "make gpu-build       build irisgen, irisgen-gpu, the GPU test binaries and the downstream program into $(BUILD)/"
-	@echo "make test-gpu        gpu-build, then run tests/gpu/run.sh (needs GPUs; compiles kernels with nvcc)"
+	@echo "make gpu-build       build irisgen, irisgen-gpu, the GPU test binaries and the downstream program into $(BUILD)/ (they embed the kernels built so far)"
+	@echo "make gpu-kernels     compile every kernel with nvcc next to its generated package (this repository's and tests/downstream's)"
+	@echo "make test-gpu        gpu-kernels, gpu-build, then tests/gpu/run.sh (needs nvcc and GPUs; tests/gpu/run.sh says how without Go)"
 	@echo "make bench           gpu-build, then irisgen bench beside NCCL and torch symmetric memory into $(BUILD)/bench (needs GPUs)"
 	@echo "make clean           remove $(BUILD)/ and the compiled kernels"
 
@@ -40,8 +41,9 @@ deps:
 deps-test:
 	@.ci/deps $(DEPS_TEST)
 
+# go generate runs gen.go's line: irisgen generate with irisgen.yaml.
 generate:
-	$(IRISGEN) generate
+	$(GO) generate ./...
 
 kernels: deps
 	$(IRISGEN) kernels
@@ -87,7 +89,14 @@ gpu-build:
 		$(GO) test -c -tags gpu -o $(BUILD)/$$name.test $$pkg; \
 	done
 
-test-gpu: gpu-build
+# nvcc code objects next to each generated package, so that the binaries of
+# gpu-build embed them.
+gpu-kernels:
+	$(IRISGEN) kernels -platform cuda
+	cd $(DOWNSTREAM) && $(GO) tool irisgen kernels -platform cuda
+
+test-gpu: gpu-kernels
+	$(MAKE) gpu-build
 	BUILD=$(BUILD) tests/gpu/run.sh
 
 # The benchmark: nvcc kernels, then irisgen bench on every GPU of the machine
