@@ -1,6 +1,8 @@
 # irisgen: `make` generates the HIP kernels and Go wrappers and compiles the
 # kernels; `make test` is what CI runs (.ci/run). Nothing here needs a GPU
-# except `make test-gpu`.
+# except `make test-gpu` and `make bench`. Both install what they need when
+# it is missing (.ci/deps: apt-get as root or with sudo, else the command
+# to run).
 
 GO      ?= go
 IRISGEN ?= $(GO) run ./cmd/irisgen
@@ -15,28 +17,45 @@ HIPCC_ARCH ?= gfx90a,gfx940
 # GPU test binaries: <package dir>:<binary name>. The GPU suite's owner adds
 # packages here; tests/gpu/run.sh runs $(BUILD)/<name>.test.
 GPU_TESTS ?= ./runtime/gpu:platform ./tests/gpu:gpu
+# The example downstream repository (its own module), built and tested
+# like a user's.
+DOWNSTREAM := tests/downstream
+# Tools each step needs (.ci/deps installs the missing ones).
+DEPS_BUILD ?= compiler
+DEPS_TEST  ?= cc hipcc clang-19 clang-tools-19 lld-19 llvm-19 libamdhip64
 
-.PHONY: all generate kernels test test-go test-check test-hip gpu-build test-gpu bench clean help
+.PHONY: all deps deps-test generate kernels test test-go test-check test-hip test-downstream gpu-build gpu-kernels test-gpu bench clean help
 
 all: generate kernels
 
 help:
-	@echo "make            generate + kernels"
-	@echo "make generate   regenerate generated/hip and generated/collectives from specs/ and templates/"
-	@echo "make kernels    compile generated/hip/*.hip (nvcc if installed, else hipcc or clang) into generated/kernels"
-	@echo "make test       go vet, go test -race, irisgen check, every kernel built by $(HIP_CLANG) ($(HIP_ARCH)) and hipcc ($(HIPCC_ARCH))"
-	@echo "make gpu-build  build the GPU test binaries and irisgen into $(BUILD)/ (carry it to a GPU machine)"
-	@echo "make test-gpu   gpu-build, then run tests/gpu/run.sh (needs GPUs; nvcc kernels, or with IRISGEN_PLATFORM=hip the AMD compiler)"
-	@echo "make bench      gpu-build, then irisgen bench beside NCCL and torch symmetric memory into $(BUILD)/bench (needs GPUs)"
-	@echo "make clean      remove $(BUILD)/ and generated/kernels/"
+	@echo "make                 generate + kernels"
+	@echo "make generate        regenerate generated/hip and generated/collectives from specs/ and templates/ (irisgen.yaml)"
+	@echo "make kernels         compile generated/hip/*.hip (nvcc if installed, else hipcc or clang) into generated/collectives/kernels"
+	@echo "make test            go vet, go test -race, irisgen check, every kernel built by $(HIP_CLANG) ($(HIP_ARCH)) and hipcc ($(HIPCC_ARCH)), tests/downstream"
+	@echo "make test-downstream only tests/downstream: go generate + check, vet, test, AMD compile of its kernels ($(HIP_ARCH))"
+	@echo "make gpu-build       build irisgen, irisgen-gpu, the GPU test binaries and the downstream program into $(BUILD)/ (they embed the kernels built so far)"
+	@echo "make gpu-kernels     compile every kernel with nvcc next to its generated package (this repository's and tests/downstream's)"
+	@echo "make test-gpu        gpu-kernels, gpu-build, then tests/gpu/run.sh (needs nvcc and GPUs; tests/gpu/run.sh says how without Go)"
+	@echo "make bench           gpu-build, then irisgen bench beside NCCL and torch symmetric memory into $(BUILD)/bench (needs GPUs)"
+	@echo "make clean           remove $(BUILD)/ and the compiled kernels"
 
+deps:
+	@.ci/deps $(DEPS_BUILD)
+
+deps-test:
+	@.ci/deps $(DEPS_TEST)
+
+# go generate runs gen.go's line: irisgen generate with irisgen.yaml.
 generate:
-	$(IRISGEN) generate
+	$(GO) generate ./...
 
-kernels:
+kernels: deps
 	$(IRISGEN) kernels
 
-test: test-go test-check test-hip
+test: test-go test-check test-hip test-downstream
+
+test-go test-hip test-downstream: | deps-test
 
 test-go:
 	$(GO) vet ./...
@@ -55,16 +74,36 @@ test-hip:
 	$(IRISGEN) kernels -platform hip -compiler $(HIP_CLANG) -arch $(HIP_ARCH) -kernels-out $(BUILD)/kernels-hip
 	$(IRISGEN) kernels -platform hip -compiler hipcc -arch $(HIPCC_ARCH) -kernels-out $(BUILD)/kernels-hipcc
 
+# The README's downstream workflow, as a user's repository runs it: the
+# checked-in code is current, `go generate ./...` then check is clean from
+# the root and from a subdirectory, vet, the tests on the fake platform, and
+# the AMD compile of its kernels.
+test-downstream:
+	cd $(DOWNSTREAM) && $(GO) tool irisgen check
+	cd $(DOWNSTREAM) && $(GO) generate ./... && $(GO) tool irisgen check
+	cd $(DOWNSTREAM)/internal/gen/coll && $(GO) tool irisgen check
+	cd $(DOWNSTREAM) && $(GO) vet ./... && $(GO) test -race ./...
+	cd $(DOWNSTREAM) && $(GO) tool irisgen kernels -platform hip -compiler $(HIP_CLANG) -arch $(HIP_ARCH) -kernels-out $(CURDIR)/$(BUILD)/downstream-kernels-hip
+
 gpu-build:
 	@mkdir -p $(BUILD)
 	$(GO) build -o $(BUILD)/irisgen ./cmd/irisgen
+	$(GO) build -o $(BUILD)/irisgen-gpu ./cmd/irisgen-gpu
+	cd $(DOWNSTREAM) && $(GO) build -o $(CURDIR)/$(BUILD)/stencil ./cmd/stencil
 	@set -e; for t in $(GPU_TESTS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "$(GO) test -c -tags gpu -o $(BUILD)/$$name.test $$pkg"; \
 		$(GO) test -c -tags gpu -o $(BUILD)/$$name.test $$pkg; \
 	done
 
-test-gpu: gpu-build
+# nvcc code objects next to each generated package, so that the binaries of
+# gpu-build embed them.
+gpu-kernels:
+	$(IRISGEN) kernels -platform cuda
+	cd $(DOWNSTREAM) && $(GO) tool irisgen kernels -platform cuda
+
+test-gpu: gpu-kernels
+	$(MAKE) gpu-build
 	BUILD=$(BUILD) tests/gpu/run.sh
 
 # The benchmark: nvcc kernels, then irisgen bench on every GPU of the machine
@@ -75,3 +114,4 @@ bench: gpu-build
 
 clean:
 	rm -rf $(BUILD) generated/kernels
+	find generated/collectives/kernels $(DOWNSTREAM)/internal/gen/coll/kernels \( -name '*.hsaco' -o -name '*.fatbin' \) -delete 2>/dev/null || true

@@ -6,36 +6,46 @@ package tests
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
 
 	"github.com/irisgen/irisgen"
+	"github.com/irisgen/irisgen/internal/config"
 	"github.com/irisgen/irisgen/internal/diag"
-	"github.com/irisgen/irisgen/internal/emit"
-	"github.com/irisgen/irisgen/internal/emit/goemit"
-	"github.com/irisgen/irisgen/internal/emit/hipemit"
+	"github.com/irisgen/irisgen/internal/driver"
 	"github.com/irisgen/irisgen/internal/ir"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected files of tests/testdata/golden/*")
 
-// A golden case is a directory testdata/golden/<case>/ with:
-//   - spec.yaml, compiled with specPath "spec.yaml";
-//   - optional *.hip.tmpl, laid over the real templates/;
-//   - either errors.golden (the exact error list, one per line) or the
-//     expected outputs <collective>.hip and <collective>.go.
+// TestGolden runs every case under testdata/golden. A case is one of:
 //
-// Cases named err-* must expect errors, ok-* must expect outputs.
+//   - a spec case: spec.yaml, compiled as "spec.yaml", optional *.hip.tmpl
+//     laid over the real templates/, and either errors.golden (the exact
+//     error list) or the expected <collective>.hip and <collective>.go;
+//   - a repository case: a small downstream repository with go.mod and
+//     irisgen.yaml (its specs, templates and checked-in output where the
+//     config puts them), exec.json ({"args": [...], "exit": N}; default:
+//     generate, exit 0), stdout.golden and stderr.golden (absent: empty).
+//     The irisgen command runs in a copy of the case (for generate, one
+//     whose generated files were deleted); its output and exit code, and the
+//     whole output directory afterwards, must equal the case's.
+//
+// Cases named err-* must fail, ok-* must succeed; the Go package of every
+// ok-* case is compiled against the real runtime (TestGoldenOutputsBuild).
 func TestGolden(t *testing.T) {
 	dirs, err := filepath.Glob(filepath.Join("testdata", "golden", "*"))
 	if err != nil {
@@ -43,15 +53,23 @@ func TestGolden(t *testing.T) {
 	}
 	n := 0
 	for _, dir := range dirs {
-		if _, err := os.Stat(filepath.Join(dir, "spec.yaml")); err != nil {
-			continue
+		switch {
+		case exists(filepath.Join(dir, config.FileName)):
+			n++
+			t.Run(filepath.Base(dir), func(t *testing.T) { runRepoCase(t, dir) })
+		case exists(filepath.Join(dir, "spec.yaml")):
+			n++
+			t.Run(filepath.Base(dir), func(t *testing.T) { runSpecCase(t, dir) })
 		}
-		n++
-		t.Run(filepath.Base(dir), func(t *testing.T) { runCase(t, dir) })
 	}
 	if n == 0 {
 		t.Fatal("no golden cases found under tests/testdata/golden")
 	}
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // caseTemplates is the real templates with the case's *.hip.tmpl on top.
@@ -87,23 +105,19 @@ func caseTemplates(t *testing.T, dir string) fs.FS {
 	return m
 }
 
-// generate runs the whole pipeline on one spec, as `irisgen generate` does.
-// It returns the outputs keyed by base name, or the error list as text.
-func generate(t *testing.T, specPath string, src []byte, tmpl fs.FS) (map[string][]byte, string) {
+// specProject is the driver project of a spec case: spec.yaml alone, the
+// case's templates over the real ones, package collectives.
+func specProject(t *testing.T, dir string) *driver.Project {
 	t.Helper()
-	c, err := ir.Compile(specPath, src, tmpl)
+	src, err := os.ReadFile(filepath.Join(dir, "spec.yaml"))
 	if err != nil {
-		return nil, errorText(t, err)
+		t.Fatal(err)
 	}
-	files, err := emit.Run(&emit.Request{Collectives: []*ir.Collective{c}, Templates: tmpl, Package: "collectives"}, hipemit.Emit, goemit.Emit)
-	if err != nil {
-		return nil, errorText(t, err)
+	return &driver.Project{
+		Specs:     fstest.MapFS{"spec.yaml": {Data: src, Mode: 0o644}},
+		Templates: caseTemplates(t, dir),
+		Package:   "collectives",
 	}
-	out := map[string][]byte{}
-	for k, v := range files {
-		out[path.Base(k)] = v
-	}
-	return out, ""
 }
 
 // errorText renders a user error list, one error a line; anything but a
@@ -117,17 +131,15 @@ func errorText(t *testing.T, err error) string {
 	return l.Error() + "\n"
 }
 
-func runCase(t *testing.T, dir string) {
-	src, err := os.ReadFile(filepath.Join(dir, "spec.yaml"))
+func runSpecCase(t *testing.T, dir string) {
+	files, _, err := specProject(t, dir).Generate()
+	var errs string
 	if err != nil {
-		t.Fatal(err)
+		errs = errorText(t, err)
 	}
-	out, errs := generate(t, "spec.yaml", src, caseTemplates(t, dir))
 	name := filepath.Base(dir)
 	errFile := filepath.Join(dir, "errors.golden")
-	_, statErr := os.Stat(errFile)
-	wantErrors := statErr == nil || strings.HasPrefix(name, "err-")
-	if wantErrors {
+	if exists(errFile) || strings.HasPrefix(name, "err-") {
 		if errs == "" {
 			t.Fatalf("spec compiled, but the case expects errors (%s)", errFile)
 		}
@@ -146,6 +158,10 @@ func runCase(t *testing.T, dir string) {
 	}
 	if errs != "" {
 		t.Fatalf("unexpected errors:\n%s", errs)
+	}
+	out := map[string][]byte{}
+	for k, v := range files {
+		out[path.Base(k)] = v
 	}
 	// The case checks the collective's own files and the descriptor table
 	// (catalogue.go); doc.go, kernels.go and kernels/README.txt are the same
@@ -182,6 +198,217 @@ func runCase(t *testing.T, dir string) {
 	}
 }
 
+// exec is a repository case's exec.json.
+type execFile struct {
+	Args []string `json:"args"`
+	Exit int      `json:"exit"`
+}
+
+func readExec(t *testing.T, dir string) execFile {
+	t.Helper()
+	e := execFile{Args: []string{"generate"}}
+	b, err := os.ReadFile(filepath.Join(dir, "exec.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return e
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil || len(e.Args) == 0 {
+		t.Fatalf("%s: want {\"args\": [command, ...], \"exit\": code}: %v", filepath.Join(dir, "exec.json"), err)
+	}
+	return e
+}
+
+// caseConfig loads a repository case's config; nil when it does not load
+// (an err- case about the config).
+func caseConfig(t *testing.T, dir string) *config.Config {
+	t.Helper()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(filepath.Join(abs, config.FileName))
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
+// outputDir is the output root the case's config names, relative to the
+// case ("" when the config does not load).
+func outputDir(t *testing.T, dir string) string {
+	t.Helper()
+	c := caseConfig(t, dir)
+	if c == nil {
+		return ""
+	}
+	rel, err := filepath.Rel(c.Dir, c.Out)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		t.Fatalf("the case's output %s is outside the case", c.Out)
+	}
+	return rel
+}
+
+func runRepoCase(t *testing.T, dir string) {
+	e := readExec(t, dir)
+	work := filepath.Join(t.TempDir(), "repo")
+	copyTree(t, dir, work, nil)
+	out := outputDir(t, dir)
+	if out != "" && e.Args[0] == "generate" {
+		// generate starts from the repository without its generated files.
+		removeGenerated(t, filepath.Join(work, out))
+	}
+	cmd := exec.Command(irisgenBinary(t), e.Args...)
+	cmd.Dir = work
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	name := filepath.Base(dir)
+	if (code == 0) != strings.HasPrefix(name, "ok-") {
+		t.Errorf("irisgen %s: exit %d in a case named %s\nstdout:\n%sstderr:\n%s", strings.Join(e.Args, " "), code, name, &stdout, &stderr)
+	}
+	if code != e.Exit {
+		t.Errorf("irisgen %s: exit %d, want %d (exec.json)\nstderr:\n%s", strings.Join(e.Args, " "), code, e.Exit, &stderr)
+	}
+	golden(t, filepath.Join(dir, "stdout.golden"), stdout.Bytes())
+	golden(t, filepath.Join(dir, "stderr.golden"), stderr.Bytes())
+	if out != "" {
+		compareTrees(t, filepath.Join(dir, out), filepath.Join(work, out))
+	}
+}
+
+// golden compares got with the file p (absent: empty), or rewrites it.
+func golden(t *testing.T, p string, got []byte) {
+	t.Helper()
+	if *update {
+		if len(got) == 0 {
+			os.Remove(p)
+			return
+		}
+		writeFile(t, p, got)
+		return
+	}
+	want, err := os.ReadFile(p)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(want, got) {
+		t.Errorf("%s differs (run `go test ./tests -update` and review the diff):\n%s", p, firstDiff(string(want), string(got)))
+	}
+}
+
+// compareTrees compares every file under want and got (the case's output
+// directory and the one the command left), or makes want equal to got.
+func compareTrees(t *testing.T, want, got string) {
+	t.Helper()
+	wantFiles, gotFiles := readTree(t, want), readTree(t, got)
+	if *update {
+		for k := range wantFiles {
+			if _, ok := gotFiles[k]; !ok {
+				os.Remove(filepath.Join(want, filepath.FromSlash(k)))
+			}
+		}
+		for k, v := range gotFiles {
+			p := filepath.Join(want, filepath.FromSlash(k))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, p, v)
+		}
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(gotFiles)) {
+		w, ok := wantFiles[k]
+		switch {
+		case !ok:
+			t.Errorf("%s was written but the case does not expect it (run with -update)", path.Join(want, k))
+		case !bytes.Equal(w, gotFiles[k]):
+			t.Errorf("%s differs from the output (run with -update and review the diff):\n%s", path.Join(want, k), firstDiff(string(w), string(gotFiles[k])))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(wantFiles)) {
+		if _, ok := gotFiles[k]; !ok {
+			t.Errorf("%s is expected but was not written", path.Join(want, k))
+		}
+	}
+}
+
+// readTree reads every regular file under root, keyed by slash path.
+func readTree(t *testing.T, root string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && p == root {
+			return filepath.SkipDir
+		}
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(root, p)
+		files[filepath.ToSlash(rel)] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func removeGenerated(t *testing.T, root string) {
+	t.Helper()
+	for k, b := range readTree(t, root) {
+		if driver.IsGenerated(b) {
+			if err := os.Remove(filepath.Join(root, filepath.FromSlash(k))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// copyTree copies the regular files and directories of src to dst.
+func copyTree(t *testing.T, src, dst string, skip func(rel string) bool) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if skip != nil && skip(filepath.ToSlash(rel)) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func writeFile(t *testing.T, p string, b []byte) {
 	t.Helper()
 	if err := os.WriteFile(p, b, 0o644); err != nil {
@@ -207,22 +434,41 @@ func firstDiff(want, got string) string {
 	return "(no line differs)"
 }
 
-// catalogue generates the embedded catalogue in memory.
-func catalogue(t *testing.T) map[string][]byte {
+// repoRoot is this repository's root.
+func repoRoot(t *testing.T) string {
 	t.Helper()
-	cs, tmpl := catalogueIR(t)
-	out, err := emit.Run(&emit.Request{Collectives: cs, Templates: tmpl, Package: "collectives",
-		ImportPath: "github.com/irisgen/irisgen/generated/collectives", KernelsCommand: "make kernels"}, hipemit.Emit, goemit.Emit)
+	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	return out
+	return root
 }
 
-// TestCatalogueDeterministic generates the catalogue twice: byte-identical.
+// catalogue is this repository's own project, as irisgen.yaml describes it.
+func catalogue(t *testing.T) *driver.Project {
+	t.Helper()
+	c, err := config.Load(filepath.Join(repoRoot(t), config.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := driver.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestCatalogueDeterministic generates the catalogue twice: byte-identical,
+// every file headed as generated, no machine path in any of them.
 func TestCatalogueDeterministic(t *testing.T) {
-	a, b := catalogue(t), catalogue(t)
+	a, _, err := catalogue(t).Generate()
+	if err != nil {
+		t.Fatalf("the catalogue does not compile:\n%v", err)
+	}
+	b, _, err := catalogue(t).Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(a) != len(b) {
 		t.Fatalf("%d files, then %d", len(a), len(b))
 	}
@@ -230,27 +476,30 @@ func TestCatalogueDeterministic(t *testing.T) {
 		if !bytes.Equal(a[k], b[k]) {
 			t.Errorf("%s differs between two runs", k)
 		}
-		if !bytes.HasPrefix(a[k], []byte("// Code generated by irisgen from ")) {
+		if !driver.IsGenerated(a[k]) {
 			t.Errorf("%s lacks the generated header", k)
+		}
+		if bytes.Contains(a[k], []byte(repoRoot(t))) {
+			t.Errorf("%s holds this machine's path %s", k, repoRoot(t))
 		}
 	}
 }
 
 // TestCatalogueMatchesGenerated compares the checked-in generated/ with the
-// catalogue, as `irisgen check` does (the CLI's own tests cover its output).
+// catalogue, as `irisgen check` does.
 func TestCatalogueMatchesGenerated(t *testing.T) {
-	var stale []string
-	files := catalogue(t)
-	keys := make([]string, 0, len(files))
-	for k := range files {
-		keys = append(keys, k)
+	p := catalogue(t)
+	files, _, err := p.Generate()
+	if err != nil {
+		t.Fatal(err)
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		b, err := os.ReadFile(filepath.Join("..", "generated", filepath.FromSlash(k)))
-		if err != nil || !bytes.Equal(b, files[k]) {
-			stale = append(stale, k)
-		}
+	changes, err := p.Compare(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stale []string
+	for _, c := range driver.Stale(changes) {
+		stale = append(stale, fmt.Sprintf("%s (%s)", c.Path, c.Kind))
 	}
 	if len(stale) > 0 {
 		t.Errorf("generated/ is stale (%s): run `go generate ./...` or `irisgen generate`", strings.Join(stale, ", "))

@@ -4,25 +4,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/irisgen/irisgen/internal/cli"
+	"github.com/irisgen/irisgen/internal/config"
 	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/internal/emit/goemit"
 	"github.com/irisgen/irisgen/internal/ir"
 )
 
 func init() {
-	register(&command{
-		name:    "validate",
-		summary: "check specs (parse, compile, render) and print every error",
-		usage:   "validate [-specs DIR] [-templates DIR] [FILE.yaml...]",
-		help: `
-Validate parses and compiles the given spec files (default: every spec in
--specs, or the built-in catalogue) and renders their kernels and wrappers in
+	register(&cli.Command{
+		Name:    "validate",
+		Summary: "check specs (parse, compile, render) and print every error",
+		Usage:   "validate [-config FILE] [-specs DIR] [-templates DIR] [FILE.yaml...]",
+		Help: `
+Validate parses and compiles the given spec files (default: every spec of the
+config, or the built-in catalogue) and renders their kernels and wrappers in
 memory, so template/spec access mismatches are reported too. Every problem is
 printed as file:line:col: error: message; the exit code is 1 on any error.
 Nothing is written.
@@ -31,13 +32,13 @@ Examples:
   irisgen validate
   irisgen validate specs/all_gather.yaml
   irisgen validate -templates my/templates specs/my_collective.yaml`,
-		run: runValidate,
+		Run: runValidate,
 	})
-	register(&command{
-		name:    "explain",
-		summary: "show a collective's derived rules: placement, aliasing, barriers, capture, kernels",
-		usage:   "explain [-specs DIR] [-templates DIR] NAME",
-		help: `
+	register(&cli.Command{
+		Name:    "explain",
+		Summary: "show a collective's derived rules: placement, aliasing, barriers, capture, kernels",
+		Usage:   "explain [-config FILE] [-specs DIR] [-templates DIR] NAME",
+		Help: `
 Explain prints, for every variant of collective NAME, a table of its tensors
 (direction, shape, access, the placement rule the Go wrapper enforces, the
 aliasing rule), the barrier modes (default first), whether each mode can be
@@ -46,62 +47,55 @@ captured in a GPU graph and why not, the launch shape and the kernels.
 Examples:
   irisgen explain all_gather
   irisgen explain -specs specs my_collective`,
-		run: runExplain,
+		Run: runExplain,
 	})
 }
 
-func runValidate(env *cmdEnv, args []string) error {
-	c := find("validate")
-	fs := env.flags(c)
-	src := addSourceFlags(fs, false)
-	src.pkg = defaultPackage
-	if err := env.parse(c, fs, args); err != nil {
+func runValidate(env *cli.Env, args []string) error {
+	c := program.Find("validate")
+	fs := env.Flags(c)
+	src := addSourceFlags(fs, true, false)
+	if err := env.Parse(c, fs, args); err != nil {
+		return err
+	}
+	_, p, err := src.project(env)
+	if err != nil {
 		return err
 	}
 	var cs []*ir.Collective
 	if fs.NArg() == 0 {
-		all, _, err := src.compile()
-		if err != nil {
-			return env.reportErr(err)
+		if cs, err = p.Compile(); err != nil {
+			return reportErr(env, err)
 		}
-		cs = all
 	} else {
-		tmpl, err := src.templateFS()
-		if err != nil {
-			return err
-		}
 		var errs diag.List
 		for _, file := range fs.Args() {
-			b, err := os.ReadFile(file)
+			b, err := config.ReadFile(file)
 			if err != nil {
-				return &exitError{code: 1, err: err}
+				return cli.Fail(err)
 			}
-			c, err := ir.Compile(filepath.ToSlash(file), b, tmpl)
+			c, err := ir.Compile(filepath.ToSlash(file), b, p.Templates)
 			var l diag.List
 			switch {
 			case errors.As(err, &l):
 				errs = append(errs, l...)
 			case err != nil:
-				return &exitError{code: 1, err: fmt.Errorf("%s: %w", file, err)}
+				return cli.Fail(fmt.Errorf("%s: %w", file, err))
 			default:
 				cs = append(cs, c)
 			}
 		}
 		if len(errs) > 0 {
 			errs.Sort()
-			return env.reportErr(errs)
+			return reportErr(env, errs)
 		}
 	}
-	tmpl, err := src.templateFS()
-	if err != nil {
-		return err
-	}
-	if _, err := emitAll(cs, tmpl, "generated", defaultPackage); err != nil {
-		return env.reportErr(err)
+	if _, err := p.Emit(cs); err != nil {
+		return reportErr(env, err)
 	}
 	for _, c := range cs {
-		fmt.Fprintf(env.stdout, "%s: ok (%s: %d variant%s, %d kernel%s)\n", c.SpecFile, c.Name,
-			len(c.Variants), plural(len(c.Variants)), kernelCount(c), plural(kernelCount(c)))
+		fmt.Fprintf(env.Stdout, "%s: ok (%s: %d variant%s, %d kernel%s)\n", c.SpecFile, c.Name,
+			len(c.Variants), cli.Plural(len(c.Variants)), kernelCount(c), cli.Plural(kernelCount(c)))
 	}
 	return nil
 }
@@ -114,31 +108,35 @@ func kernelCount(c *ir.Collective) int {
 	return n
 }
 
-func runExplain(env *cmdEnv, args []string) error {
-	c := find("explain")
-	fs := env.flags(c)
-	src := addSourceFlags(fs, false)
-	if err := env.parse(c, fs, args); err != nil {
+func runExplain(env *cli.Env, args []string) error {
+	c := program.Find("explain")
+	fs := env.Flags(c)
+	src := addSourceFlags(fs, true, false)
+	if err := env.Parse(c, fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usageErr("want one collective name, got %d arguments", fs.NArg())
+		return cli.UsageErr("want one collective name, got %d arguments", fs.NArg())
 	}
-	cs, _, err := src.compile()
+	_, p, err := src.project(env)
 	if err != nil {
-		return env.reportErr(err)
+		return err
+	}
+	cs, err := p.Compile()
+	if err != nil {
+		return reportErr(env, err)
 	}
 	name := fs.Arg(0)
 	var names []string
 	for _, col := range cs {
 		if col.Name == name || goemit.Exported(col.Name) == name {
-			explain(env.stdout, col)
+			explain(env.Stdout, col)
 			return nil
 		}
 		names = append(names, col.Name)
 	}
 	sort.Strings(names)
-	return &exitError{code: 1, err: fmt.Errorf("no collective %q; the specs define: %s", name, strings.Join(names, ", "))}
+	return cli.Fail(fmt.Errorf("no collective %q; the specs define: %s", name, strings.Join(names, ", ")))
 }
 
 // explain writes the derived rules of c, one table per variant.

@@ -5,15 +5,20 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
-	"github.com/irisgen/irisgen/internal/bench"
 	"github.com/stretchr/testify/require"
+
+	"github.com/irisgen/irisgen/internal/toolchain"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
-// cli runs the CLI in-process and returns its exit code and output.
-func cli(t *testing.T, args ...string) (int, string, string) {
+// run runs the CLI in-process and returns its exit code and output.
+func run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := Main(args, &out, &errb)
@@ -21,154 +26,278 @@ func cli(t *testing.T, args ...string) (int, string, string) {
 }
 
 func TestUsageAndHelp(t *testing.T) {
-	if code, _, stderr := cli(t); code != 2 || !strings.Contains(stderr, "Commands:") {
-		t.Errorf("no command: exit %d, stderr %q", code, stderr)
-	}
-	if code, _, stderr := cli(t, "frobnicate"); code != 2 || !strings.Contains(stderr, `unknown command "frobnicate"`) || !strings.Contains(stderr, "generate") {
-		t.Errorf("unknown command: exit %d, stderr %q", code, stderr)
-	}
+	code, _, stderr := run(t)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "Commands:")
+	// Listed in the order a user meets them.
+	require.Regexp(t, `(?s)generate.*check.*validate.*explain.*kernels.*run.*bench.*probe`, stderr)
+	code, _, stderr = run(t, "frobnicate")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, `unknown command "frobnicate"`)
 	for _, c := range []string{"generate", "check", "validate", "explain", "kernels", "run"} {
 		for _, h := range []string{"-h", "--help"} {
-			code, stdout, _ := cli(t, c, h)
-			if code != 0 || !strings.Contains(stdout, "Usage: irisgen "+c) || !strings.Contains(stdout, "Examples:") {
-				t.Errorf("%s %s: exit %d, stdout %q", c, h, code, stdout)
+			code, stdout, _ := run(t, c, h)
+			require.Equal(t, 0, code, c)
+			require.Contains(t, stdout, "Usage: irisgen "+c)
+			require.Contains(t, stdout, "Examples:")
+			// flag.PrintDefaults takes a back-quoted word of a flag's
+			// help for its argument's name ("-out irisgen generate").
+			for _, line := range strings.Split(stdout[strings.Index(stdout, "Flags:"):], "\n") {
+				if strings.HasPrefix(line, "  -") {
+					require.Regexp(t, `^  -[a-z-]+( (string|int|duration))?$`, line, "%s -h", c)
+				}
 			}
 		}
 	}
-	if code, _, stderr := cli(t, "generate", "-bogus"); code != 2 || !strings.Contains(stderr, "-bogus") {
-		t.Errorf("bad flag: exit %d, stderr %q", code, stderr)
-	}
-	if code, _, stderr := cli(t, "run", "-n", "0", "--", "true"); code != 2 || !strings.Contains(stderr, "-n 0") {
-		t.Errorf("run -n 0: exit %d, stderr %q", code, stderr)
-	}
+	code, _, stderr = run(t, "generate", "-bogus")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "-bogus")
+	code, _, stderr = run(t, "run", "-n", "0", "--", "true")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "-n 0")
 }
 
 // TestGenerateCheckCycle generates into a temporary directory, checks it,
 // breaks it in the ways a checkout goes stale, and checks again.
 func TestGenerateCheckCycle(t *testing.T) {
 	out := t.TempDir()
-	code, stdout, stderr := cli(t, "generate", "-out", out)
-	if code != 0 {
-		t.Fatalf("generate: exit %d\n%s%s", code, stdout, stderr)
-	}
+	code, stdout, stderr := run(t, "generate", "-out", out)
+	require.Equal(t, 0, code, stdout+stderr)
 	for _, f := range []string{"hip/all_gather.hip", "hip/barrier.hip", "collectives/all_gather.go", "collectives/barrier.go", "collectives/doc.go"} {
-		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
-			t.Errorf("generate did not write %s: %v", f, err)
-		}
+		require.FileExists(t, filepath.Join(out, f))
 	}
-	if !strings.Contains(stdout, "created "+filepath.Join(out, "collectives", "all_gather.go")) {
-		t.Errorf("generate does not say what it created:\n%s", stdout)
-	}
-	if code, stdout, stderr := cli(t, "check", "-out", out); code != 0 || !strings.Contains(stdout, "up to date") {
-		t.Fatalf("check after generate: exit %d\n%s%s", code, stdout, stderr)
-	}
-	// A second generate changes nothing.
-	if _, stdout, _ := cli(t, "generate", "-out", out); !strings.Contains(stdout, "0 created, 0 updated, 0 removed") {
-		t.Errorf("second generate changed files:\n%s", stdout)
-	}
+	require.Contains(t, stdout, "created "+shown(filepath.Join(out, "collectives", "all_gather.go")))
+	code, stdout, stderr = run(t, "check", "-out", out)
+	require.Equal(t, 0, code, stdout+stderr)
+	require.Contains(t, stdout, "up to date")
+	_, stdout, _ = run(t, "generate", "-out", out)
+	require.Contains(t, stdout, "0 created, 0 updated, 0 removed", "a second generate changes nothing")
 
 	// Edit a generated file: check prints a diff naming the line and fails.
 	goFile := filepath.Join(out, "collectives", "all_gather.go")
-	b, _ := os.ReadFile(goFile)
+	b, err := os.ReadFile(goFile)
+	require.NoError(t, err)
 	edited := bytes.Replace(b, []byte("return p.LaunchTensors("), []byte("return // p.LaunchTensors("), 1)
-	if bytes.Equal(edited, b) {
-		t.Fatal("all_gather.go has no LaunchTensors call to edit")
-	}
-	os.WriteFile(goFile, edited, 0o644)
+	require.NotEqual(t, b, edited, "all_gather.go has no LaunchTensors call to edit")
+	require.NoError(t, os.WriteFile(goFile, edited, 0o644))
 	// A stale generated file and a user file in the output directory.
 	stale := filepath.Join(out, "hip", "old.hip")
-	os.WriteFile(stale, []byte("// Code generated by irisgen from specs/old.yaml. DO NOT EDIT.\n"), 0o644)
+	require.NoError(t, os.WriteFile(stale, []byte("// Code generated by irisgen from specs/old.yaml. DO NOT EDIT.\n"), 0o644))
 	user := filepath.Join(out, "collectives", "extra.go")
-	os.WriteFile(user, []byte("package collectives\n"), 0o644)
+	require.NoError(t, os.WriteFile(user, []byte("package collectives\n"), 0o644))
+	// Code objects beside the package are not generated files.
+	require.NoError(t, os.MkdirAll(filepath.Join(out, "collectives", "kernels"), 0o755))
+	obj := filepath.Join(out, "collectives", "kernels", "all_gather.hsaco")
+	require.NoError(t, os.WriteFile(obj, []byte("\x7fELF binary"), 0o644))
 
-	code, stdout, stderr = cli(t, "check", "-out", out)
-	if code != 1 {
-		t.Fatalf("check of an edited output: exit %d, want 1", code)
-	}
-	for _, want := range []string{"--- " + filepath.ToSlash(goFile) + " (on disk)", "-\treturn // p.LaunchTensors(", "+\treturn p.LaunchTensors(", "@@ -", "/dev/null"} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("check output lacks %q:\n%s", want, stdout)
-		}
+	code, stdout, stderr = run(t, "check", "-out", out)
+	require.Equal(t, 1, code)
+	for _, want := range []string{"--- " + filepath.ToSlash(shown(goFile)) + " (on disk)", "-\treturn // p.LaunchTensors(", "+\treturn p.LaunchTensors(", "@@ -", "/dev/null"} {
+		require.Contains(t, stdout, want)
 	}
 	for _, want := range []string{"all_gather.go (differs)", "old.hip (no longer generated)", "irisgen generate"} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("check stderr lacks %q:\n%s", want, stderr)
-		}
+		require.Contains(t, stderr, want)
 	}
-	if strings.Contains(stdout+stderr, "extra.go") {
-		t.Errorf("check reported the user's file extra.go:\n%s%s", stdout, stderr)
-	}
+	require.NotContains(t, stdout+stderr, "extra.go", "the user's file is not reported")
+	require.NotContains(t, stdout+stderr, "hsaco", "code objects are not reported")
 
-	// Generate repairs everything but leaves the user's file alone.
-	code, stdout, _ = cli(t, "generate", "-out", out)
-	if code != 0 || !strings.Contains(stdout, "updated "+goFile) || !strings.Contains(stdout, "removed "+stale) {
-		t.Errorf("generate after edits: exit %d\n%s", code, stdout)
-	}
-	if _, err := os.Stat(user); err != nil {
-		t.Errorf("generate removed the user's file: %v", err)
-	}
-	if code, _, stderr := cli(t, "check", "-out", out); code != 0 {
-		t.Errorf("check after repair: exit %d\n%s", code, stderr)
-	}
+	// Generate repairs everything but leaves the user's files alone.
+	code, stdout, _ = run(t, "generate", "-out", out)
+	require.Equal(t, 0, code)
+	require.Contains(t, stdout, "updated "+shown(goFile))
+	require.Contains(t, stdout, "removed "+shown(stale))
+	require.FileExists(t, user)
+	require.FileExists(t, obj)
+	code, _, stderr = run(t, "check", "-out", out)
+	require.Equal(t, 0, code, stderr)
 	// A deleted file is reported as missing.
-	os.Remove(filepath.Join(out, "hip", "barrier.hip"))
-	if code, _, stderr := cli(t, "check", "-out", out); code != 1 || !strings.Contains(stderr, "barrier.hip (missing)") {
-		t.Errorf("check with a missing file: exit %d\n%s", code, stderr)
-	}
+	require.NoError(t, os.Remove(filepath.Join(out, "hip", "barrier.hip")))
+	code, _, stderr = run(t, "check", "-out", out)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "barrier.hip (missing)")
 }
 
-func TestDownstreamFlags(t *testing.T) {
+// module writes a small downstream repository: go.mod, irisgen.yaml and
+// specs/barrier.yaml, and returns its root.
+func module(t *testing.T, cfg string) string {
+	t.Helper()
 	root := t.TempDir()
-	specs := filepath.Join(root, "specs")
-	os.MkdirAll(specs, 0o755)
-	src, err := os.ReadFile("../../specs/barrier.yaml")
+	for p, body := range map[string]string{
+		"go.mod":             "module example.com/stencil\n\ngo 1.26\n\ntool github.com/irisgen/irisgen/cmd/irisgen\n",
+		"irisgen.yaml":       cfg,
+		"specs/barrier.yaml": string(must(os.ReadFile("../../specs/barrier.yaml"))),
+		"cmd/tool/main.go":   "package main\n",
+	} {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, []byte(body), 0o644))
+	}
+	return root
+}
+
+func must[T any](v T, err error) T {
 	if err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
-	os.WriteFile(filepath.Join(specs, "barrier.yaml"), src, 0o644)
-	out := filepath.Join(root, "internal", "coll")
-	code, stdout, stderr := cli(t, "generate", "-specs", specs, "-out", out, "-package", "coll")
-	if code != 0 {
-		t.Fatalf("generate: exit %d\n%s%s", code, stdout, stderr)
+	return v
+}
+
+// TestConfigFromAnyDirectory: generate and check read irisgen.yaml found
+// upward, so they give the same output from any directory of the module,
+// with spec paths in the headers relative to the config.
+func TestConfigFromAnyDirectory(t *testing.T) {
+	root := module(t, "version: 1\nspecs: specs\nout: internal/gen\npackage: coll\n")
+	t.Chdir(filepath.Join(root, "cmd", "tool"))
+	code, stdout, stderr := run(t, "generate")
+	require.Equal(t, 0, code, stdout+stderr)
+	require.Contains(t, stdout, "created "+filepath.Join("..", "..", "internal", "gen", "coll", "barrier.go"))
+	b, err := os.ReadFile(filepath.Join(root, "internal", "gen", "coll", "barrier.go"))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(b), "// Code generated by irisgen from specs/barrier.yaml. DO NOT EDIT.\n"), "%.80s", b)
+	hip, err := os.ReadFile(filepath.Join(root, "internal", "gen", "hip", "barrier.hip"))
+	require.NoError(t, err)
+	require.NotContains(t, string(hip), root, "no machine path in the output")
+
+	t.Chdir(root)
+	code, stdout, stderr = run(t, "check")
+	require.Equal(t, 0, code, stdout+stderr)
+	require.Contains(t, stdout, filepath.Join("internal", "gen")+" is up to date")
+	t.Chdir(t.TempDir())
+	code, _, stderr = run(t, "check", "-config", filepath.Join(root, "irisgen.yaml"))
+	require.Equal(t, 0, code, stderr)
+
+	t.Chdir(root)
+	// -specs as an absolute path: the headers still name it relative to
+	// the config.
+	code, _, stderr = run(t, "generate", "-specs", filepath.Join(root, "specs"), "-out", filepath.Join(root, "abs"))
+	require.Equal(t, 0, code, stderr)
+	b, err = os.ReadFile(filepath.Join(root, "abs", "coll", "barrier.go"))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(b), "// Code generated by irisgen from specs/barrier.yaml. DO NOT EDIT.\n"), "%.80s", b)
+
+	// Without a config the headers name it relative to the working
+	// directory: still no machine path.
+	t.Chdir(filepath.Join(t.TempDir()))
+	code, _, stderr = run(t, "generate", "-specs", filepath.Join(root, "specs"), "-out", filepath.Join(root, "free"))
+	require.Equal(t, 0, code, stderr)
+	b, err = os.ReadFile(filepath.Join(root, "free", "collectives", "barrier.go"))
+	require.NoError(t, err)
+	first := strings.SplitN(string(b), "\n", 2)[0]
+	require.Regexp(t, `^// Code generated by irisgen from (\.\./)+.*specs/barrier\.yaml\. DO NOT EDIT\.$`, first)
+	require.NotContains(t, string(b), root)
+
+	// A flag overrides the file: -package names another package.
+	t.Chdir(root)
+	code, stdout, _ = run(t, "check", "-package", "other")
+	require.Equal(t, 1, code)
+	require.Contains(t, stdout, "internal/gen/other/barrier.go (from the specs)")
+}
+
+// TestFlagAndConfigErrors: bad values name the flag or the config line,
+// never dump source.
+func TestFlagAndConfigErrors(t *testing.T) {
+	root := module(t, "version: 1\nspecs: specs\n")
+	t.Chdir(root)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"generate", "-package", ""}, 2, `irisgen generate: -package "": want the generated Go package's name, e.g. collectives`},
+		{[]string{"generate", "-package", "Coll-1"}, 2, `-package "Coll-1": a package name is a lower-case Go identifier`},
+		{[]string{"check", "-package", "main"}, 2, `-package "main": the generated package is imported`},
+		{[]string{"generate", "-out", ""}, 2, `-out "": want the output directory`},
+		{[]string{"validate", "-specs", "nope"}, 2, `-specs "nope": no such directory`},
+		{[]string{"check", "-config", "nope.yaml"}, 1, "nope.yaml: no such file or directory"},
+		{[]string{"kernels", "-package", "func"}, 2, `-package "func": a Go, C or C++ keyword`},
+	} {
+		code, stdout, stderr := run(t, tc.args...)
+		require.Equal(t, tc.code, code, "%v: %s", tc.args, stderr)
+		require.Contains(t, stderr, tc.want, "%v", tc.args)
+		require.Less(t, len(stdout+stderr), 400, "%v printed more than an error", tc.args)
 	}
-	doc, err := os.ReadFile(filepath.Join(out, "coll", "doc.go"))
-	if err != nil {
-		t.Fatal(err)
+	require.NoError(t, os.WriteFile("irisgen.yaml", []byte("version: 1\npackge: coll\nout: ''\n"), 0o644))
+	code, _, stderr := run(t, "generate")
+	require.Equal(t, 1, code)
+	require.Equal(t, "irisgen.yaml:2:1: error: unknown key \"packge\" at the top level of irisgen.yaml (did you mean \"package\"?)\n"+
+		"irisgen.yaml:3:6: error: out is empty; omit the key for generated\n2 errors\n", stderr)
+	t.Chdir(filepath.Join(root, "cmd"))
+	_, _, stderr = run(t, "validate")
+	require.Contains(t, stderr, "../irisgen.yaml:2:1: error:", "named relative to the working directory")
+}
+
+// TestGenerateOwnsOnlyItsFiles: a file of the user's where an output goes
+// stops generate before anything is written.
+func TestGenerateOwnsOnlyItsFiles(t *testing.T) {
+	root := module(t, "version: 1\nspecs: specs\nout: gen\npackage: coll\n")
+	t.Chdir(root)
+	mine := filepath.Join(root, "gen", "coll", "barrier.go")
+	require.NoError(t, os.MkdirAll(filepath.Dir(mine), 0o755))
+	require.NoError(t, os.WriteFile(mine, []byte("package coll // mine\n"), 0o644))
+	code, stdout, stderr := run(t, "generate")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "refusing to overwrite what irisgen did not generate")
+	require.Contains(t, stderr, filepath.Join("gen", "coll", "barrier.go")+" (it has no irisgen header (a file of yours?))")
+	require.NotContains(t, stdout, "updated")
+	require.Equal(t, "package coll // mine\n", string(must(os.ReadFile(mine))))
+	require.NoFileExists(t, filepath.Join(root, "gen", "hip", "barrier.hip"), "all or nothing: no other file written")
+	code, _, stderr = run(t, "check")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "gen/coll/barrier.go (not generated by irisgen)")
+}
+
+// TestSpecialInputs: a FIFO or a device among the specs or templates is
+// refused with a positioned error, not read (a FIFO would block for ever).
+func TestSpecialInputs(t *testing.T) {
+	root := module(t, "version: 1\nspecs: specs\ntemplates: templates\n")
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "templates"), 0o755))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(root, "specs", "fifo.yaml"), 0o644))
+	require.NoError(t, os.Symlink("/dev/zero", filepath.Join(root, "specs", "zero.yaml")))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(root, "templates", "barrier_device.hip.tmpl"), 0o644))
+	t.Chdir(root)
+	done := make(chan struct{})
+	var code int
+	var stderr string
+	go func() {
+		code, _, stderr = run(t, "validate")
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("validate blocked on a special file")
 	}
-	if strings.Contains(string(doc), "//go:generate") {
-		t.Errorf("doc.go carries a go:generate line, which can disagree with the repository's own:\n%s", doc)
-	}
-	if !strings.Contains(string(doc), "package coll\n") {
-		t.Errorf("doc.go is not package coll")
-	}
-	if code, _, stderr := cli(t, "check", "-specs", specs, "-out", out, "-package", "coll"); code != 0 {
-		t.Errorf("check: exit %d\n%s", code, stderr)
-	}
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "specs/fifo.yaml:1:1: error: cannot read the spec: read fifo.yaml: not a regular file (a named pipe)")
+	require.Contains(t, stderr, "specs/zero.yaml:1:1: error: cannot read the spec: read zero.yaml: not a regular file (a device)")
+	require.NoError(t, os.Remove(filepath.Join(root, "specs", "fifo.yaml")))
+	require.NoError(t, os.Remove(filepath.Join(root, "specs", "zero.yaml")))
+	code, _, stderr = run(t, "validate")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "not a regular file (a named pipe)", "a FIFO template is refused too")
+	// validate FILE goes through the same check.
+	code, _, stderr = run(t, "validate", "/dev/zero")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "/dev/zero: not a regular file (a device)")
 }
 
 func TestValidateReportsPositionedErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
-	os.WriteFile(bad, []byte("name: bad\nsumary: typo\ndtypes: [f32]\nsizes: [n]\ntensors:\n  x: {dir: in, shape: [n]}\nvariants:\n  v:\n    template: all_gather_push\n    access: {x: remote_wrte}\n"), 0o644)
-	code, _, stderr := cli(t, "validate", bad)
-	if code != 1 {
-		t.Fatalf("validate of a bad spec: exit %d\n%s", code, stderr)
-	}
+	require.NoError(t, os.WriteFile(bad, []byte("name: bad\nsumary: typo\ndtypes: [f32]\nsizes: [n]\ntensors:\n  x: {dir: in, shape: [n]}\nvariants:\n  v:\n    template: all_gather_push\n    access: {x: remote_wrte}\n"), 0o644))
+	code, _, stderr := run(t, "validate", bad)
+	require.Equal(t, 1, code)
 	for _, want := range []string{bad + ":2:1: error: ", "sumary", bad + ":10:", "remote_wrte"} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("validate output lacks %q:\n%s", want, stderr)
-		}
+		require.Contains(t, stderr, want)
 	}
-	if code, stdout, stderr := cli(t, "validate"); code != 0 || !strings.Contains(stdout, "specs/all_gather.yaml: ok") {
-		t.Errorf("validate of the catalogue: exit %d\n%s%s", code, stdout, stderr)
-	}
+	code, stdout, stderr := run(t, "validate")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "specs/all_gather.yaml: ok")
 }
 
 func TestExplain(t *testing.T) {
-	code, stdout, stderr := cli(t, "explain", "all_gather")
-	if code != 0 {
-		t.Fatalf("explain: exit %d\n%s", code, stderr)
-	}
+	code, stdout, stderr := run(t, "explain", "all_gather")
+	require.Equal(t, 0, code, stderr)
 	push := stdout[strings.Index(stdout, "variant push"):strings.Index(stdout, "variant pull")]
 	pull := stdout[strings.Index(stdout, "variant pull"):]
 	for _, c := range []struct{ text, want string }{
@@ -179,116 +308,147 @@ func TestExplain(t *testing.T) {
 		{push, "irisgen_all_gather_push_bf16"},
 		{pull, "import: heap, or staged onto it"},
 	} {
-		if !strings.Contains(c.text, c.want) {
-			t.Errorf("explain lacks %q in:\n%s", c.want, c.text)
-		}
+		require.Contains(t, c.text, c.want)
 	}
-	if code, _, stderr := cli(t, "explain", "nope"); code != 1 || !strings.Contains(stderr, "all_gather, all_reduce, all_to_all, barrier, moe_combine, moe_dispatch, reduce_scatter") {
-		t.Errorf("explain of an unknown name: exit %d\n%s", code, stderr)
-	}
+	code, _, stderr = run(t, "explain", "nope")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "all_gather, all_reduce, all_to_all, barrier, moe_combine, moe_dispatch, reduce_scatter")
 }
 
 // fakeCompiler writes a stand-in compiler that answers --version with
 // version, accepts every target (-fsyntax-only) and otherwise copies its
-// input (the last argument) to -o, failing on a source that says "bad".
-func fakeCompiler(t *testing.T, dir, version string) string {
+// input (the last argument) to -o, warning about sources that say "warn"
+// and failing on those that say "bad".
+func fakeCompiler(t *testing.T, version string) string {
 	t.Helper()
-	fake := filepath.Join(dir, "fakecc")
-	os.WriteFile(fake, []byte(`#!/bin/sh
+	fake := filepath.Join(t.TempDir(), "fakecc")
+	require.NoError(t, os.WriteFile(fake, []byte(`#!/bin/sh
 if [ "$1" = --version ]; then echo "`+version+`"; exit 0; fi
 case " $* " in *" -fsyntax-only "*) exit 0;; esac
 for a; do last=$a; done
 while [ $# -gt 0 ]; do case $1 in -o) out=$2; shift;; esac; shift; done
 if grep -q bad "$last"; then echo "$last:1:1: error: bad kernel" >&2; exit 1; fi
+if grep -q warn "$last"; then echo "$last:2:3: warning: unused variable" >&2; fi
 cp "$last" "$out"
-`), 0o755)
+`), 0o755))
 	return fake
 }
 
-// TestKernelsWithFakeCompiler runs `kernels` with a stand-in nvcc, so the
-// parallel driver, progress and failure reporting are tested without a GPU
-// toolchain.
-func TestKernelsWithFakeCompiler(t *testing.T) {
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "hip"), 0o755)
+// TestKernels runs `kernels` with a stand-in nvcc: the code objects go next
+// to the generated package under the runtime's names, with the config's
+// targets, warnings of a successful compile are shown, failures reported.
+func TestKernels(t *testing.T) {
+	root := module(t, "version: 1\nspecs: specs\nout: gen\npackage: coll\nkernels: {platform: cuda, cuda_arch: [\"80\"]}\n")
+	t.Chdir(root)
+	require.NoError(t, os.MkdirAll(filepath.Join("gen", "hip"), 0o755))
 	for _, n := range []string{"a", "b", "c"} {
-		os.WriteFile(filepath.Join(dir, "hip", n+".hip"), []byte("ok "+n+"\n"), 0o644)
+		require.NoError(t, os.WriteFile(filepath.Join("gen", "hip", n+".hip"), []byte("ok "+n+"\n"), 0o644))
 	}
-	t.Setenv("NVCC", fakeCompiler(t, dir, "nvcc"))
-	code, stdout, stderr := cli(t, "kernels", "-out", dir, "-platform", "cuda", "-j", "2")
-	if code != 0 {
-		t.Fatalf("kernels: exit %d\n%s%s", code, stdout, stderr)
+	require.NoError(t, os.WriteFile(filepath.Join("gen", "hip", "c.hip"), []byte("warn c\n"), 0o644))
+	t.Setenv("NVCC", fakeCompiler(t, "Cuda compilation tools, release 13.0"))
+	code, stdout, stderr := run(t, "kernels", "-j", "2")
+	require.Equal(t, 0, code, stdout+stderr)
+	for _, want := range []string{"[1/3] ", "[3/3] ", " for 80 into ", "ok: 3 code objects in " + filepath.Join("gen", "coll", "kernels")} {
+		require.Contains(t, stdout, want)
 	}
-	for _, want := range []string{"[1/3] ", "[3/3] ", "ok: 3 code objects"} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("kernels output lacks %q:\n%s", want, stdout)
-		}
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, "kernels", "b.fatbin")); err != nil || string(b) != "ok b\n" {
-		t.Errorf("b.fatbin: %q, %v", b, err)
-	}
-	os.WriteFile(filepath.Join(dir, "hip", "b.hip"), []byte("bad\n"), 0o644)
-	code, _, stderr = cli(t, "kernels", "-out", dir, "-platform", "cuda")
-	if code != 1 || !strings.Contains(stderr, "b.hip: compile failed") || !strings.Contains(stderr, "error: bad kernel") || !strings.Contains(stderr, "1 of 3 kernel files failed") {
-		t.Errorf("kernels with a bad file: exit %d\n%s", code, stderr)
-	}
+	require.Contains(t, stderr, filepath.Join("gen", "hip", "c.hip")+": compiled, with this output from the compiler:\n")
+	require.Contains(t, stderr, "warning: unused variable")
+	b, err := os.ReadFile(filepath.Join("gen", "coll", "kernels", irisrt.KernelFile("cuda", "b")))
+	require.NoError(t, err)
+	require.Equal(t, "ok b\n", string(b))
+
+	require.NoError(t, os.WriteFile(filepath.Join("gen", "hip", "b.hip"), []byte("bad\n"), 0o644))
+	code, stdout, stderr = run(t, "kernels", "-arch", "90", "-kernels-out", t.TempDir())
+	require.Equal(t, 1, code)
+	require.Contains(t, stdout, " for 90 into ", "-arch overrides the config")
+	require.Contains(t, stderr, "b.hip: compile failed")
+	require.Contains(t, stderr, "error: bad kernel")
+	require.Contains(t, stderr, "1 of 3 kernel files failed")
 }
 
-// TestKernelsVerifiesAMDObjects runs `kernels -platform hip` with a
-// stand-in clang whose "code objects" are copies of the source: every one
-// must be refused, and none written.
+// TestKernelsVerifiesAMDObjects runs `kernels -platform hip` with a stand-in
+// clang whose "code objects" are copies of the source: every one must be
+// refused, and none written; a target no AMD GPU of ours has is a usage
+// error.
 func TestKernelsVerifiesAMDObjects(t *testing.T) {
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "hip"), 0o755)
-	os.WriteFile(filepath.Join(dir, "hip", "a.hip"), []byte("ok a\n"), 0o644)
-	t.Setenv("HIPCC", fakeCompiler(t, dir, "Debian clang version 19.1.7"))
-	code, stdout, stderr := cli(t, "kernels", "-out", dir, "-platform", "hip")
-	if code != 1 || !strings.Contains(stdout, "(clang 19.1.7) for gfx90a,gfx942 into") || !strings.Contains(stderr, "a.hsaco: neither an offload bundle nor an AMDGPU ELF") {
-		t.Errorf("kernels: exit %d\n%s%s", code, stdout, stderr)
-	}
-	if names, _ := filepath.Glob(filepath.Join(dir, "kernels", "*")); len(names) != 0 {
-		t.Errorf("refused code objects left behind: %q", names)
-	}
-	if code, _, stderr := cli(t, "kernels", "-out", dir, "-platform", "hip", "-arch", "gfx1100"); code != 2 || !strings.Contains(stderr, `hip target "gfx1100"`) {
-		t.Errorf("-arch gfx1100: exit %d\n%s", code, stderr)
+	root := module(t, "version: 1\nspecs: specs\nout: gen\npackage: coll\n")
+	t.Chdir(root)
+	require.NoError(t, os.MkdirAll(filepath.Join("gen", "hip"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join("gen", "hip", "a.hip"), []byte("ok a\n"), 0o644))
+	t.Setenv("HIPCC", fakeCompiler(t, "Debian clang version 19.1.7"))
+	code, stdout, stderr := run(t, "kernels", "-platform", "hip")
+	require.Equal(t, 1, code, stdout+stderr)
+	require.Contains(t, stdout, "(clang 19.1.7) for gfx90a,gfx942 into")
+	require.Contains(t, stderr, "a.hsaco: neither an offload bundle nor an AMDGPU ELF")
+	names, _ := filepath.Glob(filepath.Join("gen", "coll", "kernels", "*.hsaco*"))
+	require.Empty(t, names, "refused code objects left behind")
+	code, _, stderr = run(t, "kernels", "-platform", "hip", "-arch", "gfx1100")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, `hip target "gfx1100"`)
+}
+
+// TestKernelFileNames keeps the compiler's output names equal to the
+// runtime's (the generator does not link the runtime).
+func TestKernelFileNames(t *testing.T) {
+	for _, p := range []string{toolchain.HIP, toolchain.CUDA} {
+		require.Equal(t, irisrt.KernelFile(p, "x"), "x"+(&toolchain.Compiler{Platform: p}).Ext(), p)
 	}
 }
 
+// TestKernelsWithoutCompiler: each platform's message names what to install
+// for it, and only that.
 func TestKernelsWithoutCompiler(t *testing.T) {
 	t.Setenv("HIPCC", "")
 	t.Setenv("NVCC", "")
-	var out, errb bytes.Buffer
-	env := &cmdEnv{stdout: &out, stderr: &errb, lookPath: func(string) (string, error) { return "", exec.ErrNotFound }}
-	if code := env.main([]string{"kernels", "-out", t.TempDir()}); code != 1 || !strings.Contains(errb.String(), "no GPU compiler found") ||
-		!strings.Contains(errb.String(), "apt-get install clang-19") || !strings.Contains(errb.String(), "CUDA toolkit (nvcc)") {
-		t.Errorf("no compiler: exit %d\n%s", code, errb.String())
+	saved := findCompiler
+	findCompiler = func(string) (string, error) { return "", exec.ErrNotFound }
+	t.Cleanup(func() { findCompiler = saved })
+	out := t.TempDir()
+	for _, tc := range []struct {
+		platform, not string
+		want          []string
+	}{
+		{"auto", "", []string{"no GPU compiler found", "apt-get install clang-19", "CUDA toolkit (nvcc)"}},
+		{"hip", "nvcc", []string{"no hip compiler here builds gfx90a,gfx942", "apt-get install clang-19"}},
+		{"cuda", "hipcc", []string{"no cuda compiler here builds 90", "install the CUDA toolkit (nvcc) or set NVCC"}},
+	} {
+		code, _, stderr := run(t, "kernels", "-out", out, "-platform", tc.platform)
+		require.Equal(t, 1, code, tc.platform)
+		for _, w := range tc.want {
+			require.Contains(t, stderr, w, tc.platform)
+		}
+		if tc.not != "" {
+			require.NotContains(t, stderr, tc.not, "-platform %s names the other platform's compiler", tc.platform)
+		}
 	}
 }
 
-// TestBaselineArgs checks that every flag irisgen passes to baselines.py is
-// one the script declares (they live in two languages), and that the
-// script at least compiles where python3 is installed (torch is needed only
-// to run it).
-func TestBaselineArgs(t *testing.T) {
-	cfg := bench.Config{World: 2, Sizes: []int64{8192, 1 << 20}, DTypes: []string{"bf16"}, Modes: []string{"eager", "graph"},
-		Warmup: 5, Collectives: []string{"barrier", "all_reduce", "moe"}}
-	args := baselineArgs("baselines.py", "out.csv", cfg)
-	require.Contains(t, strings.Join(args, " "), "--collectives all_reduce,moe")
-	require.Contains(t, strings.Join(args, " "), "--moe-hidden 7168")
-	require.Contains(t, strings.Join(args, " "), "--repeats 1")
-	for _, a := range args {
-		if strings.HasPrefix(a, "--") {
-			require.Contains(t, string(bench.BaselinesScript), `add_argument("`+a+`"`, "baselines.py does not declare %s", a)
-		}
+// TestLeanGenerator: the generator links neither the GPU runtime, the
+// generated package nor the benchmark (STYLE.md, dependency hygiene).
+func TestLeanGenerator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go tool")
 	}
-	require.Nil(t, baselineArgs("b.py", "o.csv", bench.Config{Collectives: []string{"barrier"}}), "the barrier has no baseline")
-
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not installed: baselines.py not compiled")
-	}
-	script := filepath.Join(t.TempDir(), "baselines.py")
-	require.NoError(t, os.WriteFile(script, bench.BaselinesScript, 0o644))
-	out, err := exec.Command(py, "-m", "py_compile", script).CombinedOutput()
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)
+	bad := regexp.MustCompile(`(?m)^github\.com/irisgen/irisgen/(runtime|generated|internal/(bench|probe|moepair|chart))(/.*)?$|^gonum\.org`)
+	require.Empty(t, bad.FindAllString(string(out), -1))
+	require.Contains(t, string(out), "github.com/irisgen/irisgen/internal/driver\n")
+}
+
+// TestGPUCommands: bench and probe run irisgen-gpu with the same arguments
+// and its exit code, and say how to build it when it is missing.
+func TestGPUCommands(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	code, _, stderr := run(t, "bench", "-n", "2")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "irisgen bench runs on GPUs, through irisgen-gpu is not installed")
+	require.Contains(t, stderr, "make gpu-build")
+	bin := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "irisgen-gpu"), []byte("#!/bin/sh\necho \"gpu $*\"\necho oops >&2\nexit 3\n"), 0o755))
+	t.Setenv("PATH", bin)
+	code, stdout, stderr := run(t, "probe", "-n", "2", "-replays", "5")
+	require.Equal(t, 3, code)
+	require.Equal(t, "gpu probe -n 2 -replays 5\n", stdout)
+	require.Equal(t, "oops\n", stderr, "its errors, nothing added")
 }

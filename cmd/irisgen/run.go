@@ -1,15 +1,16 @@
 package main
 
 import (
+	"github.com/irisgen/irisgen/internal/cli"
 	"github.com/irisgen/irisgen/internal/launch"
 )
 
 func init() {
-	register(&command{
-		name:    "run",
-		summary: "start a program once per GPU, like torchrun (multi-process world)",
-		usage:   "run -n N [-port P] [-grace D] -- PROGRAM [ARGS...]",
-		help: `
+	register(&cli.Command{
+		Name:    "run",
+		Summary: "start a program once per GPU, like torchrun (multi-process world)",
+		Usage:   "run -n N [-port P] [-grace D] -- PROGRAM [ARGS...]",
+		Help: `
 Run starts N copies of PROGRAM, one per GPU, with RANK, WORLD_SIZE,
 LOCAL_RANK, MASTER_ADDR and MASTER_PORT set, so each joins the multi-process
 world (irisrt.JoinProcessWorld). Their output is prefixed with the rank.
@@ -22,30 +23,30 @@ the run.
 Examples:
   irisgen run -n 2 -- ./myprog -size 1048576
   irisgen run -n 4 -port 29600 -- go run ./cmd/bench`,
-		run: runRun,
+		Run: runRun,
 	})
 }
 
-func runRun(env *cmdEnv, args []string) error {
-	c := find("run")
-	fs := env.flags(c)
+func runRun(env *cli.Env, args []string) error {
+	c := program.Find("run")
+	fs := env.Flags(c)
 	n := fs.Int("n", 0, "number of ranks (processes), one per GPU")
 	port := fs.Int("port", 0, "MASTER_PORT of the rendezvous (0: pick a free port)")
 	grace := fs.Duration("grace", launch.DefaultExitGrace, "how long the other ranks may run on after one rank exits with status 0")
-	if err := env.parse(c, fs, args); err != nil {
+	if err := env.Parse(c, fs, args); err != nil {
 		return err
 	}
 	if *n < 1 {
-		return usageErr("-n %d: want the number of ranks, at least 1", *n)
+		return cli.UsageErr("-n %d: want the number of ranks, at least 1", *n)
 	}
 	if fs.NArg() == 0 {
-		return usageErr("no program to run: irisgen run -n N -- PROGRAM [ARGS...]")
+		return cli.UsageErr("no program to run: irisgen run -n N -- PROGRAM [ARGS...]")
 	}
 	if *grace <= 0 {
-		return usageErr("-grace %v: want a positive duration such as 60s", *grace)
+		return cli.UsageErr("-grace %v: want a positive duration such as 60s", *grace)
 	}
-	if err := launch.Run(*n, fs.Args(), env.stdout, env.stderr, launch.Options{MasterPort: *port, ExitGrace: *grace}); err != nil {
-		return &exitError{code: 1, err: err}
+	if err := launch.Run(*n, fs.Args(), env.Stdout, env.Stderr, launch.Options{MasterPort: *port, ExitGrace: *grace}); err != nil {
+		return cli.Fail(err)
 	}
 	return nil
 }

@@ -2,19 +2,13 @@ package bench
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
+	"github.com/irisgen/irisgen/internal/chart"
 )
 
 // group is the rows of one table or plot: one collective, dtype, world size
@@ -163,67 +157,38 @@ func Plot(rows []Row, dir string) ([]string, error) {
 			sized = append(sized, r)
 		}
 	}
+	bytesTick := func(v float64) string { return HumanBytes(int64(math.Round(v))) }
 	for _, g := range groups(sized) {
-		lat, bw := plot.New(), plot.New()
-		lat.Title.Text = g.title() + ": time per call (slowest rank)"
-		lat.Y.Label.Text = "microseconds"
-		bw.Title.Text = g.title() + ": bus bandwidth"
-		bw.Y.Label.Text = "GB/s"
-		for _, p := range []*plot.Plot{lat, bw} {
-			p.X.Label.Text = "bytes"
-			p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
-			p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
-			p.Legend.Top, p.Legend.Left = true, true
-		}
+		lat := chart.Chart{Title: g.title() + ": time per call (slowest rank)", XLabel: "bytes", YLabel: "microseconds", XTick: bytesTick, XBase: 2}
+		bw := chart.Chart{Title: g.title() + ": bus bandwidth", XLabel: "bytes", YLabel: "GB/s", XTick: bytesTick, XBase: 2}
 		points, bwPoints := 0, 0
-		for i, s := range g.series() {
-			var pl, pb plotter.XYs
+		for _, s := range g.series() {
+			pl, pb := chart.Series{Name: s}, chart.Series{Name: s}
 			for _, size := range g.sizes() {
 				r, ok := g.at(s, size)
 				if !ok {
 					continue
 				}
-				pl = append(pl, plotter.XY{X: float64(size), Y: r.TimeUS})
+				pl.Points = append(pl.Points, chart.Point{X: float64(size), Y: r.TimeUS})
 				points++
 				if r.BusBW > 0 {
-					pb = append(pb, plotter.XY{X: float64(size), Y: r.BusBW})
+					pb.Points = append(pb.Points, chart.Point{X: float64(size), Y: r.BusBW})
 					bwPoints++
 				}
 			}
-			for _, d := range []struct {
-				p   *plot.Plot
-				xys plotter.XYs
-			}{{lat, pl}, {bw, pb}} {
-				if len(d.xys) == 0 {
-					continue
-				}
-				l, pts, err := plotter.NewLinePoints(d.xys)
-				if err != nil {
-					return files, err
-				}
-				l.Color, pts.Color = plotutil.Color(i), plotutil.Color(i)
-				l.Dashes = plotutil.Dashes(i)
-				pts.Shape = plotutil.Shape(i)
-				d.p.Add(l, pts)
-				d.p.Legend.Add(s, l, pts)
-			}
+			// Every series keeps its place (and so its colour) in both panels.
+			lat.Series = append(lat.Series, pl)
+			bw.Series = append(bw.Series, pb)
 		}
 		if points == 0 {
 			continue // every measurement of the group is missing
 		}
-		cols := 2
+		panels := []chart.Chart{lat, bw}
 		if bwPoints == 0 {
-			cols = 1 // no bandwidth (e.g. MoE): the latency panel alone
-		}
-		img := vgsvg.New(vg.Length(cols)*vg.Length(420), vg.Length(320))
-		dc := draw.New(img)
-		tiles := draw.Tiles{Rows: 1, Cols: cols, PadX: vg.Millimeter * 4}
-		lat.Draw(tiles.At(dc, 0, 0))
-		if cols == 2 {
-			bw.Draw(tiles.At(dc, 1, 0))
+			panels = panels[:1] // no bandwidth (e.g. MoE): the latency panel alone
 		}
 		path := filepath.Join(dir, g.file()+".svg")
-		if err := writeTo(img, path); err != nil {
+		if err := writeSVG(path, panels); err != nil {
 			return files, err
 		}
 		files = append(files, path)
@@ -231,12 +196,12 @@ func Plot(rows []Row, dir string) ([]string, error) {
 	return files, nil
 }
 
-func writeTo(w io.WriterTo, path string) error {
+func writeSVG(path string, panels []chart.Chart) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if _, err := w.WriteTo(f); err != nil {
+	if err := chart.WriteSVG(f, panels...); err != nil {
 		f.Close()
 		return err
 	}

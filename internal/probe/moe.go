@@ -102,23 +102,11 @@ func moeMismatch(dt irisrt.DType, out, x, wts []byte) int {
 	return -1
 }
 
-// decode reads one element of dt (exactly representable values only: the
-// probe's multiples of 1/64 up to a few units).
+// decode reads one element of dt.
 func decode(dt irisrt.DType, b []byte) float32 {
-	switch dt {
-	case irisrt.F32:
-		return math.Float32frombits(binary.LittleEndian.Uint32(b))
-	case irisrt.BF16:
-		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16)
+	v, err := irisrt.Decode(dt, b[:dt.Size()])
+	if err != nil {
+		panic(err) // the probe only decodes f32, f16 and bf16
 	}
-	h := binary.LittleEndian.Uint16(b) // f16, normal numbers and zero
-	sign := float32(1)
-	if h&0x8000 != 0 {
-		sign = -1
-	}
-	exp, frac := int(h>>10&0x1f), float32(h&0x3ff)
-	if exp == 0 {
-		return sign * frac / 1024 * float32(math.Pow(2, -14))
-	}
-	return sign * (1 + frac/1024) * float32(math.Pow(2, float64(exp-15)))
+	return v[0]
 }

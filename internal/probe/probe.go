@@ -339,26 +339,12 @@ func eighths(dt irisrt.DType, n int64, rng *rand.Rand) []byte {
 		case irisrt.BF16:
 			binary.LittleEndian.PutUint16(b[i*2:], uint16(bits>>16))
 		case irisrt.F16:
-			binary.LittleEndian.PutUint16(b[i*2:], exactHalf(f))
+			binary.LittleEndian.PutUint16(b[i*2:], irisrt.F32ToF16(f)) // exact: multiples of 1/8
 		default: // index types: small non-negative integers (b is zeroed)
 			b[i*dt.Size()] = byte(rng.IntN(4))
 		}
 	}
 	return b
-}
-
-// exactHalf encodes a multiple of 1/8 in [-1, 1] as an IEEE half (exact).
-func exactHalf(f float32) uint16 {
-	if f == 0 {
-		return 0
-	}
-	var sign uint16
-	if f < 0 {
-		sign, f = 0x8000, -f
-	}
-	bits := math.Float32bits(f)
-	exp := int(bits>>23&0xff) - 127 + 15
-	return sign | uint16(exp)<<10 | uint16(bits>>13&0x3ff)
 }
 
 func firstDiff(a, b []byte) int {

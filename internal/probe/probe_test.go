@@ -13,9 +13,12 @@ import (
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
-func TestExactHalf(t *testing.T) {
+// TestEighthsInHalf: the probe's values, multiples of 1/8 in [-1, 1], are
+// exact halves.
+func TestEighthsInHalf(t *testing.T) {
 	for k, want := range map[int]uint16{8: 0x3c00, 1: 0x3000, -8: 0xbc00, 0: 0, 3: 0x3600, -5: 0xb900} {
-		require.Equal(t, want, exactHalf(float32(k)/8), "k=%d", k)
+		require.Equal(t, want, irisrt.F32ToF16(float32(k)/8), "k=%d", k)
+		require.Equal(t, float32(k)/8, irisrt.F16ToF32(want), "k=%d", k)
 	}
 }
 
@@ -76,7 +79,7 @@ func encode(t *testing.T, dt irisrt.DType, b []byte, v float32) {
 		require.Zero(t, bits&0xffff, "%g is not exact in bf16", v)
 		binary.LittleEndian.PutUint16(b, uint16(bits>>16))
 	case irisrt.F16:
-		binary.LittleEndian.PutUint16(b, exactHalf(v))
+		binary.LittleEndian.PutUint16(b, irisrt.F32ToF16(v))
 		require.Equal(t, v, decode(irisrt.F16, b), "%g is not exact in f16", v)
 	}
 }

@@ -26,7 +26,7 @@ var (
 // returns a File (possibly empty) and every problem it found, in file order;
 // it never panics on any input.
 func Parse(file string, src []byte) (*File, diag.List) {
-	p := &parser{file: file}
+	p := &parser{file: file, doc: specText}
 	f := &File{Pos: p.at(1)}
 	root, ok := p.document(src)
 	if !ok {
@@ -40,6 +40,20 @@ func Parse(file string, src []byte) (*File, diag.List) {
 type parser struct {
 	file string
 	errs diag.List
+	doc  docText // what document() says about the file as a whole
+}
+
+// docText is how document() names the kind of file it reads.
+type docText struct {
+	empty   string // the file has no content
+	mapping string // the top level is not a mapping: "... must be a mapping with ..."
+	second  string // a second YAML document follows
+}
+
+var specText = docText{
+	empty:   "the spec is empty; start it with `name: <collective>` (see docs/spec.md)",
+	mapping: "a spec must be a mapping with the keys " + strings.Join(topKeys, ", "),
+	second:  "a spec file holds one YAML document; move this one to its own file",
 }
 
 func (p *parser) errorf(at Pos, format string, args ...any) {
@@ -97,7 +111,7 @@ func (p *parser) document(src []byte) (root *yaml.Node, ok bool) {
 	dec := yaml.NewDecoder(strings.NewReader(string(src)))
 	if err := decodeSafely(dec, &doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			p.errorf(p.at(1), "the spec is empty; start it with `name: <collective>` (see docs/spec.md)")
+			p.errorf(p.at(1), "%s", p.doc.empty)
 			return nil, false
 		}
 		at, msg := p.syntaxError(src, err)
@@ -107,19 +121,19 @@ func (p *parser) document(src []byte) (root *yaml.Node, ok bool) {
 	// A second document would be silently ignored by the decoder.
 	var extra yaml.Node
 	if err := decodeSafely(dec, &extra); err == nil {
-		p.errorf(p.pos(&extra), "a spec file holds one YAML document; move this one to its own file")
+		p.errorf(p.pos(&extra), "%s", p.doc.second)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		p.errorf(p.at(1), "the spec is empty; start it with `name: <collective>` (see docs/spec.md)")
+		p.errorf(p.at(1), "%s", p.doc.empty)
 		return nil, false
 	}
 	root = resolve(doc.Content[0])
 	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
-		p.errorf(p.at(1), "the spec is empty; start it with `name: <collective>` (see docs/spec.md)")
+		p.errorf(p.at(1), "%s", p.doc.empty)
 		return nil, false
 	}
 	if root.Kind != yaml.MappingNode {
-		p.errorf(p.pos(root), "a spec must be a mapping with the keys %s; found %s", strings.Join(topKeys, ", "), describe(root))
+		p.errorf(p.pos(root), "%s; found %s", p.doc.mapping, describe(root))
 		return nil, false
 	}
 	return root, true

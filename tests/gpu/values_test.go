@@ -7,7 +7,6 @@ import (
 	"math"
 	"runtime"
 	"sync"
-	"testing"
 
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -67,9 +66,9 @@ func quantize(dt irisrt.DType, f float32) float32 { return decode1(dt, encode1(d
 func encode1(dt irisrt.DType, f float32) uint32 {
 	switch dt {
 	case irisrt.F16:
-		return uint32(f32ToF16(f))
+		return uint32(irisrt.F32ToF16(f))
 	case irisrt.BF16:
-		return uint32(f32ToBF16(f))
+		return uint32(irisrt.F32ToBF16(f))
 	}
 	return math.Float32bits(f)
 }
@@ -77,7 +76,7 @@ func encode1(dt irisrt.DType, f float32) uint32 {
 func decode1(dt irisrt.DType, b uint32) float32 {
 	switch dt {
 	case irisrt.F16:
-		return f16ToF32(uint16(b))
+		return irisrt.F16ToF32(uint16(b))
 	case irisrt.BF16:
 		return math.Float32frombits(b << 16)
 	}
@@ -117,77 +116,6 @@ func decode(dt irisrt.DType, b []byte) []float32 {
 	return v
 }
 
-func f32ToBF16(f float32) uint16 {
-	u := math.Float32bits(f)
-	if u&0x7fffffff > 0x7f800000 {
-		return uint16(u>>16) | 0x40
-	}
-	u += 0x7fff + (u>>16)&1
-	return uint16(u >> 16)
-}
-
-func f32ToF16(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	exp := int(b>>23) & 0xff
-	mant := b & 0x7fffff
-	if exp == 0xff {
-		if mant != 0 {
-			return sign | 0x7e00
-		}
-		return sign | 0x7c00
-	}
-	e := exp - 127 + 15
-	if e >= 0x1f {
-		return sign | 0x7c00
-	}
-	if e <= 0 { // subnormal half (or zero)
-		if e < -10 {
-			return sign
-		}
-		full := mant | 0x800000
-		shift := uint(14 - e)
-		m := full >> shift
-		rem, half := full&(1<<shift-1), uint32(1)<<(shift-1)
-		if rem > half || (rem == half && m&1 == 1) {
-			m++
-		}
-		return sign | uint16(m)
-	}
-	m := mant >> 13
-	rem := mant & 0x1fff
-	if rem > 0x1000 || (rem == 0x1000 && m&1 == 1) {
-		m++
-		if m == 0x400 {
-			m = 0
-			e++
-			if e >= 0x1f {
-				return sign | 0x7c00
-			}
-		}
-	}
-	return sign | uint16(e)<<10 | uint16(m)
-}
-
-func f16ToF32(h uint16) float32 {
-	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1f
-	mant := uint32(h & 0x3ff)
-	switch {
-	case exp == 0 && mant == 0:
-		return math.Float32frombits(sign)
-	case exp == 0: // subnormal
-		f := float32(mant) / (1 << 24)
-		if sign != 0 {
-			f = -f
-		}
-		return f
-	case exp == 0x1f:
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
-	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
-}
-
 // tiny is half the spacing of dt's subnormals: the absolute error of one
 // rounding near zero, where a relative bound says nothing.
 func tiny(dt irisrt.DType) float64 {
@@ -209,39 +137,4 @@ func eps(dt irisrt.DType) float64 {
 		return math.Ldexp(1, -8)
 	}
 	return math.Ldexp(1, -24)
-}
-
-// TestConversions checks the reference's rounding on its own (no GPU used):
-// every half and bfloat16 round-trips, and ties round to even.
-func TestConversions(t *testing.T) {
-	for h := 0; h < 1<<16; h++ {
-		if h&0x7c00 == 0x7c00 && h&0x3ff != 0 {
-			continue // NaN
-		}
-		if got := f32ToF16(f16ToF32(uint16(h))); got != uint16(h) {
-			t.Fatalf("f16 %#04x -> %g -> %#04x", h, f16ToF32(uint16(h)), got)
-		}
-		b := uint16(h)
-		if b&0x7f80 == 0x7f80 && b&0x7f != 0 {
-			continue
-		}
-		if got := f32ToBF16(math.Float32frombits(uint32(b) << 16)); got != b {
-			t.Fatalf("bf16 %#04x round trip gives %#04x", b, got)
-		}
-	}
-	for _, c := range []struct {
-		f    float32
-		want uint16
-	}{
-		{1 + 1.0/2048, 0x3c00},           // tie between 1 and 1+2^-10: even (1)
-		{1 + 3.0/2048, 0x3c02},           // tie: even (1+2^-9)
-		{65520, 0x7c00},                  // rounds to inf
-		{float32(math.Ldexp(1, -25)), 0}, // half the smallest subnormal: even (0)
-		{float32(math.Ldexp(3, -26)), 1}, // above half: 2^-24
-		{float32(math.Ldexp(1, -14)) * (1 - 1.0/4096), 0x0400},
-	} {
-		if got := f32ToF16(c.f); got != c.want {
-			t.Errorf("f32ToF16(%g) = %#04x, want %#04x", c.f, got, c.want)
-		}
-	}
 }

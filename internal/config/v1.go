@@ -1,0 +1,200 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/irisgen/irisgen/internal/diag"
+	"github.com/irisgen/irisgen/internal/spec"
+)
+
+// Keys of version 1, in the order the docs list them.
+var (
+	topKeys    = []string{"version", "specs", "templates", "out", "package", "import_path", "kernels"}
+	kernelKeys = []string{"platform", "hip_arch", "cuda_arch", "command"}
+)
+
+// fileV1 is version 1 as written, with the position of every value.
+type fileV1 struct {
+	Specs, Templates, Out, Package, ImportPath spec.Str
+	Platform, Command                          spec.Str
+	HIPArch, CUDAArch                          spec.List
+}
+
+// parse reads the file and converts it into a Config with paths resolved
+// against dir.
+func parse(name string, src []byte, dir string) (*Config, diag.List) {
+	r := spec.NewReader(name,
+		FileName+" is empty; start it with `version: 1` (see README.md, Downstream workflow)",
+		FileName+" must be a mapping with the keys "+strings.Join(topKeys, ", "))
+	root, ok := r.Document(src)
+	if !ok {
+		return nil, r.Errors()
+	}
+	// The version says how to read the rest.
+	switch versionOf(r, root) {
+	case 1:
+		f := readV1(r, root)
+		c := f.config(r, dir)
+		return c, r.Errors()
+	}
+	return nil, r.Errors()
+}
+
+// versionOf finds the version key before anything else is read; 0 when it
+// is missing or unknown (reported).
+func versionOf(r *spec.Reader, root *yaml.Node) int64 {
+	var version spec.Int
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if k := root.Content[i]; k.Kind == yaml.ScalarNode && k.Value == "version" {
+			at := r.Pos(k)
+			version = r.Int(spec.Str{Node: spec.Node{Pos: at, KeyPos: at, Set: true}, Value: k.Value}, root.Content[i+1], "version")
+			break // a second one is a duplicate key, reported with the others
+		}
+	}
+	switch {
+	case !version.Set:
+		r.Errorf(r.Pos(root), "%s has no version; add `version: 1` as its first line", FileName)
+	case version.Bad:
+	case version.Value != 1:
+		r.Errorf(version.Pos, "version %d is not one this irisgen reads (it reads version 1); upgrade irisgen or write version 1", version.Value)
+	default:
+		return 1
+	}
+	return 0
+}
+
+func readV1(r *spec.Reader, root *yaml.Node) *fileV1 {
+	f := &fileV1{}
+	r.Fields(root, "at the top level of "+FileName, topKeys, func(key string, k spec.Str, v *yaml.Node) {
+		switch key {
+		case "specs":
+			f.Specs = r.Str(k, v, "specs")
+		case "templates":
+			f.Templates = r.Str(k, v, "templates")
+		case "out":
+			f.Out = r.Str(k, v, "out")
+		case "package":
+			f.Package = r.Str(k, v, "package")
+		case "import_path":
+			f.ImportPath = r.Str(k, v, "import_path")
+		case "kernels":
+			if !r.Map(k, v, "kernels", "a mapping with the keys "+strings.Join(kernelKeys, ", ")) {
+				return
+			}
+			r.Fields(v, "in kernels", kernelKeys, func(key string, k spec.Str, v *yaml.Node) {
+				switch key {
+				case "platform":
+					f.Platform = r.Str(k, v, "kernels.platform")
+				case "hip_arch":
+					f.HIPArch = r.List(k, v, "kernels.hip_arch", "a list of targets, e.g. [gfx90a, gfx940]")
+				case "cuda_arch":
+					f.CUDAArch = r.List(k, v, "kernels.cuda_arch", `a list of targets, e.g. ["90"]`)
+				case "command":
+					f.Command = r.Str(k, v, "kernels.command")
+				}
+			})
+		}
+	})
+	return f
+}
+
+var archName = regexp.MustCompile(`^[A-Za-z0-9_.:+-]+$`)
+
+// config validates f and converts it; problems are reported to r.
+func (f *fileV1) config(r *spec.Reader, dir string) *Config {
+	c := &Config{Dir: dir, Out: filepath.Join(dir, DefaultOut), Package: DefaultPackage, Kernels: Kernels{Platform: "auto"}}
+	path := func(s spec.Str, key, builtIn string) string {
+		if !s.OK() {
+			return ""
+		}
+		if s.Value == "" {
+			r.Errorf(s.Pos, "%s is empty; %s", key, builtIn)
+			return ""
+		}
+		p := filepath.FromSlash(s.Value)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		return p
+	}
+	dirOf := func(s spec.Str, key string) string {
+		p := path(s, key, "omit the key to use the "+key+" built into irisgen")
+		if p == "" {
+			return ""
+		}
+		if err := isDir(p); err != nil {
+			r.Errorf(s.Pos, "%s: %s: %v (paths are relative to %s)", key, s.Value, err, FileName)
+			return ""
+		}
+		return p
+	}
+	c.Specs = dirOf(f.Specs, "specs")
+	c.Templates = dirOf(f.Templates, "templates")
+	if p := path(f.Out, "out", "omit the key for "+DefaultOut); p != "" {
+		c.Out = p
+	}
+	if f.Package.OK() {
+		if err := CheckPackage(f.Package.Value); err != nil {
+			r.Errorf(f.Package.Pos, "package %q: %v", f.Package.Value, err)
+		} else {
+			c.Package = f.Package.Value
+		}
+	}
+	if f.ImportPath.OK() {
+		v := f.ImportPath.Value
+		if v == "" || strings.ContainsAny(v, " \t\\\"'`") || strings.HasPrefix(v, "/") || strings.HasSuffix(v, "/") || strings.Contains(v, "//") {
+			r.Errorf(f.ImportPath.Pos, "import_path %q is not a Go import path; write e.g. example.com/repo/internal/coll, or omit it to derive it from go.mod", v)
+		} else {
+			c.ImportPath = v
+		}
+	}
+	if f.Platform.OK() {
+		if !contains(Platforms, f.Platform.Value) {
+			hint := "want one of " + strings.Join(Platforms, ", ")
+			if s := spec.Closest(f.Platform.Value, Platforms); s != "" {
+				hint = fmt.Sprintf("did you mean %q?", s)
+			}
+			r.Errorf(f.Platform.Pos, "kernels.platform %q is not a platform (%s)", f.Platform.Value, hint)
+		} else {
+			c.Kernels.Platform = f.Platform.Value
+		}
+	}
+	arch := func(l spec.List, key string) []string {
+		var out []string
+		for _, it := range l.Items {
+			if !archName.MatchString(it.Value) {
+				r.Errorf(it.Pos, "%s: %q is not a target name (e.g. gfx90a, gfx942:xnack+, 90)", key, it.Value)
+				continue
+			}
+			out = append(out, it.Value)
+		}
+		if l.OK() && len(l.Items) == 0 {
+			r.Errorf(l.Pos, "%s is empty; list targets or omit the key for the compiler's defaults", key)
+		}
+		return out
+	}
+	c.Kernels.HIPArch = arch(f.HIPArch, "kernels.hip_arch")
+	c.Kernels.CUDAArch = arch(f.CUDAArch, "kernels.cuda_arch")
+	if f.Command.OK() {
+		if strings.TrimSpace(f.Command.Value) == "" {
+			r.Errorf(f.Command.Pos, "kernels.command is empty; omit it to derive it from go.mod")
+		} else {
+			c.Kernels.Command = f.Command.Value
+		}
+	}
+	return c
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

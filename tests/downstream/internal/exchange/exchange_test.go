@@ -1,0 +1,177 @@
+package exchange
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/irisrt"
+
+	"example.com/stencil/internal/gen/coll"
+)
+
+// TestHaloReference enumerates the neighbours on rings of 1 to 4 ranks.
+func TestHaloReference(t *testing.T) {
+	for _, c := range []struct{ world, rank, left, right int }{
+		{1, 0, 0, 0},
+		{2, 0, 1, 1}, {2, 1, 0, 0},
+		{3, 0, 2, 1}, {3, 1, 0, 2}, {3, 2, 1, 0},
+		{4, 0, 3, 1}, {4, 3, 2, 0},
+	} {
+		const h = 5
+		want := HaloWant(c.rank, c.world, h)
+		left, right := HaloSend(c.left, h), HaloSend(c.right, h)
+		require.Equal(t, left[h:], want[:h], "%+v: recv[0] is the left neighbour's send[1]", c)
+		require.Equal(t, right[:h], want[h:], "%+v: recv[1] is the right neighbour's send[0]", c)
+	}
+	require.Equal(t, BroadcastInput(2, 7), BroadcastWant(2, 7))
+	require.NotEqual(t, HaloSend(0, 4)[:4], HaloSend(0, 4)[4:], "the two slices differ")
+	require.NotEqual(t, BroadcastInput(0, 9), BroadcastInput(1, 9), "ranks' inputs differ")
+}
+
+// TestValuesExact: every value the checks use is exact in each dtype, so
+// the comparison can be bit for bit.
+func TestValuesExact(t *testing.T) {
+	v := HaloSend(3, 200)
+	for _, dt := range DTypes {
+		b, err := irisrt.Encode(dt, v)
+		require.NoError(t, err)
+		got, err := irisrt.Decode(dt, b)
+		require.NoError(t, err)
+		require.Equal(t, v, got, dt.String())
+	}
+}
+
+// fakeWorld is an in-process world of n fake GPUs that serve this
+// repository's two modules with their spec hashes.
+func fakeWorld(t *testing.T, n int) (*irisrt.World, *fakegpu.Platform) {
+	t.Helper()
+	p := fakegpu.New(n)
+	kernels := fstest.MapFS{}
+	for module, hash := range map[string]string{"halo_exchange": coll.HaloExchangeSpecHash, "broadcast": coll.BroadcastSpecHash} {
+		var fns []string
+		for _, v := range []string{"push", "pull"} {
+			for _, dt := range DTypes {
+				fns = append(fns, "irisgen_"+module+"_"+v+"_"+dt.String())
+			}
+		}
+		image := []byte("fake code object of " + module)
+		p.AddModule(image, fns, map[string][]byte{irisrt.SpecHashSymbol(module): append([]byte(hash), 0)})
+		kernels[irisrt.KernelFile(p.Name(), module)] = &fstest.MapFile{Data: image}
+	}
+	w, err := irisrt.NewLocalWorld(n, irisrt.Options{Platform: p, Kernels: kernels, HeapBytes: 1 << 20})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, w.Close()) })
+	return w, p
+}
+
+// launchesOf lists the launches recorded on rank r's device since from.
+func launchesOf(p *fakegpu.Platform, r *irisrt.Rank, from int) []fakegpu.Launch {
+	var out []fakegpu.Launch
+	for _, l := range p.Launches() {
+		if l.Seq >= from && l.Device == r.Device().Ordinal() {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func word(args []byte, i int) uint64 { return binary.LittleEndian.Uint64(args[i*8:]) }
+
+// ctxWords is the kernel context's size in 8-byte words (docs/internals.md).
+const ctxWords = 112 / 8
+
+// TestHaloPlansOnFake: the generated wrappers refuse what the spec's rules
+// forbid, and pack the arguments of what they launch: tensor pointers in
+// spec order after the context, then the sizes.
+func TestHaloPlansOnFake(t *testing.T) {
+	w, p := fakeWorld(t, 2)
+	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
+		const h = 5
+		push, err := coll.NewHaloExchangePushPlan(r, irisrt.BF16, h)
+		require.NoError(t, err)
+		defer push.Close()
+		pull, err := coll.NewHaloExchangePullPlan(r, irisrt.BF16, h)
+		require.NoError(t, err)
+		defer pull.Close()
+		heapSend, err := r.Heap().Alloc(irisrt.BF16, 2*h)
+		require.NoError(t, err)
+		heapRecv, err := r.Heap().Alloc(irisrt.BF16, 2*h)
+		require.NoError(t, err)
+		dev, err := r.Device().Alloc(2*h*2, false)
+		require.NoError(t, err)
+		devSend := irisrt.Tensor{Ptr: dev, DType: irisrt.BF16, Len: 2 * h}
+		before := len(p.Launches())
+
+		// Refused: nothing launched.
+		var pe *irisrt.PlacementError
+		require.ErrorAs(t, push.Launch(r.Stream(), heapSend, devSend, irisrt.BarrierDevice), &pe, "push writes the neighbours' recv: it must be on the heap")
+		require.Equal(t, "recv", pe.Name)
+		var de *irisrt.DTypeError
+		require.ErrorAs(t, push.Launch(r.Stream(), irisrt.Tensor{Ptr: heapSend.Ptr, DType: irisrt.F32, Len: h}, heapRecv, irisrt.BarrierDevice), &de)
+		var se *irisrt.ShapeError
+		require.ErrorAs(t, pull.Launch(r.Stream(), heapSend, heapRecv.Slice(0, h), irisrt.BarrierDevice), &se)
+		var ae *irisrt.AliasError
+		require.ErrorAs(t, push.Launch(r.Stream(), heapSend, heapSend, irisrt.BarrierDevice), &ae)
+		require.Empty(t, launchesOf(p, r, before))
+
+		// push: send anywhere, recv on the heap; pointers as passed.
+		require.NoError(t, push.Launch(r.Stream(), devSend, heapRecv, irisrt.BarrierDevice))
+		// pull: send off the heap is staged onto it; recv anywhere.
+		require.NoError(t, pull.Launch(r.Stream(), devSend, heapRecv, irisrt.BarrierDevice))
+		// pull with send on the heap: read in place.
+		require.NoError(t, pull.Launch(r.Stream(), heapSend, heapRecv, irisrt.BarrierNone))
+		ls := launchesOf(p, r, before)
+		require.Len(t, ls, 3)
+		require.Equal(t, "irisgen_halo_exchange_push_bf16", ls[0].Function)
+		require.Equal(t, "irisgen_halo_exchange_pull_bf16", ls[1].Function)
+		for _, l := range ls {
+			require.Len(t, l.Args, 8*(ctxWords+3), "context, send, recv, h")
+			require.Equal(t, uint64(heapRecv.Ptr), word(l.Args, ctxWords+1))
+			require.Equal(t, uint64(h), word(l.Args, ctxWords+2))
+			require.Equal(t, uint32(256), l.Block.X, "threads from the spec")
+			require.Equal(t, uint32(irisrt.Blocks(2*h*2, 256, 16, 32)), l.Grid.X)
+		}
+		require.Equal(t, uint64(devSend.Ptr), word(ls[0].Args, ctxWords), "push reads send where it is")
+		staged := gpu.DevicePtr(word(ls[1].Args, ctxWords))
+		require.NotEqual(t, devSend.Ptr, staged)
+		require.True(t, r.Heap().Contains(staged, devSend.Bytes()), "pull reads a send that is off the heap from the plan's staging on the heap")
+		require.Equal(t, uint64(heapSend.Ptr), word(ls[2].Args, ctxWords), "a send on the heap is not staged")
+		return errors.Join(r.Heap().Free(heapSend), r.Heap().Free(heapRecv), r.Device().Free(dev))
+	}))
+}
+
+// TestBroadcastPlansOnFake: the root is a size: the plan fixes it, the
+// kernel gets it after n.
+func TestBroadcastPlansOnFake(t *testing.T) {
+	w, p := fakeWorld(t, 2)
+	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
+		const n = 9
+		pl, err := coll.NewBroadcastPushPlan(r, irisrt.F16, n, 1)
+		require.NoError(t, err)
+		defer pl.Close()
+		in, err := r.Heap().Alloc(irisrt.F16, n)
+		require.NoError(t, err)
+		out, err := r.Heap().Alloc(irisrt.F16, n)
+		require.NoError(t, err)
+		dev, err := r.Device().Alloc(n*2, false)
+		require.NoError(t, err)
+		var pe *irisrt.PlacementError
+		require.ErrorAs(t, pl.Launch(r.Stream(), in, irisrt.Tensor{Ptr: dev, DType: irisrt.F16, Len: n}, irisrt.BarrierDevice), &pe,
+			"the root stores into every rank's output: it must be on the heap")
+		before := len(p.Launches())
+		require.NoError(t, pl.Launch(r.Stream(), in, out, irisrt.BarrierDevice))
+		ls := launchesOf(p, r, before)
+		require.Len(t, ls, 1)
+		require.Equal(t, "irisgen_broadcast_push_f16", ls[0].Function)
+		require.Len(t, ls[0].Args, 8*(ctxWords+4), "context, input, output, n, root")
+		require.Equal(t, []uint64{uint64(in.Ptr), uint64(out.Ptr), n, 1},
+			[]uint64{word(ls[0].Args, ctxWords), word(ls[0].Args, ctxWords+1), word(ls[0].Args, ctxWords+2), word(ls[0].Args, ctxWords+3)})
+		return errors.Join(r.Heap().Free(in), r.Heap().Free(out), r.Device().Free(dev))
+	}))
+}
