@@ -171,7 +171,9 @@ func NewMoeDispatchPushPlan(r *irisrt.Rank, dt irisrt.DType, t int64, h int64, k
 //   - no overlap of tokens/recv_tokens, tokens/recv_ids, tokens/recv_weights, tokens/recv_src,
 //     tokens/recv_counts, ids/recv_tokens, ids/recv_ids, ids/recv_weights, ids/recv_src,
 //     ids/recv_counts, weights/recv_tokens, weights/recv_ids, weights/recv_weights, weights/recv_src,
-//     weights/recv_counts (*irisrt.AliasError).
+//     weights/recv_counts, recv_tokens/recv_ids, recv_tokens/recv_weights, recv_tokens/recv_src,
+//     recv_tokens/recv_counts, recv_ids/recv_weights, recv_ids/recv_src, recv_ids/recv_counts,
+//     recv_weights/recv_src, recv_weights/recv_counts, recv_src/recv_counts (*irisrt.AliasError).
 //
 // The launch itself never allocates or copies between host and device; host mode synchronises the
 // stream and meets the peers on the CPU, so it cannot run while s is capturing (*irisrt.CaptureError).
@@ -261,6 +263,36 @@ func (p *MoeDispatchPushPlan) Launch(s gpu.Stream, tokens, ids, weights, recvTok
 		return err
 	}
 	if err := irisrt.CheckNoAlias(moeDispatchPushName, "weights", weights, "recv_counts", recvCounts); err != nil {
+		return err
+	}
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "recv_tokens", recvTokens, "recv_ids", recvIds); err != nil {
+		return err
+	}
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "recv_tokens", recvTokens, "recv_weights", recvWeights); err != nil {
+		return err
+	}
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "recv_tokens", recvTokens, "recv_src", recvSrc); err != nil {
+		return err
+	}
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "recv_tokens", recvTokens, "recv_counts", recvCounts); err != nil {
+		return err
+	}
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "recv_ids", recvIds, "recv_weights", recvWeights); err != nil {
+		return err
+	}
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "recv_ids", recvIds, "recv_src", recvSrc); err != nil {
+		return err
+	}
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "recv_ids", recvIds, "recv_counts", recvCounts); err != nil {
+		return err
+	}
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "recv_weights", recvWeights, "recv_src", recvSrc); err != nil {
+		return err
+	}
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "recv_weights", recvWeights, "recv_counts", recvCounts); err != nil {
+		return err
+	}
+	if err := irisrt.CheckNoAlias(moeDispatchPushName, "recv_src", recvSrc, "recv_counts", recvCounts); err != nil {
 		return err
 	}
 	return p.plan.Launch(s, mode, p.plan.Args().Ptr(tokens.Ptr).Ptr(ids.Ptr).Ptr(weights.Ptr).Ptr(recvTokens.Ptr).Ptr(recvIds.Ptr).Ptr(recvWeights.Ptr).Ptr(recvSrc.Ptr).Ptr(recvCounts.Ptr).Ptr(p.plan.Buffer("counters")).I64(p.symT).I64(p.symH).I64(p.symK).I64(p.symE).I64(p.symCap).I64(ids.DType.Size()))

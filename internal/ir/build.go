@@ -378,7 +378,10 @@ func (b *builder) ops(f *spec.File, c *Collective) {
 }
 
 func (b *builder) variant(c *Collective, sv *spec.Variant) *Variant {
-	v := &Variant{Name: sv.Name.Value, Pos: sv.Name.Pos, Aliasing: AliasForbid}
+	v := &Variant{Name: sv.Name.Value, Pos: sv.Name.Pos, AccessPos: sv.Name.Pos, Aliasing: AliasForbid}
+	if sv.Access.Set {
+		v.AccessPos = sv.Access.KeyPos
+	}
 	b.identifier(sv.Name, "variant name", false)
 	if sv.Bad {
 		return v
@@ -489,18 +492,18 @@ func (b *builder) uses(c *Collective, sv *spec.Variant, v *Variant, where string
 			continue
 		}
 		acc, ok := b.kinds(a, where)
-		if !ok {
+		rule := Classify(RoleOf(t), acc)
+		if !ok || rule == nil { // rule nil: the tensor's dir is bad (reported)
 			continue
 		}
-		u := Use{Tensor: t, Access: acc, Placement: PlacementOf(acc), Pos: a.Tensor.Pos}
-		v.Uses = append(v.Uses, u)
-		switch {
-		case t.Dir == In && acc.Writes():
-			b.errorf(a.Kinds.Pos, "tensor %q is dir: in, but %s writes it (%s); make it dir: inout or drop the write", t.Name, where, acc&(LocalWrite|RemoteWrite|RemoteAtomic))
-		case (t.Dir == Out || t.Dir == InOut) && !acc.Writes():
+		v.Uses = append(v.Uses, Use{Tensor: t, Access: acc, Placement: rule.Placement, Rule: rule, Pos: a.Tensor.Pos})
+		switch rule.Refused {
+		case RefuseInWritten:
+			b.errorf(a.Kinds.Pos, "tensor %q is dir: in, but %s writes it (%s); make it dir: inout or drop the write", t.Name, where, acc&writes)
+		case RefuseOutUnwritten:
 			b.errorf(a.Kinds.Pos, "tensor %q is dir: %s, but %s never writes it; give it a write kind (local_write, remote_write or remote_atomic)", t.Name, t.Dir, where)
-		case t.Optional && acc&(RemoteRead|RemoteWrite|RemoteAtomic) != 0:
-			b.errorf(a.Kinds.Pos, "tensor %q is optional, but %s lets peers touch it (%s); a tensor left out has nothing to put on the heap: make it required or access it locally", t.Name, where, acc)
+		case RefuseOptionalRemote:
+			b.errorf(a.Kinds.Pos, "tensor %q is optional, but %s lets peers touch it (%s); a tensor left out has nothing to put on the heap: make it required or access it locally", t.Name, where, acc&remote)
 		}
 	}
 }
@@ -600,19 +603,31 @@ func (b *builder) indexDTypes(st *spec.Tensor, t *Tensor, where string) bool {
 	return ok
 }
 
-// aliasingSafe rejects aliasing: allow when a peer reads one user tensor
-// remotely while this rank writes another: if the two overlapped, peers
-// would read data this rank is overwriting.
+// aliasingSafe refuses aliasing: allow when an in-place pair holds a
+// tensor whose rule forbids in place (peers touch it): in place, peers would
+// read memory this rank is overwriting, or overwrite memory it has yet to
+// read. The error is at the aliasing value, with a note at the access entry.
 func (b *builder) aliasingSafe(v *Variant, a spec.Str, where string) {
-	for _, r := range v.Uses {
-		if !r.Tensor.User() || r.Access&RemoteRead == 0 {
+	for _, pr := range v.AliasPairs() {
+		if !v.InPlace(pr[0], pr[1]) {
 			continue
 		}
-		for _, w := range v.Uses {
-			if w.Tensor == r.Tensor || !w.Tensor.User() || !w.Access.Writes() {
-				continue
+		for i, x := range pr {
+			u := v.Use(x.Name)
+			if u == nil || u.Rule.InPlace || u.Rule.Refused != NotRefused {
+				continue // refused rows are reported already
 			}
-			b.errorf(a.Pos, "aliasing: allow is unsafe in %s: peers read %q remotely while this rank writes %q, so if they overlap peers would read data being overwritten; use aliasing: forbid", where, r.Tensor.Name, w.Tensor.Name)
+			other := pr[1-i].Name
+			verb, harm := "read", "read memory this rank is overwriting"
+			switch {
+			case u.Access&RemoteRead != 0 && u.Access&(RemoteWrite|RemoteAtomic) != 0:
+				verb, harm = "read and write", "read memory this rank is overwriting and overwrite memory it has yet to read"
+			case u.Access&(RemoteWrite|RemoteAtomic) != 0:
+				verb, harm = "write", "overwrite memory this rank has yet to read"
+			}
+			b.errs = append(b.errs, &diag.Error{Pos: a.Pos,
+				Msg:   fmt.Sprintf("aliasing: allow is unsafe in %s: peers %s %q, so it may not be the same memory as %q (peers would %s); use aliasing: forbid", where, verb, x.Name, other, harm),
+				Notes: []diag.Note{{Pos: u.Pos, Msg: fmt.Sprintf("%q is %s here (rule table row %d)", x.Name, u.Access, u.Rule.Row)}}})
 			return
 		}
 	}

@@ -638,7 +638,54 @@ variants:
     aliasing: allow
 `,
 		want: []string{
-			"12:15: error: aliasing: allow is unsafe in variant \"pull\": peers read \"input\" remotely while this rank writes \"output\", so if they overlap peers would read data being overwritten; use aliasing: forbid",
+			"12:15: error: aliasing: allow is unsafe in variant \"pull\": peers read \"input\", so it may not be the same memory as \"output\" (peers would read memory this rank is overwriting); use aliasing: forbid\n" +
+				"11:14: note: \"input\" is remote_read here (rule table row 5)",
+		},
+	},
+	{
+		name: "aliasing allowed where peers write the output",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  input: {dir: in, shape: [n]}
+  output: {dir: out, shape: [world, n]}
+variants:
+  push:
+    template: t_a
+    access: {input: local_read, output: remote_write}
+    aliasing: allow
+  both:
+    template: t_a
+    access: {input: local_read, output: [local_write, remote_read, remote_atomic]}
+    aliasing: allow
+`,
+		want: []string{
+			"12:15: error: aliasing: allow is unsafe in variant \"push\": peers write \"output\", so it may not be the same memory as \"input\" (peers would overwrite memory this rank has yet to read); use aliasing: forbid\n" +
+				"11:33: note: \"output\" is remote_write here (rule table row 11)",
+			"16:15: error: aliasing: allow is unsafe in variant \"both\": peers read and write \"output\", so it may not be the same memory as \"input\" (peers would read memory this rank is overwriting and overwrite memory it has yet to read); use aliasing: forbid\n" +
+				"15:33: note: \"output\" is local_write,remote_read,remote_atomic here (rule table row 11)",
+		},
+	},
+	{
+		name: "aliasing allowed where peers read what this rank writes",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  input: {dir: in, shape: [n]}
+  output: {dir: out, shape: [n]}
+variants:
+  v:
+    template: t_a
+    access: {input: local_read, output: [local_write, remote_read]}
+    aliasing: allow
+`,
+		want: []string{
+			"12:15: error: aliasing: allow is unsafe in variant \"v\": peers read \"output\", so it may not be the same memory as \"input\" (peers would read memory this rank is overwriting); use aliasing: forbid\n" +
+				"11:33: note: \"output\" is local_write,remote_read here (rule table row 10)",
 		},
 	},
 	{
@@ -1078,7 +1125,7 @@ func TestCompileErrors(t *testing.T) {
 			var got []string
 			for _, e := range list {
 				assert.Equal(t, "spec.yaml", e.Pos.File)
-				got = append(got, strings.TrimPrefix(e.Error(), "spec.yaml:"))
+				got = append(got, strings.ReplaceAll(strings.TrimPrefix(e.Error(), "spec.yaml:"), "\nspec.yaml:", "\n"))
 			}
 			assert.Equal(t, tc.want, got)
 		})

@@ -49,7 +49,7 @@ func FuzzCompile(f *testing.F) {
 				t.Fatalf("inconsistent variant %q: %+v", v.Name, v)
 			}
 			for i, u := range v.Uses {
-				if u.Tensor != c.Tensors[i] || u.Placement != PlacementOf(u.Access) {
+				if u.Tensor != c.Tensors[i] || u.Rule != Classify(RoleOf(u.Tensor), u.Access) || u.Placement != u.Rule.Placement || u.Rule.Refused != NotRefused {
 					t.Fatalf("variant %q: bad use %d: %+v", v.Name, i, u)
 				}
 			}
