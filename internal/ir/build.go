@@ -591,6 +591,9 @@ func (b *builder) indexDTypes(st *spec.Tensor, t *Tensor, where string) bool {
 	}
 	switch {
 	case !ok:
+	case len(l.Items) == 0:
+		b.errorf(l.Pos, "the dtype list of %s is empty; give one dtype (e.g. dtype: i32), or a list of index types such as [i64, i32]", where)
+		ok = false
 	case len(t.IndexDTypes) < 2:
 		b.errorf(l.Pos, "the dtype list of %s has one entry; write dtype: %s", where, t.IndexDTypes[0])
 		ok = false

@@ -2,8 +2,10 @@ package ir
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/irisgen/irisgen/internal/diag"
 )
@@ -24,7 +26,7 @@ func FuzzCompile(f *testing.F) {
 	}
 	templates := testTemplates()
 	f.Fuzz(func(t *testing.T, src []byte) {
-		c, err := Compile("spec.yaml", src, templates)
+		c, err := compileWithin(t, src, templates)
 		if err != nil {
 			var list diag.List
 			if !errors.As(err, &list) || len(list) == 0 {
@@ -55,4 +57,27 @@ func FuzzCompile(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzTimeLimit bounds one Compile: the fuzzer reports a slow input as a
+// failure instead of stalling on it.
+const fuzzTimeLimit = 5 * time.Second
+
+func compileWithin(t *testing.T, src []byte, templates fs.FS) (*Collective, error) {
+	type result struct {
+		c   *Collective
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := Compile("spec.yaml", src, templates)
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		return r.c, r.err
+	case <-time.After(fuzzTimeLimit):
+		t.Fatalf("Compile took more than %v on a %d-byte spec", fuzzTimeLimit, len(src))
+		return nil, nil
+	}
 }
