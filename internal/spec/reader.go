@@ -50,7 +50,9 @@ func (r *Reader) Fields(m *yaml.Node, where string, known []string, set func(key
 
 // Map reports whether v is a mapping; otherwise it reports "<what> must be
 // <want>; found ..." and marks n bad.
-func (r *Reader) Map(v *yaml.Node, n *Node, what, want string) bool { return r.p.isMap(v, n, what, want) }
+func (r *Reader) Map(v *yaml.Node, n *Node, what, want string) bool {
+	return r.p.isMap(v, n, what, want)
+}
 
 // Str reads a string value under key k.
 func (r *Reader) Str(k Str, v *yaml.Node, what string) Str { return r.p.str(k, v, what) }
