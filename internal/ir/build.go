@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"math"
 	"math/bits"
 	"path"
 	"sort"
@@ -57,8 +58,7 @@ func Compile(specPath string, src []byte, templates fs.FS) (*Collective, error) 
 		c.SpecHash = b.hash(c, src)
 	}
 	if len(b.errs) > 0 {
-		b.errs.Sort()
-		return nil, b.errs
+		return nil, b.errs.Cap()
 	}
 	return c, nil
 }
@@ -106,8 +106,7 @@ func CompileAll(specs fs.FS, templates fs.FS, root string) ([]*Collective, error
 		}
 	}
 	if len(errs) > 0 {
-		errs.Sort()
-		return nil, errs
+		return nil, errs.Cap()
 	}
 	return out, nil
 }
@@ -136,7 +135,14 @@ func (b *builder) collective(f *spec.File) *Collective {
 	case f.Name.OK():
 		c.Name = f.Name.Value
 		c.Pos = f.Name.Pos
-		b.identifier(f.Name, "collective name", false)
+		if b.identifier(f.Name, "collective name", false) {
+			if why := goFileProblem(c.Name); why != "" {
+				b.errorf(f.Name.Pos, "collective name %q cannot name the generated Go file: %s; pick another name", c.Name, why)
+			}
+		}
+	}
+	if !b.withinLimits(f) {
+		return c // a spec this large is refused as a whole: the rest would be noise
 	}
 	switch {
 	case !f.Summary.Set:
@@ -171,12 +177,87 @@ func (b *builder) collective(f *spec.File) *Collective {
 			c.Variants = append(c.Variants, v)
 		}
 	}
+	b.overflow(c)
+	if len(b.errs) == 0 {
+		b.hipSymbols(c)
+	}
 	return c
+}
+
+// withinLimits refuses a spec with more tensors, sizes, variants or access
+// entries than the limits allow (names.go), at the first one too many.
+func (b *builder) withinLimits(f *spec.File) bool {
+	ok := true
+	over := func(n, limit int, at func(i int) Pos, what, why string) {
+		if n > limit {
+			b.errorf(at(limit), "the spec has %d %s; a collective may have at most %d (%s)", n, what, limit, why)
+			ok = false
+		}
+	}
+	over(len(f.Tensors.List), MaxTensors, func(i int) Pos { return f.Tensors.List[i].Name.Pos }, "tensors", "each is a kernel argument")
+	over(len(f.Sizes.Items), MaxSizes, func(i int) Pos { return f.Sizes.Items[i].Pos }, "sizes", "each is a kernel argument")
+	over(len(f.Variants.List), MaxVariants, func(i int) Pos { return f.Variants.List[i].Name.Pos }, "variants", "each is a kernel per dtype and op")
+	for _, v := range f.Variants.List {
+		if !ok {
+			break // too many tensors make too many entries: said once
+		}
+		over(len(v.Access.List), MaxTensors, func(i int) Pos { return v.Access.List[i].Tensor.Pos }, fmt.Sprintf("access entries in variant %q", v.Name.Value), "one per tensor")
+	}
+	for _, t := range f.Tensors.List {
+		if n := len(t.Shape.Dims); n > MaxDims {
+			b.errorf(t.Shape.Dims[MaxDims].Pos, "shape of tensor %q has %d dimensions; at most %d are allowed (the element count is their product: merge some)", t.Name.Value, n, MaxDims)
+			ok = false
+		}
+	}
+	return ok
+}
+
+// overflow refuses tensors whose size in bytes overflows int64 for every
+// launch: the product of their constant dimensions times their largest
+// element size, with every size symbol at its least value (1; world and
+// blocks are at least 1, sizes must be positive). Launches that overflow
+// only for some sizes are refused by the runtime.
+func (b *builder) overflow(c *Collective) {
+	for _, t := range c.Tensors {
+		elems, wrapped := uint64(1), false
+		for _, d := range t.Shape {
+			if d.Symbol == "" {
+				hi, lo := bits.Mul64(elems, uint64(d.Const))
+				wrapped = wrapped || hi != 0
+				elems = lo
+			}
+		}
+		size := uint64(0)
+		switch {
+		case len(t.IndexDTypes) > 0:
+			for _, d := range t.IndexDTypes {
+				size = max(size, uint64(d.Size()))
+			}
+		case t.DType != "":
+			size = uint64(t.DType.Size())
+		default:
+			for _, d := range c.DTypes {
+				size = max(size, uint64(d.Size()))
+			}
+		}
+		if size == 0 || (!wrapped && elems <= math.MaxInt64/size) {
+			continue
+		}
+		count := fmt.Sprint(elems)
+		if wrapped {
+			count = "more than 2^64"
+		}
+		b.errorf(t.Pos, "tensor %q has more than 2^63-1 bytes for every launch: its constant dimensions multiply to %s elements of up to %d bytes; shrink them", t.Name, count, size)
+	}
 }
 
 // identifier checks a user-chosen name; keyword reports Go/C keywords too
 // (names that become parameters or struct fields).
 func (b *builder) identifier(s spec.Str, what string, keyword bool) bool {
+	if len(s.Value) > MaxNameLen {
+		b.errorf(s.Pos, "%s %q is %d bytes long; names are at most %d (they become file names and symbols)", what, s.Value[:MaxNameLen]+"...", len(s.Value), MaxNameLen)
+		return false
+	}
 	if !spec.IsIdentifier(s.Value) {
 		b.errorf(s.Pos, "%s %q is not an identifier: use lower-case letters, digits and _, starting with a letter (e.g. %q)", what, s.Value, toIdentifier(s.Value))
 		return false
@@ -289,19 +370,12 @@ func (b *builder) tensors(f *spec.File, c *Collective, sizes map[string]bool) bo
 		case !st.Shape.Bad && len(st.Shape.Dims) == 0:
 			b.errorf(st.Shape.Pos, "shape of %s is empty; give at least one dimension, e.g. [n]", where)
 		}
-		constant := int64(1)
 		for _, d := range st.Shape.Dims {
 			if d.Symbol == "" {
 				if d.Const <= 0 {
 					b.errorf(d.Pos, "dimension %d of %s must be positive", d.Const, where)
 					continue
 				}
-				hi, lo := bits.Mul64(uint64(constant), uint64(d.Const))
-				if hi != 0 || lo > 1<<62 {
-					b.errorf(d.Pos, "the constant dimensions of %s multiply to more than 2^62 elements; shrink them", where)
-					continue
-				}
-				constant = int64(lo)
 				t.Shape = append(t.Shape, Dim{Const: d.Const})
 				continue
 			}

@@ -556,17 +556,23 @@ variants:
 		name: "bad constant dimension",
 		src: `name: ag
 summary: s
-dtypes: [f32]
+dtypes: [f32, f16]
+sizes: [n]
 tensors:
   x: {dir: in, shape: [0, -4]}
   y: {dir: in, shape: [4611686018427387904, 4]}
+  z: {dir: in, shape: [n, 2305843009213693952]}
+  i: {dir: in, shape: [1152921504606846976, world, 2], dtype: i64}
+  ok: {dir: in, shape: [1152921504606846975, n, 2], dtype: i32}
 variants:
-  v: {template: t_a, access: {x: local_read, y: local_read}}
+  v: {template: t_a, access: {x: local_read, y: local_read, z: local_read, i: local_read, ok: local_read}}
 `,
 		want: []string{
-			"5:24: error: dimension 0 of tensor \"x\" must be positive",
-			"5:27: error: dimension -4 of tensor \"x\" must be positive",
-			"6:45: error: the constant dimensions of tensor \"y\" multiply to more than 2^62 elements; shrink them",
+			"6:24: error: dimension 0 of tensor \"x\" must be positive",
+			"6:27: error: dimension -4 of tensor \"x\" must be positive",
+			"7:3: error: tensor \"y\" has more than 2^63-1 bytes for every launch: its constant dimensions multiply to more than 2^64 elements of up to 4 bytes; shrink them",
+			"8:3: error: tensor \"z\" has more than 2^63-1 bytes for every launch: its constant dimensions multiply to 2305843009213693952 elements of up to 4 bytes; shrink them",
+			"9:3: error: tensor \"i\" has more than 2^63-1 bytes for every launch: its constant dimensions multiply to 2305843009213693952 elements of up to 8 bytes; shrink them",
 		},
 	},
 	{

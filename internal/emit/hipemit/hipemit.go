@@ -74,7 +74,7 @@ type emitter struct {
 }
 
 // ArgsStruct is the C name of a collective's kernel argument struct.
-func ArgsStruct(c *ir.Collective) string { return "irisgen_" + c.Name + "_args" }
+func ArgsStruct(c *ir.Collective) string { return ir.ArgsStructName(c.Name) }
 
 // TensorField and SymbolField are the argument struct's member names; the
 // prefixes keep tensor names that are C keywords or header names harmless.
@@ -96,7 +96,7 @@ func (e *emitter) fileHeader(b *bytes.Buffer) {
 	fmt.Fprintf(b, "//\n// Spec hash %s: the Go wrappers carry the same value, and the runtime\n", c.SpecHash)
 	b.WriteString("// refuses a code object whose hash differs from its wrapper's.\n\n")
 	b.WriteString("#include \"irisgen.h\"\n\n")
-	fmt.Fprintf(b, "extern \"C\" __device__ const char irisgen_spec_hash_%s[] = %q;\n\n", c.Name, c.SpecHash)
+	fmt.Fprintf(b, "extern \"C\" __device__ const char %s[] = %q;\n\n", ir.SpecHashSymbol(c.Name), c.SpecHash)
 	b.WriteString("// Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in\n")
 	b.WriteString("// spec order, one int64 per size symbol")
 	for _, t := range c.Tensors {
@@ -134,7 +134,7 @@ func (e *emitter) variant(b *bytes.Buffer, v *ir.Variant) {
 		e.errs.Add(v.TemplatePos, fmt.Sprintf("template %s:%d names the kernel's argument struct (%s); reach tensors through the helpers (read, write, peer_read, ...; docs/templates.md) and sizes through size", file, line, ArgsName))
 		return
 	}
-	ns := "irisgen_" + e.c.Name + "_" + v.Name
+	ns := ir.PreludeNamespace(e.c.Name, v.Name)
 	fmt.Fprintf(b, "\n// ---- variant %s (template %s) ----\n", v.Name, file)
 
 	prelude, ok := e.render(v, file, string(src), nil)
