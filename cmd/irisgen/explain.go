@@ -96,7 +96,7 @@ func runValidate(env *cmdEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := emitAll(cs, tmpl, defaultPackage, nil); err != nil {
+	if _, err := emitAll(cs, tmpl, src.templatesDir(), defaultPackage, nil); err != nil {
 		return env.reportErr(err)
 	}
 	for _, c := range cs {

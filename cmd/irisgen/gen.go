@@ -75,6 +75,14 @@ func (s *source) templateFS() (fs.FS, error) {
 	return os.DirFS(s.templates), nil
 }
 
+// templatesDir is the name template files are reported under.
+func (s *source) templatesDir() string {
+	if s.templates == "" {
+		return "templates"
+	}
+	return filepath.ToSlash(filepath.Clean(s.templates))
+}
+
 // generateArgs are the flags the go:generate line of the generated package
 // repeats, relative to the package directory where `go generate` runs it.
 func (s *source) generateArgs() ([]string, error) {
@@ -134,13 +142,13 @@ func (s *source) build() (map[string][]byte, []*ir.Collective, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	files, err := emitAll(cs, tmpl, s.pkg, args)
+	files, err := emitAll(cs, tmpl, s.templatesDir(), s.pkg, args)
 	return files, cs, err
 }
 
-// emitAll runs both emitters on cs.
-func emitAll(cs []*ir.Collective, tmpl fs.FS, pkg string, generateArgs []string) (map[string][]byte, error) {
-	return emit.Run(&emit.Request{Collectives: cs, Templates: tmpl, Package: pkg, GenerateArgs: generateArgs}, hipemit.Emit, goemit.Emit)
+// emitAll runs both emitters on cs; tmplDir names the templates in positions.
+func emitAll(cs []*ir.Collective, tmpl fs.FS, tmplDir, pkg string, generateArgs []string) (map[string][]byte, error) {
+	return emit.Run(&emit.Request{Collectives: cs, Templates: tmpl, TemplatesDir: tmplDir, Package: pkg, GenerateArgs: generateArgs}, hipemit.Emit, goemit.Emit)
 }
 
 // reportErr prints a generation failure: positioned errors one a line with

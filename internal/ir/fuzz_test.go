@@ -171,4 +171,3 @@ func within(t *testing.T, size int, run func() error) error {
 		return nil
 	}
 }
-

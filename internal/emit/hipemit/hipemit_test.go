@@ -72,7 +72,7 @@ func TestEmitKernelShape(t *testing.T) {
 	// Helpers: typed pointers, const for reads; workspace keeps its dtype.
 	require.Contains(t, src, "u64_t_check: uint64_t (((int64_t)ctx.world) * irisgen_a.s_n) ((int64_t)gridDim.x) irisgen_bf16 irisgen::op_sum")
 	require.Contains(t, src, "uint64_t* s = ((uint64_t*)irisgen_a.t_scratch);")
-	require.Contains(t, src, "f(((irisgen_bf16*)irisgen_a.t_output), irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, ((ctx.rank + 1) % ctx.world)));")
+	require.Contains(t, src, "f(((irisgen_bf16*)irisgen_a.t_output), irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, ((ctx.rank + 1) % ctx.world)));")
 	require.Contains(t, src, "if (!irisgen::barrier(ctx)) return;")
 	// Deterministic.
 	again, err := Emit(&emit.Request{Collectives: []*ir.Collective{c}, Templates: fs})
@@ -81,25 +81,52 @@ func TestEmitKernelShape(t *testing.T) {
 }
 
 func TestEmitCrossCheck(t *testing.T) {
-	// A peer write the spec does not declare, a declared remote read never
-	// made: each at the spec's access entry (line 13), each reported once
-	// although two kernels render.
+	// A peer write the spec does not declare: at the helper call in the
+	// template, with a note at the spec's access entry (line 13). A declared
+	// access never made: at the access entry, with a note at the template.
+	// Each reported once although two kernels render.
 	errs := emitErrs(t, `  {{update "scratch"}} {{barrier}} {{peer_write "output" "0"}} {{read "input"}}`)
 	require.Equal(t, []string{
-		`ag.yaml:13:14: error: template t.hip.tmpl makes local_read access to tensor "input" that variant "v" does not declare (declared: remote_read); add it to the variant's access, or change the template`,
-		`ag.yaml:13:14: error: variant "v" declares remote_read access to tensor "input", but template t.hip.tmpl never makes it (no peer_read (or peer_update) call); drop it from the access, or make the template do it`,
-		`ag.yaml:13:34: error: template t.hip.tmpl makes remote_write access to tensor "output" that variant "v" does not declare (declared: local_write); add it to the variant's access, or change the template`,
-		`ag.yaml:13:34: error: variant "v" declares local_write access to tensor "output", but template t.hip.tmpl never makes it (no write (or update) call); drop it from the access, or make the template do it`,
+		"ag.yaml:13:14: error: variant \"v\" declares remote_read access to tensor \"input\", but template t.hip.tmpl never makes it (no peer_read (or peer_update) call); drop it from the access, or make the template do it\n" +
+			"t.hip.tmpl:1:1: note: the template renders kernel irisgen_ag_v_bf16_sum without it",
+		"ag.yaml:13:34: error: variant \"v\" declares local_write access to tensor \"output\", but template t.hip.tmpl never makes it (no write (or update) call); drop it from the access, or make the template do it\n" +
+			"t.hip.tmpl:1:1: note: the template renders kernel irisgen_ag_v_bf16_sum without it",
+		"t.hip.tmpl:1:38: error: the template makes remote_write access to tensor \"output\", which variant \"v\" does not declare (declared: local_write); add it to the variant's access, or change the template\n" +
+			"ag.yaml:13:34: note: \"output\" is declared local_write here",
+		"t.hip.tmpl:1:66: error: the template makes local_read access to tensor \"input\", which variant \"v\" does not declare (declared: remote_read); add it to the variant's access, or change the template\n" +
+			"ag.yaml:13:14: note: \"input\" is declared remote_read here",
 	}, errs)
+
+	// A helper called but not printed grants nothing; printed twice, the
+	// first print is where the access is.
+	errs = emitErrs(t, "  {{update \"scratch\"}} {{barrier}} {{write \"output\"}} {{$x := peer_read \"input\" \"0\"}}\n  {{read \"input\"}}{{$x}} {{$x}}")
+	require.Equal(t, []string{
+		"t.hip.tmpl:2:5: error: the template makes local_read access to tensor \"input\", which variant \"v\" does not declare (declared: remote_read); add it to the variant's access, or change the template\n" +
+			"ag.yaml:13:14: note: \"input\" is declared remote_read here",
+	}, errs)
+	errs = emitErrs(t, `  {{update "scratch"}} {{barrier}} {{write "output"}} {{if false}}{{peer_read "input" "0"}}{{end}}`)
+	require.Len(t, errs, 1)
+	require.Contains(t, errs[0], `never makes it (no peer_read (or peer_update) call)`)
 }
 
 func TestEmitPreludeCannotTouchTensors(t *testing.T) {
 	for _, h := range []string{`{{read "input"}}`, `{{size "n"}}`, `{{barrier}}`, `{{type "input"}}`} {
 		errs := emitErrs(t, `{{define "prelude"}}`+h+`{{end}}body`)
 		require.Len(t, errs, 1)
-		require.Contains(t, errs[0], "ag.yaml:12:15: error: template t.hip.tmpl (prelude)")
+		require.Contains(t, errs[0], "t.hip.tmpl:1:23: error: ")
 		require.Contains(t, errs[0], "only in the kernel body")
+		require.Contains(t, errs[0], "\nag.yaml:12:15: note: variant \"v\" uses the template here (prelude)")
 	}
+}
+
+func TestEmitTemplateErrorsArePositionedInTheTemplate(t *testing.T) {
+	c, fs := compile(t, "  {{if}}\n")
+	_, err := Emit(&emit.Request{Collectives: []*ir.Collective{c}, Templates: fs, TemplatesDir: "templates"})
+	require.EqualError(t, err, "templates/t.hip.tmpl:1:1: error: missing value for if\n"+
+		"ag.yaml:12:15: note: variant \"v\" uses the template here")
+	errs := emitErrs(t, "  {{update \"scratch\"}}\n  {{peer_read \"inptu\" \"p\"}}")
+	require.Equal(t, []string{"t.hip.tmpl:2:5: error: peer_read \"inptu\": ag has no tensor \"inptu\" (tensors: input, output, scratch)\n" +
+		"ag.yaml:12:15: note: variant \"v\" uses the template here (kernel irisgen_ag_v_bf16_sum)"}, errs)
 }
 
 func TestEmitEmptyPeer(t *testing.T) {

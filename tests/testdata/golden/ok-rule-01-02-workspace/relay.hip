@@ -31,7 +31,7 @@ irisgen_relay_boxed_f32(const IRISGEN_GRID_CONSTANT irisgen_relay_args irisgen_a
   const int64_t n = irisgen_a.s_n;
   irisgen::copy(((float*)irisgen_a.t_box), ((const float*)irisgen_a.t_input), n);
   if (!irisgen::barrier(ctx)) return;
-  irisgen::copy(((float*)irisgen_a.t_output), irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_box, ((ctx.rank + ctx.world - 1) % ctx.world)), n);
+  irisgen::copy(((float*)irisgen_a.t_output), irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_box, ((ctx.rank + ctx.world - 1) % ctx.world)), n);
   if (!irisgen::barrier(ctx)) return;
   }();
   irisgen::end(ctx);
@@ -46,7 +46,7 @@ irisgen_relay_direct_f32(const IRISGEN_GRID_CONSTANT irisgen_relay_args irisgen_
   irisgen::begin(ctx);
   [&]() {
   if (!irisgen::barrier(ctx)) return;
-  irisgen::copy(irisgen::peer_ptr(ctx, (float*)irisgen_a.t_output, ((ctx.rank + 1) % ctx.world)), ((const float*)irisgen_a.t_input), irisgen_a.s_n);
+  irisgen::copy(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_output, ((ctx.rank + 1) % ctx.world)), ((const float*)irisgen_a.t_input), irisgen_a.s_n);
   if (!irisgen::barrier(ctx)) return;
   }();
   irisgen::end(ctx);

@@ -27,7 +27,7 @@ irisgen_fetch_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_fetch_args irisgen_a)
   irisgen::begin(ctx);
   [&]() {
   if (!irisgen::barrier(ctx)) return;
-  irisgen::copy(((float*)irisgen_a.t_output), irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_input, ((ctx.rank + 1) % ctx.world)), irisgen_a.s_n);
+  irisgen::copy(((float*)irisgen_a.t_output), irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, ((ctx.rank + 1) % ctx.world)), irisgen_a.s_n);
   if (!irisgen::barrier(ctx)) return;
   }();
   irisgen::end(ctx);

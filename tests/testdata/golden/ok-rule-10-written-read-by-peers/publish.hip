@@ -30,7 +30,7 @@ irisgen_publish_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_publish_args irisge
   const int64_t n = irisgen_a.s_n;
   irisgen::copy(((float*)irisgen_a.t_box), ((const float*)irisgen_a.t_input), n);
   if (!irisgen::barrier(ctx)) return;
-  irisgen::copy(((float*)irisgen_a.t_output), irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_box, ((ctx.rank + 1) % ctx.world)), n);
+  irisgen::copy(((float*)irisgen_a.t_output), irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_box, ((ctx.rank + 1) % ctx.world)), n);
   if (!irisgen::barrier(ctx)) return;
   }();
   irisgen::end(ctx);

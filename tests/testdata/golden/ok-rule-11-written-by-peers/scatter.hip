@@ -33,8 +33,8 @@ irisgen_scatter_push_f32(const IRISGEN_GRID_CONSTANT irisgen_scatter_args irisge
   const uint64_t* seen = ((const uint64_t*)irisgen_a.t_hits);
   if (!irisgen::barrier(ctx)) return;
   for (int p = 0; p < ctx.world; p++) {
-    irisgen::copy(irisgen::peer_ptr(ctx, (float*)irisgen_a.t_output, (p)) + (int64_t)ctx.rank * n, in, n);
-    if (irisgen::thread_id() == 0) irisgen::fetch_add(irisgen::peer_ptr(ctx, (uint64_t*)irisgen_a.t_hits, (p)), seen[0] * 0 + 1);
+    irisgen::copy(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_output, (p)) + (int64_t)ctx.rank * n, in, n);
+    if (irisgen::thread_id() == 0) irisgen::fetch_add(irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_hits, (p)), seen[0] * 0 + 1);
   }
   if (!irisgen::barrier(ctx)) return;
   }();
