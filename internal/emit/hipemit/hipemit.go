@@ -185,27 +185,27 @@ type kernelCtx struct {
 // differ from the spec's; ok is false when the template did not render.
 func (e *emitter) render(v *ir.Variant, src *source, kc *kernelCtx, report func(diag.List)) (text string, ok bool) {
 	h := &helpers{c: e.c, kc: kc}
-	t, err := template.New(src.file).Option("missingkey=error").Funcs(h.funcs()).Parse(src.text)
+	t, err := template.New(src.file).Option("missingkey=error").Funcs(boundedBuiltins()).Funcs(h.funcs()).Parse(src.text)
 	if err != nil {
 		report(diag.List{e.templateError(v, src, "", err)})
 		return "", false
 	}
 	data := e.data(v, kc)
-	var out bytes.Buffer
+	out := &limitWriter{left: maxRender}
 	instrument(t)
 	switch {
 	case kc == nil && t.Lookup(PreludeName) == nil:
 		return "", true
 	case kc == nil:
-		err = t.ExecuteTemplate(&out, PreludeName, data)
+		err = t.ExecuteTemplate(out, PreludeName, data)
 	default:
-		err = t.Execute(&out, data)
+		err = t.Execute(out, data)
 	}
 	if err != nil {
 		report(diag.List{e.templateError(v, src, " ("+kc.String()+")", err)})
 		return "", false
 	}
-	r := resolve(out.String(), h.calls)
+	r := resolve(out.b.String(), h.calls)
 	var errs diag.List
 	for _, at := range r.bad {
 		errs = append(errs, &diag.Error{Pos: src.pos(at), Msg: "the template prints a control character; a kernel's source holds none"})
@@ -222,6 +222,24 @@ func (e *emitter) render(v *ir.Variant, src *source, kc *kernelCtx, report func(
 	}
 	report(errs)
 	return strings.Trim(r.text, "\n"), true
+}
+
+// maxRender bounds what one render may write: a kernel body is kilobytes,
+// and a template that loops into gigabytes should fail, not exhaust memory.
+const maxRender = 16 << 20
+
+// limitWriter is a buffer that refuses to grow past its limit.
+type limitWriter struct {
+	b    bytes.Buffer
+	left int
+}
+
+func (w *limitWriter) Write(p []byte) (int, error) {
+	if len(p) > w.left {
+		return 0, fmt.Errorf("the template renders more than %d MiB; a kernel body is far smaller (a range over a huge count?)", maxRender>>20)
+	}
+	w.left -= len(p)
+	return w.b.Write(p)
 }
 
 // templateError positions an error of the template engine in the template,

@@ -186,3 +186,19 @@ func TestEmitReadIndex(t *testing.T) {
 	_, err = emitIndex(`  {{read_index "ids"}} {{read_index "wts"}} {{write "output"}}`)
 	require.ErrorContains(t, err, `read_index "wts": the tensor has one dtype (f32); use {{read "wts"}}`)
 }
+
+// TestEmitTemplateBombs: a template that loops or grows without end fails
+// fast with an error instead of exhausting time or memory.
+func TestEmitTemplateBombs(t *testing.T) {
+	for tmpl, want := range map[string]string{
+		`{{range 100000000000}}{{end}}`:                                      "the template renders more than 16 MiB",
+		`{{range 100000000}}xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx{{end}}`: "the template renders more than 16 MiB",
+		`{{$s := "ab"}}{{range 100}}{{$s = printf "%s%s" $s $s}}{{end}}`:     "printf makes a string of 2097152 bytes; template values are at most 1 MiB",
+		`{{$s := "<>"}}{{range 100}}{{$s = html $s $s $s}}{{end}}`:           "html makes a string of",
+		`{{define "x"}}{{template "x"}}{{end}}{{template "x"}}`:              "exceeded maximum template depth",
+		"\x01T0\x02 {{printf \"%c\" 5}}":                                     "the template prints a control character",
+	} {
+		errs := emitErrs(t, tmpl)
+		require.Contains(t, strings.Join(errs, "\n"), want, tmpl)
+	}
+}

@@ -67,6 +67,12 @@ func markList(l *parse.ListNode) {
 	if l == nil {
 		return
 	}
+	if len(l.Nodes) == 0 {
+		// An empty body still prints a marker per iteration, so that the
+		// output limit bounds every loop, even {{range 100000000000}}{{end}}.
+		l.Nodes = []parse.Node{&parse.TextNode{NodeType: parse.NodeText, Pos: l.Pos, Text: []byte{markText, markAction, '0', markEnd}}}
+		return
+	}
 	nodes := make([]parse.Node, 0, 2*len(l.Nodes))
 	for _, n := range l.Nodes {
 		kind := byte(markAction)
@@ -81,6 +87,9 @@ func markList(l *parse.ListNode) {
 			markList(n.List)
 			markList(n.ElseList)
 		case *parse.RangeNode:
+			if n.List == nil {
+				n.List = &parse.ListNode{NodeType: parse.NodeList, Pos: n.Pos}
+			}
 			markList(n.List)
 			markList(n.ElseList)
 		case *parse.WithNode:
@@ -163,4 +172,28 @@ func lineCol(src string, off int) (line, col int) {
 	line = 1 + strings.Count(before, "\n")
 	col = 1 + len([]rune(before[strings.LastIndexByte(before, '\n')+1:]))
 	return line, col
+}
+
+// maxValue bounds a string the template functions make: text/template's
+// own printf, print, println and escapers could otherwise double a string
+// in a loop until memory runs out.
+const maxValue = 1 << 20
+
+// boundedBuiltins replace those functions with ones that refuse results
+// over maxValue.
+func boundedBuiltins() template.FuncMap {
+	check := func(name, s string) (string, error) {
+		if len(s) > maxValue {
+			return "", fmt.Errorf("%s makes a string of %d bytes; template values are at most 1 MiB", name, len(s))
+		}
+		return s, nil
+	}
+	return template.FuncMap{
+		"printf":   func(f string, a ...any) (string, error) { return check("printf", fmt.Sprintf(f, a...)) },
+		"print":    func(a ...any) (string, error) { return check("print", fmt.Sprint(a...)) },
+		"println":  func(a ...any) (string, error) { return check("println", fmt.Sprintln(a...)) },
+		"html":     func(a ...any) (string, error) { return check("html", template.HTMLEscaper(a...)) },
+		"js":       func(a ...any) (string, error) { return check("js", template.JSEscaper(a...)) },
+		"urlquery": func(a ...any) (string, error) { return check("urlquery", template.URLQueryEscaper(a...)) },
+	}
 }
