@@ -150,7 +150,7 @@ func (b *builder) collective(f *spec.File) *Collective {
 	case f.Summary.OK() && strings.TrimSpace(f.Summary.Value) == "":
 		b.errorf(f.Summary.Pos, "summary is empty; write one sentence saying what the collective does")
 	case f.Summary.OK():
-		c.Summary = strings.TrimSpace(f.Summary.Value)
+		c.Summary = b.summary(f.Summary)
 	}
 
 	sizes := b.sizes(f, c)
@@ -182,6 +182,15 @@ func (b *builder) collective(f *spec.File) *Collective {
 		b.hipSymbols(c)
 	}
 	return c
+}
+
+// summary checks a summary's length: it is repeated in the generated docs.
+func (b *builder) summary(s spec.Str) string {
+	text := strings.TrimSpace(s.Value)
+	if len(text) > MaxSummary {
+		b.errorf(s.Pos, "summary is %d bytes; keep it to a sentence or a short paragraph, at most %d bytes (it is repeated in the generated docs)", len(text), MaxSummary)
+	}
+	return text
 }
 
 // withinLimits refuses a spec with more tensors, sizes, variants or access
@@ -470,6 +479,9 @@ func (b *builder) variant(c *Collective, sv *spec.Variant) *Variant {
 		b.templateExists(t, where)
 	}
 
+	if sv.Summary.OK() {
+		v.Summary = b.summary(sv.Summary)
+	}
 	b.uses(c, sv, v, where)
 
 	if a := sv.Aliasing; a.OK() {

@@ -210,6 +210,7 @@ type Launch struct {
 // Variant is one algorithm of a collective.
 type Variant struct {
 	Name     string
+	Summary  string // the spec's one sentence for the variant's docs, or ""
 	Template string // template name under templates/, without extension
 	// TemplatePos is where the spec names the template; errors found while
 	// rendering it note it.

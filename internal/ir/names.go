@@ -22,6 +22,7 @@ const MaxNameLen = 64
 // platform passes (112 + 8 x (tensors + sizes + index widths) bytes) and
 // the generated wrappers' size bounded.
 const (
+	MaxSummary  = 2048
 	MaxTensors  = 64
 	MaxSizes    = 32
 	MaxVariants = 64

@@ -189,3 +189,13 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+func TestSummaryLimit(t *testing.T) {
+	long := strings.Repeat("x", MaxSummary+1)
+	assert.Equal(t, []string{
+		fmt.Sprintf("2:10: error: summary is %d bytes; keep it to a sentence or a short paragraph, at most %d bytes (it is repeated in the generated docs)", MaxSummary+1, MaxSummary),
+		fmt.Sprintf("4:31: error: summary is %d bytes; keep it to a sentence or a short paragraph, at most %d bytes (it is repeated in the generated docs)", MaxSummary+1, MaxSummary),
+	}, compileErrs(t, fmt.Sprintf("name: c\nsummary: %s\nvariants:\n  v: {template: t_a, summary: %s}\n", long, long)))
+	c := compileOK(t, "name: c\nsummary: s\nvariants:\n  v: {template: t_a, summary: The variant.}\n", testTemplates())
+	assert.Equal(t, "The variant.", c.Variants[0].Summary)
+}

@@ -2,6 +2,8 @@ package hipemit
 
 import (
 	"fmt"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -121,4 +123,36 @@ func TestBypassAllowed(t *testing.T) {
 		_, err := Emit(&emit.Request{Collectives: []*ir.Collective{c}, Templates: fs})
 		assert.NoError(t, err, "refused:\n%s", body)
 	}
+}
+
+// TestHeaderGlobals keeps ir.HeaderGlobals equal to the names the device
+// header declares at file scope (types, structs, namespaces), so that a
+// generated symbol never takes one.
+func TestHeaderGlobals(t *testing.T) {
+	src, err := os.ReadFile("../../../runtime/include/irisgen.h")
+	require.NoError(t, err)
+	found := map[string]bool{}
+	depth := 0
+	for _, line := range strings.Split(string(src), "\n") {
+		trimmed := strings.TrimSpace(line)
+		next := depth + strings.Count(line, "{") - strings.Count(line, "}")
+		var res []*regexp.Regexp
+		if depth == 0 {
+			res = append(res, regexp.MustCompile(`^namespace (\w+) \{`), regexp.MustCompile(`^struct (\w+)`), regexp.MustCompile(`^typedef .* (\w+);`))
+		}
+		if next == 0 {
+			res = append(res, regexp.MustCompile(`^\} (\w+);`)) // typedef struct { ... } name;
+		}
+		for _, re := range res {
+			if m := re.FindStringSubmatch(trimmed); m != nil {
+				found[m[1]] = true
+			}
+		}
+		depth = next
+	}
+	want := map[string]bool{}
+	for _, n := range ir.HeaderGlobals {
+		want[n] = true
+	}
+	assert.Equal(t, want, found)
 }
