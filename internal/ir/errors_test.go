@@ -86,6 +86,24 @@ variants:
 		},
 	},
 	{
+		name: "empty dtype list (a panic once)",
+		src: `name: m
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  x: {dir: in, shape: [n], dtype: []}
+  y: {dir: out, shape: [n]}
+variants:
+  a:
+    template: t_a
+    access: {x: local_read, y: local_write}
+`,
+		want: []string{
+			"6:35: error: the dtype list of tensor \"x\" is empty; give one dtype (e.g. dtype: i32), or a list of index types such as [i64, i32]",
+		},
+	},
+	{
 		name: "unknown key in variant",
 		src: `name: ag
 summary: s
