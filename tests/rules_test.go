@@ -226,7 +226,7 @@ func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (in
 		return slices.IndexFunc(e.Tensors, func(ti collectives.TensorInfo) bool { return ti.Name == name })
 	}
 	for _, pr := range v.AliasPairs() {
-		a, b := pos(pr[0]), pos(pr[1])
+		a, b := pos(pr.A), pos(pr.B)
 		// b over a part of a's memory, with b's dtype and length: a
 		// tensor long enough for both, on the heap.
 		big, err := r.Heap().Alloc(irisrt.U64, (ts[a].Bytes()+ts[b].Bytes())/8+2)
@@ -237,9 +237,9 @@ func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (in
 		bt := irisrt.Tensor{Ptr: big.Ptr + gpu.DevicePtr(ts[b].DType.Size()), DType: ts[b].DType, Len: ts[b].Len}
 		c := with(a, at)
 		c[b] = bt
-		err = refused(pr[0]+" overlapping "+pr[1], c, e.Barriers[0], &ae)
-		if err == nil && ae.InPlace != v.InPlace {
-			err = fmt.Errorf("%s/%s overlap: InPlace %v, the variant's rule %v", pr[0], pr[1], ae.InPlace, v.InPlace)
+		err = refused(pr.A+" overlapping "+pr.B, c, e.Barriers[0], &ae)
+		if err == nil && ae.InPlace != pr.InPlace {
+			err = fmt.Errorf("%s/%s overlap: InPlace %v, the pair's rule %v", pr.A, pr.B, ae.InPlace, pr.InPlace)
 		}
 		r.Heap().Free(big)
 		if err != nil {

@@ -86,19 +86,19 @@ var table = irisrt.Table{
 		Variants: []irisrt.Variant{
 			{Name: "one_shot", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
-			{Name: "one_shot_staged", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.Unused, irisrt.Unused, irisrt.UseImport, irisrt.Unused, irisrt.Unused}, InPlace: true,
+			{Name: "one_shot_staged", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.Unused, irisrt.Unused, irisrt.UseLocal, irisrt.Unused, irisrt.Unused}, InPlace: true,
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
-			{Name: "one_shot_push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.UseHeap, irisrt.Unused}, InPlace: true,
+			{Name: "one_shot_push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.UseLocal, irisrt.Unused}, InPlace: true,
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
-			{Name: "one_shot_lamport", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.UseHeap}, InPlace: true,
+			{Name: "one_shot_lamport", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.UseLocal}, InPlace: true,
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 			{Name: "two_shot", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseHeap, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 			{Name: "atomic", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 32, VectorBytes: 16},
-			{Name: "spinlock", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap, irisrt.Unused, irisrt.UseHeap, irisrt.Unused, irisrt.Unused, irisrt.Unused},
+			{Name: "spinlock", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap, irisrt.Unused, irisrt.UseLocal, irisrt.Unused, irisrt.Unused, irisrt.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 32, VectorBytes: 16},
-			{Name: "ring", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseHeap, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused}, InPlace: true,
+			{Name: "ring", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused}, InPlace: true,
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 		},
 		Auto: []irisrt.AutoRule{
@@ -153,7 +153,7 @@ var table = irisrt.Table{
 			{Name: "back", Dir: irisrt.Workspace, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(2), irisrt.DimSize(1)}},                                        // [t, k, h]
 		},
 		Variants: []irisrt.Variant{
-			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseHeap},
+			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 		},
 	}, {

@@ -35,7 +35,7 @@ irisgen_all_reduce_one_shot_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_red
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
+  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
@@ -55,7 +55,7 @@ irisgen_all_reduce_one_shot_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_red
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
+  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
@@ -75,7 +75,7 @@ irisgen_all_reduce_one_shot_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_red
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
+  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
@@ -95,7 +95,7 @@ irisgen_all_reduce_one_shot_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
+  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
@@ -115,7 +115,7 @@ irisgen_all_reduce_one_shot_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
+  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
@@ -135,7 +135,7 @@ irisgen_all_reduce_one_shot_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
+  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
@@ -155,7 +155,7 @@ irisgen_all_reduce_one_shot_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const int64_t n = irisgen_a.s_n;
   T* out = ((float*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
+  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
@@ -175,7 +175,7 @@ irisgen_all_reduce_one_shot_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const int64_t n = irisgen_a.s_n;
   T* out = ((float*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
+  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
@@ -195,7 +195,7 @@ irisgen_all_reduce_one_shot_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const int64_t n = irisgen_a.s_n;
   T* out = ((float*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
+  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
@@ -220,7 +220,7 @@ irisgen_all_reduce_one_shot_staged_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   T* mine = ((irisgen_bf16*)irisgen_a.t_stage) + slot;
   const T* st[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_stage, (p)) + slot;
+  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_stage, (p)) + slot;
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
   irisgen::copy_block(mine, in, lo, hi);
@@ -245,7 +245,7 @@ irisgen_all_reduce_one_shot_staged_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   T* mine = ((irisgen_bf16*)irisgen_a.t_stage) + slot;
   const T* st[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_stage, (p)) + slot;
+  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_stage, (p)) + slot;
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
   irisgen::copy_block(mine, in, lo, hi);
@@ -270,7 +270,7 @@ irisgen_all_reduce_one_shot_staged_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   T* mine = ((irisgen_bf16*)irisgen_a.t_stage) + slot;
   const T* st[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_stage, (p)) + slot;
+  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_stage, (p)) + slot;
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
   irisgen::copy_block(mine, in, lo, hi);
@@ -295,7 +295,7 @@ irisgen_all_reduce_one_shot_staged_f16_max(const IRISGEN_GRID_CONSTANT irisgen_a
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   T* mine = ((irisgen_f16*)irisgen_a.t_stage) + slot;
   const T* st[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_stage, (p)) + slot;
+  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_stage, (p)) + slot;
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
   irisgen::copy_block(mine, in, lo, hi);
@@ -320,7 +320,7 @@ irisgen_all_reduce_one_shot_staged_f16_min(const IRISGEN_GRID_CONSTANT irisgen_a
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   T* mine = ((irisgen_f16*)irisgen_a.t_stage) + slot;
   const T* st[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_stage, (p)) + slot;
+  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_stage, (p)) + slot;
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
   irisgen::copy_block(mine, in, lo, hi);
@@ -345,7 +345,7 @@ irisgen_all_reduce_one_shot_staged_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_a
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   T* mine = ((irisgen_f16*)irisgen_a.t_stage) + slot;
   const T* st[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_stage, (p)) + slot;
+  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_stage, (p)) + slot;
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
   irisgen::copy_block(mine, in, lo, hi);
@@ -370,7 +370,7 @@ irisgen_all_reduce_one_shot_staged_f32_max(const IRISGEN_GRID_CONSTANT irisgen_a
   T* out = ((float*)irisgen_a.t_output);
   T* mine = ((float*)irisgen_a.t_stage) + slot;
   const T* st[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_stage, (p)) + slot;
+  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_stage, (p)) + slot;
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
   irisgen::copy_block(mine, in, lo, hi);
@@ -395,7 +395,7 @@ irisgen_all_reduce_one_shot_staged_f32_min(const IRISGEN_GRID_CONSTANT irisgen_a
   T* out = ((float*)irisgen_a.t_output);
   T* mine = ((float*)irisgen_a.t_stage) + slot;
   const T* st[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_stage, (p)) + slot;
+  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_stage, (p)) + slot;
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
   irisgen::copy_block(mine, in, lo, hi);
@@ -420,7 +420,7 @@ irisgen_all_reduce_one_shot_staged_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_a
   T* out = ((float*)irisgen_a.t_output);
   T* mine = ((float*)irisgen_a.t_stage) + slot;
   const T* st[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_stage, (p)) + slot;
+  for (int p = 0; p < ctx.world; p++) st[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_stage, (p)) + slot;
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
   irisgen::copy_block(mine, in, lo, hi);
@@ -451,7 +451,7 @@ irisgen_all_reduce_one_shot_push_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_al
   irisgen::block_part<T>(0, n, &lo, &hi);
   for (int k = 0; k < w; k++) {
     const int p = (ctx.rank + k) % w;  // spread the stores over the links
-    T* row = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
+    T* row = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::copy_block(row, in, lo, hi);
   }
   // Every rank's row of this rank's slot has arrived.
@@ -480,7 +480,7 @@ irisgen_all_reduce_one_shot_push_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_al
   irisgen::block_part<T>(0, n, &lo, &hi);
   for (int k = 0; k < w; k++) {
     const int p = (ctx.rank + k) % w;  // spread the stores over the links
-    T* row = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
+    T* row = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::copy_block(row, in, lo, hi);
   }
   // Every rank's row of this rank's slot has arrived.
@@ -509,7 +509,7 @@ irisgen_all_reduce_one_shot_push_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_al
   irisgen::block_part<T>(0, n, &lo, &hi);
   for (int k = 0; k < w; k++) {
     const int p = (ctx.rank + k) % w;  // spread the stores over the links
-    T* row = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
+    T* row = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::copy_block(row, in, lo, hi);
   }
   // Every rank's row of this rank's slot has arrived.
@@ -538,7 +538,7 @@ irisgen_all_reduce_one_shot_push_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all
   irisgen::block_part<T>(0, n, &lo, &hi);
   for (int k = 0; k < w; k++) {
     const int p = (ctx.rank + k) % w;  // spread the stores over the links
-    T* row = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
+    T* row = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::copy_block(row, in, lo, hi);
   }
   // Every rank's row of this rank's slot has arrived.
@@ -567,7 +567,7 @@ irisgen_all_reduce_one_shot_push_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all
   irisgen::block_part<T>(0, n, &lo, &hi);
   for (int k = 0; k < w; k++) {
     const int p = (ctx.rank + k) % w;  // spread the stores over the links
-    T* row = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
+    T* row = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::copy_block(row, in, lo, hi);
   }
   // Every rank's row of this rank's slot has arrived.
@@ -596,7 +596,7 @@ irisgen_all_reduce_one_shot_push_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all
   irisgen::block_part<T>(0, n, &lo, &hi);
   for (int k = 0; k < w; k++) {
     const int p = (ctx.rank + k) % w;  // spread the stores over the links
-    T* row = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
+    T* row = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::copy_block(row, in, lo, hi);
   }
   // Every rank's row of this rank's slot has arrived.
@@ -625,7 +625,7 @@ irisgen_all_reduce_one_shot_push_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all
   irisgen::block_part<T>(0, n, &lo, &hi);
   for (int k = 0; k < w; k++) {
     const int p = (ctx.rank + k) % w;  // spread the stores over the links
-    T* row = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
+    T* row = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::copy_block(row, in, lo, hi);
   }
   // Every rank's row of this rank's slot has arrived.
@@ -654,7 +654,7 @@ irisgen_all_reduce_one_shot_push_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all
   irisgen::block_part<T>(0, n, &lo, &hi);
   for (int k = 0; k < w; k++) {
     const int p = (ctx.rank + k) % w;  // spread the stores over the links
-    T* row = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
+    T* row = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::copy_block(row, in, lo, hi);
   }
   // Every rank's row of this rank's slot has arrived.
@@ -683,7 +683,7 @@ irisgen_all_reduce_one_shot_push_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all
   irisgen::block_part<T>(0, n, &lo, &hi);
   for (int k = 0; k < w; k++) {
     const int p = (ctx.rank + k) % w;  // spread the stores over the links
-    T* row = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
+    T* row = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_inbox, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::copy_block(row, in, lo, hi);
   }
   // Every rank's row of this rank's slot has arrived.
@@ -720,7 +720,7 @@ irisgen_all_reduce_one_shot_lamport_bf16_max(const IRISGEN_GRID_CONSTANT irisgen
   const int64_t slot = (int64_t)(k % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
-    T* row = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
+    T* row = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
   __syncthreads();  // in may be out: every thread's reads of in come first
@@ -761,7 +761,7 @@ irisgen_all_reduce_one_shot_lamport_bf16_min(const IRISGEN_GRID_CONSTANT irisgen
   const int64_t slot = (int64_t)(k % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
-    T* row = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
+    T* row = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
   __syncthreads();  // in may be out: every thread's reads of in come first
@@ -802,7 +802,7 @@ irisgen_all_reduce_one_shot_lamport_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen
   const int64_t slot = (int64_t)(k % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
-    T* row = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
+    T* row = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
   __syncthreads();  // in may be out: every thread's reads of in come first
@@ -843,7 +843,7 @@ irisgen_all_reduce_one_shot_lamport_f16_max(const IRISGEN_GRID_CONSTANT irisgen_
   const int64_t slot = (int64_t)(k % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
-    T* row = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
+    T* row = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
   __syncthreads();  // in may be out: every thread's reads of in come first
@@ -884,7 +884,7 @@ irisgen_all_reduce_one_shot_lamport_f16_min(const IRISGEN_GRID_CONSTANT irisgen_
   const int64_t slot = (int64_t)(k % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
-    T* row = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
+    T* row = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
   __syncthreads();  // in may be out: every thread's reads of in come first
@@ -925,7 +925,7 @@ irisgen_all_reduce_one_shot_lamport_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_
   const int64_t slot = (int64_t)(k % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
-    T* row = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
+    T* row = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
   __syncthreads();  // in may be out: every thread's reads of in come first
@@ -966,7 +966,7 @@ irisgen_all_reduce_one_shot_lamport_f32_max(const IRISGEN_GRID_CONSTANT irisgen_
   const int64_t slot = (int64_t)(k % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
-    T* row = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
+    T* row = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
   __syncthreads();  // in may be out: every thread's reads of in come first
@@ -1007,7 +1007,7 @@ irisgen_all_reduce_one_shot_lamport_f32_min(const IRISGEN_GRID_CONSTANT irisgen_
   const int64_t slot = (int64_t)(k % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
-    T* row = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
+    T* row = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
   __syncthreads();  // in may be out: every thread's reads of in come first
@@ -1048,7 +1048,7 @@ irisgen_all_reduce_one_shot_lamport_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_
   const int64_t slot = (int64_t)(k % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
-    T* row = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
+    T* row = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
   __syncthreads();  // in may be out: every thread's reads of in come first
@@ -1079,8 +1079,8 @@ irisgen_all_reduce_two_shot_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_red
   const T* in[IRISGEN_MAX_WORLD];
   T* out[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) {
-    in[p] = irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
-    out[p] = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p));
+    in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
+    out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p));
   }
   int64_t lo, hi;
   irisgen::chunk_part<T>(n, ctx.rank, ctx.world, &lo, &hi);
@@ -1104,8 +1104,8 @@ irisgen_all_reduce_two_shot_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_red
   const T* in[IRISGEN_MAX_WORLD];
   T* out[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) {
-    in[p] = irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
-    out[p] = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p));
+    in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
+    out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p));
   }
   int64_t lo, hi;
   irisgen::chunk_part<T>(n, ctx.rank, ctx.world, &lo, &hi);
@@ -1129,8 +1129,8 @@ irisgen_all_reduce_two_shot_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_red
   const T* in[IRISGEN_MAX_WORLD];
   T* out[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) {
-    in[p] = irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
-    out[p] = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p));
+    in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
+    out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p));
   }
   int64_t lo, hi;
   irisgen::chunk_part<T>(n, ctx.rank, ctx.world, &lo, &hi);
@@ -1154,8 +1154,8 @@ irisgen_all_reduce_two_shot_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const T* in[IRISGEN_MAX_WORLD];
   T* out[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) {
-    in[p] = irisgen::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
-    out[p] = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p));
+    in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
+    out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p));
   }
   int64_t lo, hi;
   irisgen::chunk_part<T>(n, ctx.rank, ctx.world, &lo, &hi);
@@ -1179,8 +1179,8 @@ irisgen_all_reduce_two_shot_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const T* in[IRISGEN_MAX_WORLD];
   T* out[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) {
-    in[p] = irisgen::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
-    out[p] = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p));
+    in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
+    out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p));
   }
   int64_t lo, hi;
   irisgen::chunk_part<T>(n, ctx.rank, ctx.world, &lo, &hi);
@@ -1204,8 +1204,8 @@ irisgen_all_reduce_two_shot_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const T* in[IRISGEN_MAX_WORLD];
   T* out[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) {
-    in[p] = irisgen::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
-    out[p] = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p));
+    in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
+    out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p));
   }
   int64_t lo, hi;
   irisgen::chunk_part<T>(n, ctx.rank, ctx.world, &lo, &hi);
@@ -1229,8 +1229,8 @@ irisgen_all_reduce_two_shot_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const T* in[IRISGEN_MAX_WORLD];
   T* out[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) {
-    in[p] = irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
-    out[p] = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_output, (p));
+    in[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
+    out[p] = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_output, (p));
   }
   int64_t lo, hi;
   irisgen::chunk_part<T>(n, ctx.rank, ctx.world, &lo, &hi);
@@ -1254,8 +1254,8 @@ irisgen_all_reduce_two_shot_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const T* in[IRISGEN_MAX_WORLD];
   T* out[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) {
-    in[p] = irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
-    out[p] = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_output, (p));
+    in[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
+    out[p] = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_output, (p));
   }
   int64_t lo, hi;
   irisgen::chunk_part<T>(n, ctx.rank, ctx.world, &lo, &hi);
@@ -1279,8 +1279,8 @@ irisgen_all_reduce_two_shot_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const T* in[IRISGEN_MAX_WORLD];
   T* out[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) {
-    in[p] = irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
-    out[p] = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_output, (p));
+    in[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
+    out[p] = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_output, (p));
   }
   int64_t lo, hi;
   irisgen::chunk_part<T>(n, ctx.rank, ctx.world, &lo, &hi);
@@ -1306,7 +1306,7 @@ irisgen_all_reduce_atomic_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduc
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   T* peer_out[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) peer_out[p] = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p));
+  for (int p = 0; p < ctx.world; p++) peer_out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p));
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
   irisgen::copy_block(out, in, lo, hi);
@@ -1334,7 +1334,7 @@ irisgen_all_reduce_atomic_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduc
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   T* peer_out[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) peer_out[p] = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p));
+  for (int p = 0; p < ctx.world; p++) peer_out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p));
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
   irisgen::copy_block(out, in, lo, hi);
@@ -1362,7 +1362,7 @@ irisgen_all_reduce_atomic_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduc
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   T* peer_out[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) peer_out[p] = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p));
+  for (int p = 0; p < ctx.world; p++) peer_out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p));
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
   irisgen::copy_block(out, in, lo, hi);
@@ -1390,7 +1390,7 @@ irisgen_all_reduce_atomic_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   T* peer_out[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) peer_out[p] = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p));
+  for (int p = 0; p < ctx.world; p++) peer_out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p));
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
   irisgen::copy_block(out, in, lo, hi);
@@ -1418,7 +1418,7 @@ irisgen_all_reduce_atomic_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   T* peer_out[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) peer_out[p] = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p));
+  for (int p = 0; p < ctx.world; p++) peer_out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p));
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
   irisgen::copy_block(out, in, lo, hi);
@@ -1446,7 +1446,7 @@ irisgen_all_reduce_atomic_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   T* peer_out[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) peer_out[p] = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p));
+  for (int p = 0; p < ctx.world; p++) peer_out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p));
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
   irisgen::copy_block(out, in, lo, hi);
@@ -1474,7 +1474,7 @@ irisgen_all_reduce_atomic_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   const T* in = ((const float*)irisgen_a.t_input);
   T* out = ((float*)irisgen_a.t_output);
   T* peer_out[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) peer_out[p] = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_output, (p));
+  for (int p = 0; p < ctx.world; p++) peer_out[p] = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_output, (p));
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
   irisgen::copy_block(out, in, lo, hi);
@@ -1502,7 +1502,7 @@ irisgen_all_reduce_atomic_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   const T* in = ((const float*)irisgen_a.t_input);
   T* out = ((float*)irisgen_a.t_output);
   T* peer_out[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) peer_out[p] = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_output, (p));
+  for (int p = 0; p < ctx.world; p++) peer_out[p] = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_output, (p));
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
   irisgen::copy_block(out, in, lo, hi);
@@ -1530,7 +1530,7 @@ irisgen_all_reduce_atomic_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   const T* in = ((const float*)irisgen_a.t_input);
   T* out = ((float*)irisgen_a.t_output);
   T* peer_out[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) peer_out[p] = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_output, (p));
+  for (int p = 0; p < ctx.world; p++) peer_out[p] = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_output, (p));
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
   irisgen::copy_block(out, in, lo, hi);
@@ -1562,8 +1562,8 @@ irisgen_all_reduce_spinlock_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_red
   T* peer_out[IRISGEN_MAX_WORLD];
   uint64_t* peer_lock[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) {
-    peer_out[p] = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p));
-    peer_lock[p] = irisgen::peer_ptr(ctx, (uint64_t*)irisgen_a.t_locks, (p)) + blockIdx.x;
+    peer_out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p));
+    peer_lock[p] = irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_locks, (p)) + blockIdx.x;
   }
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
@@ -1605,8 +1605,8 @@ irisgen_all_reduce_spinlock_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_red
   T* peer_out[IRISGEN_MAX_WORLD];
   uint64_t* peer_lock[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) {
-    peer_out[p] = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p));
-    peer_lock[p] = irisgen::peer_ptr(ctx, (uint64_t*)irisgen_a.t_locks, (p)) + blockIdx.x;
+    peer_out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p));
+    peer_lock[p] = irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_locks, (p)) + blockIdx.x;
   }
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
@@ -1648,8 +1648,8 @@ irisgen_all_reduce_spinlock_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_red
   T* peer_out[IRISGEN_MAX_WORLD];
   uint64_t* peer_lock[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) {
-    peer_out[p] = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p));
-    peer_lock[p] = irisgen::peer_ptr(ctx, (uint64_t*)irisgen_a.t_locks, (p)) + blockIdx.x;
+    peer_out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p));
+    peer_lock[p] = irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_locks, (p)) + blockIdx.x;
   }
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
@@ -1691,8 +1691,8 @@ irisgen_all_reduce_spinlock_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   T* peer_out[IRISGEN_MAX_WORLD];
   uint64_t* peer_lock[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) {
-    peer_out[p] = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p));
-    peer_lock[p] = irisgen::peer_ptr(ctx, (uint64_t*)irisgen_a.t_locks, (p)) + blockIdx.x;
+    peer_out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p));
+    peer_lock[p] = irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_locks, (p)) + blockIdx.x;
   }
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
@@ -1734,8 +1734,8 @@ irisgen_all_reduce_spinlock_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   T* peer_out[IRISGEN_MAX_WORLD];
   uint64_t* peer_lock[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) {
-    peer_out[p] = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p));
-    peer_lock[p] = irisgen::peer_ptr(ctx, (uint64_t*)irisgen_a.t_locks, (p)) + blockIdx.x;
+    peer_out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p));
+    peer_lock[p] = irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_locks, (p)) + blockIdx.x;
   }
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
@@ -1777,8 +1777,8 @@ irisgen_all_reduce_spinlock_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   T* peer_out[IRISGEN_MAX_WORLD];
   uint64_t* peer_lock[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) {
-    peer_out[p] = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p));
-    peer_lock[p] = irisgen::peer_ptr(ctx, (uint64_t*)irisgen_a.t_locks, (p)) + blockIdx.x;
+    peer_out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p));
+    peer_lock[p] = irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_locks, (p)) + blockIdx.x;
   }
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
@@ -1820,8 +1820,8 @@ irisgen_all_reduce_spinlock_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   T* peer_out[IRISGEN_MAX_WORLD];
   uint64_t* peer_lock[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) {
-    peer_out[p] = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_output, (p));
-    peer_lock[p] = irisgen::peer_ptr(ctx, (uint64_t*)irisgen_a.t_locks, (p)) + blockIdx.x;
+    peer_out[p] = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_output, (p));
+    peer_lock[p] = irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_locks, (p)) + blockIdx.x;
   }
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
@@ -1863,8 +1863,8 @@ irisgen_all_reduce_spinlock_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   T* peer_out[IRISGEN_MAX_WORLD];
   uint64_t* peer_lock[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) {
-    peer_out[p] = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_output, (p));
-    peer_lock[p] = irisgen::peer_ptr(ctx, (uint64_t*)irisgen_a.t_locks, (p)) + blockIdx.x;
+    peer_out[p] = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_output, (p));
+    peer_lock[p] = irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_locks, (p)) + blockIdx.x;
   }
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
@@ -1906,8 +1906,8 @@ irisgen_all_reduce_spinlock_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   T* peer_out[IRISGEN_MAX_WORLD];
   uint64_t* peer_lock[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) {
-    peer_out[p] = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_output, (p));
-    peer_lock[p] = irisgen::peer_ptr(ctx, (uint64_t*)irisgen_a.t_locks, (p)) + blockIdx.x;
+    peer_out[p] = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_output, (p));
+    peer_lock[p] = irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_locks, (p)) + blockIdx.x;
   }
   int64_t lo, hi;
   irisgen::block_part<T>(0, n, &lo, &hi);
@@ -1950,7 +1950,7 @@ irisgen_all_reduce_ring_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const T* mine = ((const irisgen_bf16*)irisgen_a.t_ring);
-  T* next = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
+  T* next = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
   const int64_t tid = threadIdx.x, nt = blockDim.x;
   int64_t lo, hi;
   // chunk c's share of this block: [lo, hi).
@@ -2012,7 +2012,7 @@ irisgen_all_reduce_ring_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const T* mine = ((const irisgen_bf16*)irisgen_a.t_ring);
-  T* next = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
+  T* next = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
   const int64_t tid = threadIdx.x, nt = blockDim.x;
   int64_t lo, hi;
   // chunk c's share of this block: [lo, hi).
@@ -2074,7 +2074,7 @@ irisgen_all_reduce_ring_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const T* mine = ((const irisgen_bf16*)irisgen_a.t_ring);
-  T* next = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
+  T* next = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
   const int64_t tid = threadIdx.x, nt = blockDim.x;
   int64_t lo, hi;
   // chunk c's share of this block: [lo, hi).
@@ -2136,7 +2136,7 @@ irisgen_all_reduce_ring_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   const T* mine = ((const irisgen_f16*)irisgen_a.t_ring);
-  T* next = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
+  T* next = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
   const int64_t tid = threadIdx.x, nt = blockDim.x;
   int64_t lo, hi;
   // chunk c's share of this block: [lo, hi).
@@ -2198,7 +2198,7 @@ irisgen_all_reduce_ring_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   const T* mine = ((const irisgen_f16*)irisgen_a.t_ring);
-  T* next = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
+  T* next = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
   const int64_t tid = threadIdx.x, nt = blockDim.x;
   int64_t lo, hi;
   // chunk c's share of this block: [lo, hi).
@@ -2260,7 +2260,7 @@ irisgen_all_reduce_ring_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   const T* mine = ((const irisgen_f16*)irisgen_a.t_ring);
-  T* next = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
+  T* next = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
   const int64_t tid = threadIdx.x, nt = blockDim.x;
   int64_t lo, hi;
   // chunk c's share of this block: [lo, hi).
@@ -2322,7 +2322,7 @@ irisgen_all_reduce_ring_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
   const T* in = ((const float*)irisgen_a.t_input);
   T* out = ((float*)irisgen_a.t_output);
   const T* mine = ((const float*)irisgen_a.t_ring);
-  T* next = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
+  T* next = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
   const int64_t tid = threadIdx.x, nt = blockDim.x;
   int64_t lo, hi;
   // chunk c's share of this block: [lo, hi).
@@ -2384,7 +2384,7 @@ irisgen_all_reduce_ring_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
   const T* in = ((const float*)irisgen_a.t_input);
   T* out = ((float*)irisgen_a.t_output);
   const T* mine = ((const float*)irisgen_a.t_ring);
-  T* next = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
+  T* next = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
   const int64_t tid = threadIdx.x, nt = blockDim.x;
   int64_t lo, hi;
   // chunk c's share of this block: [lo, hi).
@@ -2446,7 +2446,7 @@ irisgen_all_reduce_ring_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
   const T* in = ((const float*)irisgen_a.t_input);
   T* out = ((float*)irisgen_a.t_output);
   const T* mine = ((const float*)irisgen_a.t_ring);
-  T* next = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
+  T* next = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_ring, ((ctx.rank + 1) % ctx.world));
   const int64_t tid = threadIdx.x, nt = blockDim.x;
   int64_t lo, hi;
   // chunk c's share of this block: [lo, hi).

@@ -50,7 +50,7 @@ irisgen_moe_combine_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_ar
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const T* mine = ((const irisgen_bf16*)irisgen_a.t_back);
   T* back[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) back[p] = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_back, (p));
+  for (int p = 0; p < w; p++) back[p] = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_back, (p));
   // Every peer is done reading its `back` of the previous call.
   if (!irisgen::sync(ctx)) return;
   constexpr int N = irisgen::vec<T>::N;
@@ -120,7 +120,7 @@ irisgen_moe_combine_push_f16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   const T* mine = ((const irisgen_f16*)irisgen_a.t_back);
   T* back[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) back[p] = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_back, (p));
+  for (int p = 0; p < w; p++) back[p] = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_back, (p));
   // Every peer is done reading its `back` of the previous call.
   if (!irisgen::sync(ctx)) return;
   constexpr int N = irisgen::vec<T>::N;
@@ -190,7 +190,7 @@ irisgen_moe_combine_push_f32(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
   T* out = ((float*)irisgen_a.t_output);
   const T* mine = ((const float*)irisgen_a.t_back);
   T* back[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) back[p] = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_back, (p));
+  for (int p = 0; p < w; p++) back[p] = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_back, (p));
   // Every peer is done reading its `back` of the previous call.
   if (!irisgen::sync(ctx)) return;
   constexpr int N = irisgen::vec<T>::N;

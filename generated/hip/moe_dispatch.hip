@@ -58,11 +58,11 @@ irisgen_moe_dispatch_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_
   int64_t* rsrc[IRISGEN_MAX_WORLD];
   int64_t* rcnt[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) {  // this rank's source slot on rank p
-    rx[p] = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_recv_tokens, (p)) + (int64_t)me * cap * hid;
-    rid[p] = irisgen::peer_ptr(ctx, (int64_t*)irisgen_a.t_recv_ids, (p)) + (int64_t)me * cap;
-    rw[p] = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_recv_weights, (p)) + (int64_t)me * cap;
-    rsrc[p] = irisgen::peer_ptr(ctx, (int64_t*)irisgen_a.t_recv_src, (p)) + (int64_t)me * cap;
-    rcnt[p] = irisgen::peer_ptr(ctx, (int64_t*)irisgen_a.t_recv_counts, (p)) + me;
+    rx[p] = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_recv_tokens, (p)) + (int64_t)me * cap * hid;
+    rid[p] = irisgen::detail::peer_ptr(ctx, (int64_t*)irisgen_a.t_recv_ids, (p)) + (int64_t)me * cap;
+    rw[p] = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_recv_weights, (p)) + (int64_t)me * cap;
+    rsrc[p] = irisgen::detail::peer_ptr(ctx, (int64_t*)irisgen_a.t_recv_src, (p)) + (int64_t)me * cap;
+    rcnt[p] = irisgen::detail::peer_ptr(ctx, (int64_t*)irisgen_a.t_recv_counts, (p)) + me;
   }
   // Every peer has entered the call: its receive buffers are free.
   if (!irisgen::barrier(ctx)) return;
@@ -149,11 +149,11 @@ irisgen_moe_dispatch_push_f16(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_a
   int64_t* rsrc[IRISGEN_MAX_WORLD];
   int64_t* rcnt[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) {  // this rank's source slot on rank p
-    rx[p] = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_recv_tokens, (p)) + (int64_t)me * cap * hid;
-    rid[p] = irisgen::peer_ptr(ctx, (int64_t*)irisgen_a.t_recv_ids, (p)) + (int64_t)me * cap;
-    rw[p] = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_recv_weights, (p)) + (int64_t)me * cap;
-    rsrc[p] = irisgen::peer_ptr(ctx, (int64_t*)irisgen_a.t_recv_src, (p)) + (int64_t)me * cap;
-    rcnt[p] = irisgen::peer_ptr(ctx, (int64_t*)irisgen_a.t_recv_counts, (p)) + me;
+    rx[p] = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_recv_tokens, (p)) + (int64_t)me * cap * hid;
+    rid[p] = irisgen::detail::peer_ptr(ctx, (int64_t*)irisgen_a.t_recv_ids, (p)) + (int64_t)me * cap;
+    rw[p] = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_recv_weights, (p)) + (int64_t)me * cap;
+    rsrc[p] = irisgen::detail::peer_ptr(ctx, (int64_t*)irisgen_a.t_recv_src, (p)) + (int64_t)me * cap;
+    rcnt[p] = irisgen::detail::peer_ptr(ctx, (int64_t*)irisgen_a.t_recv_counts, (p)) + me;
   }
   // Every peer has entered the call: its receive buffers are free.
   if (!irisgen::barrier(ctx)) return;
@@ -240,11 +240,11 @@ irisgen_moe_dispatch_push_f32(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_a
   int64_t* rsrc[IRISGEN_MAX_WORLD];
   int64_t* rcnt[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) {  // this rank's source slot on rank p
-    rx[p] = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_recv_tokens, (p)) + (int64_t)me * cap * hid;
-    rid[p] = irisgen::peer_ptr(ctx, (int64_t*)irisgen_a.t_recv_ids, (p)) + (int64_t)me * cap;
-    rw[p] = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_recv_weights, (p)) + (int64_t)me * cap;
-    rsrc[p] = irisgen::peer_ptr(ctx, (int64_t*)irisgen_a.t_recv_src, (p)) + (int64_t)me * cap;
-    rcnt[p] = irisgen::peer_ptr(ctx, (int64_t*)irisgen_a.t_recv_counts, (p)) + me;
+    rx[p] = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_recv_tokens, (p)) + (int64_t)me * cap * hid;
+    rid[p] = irisgen::detail::peer_ptr(ctx, (int64_t*)irisgen_a.t_recv_ids, (p)) + (int64_t)me * cap;
+    rw[p] = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_recv_weights, (p)) + (int64_t)me * cap;
+    rsrc[p] = irisgen::detail::peer_ptr(ctx, (int64_t*)irisgen_a.t_recv_src, (p)) + (int64_t)me * cap;
+    rcnt[p] = irisgen::detail::peer_ptr(ctx, (int64_t*)irisgen_a.t_recv_counts, (p)) + me;
   }
   // Every peer has entered the call: its receive buffers are free.
   if (!irisgen::barrier(ctx)) return;

@@ -31,7 +31,7 @@ irisgen_reduce_scatter_pull_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p)) + (int64_t)ctx.rank * n;
+  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p)) + (int64_t)ctx.rank * n;
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
   // Sources and destination are offset by the same rank*n, so index from 0.
@@ -52,7 +52,7 @@ irisgen_reduce_scatter_pull_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p)) + (int64_t)ctx.rank * n;
+  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p)) + (int64_t)ctx.rank * n;
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
   // Sources and destination are offset by the same rank*n, so index from 0.
@@ -73,7 +73,7 @@ irisgen_reduce_scatter_pull_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p)) + (int64_t)ctx.rank * n;
+  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p)) + (int64_t)ctx.rank * n;
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
   // Sources and destination are offset by the same rank*n, so index from 0.
@@ -94,7 +94,7 @@ irisgen_reduce_scatter_pull_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_s
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p)) + (int64_t)ctx.rank * n;
+  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p)) + (int64_t)ctx.rank * n;
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
   // Sources and destination are offset by the same rank*n, so index from 0.
@@ -115,7 +115,7 @@ irisgen_reduce_scatter_pull_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_s
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p)) + (int64_t)ctx.rank * n;
+  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p)) + (int64_t)ctx.rank * n;
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
   // Sources and destination are offset by the same rank*n, so index from 0.
@@ -136,7 +136,7 @@ irisgen_reduce_scatter_pull_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_s
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p)) + (int64_t)ctx.rank * n;
+  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p)) + (int64_t)ctx.rank * n;
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
   // Sources and destination are offset by the same rank*n, so index from 0.
@@ -157,7 +157,7 @@ irisgen_reduce_scatter_pull_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_s
   const int64_t n = irisgen_a.s_n;
   T* out = ((float*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p)) + (int64_t)ctx.rank * n;
+  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p)) + (int64_t)ctx.rank * n;
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
   // Sources and destination are offset by the same rank*n, so index from 0.
@@ -178,7 +178,7 @@ irisgen_reduce_scatter_pull_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_s
   const int64_t n = irisgen_a.s_n;
   T* out = ((float*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p)) + (int64_t)ctx.rank * n;
+  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p)) + (int64_t)ctx.rank * n;
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
   // Sources and destination are offset by the same rank*n, so index from 0.
@@ -199,7 +199,7 @@ irisgen_reduce_scatter_pull_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_s
   const int64_t n = irisgen_a.s_n;
   T* out = ((float*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p)) + (int64_t)ctx.rank * n;
+  for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p)) + (int64_t)ctx.rank * n;
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
   // Sources and destination are offset by the same rank*n, so index from 0.

@@ -28,11 +28,11 @@ type fileV1 struct {
 // parse reads the file and converts it into a Config with paths resolved
 // against dir.
 func parse(name string, src []byte, dir string) (*Config, diag.List) {
-	r := spec.NewReader(name,
-		FileName+" is empty; start it with `version: 1` (see README.md, Downstream workflow)",
-		FileName+" must be a mapping with the keys "+strings.Join(topKeys, ", "))
-	root, ok := r.Document(src)
-	if !ok {
+	r, root := spec.NewReader(name, src, spec.Kind{Name: FileName, Keys: topKeys,
+		Empty:   FileName + " is empty; start it with `version: 1` (see README.md, Downstream workflow)",
+		Mapping: FileName + " must be a mapping with the keys " + strings.Join(topKeys, ", "),
+		Second:  "the file holds one YAML document; remove this one"})
+	if root == nil {
 		return nil, r.Errors()
 	}
 	// The version says how to read the rest.
@@ -83,7 +83,7 @@ func readV1(r *spec.Reader, root *yaml.Node) *fileV1 {
 		case "import_path":
 			f.ImportPath = r.Str(k, v, "import_path")
 		case "kernels":
-			if !r.Map(k, v, "kernels", "a mapping with the keys "+strings.Join(kernelKeys, ", ")) {
+			if !r.MapAt(k, v, "kernels", "a mapping with the keys "+strings.Join(kernelKeys, ", ")) {
 				return
 			}
 			r.Fields(v, "in kernels", kernelKeys, func(key string, k spec.Str, v *yaml.Node) {

@@ -29,8 +29,10 @@ type Project struct {
 	// SpecRoot is how the specs directory is named in messages and in the
 	// generated headers ("specs": relative to the config, never absolute).
 	SpecRoot string
-	// Templates holds the HIP templates (<name>.hip.tmpl).
-	Templates fs.FS
+	// Templates holds the HIP templates (<name>.hip.tmpl); TemplateRoot names
+	// their directory in messages ("templates", relative to the config).
+	Templates    fs.FS
+	TemplateRoot string
 	// Out is the output root on disk: Out/hip, Out/<Package>.
 	Out string
 	// Package is the generated Go package's name.
@@ -42,7 +44,7 @@ type Project struct {
 // New makes the project a config describes: its spec and template
 // directories read through InputFS, or the catalogue built into irisgen.
 func New(c *config.Config) (*Project, error) {
-	p := &Project{Out: c.Out, Package: c.Package, ImportPath: c.ImportPath, KernelsCommand: c.Kernels.Command, SpecRoot: "specs"}
+	p := &Project{Out: c.Out, Package: c.Package, ImportPath: c.ImportPath, KernelsCommand: c.Kernels.Command, SpecRoot: "specs", TemplateRoot: "templates"}
 	var err error
 	if c.Specs == "" {
 		p.Specs, err = fs.Sub(irisgen.Specs, "specs")
@@ -55,7 +57,7 @@ func New(c *config.Config) (*Project, error) {
 	if c.Templates == "" {
 		p.Templates, err = fs.Sub(irisgen.Templates, "templates")
 	} else {
-		p.Templates = InputFS(c.Templates)
+		p.Templates, p.TemplateRoot = InputFS(c.Templates), c.Rel(c.Templates)
 	}
 	return p, err
 }
@@ -78,6 +80,7 @@ func (p *Project) Emit(cs []*ir.Collective) (emit.Files, error) {
 	return emit.Run(&emit.Request{
 		Collectives:    cs,
 		Templates:      p.Templates,
+		TemplatesDir:   p.TemplateRoot,
 		Package:        p.Package,
 		ImportPath:     p.ImportPath,
 		KernelsCommand: p.KernelsCommand,

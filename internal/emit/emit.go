@@ -18,6 +18,10 @@ type Request struct {
 	Collectives []*ir.Collective
 	// Templates holds the HIP templates (<name>.hip.tmpl) the variants name.
 	Templates fs.FS
+	// TemplatesDir is the name template files are reported under
+	// (TemplatesDir/<name>.hip.tmpl:line:col), as the user would type it,
+	// e.g. "templates"; empty: the bare file name.
+	TemplatesDir string
 	// Package is the generated Go package's name; its files go to
 	// <Package>/ under the output root.
 	Package string

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"math"
 	"math/bits"
 	"path"
 	"sort"
@@ -57,8 +58,7 @@ func Compile(specPath string, src []byte, templates fs.FS) (*Collective, error) 
 		c.SpecHash = b.hash(c, src)
 	}
 	if len(b.errs) > 0 {
-		b.errs.Sort()
-		return nil, b.errs
+		return nil, b.errs.Cap()
 	}
 	return c, nil
 }
@@ -106,8 +106,7 @@ func CompileAll(specs fs.FS, templates fs.FS, root string) ([]*Collective, error
 		}
 	}
 	if len(errs) > 0 {
-		errs.Sort()
-		return nil, errs
+		return nil, errs.Cap()
 	}
 	return out, nil
 }
@@ -136,7 +135,14 @@ func (b *builder) collective(f *spec.File) *Collective {
 	case f.Name.OK():
 		c.Name = f.Name.Value
 		c.Pos = f.Name.Pos
-		b.identifier(f.Name, "collective name", false)
+		if b.identifier(f.Name, "collective name", false) {
+			if why := goFileProblem(c.Name); why != "" {
+				b.errorf(f.Name.Pos, "collective name %q cannot name the generated Go file: %s; pick another name", c.Name, why)
+			}
+		}
+	}
+	if !b.withinLimits(f) {
+		return c // a spec this large is refused as a whole: the rest would be noise
 	}
 	switch {
 	case !f.Summary.Set:
@@ -144,7 +150,7 @@ func (b *builder) collective(f *spec.File) *Collective {
 	case f.Summary.OK() && strings.TrimSpace(f.Summary.Value) == "":
 		b.errorf(f.Summary.Pos, "summary is empty; write one sentence saying what the collective does")
 	case f.Summary.OK():
-		c.Summary = strings.TrimSpace(f.Summary.Value)
+		c.Summary = b.summary(f.Summary)
 	}
 
 	sizes := b.sizes(f, c)
@@ -171,12 +177,96 @@ func (b *builder) collective(f *spec.File) *Collective {
 			c.Variants = append(c.Variants, v)
 		}
 	}
+	b.overflow(c)
+	if len(b.errs) == 0 {
+		b.hipSymbols(c)
+	}
 	return c
+}
+
+// summary checks a summary's length: it is repeated in the generated docs.
+func (b *builder) summary(s spec.Str) string {
+	text := strings.TrimSpace(s.Value)
+	if len(text) > MaxSummary {
+		b.errorf(s.Pos, "summary is %d bytes; keep it to a sentence or a short paragraph, at most %d bytes (it is repeated in the generated docs)", len(text), MaxSummary)
+	}
+	return text
+}
+
+// withinLimits refuses a spec with more tensors, sizes, variants or access
+// entries than the limits allow (names.go), at the first one too many.
+func (b *builder) withinLimits(f *spec.File) bool {
+	ok := true
+	over := func(n, limit int, at func(i int) Pos, what, why string) {
+		if n > limit {
+			b.errorf(at(limit), "the spec has %d %s; a collective may have at most %d (%s)", n, what, limit, why)
+			ok = false
+		}
+	}
+	over(len(f.Tensors.List), MaxTensors, func(i int) Pos { return f.Tensors.List[i].Name.Pos }, "tensors", "each is a kernel argument")
+	over(len(f.Sizes.Items), MaxSizes, func(i int) Pos { return f.Sizes.Items[i].Pos }, "sizes", "each is a kernel argument")
+	over(len(f.Variants.List), MaxVariants, func(i int) Pos { return f.Variants.List[i].Name.Pos }, "variants", "each is a kernel per dtype and op")
+	for _, v := range f.Variants.List {
+		if !ok {
+			break // too many tensors make too many entries: said once
+		}
+		over(len(v.Access.List), MaxTensors, func(i int) Pos { return v.Access.List[i].Tensor.Pos }, fmt.Sprintf("access entries in variant %q", v.Name.Value), "one per tensor")
+	}
+	for _, t := range f.Tensors.List {
+		if n := len(t.Shape.Dims); n > MaxDims {
+			b.errorf(t.Shape.Dims[MaxDims].Pos, "shape of tensor %q has %d dimensions; at most %d are allowed (the element count is their product: merge some)", t.Name.Value, n, MaxDims)
+			ok = false
+		}
+	}
+	return ok
+}
+
+// overflow refuses tensors whose size in bytes overflows int64 for every
+// launch: the product of their constant dimensions times their largest
+// element size, with every size symbol at its least value (1; world and
+// blocks are at least 1, sizes must be positive). Launches that overflow
+// only for some sizes are refused by the runtime.
+func (b *builder) overflow(c *Collective) {
+	for _, t := range c.Tensors {
+		elems, wrapped := uint64(1), false
+		for _, d := range t.Shape {
+			if d.Symbol == "" {
+				hi, lo := bits.Mul64(elems, uint64(d.Const))
+				wrapped = wrapped || hi != 0
+				elems = lo
+			}
+		}
+		size := uint64(0)
+		switch {
+		case len(t.IndexDTypes) > 0:
+			for _, d := range t.IndexDTypes {
+				size = max(size, uint64(d.Size()))
+			}
+		case t.DType != "":
+			size = uint64(t.DType.Size())
+		default:
+			for _, d := range c.DTypes {
+				size = max(size, uint64(d.Size()))
+			}
+		}
+		if size == 0 || (!wrapped && elems <= math.MaxInt64/size) {
+			continue
+		}
+		count := fmt.Sprint(elems)
+		if wrapped {
+			count = "more than 2^64"
+		}
+		b.errorf(t.Pos, "tensor %q has more than 2^63-1 bytes for every launch: its constant dimensions multiply to %s elements of up to %d bytes; shrink them", t.Name, count, size)
+	}
 }
 
 // identifier checks a user-chosen name; keyword reports Go/C keywords too
 // (names that become parameters or struct fields).
 func (b *builder) identifier(s spec.Str, what string, keyword bool) bool {
+	if len(s.Value) > MaxNameLen {
+		b.errorf(s.Pos, "%s %q is %d bytes long; names are at most %d (they become file names and symbols)", what, s.Value[:MaxNameLen]+"...", len(s.Value), MaxNameLen)
+		return false
+	}
 	if !spec.IsIdentifier(s.Value) {
 		b.errorf(s.Pos, "%s %q is not an identifier: use lower-case letters, digits and _, starting with a letter (e.g. %q)", what, s.Value, toIdentifier(s.Value))
 		return false
@@ -289,19 +379,12 @@ func (b *builder) tensors(f *spec.File, c *Collective, sizes map[string]bool) bo
 		case !st.Shape.Bad && len(st.Shape.Dims) == 0:
 			b.errorf(st.Shape.Pos, "shape of %s is empty; give at least one dimension, e.g. [n]", where)
 		}
-		constant := int64(1)
 		for _, d := range st.Shape.Dims {
 			if d.Symbol == "" {
 				if d.Const <= 0 {
 					b.errorf(d.Pos, "dimension %d of %s must be positive", d.Const, where)
 					continue
 				}
-				hi, lo := bits.Mul64(uint64(constant), uint64(d.Const))
-				if hi != 0 || lo > 1<<62 {
-					b.errorf(d.Pos, "the constant dimensions of %s multiply to more than 2^62 elements; shrink them", where)
-					continue
-				}
-				constant = int64(lo)
 				t.Shape = append(t.Shape, Dim{Const: d.Const})
 				continue
 			}
@@ -378,7 +461,10 @@ func (b *builder) ops(f *spec.File, c *Collective) {
 }
 
 func (b *builder) variant(c *Collective, sv *spec.Variant) *Variant {
-	v := &Variant{Name: sv.Name.Value, Pos: sv.Name.Pos, Aliasing: AliasForbid}
+	v := &Variant{Name: sv.Name.Value, Pos: sv.Name.Pos, AccessPos: sv.Name.Pos, Aliasing: AliasForbid}
+	if sv.Access.Set {
+		v.AccessPos = sv.Access.KeyPos
+	}
 	b.identifier(sv.Name, "variant name", false)
 	if sv.Bad {
 		return v
@@ -393,6 +479,9 @@ func (b *builder) variant(c *Collective, sv *spec.Variant) *Variant {
 		b.templateExists(t, where)
 	}
 
+	if sv.Summary.OK() {
+		v.Summary = b.summary(sv.Summary)
+	}
 	b.uses(c, sv, v, where)
 
 	if a := sv.Aliasing; a.OK() {
@@ -489,18 +578,18 @@ func (b *builder) uses(c *Collective, sv *spec.Variant, v *Variant, where string
 			continue
 		}
 		acc, ok := b.kinds(a, where)
-		if !ok {
+		rule := Classify(RoleOf(t), acc)
+		if !ok || rule == nil { // rule nil: the tensor's dir is bad (reported)
 			continue
 		}
-		u := Use{Tensor: t, Access: acc, Placement: PlacementOf(acc), Pos: a.Tensor.Pos}
-		v.Uses = append(v.Uses, u)
-		switch {
-		case t.Dir == In && acc.Writes():
-			b.errorf(a.Kinds.Pos, "tensor %q is dir: in, but %s writes it (%s); make it dir: inout or drop the write", t.Name, where, acc&(LocalWrite|RemoteWrite|RemoteAtomic))
-		case (t.Dir == Out || t.Dir == InOut) && !acc.Writes():
+		v.Uses = append(v.Uses, Use{Tensor: t, Access: acc, Placement: rule.Placement, Rule: rule, Pos: a.Tensor.Pos})
+		switch rule.Refused {
+		case RefuseInWritten:
+			b.errorf(a.Kinds.Pos, "tensor %q is dir: in, but %s writes it (%s); make it dir: inout or drop the write", t.Name, where, acc&writes)
+		case RefuseOutUnwritten:
 			b.errorf(a.Kinds.Pos, "tensor %q is dir: %s, but %s never writes it; give it a write kind (local_write, remote_write or remote_atomic)", t.Name, t.Dir, where)
-		case t.Optional && acc&(RemoteRead|RemoteWrite|RemoteAtomic) != 0:
-			b.errorf(a.Kinds.Pos, "tensor %q is optional, but %s lets peers touch it (%s); a tensor left out has nothing to put on the heap: make it required or access it locally", t.Name, where, acc)
+		case RefuseOptionalRemote:
+			b.errorf(a.Kinds.Pos, "tensor %q is optional, but %s lets peers touch it (%s); a tensor left out has nothing to put on the heap: make it required or access it locally", t.Name, where, acc&remote)
 		}
 	}
 }
@@ -588,6 +677,9 @@ func (b *builder) indexDTypes(st *spec.Tensor, t *Tensor, where string) bool {
 	}
 	switch {
 	case !ok:
+	case len(l.Items) == 0:
+		b.errorf(l.Pos, "the dtype list of %s is empty; give one dtype (e.g. dtype: i32), or a list of index types such as [i64, i32]", where)
+		ok = false
 	case len(t.IndexDTypes) < 2:
 		b.errorf(l.Pos, "the dtype list of %s has one entry; write dtype: %s", where, t.IndexDTypes[0])
 		ok = false
@@ -600,19 +692,31 @@ func (b *builder) indexDTypes(st *spec.Tensor, t *Tensor, where string) bool {
 	return ok
 }
 
-// aliasingSafe rejects aliasing: allow when a peer reads one user tensor
-// remotely while this rank writes another: if the two overlapped, peers
-// would read data this rank is overwriting.
+// aliasingSafe refuses aliasing: allow when an in-place pair holds a
+// tensor whose rule forbids in place (peers touch it): in place, peers would
+// read memory this rank is overwriting, or overwrite memory it has yet to
+// read. The error is at the aliasing value, with a note at the access entry.
 func (b *builder) aliasingSafe(v *Variant, a spec.Str, where string) {
-	for _, r := range v.Uses {
-		if !r.Tensor.User() || r.Access&RemoteRead == 0 {
+	for _, pr := range v.AliasPairs() {
+		if !v.InPlace(pr[0], pr[1]) {
 			continue
 		}
-		for _, w := range v.Uses {
-			if w.Tensor == r.Tensor || !w.Tensor.User() || !w.Access.Writes() {
-				continue
+		for i, x := range pr {
+			u := v.Use(x.Name)
+			if u == nil || u.Rule.InPlace || u.Rule.Refused != NotRefused {
+				continue // refused rows are reported already
 			}
-			b.errorf(a.Pos, "aliasing: allow is unsafe in %s: peers read %q remotely while this rank writes %q, so if they overlap peers would read data being overwritten; use aliasing: forbid", where, r.Tensor.Name, w.Tensor.Name)
+			other := pr[1-i].Name
+			verb, harm := "read", "read memory this rank is overwriting"
+			switch {
+			case u.Access&RemoteRead != 0 && u.Access&(RemoteWrite|RemoteAtomic) != 0:
+				verb, harm = "read and write", "read memory this rank is overwriting and overwrite memory it has yet to read"
+			case u.Access&(RemoteWrite|RemoteAtomic) != 0:
+				verb, harm = "write", "overwrite memory this rank has yet to read"
+			}
+			b.errs = append(b.errs, &diag.Error{Pos: a.Pos,
+				Msg:   fmt.Sprintf("aliasing: allow is unsafe in %s: peers %s %q, so it may not be the same memory as %q (peers would %s); use aliasing: forbid", where, verb, x.Name, other, harm),
+				Notes: []diag.Note{{Pos: u.Pos, Msg: fmt.Sprintf("%q is %s here (rule table row %d)", x.Name, u.Access, u.Rule.Row)}}})
 			return
 		}
 	}

@@ -39,7 +39,7 @@ variants:
     launch: {threads: 256, max_blocks: 8, vector_bytes: 8}
   two:
     template: t_b
-    access: {input: local_read, output: local_write, acc: remote_atomic, ids: none, flags: none}
+    access: {input: local_read, output: local_write, acc: [local_read, local_write], ids: none, flags: none}
     aliasing: allow
 `
 
@@ -85,9 +85,9 @@ func TestCompileDerivations(t *testing.T) {
 	wantOne := map[string]useWant{
 		"input":  {RemoteRead, PlaceImport, 17},
 		"output": {LocalRead | RemoteWrite, PlaceHeap, 18},
-		"acc":    {RemoteRead | LocalWrite, PlaceImport, 19},
+		"acc":    {RemoteRead | LocalWrite, PlaceHeap, 19}, // peers read what this rank writes: never staged
 		"ids":    {LocalRead, PlaceAny, 20},
-		"flags":  {RemoteAtomic | LocalRead, PlaceHeap, 21},
+		"flags":  {RemoteAtomic | LocalRead, PlacePlan, 21},
 	}
 	require.Len(t, one.Uses, 5)
 	for i, u := range one.Uses {
@@ -105,7 +105,8 @@ func TestCompileDerivations(t *testing.T) {
 	assert.Equal(t, Launch{Threads: 512, MaxBlocks: 16, VectorBytes: 16}, two.Launch, "default launch")
 	assert.Equal(t, Access(0), two.Use("ids").Access, "none is the empty access")
 	assert.Equal(t, PlaceAny, two.Use("ids").Placement)
-	assert.Equal(t, PlaceHeap, two.Use("acc").Placement, "remote atomic needs the heap")
+	assert.Equal(t, PlaceAny, two.Use("acc").Placement, "only local access")
+	assert.Equal(t, 9, two.Use("acc").Rule.Row)
 
 	assert.Equal(t, []Capture{
 		{Mode: BarrierNone, Capturable: true},

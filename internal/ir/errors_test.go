@@ -86,6 +86,24 @@ variants:
 		},
 	},
 	{
+		name: "empty dtype list (a panic once)",
+		src: `name: m
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  x: {dir: in, shape: [n], dtype: []}
+  y: {dir: out, shape: [n]}
+variants:
+  a:
+    template: t_a
+    access: {x: local_read, y: local_write}
+`,
+		want: []string{
+			"6:35: error: the dtype list of tensor \"x\" is empty; give one dtype (e.g. dtype: i32), or a list of index types such as [i64, i32]",
+		},
+	},
+	{
 		name: "unknown key in variant",
 		src: `name: ag
 summary: s
@@ -556,17 +574,23 @@ variants:
 		name: "bad constant dimension",
 		src: `name: ag
 summary: s
-dtypes: [f32]
+dtypes: [f32, f16]
+sizes: [n]
 tensors:
   x: {dir: in, shape: [0, -4]}
   y: {dir: in, shape: [4611686018427387904, 4]}
+  z: {dir: in, shape: [n, 2305843009213693952]}
+  i: {dir: in, shape: [1152921504606846976, world, 2], dtype: i64}
+  ok: {dir: in, shape: [1152921504606846975, n, 2], dtype: i32}
 variants:
-  v: {template: t_a, access: {x: local_read, y: local_read}}
+  v: {template: t_a, access: {x: local_read, y: local_read, z: local_read, i: local_read, ok: local_read}}
 `,
 		want: []string{
-			"5:24: error: dimension 0 of tensor \"x\" must be positive",
-			"5:27: error: dimension -4 of tensor \"x\" must be positive",
-			"6:45: error: the constant dimensions of tensor \"y\" multiply to more than 2^62 elements; shrink them",
+			"6:24: error: dimension 0 of tensor \"x\" must be positive",
+			"6:27: error: dimension -4 of tensor \"x\" must be positive",
+			"7:3: error: tensor \"y\" has more than 2^63-1 bytes for every launch: its constant dimensions multiply to more than 2^64 elements of up to 4 bytes; shrink them",
+			"8:3: error: tensor \"z\" has more than 2^63-1 bytes for every launch: its constant dimensions multiply to 2305843009213693952 elements of up to 4 bytes; shrink them",
+			"9:3: error: tensor \"i\" has more than 2^63-1 bytes for every launch: its constant dimensions multiply to 2305843009213693952 elements of up to 8 bytes; shrink them",
 		},
 	},
 	{
@@ -638,7 +662,54 @@ variants:
     aliasing: allow
 `,
 		want: []string{
-			"12:15: error: aliasing: allow is unsafe in variant \"pull\": peers read \"input\" remotely while this rank writes \"output\", so if they overlap peers would read data being overwritten; use aliasing: forbid",
+			"12:15: error: aliasing: allow is unsafe in variant \"pull\": peers read \"input\", so it may not be the same memory as \"output\" (peers would read memory this rank is overwriting); use aliasing: forbid\n" +
+				"11:14: note: \"input\" is remote_read here (rule table row 5)",
+		},
+	},
+	{
+		name: "aliasing allowed where peers write the output",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  input: {dir: in, shape: [n]}
+  output: {dir: out, shape: [world, n]}
+variants:
+  push:
+    template: t_a
+    access: {input: local_read, output: remote_write}
+    aliasing: allow
+  both:
+    template: t_a
+    access: {input: local_read, output: [local_write, remote_read, remote_atomic]}
+    aliasing: allow
+`,
+		want: []string{
+			"12:15: error: aliasing: allow is unsafe in variant \"push\": peers write \"output\", so it may not be the same memory as \"input\" (peers would overwrite memory this rank has yet to read); use aliasing: forbid\n" +
+				"11:33: note: \"output\" is remote_write here (rule table row 11)",
+			"16:15: error: aliasing: allow is unsafe in variant \"both\": peers read and write \"output\", so it may not be the same memory as \"input\" (peers would read memory this rank is overwriting and overwrite memory it has yet to read); use aliasing: forbid\n" +
+				"15:33: note: \"output\" is local_write,remote_read,remote_atomic here (rule table row 11)",
+		},
+	},
+	{
+		name: "aliasing allowed where peers read what this rank writes",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  input: {dir: in, shape: [n]}
+  output: {dir: out, shape: [n]}
+variants:
+  v:
+    template: t_a
+    access: {input: local_read, output: [local_write, remote_read]}
+    aliasing: allow
+`,
+		want: []string{
+			"12:15: error: aliasing: allow is unsafe in variant \"v\": peers read \"output\", so it may not be the same memory as \"input\" (peers would read memory this rank is overwriting); use aliasing: forbid\n" +
+				"11:33: note: \"output\" is local_write,remote_read here (rule table row 10)",
 		},
 	},
 	{
@@ -1078,7 +1149,7 @@ func TestCompileErrors(t *testing.T) {
 			var got []string
 			for _, e := range list {
 				assert.Equal(t, "spec.yaml", e.Pos.File)
-				got = append(got, strings.TrimPrefix(e.Error(), "spec.yaml:"))
+				got = append(got, strings.ReplaceAll(strings.TrimPrefix(e.Error(), "spec.yaml:"), "\nspec.yaml:", "\n"))
 			}
 			assert.Equal(t, tc.want, got)
 		})

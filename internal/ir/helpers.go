@@ -141,25 +141,28 @@ func (v *Variant) Kernel(dt DType, op Op) (Kernel, bool) {
 }
 
 // AliasPairs lists the pairs of user tensors whose overlap a launch must
-// check: every pair where one tensor is read (dir in or inout) and the other
-// written (dir out or inout), in spec order. With aliasing forbid they may
-// not overlap at all; with aliasing allow they must be the same tensor or
-// disjoint (in place), because a partial overlap lets one block write what
-// another has yet to read.
+// check, in spec order: every pair of which at least one is written (dir
+// out or inout). A pair of a dir: in tensor and a written one may be the
+// very same tensor under aliasing: allow (InPlace); every other overlap is
+// refused, because a partial overlap lets one block write what another has
+// yet to read, and two written tensors in one memory lose one's results.
 func (v *Variant) AliasPairs() [][2]*Tensor {
-	reads := func(t *Tensor) bool { return t.Dir == In || t.Dir == InOut }
-	writes := func(t *Tensor) bool { return t.Dir == Out || t.Dir == InOut }
 	var pairs [][2]*Tensor
 	for i, a := range v.Uses {
 		for _, b := range v.Uses[i+1:] {
 			ta, tb := a.Tensor, b.Tensor
-			if !ta.User() || !tb.User() {
-				continue
-			}
-			if (reads(ta) && writes(tb)) || (writes(ta) && reads(tb)) {
+			if ta.User() && tb.User() && (ta.Dir != In || tb.Dir != In) {
 				pairs = append(pairs, [2]*Tensor{ta, tb})
 			}
 		}
 	}
 	return pairs
+}
+
+// InPlace reports whether a launch may pass the same tensor as a and b: the
+// variant allows aliasing and one of them is dir: in, the other written. The
+// wrapper checks such a pair with irisrt.CheckInPlace (the same tensor or
+// disjoint) and every other pair of AliasPairs with irisrt.CheckNoAlias.
+func (v *Variant) InPlace(a, b *Tensor) bool {
+	return v.Aliasing == AliasAllow && (a.Dir == In) != (b.Dir == In)
 }

@@ -81,7 +81,12 @@ func TestHelpers(t *testing.T) {
 		{"output", "acc"}, {"output", "ids"},
 		{"acc", "ids"},
 	}, pairs)
-	assert.Len(t, two.AliasPairs(), len(pairs), "aliasing allow checks the same pairs, for in place")
+	assert.Len(t, two.AliasPairs(), len(pairs), "aliasing allow checks the same pairs")
+	in, out, acc, ids := c.Tensor("input"), c.Tensor("output"), c.Tensor("acc"), c.Tensor("ids")
+	assert.False(t, one.InPlace(in, out), "aliasing forbid: no pair in place")
+	assert.True(t, two.InPlace(in, out), "an input and a written tensor")
+	assert.True(t, two.InPlace(acc, ids))
+	assert.False(t, two.InPlace(out, acc), "two written tensors are never the same memory")
 }
 
 func TestHelpersWithoutOps(t *testing.T) {

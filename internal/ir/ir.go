@@ -92,40 +92,33 @@ func (a Access) String() string {
 }
 
 // Remote reports whether any access is on a peer.
-func (a Access) Remote() bool { return a&(RemoteRead|RemoteWrite|RemoteAtomic) != 0 }
+func (a Access) Remote() bool { return a&remote != 0 }
 
 // Writes reports whether the tensor is written, locally or remotely.
-func (a Access) Writes() bool { return a&(LocalWrite|RemoteWrite|RemoteAtomic) != 0 }
+func (a Access) Writes() bool { return a&writes != 0 }
 
 // Placement is the heap rule a launch wrapper enforces for a tensor; it is
-// derived from the tensor's access, never written in a spec.
+// derived from the tensor's role and access (the rule table, rules.go),
+// never written in a spec.
 type Placement uint8
 
-// The placement rules (see DESIGN.md "Placement derived from them").
+// The placement rules.
 const (
-	// PlaceAny: only local access, any device memory will do.
+	// PlaceAny: only this rank touches it; any device memory will do.
 	PlaceAny Placement = iota
-	// PlaceImport: read by peers; on the heap, or copied into plan-owned heap
-	// staging on the stream before the launch.
+	// PlaceImport: read by peers and written by nobody; on the heap, or
+	// copied into plan-owned heap staging on the stream before the launch.
 	PlaceImport
-	// PlaceHeap: written or atomically updated by peers; must be on the heap,
-	// otherwise a typed error and nothing is launched.
+	// PlaceHeap: written by peers, or read by peers while this rank writes
+	// it; must be on the heap, otherwise a typed error and nothing is
+	// launched.
 	PlaceHeap
+	// PlacePlan: a workspace; the plan allocates it on the heap.
+	PlacePlan
 )
 
 func (p Placement) String() string {
-	return [...]string{"any", "import", "heap"}[p]
-}
-
-// PlacementOf derives the placement rule from an access set.
-func PlacementOf(a Access) Placement {
-	switch {
-	case a&(RemoteWrite|RemoteAtomic) != 0:
-		return PlaceHeap
-	case a&RemoteRead != 0:
-		return PlaceImport
-	}
-	return PlaceAny
+	return [...]string{"any", "import", "heap", "plan"}[p]
 }
 
 // Dir is the direction of a tensor in a collective's signature.
@@ -181,8 +174,11 @@ type Tensor struct {
 type Use struct {
 	Tensor    *Tensor
 	Access    Access
-	Placement Placement
-	Pos       Pos // position of the access entry in the spec
+	Placement Placement // Rule.Placement
+	// Rule is the row of the rule table (rules.go) the tensor's role and
+	// access select; everything derived for the tensor comes from it.
+	Rule *Rule
+	Pos  Pos // position of the access entry in the spec
 }
 
 // Aliasing is whether input and output tensors of a launch may overlap.
@@ -214,12 +210,16 @@ type Launch struct {
 // Variant is one algorithm of a collective.
 type Variant struct {
 	Name     string
+	Summary  string // the spec's one sentence for the variant's docs, or ""
 	Template string // template name under templates/, without extension
 	// TemplatePos is where the spec names the template; errors found while
-	// rendering it point here.
+	// rendering it note it.
 	TemplatePos Pos
-	Uses        []Use // one per tensor of the collective, in tensor order
-	Aliasing    Aliasing
+	// AccessPos is the variant's access key (its name when it has none):
+	// errors about what a template does note it.
+	AccessPos Pos
+	Uses      []Use // one per tensor of the collective, in tensor order
+	Aliasing  Aliasing
 	// Barriers lists the modes a launch may ask for; Barriers[0] is the default.
 	Barriers []BarrierMode
 	Launch   Launch

@@ -24,6 +24,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/irisgen/irisgen/internal/diag"
+	"github.com/irisgen/irisgen/internal/spec"
 )
 
 // TuningDir is where tuning tables live under the specs directory.
@@ -68,112 +69,143 @@ func attachTuning(specs fs.FS, root string, cs []*Collective) error {
 	return nil
 }
 
-// ParseTuning reads one table for c and checks it: known keys, the collective's
-// name, existing variants, positive sizes and worlds, and a last rule that
-// matches every launch.
+// Keys of a tuning table and of one of its rules.
+var (
+	tuningKeys = []string{"collective", "measured", "rules"}
+	ruleKeys   = []string{"world", "max_bytes", "variant"}
+	tuningKind = spec.Kind{Name: "tuning table", Start: "`collective: <name>`", Keys: tuningKeys}
+)
+
+// ParseTuning reads one table for c and checks it, with the spec parser's
+// machinery and positions: one document, known keys, no key twice, the
+// right kind of value everywhere, the collective's name, existing variants,
+// positive sizes and worlds, no rule that an earlier one hides, and a last
+// rule that matches every launch.
 func ParseTuning(file string, src []byte, c *Collective) (*Auto, diag.List) {
-	var errs diag.List
-	at := func(n *yaml.Node) diag.Pos { return diag.Pos{File: file, Line: n.Line, Col: n.Column} }
-	var doc yaml.Node
-	if err := yaml.Unmarshal(src, &doc); err != nil {
-		errs.Add(diag.Pos{File: file, Line: 1, Col: 1}, "invalid YAML: "+strings.TrimPrefix(err.Error(), "yaml: "))
-		return nil, errs
-	}
-	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		errs.Add(diag.Pos{File: file, Line: 1, Col: 1}, "a tuning table is a mapping with collective, measured and rules (see docs/spec.md)")
-		return nil, errs
+	rd, root := spec.NewReader(file, src, tuningKind)
+	if root == nil {
+		return nil, rd.Errors()
 	}
 	a := &Auto{File: file}
-	m := doc.Content[0]
-	seen := map[string]bool{}
+	var collective, measured spec.Str
 	var rules *yaml.Node
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		k, v := m.Content[i], m.Content[i+1]
-		if seen[k.Value] {
-			errs.Add(at(k), fmt.Sprintf("duplicate key %q; keep only one", k.Value))
-			continue
-		}
-		seen[k.Value] = true
-		switch k.Value {
+	miss := rd.Fields(root, "in the tuning table", tuningKeys, func(key string, k spec.Str, v *yaml.Node) {
+		switch key {
 		case "collective":
-			if v.Value != c.Name {
-				errs.Add(at(v), fmt.Sprintf("collective %q, but the file is named after %q; they must agree", v.Value, c.Name))
-			}
+			collective = rd.Str(k, v, "collective")
 		case "measured":
-			a.Measured = v.Value
+			measured = rd.Str(k, v, "measured")
 		case "rules":
 			rules = v
-		default:
-			errs.Add(at(k), fmt.Sprintf("unknown key %q in a tuning table (keys: collective, measured, rules)", k.Value))
+		}
+	})
+	top := rd.Pos(root)
+	for _, k := range tuningKeys {
+		if _, typo := miss[k]; typo {
+			continue
+		}
+		set := map[string]bool{"collective": collective.Set, "measured": measured.Set, "rules": rules != nil}[k]
+		if !set {
+			rd.Errorf(top, "the tuning table has no %s; add %s", k, map[string]string{
+				"collective": "collective: " + c.Name,
+				"measured":   `measured: "<machine, date, dtype, mode>"`,
+				"rules":      "rules: with at least one rule, e.g. - {variant: <name>}",
+			}[k])
 		}
 	}
-	for _, k := range []string{"collective", "measured", "rules"} {
-		if !seen[k] {
-			errs.Add(at(m), fmt.Sprintf("the tuning table has no %s", k))
+	if collective.OK() && collective.Value != c.Name {
+		rd.Errorf(collective.Pos, "collective %q, but the file is named after %q; they must agree", collective.Value, c.Name)
+	}
+	a.Measured = measured.Value
+	if v := c.Variant(AutoVariant); v != nil {
+		rd.Errorf(v.Pos, "variant %q is the name of the tuned variant, and %s has a tuning table; rename the variant", AutoVariant, file)
+	}
+	if rules != nil {
+		items, ok := rd.Seq(rules, "rules", "a non-empty list of {world, max_bytes, variant}")
+		if ok && len(items) == 0 {
+			rd.Errorf(rd.Pos(rules), "rules is empty; give at least one rule, the last one matching every launch: - {variant: <name>}")
+		}
+		for i, rn := range items {
+			if r, ok := tuningRule(rd, rn, i+1, c); ok {
+				a.Rules = append(a.Rules, r)
+			}
+		}
+		if len(rd.Errors()) == 0 && len(a.Rules) > 0 {
+			checkRuleOrder(rd, a.Rules)
 		}
 	}
-	if c.Variant(AutoVariant) != nil {
-		errs.Add(c.Variant(AutoVariant).Pos, fmt.Sprintf("variant %q is the name of the tuned variant, and %s has a tuning table; rename the variant", AutoVariant, file))
-	}
-	if rules == nil {
-		return nil, errs
-	}
-	if rules.Kind != yaml.SequenceNode || len(rules.Content) == 0 {
-		errs.Add(at(rules), "rules must be a non-empty list of {world, max_bytes, variant}")
-		return nil, errs
-	}
-	for _, rn := range rules.Content {
-		r, l := tuningRule(rn, c, at)
-		errs = append(errs, l...)
-		a.Rules = append(a.Rules, r)
-	}
-	if last := a.Rules[len(a.Rules)-1]; len(errs) == 0 && (last.World != 0 || last.MaxBytes != 0) {
-		errs.Add(last.Pos, "the last rule must match every launch: give it only a variant (no world, no max_bytes)")
-	}
-	if len(errs) > 0 {
-		return nil, errs
+	if errs := rd.Errors(); len(errs) > 0 {
+		return nil, errs.Cap()
 	}
 	return a, nil
 }
 
-func tuningRule(n *yaml.Node, c *Collective, at func(*yaml.Node) diag.Pos) (AutoRule, diag.List) {
-	var errs diag.List
-	r := AutoRule{Pos: at(n)}
-	if n.Kind != yaml.MappingNode {
-		errs.Add(at(n), "a rule is a mapping {world, max_bytes, variant}")
-		return r, errs
+func tuningRule(rd *spec.Reader, n *yaml.Node, num int, c *Collective) (AutoRule, bool) {
+	r := AutoRule{Pos: rd.Pos(n)}
+	var node spec.Node
+	where := fmt.Sprintf("rule %d", num)
+	if !rd.Map(n, &node, where, "a mapping {world, max_bytes, variant}") {
+		return r, false
 	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		switch k.Value {
+	ok := true
+	var variant spec.Str
+	rd.Fields(n, "in "+where, ruleKeys, func(key string, k spec.Str, v *yaml.Node) {
+		switch key {
 		case "world", "max_bytes":
-			x, err := strconv.ParseInt(v.Value, 10, 64)
-			if err != nil || x < 1 || v.Kind != yaml.ScalarNode {
-				errs.Add(at(v), fmt.Sprintf("%s must be a positive integer, found %q", k.Value, v.Value))
-				continue
-			}
-			if k.Value == "world" {
-				r.World = int(x)
-			} else {
-				r.MaxBytes = x
+			x := rd.Int(k, v, key+" of "+where)
+			switch {
+			case !x.OK():
+				ok = false
+			case x.Value < 1 || (key == "world" && x.Value > maxTuningWorld):
+				rd.Errorf(x.Pos, "%s of %s is %d; it must be a positive integer%s", key, where, x.Value, map[bool]string{true: fmt.Sprintf(" up to %d", maxTuningWorld)}[key == "world"])
+				ok = false
+			case key == "world":
+				r.World = int(x.Value)
+			default:
+				r.MaxBytes = x.Value
 			}
 		case "variant":
-			r.Variant = v.Value
-			if c.Variant(v.Value) == nil {
-				var names []string
-				for _, cv := range c.Variants {
-					names = append(names, cv.Name)
-				}
-				errs.Add(at(v), fmt.Sprintf("%s has no variant %q (variants: %s)", c.Name, v.Value, strings.Join(names, ", ")))
+			variant = rd.Str(k, v, "variant of "+where)
+		}
+	})
+	switch {
+	case !variant.Set:
+		rd.Errorf(r.Pos, "%s has no variant; add variant: <name>", where)
+		return r, false
+	case !variant.OK():
+		return r, false
+	case c.Variant(variant.Value) == nil:
+		names := make([]string, len(c.Variants))
+		for i, cv := range c.Variants {
+			names[i] = cv.Name
+		}
+		rd.Errorf(variant.Pos, "%s has no variant %q%s", c.Name, variant.Value, hint(variant.Value, names, "variants: "+strings.Join(names, ", ")))
+		return r, false
+	}
+	r.Variant = variant.Value
+	return r, ok
+}
+
+// maxTuningWorld bounds a rule's world: a world has at most that many ranks
+// (IRISGEN_MAX_WORLD in the device header).
+const maxTuningWorld = 8
+
+// checkRuleOrder refuses a rule that an earlier one hides (it would never
+// be chosen) and a last rule that does not match every launch.
+func checkRuleOrder(rd *spec.Reader, rules []AutoRule) {
+	for i, r := range rules {
+		for j, e := range rules[:i] {
+			worldCovered := e.World == 0 || e.World == r.World
+			bytesCovered := e.MaxBytes == 0 || (r.MaxBytes != 0 && r.MaxBytes <= e.MaxBytes)
+			if worldCovered && bytesCovered {
+				rd.Errorf(r.Pos, "rule %d is never chosen: rule %d (at %s) matches every launch it matches; remove it or move it before rule %d", i+1, j+1, lineCol(e.Pos), j+1)
+				break
 			}
-		default:
-			errs.Add(at(k), fmt.Sprintf("unknown key %q in a rule (keys: world, max_bytes, variant)", k.Value))
 		}
 	}
-	if r.Variant == "" && len(errs) == 0 {
-		errs.Add(at(n), "the rule has no variant")
+	if last := rules[len(rules)-1]; last.World != 0 || last.MaxBytes != 0 {
+		rd.Errorf(last.Pos, "the last rule must match every launch: give it only a variant (no world, no max_bytes)")
 	}
-	return r, errs
 }
 
 // FormatTuning writes a table in the file format, with a header comment.

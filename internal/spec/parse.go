@@ -24,11 +24,13 @@ var (
 
 // Parse reads one spec; file is the path used in positions. It always
 // returns a File (possibly empty) and every problem it found, in file order;
-// it never panics on any input.
+// it never panics on any input, and its time is linear in the input's size
+// (files over MaxFileBytes and aliases that expand past the budget are
+// errors).
 func Parse(file string, src []byte) (*File, diag.List) {
-	p := &parser{file: file, doc: specText}
+	p := newParser(file, src)
 	f := &File{Pos: p.at(1)}
-	root, ok := p.document(src)
+	root, ok := p.document(src, specKind)
 	if !ok {
 		return f, p.errs
 	}
@@ -37,23 +39,41 @@ func Parse(file string, src []byte) (*File, diag.List) {
 	return f, p.errs
 }
 
+// MaxFileBytes bounds a spec or tuning table. The catalogue's largest spec
+// is 6 KB; a file a thousand times larger is a mistake (or an attack), and
+// refusing it keeps every run fast.
+const MaxFileBytes = 1 << 20
+
+// Kind names a kind of YAML file in messages and says how one starts.
+type Kind struct {
+	Name  string // "spec", "tuning table"
+	Start string // what an empty file should start with, e.g. "`name: <collective>`"
+	Keys  []string
+	// Empty, Mapping and Second replace the messages for an empty file, a
+	// top level that is not a mapping (before "; found ...") and a second
+	// document, where the defaults made from Name do not fit the file.
+	Empty, Mapping, Second string
+}
+
+var specKind = Kind{Name: "spec", Start: "`name: <collective>`", Keys: topKeys}
+
 type parser struct {
 	file string
 	errs diag.List
-	doc  docText // what document() says about the file as a whole
+	// budget is how many more values alias expansion may visit (aliases
+	// can make a small file walk as a huge one); sizes memoises the values
+	// under each anchored node.
+	budget    int
+	sizes     map[*yaml.Node]int
+	exhausted bool
 }
 
-// docText is how document() names the kind of file it reads.
-type docText struct {
-	empty   string // the file has no content
-	mapping string // the top level is not a mapping: "... must be a mapping with ..."
-	second  string // a second YAML document follows
-}
+// aliasBudget is how many values alias expansion may add to a file's walk,
+// per byte of the file, plus a floor for small files.
+const aliasBudget, aliasFloor = 4, 1 << 16
 
-var specText = docText{
-	empty:   "the spec is empty; start it with `name: <collective>` (see docs/spec.md)",
-	mapping: "a spec must be a mapping with the keys " + strings.Join(topKeys, ", "),
-	second:  "a spec file holds one YAML document; move this one to its own file",
+func newParser(file string, src []byte) *parser {
+	return &parser{file: file, budget: aliasBudget*len(src) + aliasFloor, sizes: map[*yaml.Node]int{}}
 }
 
 func (p *parser) errorf(at Pos, format string, args ...any) {
@@ -106,12 +126,23 @@ func (p *parser) syntaxError(src []byte, err error) (Pos, string) {
 }
 
 // document decodes the YAML and returns its top-level mapping.
-func (p *parser) document(src []byte) (root *yaml.Node, ok bool) {
+func (p *parser) document(src []byte, kind Kind) (root *yaml.Node, ok bool) {
+	or := func(s, def string) string {
+		if s != "" {
+			return s
+		}
+		return def
+	}
+	empty := or(kind.Empty, fmt.Sprintf("the %s is empty; start it with %s (see docs/spec.md)", kind.Name, kind.Start))
+	if len(src) > MaxFileBytes {
+		p.errorf(p.at(1), "the %s is %d bytes; irisgen reads files of at most %d bytes (1 MiB): split it", kind.Name, len(src), MaxFileBytes)
+		return nil, false
+	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(strings.NewReader(string(src)))
 	if err := decodeSafely(dec, &doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			p.errorf(p.at(1), "%s", p.doc.empty)
+			p.errorf(p.at(1), "%s", empty)
 			return nil, false
 		}
 		at, msg := p.syntaxError(src, err)
@@ -121,19 +152,22 @@ func (p *parser) document(src []byte) (root *yaml.Node, ok bool) {
 	// A second document would be silently ignored by the decoder.
 	var extra yaml.Node
 	if err := decodeSafely(dec, &extra); err == nil {
-		p.errorf(p.pos(&extra), "%s", p.doc.second)
+		p.errorf(p.pos(&extra), "%s", or(kind.Second, "a "+kind.Name+" file holds one YAML document; move this one to its own file"))
+	} else if !errors.Is(err, io.EOF) {
+		at, msg := p.syntaxError(src, err)
+		p.errorf(at, "invalid YAML: %s", msg)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		p.errorf(p.at(1), "%s", p.doc.empty)
+		p.errorf(p.at(1), "%s", empty)
 		return nil, false
 	}
-	root = resolve(doc.Content[0])
+	root = p.resolve(doc.Content[0])
 	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
-		p.errorf(p.at(1), "%s", p.doc.empty)
+		p.errorf(p.at(1), "%s", empty)
 		return nil, false
 	}
 	if root.Kind != yaml.MappingNode {
-		p.errorf(p.pos(root), "%s; found %s", p.doc.mapping, describe(root))
+		p.errorf(p.pos(root), "%s; found %s", or(kind.Mapping, "a "+kind.Name+" must be a mapping with the keys "+strings.Join(kind.Keys, ", ")), describe(root))
 		return nil, false
 	}
 	return root, true
@@ -206,7 +240,7 @@ func (p *parser) tensors(k Str, v *yaml.Node) Tensors {
 				case "shape":
 					t.Shape = p.shape(k, v, where)
 				case "dtype":
-					if resolve(v).Kind == yaml.SequenceNode {
+					if p.resolve(v).Kind == yaml.SequenceNode {
 						t.DTypes = p.list(k, v, "dtype of "+where, "")
 					} else {
 						t.DType = p.str(k, v, "dtype of "+where)
@@ -312,7 +346,7 @@ func (p *parser) access(k Str, v *yaml.Node, where string) AccessMap {
 // kinds reads the access kinds of one tensor: one kind or a list of kinds.
 func (p *parser) kinds(name Str, val *yaml.Node, where string) List {
 	what := fmt.Sprintf("access of tensor %q in %s", name.Value, where)
-	switch r := resolve(val); {
+	switch r := p.resolve(val); {
 	case r.Kind == yaml.ScalarNode && r.Tag != "!!null":
 		l := List{Node: p.keyed(name, val)}
 		l.Items = []Str{{Node: Node{Pos: p.pos(r), Set: true}, Value: r.Value}}
@@ -347,14 +381,14 @@ func (p *parser) launch(k Str, v *yaml.Node, where string) Launch {
 
 func (p *parser) shape(k Str, v *yaml.Node, where string) Shape {
 	s := Shape{Node: p.keyed(k, v)}
-	r := resolve(v)
+	r := p.resolve(v)
 	if r.Kind != yaml.SequenceNode {
 		s.Bad = true
 		p.errorf(p.pos(r), "shape of %s must be a list of dimensions (size symbols or positive integers), e.g. [world, n]; found %s", where, describe(r))
 		return s
 	}
 	for _, item := range r.Content {
-		item = resolve(item)
+		item = p.resolve(item)
 		at := p.pos(item)
 		switch {
 		case item.Kind == yaml.ScalarNode && item.Tag == "!!int":
@@ -424,10 +458,10 @@ func markMisspelled(misspelled map[string]Pos, node func(key string) *Node) {
 // for the first occurrence of a key and dup for every repeat (yaml.Node
 // keeps repeated keys; the spec language does not allow them).
 func (p *parser) entries(m *yaml.Node, each func(k Str, v *yaml.Node), dup func(k Str, v *yaml.Node, first Pos)) {
-	m = resolve(m)
+	m = p.resolve(m)
 	first := map[string]Pos{}
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		kn, v := resolve(m.Content[i]), m.Content[i+1]
+		kn, v := p.resolve(m.Content[i]), m.Content[i+1]
 		if kn.Kind != yaml.ScalarNode || kn.Tag == "!!null" {
 			p.errorf(p.pos(kn), "a key must be a plain name, found %s", describe(kn))
 			continue
@@ -447,7 +481,7 @@ func (p *parser) entries(m *yaml.Node, each func(k Str, v *yaml.Node), dup func(
 }
 
 func (p *parser) isMap(v *yaml.Node, n *Node, what, want string) bool {
-	r := resolve(v)
+	r := p.resolve(v)
 	if r.Kind == yaml.MappingNode {
 		return true
 	}
@@ -458,7 +492,7 @@ func (p *parser) isMap(v *yaml.Node, n *Node, what, want string) bool {
 
 func (p *parser) str(k Str, v *yaml.Node, what string) Str {
 	s := Str{Node: p.keyed(k, v)}
-	r := resolve(v)
+	r := p.resolve(v)
 	if r.Kind != yaml.ScalarNode || r.Tag == "!!null" {
 		s.Bad = true
 		p.errorf(p.pos(r), "%s must be a string, found %s", what, describe(r))
@@ -470,7 +504,7 @@ func (p *parser) str(k Str, v *yaml.Node, what string) Str {
 
 func (p *parser) boolean(k Str, v *yaml.Node, what string) Bool {
 	b := Bool{Node: p.keyed(k, v)}
-	r := resolve(v)
+	r := p.resolve(v)
 	if r.Kind == yaml.ScalarNode && r.Tag == "!!bool" && r.Decode(&b.Value) == nil {
 		return b
 	}
@@ -481,7 +515,7 @@ func (p *parser) boolean(k Str, v *yaml.Node, what string) Bool {
 
 func (p *parser) integer(k Str, v *yaml.Node, what string) Int {
 	n := Int{Node: p.keyed(k, v)}
-	r := resolve(v)
+	r := p.resolve(v)
 	if r.Kind == yaml.ScalarNode && r.Tag == "!!int" {
 		if err := r.Decode(&n.Value); err == nil {
 			return n
@@ -499,7 +533,7 @@ func (p *parser) integer(k Str, v *yaml.Node, what string) Int {
 // expected form in the error.
 func (p *parser) list(k Str, v *yaml.Node, what, want string) List {
 	l := List{Node: p.keyed(k, v)}
-	r := resolve(v)
+	r := p.resolve(v)
 	if r.Kind != yaml.SequenceNode {
 		l.Bad = true
 		if want == "" {
@@ -509,7 +543,7 @@ func (p *parser) list(k Str, v *yaml.Node, what, want string) List {
 		return l
 	}
 	for _, item := range r.Content {
-		item = resolve(item)
+		item = p.resolve(item)
 		if item.Kind != yaml.ScalarNode || item.Tag == "!!null" {
 			l.Bad = true
 			p.errorf(p.pos(item), "items of %s must be names, found %s", what, describe(item))
@@ -522,17 +556,50 @@ func (p *parser) list(k Str, v *yaml.Node, what, want string) List {
 
 // keyed is the Node of a value v under key k.
 func (p *parser) keyed(k Str, v *yaml.Node) Node {
-	return Node{Pos: p.pos(resolve(v)), KeyPos: k.Pos, Set: true}
+	return Node{Pos: p.pos(p.resolve(v)), KeyPos: k.Pos, Set: true}
 }
 
-// resolve follows aliases to the anchored node. The chain is bounded: the
-// YAML library rejects anchors that contain themselves, and the loop cap
-// guards against anything it lets through.
-func resolve(n *yaml.Node) *yaml.Node {
+// resolve follows aliases to the anchored node, charging the values under
+// it to the alias budget. Once the budget is spent it reports that once and
+// resolves every further alias to nothing, so the walk stays linear in the
+// file's size. The chain is bounded: the YAML library rejects anchors that
+// contain themselves, and the loop cap guards against anything it lets
+// through.
+func (p *parser) resolve(n *yaml.Node) *yaml.Node {
+	if n.Kind != yaml.AliasNode {
+		return n
+	}
 	for i := 0; i < 64 && n.Kind == yaml.AliasNode && n.Alias != nil; i++ {
+		at := n
 		n = n.Alias
+		p.budget -= p.size(n)
+		if p.budget < 0 {
+			if !p.exhausted {
+				p.exhausted = true
+				p.errorf(p.pos(at), "aliases make this file too large to read (more values than %d per byte of it); write the values out instead of repeating large anchors", aliasBudget)
+			}
+			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: at.Line, Column: at.Column}
+		}
 	}
 	return n
+}
+
+// size is the weight of the values under n, for the alias budget: one per
+// node, and one per 16 bytes of a scalar (long values cost time in
+// messages).
+func (p *parser) size(n *yaml.Node) int {
+	if s, ok := p.sizes[n]; ok {
+		return s
+	}
+	p.sizes[n] = 1 // a cycle, if the library ever let one through, counts once
+	s := 1 + len(n.Value)/16
+	if n.Kind != yaml.AliasNode {
+		for _, c := range n.Content {
+			s += p.size(c)
+		}
+	}
+	p.sizes[n] = s
+	return s
 }
 
 func (p *parser) pos(n *yaml.Node) Pos {
@@ -560,15 +627,29 @@ func describe(n *yaml.Node) string {
 		case "!!null":
 			return "nothing"
 		case "!!int", "!!float":
-			return "the number " + n.Value
+			return "the number " + clip(n.Value)
 		case "!!bool":
-			return "the boolean " + n.Value
+			return "the boolean " + clip(n.Value)
 		case "!!str":
-			return fmt.Sprintf("the string %q", n.Value)
+			return fmt.Sprintf("the string %q", clip(n.Value))
 		}
-		return fmt.Sprintf("%q", n.Value)
+		return fmt.Sprintf("%q", clip(n.Value))
 	}
 	return "nothing"
+}
+
+// clip shortens a value quoted in a message: a message should name it, not
+// repeat a long one.
+func clip(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	r := []rune(s)
+	if len(r) <= max {
+		return s
+	}
+	return string(r[:max]) + "..."
 }
 
 func contains(list []string, s string) bool {

@@ -1,7 +1,10 @@
 package spec
 
 import (
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -135,4 +138,42 @@ func TestIdentifiers(t *testing.T) {
 	assert.True(t, IsReserved("func"))
 	assert.True(t, IsReserved("int"))
 	assert.False(t, IsReserved("input"))
+}
+
+// TestAliasBudget: aliases that would make a small file walk as a huge one
+// stop with one error, quickly.
+func TestAliasBudget(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: x\nsummary: s\nsizes: &s [")
+	for i := 0; i < 20000; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "n%d", i)
+	}
+	b.WriteString("]\nvariants:\n")
+	for i := 0; i < 5000; i++ {
+		fmt.Fprintf(&b, "  v%d: {template: t, barriers: *s}\n", i)
+	}
+	start := time.Now()
+	_, errs := Parse("f.yaml", []byte(b.String()))
+	assert.Less(t, time.Since(start), 5*time.Second)
+	var budget []string
+	for _, e := range errs {
+		if strings.Contains(e.Msg, "aliases make this file too large") {
+			budget = append(budget, e.Error())
+		}
+	}
+	require.Len(t, budget, 1, "said once")
+	assert.Contains(t, budget[0], "error: aliases make this file too large to read (more values than 4 per byte of it); write the values out instead of repeating large anchors")
+
+	// Ordinary reuse of anchors is far below the budget.
+	_, errs = Parse("f.yaml", []byte("name: x\nsummary: s\nvariants:\n  a: &v {template: t, launch: &l {threads: 64}}\n  b: *v\n  c: {template: t, launch: *l}\n"))
+	assert.Empty(t, errs)
+}
+
+func TestFileLimit(t *testing.T) {
+	_, errs := Parse("f.yaml", []byte("name: x\n#"+strings.Repeat("x", MaxFileBytes)))
+	require.Len(t, errs, 1)
+	assert.Equal(t, "f.yaml:1:1: error: the spec is 1048585 bytes; irisgen reads files of at most 1048576 bytes (1 MiB): split it", errs[0].Error())
 }

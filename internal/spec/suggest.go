@@ -21,8 +21,12 @@ func Closest(word string, candidates []string) string {
 		limit = len(word) / 2
 	}
 	best, bestD := "", limit+1
+	lower := strings.ToLower(word)
 	for _, c := range candidates {
-		if d := distance(strings.ToLower(word), c); d < bestD {
+		if diff := len(lower) - len(c); diff > limit || -diff > limit {
+			continue // more edits than the limit apart: skip the quadratic distance
+		}
+		if d := distance(lower, c); d < bestD {
 			best, bestD = c, d
 		}
 	}

@@ -291,12 +291,17 @@ IRISGEN_DEV int64_t thread_count() { return (int64_t)gridDim.x * blockDim.x; }
 
 // ------------------------------------------------------ translation ----
 
+// detail holds what templates must not name (the generator refuses
+// irisgen::detail in a rendered template): peer pointers come from the
+// peer_* helpers, which record the access.
+namespace detail {
 // peer_ptr translates p, an address on this rank's heap, to the same object
 // on peer's heap: base[peer] + (p - base[rank]). 64-bit arithmetic throughout.
 template <typename T>
 IRISGEN_DEV T* peer_ptr(const irisgen_ctx& c, T* p, int peer) {
   return (T*)(c.base[peer] + ((uint64_t)(uintptr_t)p - c.base[c.rank]));
 }
+}  // namespace detail
 
 // ------------------------------------------------- atomics and fences ----
 // All flag operations are system scope: the flags live in heap memory that
@@ -511,7 +516,7 @@ IRISGEN_DEV bool sync(const irisgen_ctx& c) {
     uint64_t* flags = (uint64_t*)c.flags + (uint64_t)blockIdx.x * IRISGEN_MAX_WORLD;
     // Release is cumulative: it publishes the block's writes that the
     // __syncthreads above ordered before this thread.
-    store_release(peer_ptr(c, flags + c.rank, t), e);
+    store_release(detail::peer_ptr(c, flags + c.rank, t), e);
     if (!wait_at_least(c, flags + t, e, (uint32_t)t, 0)) s.failed = 1;
   }
   __syncthreads();
@@ -530,7 +535,7 @@ IRISGEN_DEV bool sync(const irisgen_ctx& c) {
 IRISGEN_DEV bool rank_sync(const irisgen_ctx& c, uint64_t e) {
   uint64_t* row = (uint64_t*)c.flags + (uint64_t)gridDim.x * IRISGEN_MAX_WORLD;
   for (int t = 0; t < c.world; t++)
-    if (t != c.rank) store_release(peer_ptr(c, row + c.rank, t), e);
+    if (t != c.rank) store_release(detail::peer_ptr(c, row + c.rank, t), e);
   for (int t = 0; t < c.world; t++)
     if (t != c.rank && !wait_at_least(c, row + t, e, (uint32_t)t, 1)) return false;
   return true;

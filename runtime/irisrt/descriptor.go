@@ -149,9 +149,11 @@ type Variant struct {
 	// Uses is how the variant uses each tensor of the collective, in
 	// Collective.Tensors order.
 	Uses []Use
-	// InPlace is the spec's aliasing: allow. Every pair of a tensor the
-	// kernel reads (dir in, inout) and one it writes (out, inout) must then
-	// be the very same tensor or disjoint; without it they may not overlap.
+	// InPlace is the spec's aliasing: allow. A pair of a dir: in tensor and
+	// a written one (out, inout) may then be the very same tensor (or
+	// disjoint); without it, and for every other pair with a written tensor
+	// (two written tensors in one memory lose one's results), they may not
+	// overlap at all (ir.Variant.AliasPairs and InPlace).
 	InPlace bool
 	// Barriers are the modes a launch may ask for, the default first;
 	// Capturable those whose launch may be captured in a graph.
@@ -165,7 +167,14 @@ type Variant struct {
 	label string // "collective/variant", for errors
 	id    uint64 // unique in the process: the plan cache's key
 	heap  []int  // user positions of UseHeap tensors
-	pairs [][2]int
+	pairs []aliasPair
+}
+
+// aliasPair is a pair of user positions a launch checks for overlap;
+// same says that the very same tensor is allowed (in place).
+type aliasPair struct {
+	a, b int
+	same bool
 }
 
 // AutoRule picks Variant for a launch on World ranks (0: any) whose largest
@@ -354,7 +363,6 @@ func (c *Collective) prepareVariant(v *Variant) error {
 		return fmt.Errorf("launch shape %d threads, %d blocks, %d-byte vectors", v.Threads, v.MaxBlocks, v.VectorBytes)
 	}
 	v.heap, v.pairs = nil, nil
-	reads := func(d Dir) bool { return d == In || d == InOut }
 	writes := func(d Dir) bool { return d == Out || d == InOut }
 	for a, ia := range c.user {
 		if v.Uses[ia] > UseHeap {
@@ -363,24 +371,33 @@ func (c *Collective) prepareVariant(v *Variant) error {
 		if v.Uses[ia] == UseHeap {
 			v.heap = append(v.heap, a)
 		}
-		// The pairs ir.Variant.AliasPairs lists: a read and a written user
-		// tensor, in spec order.
+		// The pairs ir.Variant.AliasPairs lists: every pair of user tensors
+		// of which one at least is written, in spec order; in place (the
+		// same tensor allowed) only for a dir: in tensor and a written one.
 		for b := a + 1; b < len(c.user); b++ {
 			da, db := c.Tensors[ia].Dir, c.Tensors[c.user[b]].Dir
-			if (reads(da) && writes(db)) || (writes(da) && reads(db)) {
-				v.pairs = append(v.pairs, [2]int{a, b})
+			if writes(da) || writes(db) {
+				v.pairs = append(v.pairs, aliasPair{a: a, b: b, same: v.InPlace && (da == In) != (db == In)})
 			}
 		}
 	}
 	return nil
 }
 
-// AliasPairs lists the pairs of user tensors (names) whose overlap a launch
-// of v checks.
-func (v *Variant) AliasPairs() [][2]string {
-	out := make([][2]string, len(v.pairs))
+// AliasPair is a pair of user tensors whose overlap a launch checks;
+// InPlace says that they may be the very same tensor (CheckInPlace), else
+// they may not overlap at all (CheckNoAlias).
+type AliasPair struct {
+	A, B    string
+	InPlace bool
+}
+
+// AliasPairs lists the pairs of user tensors whose overlap a launch of v
+// checks, in spec order.
+func (v *Variant) AliasPairs() []AliasPair {
+	out := make([]AliasPair, len(v.pairs))
 	for i, p := range v.pairs {
-		out[i] = [2]string{v.c.Tensors[v.c.user[p[0]]].Name, v.c.Tensors[v.c.user[p[1]]].Name}
+		out[i] = AliasPair{A: v.c.Tensors[v.c.user[p.a]].Name, B: v.c.Tensors[v.c.user[p.b]].Name, InPlace: p.same}
 	}
 	return out
 }

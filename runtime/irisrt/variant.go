@@ -243,12 +243,12 @@ func (p *VariantPlan) LaunchTensors(s gpu.Stream, ts []Tensor, mode Barrier) err
 		}
 	}
 	for _, pr := range v.pairs {
-		a, b := c.Tensors[c.user[pr[0]]].Name, c.Tensors[c.user[pr[1]]].Name
+		a, b := c.Tensors[c.user[pr.a]].Name, c.Tensors[c.user[pr.b]].Name
 		check := CheckNoAlias
-		if v.InPlace {
+		if pr.same {
 			check = CheckInPlace
 		}
-		if err := check(v.label, a, ts[pr[0]], b, ts[pr[1]]); err != nil {
+		if err := check(v.label, a, ts[pr.a], b, ts[pr.b]); err != nil {
 			return err
 		}
 	}

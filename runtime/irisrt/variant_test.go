@@ -565,5 +565,7 @@ func TestEntries(t *testing.T) {
 		return p.Close()
 	}))
 	assert.Equal(t, "[2, world, blocks, 7]", tab.Collectives[0].ShapeString([]Dim{2, DimWorld, DimBlocks, 7}))
-	assert.Equal(t, [][2]string{{"input", "output"}, {"output", "ids"}, {"output", "scale"}}, tab.Collectives[0].Variants[0].AliasPairs())
+	assert.Equal(t, []AliasPair{{"input", "output", false}, {"output", "ids", false}, {"output", "scale", false}}, tab.Collectives[0].Variants[0].AliasPairs())
+	assert.Equal(t, []AliasPair{{"input", "output", true}, {"output", "ids", true}, {"output", "scale", true}}, tab.Collectives[0].Variants[1].AliasPairs(),
+		"pull runs in place: each dir-in tensor may be the very output")
 }

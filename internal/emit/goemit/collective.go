@@ -122,11 +122,16 @@ func dirWord(d ir.Dir) string {
 
 func accessDoc(a ir.Access) string { return strings.ReplaceAll(a.String(), ",", " + ") }
 
-func placementDoc(p ir.Placement) string {
-	switch p {
+func placementDoc(u ir.Use) string {
+	switch u.Placement {
 	case ir.PlaceImport:
 		return "peers read it: on the symmetric heap, or else copied into the plan's staging on s"
 	case ir.PlaceHeap:
+		if u.Access&(ir.RemoteWrite|ir.RemoteAtomic) == 0 {
+			// Row 10 of the rule table: written here, read by peers; a staged
+			// copy would keep the results from the caller.
+			return "written here and read by peers: must be on the symmetric heap"
+		}
 		return "peers write it: must be on the symmetric heap"
 	}
 	return "only this rank touches it: any device memory"
@@ -175,7 +180,7 @@ func (g *gen) variantDoc(v *ir.Variant, plan string) string {
 		if t.Optional {
 			dt += ", optional"
 		}
-		fmt.Fprintf(&b, "  - %s (%s %s%s): %s; %s.\n", t.Name, dirWord(t.Dir), t.ShapeString(), dt, accessDoc(u.Access), placementDoc(u.Placement))
+		fmt.Fprintf(&b, "  - %s (%s %s%s): %s; %s.\n", t.Name, dirWord(t.Dir), t.ShapeString(), dt, accessDoc(u.Access), placementDoc(u))
 	}
 	if len(ws) > 0 {
 		fmt.Fprintf(&b, "\nWorkspace, on the heap and zeroed by the plan: %s.\n", strings.Join(ws, ", "))
@@ -183,7 +188,7 @@ func (g *gen) variantDoc(v *ir.Variant, plan string) string {
 	b.WriteString("\n")
 	switch {
 	case len(v.AliasPairs()) == 0:
-	case v.Aliasing == ir.AliasAllow:
+	case inPlace(v):
 		b.WriteString("An input may be the very same tensor as an output (in place), but not overlap it in part. ")
 	default:
 		b.WriteString("Inputs and outputs may not overlap. ")

@@ -264,7 +264,7 @@ func (g *gen) variantEntry(v *ir.Variant, modes *modeSets) *jen.Statement {
 	if len(uses) > 0 {
 		fs = append(fs, field("Uses", jen.Index().Add(rt("Use")).Values(uses...)))
 	}
-	if v.Aliasing == ir.AliasAllow && len(v.AliasPairs()) > 0 {
+	if inPlace(v) {
 		fs = append(fs, field("InPlace", jen.True()))
 	}
 	barriers := field("Barriers", jen.Id(modes.name(v.Barriers)))
@@ -278,4 +278,16 @@ func (g *gen) variantEntry(v *ir.Variant, modes *modeSets) *jen.Statement {
 	fs = append(fs, field("Threads", jen.Lit(v.Launch.Threads)), field("MaxBlocks", jen.Lit(v.Launch.MaxBlocks)),
 		field("VectorBytes", jen.Lit(v.Launch.VectorBytes)))
 	return jen.Values(fs...)
+}
+
+// inPlace reports whether some alias pair of v may be the very same tensor
+// (the table's Variant.InPlace, which the runtime applies to exactly those
+// pairs).
+func inPlace(v *ir.Variant) bool {
+	for _, pr := range v.AliasPairs() {
+		if v.InPlace(pr[0], pr[1]) {
+			return true
+		}
+	}
+	return false
 }

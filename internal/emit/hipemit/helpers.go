@@ -9,21 +9,44 @@ import (
 	"github.com/irisgen/irisgen/internal/ir"
 )
 
-// recorder collects what one kernel body really does: the access kinds each
-// helper call granted per tensor, and whether it meets its peers.
+// recorder collects what one kernel body really does: the access kinds the
+// helper calls whose expansions reach the kernel granted per tensor, where
+// in the template each kind was first granted, and whether it meets its
+// peers.
 type recorder struct {
 	acc     map[string]ir.Access
+	first   map[string]map[ir.Access]int // tensor -> kind -> template offset
 	barrier bool
 }
 
-func newRecorder() *recorder {
-	return &recorder{acc: map[string]ir.Access{}}
+// record turns the uses of a render into a recorder.
+func record(r rendered, calls []helperCall) *recorder {
+	rec := &recorder{acc: map[string]ir.Access{}, first: map[string]map[ir.Access]int{}}
+	for _, u := range r.uses {
+		c := calls[u.call]
+		rec.barrier = rec.barrier || c.meets
+		if c.tensor == "" {
+			continue
+		}
+		rec.acc[c.tensor] |= c.access
+		if rec.first[c.tensor] == nil {
+			rec.first[c.tensor] = map[ir.Access]int{}
+		}
+		for _, n := range ir.AccessNames {
+			if _, seen := rec.first[c.tensor][n.Access]; !seen && c.access&n.Access != 0 {
+				rec.first[c.tensor][n.Access] = u.at
+			}
+		}
+	}
+	return rec
 }
 
-// helpers are the template functions of one render.
+// helpers are the template functions of one render; each call's expansion
+// is kept in calls and the template gets a placeholder (render.go).
 type helpers struct {
-	c  *ir.Collective
-	kc *kernelCtx // nil while rendering the prelude
+	c     *ir.Collective
+	kc    *kernelCtx // nil while rendering the prelude
+	calls []helperCall
 }
 
 // helperOf names the helper that grants an access kind, for messages.
@@ -38,26 +61,32 @@ var helperOf = map[ir.Access]string{
 func (h *helpers) funcs() template.FuncMap {
 	local := func(name string, acc ir.Access, constant bool) func(string) (string, error) {
 		return func(tensor string) (string, error) {
-			t, err := h.tensor(name, tensor, acc)
+			t, err := h.tensor(name, tensor)
 			if err != nil {
 				return "", err
 			}
 			if len(t.IndexDTypes) > 0 {
 				return "", fmt.Errorf("%s %q: the tensor may come as %s, so it has no one pointer type; read it with {{read_index %q}}", name, tensor, ir.DTypeList(t.IndexDTypes, " or "), tensor)
 			}
-			return fmt.Sprintf("((%s*)%s.%s)", h.ptrType(t, constant), ArgsName, TensorField(t)), nil
+			return h.placeholder(helperCall{
+				expansion: fmt.Sprintf("((%s*)%s.%s)", h.ptrType(t, constant), ArgsName, TensorField(t)),
+				tensor:    tensor, access: acc, readOnly: constant,
+			}), nil
 		}
 	}
 	peer := func(name string, acc ir.Access, constant bool) func(string, string) (string, error) {
 		return func(tensor, rank string) (string, error) {
-			t, err := h.tensor(name, tensor, acc)
+			t, err := h.tensor(name, tensor)
 			if err != nil {
 				return "", err
 			}
 			if strings.TrimSpace(rank) == "" {
 				return "", fmt.Errorf("%s %q: the peer (second argument) is an empty C expression; pass the peer's rank, e.g. {{%s %q \"p\"}}", name, tensor, name, tensor)
 			}
-			return fmt.Sprintf("irisgen::peer_ptr(ctx, (%s*)%s.%s, (%s))", h.ptrType(t, constant), ArgsName, TensorField(t), rank), nil
+			return h.placeholder(helperCall{
+				expansion: fmt.Sprintf("irisgen::detail::peer_ptr(ctx, (%s*)%s.%s, (%s))", h.ptrType(t, constant), ArgsName, TensorField(t), rank),
+				tensor:    tensor, access: acc, readOnly: constant, arg: rank,
+			}), nil
 		}
 	}
 	return template.FuncMap{
@@ -79,17 +108,13 @@ func (h *helpers) funcs() template.FuncMap {
 	}
 }
 
-// tensor resolves a helper's tensor argument and records the access.
-func (h *helpers) tensor(helper, name string, acc ir.Access) (*ir.Tensor, error) {
+// tensor resolves a helper's tensor argument; only a kernel body may take
+// tensor pointers.
+func (h *helpers) tensor(helper, name string) (*ir.Tensor, error) {
 	if h.kc == nil {
 		return nil, fmt.Errorf("%s %q: tensor helpers work only in the kernel body, not in the %s; take pointers in the body and pass them to the prelude's functions", helper, name, PreludeName)
 	}
-	t, err := h.lookup(helper, name)
-	if err != nil {
-		return nil, err
-	}
-	h.kc.rec.acc[name] |= acc
-	return t, nil
+	return h.lookup(helper, name)
 }
 
 // lookup resolves a helper's tensor argument.
@@ -135,18 +160,30 @@ func (h *helpers) elemType(name string) (string, error) {
 // readIndex reads a tensor of several index types (dtype: [i64, i32]): an
 // irisgen::index_ptr whose [] gives int64 whatever the launch passed.
 func (h *helpers) readIndex(name string) (string, error) {
-	t, err := h.tensor("read_index", name, ir.LocalRead)
+	t, err := h.tensor("read_index", name)
 	if err != nil {
 		return "", err
 	}
 	if len(t.IndexDTypes) == 0 {
 		return "", fmt.Errorf("read_index %q: the tensor has one dtype (%s); use {{read %q}}", name, t.ElemType(h.kc.k.DType), name)
 	}
-	return fmt.Sprintf("irisgen::index_ptr{%s.%s, %s.%s}", ArgsName, TensorField(t), ArgsName, WidthField(t)), nil
+	return h.placeholder(helperCall{
+		expansion: fmt.Sprintf("irisgen::index_ptr{%s.%s, %s.%s}", ArgsName, TensorField(t), ArgsName, WidthField(t)),
+		tensor:    name, access: ir.LocalRead, readOnly: true,
+	}), nil
 }
 
 // size is a symbol's value as an int64 C expression.
 func (h *helpers) size(sym string) (string, error) {
+	e, err := h.sizeExpr(sym)
+	if err != nil {
+		return "", err
+	}
+	return h.placeholder(helperCall{expansion: e}), nil
+}
+
+// sizeExpr is the C expression of a size symbol.
+func (h *helpers) sizeExpr(sym string) (string, error) {
 	if h.kc == nil {
 		return "", fmt.Errorf("size %q: only in the kernel body; pass sizes to the prelude's functions", sym)
 	}
@@ -177,16 +214,17 @@ func (h *helpers) numel(name string) (string, error) {
 			parts = append(parts, fmt.Sprintf("(int64_t)%d", d.Const))
 			continue
 		}
-		s, err := h.size(d.Symbol)
+		s, err := h.sizeExpr(d.Symbol)
 		if err != nil {
 			return "", fmt.Errorf("numel %q: %w", name, err)
 		}
 		parts = append(parts, s)
 	}
-	if len(parts) == 0 {
-		return "((int64_t)1)", nil
+	e := "((int64_t)1)"
+	if len(parts) > 0 {
+		e = "(" + strings.Join(parts, " * ") + ")"
 	}
-	return "(" + strings.Join(parts, " * ") + ")", nil
+	return h.placeholder(helperCall{expansion: e}), nil
 }
 
 // barrier meets the peers at a call's boundary: the same block of every
@@ -207,43 +245,42 @@ func (h *helpers) gridSync(cross bool) (string, error) {
 	if h.kc == nil {
 		return "", fmt.Errorf("%s: only in the kernel body (it returns from it on a timeout)", name)
 	}
-	if cross {
-		h.kc.rec.barrier = true
-	}
-	return fmt.Sprintf("if (!irisgen::grid_sync(ctx, %v)) return;", cross), nil
+	return h.placeholder(helperCall{expansion: fmt.Sprintf("if (!irisgen::grid_sync(ctx, %v)) return;", cross), meets: cross}), nil
 }
 
 func (h *helpers) meet(name string) (string, error) {
 	if h.kc == nil {
 		return "", fmt.Errorf("%s: only in the kernel body (it returns from it on a timeout)", name)
 	}
-	h.kc.rec.barrier = true
-	return fmt.Sprintf("if (!irisgen::%s(ctx)) return;", name), nil
+	return h.placeholder(helperCall{expansion: fmt.Sprintf("if (!irisgen::%s(ctx)) return;", name), meets: true}), nil
 }
 
 // crossCheck compares what a kernel body did with what the spec declares.
-func (e *emitter) crossCheck(v *ir.Variant, file string, rec *recorder) diag.List {
+// An access the spec does not declare is an error where the template first
+// makes it, with a note at the access entry; a declared access the template
+// never makes is an error at the access entry.
+func (e *emitter) crossCheck(v *ir.Variant, t *source, kc *kernelCtx, rec *recorder) diag.List {
 	var errs diag.List
 	for _, u := range v.Uses {
-		pos := u.Pos
-		if pos.Line == 0 {
-			pos = v.TemplatePos
-		}
 		name := u.Tensor.Name
 		got := rec.acc[name]
-		if extra := got &^ u.Access; extra != 0 {
-			errs.Add(pos, fmt.Sprintf("template %s makes %s access to tensor %q that variant %q does not declare (declared: %s); add it to the variant's access, or change the template",
-				file, extra, name, v.Name, u.Access))
-		}
 		for _, n := range ir.AccessNames {
-			if u.Access&n.Access != 0 && got&n.Access == 0 {
-				errs.Add(pos, fmt.Sprintf("variant %q declares %s access to tensor %q, but template %s never makes it (no %s call); drop it from the access, or make the template do it",
-					v.Name, n.Name, name, file, helperOf[n.Access]))
+			switch {
+			case got&n.Access != 0 && u.Access&n.Access == 0:
+				errs = append(errs, &diag.Error{Pos: t.pos(rec.first[name][n.Access]),
+					Msg:   fmt.Sprintf("the template makes %s access to tensor %q, which variant %q does not declare (declared: %s); add it to the variant's access, or change the template", n.Name, name, v.Name, u.Access),
+					Notes: []diag.Note{{Pos: u.Pos, Msg: fmt.Sprintf("%q is declared %s here", name, u.Access)}}})
+			case u.Access&n.Access != 0 && got&n.Access == 0:
+				errs = append(errs, &diag.Error{Pos: u.Pos,
+					Msg:   fmt.Sprintf("variant %q declares %s access to tensor %q, but template %s never makes it (no %s call); drop it from the access, or make the template do it", v.Name, n.Name, name, t.file, helperOf[n.Access]),
+					Notes: []diag.Note{{Pos: t.pos(0), Msg: fmt.Sprintf("the template renders %s without it", kc)}}})
 			}
 		}
 	}
 	if v.Supports(ir.BarrierDevice) && !rec.barrier {
-		errs.Add(v.TemplatePos, fmt.Sprintf("variant %q supports barrier mode device, but template %s never calls barrier or sync: a device-mode launch would not be ordered against the peers; call {{barrier}} where the ranks must meet, or drop device from barriers", v.Name, file))
+		errs = append(errs, &diag.Error{Pos: v.TemplatePos,
+			Msg:   fmt.Sprintf("variant %q supports barrier mode device, but template %s never calls barrier or sync: a device-mode launch would not be ordered against the peers; call {{barrier}} where the ranks must meet, or drop device from barriers", v.Name, t.file),
+			Notes: []diag.Note{{Pos: t.pos(0), Msg: fmt.Sprintf("the template renders %s without a barrier", kc)}}})
 	}
 	return errs
 }

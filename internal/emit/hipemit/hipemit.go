@@ -14,7 +14,9 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"path"
 	"regexp"
+	"strconv"
 	"strings"
 	"text/template"
 
@@ -39,7 +41,7 @@ func Emit(req *emit.Request) (emit.Files, error) {
 	out := emit.Files{}
 	var errs diag.List
 	for _, c := range req.Collectives {
-		b, err := emitOne(c, req.Templates)
+		b, err := emitOne(c, req.Templates, req.TemplatesDir)
 		if err != nil {
 			errs = append(errs, err...)
 			continue
@@ -54,8 +56,8 @@ func Emit(req *emit.Request) (emit.Files, error) {
 }
 
 // emitOne renders the .hip source of c.
-func emitOne(c *ir.Collective, templates fs.FS) ([]byte, diag.List) {
-	e := &emitter{c: c, templates: templates}
+func emitOne(c *ir.Collective, templates fs.FS, templatesDir string) ([]byte, diag.List) {
+	e := &emitter{c: c, templates: templates, templatesDir: templatesDir}
 	var b bytes.Buffer
 	e.fileHeader(&b)
 	for _, v := range c.Variants {
@@ -68,13 +70,14 @@ func emitOne(c *ir.Collective, templates fs.FS) ([]byte, diag.List) {
 }
 
 type emitter struct {
-	c         *ir.Collective
-	templates fs.FS
-	errs      diag.List
+	c            *ir.Collective
+	templates    fs.FS
+	templatesDir string
+	errs         diag.List
 }
 
 // ArgsStruct is the C name of a collective's kernel argument struct.
-func ArgsStruct(c *ir.Collective) string { return "irisgen_" + c.Name + "_args" }
+func ArgsStruct(c *ir.Collective) string { return ir.ArgsStructName(c.Name) }
 
 // TensorField and SymbolField are the argument struct's member names; the
 // prefixes keep tensor names that are C keywords or header names harmless.
@@ -96,7 +99,7 @@ func (e *emitter) fileHeader(b *bytes.Buffer) {
 	fmt.Fprintf(b, "//\n// Spec hash %s: the Go wrappers carry the same value, and the runtime\n", c.SpecHash)
 	b.WriteString("// refuses a code object whose hash differs from its wrapper's.\n\n")
 	b.WriteString("#include \"irisgen.h\"\n\n")
-	fmt.Fprintf(b, "extern \"C\" __device__ const char irisgen_spec_hash_%s[] = %q;\n\n", c.Name, c.SpecHash)
+	fmt.Fprintf(b, "extern \"C\" __device__ const char %s[] = %q;\n\n", ir.SpecHashSymbol(c.Name), c.SpecHash)
 	b.WriteString("// Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in\n")
 	b.WriteString("// spec order, one int64 per size symbol")
 	for _, t := range c.Tensors {
@@ -121,80 +124,144 @@ func (e *emitter) fileHeader(b *bytes.Buffer) {
 	b.WriteString("};\n")
 }
 
+// source is one template file.
+type source struct {
+	file string // name in the templates fs
+	path string // name in positions
+	text string
+}
+
+// pos is the position of a byte offset of the template.
+func (s *source) pos(off int) diag.Pos {
+	line, col := lineCol(s.text, off)
+	return diag.Pos{File: s.path, Line: line, Col: col}
+}
+
 // variant renders the prelude and every kernel of v.
 func (e *emitter) variant(b *bytes.Buffer, v *ir.Variant) {
 	file := v.Template + ir.TemplateExt
-	src, err := fs.ReadFile(e.templates, file)
+	text, err := fs.ReadFile(e.templates, file)
 	if err != nil {
 		e.errs.Add(v.TemplatePos, fmt.Sprintf("cannot read template %s: %v", file, err))
 		return
 	}
-	if loc := argsUse.FindIndex(src); loc != nil {
-		line := 1 + bytes.Count(src[:loc[0]], []byte("\n"))
-		e.errs.Add(v.TemplatePos, fmt.Sprintf("template %s:%d names the kernel's argument struct (%s); reach tensors through the helpers (read, write, peer_read, ...; docs/templates.md) and sizes through size", file, line, ArgsName))
-		return
-	}
-	ns := "irisgen_" + e.c.Name + "_" + v.Name
+	src := &source{file: file, path: path.Join(e.templatesDir, file), text: string(text)}
+	ns := ir.PreludeNamespace(e.c.Name, v.Name)
 	fmt.Fprintf(b, "\n// ---- variant %s (template %s) ----\n", v.Name, file)
 
-	prelude, ok := e.render(v, file, string(src), nil)
+	reported := map[string]bool{} // the same problem in every kernel is said once, with the first's notes
+	report := func(l diag.List) {
+		for _, d := range l {
+			if key := d.Pos.String() + d.Msg; !reported[key] {
+				reported[key] = true
+				e.errs = append(e.errs, d)
+			}
+		}
+	}
+	prelude, ok := e.render(v, src, nil, report)
 	if !ok {
 		return
 	}
 	if prelude != "" {
 		fmt.Fprintf(b, "\nnamespace %s {\n%s\n}  // namespace %s\n", ns, prelude, ns)
 	}
-	reported := map[string]bool{}
 	for _, k := range v.Kernels {
-		rec := newRecorder()
-		body, ok := e.render(v, file, string(src), &kernelCtx{k: k, rec: rec})
+		body, ok := e.render(v, src, &kernelCtx{k: k}, report)
 		if !ok {
 			return
-		}
-		for _, d := range e.crossCheck(v, file, rec) {
-			if !reported[d.Msg] {
-				reported[d.Msg] = true
-				e.errs = append(e.errs, d)
-			}
 		}
 		e.kernel(b, v, k, ns, prelude != "", body)
 	}
 }
 
-// argsUse finds the argument struct's name in a template's source.
-var argsUse = regexp.MustCompile(`\b` + ArgsName + `\b`)
-
 // kernelCtx is what a kernel body's render knows beyond the variant.
 type kernelCtx struct {
-	k   ir.Kernel
-	rec *recorder
+	k ir.Kernel
 }
 
 // render executes the template: the prelude when kc is nil (empty when the
-// template has none), else the kernel body for kc.k.
-func (e *emitter) render(v *ir.Variant, file, src string, kc *kernelCtx) (string, bool) {
+// template has none), else the kernel body for kc.k. It reports what the
+// template reaches around the helpers and, for a body, how its accesses
+// differ from the spec's; ok is false when the template did not render.
+func (e *emitter) render(v *ir.Variant, src *source, kc *kernelCtx, report func(diag.List)) (text string, ok bool) {
 	h := &helpers{c: e.c, kc: kc}
-	t, err := template.New(file).Option("missingkey=error").Funcs(h.funcs()).Parse(src)
+	t, err := template.New(src.file).Option("missingkey=error").Funcs(boundedBuiltins()).Funcs(h.funcs()).Parse(src.text)
 	if err != nil {
-		e.errs.Add(v.TemplatePos, fmt.Sprintf("template %s: %v", file, trimTemplateErr(err)))
+		report(diag.List{e.templateError(v, src, "", err)})
 		return "", false
 	}
 	data := e.data(v, kc)
-	var out bytes.Buffer
+	out := &limitWriter{left: maxRender}
+	instrument(t)
 	switch {
 	case kc == nil && t.Lookup(PreludeName) == nil:
 		return "", true
 	case kc == nil:
-		err = t.ExecuteTemplate(&out, PreludeName, data)
+		err = t.ExecuteTemplate(out, PreludeName, data)
 	default:
-		err = t.Execute(&out, data)
+		err = t.Execute(out, data)
 	}
 	if err != nil {
-		e.errs.Add(v.TemplatePos, fmt.Sprintf("template %s (%s): %v", file, kc, trimTemplateErr(err)))
+		report(diag.List{e.templateError(v, src, " ("+kc.String()+")", err)})
 		return "", false
 	}
-	return strings.Trim(out.String(), "\n"), true
+	r := resolve(out.b.String(), h.calls)
+	var errs diag.List
+	for _, at := range r.bad {
+		errs = append(errs, &diag.Error{Pos: src.pos(at), Msg: "the template prints a control character; a kernel's source holds none"})
+	}
+	for _, b := range bypasses(e.c, r, h.calls) {
+		note := diag.Note{Pos: v.AccessPos, Msg: fmt.Sprintf("variant %q declares its accesses here; the wrappers' checks come from them, so the kernel must reach tensors only through the helpers", v.Name)}
+		if u := v.Use(b.tensor); u != nil {
+			note = diag.Note{Pos: u.Pos, Msg: fmt.Sprintf("the wrappers check %q as declared here (%s)", b.tensor, u.Access)}
+		}
+		errs = append(errs, &diag.Error{Pos: src.pos(b.off), Msg: b.msg, Notes: []diag.Note{note}})
+	}
+	if kc != nil {
+		errs = append(errs, e.crossCheck(v, src, kc, record(r, h.calls))...)
+	}
+	report(errs)
+	return strings.Trim(r.text, "\n"), true
 }
+
+// maxRender bounds what one render may write: a kernel body is kilobytes,
+// and a template that loops into gigabytes should fail, not exhaust memory.
+const maxRender = 16 << 20
+
+// limitWriter is a buffer that refuses to grow past its limit.
+type limitWriter struct {
+	b    bytes.Buffer
+	left int
+}
+
+func (w *limitWriter) Write(p []byte) (int, error) {
+	if len(p) > w.left {
+		return 0, fmt.Errorf("the template renders more than %d MiB; a kernel body is far smaller (a range over a huge count?)", maxRender>>20)
+	}
+	w.left -= len(p)
+	return w.b.Write(p)
+}
+
+// templateError positions an error of the template engine in the template,
+// with a note at the spec's template entry; while names what was being
+// rendered, for errors of an execution.
+func (e *emitter) templateError(v *ir.Variant, src *source, while string, err error) *diag.Error {
+	msg := strings.TrimPrefix(err.Error(), "template: ")
+	at := diag.Pos{File: src.path, Line: 1, Col: 1}
+	if m := engineErr.FindStringSubmatch(msg); m != nil {
+		at.Line, _ = strconv.Atoi(m[1])
+		if m[2] != "" { // text/template counts columns from 0
+			c, _ := strconv.Atoi(m[2])
+			at.Col = c + 1
+		}
+		msg = m[3]
+	}
+	msg = execNoise.ReplaceAllString(msg, "")
+	return &diag.Error{Pos: at, Msg: msg, Notes: []diag.Note{{Pos: v.TemplatePos, Msg: fmt.Sprintf("variant %q uses the template here%s", v.Name, while)}}}
+}
+
+// engineErr splits text/template's "name:line[:col]: message".
+var engineErr = regexp.MustCompile(`^[^:]*:(\d+)(?::(\d+))?: (?s)(.*)$`)
 
 func (kc *kernelCtx) String() string {
 	if kc == nil {
@@ -203,15 +270,10 @@ func (kc *kernelCtx) String() string {
 	return "kernel " + kc.k.Name
 }
 
-// trimTemplateErr drops the parts of text/template's messages that repeat
-// what the message already says: the "template: " prefix and, for a failing
-// helper, the "executing ... error calling X:" middle.
-func trimTemplateErr(err error) string {
-	s := strings.TrimPrefix(err.Error(), "template: ")
-	return execNoise.ReplaceAllString(s, ": ")
-}
-
-var execNoise = regexp.MustCompile(`: executing "[^"]*" at <[^>]*>: error calling [a-z_]+: `)
+// execNoise is the part of text/template's messages that repeats what the
+// message says: "executing ... at <...>: error calling X: " before a
+// helper's own message.
+var execNoise = regexp.MustCompile(`^executing "[^"]*" at <[^>]*>: (error calling [a-z_]+: )?`)
 
 // Data is the dot of a template: the variant's facts, plus the kernel's in a
 // kernel body. Its fields are documented in docs/templates.md.

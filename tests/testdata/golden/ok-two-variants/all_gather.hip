@@ -29,7 +29,7 @@ irisgen_all_gather_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
   T* out[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) out[p] = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p)) + (int64_t)ctx.rank * n;
+  for (int p = 0; p < ctx.world; p++) out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p)) + (int64_t)ctx.rank * n;
   // Every peer has entered the call: its output may be overwritten.
   if (!irisgen::barrier(ctx)) return;
   irisgen::copy_to(out, ctx.world, in, 0, n, irisgen::thread_id(), irisgen::thread_count());
@@ -48,7 +48,7 @@ irisgen_all_gather_push_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const float*)irisgen_a.t_input);
   T* out[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < ctx.world; p++) out[p] = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_output, (p)) + (int64_t)ctx.rank * n;
+  for (int p = 0; p < ctx.world; p++) out[p] = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_output, (p)) + (int64_t)ctx.rank * n;
   // Every peer has entered the call: its output may be overwritten.
   if (!irisgen::barrier(ctx)) return;
   irisgen::copy_to(out, ctx.world, in, 0, n, irisgen::thread_id(), irisgen::thread_count());
@@ -72,7 +72,7 @@ irisgen_all_gather_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args
   if (!irisgen::barrier(ctx)) return;
   for (int k = 0; k < ctx.world; k++) {
     const int p = (ctx.rank + k) % ctx.world;  // spread the peers' links
-    irisgen::copy(out + (int64_t)p * n, irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p)), n);
+    irisgen::copy(out + (int64_t)p * n, irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p)), n);
   }
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
@@ -92,7 +92,7 @@ irisgen_all_gather_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   if (!irisgen::barrier(ctx)) return;
   for (int k = 0; k < ctx.world; k++) {
     const int p = (ctx.rank + k) % ctx.world;  // spread the peers' links
-    irisgen::copy(out + (int64_t)p * n, irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p)), n);
+    irisgen::copy(out + (int64_t)p * n, irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p)), n);
   }
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;

@@ -35,7 +35,7 @@ irisgen_broadcast_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args i
   }
   const int r = (int)root;
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
-  const T* in = irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (r));
+  const T* in = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (r));
   // The root's input is ready.
   if (!irisgen::barrier(ctx)) return;
   irisgen::copy(out, in, n);
@@ -59,7 +59,7 @@ irisgen_broadcast_pull_f16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args ir
   }
   const int r = (int)root;
   T* out = ((irisgen_f16*)irisgen_a.t_output);
-  const T* in = irisgen::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (r));
+  const T* in = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (r));
   // The root's input is ready.
   if (!irisgen::barrier(ctx)) return;
   irisgen::copy(out, in, n);
@@ -83,7 +83,7 @@ irisgen_broadcast_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args ir
   }
   const int r = (int)root;
   T* out = ((float*)irisgen_a.t_output);
-  const T* in = irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_input, (r));
+  const T* in = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (r));
   // The root's input is ready.
   if (!irisgen::barrier(ctx)) return;
   irisgen::copy(out, in, n);
@@ -113,7 +113,7 @@ irisgen_broadcast_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args i
   if (ctx.rank == (int)root) {
     for (int k = 0; k < ctx.world; k++) {
       const int p = (ctx.rank + k) % ctx.world;
-      irisgen::copy(irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p)), in, n);
+      irisgen::copy(irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p)), in, n);
     }
   }
   // The stores are published.
@@ -140,7 +140,7 @@ irisgen_broadcast_push_f16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args ir
   if (ctx.rank == (int)root) {
     for (int k = 0; k < ctx.world; k++) {
       const int p = (ctx.rank + k) % ctx.world;
-      irisgen::copy(irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p)), in, n);
+      irisgen::copy(irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p)), in, n);
     }
   }
   // The stores are published.
@@ -167,7 +167,7 @@ irisgen_broadcast_push_f32(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args ir
   if (ctx.rank == (int)root) {
     for (int k = 0; k < ctx.world; k++) {
       const int p = (ctx.rank + k) % ctx.world;
-      irisgen::copy(irisgen::peer_ptr(ctx, (float*)irisgen_a.t_output, (p)), in, n);
+      irisgen::copy(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_output, (p)), in, n);
     }
   }
   // The stores are published.

@@ -33,8 +33,8 @@ irisgen_halo_exchange_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_halo_exchang
   const int left = (ctx.rank + ctx.world - 1) % ctx.world;
   const int right = (ctx.rank + 1) % ctx.world;
   const T* send = ((const irisgen_bf16*)irisgen_a.t_send);
-  T* to_left = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_recv, (left)) + h;   // the left neighbour's recv[1]
-  T* to_right = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_recv, (right));     // the right neighbour's recv[0]
+  T* to_left = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_recv, (left)) + h;   // the left neighbour's recv[1]
+  T* to_right = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_recv, (right));     // the right neighbour's recv[0]
   if (!irisgen::barrier(ctx)) return;
   irisgen::copy(to_left, send, h);
   irisgen::copy(to_right, send + h, h);
@@ -53,8 +53,8 @@ irisgen_halo_exchange_push_f16(const IRISGEN_GRID_CONSTANT irisgen_halo_exchange
   const int left = (ctx.rank + ctx.world - 1) % ctx.world;
   const int right = (ctx.rank + 1) % ctx.world;
   const T* send = ((const irisgen_f16*)irisgen_a.t_send);
-  T* to_left = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_recv, (left)) + h;   // the left neighbour's recv[1]
-  T* to_right = irisgen::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_recv, (right));     // the right neighbour's recv[0]
+  T* to_left = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_recv, (left)) + h;   // the left neighbour's recv[1]
+  T* to_right = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_recv, (right));     // the right neighbour's recv[0]
   if (!irisgen::barrier(ctx)) return;
   irisgen::copy(to_left, send, h);
   irisgen::copy(to_right, send + h, h);
@@ -73,8 +73,8 @@ irisgen_halo_exchange_push_f32(const IRISGEN_GRID_CONSTANT irisgen_halo_exchange
   const int left = (ctx.rank + ctx.world - 1) % ctx.world;
   const int right = (ctx.rank + 1) % ctx.world;
   const T* send = ((const float*)irisgen_a.t_send);
-  T* to_left = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_recv, (left)) + h;   // the left neighbour's recv[1]
-  T* to_right = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_recv, (right));     // the right neighbour's recv[0]
+  T* to_left = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_recv, (left)) + h;   // the left neighbour's recv[1]
+  T* to_right = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_recv, (right));     // the right neighbour's recv[0]
   if (!irisgen::barrier(ctx)) return;
   irisgen::copy(to_left, send, h);
   irisgen::copy(to_right, send + h, h);
@@ -95,8 +95,8 @@ irisgen_halo_exchange_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_halo_exchang
   const int left = (ctx.rank + ctx.world - 1) % ctx.world;
   const int right = (ctx.rank + 1) % ctx.world;
   T* recv = ((irisgen_bf16*)irisgen_a.t_recv);
-  const T* from_left = irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_send, (left)) + h;  // the left neighbour's send[1]
-  const T* from_right = irisgen::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_send, (right));    // the right neighbour's send[0]
+  const T* from_left = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_send, (left)) + h;  // the left neighbour's send[1]
+  const T* from_right = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_send, (right));    // the right neighbour's send[0]
   if (!irisgen::barrier(ctx)) return;
   irisgen::copy(recv, from_left, h);
   irisgen::copy(recv + h, from_right, h);
@@ -115,8 +115,8 @@ irisgen_halo_exchange_pull_f16(const IRISGEN_GRID_CONSTANT irisgen_halo_exchange
   const int left = (ctx.rank + ctx.world - 1) % ctx.world;
   const int right = (ctx.rank + 1) % ctx.world;
   T* recv = ((irisgen_f16*)irisgen_a.t_recv);
-  const T* from_left = irisgen::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_send, (left)) + h;  // the left neighbour's send[1]
-  const T* from_right = irisgen::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_send, (right));    // the right neighbour's send[0]
+  const T* from_left = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_send, (left)) + h;  // the left neighbour's send[1]
+  const T* from_right = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_send, (right));    // the right neighbour's send[0]
   if (!irisgen::barrier(ctx)) return;
   irisgen::copy(recv, from_left, h);
   irisgen::copy(recv + h, from_right, h);
@@ -135,8 +135,8 @@ irisgen_halo_exchange_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_halo_exchange
   const int left = (ctx.rank + ctx.world - 1) % ctx.world;
   const int right = (ctx.rank + 1) % ctx.world;
   T* recv = ((float*)irisgen_a.t_recv);
-  const T* from_left = irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_send, (left)) + h;  // the left neighbour's send[1]
-  const T* from_right = irisgen::peer_ptr(ctx, (const float*)irisgen_a.t_send, (right));    // the right neighbour's send[0]
+  const T* from_left = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_send, (left)) + h;  // the left neighbour's send[1]
+  const T* from_right = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_send, (right));    // the right neighbour's send[0]
   if (!irisgen::barrier(ctx)) return;
   irisgen::copy(recv, from_left, h);
   irisgen::copy(recv + h, from_right, h);

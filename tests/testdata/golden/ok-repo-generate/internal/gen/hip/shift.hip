@@ -29,7 +29,7 @@ irisgen_shift_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_shift_args irisgen_a
   [&]() {
   const int64_t n = irisgen_a.s_n;
   const int next = (ctx.rank + 1) % ctx.world;
-  T* out = irisgen::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (next));
+  T* out = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (next));
   if (!irisgen::barrier(ctx)) return;
   irisgen::copy(out, ((const irisgen_bf16*)irisgen_a.t_input), n);
   if (!irisgen::barrier(ctx)) return;
@@ -45,7 +45,7 @@ irisgen_shift_push_f32(const IRISGEN_GRID_CONSTANT irisgen_shift_args irisgen_a)
   [&]() {
   const int64_t n = irisgen_a.s_n;
   const int next = (ctx.rank + 1) % ctx.world;
-  T* out = irisgen::peer_ptr(ctx, (float*)irisgen_a.t_output, (next));
+  T* out = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_output, (next));
   if (!irisgen::barrier(ctx)) return;
   irisgen::copy(out, ((const float*)irisgen_a.t_input), n);
   if (!irisgen::barrier(ctx)) return;

@@ -1,0 +1,199 @@
+package hipemit
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"text/template"
+	"text/template/parse"
+
+	"github.com/irisgen/irisgen/internal/ir"
+)
+
+// A template is rendered with its source mapped: every node of its parse
+// trees is preceded by a marker holding the node's byte offset in the
+// template, and every helper returns a placeholder instead of its C
+// expansion. From the raw output, resolve builds
+//   - the kernel text, placeholders replaced by the helpers' expansions;
+//   - the template's own text, with each byte's offset in the template:
+//     what the template wrote (literally, or assembled through template
+//     functions) as opposed to what the helpers wrote, for the bypass
+//     checks (bypass.go), which so look at the RENDERED text and can say
+//     where in the template it came from;
+//   - the helpers whose expansions reach the kernel, each with the offset
+//     of its action, from which the accesses are recorded: a helper called
+//     but not printed grants nothing.
+//
+// The markers are control characters that C source does not hold; a
+// template that prints one itself is refused.
+const (
+	markText    = '\x01' // \x01 T <offset> \x02: the next bytes are a text node's, from offset on
+	markAction  = 'A'    // \x01 A <offset> \x02: the next bytes come from the action at offset
+	markEnd     = '\x02'
+	markHelper  = '\x03' // \x03 <call> \x04: the expansion of helper call <call>
+	markHelpEnd = '\x04'
+)
+
+// helperCall is one call of a helper during a render.
+type helperCall struct {
+	expansion string // C text that goes into the kernel
+	tensor    string // tensor it reaches, "" for none
+	access    ir.Access
+	// arg is the C expression the template passed (a peer's rank), checked
+	// as the template's own text.
+	arg string
+	// readOnly: a pointer through which the kernel may not write.
+	readOnly bool
+	// meets: the call meets the peers (barrier, sync, grid_sync).
+	meets bool
+}
+
+// placeholder is what a helper returns to the template engine.
+func (h *helpers) placeholder(c helperCall) string {
+	h.calls = append(h.calls, c)
+	return fmt.Sprintf("%c%d%c", markHelper, len(h.calls)-1, markHelpEnd)
+}
+
+// instrument puts a position marker before every node of every tree of t.
+func instrument(t *template.Template) {
+	for _, tt := range t.Templates() {
+		if tt.Tree != nil {
+			markList(tt.Tree.Root)
+		}
+	}
+}
+
+func markList(l *parse.ListNode) {
+	if l == nil {
+		return
+	}
+	if len(l.Nodes) == 0 {
+		// An empty body still prints a marker per iteration, so that the
+		// output limit bounds every loop, even {{range 100000000000}}{{end}}.
+		l.Nodes = []parse.Node{&parse.TextNode{NodeType: parse.NodeText, Pos: l.Pos, Text: []byte{markText, markAction, '0', markEnd}}}
+		return
+	}
+	nodes := make([]parse.Node, 0, 2*len(l.Nodes))
+	for _, n := range l.Nodes {
+		kind := byte(markAction)
+		if _, text := n.(*parse.TextNode); text {
+			kind = 'T'
+		}
+		marker := fmt.Sprintf("%c%c%d%c", markText, kind, n.Position(), markEnd)
+		nodes = append(nodes, &parse.TextNode{NodeType: parse.NodeText, Pos: n.Position(), Text: []byte(marker)})
+		nodes = append(nodes, n)
+		switch n := n.(type) {
+		case *parse.IfNode:
+			markList(n.List)
+			markList(n.ElseList)
+		case *parse.RangeNode:
+			if n.List == nil {
+				n.List = &parse.ListNode{NodeType: parse.NodeList, Pos: n.Pos}
+			}
+			markList(n.List)
+			markList(n.ElseList)
+		case *parse.WithNode:
+			markList(n.List)
+			markList(n.ElseList)
+		}
+	}
+	l.Nodes = nodes
+}
+
+// rendered is one resolved render.
+type rendered struct {
+	text string // the kernel text
+	own  []byte // the template's own text; helper calls appear as $h<call>(<arg>)
+	at   []int  // offset in the template of each byte of own
+	uses []use  // helper calls that reach the kernel text, in order
+	bad  []int  // offsets of control characters the template printed
+}
+
+// use is one helper call whose expansion is in the kernel text.
+type use struct {
+	call int
+	at   int // offset of its action in the template
+}
+
+// resolve turns the raw output of an instrumented render into a rendered.
+func resolve(raw string, calls []helperCall) rendered {
+	var r rendered
+	var text strings.Builder
+	pos, inText := 0, false
+	own := func(b byte, at int) {
+		r.own = append(r.own, b)
+		r.at = append(r.at, at)
+	}
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch c {
+		case markText:
+			if end := strings.IndexByte(raw[i:], markEnd); end > 2 {
+				if off, err := strconv.Atoi(raw[i+2 : i+end]); err == nil && (raw[i+1] == 'T' || raw[i+1] == markAction) {
+					pos, inText = off, raw[i+1] == 'T'
+					i += end
+					continue
+				}
+			}
+		case markHelper:
+			if end := strings.IndexByte(raw[i:], markHelpEnd); end > 1 {
+				if n, err := strconv.Atoi(raw[i+1 : i+end]); err == nil && n >= 0 && n < len(calls) {
+					call := calls[n]
+					text.WriteString(call.expansion)
+					r.uses = append(r.uses, use{call: n, at: pos})
+					for _, b := range []byte(fmt.Sprintf("$h%d(%s)", n, call.arg)) {
+						own(b, pos)
+					}
+					i += end
+					continue
+				}
+			}
+		}
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v' {
+			r.bad = append(r.bad, pos)
+		}
+		text.WriteByte(c)
+		own(c, pos)
+		if inText {
+			pos++
+		}
+	}
+	r.text = text.String()
+	return r
+}
+
+// lineCol turns a byte offset of src into a 1-based line and column (in
+// runes, as editors count).
+func lineCol(src string, off int) (line, col int) {
+	if off > len(src) {
+		off = len(src)
+	}
+	before := src[:off]
+	line = 1 + strings.Count(before, "\n")
+	col = 1 + len([]rune(before[strings.LastIndexByte(before, '\n')+1:]))
+	return line, col
+}
+
+// maxValue bounds a string the template functions make: text/template's
+// own printf, print, println and escapers could otherwise double a string
+// in a loop until memory runs out.
+const maxValue = 1 << 20
+
+// boundedBuiltins replace those functions with ones that refuse results
+// over maxValue.
+func boundedBuiltins() template.FuncMap {
+	check := func(name, s string) (string, error) {
+		if len(s) > maxValue {
+			return "", fmt.Errorf("%s makes a string of %d bytes; template values are at most 1 MiB", name, len(s))
+		}
+		return s, nil
+	}
+	return template.FuncMap{
+		"printf":   func(f string, a ...any) (string, error) { return check("printf", fmt.Sprintf(f, a...)) },
+		"print":    func(a ...any) (string, error) { return check("print", fmt.Sprint(a...)) },
+		"println":  func(a ...any) (string, error) { return check("println", fmt.Sprintln(a...)) },
+		"html":     func(a ...any) (string, error) { return check("html", template.HTMLEscaper(a...)) },
+		"js":       func(a ...any) (string, error) { return check("js", template.JSEscaper(a...)) },
+		"urlquery": func(a ...any) (string, error) { return check("urlquery", template.URLQueryEscaper(a...)) },
+	}
+}
