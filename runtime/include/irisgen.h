@@ -603,16 +603,25 @@ IRISGEN_DEV void chunk_part(int64_t n, int c, int parts, int64_t* lo, int64_t* h
   *hi = z;
 }
 
-// block_part is block b's share of [lo, hi): chunk b of gridDim.x (see
-// chunk_part), so contiguous, a multiple of 16 bytes long except at the
-// end, and the same on every rank for the same arguments. Kernels whose
-// blocks meet through per-block barriers partition with it, so block b of
-// every rank touches the same elements.
+// block_part is block b's share of [lo, hi): contiguous, a multiple of 16
+// bytes long except at the end, and the same on every rank for the same
+// arguments. Kernels whose blocks meet through per-block barriers partition
+// with it, so block b of every rank touches the same elements. It computes
+// the share itself rather than through chunk_part: written that way
+// (29b7428), nvcc split the ring all_reduce's 16-byte stores into two 8-byte
+// ones (ST/STG.E.128 in its f16/bf16 kernels: 44 before, 0 after, in nvcc
+// 11.8's SASS) and the ring got 13-16% slower on 2x H200 (A/B in one run).
+// tests/sass_test.go keeps them 16 bytes wide where nvcc is installed.
 template <typename T>
 IRISGEN_DEV void block_part(int64_t lo, int64_t hi, int64_t* b_lo, int64_t* b_hi) {
-  chunk_part<T>(hi > lo ? hi - lo : 0, blockIdx.x, gridDim.x, b_lo, b_hi);
-  *b_lo += lo;
-  *b_hi += lo;
+  const int64_t n = hi > lo ? hi - lo : 0;
+  const int64_t N = vec<T>::N;
+  const int64_t per = ((n + gridDim.x - 1) / gridDim.x + N - 1) / N * N;
+  int64_t a = lo + per * (int64_t)blockIdx.x, z = a + per;
+  if (a > hi) a = hi;
+  if (z > hi) z = hi;
+  *b_lo = a;
+  *b_hi = z;
 }
 
 // ------------------------------------------------------- reductions ----
