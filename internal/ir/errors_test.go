@@ -974,7 +974,7 @@ variants:
     : 1
 `,
 		want: []string{
-			"3:1: error: unknown key \"base\" at the top level (expected one of: name, summary, dtypes, ops, sizes, tensors, variants)",
+			"3:1: error: unknown key \"base\" at the top level (expected one of: name, summary, dtypes, ops, sizes, params, tensors, variants)",
 			"5:3: error: variant \"v\" has no template; add template: <name> for the file templates/<name>.hip.tmpl",
 			"6:5: error: merge keys (<<) are not supported; write the keys out",
 			"7:7: error: a key must be a plain name, found a list",

@@ -26,7 +26,7 @@ func FuzzTemplate(f *testing.F) {
 			f.Add(string(b))
 		}
 	}
-	c, err := ir.Compile("ag.yaml", []byte(spec), fstest.MapFS{"t.hip.tmpl": {Data: []byte("x")}})
+	c, err := ir.Compile("ag.yaml", []byte(agSpec), fstest.MapFS{"t.hip.tmpl": {Data: []byte("x")}})
 	if err != nil {
 		f.Fatal(err)
 	}
