@@ -936,7 +936,7 @@ variants: {}
 		src: `- name: ag
 `,
 		want: []string{
-			"1:1: error: a spec must be a mapping with the keys name, summary, dtypes, ops, sizes, tensors, variants; found a list",
+			"1:1: error: a spec must be a mapping with the keys name, summary, dtypes, ops, sizes, params, tensors, variants; found a list",
 		},
 	},
 	{
