@@ -12,6 +12,7 @@ type Entry struct {
 	DTypes     []DType      // empty: no data type
 	Ops        []string     // empty: does not reduce
 	Sizes      []string     // size parameters, in order
+	Params     []ParamDesc  // launch parameters, in launch order (AnyPlan.LaunchParams)
 	Tensors    []TensorInfo // user tensors, in launch order
 	// Barriers are the modes a launch may ask for (default first);
 	// Capturable those that may be captured.
@@ -33,6 +34,9 @@ type TensorInfo struct {
 	IndexDTypes []DType
 	// Optional: a launch may pass the zero Tensor to leave it out.
 	Optional bool
+	// Owner, when set, is the rank parameter whose rank alone uses the
+	// tensor; the other ranks may pass the zero Tensor.
+	Owner string
 	// Remote reports whether peers touch it (placement import or heap).
 	Remote bool
 	// Heap reports whether it must be on the heap (peers write it).
@@ -56,12 +60,12 @@ func (t *Table) Entries() []Entry {
 		}
 		for vi := range c.Variants {
 			v := &c.Variants[vi]
-			e := Entry{Collective: c.Name, Variant: v.Name, DTypes: c.DTypes, Ops: c.Ops, Sizes: sizes,
+			e := Entry{Collective: c.Name, Variant: v.Name, DTypes: c.DTypes, Ops: c.Ops, Sizes: sizes, Params: c.Params,
 				Barriers: v.Barriers, Capturable: v.Capturable, v: v}
 			for _, ti := range c.user {
 				td := &c.Tensors[ti]
 				e.Tensors = append(e.Tensors, TensorInfo{Name: td.Name, Dir: td.Dir, Shape: c.ShapeString(td.Shape),
-					DType: td.DType, IndexDTypes: td.Index, Optional: td.Optional,
+					DType: td.DType, IndexDTypes: td.Index, Optional: td.Optional, Owner: td.Owner,
 					Remote: v.Uses[ti] >= UseImport, Heap: v.Uses[ti] == UseHeap, shape: td.Shape})
 			}
 			out = append(out, e)
