@@ -221,6 +221,8 @@ func (h *helpers) param(name string) (string, error) {
 		e = "((int)" + e + ")"
 	case ir.ParamF32:
 		e = "((float)" + e + ")"
+	default:
+		e = "(" + e + ")"
 	}
 	return h.placeholder(helperCall{expansion: e, param: name}), nil
 }

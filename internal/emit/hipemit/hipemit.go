@@ -118,24 +118,25 @@ func (e *emitter) fileHeader(b *bytes.Buffer) {
 	b.WriteString("// refuses a code object whose hash differs from its wrapper's.\n\n")
 	b.WriteString("#include \"irisgen.h\"\n\n")
 	fmt.Fprintf(b, "extern \"C\" __device__ const char %s[] = %q;\n\n", ir.SpecHashSymbol(c.Name), c.SpecHash)
-	b.WriteString("// Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in\n")
-	b.WriteString("// spec order, one int64 per size symbol")
+	args := "Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in spec order, one int64 per size symbol"
 	if len(c.Params) > 0 {
-		b.WriteString(", one 8-byte value per launch\n// parameter")
+		args += ", one 8-byte value per launch parameter"
 	}
 	for _, t := range c.Tensors {
 		if len(t.IndexDTypes) > 0 {
-			b.WriteString(", then the element bytes of each\n// tensor that may come in several index types")
+			args += ", then the element bytes of each tensor that may come in several index types"
 			break
 		}
 	}
 	for _, t := range c.Tensors {
 		if t.Ranks != "" {
-			b.WriteString(", then the address slots of each\n// tensor that only one rank passes")
+			args += ", then the address slots of each tensor that only one rank passes"
 			break
 		}
 	}
-	b.WriteString(".\n")
+	for _, l := range wrap(args+".", 75) {
+		fmt.Fprintf(b, "// %s\n", l)
+	}
 	fmt.Fprintf(b, "struct %s {\n  irisgen_ctx ctx;\n", ArgsStruct(c))
 	for _, t := range c.Tensors {
 		only := ""
@@ -398,15 +399,15 @@ func exchangePrologue(v *ir.Variant) string {
 			continue
 		}
 		t := u.Tensor
-		fmt.Fprintf(&b, "    // %s is passed on rank %s only: tell every rank where it is.\n", t.Name, t.Ranks)
-		fmt.Fprintf(&b, "    if (ctx.rank == (int)%s.p_%s && threadIdx.x < (unsigned)ctx.world)\n", ArgsName, t.Ranks)
-		fmt.Fprintf(&b, "      irisgen::detail::peer_ptr(ctx, (uint64_t*)%s.%s, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)%s.%s - ctx.base[ctx.rank];\n",
+		fmt.Fprintf(&b, "  // %s is passed on rank %s only: tell every rank where it is.\n", t.Name, t.Ranks)
+		fmt.Fprintf(&b, "  if (ctx.rank == (int)%s.p_%s && threadIdx.x < (unsigned)ctx.world)\n", ArgsName, t.Ranks)
+		fmt.Fprintf(&b, "    irisgen::detail::peer_ptr(ctx, (uint64_t*)%s.%s, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)%s.%s - ctx.base[ctx.rank];\n",
 			ArgsName, SlotField(t), ArgsName, TensorField(t))
 	}
 	if b.Len() == 0 {
 		return ""
 	}
-	b.WriteString("    if (!irisgen::sync(ctx)) return;\n")
+	b.WriteString("  if (!irisgen::sync(ctx)) return;\n")
 	return b.String()
 }
 
