@@ -121,7 +121,7 @@ variants:
 	},
 	{
 		name: "too many parameters",
-		src: "name: ag\nsummary: s\nparams: {" + strings.Repeat("p, ", 0) + manyParams(17) + "}\nvariants: {v: {template: t_a}}\n",
+		src:  "name: ag\nsummary: s\nparams: {" + manyParams(17) + "}\nvariants: {v: {template: t_a}}\n",
 		want: []string{
 			"3:" + fmt.Sprint(10+len(manyParams(16))+2) + ": error: the spec has 17 params; a collective may have at most 16 (each is a kernel argument and a parameter of Launch)",
 		},
