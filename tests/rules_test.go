@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/irisgen/irisgen/generated/collectives"
+	"github.com/irisgen/irisgen/internal/probe"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
 	"github.com/irisgen/irisgen/runtime/irisrt"
@@ -417,5 +418,40 @@ func TestMissingKernelsNameTheCommand(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q lacks %q", err, want)
 		}
+	}
+}
+
+// TestProbeOnFake runs the capture probe's plumbing for the collectives
+// with parameters on the fake platform (which runs no kernel: outputs stay
+// poisoned, so eager and replay agree): every capture with both sets of
+// parameters, the ranks that do not use a tensor passing the zero Tensor,
+// is made and replayed without an error.
+func TestProbeOnFake(t *testing.T) {
+	p := fakegpu.New(2)
+	w := fakeWorld(t, 2, p, fakeKernels(p))
+	results := make([][]probe.Result, 2)
+	err := w.Run(func(r *irisrt.Rank) error {
+		var err error
+		results[r.Rank()], err = probe.RunRank(r, probe.Config{N: 7, Replays: 2,
+			Collectives: []string{"broadcast", "reduce", "gather", "scatter", "send_recv", "shift"}})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := map[string]bool{}
+	for _, res := range results[0] {
+		if res.Failed || (res.Claimed && res.Replays != 2) {
+			t.Errorf("%s/%s %s %s: %+v", res.Collective, res.Variant, res.Params, res.Mode, res)
+		}
+		params[res.Collective+" "+res.Params] = true
+	}
+	for _, want := range []string{"broadcast root=0", "broadcast root=1", "send_recv src=0 dst=1", "send_recv src=1 dst=0", "shift offset=1", "shift offset=-1"} {
+		if !params[want] {
+			t.Errorf("no probe of %s", want)
+		}
+	}
+	if len(results[0]) != 2*3*12 {
+		t.Errorf("%d results, want 72 (12 variants, 3 modes, 2 sets of parameters)", len(results[0]))
 	}
 }
