@@ -34,9 +34,9 @@ type Result struct {
 	Collective, Variant string
 	Mode                irisrt.Barrier
 	Params              string // the launch parameters captured, e.g. "root=1"; "" for none
-	Claimed             bool // the generator's derived claim
-	Captured            bool // the launch was captured into a graph
-	Replays             int  // replays validated
+	Claimed             bool   // the generator's derived claim
+	Captured            bool   // the launch was captured into a graph
+	Replays             int    // replays validated
 	Reason              string
 	Failed              bool // the claim did not hold
 }
