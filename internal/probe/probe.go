@@ -142,27 +142,13 @@ func cases(cfg Config, world int) []probeCase {
 }
 
 // paramSets are the two sets of parameter values a variant with
-// parameters is captured with: rank parameter i is i (then i+1) mod world,
-// an int its least value from 1 (then from -1), an f32 1 (then 0.5); one
-// empty set for a variant without parameters.
+// parameters is captured with (Entry.SampleParams 0 and 1), one empty set
+// for a variant without parameters.
 func paramSets(e collectives.Entry, world int) [][]irisrt.Param {
 	if len(e.Params) == 0 {
 		return [][]irisrt.Param{nil}
 	}
-	sets := make([][]irisrt.Param, 2)
-	for k := range sets {
-		for i, d := range e.Params {
-			switch d.Kind {
-			case irisrt.ParamRank:
-				sets[k] = append(sets[k], irisrt.IntParam(int64((i+k)%world)))
-			case irisrt.ParamInt:
-				sets[k] = append(sets[k], irisrt.IntParam(min(max([]int64{1, -1}[k], d.Min), d.Max)))
-			default:
-				sets[k] = append(sets[k], irisrt.F32Param([]float32{1, 0.5}[k]))
-			}
-		}
-	}
-	return sets
+	return [][]irisrt.Param{e.SampleParams(world, 0), e.SampleParams(world, 1)}
 }
 
 // paramText names the values of ps, e.g. "src=0 dst=1".
@@ -172,22 +158,6 @@ func paramText(e collectives.Entry, ps []irisrt.Param) string {
 		parts[i] = e.Params[i].Name + "=" + p.String()
 	}
 	return strings.Join(parts, " ")
-}
-
-// passed is what rank r passes for ts: the zero Tensor for a tensor only
-// another rank uses.
-func passed(r *irisrt.Rank, e collectives.Entry, ts []irisrt.Tensor, ps []irisrt.Param) []irisrt.Tensor {
-	out := slices.Clone(ts)
-	for i, ti := range e.Tensors {
-		if ti.Owner == "" {
-			continue
-		}
-		j := slices.IndexFunc(e.Params, func(d irisrt.ParamDesc) bool { return d.Name == ti.Owner })
-		if ps[j].Int() != int64(r.Rank()) {
-			out[i] = irisrt.Tensor{}
-		}
-	}
-	return out
 }
 
 // merge keeps the worst rank's result.
@@ -235,7 +205,8 @@ func probe(r *irisrt.Rank, c probeCase, cfg Config) Result {
 		return fail("%v", err)
 	}
 	defer free()
-	launch := func() error { return p.LaunchParams(s, passed(r, e, ts, ps), ps, mode) }
+	passed := e.TensorsFor(r.Rank(), ts, ps)
+	launch := func() error { return p.LaunchParams(s, passed, ps, mode) }
 	exec, res, ok := capture(r, res, launch)
 	if !ok {
 		return res

@@ -368,3 +368,22 @@ func TestOwnedTableRules(t *testing.T) {
 	assert.Equal(t, "dst", e.Tensors[1].Owner)
 	assert.Empty(t, e.Tensors[2].Owner)
 }
+
+// TestSampleParams: tools' sample values of every kind, and what a rank
+// passes for them.
+func TestSampleParams(t *testing.T) {
+	e, ok := rootedTable("example.com/"+t.Name()).Lookup("rooted", "pull")
+	require.True(t, ok)
+	assert.Equal(t, []Param{IntParam(0), IntParam(1), F32Param(1), IntParam(1), IntParam(1)}, e.SampleParams(2, 0))
+	assert.Equal(t, []Param{IntParam(1), IntParam(1), F32Param(0.5), IntParam(0), IntParam(-1)}, e.SampleParams(2, 1), "k's range starts at 1")
+	assert.Equal(t, []Param{IntParam(1), IntParam(1), F32Param(0.5), IntParam(0), IntParam(-1)}, e.SampleParams(4, 1))
+	ts := []Tensor{{Ptr: 1, DType: F32, Len: 1}, {Ptr: 2, DType: F32, Len: 1}, {Ptr: 3, DType: F32, Len: 1}}
+	ps := e.SampleParams(2, 0) // root 0, dst 1
+	assert.Equal(t, []Tensor{ts[0], {}, ts[2]}, e.TensorsFor(0, ts, ps), "rank 0 is the root, not dst")
+	assert.Equal(t, []Tensor{{}, ts[1], ts[2]}, e.TensorsFor(1, ts, ps))
+	assert.Equal(t, []Tensor{{Ptr: 1, DType: F32, Len: 1}, {Ptr: 2, DType: F32, Len: 1}, {Ptr: 3, DType: F32, Len: 1}}, ts, "ts is not changed")
+	d, ok := demoTable("example.com/"+t.Name()+"/demo").Lookup("demo", "push")
+	require.True(t, ok)
+	assert.Nil(t, d.SampleParams(2, 0))
+	assert.Equal(t, ts, d.TensorsFor(1, ts, nil))
+}
