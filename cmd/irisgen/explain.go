@@ -39,13 +39,15 @@ Examples:
 		Summary: "show a collective's derived rules: placement, aliasing, barriers, capture, kernels",
 		Usage:   "explain [-config FILE] [-specs DIR] [-templates DIR] NAME",
 		Help: `
-Explain prints, for every variant of collective NAME, a table of its tensors
-(direction, shape, access, the placement rule the Go wrapper enforces, the
+Explain prints the launch parameters of collective NAME with their ranges,
+and for every variant a table of its tensors (direction, shape, the rank
+that alone uses it, access, the placement rule the Go wrapper enforces, the
 aliasing rule), the barrier modes (default first), whether each mode can be
 captured in a GPU graph and why not, the launch shape and the kernels.
 
 Examples:
   irisgen explain all_gather
+  irisgen explain broadcast
   irisgen explain -specs specs my_collective`,
 		Run: runExplain,
 	})
