@@ -121,46 +121,42 @@ func boolInt(b bool) int {
 	return 0
 }
 
-type rootLaunch interface {
+// bound is a plan of p whose launch passes the parameters launch reads
+// from args.
+func bound[P interface{ Close() error }](p P, err error, launch func(s gpu.Stream, in, out irisrt.Tensor, a args, m irisrt.Barrier) error) (pplan, error) {
+	if err != nil {
+		return pplan{}, err
+	}
+	return pplan{launch, p.Close}, nil
+}
+
+// rootPlan, pairPlan and shiftPlan bind the generated plans of the rooted
+// collectives, of send_recv and of shift.
+func rootPlan[P interface {
 	Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error
 	Close() error
-}
-
-func rootPlan[P rootLaunch](p P, err error) (pplan, error) {
-	if err != nil {
-		return pplan{}, err
-	}
-	return pplan{func(s gpu.Stream, in, out irisrt.Tensor, a args, m irisrt.Barrier) error {
+}](p P, err error) (pplan, error) {
+	return bound(p, err, func(s gpu.Stream, in, out irisrt.Tensor, a args, m irisrt.Barrier) error {
 		return p.Launch(s, in, out, a.root, m)
-	}, p.Close}, nil
+	})
 }
 
-type pairLaunch interface {
+func pairPlan[P interface {
 	Launch(s gpu.Stream, input, output irisrt.Tensor, src, dst int, mode irisrt.Barrier) error
 	Close() error
-}
-
-func pairPlan[P pairLaunch](p P, err error) (pplan, error) {
-	if err != nil {
-		return pplan{}, err
-	}
-	return pplan{func(s gpu.Stream, in, out irisrt.Tensor, a args, m irisrt.Barrier) error {
+}](p P, err error) (pplan, error) {
+	return bound(p, err, func(s gpu.Stream, in, out irisrt.Tensor, a args, m irisrt.Barrier) error {
 		return p.Launch(s, in, out, a.src, a.dst, m)
-	}, p.Close}, nil
+	})
 }
 
-type shiftLaunch interface {
+func shiftPlan[P interface {
 	Launch(s gpu.Stream, input, output irisrt.Tensor, offset int64, mode irisrt.Barrier) error
 	Close() error
-}
-
-func shiftPlan[P shiftLaunch](p P, err error) (pplan, error) {
-	if err != nil {
-		return pplan{}, err
-	}
-	return pplan{func(s gpu.Stream, in, out irisrt.Tensor, a args, m irisrt.Barrier) error {
+}](p P, err error) (pplan, error) {
+	return bound(p, err, func(s gpu.Stream, in, out irisrt.Tensor, a args, m irisrt.Barrier) error {
 		return p.Launch(s, in, out, a.offset, m)
-	}, p.Close}, nil
+	})
 }
 
 func broadcastRef(in func(int) []float32, _, _ int, _ string, _, i int64, a args) float32 {
