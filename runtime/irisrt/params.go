@@ -113,11 +113,11 @@ type ParamError struct {
 
 func (e *ParamError) Error() string {
 	if want := map[ParamKind]ParamKind{ParamRank: ParamInt, ParamInt: ParamInt, ParamF32: ParamF32}[e.Kind]; e.Value.kind != want {
-		make := "irisrt.IntParam"
+		ctor := "irisrt.IntParam"
 		if want == ParamF32 {
-			make = "irisrt.F32Param"
+			ctor = "irisrt.F32Param"
 		}
-		return fmt.Sprintf("%s: parameter %s is %s, but the launch passed %s: pass %s(...)", e.Op, e.Name, e.Kind, e.Value.describe(), make)
+		return fmt.Sprintf("%s: parameter %s is %s, but the launch passed %s: pass %s(...)", e.Op, e.Name, e.Kind, e.Value.describe(), ctor)
 	}
 	return fmt.Sprintf("%s: parameter %s = %s is out of range: the launch accepts %s", e.Op, e.Name, e.Value, e.Range)
 }
