@@ -28,7 +28,8 @@
 //   - A launch never allocates, never copies between host and device and never waits on the host, so
 //     it can be captured in a graph, except in barrier mode host (stream synchronise and CPU
 //     rendezvous before and after the kernel), which is refused while the stream captures
-//     (*irisrt.CaptureError).
+//     (*irisrt.CaptureError). A captured launch replays the parameters it was captured with: capture
+//     again for other values.
 //   - <Collective>(r, s, variant, ...) does the same through the rank's plan cache: the first call
 //     with a variant, dtype, op and sizes makes the plan (collectively), later calls reuse it; it
 //     refuses to make a plan while s captures.

@@ -325,7 +325,8 @@ func docFile(cs []*ir.Collective, o options) *jen.File {
 			"launches the kernel.",
 		"A launch never allocates, never copies between host and device and never waits on the host, so it can be captured " +
 			"in a graph, except in barrier mode host (stream synchronise and CPU rendezvous before and after the kernel), which " +
-			"is refused while the stream captures (*irisrt.CaptureError).",
+			"is refused while the stream captures (*irisrt.CaptureError). A captured launch replays the parameters it was " +
+			"captured with: capture again for other values.",
 		"<Collective>(r, s, variant, ...) does the same through the rank's plan cache: the first call with a variant, dtype, " +
 			"op and sizes makes the plan (collectively), later calls reuse it; it refuses to make a plan while s captures.",
 		"Catalogue lists every variant with a generic constructor, for tools that pick variants at run time.",
