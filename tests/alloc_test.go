@@ -70,6 +70,10 @@ func TestLaunchPathDoesNotAllocate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bcast, err := collectives.NewBroadcastPullPlan(r, irisrt.BF16, n)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// MoE dispatch: t=4 tokens of h=8, k=2, e=4 experts, cap=8.
 	tokens, ids, wts := heap(irisrt.BF16, 4*8), heap(irisrt.I32, 4*2), heap(irisrt.F32, 4*2)
 	rt, rid, rw, rs, rc := heap(irisrt.BF16, 8*8), heap(irisrt.I64, 8), heap(irisrt.F32, 8), heap(irisrt.I64, 8), heap(irisrt.I64, 1)
@@ -77,6 +81,15 @@ func TestLaunchPathDoesNotAllocate(t *testing.T) {
 		"typed Launch":         func() error { return push.Launch(s, in, out, irisrt.BarrierDevice) },
 		"typed Launch, staged": func() error { return pull.Launch(s, offIn, out, irisrt.BarrierDevice) },
 		"no tensors":           func() error { return bar.Launch(s, irisrt.BarrierDevice) },
+		"typed Launch, a parameter and a one-rank tensor, staged": func() error {
+			return bcast.Launch(s, offIn, out.Slice(0, n), 0, irisrt.BarrierDevice)
+		},
+		"Shift, an int parameter": func() error {
+			return collectives.Shift(r, s, collectives.ShiftPull, irisrt.BF16, offIn, out, 1, irisrt.BarrierDevice)
+		},
+		"SendRecv, two rank parameters, n given": func() error {
+			return collectives.SendRecv(r, s, collectives.SendRecvPush, irisrt.BF16, n, in, out, 0, 0, irisrt.BarrierNone)
+		},
 		"AllGather": func() error {
 			return collectives.AllGather(r, s, collectives.AllGatherPull, irisrt.BF16, offIn, out, irisrt.BarrierDevice)
 		},
@@ -107,7 +120,7 @@ func TestLaunchPathDoesNotAllocate(t *testing.T) {
 	if dev.copies == 0 {
 		t.Error("the staged launches copied nothing")
 	}
-	if got := r.PlanCache().Len(); got != 4 {
-		t.Errorf("%d cached plans, want 4 (one per convenience call)", got)
+	if got := r.PlanCache().Len(); got != 6 {
+		t.Errorf("%d cached plans, want 6 (one per convenience call)", got)
 	}
 }

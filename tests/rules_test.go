@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/irisgen/irisgen/generated/collectives"
+	"github.com/irisgen/irisgen/internal/probe"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
 	"github.com/irisgen/irisgen/runtime/irisrt"
@@ -61,6 +63,24 @@ func entrySizes(e collectives.Entry) []int64 {
 	return sizes
 }
 
+// entryParams are e's parameters for a launch: rank parameters 0 (so rank
+// 0 owns every tensor only one rank uses), int parameters their least
+// value (at least 1), f32 ones 1.
+func entryParams(e collectives.Entry) []irisrt.Param {
+	ps := make([]irisrt.Param, len(e.Params))
+	for i, d := range e.Params {
+		switch d.Kind {
+		case irisrt.ParamRank:
+			ps[i] = irisrt.IntParam(0)
+		case irisrt.ParamInt:
+			ps[i] = irisrt.IntParam(min(max(1, d.Min), d.Max))
+		default:
+			ps[i] = irisrt.F32Param(1)
+		}
+	}
+	return ps
+}
+
 // otherDType is a dtype a tensor of ti may not have.
 func otherDType(ti collectives.TensorInfo, dt irisrt.DType) irisrt.DType {
 	for _, d := range []irisrt.DType{irisrt.F16, irisrt.U64, irisrt.F32} {
@@ -73,10 +93,13 @@ func otherDType(ti collectives.TensorInfo, dt irisrt.DType) irisrt.DType {
 
 // TestGeneratedRules runs every variant of the generated catalogue on the
 // fake platform and enumerates its launch rules as the table gives them:
-// the kernel it names, a wrong dtype, length or nil pointer for each tensor,
-// each tensor peers write off the heap, each imported tensor off the heap
-// (staged, refused in mode none), each aliased pair, each unsupported mode
-// and each mode that cannot be captured. Every refusal launches nothing.
+// the kernel it names, each parameter out of range, a wrong dtype, length
+// or nil pointer for each tensor, each tensor peers write off the heap,
+// each imported tensor off the heap (staged, refused in mode none), each
+// aliased pair, each unsupported mode and each mode that cannot be
+// captured. Every refusal launches nothing. A tensor only one rank uses
+// (rank 0, the parameters' rank) is refused on rank 0 and ignored on rank
+// 1, whose kernel gets a null pointer for it.
 func TestGeneratedRules(t *testing.T) {
 	p := fakegpu.New(2)
 	w := fakeWorld(t, 2, p, fakeKernels(p))
@@ -119,14 +142,42 @@ func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (in
 	defer free()
 	s := r.Stream()
 	v := e.Descriptor()
+	ps := entryParams(e)
 	count := 0
-	launched := func() int { return len(fake.Launches()) }
-	// refused checks that a launch with ts2 in mode fails with target's
-	// type and launches nothing.
-	refused := func(what string, ts2 []irisrt.Tensor, mode irisrt.Barrier, target any) error {
+	// launched counts this rank's launches (the other rank may launch
+	// meanwhile: where it does not use a tensor, its launches go ahead).
+	launched := func() int {
+		n := 0
+		for _, l := range fake.Launches() {
+			if l.Device == r.Device().Ordinal() {
+				n++
+			}
+		}
+		return n
+	}
+	mine := func(ti collectives.TensorInfo) bool { return ti.Owner == "" || r.Rank() == 0 }
+	// launchedArgs are the arguments of this rank's first launch since before.
+	launchedArgs := func(what string, before int) ([]byte, error) {
+		seen := 0
+		for _, l := range fake.Launches() {
+			if l.Device != r.Device().Ordinal() {
+				continue
+			}
+			if seen++; seen > before {
+				if want := v.Kernel(dt, op); l.Function != want {
+					return nil, fmt.Errorf("%s launched %s, want %s", what, l.Function, want)
+				}
+				return l.Args, nil
+			}
+		}
+		return nil, fmt.Errorf("%s: nothing launched", what)
+	}
+	// refusedWith checks that a launch with ts2 and ps2 in mode fails with
+	// target's type and launches nothing.
+	refusedWith := func(what string, ts2 []irisrt.Tensor, ps2 []irisrt.Param, mode irisrt.Barrier, target any) error {
 		count++
 		before := launched()
-		err := p.LaunchTensors(s, ts2, mode)
+		err := p.LaunchParams(s, ts2, ps2, mode)
 		if err == nil || !errors.As(err, target) {
 			return fmt.Errorf("%s: got %v, want %T", what, err, target)
 		}
@@ -134,6 +185,23 @@ func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (in
 			return fmt.Errorf("%s: refused, but launched", what)
 		}
 		return nil
+	}
+	refused := func(what string, ts2 []irisrt.Tensor, mode irisrt.Barrier, target any) error {
+		return refusedWith(what, ts2, ps, mode, target)
+	}
+	// ignored checks, on a rank that does not use tensor i, that the launch
+	// goes ahead and the kernel gets a null pointer for it.
+	ignored := func(what string, i int, ts2 []irisrt.Tensor) error {
+		count++
+		before := launched()
+		if err := p.LaunchParams(s, ts2, ps, e.Barriers[0]); err != nil {
+			return fmt.Errorf("%s, on a rank that does not use it: %w", what, err)
+		}
+		args, err := launchedArgs(what, before)
+		if err == nil && binary.LittleEndian.Uint64(args[irisrt.CtxBytes+8*i:]) != 0 {
+			err = fmt.Errorf("%s: the kernel of a rank that does not use it got a pointer", what)
+		}
+		return err
 	}
 	with := func(i int, x irisrt.Tensor) []irisrt.Tensor {
 		c := slices.Clone(ts)
@@ -153,24 +221,34 @@ func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (in
 			return nil, err
 		}
 		before := launched()
-		if err := p.LaunchTensors(s, ts2, mode); err != nil {
+		if err := p.LaunchParams(s, ts2, ps, mode); err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		if err := r.HostBarrier(s); err != nil {
 			return nil, err
 		}
-		for _, l := range fake.Launches()[before:] {
-			if l.Device == r.Device().Ordinal() {
-				if want := v.Kernel(dt, op); l.Function != want {
-					return nil, fmt.Errorf("%s launched %s, want %s", what, l.Function, want)
-				}
-				return l.Args, nil
-			}
-		}
-		return nil, fmt.Errorf("%s: nothing launched", what)
+		return launchedArgs(what, before)
 	}
-	if _, err := ok("all on the heap", ts, e.Barriers[0]); err != nil {
+	args, err := ok("all on the heap", ts, e.Barriers[0])
+	if err != nil {
 		return count, err
+	}
+	// After the tensors, sizes, parameters and index widths, the address
+	// slots of every tensor only one rank uses: given where peers touch it.
+	slot := irisrt.CtxBytes + 8*(len(v.Uses)+len(e.Sizes)+len(e.Params))
+	for _, ti := range e.Tensors {
+		if len(ti.IndexDTypes) > 0 {
+			slot += 8
+		}
+	}
+	for _, ti := range e.Tensors {
+		if ti.Owner == "" {
+			continue
+		}
+		if got := binary.LittleEndian.Uint64(args[slot:]); (got != 0) != ti.Remote {
+			return count, fmt.Errorf("%s: address slots %#x, but peers touch it: %v", ti.Name, got, ti.Remote)
+		}
+		slot += 8
 	}
 	var (
 		de *irisrt.DTypeError
@@ -179,21 +257,63 @@ func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (in
 		ae *irisrt.AliasError
 		me *irisrt.BarrierModeError
 		ce *irisrt.CaptureError
+		pa *irisrt.ParamError
 	)
-	for i, ti := range e.Tensors {
+	for i, d := range e.Params {
+		var bad []int64
+		switch d.Kind {
+		case irisrt.ParamRank:
+			bad = []int64{-1, int64(r.World())}
+		case irisrt.ParamInt:
+			if d.Min > math.MinInt64 {
+				bad = append(bad, d.Min-1)
+			}
+			if d.Max < math.MaxInt64 {
+				bad = append(bad, d.Max+1)
+			}
+		}
+		for _, x := range bad {
+			wrong := slices.Clone(ps)
+			wrong[i] = irisrt.IntParam(x)
+			if err := refusedWith(fmt.Sprintf("%s = %d", d.Name, x), ts, wrong, e.Barriers[0], &pa); err != nil {
+				return count, err
+			}
+		}
+	}
+	// refusedTensor: tensor i of another dtype, shorter, nil (or left out
+	// where it is optional).
+	refusedTensor := func(i int, ti collectives.TensorInfo) error {
 		x := ts[i]
 		if err := refused(ti.Name+" of another dtype", with(i, irisrt.Tensor{Ptr: x.Ptr, DType: otherDType(ti, dt), Len: x.Len}), e.Barriers[0], &de); err != nil {
-			return count, err
+			return err
 		}
 		if err := refused(ti.Name+" shorter", with(i, irisrt.Tensor{Ptr: x.Ptr, DType: x.DType, Len: x.Len - 1}), e.Barriers[0], &se); err != nil {
-			return count, err
+			return err
+		}
+		if !ti.Optional {
+			return refused(ti.Name+" nil", with(i, irisrt.Tensor{DType: x.DType, Len: x.Len}), e.Barriers[0], &se)
+		}
+		return nil
+	}
+	for i, ti := range e.Tensors {
+		x := ts[i]
+		if !mine(ti) {
+			if err := ignored(ti.Name+" of another dtype and length", i, with(i, irisrt.Tensor{Ptr: x.Ptr, DType: otherDType(ti, dt), Len: x.Len + 1})); err != nil {
+				return count, err
+			}
+			if err := ignored(ti.Name+" left out", i, with(i, irisrt.Tensor{})); err != nil {
+				return count, err
+			}
+		}
+		if mine(ti) {
+			if err := refusedTensor(i, ti); err != nil {
+				return count, err
+			}
 		}
 		if ti.Optional {
 			if _, err := ok(ti.Name+" left out", with(i, irisrt.Tensor{}), e.Barriers[0]); err != nil {
 				return count, err
 			}
-		} else if err := refused(ti.Name+" nil", with(i, irisrt.Tensor{DType: x.DType, Len: x.Len}), e.Barriers[0], &se); err != nil {
-			return count, err
 		}
 		if !ti.Remote {
 			continue
@@ -203,6 +323,7 @@ func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (in
 			return count, err
 		}
 		switch {
+		case !mine(ti):
 		case ti.Heap:
 			err = refused(ti.Name+" off the heap", with(i, off), e.Barriers[0], &pe)
 		case slices.Contains(e.Barriers, irisrt.BarrierNone):
@@ -213,8 +334,12 @@ func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (in
 		if err == nil && !ti.Heap {
 			var args []byte
 			args, err = ok(ti.Name+" staged", with(i, off), e.Barriers[0])
-			if got := binary.LittleEndian.Uint64(args[irisrt.CtxBytes+8*i:]); err == nil && gpu.DevicePtr(got) != p.Plan().Buffer(ti.Name) {
-				err = fmt.Errorf("%s staged: the kernel got %#x, not the staging buffer", ti.Name, got)
+			want := p.Plan().Buffer(ti.Name)
+			if !mine(ti) {
+				want = 0
+			}
+			if got := binary.LittleEndian.Uint64(args[irisrt.CtxBytes+8*i:]); err == nil && gpu.DevicePtr(got) != want {
+				err = fmt.Errorf("%s staged: the kernel got %#x, not %#x", ti.Name, got, want)
 			}
 		}
 		release()
@@ -227,6 +352,9 @@ func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (in
 	}
 	for _, pr := range v.AliasPairs() {
 		a, b := pos(pr.A), pos(pr.B)
+		if !mine(e.Tensors[a]) || !mine(e.Tensors[b]) {
+			continue // checked on the rank that uses both
+		}
 		// b over a part of a's memory, with b's dtype and length: a
 		// tensor long enough for both, on the heap.
 		big, err := r.Heap().Alloc(irisrt.U64, (ts[a].Bytes()+ts[b].Bytes())/8+2)
@@ -290,5 +418,40 @@ func TestMissingKernelsNameTheCommand(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q lacks %q", err, want)
 		}
+	}
+}
+
+// TestProbeOnFake runs the capture probe's plumbing for the collectives
+// with parameters on the fake platform (which runs no kernel: outputs stay
+// poisoned, so eager and replay agree): every capture with both sets of
+// parameters, the ranks that do not use a tensor passing the zero Tensor,
+// is made and replayed without an error.
+func TestProbeOnFake(t *testing.T) {
+	p := fakegpu.New(2)
+	w := fakeWorld(t, 2, p, fakeKernels(p))
+	results := make([][]probe.Result, 2)
+	err := w.Run(func(r *irisrt.Rank) error {
+		var err error
+		results[r.Rank()], err = probe.RunRank(r, probe.Config{N: 7, Replays: 2,
+			Collectives: []string{"broadcast", "reduce", "gather", "scatter", "send_recv", "shift"}})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := map[string]bool{}
+	for _, res := range results[0] {
+		if res.Failed || (res.Claimed && res.Replays != 2) {
+			t.Errorf("%s/%s %s %s: %+v", res.Collective, res.Variant, res.Params, res.Mode, res)
+		}
+		params[res.Collective+" "+res.Params] = true
+	}
+	for _, want := range []string{"broadcast root=0", "broadcast root=1", "send_recv src=0 dst=1", "send_recv src=1 dst=0", "shift offset=1", "shift offset=-1"} {
+		if !params[want] {
+			t.Errorf("no probe of %s", want)
+		}
+	}
+	if len(results[0]) != 2*3*12 {
+		t.Errorf("%d results, want 72 (12 variants, 3 modes, 2 sets of parameters)", len(results[0]))
 	}
 }

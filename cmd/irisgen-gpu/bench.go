@@ -36,8 +36,12 @@ symmetric windows, in and out of place; the reports show the better as
 "nccl best", the CSV keeps both), then NCCL through torch.distributed
 (torch_nccl) and PyTorch symmetric memory (python3 with torch; the script is
 built into irisgen), same sizes, modes, timing and CSV schema. Sizes follow
-nccl-tests (all_gather: the output, reduce_scatter: the input, all_reduce and
-all_to_all: per rank), as do algbw and busbw.
+nccl-tests (all_gather and gather: the output, reduce_scatter and scatter:
+the input, all_to_all: per rank, the others the buffer), as do algbw and
+busbw. The collectives with parameters run with root 0 (broadcast, reduce,
+gather, scatter), rank 0 sending to rank 1 (send_recv: NCCL's ncclSend and
+ncclRecv) and a ring shift of +1 (shift: nccl-tests' sendrecv), on both
+sides.
 
 -compare BASE.csv is the regression gate: it pairs every cell with the same
 cell of an earlier run and exits 1 when any is slower than the base beyond
@@ -76,7 +80,7 @@ func runBench(env *cmdEnv, args []string) error {
 	sizes := fs.String("sizes", defaultSizes, "comma-separated sizes (bytes, or with KiB, MiB, GiB)")
 	dtypes := fs.String("dtypes", "bf16,f32", "comma-separated dtypes")
 	modes := fs.String("modes", "eager,graph", "eager, graph or both")
-	colls := fs.String("collectives", "", "comma-separated subset of barrier, all_reduce, all_gather, reduce_scatter, all_to_all, moe (default: all)")
+	colls := fs.String("collectives", "", "comma-separated subset of barrier, all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, gather, scatter, send_recv, shift, moe (default: all)")
 	baselines := fs.Bool("baselines", true, "also run the baselines: NCCL through its own API, and (-torch) through torch")
 	torch := fs.Bool("torch", true, "with -baselines, also NCCL through torch.distributed and torch symmetric memory (python3 with torch)")
 	ncclLib := fs.String("nccl", "", "path of libnccl.so.2 (or librccl); default: $IRISGEN_NCCL, the loader's path, then the nvidia-nccl package of -python")

@@ -29,7 +29,12 @@ each replay with new tokens, routing and weights, checked against the CPU
 reference (each token times the sum of its weights); -elems does not apply
 to them. A mode derived as not capturable
 (host) must be refused with a *irisrt.CaptureError that leaves the capture
-intact. The exit code is 1 when any claim does not hold.
+intact. A collective with launch parameters (broadcast's root, send_recv's
+src and dst, shift's offset) is probed with two sets of values, each
+captured on its own: a graph replays the values it captured, so the
+replays of the capture with root 0 must equal eager launches with root 0,
+those of the capture with root 1 eager launches with root 1. The exit code
+is 1 when any claim does not hold.
 
 Started by irisgen run (RANK set), each process is one rank of a
 multi-process world instead, capturing in global mode; -n does not apply,
@@ -74,14 +79,18 @@ func runProbe(env *cmdEnv, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "irisgen probe: %d GPUs (%s), %d elements per size, %d replays per capturable mode\n\n", cfg.World, where, *elems, *replays)
 	tw := tabwriter.NewWriter(env.stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "operation\tvariant\tmode\tcapturable (derived)\tcaptured\treplays validated\tresult\treason")
+	fmt.Fprintln(tw, "operation\tvariant\tparameters\tmode\tcapturable (derived)\tcaptured\treplays validated\tresult\treason")
 	failed := 0
 	for _, r := range res {
 		result := "ok"
 		if r.Failed {
 			result, failed = "FAILED", failed+1
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Collective, r.Variant, r.Mode, yesNo(r.Claimed), yesNo(r.Captured), r.Replays, result, r.Reason)
+		params := r.Params
+		if params == "" {
+			params = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Collective, r.Variant, params, r.Mode, yesNo(r.Claimed), yesNo(r.Captured), r.Replays, result, r.Reason)
 	}
 	tw.Flush()
 	if failed > 0 {

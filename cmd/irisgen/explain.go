@@ -39,13 +39,15 @@ Examples:
 		Summary: "show a collective's derived rules: placement, aliasing, barriers, capture, kernels",
 		Usage:   "explain [-config FILE] [-specs DIR] [-templates DIR] NAME",
 		Help: `
-Explain prints, for every variant of collective NAME, a table of its tensors
-(direction, shape, access, the placement rule the Go wrapper enforces, the
+Explain prints the launch parameters of collective NAME with their ranges,
+and for every variant a table of its tensors (direction, shape, the rank
+that alone uses it, access, the placement rule the Go wrapper enforces, the
 aliasing rule), the barrier modes (default first), whether each mode can be
 captured in a GPU graph and why not, the launch shape and the kernels.
 
 Examples:
   irisgen explain all_gather
+  irisgen explain broadcast
   irisgen explain -specs specs my_collective`,
 		Run: runExplain,
 	})
@@ -152,6 +154,13 @@ func explain(w io.Writer, c *ir.Collective) {
 	}
 	fmt.Fprintf(w, "  dtypes: %s   ops: %s   sizes: %s   spec hash: %s\n",
 		orDash(strings.Join(dts, ", ")), orDash(strings.Join(ops, ", ")), orDash(strings.Join(c.Symbols, ", ")), c.SpecHash)
+	if len(c.Params) > 0 {
+		ps := make([]string, len(c.Params))
+		for i, p := range c.Params {
+			ps[i] = fmt.Sprintf("%s %s (%s)", p.Name, p.Type, p.Range())
+		}
+		fmt.Fprintf(w, "  params (per launch, checked before it): %s\n", strings.Join(ps, ", "))
+	}
 	for _, v := range c.Variants {
 		fmt.Fprintf(w, "\nvariant %s (template %s, Go: New%s%sPlan)\n", v.Name, v.Template, goemit.Exported(c.Name), goemit.Exported(v.Name))
 		if len(c.Tensors) > 0 {
@@ -225,6 +234,9 @@ func shape(t *ir.Tensor) string {
 	if t.Optional {
 		s += " optional"
 	}
+	if t.Ranks != "" {
+		s += " on rank " + t.Ranks + " only"
+	}
 	return s
 }
 
@@ -235,13 +247,20 @@ func placement(t *ir.Tensor, u ir.Use) string {
 	if t.Dir == ir.Workspace {
 		return "plan workspace (heap)"
 	}
+	p := "any"
 	switch u.Placement {
 	case ir.PlaceImport:
-		return "import: heap, or staged onto it"
+		p = "import: heap, or staged onto it"
 	case ir.PlaceHeap:
-		return "heap: required"
+		p = "heap: required"
 	}
-	return "any"
+	switch {
+	case u.Exchanged():
+		p += " (on rank " + t.Ranks + "; its address is sent to the peers)"
+	case t.Ranks != "":
+		p += " (on rank " + t.Ranks + ")"
+	}
+	return p
 }
 
 func aliasing(c *ir.Collective, v *ir.Variant, t *ir.Tensor) string {

@@ -312,7 +312,25 @@ func TestExplain(t *testing.T) {
 	}
 	code, _, stderr = run(t, "explain", "nope")
 	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "all_gather, all_reduce, all_to_all, barrier, moe_combine, moe_dispatch, reduce_scatter")
+	require.Contains(t, stderr, "all_gather, all_reduce, all_to_all, barrier, broadcast, gather, moe_combine, moe_dispatch, reduce, reduce_scatter, scatter, send_recv, shift")
+
+	// Parameters and tensors only one rank uses.
+	code, stdout, stderr = run(t, "explain", "send_recv")
+	require.Equal(t, 0, code, stderr)
+	push = stdout[strings.Index(stdout, "variant push"):strings.Index(stdout, "variant pull")]
+	pull = stdout[strings.Index(stdout, "variant pull"):]
+	for _, c := range []struct{ text, want string }{
+		{stdout, "params (per launch, checked before it): src rank (0 <= src < world), dst rank (0 <= dst < world)"},
+		{push, "[n] on rank src only"},
+		{push, "heap: required (on rank dst; its address is sent to the peers)"},
+		{push, "any (on rank src)"},
+		{pull, "import: heap, or staged onto it (on rank src; its address is sent to the peers)"},
+	} {
+		require.Contains(t, c.text, c.want)
+	}
+	code, stdout, stderr = run(t, "explain", "shift")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "params (per launch, checked before it): offset int (any int64)")
 }
 
 // fakeCompiler writes a stand-in compiler that answers --version with

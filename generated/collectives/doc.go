@@ -11,20 +11,25 @@
 //     arguments, in the same order as its other heap allocations. Make plans before capturing a
 //     stream: making one loads the kernel, allocates and zeroes the plan's heap buffers (barrier
 //     flags, workspace, staging) and waits for the other ranks.
-//   - A constructor refuses a dtype or op the spec does not list (*irisrt.UnsupportedError) and sizes
-//     that are not positive; the sizes fix every tensor's length.
-//   - Launch checks, before anything is enqueued and in this order: the dtype and length of every
-//     tensor (*irisrt.DTypeError, *irisrt.ShapeError; an optional tensor may be the zero
-//     irisrt.Tensor); that every tensor peers write is on the symmetric heap (*irisrt.PlacementError:
-//     allocate it with Rank.Heap().Alloc, since copying it there would lose the peers' writes); the
-//     variant's aliasing rule (*irisrt.AliasError); the barrier mode (*irisrt.BarrierModeError). Then
-//     it copies every tensor peers only read that is not on the heap into the plan's staging, on the
-//     stream (refused in mode none, where nothing would order the copy before the peers' reads), and
-//     launches the kernel.
+//   - A constructor refuses a dtype or op the spec does not list (*irisrt.UnsupportedError) and
+//     negative sizes; the sizes fix every tensor's length. A size of 0 is valid: when it leaves every
+//     tensor empty, launches check their arguments and enqueue nothing (no kernel, no barrier; nothing
+//     is captured), as NCCL does for a count of 0.
+//   - Launch checks, before anything is enqueued and in this order: every launch parameter's range
+//     (*irisrt.ParamError); the dtype and length of every tensor (*irisrt.DTypeError,
+//     *irisrt.ShapeError; an optional tensor may be the zero irisrt.Tensor, and a tensor only one rank
+//     uses is checked on that rank only: the others pass the zero irisrt.Tensor); that every tensor
+//     peers write is on the symmetric heap (*irisrt.PlacementError: allocate it with
+//     Rank.Heap().Alloc, since copying it there would lose the peers' writes); the variant's aliasing
+//     rule (*irisrt.AliasError); the barrier mode (*irisrt.BarrierModeError). Then it copies every
+//     tensor peers only read that is not on the heap into the plan's staging, on the stream (refused
+//     in mode none, where nothing would order the copy before the peers' reads), and launches the
+//     kernel.
 //   - A launch never allocates, never copies between host and device and never waits on the host, so
 //     it can be captured in a graph, except in barrier mode host (stream synchronise and CPU
 //     rendezvous before and after the kernel), which is refused while the stream captures
-//     (*irisrt.CaptureError).
+//     (*irisrt.CaptureError). A captured launch replays the parameters it was captured with: capture
+//     again for other values.
 //   - <Collective>(r, s, variant, ...) does the same through the rank's plan cache: the first call
 //     with a variant, dtype, op and sizes makes the plan (collectively), later calls reuse it; it
 //     refuses to make a plan while s captures.
@@ -44,14 +49,28 @@
 //   - AllToAll (specs/all_to_all.yaml; variants push, pull): Exchange blocks between all ranks; block
 //     p of rank r's `input` becomes block r of rank p's `output`.
 //   - Barrier (specs/barrier.yaml; variants device): Wait until every rank has reached the barrier.
+//   - Broadcast (specs/broadcast.yaml; variants push, pull): Copy rank `root`'s `input` into `output`
+//     on every rank (NCCL's ncclBroadcast).
+//   - Gather (specs/gather.yaml; variants pull, push): Gather every rank's `input` into `output` on
+//     rank `root`; output[r] is rank r's input (NCCL's ncclGather).
 //   - MoeCombine (specs/moe_combine.yaml; variants push): Return every expert output row of a
 //     mixture-of-experts layer to its source rank and pair, and restore the token order: out[t] = sum
 //     over k of weights[t,k] * row(t,k) (fp32), with pairs whose expert id was out of range left out.
 //   - MoeDispatch (specs/moe_dispatch.yaml; variants push): Send every (token, k) pair of a
 //     mixture-of-experts layer to the rank that owns its expert, with counts computed and exchanged on
 //     the GPU, so no shape depends on data and the whole path can be captured in a graph.
+//   - Reduce (specs/reduce.yaml; variants pull, split): Reduce `input` over all ranks into `output` on
+//     rank `root` (NCCL's ncclReduce).
 //   - ReduceScatter (specs/reduce_scatter.yaml; variants pull): Reduce `input` over all ranks and keep
 //     this rank's 1/world slice in `output` (NCCL and torch semantics).
+//   - Scatter (specs/scatter.yaml; variants push, pull): Send slice r of rank `root`'s `input` to rank
+//     r's `output` (NCCL's ncclScatter).
+//   - SendRecv (specs/send_recv.yaml; variants push, pull): Rank `src` sends its `input` to rank
+//     `dst`'s `output` (NCCL's ncclSend and ncclRecv); every rank launches it, the others only meet
+//     the two at the barriers. src may equal dst.
+//   - Shift (specs/shift.yaml; variants push, pull): A ring shift: every rank sends its `input` to
+//     rank (rank + offset) mod world and receives into `output` from rank (rank - offset) mod world,
+//     in one launch (the step of a pipeline; offset 1 is nccl-tests' sendrecv).
 //
 // Do not edit these files: change the specs and regenerate; `irisgen check` fails when they are stale.
 package collectives

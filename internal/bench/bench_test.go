@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/internal/ir"
 )
 
@@ -131,4 +132,29 @@ func rulesOf(a *ir.Auto) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// TestParamCollectiveSizes: irisgen's cells of the collectives with
+// parameters hold what NCCL's cells do (ncclCellTimes): broadcast, reduce,
+// send_recv and shift the buffer, gather the root's output and scatter the
+// root's input (per = bytes/es/world elements a rank); busbw is nccl-tests'.
+func TestParamCollectiveSizes(t *testing.T) {
+	const world, bytes, es = 4, 1 << 20, 2
+	for coll, want := range map[string]int64{
+		"broadcast": bytes / es, "reduce": bytes / es, "send_recv": bytes / es, "shift": bytes / es,
+		"gather": bytes / es / world, "scatter": bytes / es / world,
+	} {
+		n := int64(-1)
+		for _, e := range collectives.Catalogue {
+			if e.Collective == coll {
+				n = elems(e, bytes, world, es)
+				require.NotEmpty(t, e.SampleParams(world, 0), coll)
+			}
+		}
+		require.Equal(t, want, n, coll)
+		require.Contains(t, NCCLCollectives, coll)
+	}
+	for coll, f := range map[string]float64{"broadcast": 1, "reduce": 1, "send_recv": 1, "shift": 1, "gather": 0.75, "scatter": 0.75} {
+		require.Equal(t, f, BusFactor(coll, world), coll)
+	}
 }

@@ -16,11 +16,13 @@ import (
 
 // NCCLCollectives are the collectives RunNCCL can measure, in nccl-tests'
 // sizes: all_gather and gather the output, reduce_scatter and scatter the
-// input, all_to_all the per-rank total, the others the buffer; send_recv is
-// a ring shift (every rank sends to the next and receives from the previous,
-// nccl-tests' sendrecv); the rooted ones use root 0.
+// input, all_to_all the per-rank total, the others the buffer. Their names
+// are irisgen's, and they do what irisgen's bench launches: the rooted ones
+// use root 0; send_recv is rank 0 sending to rank 1 (ncclSend and ncclRecv
+// in a group, the other ranks idle); shift is nccl-tests' sendrecv, a ring
+// shift (every rank sends to the next and receives from the previous).
 var NCCLCollectives = []string{"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-	"broadcast", "reduce", "gather", "scatter", "send_recv"}
+	"broadcast", "reduce", "gather", "scatter", "send_recv", "shift"}
 
 // ncclBuffers are the two ways RunNCCL allocates: plain device memory, and
 // ncclMemAlloc memory registered as symmetric windows (NCCL's low-latency
@@ -346,6 +348,20 @@ func ncclCellTimes(cfg Config, dev gpu.Device, s gpu.Stream, comm *nccl.Comm, c 
 		case "scatter":
 			return comm.Scatter(b.send, b.recv, per, dt, 0, s)
 		case "send_recv":
+			if rank > 1 {
+				return nil // idle, as irisgen's other ranks (which only meet at its barriers)
+			}
+			if err := nccl.GroupStart(); err != nil {
+				return err
+			}
+			var e1 error
+			if rank == 0 {
+				e1 = comm.Send(b.send, count, dt, 1, s)
+			} else {
+				e1 = comm.Recv(b.recv, count, dt, 0, s)
+			}
+			return errors.Join(e1, nccl.GroupEnd())
+		case "shift":
 			n := int(w)
 			if err := nccl.GroupStart(); err != nil {
 				return err

@@ -17,11 +17,11 @@ import (
 // dtype, world size and mode, timed on the slowest rank.
 type Row struct {
 	Impl       string // irisgen, nccl (its C API), torch_nccl (NCCL through torch.distributed), torch_symm_mem
-	Collective string // all_reduce, all_gather, reduce_scatter, all_to_all, barrier
+	Collective string // all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, gather, scatter, send_recv, shift, barrier, moe_*
 	Variant    string
 	DType      string
 	World      int
-	Bytes      int64   // nccl-tests size: all_gather the output, reduce_scatter the input, else per rank
+	Bytes      int64   // nccl-tests size: all_gather and gather the output, reduce_scatter and scatter the input, else per rank
 	Mode       string  // eager or graph
 	TimeUS     float64 // median of the repeats
 	MinUS      float64 // fastest and slowest repeat (NaN when unknown: older CSVs, the torch baselines)
@@ -50,7 +50,7 @@ func BusFactor(collective string, world int) float64 {
 		return 2 * (w - 1) / w
 	case "all_gather", "reduce_scatter", "all_to_all", "gather", "scatter":
 		return (w - 1) / w
-	case "broadcast", "reduce", "send_recv":
+	case "broadcast", "reduce", "send_recv", "shift":
 		return 1
 	}
 	return 0

@@ -30,9 +30,10 @@ type Config struct {
 var slowByDesign = map[string]int64{"all_reduce/atomic": 4 << 20, "all_reduce/spinlock": 4 << 20}
 
 // elems is the size parameter of e for an nccl-tests size: the largest user
-// tensor holds `bytes` (all_gather's output, reduce_scatter's input, all_to_all's
-// per-rank total, all_reduce's buffer); e has one size parameter (Run
-// benchmarks no other).
+// tensor holds `bytes` (all_gather's and gather's output, reduce_scatter's
+// and scatter's input, all_to_all's per-rank total, the buffer of
+// all_reduce, broadcast, reduce, shift and send_recv); e has one size
+// parameter (Run benchmarks no other).
 func elems(e collectives.Entry, bytes int64, world int, es int64) int64 {
 	per := int64(0)
 	for _, t := range e.Tensors {
@@ -205,7 +206,10 @@ func slowestBatches(perRank [][]float64) []float64 {
 	return out
 }
 
-// timeEntry times one variant on one rank, its tensors on the heap.
+// timeEntry times one variant on one rank, its tensors on the heap, with
+// the parameters of Entry.SampleParams 0 (root 0; src 0, dst 1; a ring
+// shift of +1, as NCCL's cells): a rank passes the zero Tensor for a
+// tensor only another rank uses.
 func timeEntry(r *irisrt.Rank, e collectives.Entry, dt irisrt.DType, op string, n, size int64, mode string, warmup, repeats int) ([]float64, error) {
 	p, err := e.New(r, dt, op, []int64{n})
 	if err != nil {
@@ -218,7 +222,9 @@ func timeEntry(r *irisrt.Rank, e collectives.Entry, dt irisrt.DType, op string, 
 	}
 	defer free()
 	s := r.Stream()
-	return timeCalls(r, mode, Iterations(size), warmup, repeats, func() error { return p.LaunchTensors(s, ts, irisrt.BarrierDevice) })
+	ps := e.SampleParams(r.World(), 0)
+	passed := e.TensorsFor(r.Rank(), ts, ps)
+	return timeCalls(r, mode, Iterations(size), warmup, repeats, func() error { return p.LaunchParams(s, passed, ps, irisrt.BarrierDevice) })
 }
 
 func timeBarrier(r *irisrt.Rank, mode string, warmup, repeats int) ([]float64, error) {

@@ -118,6 +118,8 @@ type builder struct {
 	// available lists template names in the templates fs, for suggestions.
 	available []string
 	listed    bool
+	// refusedOwned: tensors whose ranks key was refused already.
+	refusedOwned map[*Tensor]bool
 }
 
 func (b *builder) errorf(at Pos, format string, args ...any) {
@@ -154,6 +156,7 @@ func (b *builder) collective(f *spec.File) *Collective {
 	}
 
 	sizes := b.sizes(f, c)
+	b.params(f, c, sizes)
 	tensorsOK := b.tensors(f, c, sizes)
 
 	data := ""
@@ -205,6 +208,7 @@ func (b *builder) withinLimits(f *spec.File) bool {
 	}
 	over(len(f.Tensors.List), MaxTensors, func(i int) Pos { return f.Tensors.List[i].Name.Pos }, "tensors", "each is a kernel argument")
 	over(len(f.Sizes.Items), MaxSizes, func(i int) Pos { return f.Sizes.Items[i].Pos }, "sizes", "each is a kernel argument")
+	over(len(f.Params.List), MaxParams, func(i int) Pos { return f.Params.List[i].Name.Pos }, "params", "each is a kernel argument and a parameter of Launch")
 	over(len(f.Variants.List), MaxVariants, func(i int) Pos { return f.Variants.List[i].Name.Pos }, "variants", "each is a kernel per dtype and op")
 	for _, v := range f.Variants.List {
 		if !ok {
@@ -338,6 +342,8 @@ func (b *builder) tensors(f *spec.File, c *Collective, sizes map[string]bool) bo
 			ok = false
 		} else if t.Name == SymWorld || t.Name == SymBlocks || sizes[t.Name] {
 			b.errorf(st.Name.Pos, "tensor %q has the name of a size symbol; rename the tensor", t.Name)
+		} else if c.Param(t.Name) != nil {
+			b.errorf(st.Name.Pos, "tensor %q has the name of a parameter; rename the tensor or the parameter", t.Name)
 		}
 		if st.Bad {
 			continue
@@ -364,6 +370,9 @@ func (b *builder) tensors(f *spec.File, c *Collective, sizes map[string]bool) bo
 				ok = false
 			}
 			t.Optional = true
+		}
+		if st.Ranks.OK() {
+			ok = b.ranks(c, st, t, where) && ok
 		}
 		if st.DType.OK() {
 			if d, found := lookup(allDTypes, st.DType.Value); found {
@@ -399,6 +408,94 @@ func (b *builder) tensors(f *spec.File, c *Collective, sizes map[string]bool) bo
 		}
 	}
 	return ok
+}
+
+// params resolves the launch parameters: identifiers, unique, distinct
+// from the sizes, of a known type, with a range only for int.
+func (b *builder) params(f *spec.File, c *Collective, sizes map[string]bool) {
+	types := []ParamType{ParamRank, ParamInt, ParamF32}
+	first := map[string]Pos{}
+	for _, sp := range f.Params.List {
+		if !b.identifier(sp.Name, "parameter name", true) {
+			continue
+		}
+		name := sp.Name.Value
+		switch {
+		case name == SymWorld || name == SymBlocks || sizes[name]:
+			b.errorf(sp.Name.Pos, "parameter %q has the name of a size symbol; rename the parameter", name)
+			continue
+		case first[name] != Pos{}:
+			continue // reported by the parser
+		}
+		first[name] = sp.Name.Pos
+		p := &Param{Name: name, Pos: sp.Name.Pos}
+		where := fmt.Sprintf("parameter %q", name)
+		switch {
+		case sp.Bad:
+			continue
+		case !sp.Type.Set:
+			b.errorf(sp.Name.Pos, "%s has no type; give one of: %s (e.g. %s: rank)", where, strings.Join(names(types), ", "), name)
+			continue
+		case !sp.Type.OK():
+			continue
+		}
+		t, found := lookup(types, sp.Type.Value)
+		if !found {
+			b.errorf(sp.Type.Pos, "unknown type %q of %s%s", sp.Type.Value, where, hint(sp.Type.Value, names(types), oneOf(names(types))))
+			continue
+		}
+		p.Type = t
+		for _, bound := range []struct {
+			n   spec.Int
+			key string
+			to  **int64
+		}{{sp.Min, "min", &p.Min}, {sp.Max, "max", &p.Max}} {
+			if !bound.n.OK() {
+				continue
+			}
+			if t != ParamInt {
+				why := "a rank is always checked against the world: 0 <= p < world"
+				if t == ParamF32 {
+					why = "f32 parameters are not range-checked"
+				}
+				b.errorf(bound.n.KeyPos, "%s of %s: only int parameters take a range (%s); remove it", bound.key, where, why)
+				continue
+			}
+			v := bound.n.Value
+			*bound.to = &v
+		}
+		if p.Min != nil && p.Max != nil && *p.Min > *p.Max {
+			b.errorf(sp.Max.Pos, "%s has min %d above max %d; no value would pass", where, *p.Min, *p.Max)
+		}
+		c.Params = append(c.Params, p)
+	}
+}
+
+// ranks resolves a tensor's ranks key: the name of a rank parameter, on a
+// tensor the caller passes that is not optional (the owned table's refusals
+// are worded here).
+func (b *builder) ranks(c *Collective, st *spec.Tensor, t *Tensor, where string) bool {
+	r := st.Ranks
+	p := c.Param(r.Value)
+	var rankParams []string
+	for _, q := range c.Params {
+		if q.Type == ParamRank {
+			rankParams = append(rankParams, q.Name)
+		}
+	}
+	switch {
+	case p == nil && len(rankParams) == 0:
+		b.errorf(r.Pos, "ranks of %s names %q, but the spec has no rank parameter; declare it, e.g. params: {%s: rank}", where, r.Value, r.Value)
+		return false
+	case p == nil:
+		b.errorf(r.Pos, "ranks of %s names %q, which is not a rank parameter%s", where, r.Value, hint(r.Value, rankParams, "rank parameters: "+strings.Join(rankParams, ", ")))
+		return false
+	case p.Type != ParamRank:
+		b.errorf(r.Pos, "ranks of %s names %s parameter %q; it must name a rank parameter (type rank), whose rank alone uses the tensor", where, p.Type, r.Value)
+		return false
+	}
+	t.Ranks, t.RanksPos = p.Name, r.Pos
+	return true
 }
 
 func (b *builder) dtypes(f *spec.File, c *Collective, dataTensor string, tensorsOK bool) {
@@ -582,7 +679,14 @@ func (b *builder) uses(c *Collective, sv *spec.Variant, v *Variant, where string
 		if !ok || rule == nil { // rule nil: the tensor's dir is bad (reported)
 			continue
 		}
-		v.Uses = append(v.Uses, Use{Tensor: t, Access: acc, Placement: rule.Placement, Rule: rule, Pos: a.Tensor.Pos})
+		u := Use{Tensor: t, Access: acc, Placement: rule.Placement, Rule: rule, Pos: a.Tensor.Pos}
+		if t.Ranks != "" {
+			u.Owned = ClassifyOwned(RoleOf(t), acc)
+		}
+		v.Uses = append(v.Uses, u)
+		if u.Owned != nil && rule.Refused == NotRefused {
+			b.ownedRefusal(t, u.Owned)
+		}
 		switch rule.Refused {
 		case RefuseInWritten:
 			b.errorf(a.Kinds.Pos, "tensor %q is dir: in, but %s writes it (%s); make it dir: inout or drop the write", t.Name, where, acc&writes)
@@ -591,6 +695,25 @@ func (b *builder) uses(c *Collective, sv *spec.Variant, v *Variant, where string
 		case RefuseOptionalRemote:
 			b.errorf(a.Kinds.Pos, "tensor %q is optional, but %s lets peers touch it (%s); a tensor left out has nothing to put on the heap: make it required or access it locally", t.Name, where, acc&remote)
 		}
+	}
+}
+
+// ownedRefusal words a refusal of the owned table, at the tensor's ranks
+// key. Said once per tensor (every variant finds the same row: it depends
+// on the role only).
+func (b *builder) ownedRefusal(t *Tensor, o *OwnedRule) {
+	if o.Refused == OwnedOK || b.refusedOwned[t] {
+		return
+	}
+	if b.refusedOwned == nil {
+		b.refusedOwned = map[*Tensor]bool{}
+	}
+	b.refusedOwned[t] = true
+	switch o.Refused {
+	case OwnedWorkspace:
+		b.errorf(t.RanksPos, "tensor %q is a workspace, which the plan allocates on every rank; remove ranks: %s", t.Name, t.Ranks)
+	case OwnedOptional:
+		b.errorf(t.RanksPos, "tensor %q is optional and ranks: %s; optional already lets every rank leave it out: keep one of the two", t.Name, t.Ranks)
 	}
 }
 

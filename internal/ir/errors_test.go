@@ -1,6 +1,7 @@
 package ir
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -29,6 +30,102 @@ var errorCases = []struct {
 	src  string
 	want []string
 }{
+	{
+		name: "parameters",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+params:
+  root: rank
+  k: {type: int, min: 4, max: 1}
+  eps: {type: f32, min: 0}
+  r2: {type: rank, max: 3}
+  bad: {type: rnk}
+  none: {min: 1}
+  n: rank
+  list: [rank]
+  Root: rank
+  func: int
+  root: int
+  ok: {type: int, mx: 3}
+tensors:
+  input: {dir: in, shape: [n]}
+  eps: {dir: out, shape: [n]}
+variants:
+  v:
+    template: t_a
+    access: {input: local_read, eps: local_write}
+`,
+		want: []string{
+			"7:31: error: parameter \"k\" has min 4 above max 1; no value would pass",
+			"8:20: error: min of parameter \"eps\": only int parameters take a range (f32 parameters are not range-checked); remove it",
+			"9:20: error: max of parameter \"r2\": only int parameters take a range (a rank is always checked against the world: 0 <= p < world); remove it",
+			"10:15: error: unknown type \"rnk\" of parameter \"bad\" (expected one of: rank, int, f32)",
+			"11:3: error: parameter \"none\" has no type; give one of: rank, int, f32 (e.g. none: rank)",
+			"12:3: error: parameter \"n\" has the name of a size symbol; rename the parameter",
+			"13:9: error: parameter \"list\" must be a type (rank, int, f32) or a mapping like {type: int, min: 0, max: 8}; found a list",
+			"14:3: error: parameter name \"Root\" is not an identifier: use lower-case letters, digits and _, starting with a letter (e.g. \"root\")",
+			"15:3: error: parameter name \"func\" is a Go or C keyword and would not compile in the generated code; pick another name",
+			"16:3: error: duplicate parameter \"root\" (first defined at 6:3); parameter names must be unique",
+			"17:19: error: unknown key \"mx\" in parameter \"ok\" (expected one of: type, min, max)",
+			"20:3: error: tensor \"eps\" has the name of a parameter; rename the tensor or the parameter",
+		},
+	},
+	{
+		name: "tensors only one rank passes",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+params: {root: rank, k: int}
+tensors:
+  a: {dir: in, shape: [n], ranks: root}
+  b: {dir: in, shape: [n], ranks: roots}
+  c: {dir: in, shape: [n], ranks: k}
+  d: {dir: in, shape: [n], ranks: root, optional: true}
+  e: {dir: workspace, shape: [n], ranks: root}
+  f: {dir: out, shape: [n], ranks: [root]}
+variants:
+  v:
+    template: t_a
+    access: {a: remote_read, b: local_read, c: local_read, d: local_read, e: local_write, f: local_write}
+  w:
+    template: t_a
+    access: {a: local_read, b: local_read, c: local_read, d: none, e: none, f: local_write}
+`,
+		want: []string{
+			"8:35: error: ranks of tensor \"b\" names \"roots\", which is not a rank parameter (did you mean \"root\"?)",
+			"9:35: error: ranks of tensor \"c\" names int parameter \"k\"; it must name a rank parameter (type rank), whose rank alone uses the tensor",
+			"10:35: error: tensor \"d\" is optional and ranks: root; optional already lets every rank leave it out: keep one of the two",
+			"11:42: error: tensor \"e\" is a workspace, which the plan allocates on every rank; remove ranks: root",
+			"12:36: error: ranks of tensor \"f\" (the name of a rank parameter, e.g. ranks: root) must be a string, found a list",
+		},
+	},
+	{
+		name: "ranks without rank parameters",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  a: {dir: in, shape: [n], ranks: root}
+variants:
+  v:
+    template: t_a
+    access: {a: local_read}
+`,
+		want: []string{
+			"6:35: error: ranks of tensor \"a\" names \"root\", but the spec has no rank parameter; declare it, e.g. params: {root: rank}",
+		},
+	},
+	{
+		name: "too many parameters",
+		src:  "name: ag\nsummary: s\nparams: {" + manyParams(17) + "}\nvariants: {v: {template: t_a}}\n",
+		want: []string{
+			"3:" + fmt.Sprint(10+len(manyParams(16))+2) + ": error: the spec has 17 params; a collective may have at most 16 (each is a kernel argument and a parameter of Launch)",
+		},
+	},
 	{
 		name: "unknown top-level key",
 		src: `name: ag
@@ -936,7 +1033,7 @@ variants: {}
 		src: `- name: ag
 `,
 		want: []string{
-			"1:1: error: a spec must be a mapping with the keys name, summary, dtypes, ops, sizes, tensors, variants; found a list",
+			"1:1: error: a spec must be a mapping with the keys name, summary, dtypes, ops, sizes, params, tensors, variants; found a list",
 		},
 	},
 	{
@@ -974,7 +1071,7 @@ variants:
     : 1
 `,
 		want: []string{
-			"3:1: error: unknown key \"base\" at the top level (expected one of: name, summary, dtypes, ops, sizes, tensors, variants)",
+			"3:1: error: unknown key \"base\" at the top level (expected one of: name, summary, dtypes, ops, sizes, params, tensors, variants)",
 			"5:3: error: variant \"v\" has no template; add template: <name> for the file templates/<name>.hip.tmpl",
 			"6:5: error: merge keys (<<) are not supported; write the keys out",
 			"7:7: error: a key must be a plain name, found a list",
@@ -1154,4 +1251,13 @@ func TestCompileErrors(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
+}
+
+// manyParams is "p0: int, p1: int, ..." with n parameters.
+func manyParams(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = fmt.Sprintf("p%d: int", i)
+	}
+	return strings.Join(parts, ", ")
 }

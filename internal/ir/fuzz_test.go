@@ -124,8 +124,29 @@ func checkPositioned(t *testing.T, err error, file string) {
 func checkCollective(t *testing.T, c *Collective) {
 	t.Helper()
 	if c.Name == "" || len(c.SpecHash) != 16 || len(c.Variants) == 0 || goFileProblem(c.Name) != "" ||
-		len(c.Tensors) > MaxTensors || len(c.Symbols) > MaxSizes || len(c.Variants) > MaxVariants {
+		len(c.Tensors) > MaxTensors || len(c.Symbols) > MaxSizes || len(c.Params) > MaxParams || len(c.Variants) > MaxVariants {
 		t.Fatalf("incomplete or oversized collective: %+v", c)
+	}
+	// Parameters: distinct names, none a size or tensor; a range only on an
+	// int, never empty; every tensor's ranks a rank parameter.
+	names := map[string]bool{SymWorld: true, SymBlocks: true}
+	for _, s := range c.Symbols {
+		names[s] = true
+	}
+	for _, p := range c.Params {
+		if names[p.Name] || (p.Type != ParamInt && (p.Min != nil || p.Max != nil)) ||
+			(p.Min != nil && p.Max != nil && *p.Min > *p.Max) {
+			t.Fatalf("bad parameter %+v", p)
+		}
+		names[p.Name] = true
+	}
+	for _, tn := range c.Tensors {
+		if names[tn.Name] {
+			t.Fatalf("tensor %q has the name of a size or parameter", tn.Name)
+		}
+		if p := c.Param(tn.Ranks); tn.Ranks != "" && (p == nil || p.Type != ParamRank || tn.Optional || tn.Dir == Workspace) {
+			t.Fatalf("tensor %q: bad ranks %q", tn.Name, tn.Ranks)
+		}
 	}
 	symbols := map[string]bool{ArgsStructName(c.Name): true, SpecHashSymbol(c.Name): true}
 	claim := func(s string) {
@@ -146,6 +167,10 @@ func checkCollective(t *testing.T, c *Collective) {
 		for i, u := range v.Uses {
 			if u.Tensor != c.Tensors[i] || u.Rule != Classify(RoleOf(u.Tensor), u.Access) || u.Placement != u.Rule.Placement || u.Rule.Refused != NotRefused {
 				t.Fatalf("variant %q: bad use %d: %+v", v.Name, i, u)
+			}
+			if (u.Owned != nil) != (u.Tensor.Ranks != "") || u.Owned != nil && (u.Owned != ClassifyOwned(RoleOf(u.Tensor), u.Access) ||
+				u.Owned.Refused != OwnedOK || u.Exchanged() != u.Access.Remote()) {
+				t.Fatalf("variant %q: bad owned use %d: %+v", v.Name, i, u)
 			}
 		}
 		for _, pr := range v.AliasPairs() {

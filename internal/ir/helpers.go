@@ -15,6 +15,16 @@ func (c *Collective) Variant(name string) *Variant {
 	return nil
 }
 
+// Param returns the parameter called name, or nil.
+func (c *Collective) Param(name string) *Param {
+	for _, p := range c.Params {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
 // Tensor returns the tensor called name, or nil.
 func (c *Collective) Tensor(name string) *Tensor { return tensorByName(c, name) }
 

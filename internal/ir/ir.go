@@ -167,7 +167,53 @@ type Tensor struct {
 	// Optional: a launch may leave the tensor out (a nil pointer reaches
 	// the kernel). Only dir: in tensors that no peer touches.
 	Optional bool
+	// Ranks, when set, is the rank parameter whose rank alone uses the
+	// tensor (spec key ranks): the other ranks pass the zero tensor, and the
+	// launch checks it on that rank only (OwnedTable).
+	Ranks    string
+	RanksPos Pos // the ranks key's value
 	Pos      Pos
+}
+
+// ParamType is the type of a scalar launch parameter.
+type ParamType string
+
+// The parameter types.
+const (
+	// ParamRank is a rank of the world: the launch checks 0 <= p < world.
+	ParamRank ParamType = "rank"
+	// ParamInt is a signed 64-bit integer, within Min and Max where given.
+	ParamInt ParamType = "int"
+	// ParamF32 is a 32-bit float (an epsilon, a scale), not range-checked.
+	ParamF32 ParamType = "f32"
+)
+
+// Param is a typed scalar a launch passes (spec key params): one plan
+// serves every value, and a captured graph replays the value it captured.
+type Param struct {
+	Name string
+	Type ParamType
+	// Min and Max bound an int parameter; nil where the spec gives none.
+	Min, Max *int64
+	Pos      Pos
+}
+
+// Range describes the values the launch accepts, e.g. "0 <= root < world",
+// "1 <= k <= 64", "any int64".
+func (p *Param) Range() string {
+	switch {
+	case p.Type == ParamRank:
+		return "0 <= " + p.Name + " < world"
+	case p.Type == ParamF32:
+		return "any f32"
+	case p.Min != nil && p.Max != nil:
+		return fmt.Sprintf("%d <= %s <= %d", *p.Min, p.Name, *p.Max)
+	case p.Min != nil:
+		return fmt.Sprintf("%s >= %d", p.Name, *p.Min)
+	case p.Max != nil:
+		return fmt.Sprintf("%s <= %d", p.Name, *p.Max)
+	}
+	return "any int64"
 }
 
 // Use is how one variant touches one tensor.
@@ -178,8 +224,15 @@ type Use struct {
 	// Rule is the row of the rule table (rules.go) the tensor's role and
 	// access select; everything derived for the tensor comes from it.
 	Rule *Rule
-	Pos  Pos // position of the access entry in the spec
+	// Owned is the row of OwnedTable for a tensor only one rank uses
+	// (Tensor.Ranks), nil for the others.
+	Owned *OwnedRule
+	Pos   Pos // position of the access entry in the spec
 }
+
+// Exchanged reports whether peers touch a tensor only one rank uses: the
+// kernel then learns that rank's address of it at its start (OwnedTable).
+func (u Use) Exchanged() bool { return u.Owned != nil && u.Owned.Exchange }
 
 // Aliasing is whether input and output tensors of a launch may overlap.
 type Aliasing string
@@ -255,6 +308,7 @@ type Collective struct {
 	DTypes   []DType
 	Ops      []Op     // empty when the collective does not reduce
 	Symbols  []string // user size parameters in the order of the spec's sizes (e.g. "n"); kernel args follow this order
+	Params   []*Param // launch parameters in spec order, packed after the sizes
 	Tensors  []*Tensor
 	Variants []*Variant
 	// Auto is the tuning table of the auto variant, nil without one.

@@ -19,12 +19,13 @@ const MaxNameLen = 64
 // Size limits of one spec. Each is far above what a collective needs (the
 // catalogue's largest has 8 variants, 9 tensors, 5 sizes, 3 dimensions) and
 // keeps the kernel argument struct within the 4 KiB that every GPU
-// platform passes (112 + 8 x (tensors + sizes + index widths) bytes) and
-// the generated wrappers' size bounded.
+// platform passes (112 + 8 x (tensors + sizes + params + index widths +
+// one-rank tensors) bytes) and the generated wrappers' size bounded.
 const (
 	MaxSummary  = 2048
 	MaxTensors  = 64
 	MaxSizes    = 32
+	MaxParams   = 16
 	MaxVariants = 64
 	MaxDims     = 16
 )

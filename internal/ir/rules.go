@@ -256,3 +256,120 @@ func PlacementOf(a Access) Placement {
 	}
 	return Classify(r, a).Placement
 }
+
+// The owned table: what changes for a tensor that only one rank uses
+// (spec key ranks: p, p a rank parameter; Tensor.Ranks). Such a tensor is
+// classified by the rule table like any other; this table says, for the
+// row it falls in, where that row's checks apply and what the kernel does
+// so that peers find the tensor. Every (role, access set) combination is
+// covered by exactly one row; the property test checks it, docs/spec.md
+// prints it (OwnedTableMarkdown).
+
+// OwnedRefusal says why a tensor cannot be one rank's; OwnedOK for one that
+// can.
+type OwnedRefusal uint8
+
+// The refusals of the owned table.
+const (
+	OwnedOK OwnedRefusal = iota
+	// OwnedWorkspace: a workspace is the plan's, on every rank.
+	OwnedWorkspace
+	// OwnedOptional: optional already lets every rank leave it out.
+	OwnedOptional
+)
+
+// OwnedRule is one row of the owned table.
+type OwnedRule struct {
+	Row int // 1-based, as numbered in docs/spec.md
+	// When: the tensor's role is one of Roles, and its access set holds
+	// one kind of Any (when Any is not 0) and no kind of Not.
+	Roles []Role
+	Any   Access
+	Not   Access
+
+	// Then. A row not refused applies the rule table's row on the owning
+	// rank only; on the others the launch checks nothing of the tensor and
+	// the kernel gets a null pointer.
+	Refused OwnedRefusal
+	// Exchange: peers touch the tensor, but only its owner passes it, so
+	// the others cannot translate their own address of it: the kernel
+	// learns the owner's address at its start (it is on the owner's heap:
+	// rows 10 and 11 require it, row 5 stages it there), and peer helpers
+	// take the owner's pointer.
+	Exchange bool
+	Owner    string // what a launch does on the owning rank
+	Others   string // ... and on the others
+	Kernel   string // what the kernel does for it
+	Why      string
+}
+
+// Matches reports whether the row covers role r with access set a.
+func (o *OwnedRule) Matches(r Role, a Access) bool {
+	hasRole := false
+	for _, x := range o.Roles {
+		hasRole = hasRole || x == r
+	}
+	return hasRole && (o.Any == 0 || a&o.Any != 0) && a&o.Not == 0
+}
+
+// Texts of the owned table.
+const (
+	ownedOwner    = "the rule table row's checks and work (dtype, length, placement, staging, aliasing)"
+	ownedOthers   = "nothing: whatever the caller passes (the zero irisrt.Tensor) is ignored, the kernel gets a null pointer"
+	ownedLocal    = "the template must use it on that rank only (its pointer is null elsewhere)"
+	ownedExchange = "before the template runs, the owner stores the tensor's heap offset into every rank's plan-owned slot and every rank meets its peers (a sync, in every barrier mode); peer helpers must name the parameter as the peer and give the owner's pointer"
+)
+
+// OwnedTable is the table. Rows are disjoint; the property test checks
+// that, and that they cover every combination.
+var OwnedTable = []OwnedRule{
+	{Row: 1, Roles: []Role{RoleWorkspace},
+		Refused: OwnedWorkspace,
+		Why:     "a workspace is the plan's, allocated on every rank"},
+	{Row: 2, Roles: []Role{RoleInOptional},
+		Refused: OwnedOptional,
+		Why:     "optional already lets every rank leave the tensor out; keep one of the two"},
+	{Row: 3, Roles: []Role{RoleIn, RoleOut, RoleInOut}, Not: remote,
+		Owner: ownedOwner, Others: ownedOthers, Kernel: ownedLocal,
+		Why: "only the owner touches it, so only the owner needs it"},
+	{Row: 4, Roles: []Role{RoleIn, RoleOut, RoleInOut}, Any: remote,
+		Exchange: true, Owner: ownedOwner, Others: ownedOthers, Kernel: ownedExchange,
+		Why: "peers address the owner's tensor, but only the owner knows where it is: the others pass nothing to translate"},
+}
+
+// ClassifyOwned returns the row of the owned table for role r and access
+// set a, nil only for a role outside Roles.
+func ClassifyOwned(r Role, a Access) *OwnedRule {
+	for i := range OwnedTable {
+		if OwnedTable[i].Matches(r, a) {
+			return &OwnedTable[i]
+		}
+	}
+	return nil
+}
+
+// OwnedTableMarkdown renders the owned table for docs/spec.md.
+func OwnedTableMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| row | dir | access | on the owning rank | on the other ranks | kernel | why |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, o := range OwnedTable {
+		roles := make([]string, len(o.Roles))
+		for i, r := range o.Roles {
+			roles[i] = "`" + string(r) + "`"
+		}
+		access := "any"
+		switch {
+		case o.Any != 0:
+			access = "one of " + kindList(o.Any)
+		case o.Not != 0:
+			access = "none of " + kindList(o.Not)
+		}
+		owner, others, kernel := "refused", "-", "-"
+		if o.Refused == OwnedOK {
+			owner, others, kernel = o.Owner, o.Others, o.Kernel
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s |\n", o.Row, strings.Join(roles, ", "), access, owner, others, kernel, o.Why)
+	}
+	return b.String()
+}

@@ -205,3 +205,102 @@ func TestPlacementOfAcceptedUserTensors(t *testing.T) {
 		}
 	}
 }
+
+// ownedIndependent is the owned table stated a second way, from the prose
+// of docs/spec.md: a workspace and an optional tensor cannot be one rank's;
+// any other is exchanged exactly when peers touch it.
+func ownedIndependent(r Role, a Access) (OwnedRefusal, bool) {
+	switch r {
+	case RoleWorkspace:
+		return OwnedWorkspace, false
+	case RoleInOptional:
+		return OwnedOptional, false
+	}
+	return OwnedOK, a&(RemoteRead|RemoteWrite|RemoteAtomic) != 0
+}
+
+// TestOwnedTableRowsPartition checks that every (role, access set) is
+// covered by exactly one row of the owned table, and that no row is dead.
+func TestOwnedTableRowsPartition(t *testing.T) {
+	used := map[int]int{}
+	for _, r := range Roles {
+		for _, a := range allAccessSets() {
+			var rows []int
+			for _, o := range OwnedTable {
+				if o.Matches(r, a) {
+					rows = append(rows, o.Row)
+				}
+			}
+			require.Len(t, rows, 1, "role %q, access %v: rows %v", r, a, rows)
+			used[rows[0]]++
+			o := ClassifyOwned(r, a)
+			refused, exchange := ownedIndependent(r, a)
+			assert.Equal(t, refused, o.Refused, "role %q, access %v (row %d)", r, a, o.Row)
+			assert.Equal(t, exchange, o.Exchange, "role %q, access %v (row %d)", r, a, o.Row)
+		}
+	}
+	for i, o := range OwnedTable {
+		assert.Equal(t, i+1, o.Row, "rows are numbered in order")
+		assert.NotZero(t, used[o.Row], "row %d matches nothing", o.Row)
+		assert.NotEmpty(t, o.Why, "row %d", o.Row)
+		if o.Refused == OwnedOK {
+			assert.NotEmpty(t, o.Owner+o.Others+o.Kernel, "row %d", o.Row)
+		}
+	}
+	assert.Nil(t, ClassifyOwned("bogus", LocalRead))
+}
+
+// ownedSpec is ruleSpec with a rank parameter root that tensor x names
+// (ranks: root).
+func ownedSpec(r Role, a Access) string {
+	src := ruleSpec(r, a, AliasForbid)
+	src = strings.Replace(src, "sizes: [n]\n", "sizes: [n]\nparams: {root: rank}\n", 1)
+	i := strings.Index(src, "  x: {")
+	j := i + strings.Index(src[i:], "}\n")
+	return src[:j] + ", ranks: root" + src[j:]
+}
+
+// TestOwnedTableInTheIR compiles, for every role x access set, a spec whose
+// tensor x only rank root passes, and checks the IR against the two
+// independent statements: the rule table's refusal at the access entry
+// first, else the owned table's at the ranks key, else the row and whether
+// the kernel exchanges x's address.
+func TestOwnedTableInTheIR(t *testing.T) {
+	const ranksLine, accessLine = 7, 13
+	for _, r := range Roles {
+		for _, a := range allAccessSets() {
+			name := fmt.Sprintf("%s/%v", r, a)
+			base := independent(r, a)
+			refused, exchange := ownedIndependent(r, a)
+			c, err := Compile("spec.yaml", []byte(ownedSpec(r, a)), testTemplates())
+			if base.refused == NotRefused && refused == OwnedOK {
+				require.NoError(t, err, name)
+				u := c.Variants[0].Use("x")
+				assert.Equal(t, "root", u.Tensor.Ranks, name)
+				assert.Equal(t, ClassifyOwned(r, a), u.Owned, name)
+				assert.Equal(t, exchange, u.Exchanged(), name)
+				assert.Nil(t, c.Variants[0].Use("y").Owned, "%s: y is every rank's", name)
+				continue
+			}
+			require.Error(t, err, name)
+			list := err.(diag.List)
+			require.Len(t, list, 1, "%s: %v", name, err)
+			line := accessLine
+			if base.refused == NotRefused {
+				line = ranksLine
+			}
+			assert.Equal(t, line, list[0].Pos.Line, "%s: %v", name, list[0])
+			assert.Contains(t, list[0].Msg, `tensor "x"`, name)
+		}
+	}
+}
+
+// TestOwnedTableDocumented keeps docs/spec.md's owned table equal to the
+// code's.
+func TestOwnedTableDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/spec.md")
+	require.NoError(t, err)
+	if !strings.Contains(string(doc), OwnedTableMarkdown()) {
+		t.Errorf("docs/spec.md must hold the owned table as ir.OwnedTableMarkdown renders it; replace its table with:\n%s", OwnedTableMarkdown())
+	}
+}

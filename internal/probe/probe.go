@@ -5,6 +5,11 @@
 // input (moe_dispatch and moe_combine: as a pair against a CPU reference,
 // see probeMoE). A mode the generator derived as capturable must pass; one
 // derived as not capturable must be refused with a *irisrt.CaptureError.
+// A collective with launch parameters is probed twice: a graph replays
+// the parameters it captured, so one capture with the first values (root
+// 0, say) must replay their results, and a second capture with other
+// values (root 1) theirs; the ranks that do not use a tensor pass the zero
+// Tensor for it.
 package probe
 
 import (
@@ -15,6 +20,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -27,9 +33,10 @@ import (
 type Result struct {
 	Collective, Variant string
 	Mode                irisrt.Barrier
-	Claimed             bool // the generator's derived claim
-	Captured            bool // the launch was captured into a graph
-	Replays             int  // replays validated
+	Params              string // the launch parameters captured, e.g. "root=1"; "" for none
+	Claimed             bool   // the generator's derived claim
+	Captured            bool   // the launch was captured into a graph
+	Replays             int    // replays validated
 	Reason              string
 	Failed              bool // the claim did not hold
 }
@@ -54,10 +61,10 @@ func Run(cfg Config) ([]Result, error) {
 	}
 	defer w.Close()
 	var out []Result
-	for _, c := range cases(cfg) {
+	for _, c := range cases(cfg, w.Size()) {
 		res := make([]Result, w.Size())
 		err := w.Run(func(r *irisrt.Rank) error {
-			res[r.Rank()] = probe(r, c.e, c.mode, cfg)
+			res[r.Rank()] = probe(r, c, cfg)
 			return nil
 		})
 		if err != nil {
@@ -75,8 +82,8 @@ func Run(cfg Config) ([]Result, error) {
 // worst rank's).
 func RunRank(r *irisrt.Rank, cfg Config) ([]Result, error) {
 	var out []Result
-	for _, c := range cases(cfg) {
-		res, err := shareResult(r, probe(r, c.e, c.mode, cfg))
+	for _, c := range cases(cfg, r.World()) {
+		res, err := shareResult(r, probe(r, c, cfg))
 		if err != nil {
 			return out, err
 		}
@@ -112,22 +119,45 @@ func shareResult(r *irisrt.Rank, res Result) (Result, error) {
 }
 
 type probeCase struct {
-	e    collectives.Entry
-	mode irisrt.Barrier
+	e      collectives.Entry
+	mode   irisrt.Barrier
+	params []irisrt.Param
 }
 
-// cases lists the selected variants and modes in catalogue order.
-func cases(cfg Config) []probeCase {
+// cases lists the selected variants and modes in catalogue order, a
+// variant with parameters once for each of paramSets.
+func cases(cfg Config, world int) []probeCase {
 	var out []probeCase
 	for _, e := range collectives.Catalogue {
 		if len(cfg.Collectives) > 0 && !slices.Contains(cfg.Collectives, e.Collective) {
 			continue
 		}
 		for _, mode := range e.Barriers {
-			out = append(out, probeCase{e, mode})
+			for _, ps := range paramSets(e, world) {
+				out = append(out, probeCase{e, mode, ps})
+			}
 		}
 	}
 	return out
+}
+
+// paramSets are the two sets of parameter values a variant with
+// parameters is captured with (Entry.SampleParams 0 and 1), one empty set
+// for a variant without parameters.
+func paramSets(e collectives.Entry, world int) [][]irisrt.Param {
+	if len(e.Params) == 0 {
+		return [][]irisrt.Param{nil}
+	}
+	return [][]irisrt.Param{e.SampleParams(world, 0), e.SampleParams(world, 1)}
+}
+
+// paramText names the values of ps, e.g. "src=0 dst=1".
+func paramText(e collectives.Entry, ps []irisrt.Param) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = e.Params[i].Name + "=" + p.String()
+	}
+	return strings.Join(parts, " ")
 }
 
 // merge keeps the worst rank's result.
@@ -142,8 +172,9 @@ func merge(rs []Result) Result {
 	return m
 }
 
-func probe(r *irisrt.Rank, e collectives.Entry, mode irisrt.Barrier, cfg Config) Result {
-	res := Result{Collective: e.Collective, Variant: e.Variant, Mode: mode, Claimed: slices.Contains(e.Capturable, mode)}
+func probe(r *irisrt.Rank, c probeCase, cfg Config) Result {
+	e, mode, ps := c.e, c.mode, c.params
+	res := Result{Collective: e.Collective, Variant: e.Variant, Mode: mode, Params: paramText(e, ps), Claimed: slices.Contains(e.Capturable, mode)}
 	fail := func(format string, a ...any) Result {
 		res.Failed, res.Reason = true, fmt.Sprintf(format, a...)
 		return res
@@ -174,14 +205,16 @@ func probe(r *irisrt.Rank, e collectives.Entry, mode irisrt.Barrier, cfg Config)
 		return fail("%v", err)
 	}
 	defer free()
-	exec, res, ok := capture(r, res, func() error { return p.LaunchTensors(s, ts, mode) })
+	passed := e.TensorsFor(r.Rank(), ts, ps)
+	launch := func() error { return p.LaunchParams(s, passed, ps, mode) }
+	exec, res, ok := capture(r, res, launch)
 	if !ok {
 		return res
 	}
 	defer dev.DestroyGraphExec(exec)
 	rng := rand.New(rand.NewPCG(uint64(r.Rank())+1, 0x5eed))
 	for k := 0; k < cfg.Replays; k++ {
-		got, want, err := round(r, p, e, ts, mode, dt, exec, rng)
+		got, want, err := round(r, e, ts, launch, exec, rng)
 		if err != nil {
 			return fail("replay %d: %v", k, err)
 		}
@@ -244,7 +277,7 @@ func capture(r *irisrt.Rank, res Result, launch func() error) (exec gpu.GraphExe
 // the output, writes the same input again, replays the graph and returns
 // both outputs. Inputs are multiples of 1/8 in [-1, 1], so every sum is
 // exact in every dtype and any order: equal outputs are required.
-func round(r *irisrt.Rank, p collectives.AnyPlan, e collectives.Entry, ts []irisrt.Tensor, mode irisrt.Barrier, dt irisrt.DType,
+func round(r *irisrt.Rank, e collectives.Entry, ts []irisrt.Tensor, launch func() error,
 	exec gpu.GraphExec, rng *rand.Rand) (got, want []byte, err error) {
 	s := r.Stream()
 	inputs := map[int][]byte{}
@@ -303,7 +336,7 @@ func round(r *irisrt.Rank, p collectives.AnyPlan, e collectives.Entry, ts []iris
 		}
 		return outputs()
 	}
-	if want, err = step(func() error { return p.LaunchTensors(s, ts, mode) }); err != nil {
+	if want, err = step(launch); err != nil {
 		return nil, nil, fmt.Errorf("eager launch: %w", err)
 	}
 	if got, err = step(func() error { return r.Device().LaunchGraph(exec, s) }); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -103,4 +104,30 @@ func TestShareResultMerges(t *testing.T) {
 	for k, res := range got {
 		assert.Equal(t, Result{Collective: "all_gather", Variant: "push", Captured: true, Replays: 4, Failed: true, Reason: "replay 4: output byte 3 differs"}, res, "rank %d", k)
 	}
+}
+
+// TestParamSets: a variant with parameters is captured with two sets of
+// values, each rank parameter a different rank in each, an int its least
+// value from 1 then from -1 within its range, an f32 1 then 0.5; a variant
+// without parameters once.
+func TestParamSets(t *testing.T) {
+	entry := func(coll string) collectives.Entry {
+		e, ok := collectives.Lookup(coll, "push")
+		require.True(t, ok, coll)
+		return e
+	}
+	text := func(e collectives.Entry, world int) []string {
+		var out []string
+		for _, ps := range paramSets(e, world) {
+			out = append(out, paramText(e, ps))
+		}
+		return out
+	}
+	require.Equal(t, []string{"root=0", "root=1"}, text(entry("broadcast"), 2))
+	require.Equal(t, []string{"src=0 dst=1", "src=1 dst=0"}, text(entry("send_recv"), 2))
+	require.Equal(t, []string{"src=0 dst=1", "src=1 dst=2"}, text(entry("send_recv"), 4))
+	require.Equal(t, []string{"offset=1", "offset=-1"}, text(entry("shift"), 2))
+	require.Equal(t, []string{""}, text(entry("all_gather"), 2))
+	bounded := collectives.Entry{Params: []irisrt.ParamDesc{{Name: "k", Kind: irisrt.ParamInt, Min: 2, Max: 8}, {Name: "eps", Kind: irisrt.ParamF32}}}
+	require.Equal(t, []string{"k=2 eps=1", "k=2 eps=0.5"}, text(bounded, 2))
 }

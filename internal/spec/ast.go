@@ -82,8 +82,25 @@ type File struct {
 	DTypes   List
 	Ops      List
 	Sizes    List
+	Params   Params
 	Tensors  Tensors
 	Variants Variants
+}
+
+// Params is the params mapping, in file order.
+type Params struct {
+	Node
+	List []*Param
+}
+
+// Param is one entry of params: a typed scalar a launch passes. Its Node
+// is the entry's value; a value written as a plain type name (root: rank)
+// sets Type only.
+type Param struct {
+	Node
+	Name     Str // the key
+	Type     Str
+	Min, Max Int
 }
 
 // Tensors is the tensors mapping, in file order.
@@ -103,6 +120,8 @@ type Tensor struct {
 	// pass any of these index types.
 	DTypes   List
 	Optional Bool
+	// Ranks names the rank parameter whose rank alone uses the tensor.
+	Ranks Str
 }
 
 // Variants is the variants mapping, in file order.

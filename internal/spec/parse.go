@@ -16,8 +16,9 @@ import (
 // Keys of each mapping, in the order the docs list them; unknown keys are
 // errors with a suggestion from these lists.
 var (
-	topKeys     = []string{"name", "summary", "dtypes", "ops", "sizes", "tensors", "variants"}
-	tensorKeys  = []string{"dir", "shape", "dtype", "optional"}
+	topKeys     = []string{"name", "summary", "dtypes", "ops", "sizes", "params", "tensors", "variants"}
+	paramKeys   = []string{"type", "min", "max"}
+	tensorKeys  = []string{"dir", "shape", "dtype", "optional", "ranks"}
 	variantKeys = []string{"summary", "template", "access", "aliasing", "barriers", "launch"}
 	launchKeys  = []string{"threads", "max_blocks", "vector_bytes"}
 )
@@ -197,6 +198,8 @@ func (p *parser) top(f *File, root *yaml.Node) {
 			f.Ops = p.list(k, v, "ops", "a list of reduction operators, e.g. [sum]")
 		case "sizes":
 			f.Sizes = p.list(k, v, "sizes", "a list of size symbols, e.g. [n]")
+		case "params":
+			f.Params = p.params(k, v)
 		case "tensors":
 			f.Tensors = p.tensors(k, v)
 		case "variants":
@@ -215,6 +218,8 @@ func (p *parser) top(f *File, root *yaml.Node) {
 			return &f.Ops.Node
 		case "sizes":
 			return &f.Sizes.Node
+		case "params":
+			return &f.Params.Node
 		case "tensors":
 			return &f.Tensors.Node
 		case "variants":
@@ -247,6 +252,8 @@ func (p *parser) tensors(k Str, v *yaml.Node) Tensors {
 					}
 				case "optional":
 					t.Optional = p.boolean(k, v, "optional of "+where)
+				case "ranks":
+					t.Ranks = p.str(k, v, "ranks of "+where+" (the name of a rank parameter, e.g. ranks: root)")
 				}
 			})
 			markMisspelled(miss, func(key string) *Node {
@@ -259,6 +266,8 @@ func (p *parser) tensors(k Str, v *yaml.Node) Tensors {
 					return &t.DType.Node
 				case "optional":
 					return &t.Optional.Node
+				case "ranks":
+					return &t.Ranks.Node
 				}
 				return nil
 			})
@@ -268,6 +277,52 @@ func (p *parser) tensors(k Str, v *yaml.Node) Tensors {
 		p.errorf(name.Pos, "duplicate tensor %q (first defined at %s); tensor names must be unique", name.Value, lineCol(first))
 	})
 	return ts
+}
+
+// params reads the params mapping: each parameter is a type name (root:
+// rank) or a mapping {type, min, max}.
+func (p *parser) params(k Str, v *yaml.Node) Params {
+	ps := Params{Node: p.keyed(k, v)}
+	if !p.isMap(v, &ps.Node, "params", "a mapping from parameter names to types, e.g. {root: rank, eps: f32}") {
+		return ps
+	}
+	p.entries(v, func(name Str, val *yaml.Node) {
+		pr := &Param{Node: p.keyed(name, val), Name: name}
+		where := fmt.Sprintf("parameter %q", name.Value)
+		switch r := p.resolve(val); {
+		case r.Kind == yaml.ScalarNode && r.Tag != "!!null":
+			pr.Type = p.str(name, val, "type of "+where)
+		case r.Kind == yaml.MappingNode:
+			miss := p.fields(val, "in "+where, paramKeys, func(key string, k Str, v *yaml.Node) {
+				switch key {
+				case "type":
+					pr.Type = p.str(k, v, "type of "+where)
+				case "min":
+					pr.Min = p.integer(k, v, "min of "+where)
+				case "max":
+					pr.Max = p.integer(k, v, "max of "+where)
+				}
+			})
+			markMisspelled(miss, func(key string) *Node {
+				switch key {
+				case "type":
+					return &pr.Type.Node
+				case "min":
+					return &pr.Min.Node
+				case "max":
+					return &pr.Max.Node
+				}
+				return nil
+			})
+		default:
+			pr.Bad = true
+			p.errorf(p.pos(r), "%s must be a type (rank, int, f32) or a mapping like {type: int, min: 0, max: 8}; found %s", where, describe(r))
+		}
+		ps.List = append(ps.List, pr)
+	}, func(name Str, _ *yaml.Node, first Pos) {
+		p.errorf(name.Pos, "duplicate parameter %q (first defined at %s); parameter names must be unique", name.Value, lineCol(first))
+	})
+	return ps
 }
 
 func (p *parser) variants(k Str, v *yaml.Node) Variants {

@@ -177,3 +177,37 @@ func TestFileLimit(t *testing.T) {
 	require.Len(t, errs, 1)
 	assert.Equal(t, "f.yaml:1:1: error: the spec is 1048585 bytes; irisgen reads files of at most 1048576 bytes (1 MiB): split it", errs[0].Error())
 }
+
+// TestParseParams: parameters as a type name or a mapping, and a tensor's
+// ranks, with their positions.
+func TestParseParams(t *testing.T) {
+	const src = `name: b
+params:
+  root: rank
+  k: {type: int, min: -2, max: 8}
+tensors:
+  input: {dir: in, shape: [n], ranks: root}
+`
+	f, errs := Parse("f.yaml", []byte(src))
+	require.Empty(t, errs)
+	require.Len(t, f.Params.List, 2)
+	root, k := f.Params.List[0], f.Params.List[1]
+	assert.Equal(t, Str{Node: Node{Pos: at(3, 3), KeyPos: at(3, 3), Set: true}, Value: "root"}, root.Name)
+	assert.Equal(t, "rank", root.Type.Value)
+	assert.Equal(t, at(3, 9), root.Type.Pos)
+	assert.False(t, root.Min.Set)
+	assert.Equal(t, "int", k.Type.Value)
+	assert.Equal(t, int64(-2), k.Min.Value)
+	assert.Equal(t, at(4, 23), k.Min.Pos)
+	assert.Equal(t, int64(8), k.Max.Value)
+	assert.Equal(t, "root", f.Tensors.List[0].Ranks.Value)
+	assert.Equal(t, at(6, 39), f.Tensors.List[0].Ranks.Pos)
+
+	_, errs = Parse("f.yaml", []byte("params: [root]\n"))
+	require.Len(t, errs, 1)
+	assert.Equal(t, "f.yaml:1:9: error: params must be a mapping from parameter names to types, e.g. {root: rank, eps: f32}; found a list", errs[0].Error())
+	_, errs = Parse("f.yaml", []byte("params: {k: {type: int, min: 1.5, mx: 2}}\n"))
+	require.Len(t, errs, 2)
+	assert.Contains(t, errs[0].Error(), "min of parameter \"k\" must be an integer, found the number 1.5")
+	assert.Contains(t, errs[1].Error(), `unknown key "mx" in parameter "k" (expected one of: type, min, max)`)
+}

@@ -1,6 +1,9 @@
 package irisrt
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Entry is one variant of a generated package as tools that pick variants
 // at run time see it (irisgen bench and probe, programs that read a variant
@@ -12,6 +15,7 @@ type Entry struct {
 	DTypes     []DType      // empty: no data type
 	Ops        []string     // empty: does not reduce
 	Sizes      []string     // size parameters, in order
+	Params     []ParamDesc  // launch parameters, in launch order (AnyPlan.LaunchParams)
 	Tensors    []TensorInfo // user tensors, in launch order
 	// Barriers are the modes a launch may ask for (default first);
 	// Capturable those that may be captured.
@@ -33,6 +37,9 @@ type TensorInfo struct {
 	IndexDTypes []DType
 	// Optional: a launch may pass the zero Tensor to leave it out.
 	Optional bool
+	// Owner, when set, is the rank parameter whose rank alone uses the
+	// tensor; the other ranks may pass the zero Tensor.
+	Owner string
 	// Remote reports whether peers touch it (placement import or heap).
 	Remote bool
 	// Heap reports whether it must be on the heap (peers write it).
@@ -56,12 +63,12 @@ func (t *Table) Entries() []Entry {
 		}
 		for vi := range c.Variants {
 			v := &c.Variants[vi]
-			e := Entry{Collective: c.Name, Variant: v.Name, DTypes: c.DTypes, Ops: c.Ops, Sizes: sizes,
+			e := Entry{Collective: c.Name, Variant: v.Name, DTypes: c.DTypes, Ops: c.Ops, Sizes: sizes, Params: c.Params,
 				Barriers: v.Barriers, Capturable: v.Capturable, v: v}
 			for _, ti := range c.user {
 				td := &c.Tensors[ti]
 				e.Tensors = append(e.Tensors, TensorInfo{Name: td.Name, Dir: td.Dir, Shape: c.ShapeString(td.Shape),
-					DType: td.DType, IndexDTypes: td.Index, Optional: td.Optional,
+					DType: td.DType, IndexDTypes: td.Index, Optional: td.Optional, Owner: td.Owner,
 					Remote: v.Uses[ti] >= UseImport, Heap: v.Uses[ti] == UseHeap, shape: td.Shape})
 			}
 			out = append(out, e)
@@ -91,6 +98,51 @@ func (e Entry) New(r *Rank, dt DType, op string, sizes []int64) (AnyPlan, error)
 		return nil, err
 	}
 	return p, nil
+}
+
+// SampleParams are values of e's parameters for tools that launch any
+// variant (a benchmark, the capture probe), nil when e has none. Sample 0:
+// rank parameter i is rank i mod world (root 0; src 0, dst 1), an int its
+// least value from 1 (a ring shift of +1), an f32 1. Sample 1 differs in
+// every rank parameter and, where the range allows, every value: rank
+// parameter i is rank i+1 mod world, an int its least value from -1, an f32
+// 0.5.
+func (e Entry) SampleParams(world, sample int) []Param {
+	if len(e.Params) == 0 {
+		return nil
+	}
+	k := sample % 2
+	ps := make([]Param, len(e.Params))
+	for i, d := range e.Params {
+		switch d.Kind {
+		case ParamRank:
+			ps[i] = IntParam(int64((i + k) % max(world, 1)))
+		case ParamInt:
+			ps[i] = IntParam(min(max([]int64{1, -1}[k], d.Min), d.Max))
+		default:
+			ps[i] = F32Param([]float32{1, 0.5}[k])
+		}
+	}
+	return ps
+}
+
+// TensorsFor is what rank passes of ts for a launch with the parameters ps:
+// ts, with the zero Tensor for every tensor that only another rank uses.
+func (e Entry) TensorsFor(rank int, ts []Tensor, ps []Param) []Tensor {
+	out := ts
+	for i, ti := range e.Tensors {
+		if ti.Owner == "" {
+			continue
+		}
+		j := slices.IndexFunc(e.Params, func(d ParamDesc) bool { return d.Name == ti.Owner })
+		if j >= 0 && j < len(ps) && ps[j].Int() != int64(rank) {
+			if &out[0] == &ts[0] {
+				out = slices.Clone(ts)
+			}
+			out[i] = Tensor{}
+		}
+	}
+	return out
 }
 
 // Numel is the tensor's element count for a world size and the sizes in

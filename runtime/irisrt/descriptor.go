@@ -23,13 +23,6 @@ import (
 // The generated code is its only writer; a Table that breaks the rules
 // below (a generator bug, or a hand-built one in a test) is refused with an
 // error at the first plan, never with a panic.
-//
-// Issue 15 adds two things without changing this shape: typed scalar launch
-// parameters (a Params list on Collective, packed after the sizes and checked
-// against their range by LaunchTensors' successor that takes them) and
-// role-dependent tensors (a field of TensorDesc naming the ranks that use
-// the tensor; on the others a launch passes the zero Tensor and the checks of
-// that tensor are skipped, as for Optional ones).
 type Table struct {
 	// ImportPath is the generated package's import path: the key of its
 	// registration and of its code objects in a rank's kernel cache.
@@ -58,14 +51,16 @@ type Collective struct {
 	DTypes   []DType // data types of its kernels; empty: it has none (barrier)
 	Ops      []string
 	Sizes    []SizeParam  // in kernel-argument order
+	Params   []ParamDesc  // launch parameters, in kernel-argument order (after the sizes)
 	Tensors  []TensorDesc // in spec order, workspace included
 	Variants []Variant
 	// Auto is the tuning table of the auto variant, first match wins, the
 	// last rule matching everything; empty: no auto variant.
 	Auto []AutoRule
 
-	t    *Table
-	user []int // indices of the user tensors in Tensors
+	t     *Table
+	user  []int // indices of the user tensors in Tensors
+	owner []int // per tensor: the index in Params of its Owner, -1 for none
 }
 
 // SizeParam is a size parameter of a collective.
@@ -102,6 +97,13 @@ type TensorDesc struct {
 	// Optional: a launch may pass the zero Tensor (the kernel gets a null
 	// pointer, and the tensor is not checked).
 	Optional bool
+	// Owner, when set, names the rank parameter whose rank alone uses the
+	// tensor: the launch checks it there only; on the other ranks it ignores
+	// what the caller passes (the zero Tensor) and the kernel gets a null
+	// pointer. A variant whose peers touch it (UseImport, UseHeap) gets a
+	// plan-owned slot per block in which the owner's kernel publishes the
+	// tensor's heap offset (docs/internals.md).
+	Owner string
 }
 
 // Dim is one factor of a shape: a positive constant, DimWorld, DimBlocks or
@@ -168,6 +170,9 @@ type Variant struct {
 	id    uint64 // unique in the process: the plan cache's key
 	heap  []int  // user positions of UseHeap tensors
 	pairs []aliasPair
+	// exchanged: the tensors only one rank uses that peers touch, which get
+	// address slots.
+	exchanged []int
 }
 
 // aliasPair is a pair of user positions a launch checks for overlap;
@@ -271,6 +276,9 @@ func (t *Table) build() error {
 				return bad("%s: tensor %s: %v", c.Name, td.Name, err)
 			}
 		}
+		if err := c.checkParams(); err != nil {
+			return bad("%s: %v", c.Name, err)
+		}
 		for i, s := range c.Sizes {
 			if err := c.checkSize(i, s); err != nil {
 				return bad("%s: size %s: %v", c.Name, s.Name, err)
@@ -320,12 +328,54 @@ func (c *Collective) checkTensor(td TensorDesc) error {
 	return nil
 }
 
+// checkParams checks the parameters and the tensors' owners, and links
+// every tensor to its owner's parameter.
+func (c *Collective) checkParams() error {
+	if len(c.Params) > 64 {
+		return fmt.Errorf("%d parameters; at most 64 are supported", len(c.Params))
+	}
+	for i, d := range c.Params {
+		switch {
+		case d.Name == "":
+			return fmt.Errorf("parameter %d has no name", i)
+		case d.Kind < ParamRank || d.Kind > ParamF32:
+			return fmt.Errorf("parameter %s has unknown kind %d", d.Name, d.Kind)
+		case d.Kind == ParamInt && d.Min > d.Max:
+			return fmt.Errorf("parameter %s has min %d above max %d", d.Name, d.Min, d.Max)
+		}
+		for _, e := range c.Params[:i] {
+			if e.Name == d.Name {
+				return fmt.Errorf("parameter %s is declared twice", d.Name)
+			}
+		}
+	}
+	c.owner = make([]int, len(c.Tensors))
+	for i, td := range c.Tensors {
+		c.owner[i] = -1
+		if td.Owner == "" {
+			continue
+		}
+		j := slices.IndexFunc(c.Params, func(d ParamDesc) bool { return d.Name == td.Owner })
+		switch {
+		case j < 0 || c.Params[j].Kind != ParamRank:
+			return fmt.Errorf("tensor %s is owned by %q, which is not a rank parameter", td.Name, td.Owner)
+		case td.Dir == Workspace || td.Optional:
+			return fmt.Errorf("tensor %s is owned by %s but is a workspace or optional", td.Name, td.Owner)
+		}
+		c.owner[i] = j
+	}
+	return nil
+}
+
 func (c *Collective) checkSize(i int, s SizeParam) error {
 	if s.From < 0 {
 		return nil
 	}
 	if s.From >= len(c.Tensors) || c.Tensors[s.From].Dir == Workspace {
 		return fmt.Errorf("read from tensor %d, which is not a user tensor", s.From)
+	}
+	if c.Tensors[s.From].Owner != "" {
+		return fmt.Errorf("read from tensor %s, which only rank %s passes", c.Tensors[s.From].Name, c.Tensors[s.From].Owner)
 	}
 	n := 0
 	for _, d := range c.Tensors[s.From].Shape {
@@ -362,7 +412,12 @@ func (c *Collective) prepareVariant(v *Variant) error {
 	if v.Threads < 1 || v.Threads > 1024 || v.MaxBlocks < 1 || v.VectorBytes < 1 {
 		return fmt.Errorf("launch shape %d threads, %d blocks, %d-byte vectors", v.Threads, v.MaxBlocks, v.VectorBytes)
 	}
-	v.heap, v.pairs = nil, nil
+	v.heap, v.pairs, v.exchanged = nil, nil, nil
+	for ti := range c.Tensors {
+		if c.owner[ti] >= 0 && v.Uses[ti] >= UseImport {
+			v.exchanged = append(v.exchanged, ti)
+		}
+	}
 	writes := func(d Dir) bool { return d == Out || d == InOut }
 	for a, ia := range c.user {
 		if v.Uses[ia] > UseHeap {

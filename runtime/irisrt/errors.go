@@ -22,6 +22,7 @@ var (
 	ErrAlignment      = errors.New("tensor misaligned")
 	ErrNotLive        = errors.New("tensor is not a live heap allocation")
 	ErrInUse          = errors.New("in use")
+	ErrParam          = errors.New("launch parameter out of range")
 )
 
 // PlacementError: a tensor that peers write (or read without an import) is

@@ -44,14 +44,20 @@ type VariantPlan struct {
 	op    string
 	sizes []int64
 	lens  []int64         // element counts of the user tensors
-	bufs  []gpu.DevicePtr // per tensor: its workspace buffer, else 0
+	bufs  []gpu.DevicePtr // per tensor: its workspace buffer, or its address slots, else 0
+	// empty: every user tensor has 0 elements, so a launch enqueues nothing.
+	empty bool
 }
 
 // AnyPlan is what every plan of a generated package offers, whatever its
 // variant.
 type AnyPlan interface {
-	// LaunchTensors launches with the user tensors in spec order.
+	// LaunchTensors launches with the user tensors in spec order (a
+	// collective without parameters).
 	LaunchTensors(s gpu.Stream, ts []Tensor, mode Barrier) error
+	// LaunchParams launches with the user tensors and the parameters in
+	// spec order.
+	LaunchParams(s gpu.Stream, ts []Tensor, ps []Param, mode Barrier) error
 	// Plan returns the runtime plan.
 	Plan() *Plan
 	// Close frees the plan's buffers (collective).
@@ -63,7 +69,8 @@ type AnyPlan interface {
 // VariantPlan: the body of every generated constructor. Like NewPlan it is
 // collective. dt must be one of the collective's dtypes and op one of its
 // ops (*UnsupportedError); both are ignored where the collective has none.
-// The sizes must be positive.
+// The sizes must not be negative; with sizes that leave every user tensor
+// empty the plan's launches enqueue nothing.
 func NewPlanOf[T any, P interface {
 	*T
 	bind(VariantPlan)
@@ -141,8 +148,8 @@ func newVariantPlan(r *Rank, v *Variant, dt DType, op string, sizes []int64) (*V
 		return nil, fmt.Errorf("%s: %d sizes, want %d (%s)", v.label, len(sizes), len(c.Sizes), sizeNames(c.Sizes))
 	}
 	for i, n := range sizes {
-		if n <= 0 {
-			return nil, fmt.Errorf("%s: size parameter %s = %d, want > 0", v.label, c.Sizes[i].Name, n)
+		if n < 0 {
+			return nil, fmt.Errorf("%s: size parameter %s = %d, want >= 0", v.label, c.Sizes[i].Name, n)
 		}
 	}
 	world := int64(r.World())
@@ -165,6 +172,7 @@ func newVariantPlan(r *Rank, v *Variant, dt DType, op string, sizes []int64) (*V
 		}
 		p.lens[i], largest = n, max(largest, bytes)
 	}
+	p.empty = len(c.user) > 0 && largest == 0
 	blocks := Blocks(largest, v.Threads, v.VectorBytes, v.MaxBlocks)
 	spec := PlanSpec{
 		Package: c.t.ImportPath, Op: c.Name, Variant: v.Name, Module: c.Name, SpecHash: c.SpecHash, Kernel: v.Kernel(dt, op),
@@ -189,6 +197,11 @@ func newVariantPlan(r *Rank, v *Variant, dt DType, op string, sizes []int64) (*V
 			u++
 		}
 	}
+	// A slot per block for every tensor only one rank passes that peers
+	// touch: its owner's kernel publishes the tensor's heap offset there.
+	for _, ti := range v.exchanged {
+		spec.Workspace = append(spec.Workspace, Buffer{Name: slotsName(c.Tensors[ti].Name), Bytes: int64(blocks) * 8})
+	}
 	plan, err := NewPlan(r, spec)
 	if err != nil {
 		return nil, err
@@ -197,18 +210,34 @@ func newVariantPlan(r *Rank, v *Variant, dt DType, op string, sizes []int64) (*V
 	for _, ti := range workspace {
 		p.bufs[ti] = plan.Buffer(c.Tensors[ti].Name)
 	}
+	for _, ti := range v.exchanged {
+		p.bufs[ti] = plan.Buffer(slotsName(c.Tensors[ti].Name))
+	}
 	return p, nil
 }
 
-// LaunchTensors launches the plan's kernel on s in barrier mode mode with
-// the user tensors in spec order, after checking, in this order and before
-// anything is enqueued: every tensor's dtype and length (*DTypeError,
-// *ShapeError; an optional tensor may be the zero Tensor), that tensors
-// peers write are on the heap (*PlacementError), the variant's aliasing
-// rule (*AliasError), and Plan.Launch's checks of the mode and the stream.
-// Tensors peers read that are not on the heap are copied into the plan's
-// staging on s first. It never allocates.
+// slotsName is the plan buffer of a tensor's address slots (not an
+// identifier, so no workspace tensor has it).
+func slotsName(tensor string) string { return "address slots of " + tensor }
+
+// LaunchTensors is LaunchParams without parameters, for collectives that
+// have none.
 func (p *VariantPlan) LaunchTensors(s gpu.Stream, ts []Tensor, mode Barrier) error {
+	return p.LaunchParams(s, ts, nil, mode)
+}
+
+// LaunchParams launches the plan's kernel on s in barrier mode mode with the
+// user tensors and the parameters in spec order, after checking, in this
+// order and before anything is enqueued: every parameter's kind and range
+// (*ParamError); every tensor's dtype and length (*DTypeError, *ShapeError;
+// an optional tensor may be the zero Tensor, and a tensor only one rank uses
+// is checked on that rank only and ignored on the others); that tensors
+// peers write are on the heap (*PlacementError); the variant's aliasing rule
+// (*AliasError); and Plan.Launch's checks of the mode and the stream.
+// Tensors peers read that are not on the heap are copied into the plan's
+// staging on s first. A plan whose tensors are all empty (a size of 0)
+// makes the checks and enqueues nothing. It never allocates.
+func (p *VariantPlan) LaunchParams(s gpu.Stream, ts []Tensor, ps []Param, mode Barrier) error {
 	if p.plan == nil {
 		return errors.New("irisrt: launch of a plan that was never made: make plans with their New...Plan constructor")
 	}
@@ -217,11 +246,23 @@ func (p *VariantPlan) LaunchTensors(s gpu.Stream, ts []Tensor, mode Barrier) err
 	if len(ts) != len(c.user) {
 		return c.countError(v.label, len(ts))
 	}
+	if len(ps) != len(c.Params) {
+		return c.paramCountError(v.label, len(ps))
+	}
+	r := p.plan.r
+	for i := range c.Params {
+		if err := c.Params[i].check(v.label, ps[i], r.World()); err != nil {
+			return err
+		}
+	}
+	// mine reports whether this rank uses tensor ti.
+	mine := func(ti int) bool { return c.owner[ti] < 0 || ps[c.owner[ti]].Int() == int64(r.Rank()) }
 	for i, ti := range c.user {
 		td, t := &c.Tensors[ti], ts[i]
 		var err error
 		switch {
-		case td.Optional && t.Ptr == 0:
+		case !mine(ti), td.Optional && t.Ptr == 0:
+			continue
 		case len(td.Index) > 0:
 			err = CheckTensorOneOf(v.label, td.Name, t, td.Index, p.lens[i])
 		default:
@@ -231,29 +272,39 @@ func (p *VariantPlan) LaunchTensors(s gpu.Stream, ts []Tensor, mode Barrier) err
 			// Wherever the rules put it: a tensor on the heap must be a live
 			// allocation of the caller's (a hand-made one into freed memory or
 			// a plan's buffers is refused).
-			err = CheckLive(v.label, td.Name, p.plan.r, t)
+			err = CheckLive(v.label, td.Name, r, t)
 		}
 		if err != nil {
 			return err
 		}
 	}
 	for _, i := range v.heap {
-		if err := CheckHeap(v.label, c.Tensors[c.user[i]].Name, p.plan.r, ts[i]); err != nil {
-			return err
+		if ti := c.user[i]; mine(ti) {
+			if err := CheckHeap(v.label, c.Tensors[ti].Name, r, ts[i]); err != nil {
+				return err
+			}
 		}
 	}
 	for _, pr := range v.pairs {
-		a, b := c.Tensors[c.user[pr.a]].Name, c.Tensors[c.user[pr.b]].Name
+		ta, tb := c.user[pr.a], c.user[pr.b]
+		if !mine(ta) || !mine(tb) {
+			continue
+		}
 		check := CheckNoAlias
 		if pr.same {
 			check = CheckInPlace
 		}
-		if err := check(v.label, a, ts[pr.a], b, ts[pr.b]); err != nil {
+		if err := check(v.label, c.Tensors[ta].Name, ts[pr.a], c.Tensors[tb].Name, ts[pr.b]); err != nil {
 			return err
 		}
 	}
-	// The kernel's argument struct: a pointer per tensor in spec order, the
-	// sizes, then the element width of every index tensor.
+	if p.empty {
+		return p.plan.Skip(s, mode)
+	}
+	// The kernel's argument struct: a pointer per tensor in spec order (0
+	// for a tensor this rank does not use), the sizes, the parameters, the
+	// element width of every index tensor, the address slots of every
+	// tensor only one rank uses.
 	a := p.plan.Args()
 	u := 0
 	for ti := range c.Tensors {
@@ -262,6 +313,8 @@ func (p *VariantPlan) LaunchTensors(s gpu.Stream, ts []Tensor, mode Barrier) err
 		case td.Dir == Workspace:
 			a.Ptr(p.bufs[ti])
 			continue
+		case !mine(ti):
+			a.Ptr(0)
 		case v.Uses[ti] == UseImport:
 			a.Staged(td.Name, ts[u])
 		default:
@@ -272,12 +325,37 @@ func (p *VariantPlan) LaunchTensors(s gpu.Stream, ts []Tensor, mode Barrier) err
 	for _, n := range p.sizes {
 		a.I64(n)
 	}
+	for _, x := range ps {
+		a.I64(int64(x.word()))
+	}
 	for i, ti := range c.user {
-		if len(c.Tensors[ti].Index) > 0 {
-			a.I64(ts[i].DType.Size())
+		if idx := c.Tensors[ti].Index; len(idx) > 0 {
+			w := ts[i].DType.Size()
+			if !mine(ti) {
+				w = idx[0].Size()
+			}
+			a.I64(w)
+		}
+	}
+	for ti := range c.Tensors {
+		if c.owner[ti] >= 0 {
+			a.Ptr(p.bufs[ti]) // the slots where peers touch it, else 0
 		}
 	}
 	return p.plan.Launch(s, mode, a)
+}
+
+// paramCountError reports a launch of what with got parameters instead of
+// c's.
+func (c *Collective) paramCountError(what string, got int) error {
+	if len(c.Params) == 0 {
+		return fmt.Errorf("%s takes no parameters, got %d", what, got)
+	}
+	names := make([]string, len(c.Params))
+	for i, d := range c.Params {
+		names[i] = d.Name
+	}
+	return fmt.Errorf("%s: %d parameters, want %d (%s): launch with LaunchParams", what, got, len(c.Params), strings.Join(names, ", "))
 }
 
 // countError reports a launch of what with got tensors instead of c's.
@@ -292,15 +370,20 @@ func (c *Collective) countError(what string, got int) error {
 	return fmt.Errorf("%s: %d tensors, want %d (%s)", what, got, len(c.user), strings.Join(names, ", "))
 }
 
-// Run launches a variant of c through r's plan cache: the convenience call
+// Run is RunParams without parameters, for collectives that have none.
+func (c *Collective) Run(r *Rank, s gpu.Stream, variant string, dt DType, op string, given []int64, ts []Tensor, mode Barrier) error {
+	return c.RunParams(r, s, variant, dt, op, given, ts, nil, mode)
+}
+
+// RunParams launches a variant of c through r's plan cache: the convenience call
 // <Collective>(r, s, variant, ...) of the generated package. The sizes are
 // read from the tensors (SizeParam.From) except those given, in order, by
 // the caller; variant AutoVariant picks one from the tuning table by the
 // bytes of the largest tensor. The first call with a variant, dtype, op and
 // sizes makes the plan (collective, and refused while s is capturing:
 // *CaptureError), later ones reuse it; a call that finds its plan does not
-// allocate.
-func (c *Collective) Run(r *Rank, s gpu.Stream, variant string, dt DType, op string, given []int64, ts []Tensor, mode Barrier) error {
+// allocate. The parameters ps are the launch's (LaunchParams).
+func (c *Collective) RunParams(r *Rank, s gpu.Stream, variant string, dt DType, op string, given []int64, ts []Tensor, ps []Param, mode Barrier) error {
 	if c.t == nil {
 		return errors.New("irisrt: Run on a collective whose table was never registered")
 	}
@@ -334,7 +417,7 @@ func (c *Collective) Run(r *Rank, s gpu.Stream, variant string, dt DType, op str
 	if err != nil {
 		return err
 	}
-	return p.LaunchTensors(s, ts, mode)
+	return p.LaunchParams(s, ts, ps, mode)
 }
 
 func (c *Collective) unknownVariant(name string) error {

@@ -182,8 +182,8 @@ func TestConstructorChecks(t *testing.T) {
 	assert.Equal(t, "demo/push: op min is not supported; the spec allows sum, max", err.Error())
 	_, err = NewPlanOf[VariantPlan](r, push, F32, "sum", 8)
 	require.EqualError(t, err, "demo/push: 1 sizes, want 2 (n, k)")
-	_, err = NewPlanOf[VariantPlan](r, push, F32, "sum", 8, 0)
-	require.EqualError(t, err, "demo/push: size parameter k = 0, want > 0")
+	_, err = NewPlanOf[VariantPlan](r, push, F32, "sum", 8, -1)
+	require.EqualError(t, err, "demo/push: size parameter k = -1, want >= 0")
 	_, err = NewPlanOf[VariantPlan](r, push, F32, "sum", 1<<62, 2)
 	var se *ShapeError
 	require.ErrorAs(t, err, &se, "shape overflow is a typed error")

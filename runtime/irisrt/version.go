@@ -26,7 +26,11 @@ const (
 	// of the same module writes. Raise it with every change of the API that
 	// generated code calls (the descriptor Table, NewPlanOf, VariantPlan,
 	// Collective.Run, Register, ...), together with the generator.
-	API = 1
+	//
+	// Level 2 adds launch parameters (Collective.Params, LaunchParams,
+	// RunParams) and tensors only one rank uses (TensorDesc.Owner); level 1
+	// code still runs.
+	API = 2
 	// MinAPI is the oldest level whose generated code this runtime still
 	// runs; raise it to API when a change breaks older generated code.
 	MinAPI = 1

@@ -72,5 +72,9 @@ func runProcessRank(t *testing.T) {
 	if err := moeGraphRank(r); err != nil {
 		t.Fatalf("moe graph: %v", err)
 	}
-	t.Logf("rank %d of %d: barriers, %d catalogue cases, back-to-back, rules, convenience calls, capture, groups and MoE passed", r.Rank(), r.World(), cases)
+	pcases, err := paramProcessRank(r)
+	if err != nil {
+		t.Fatalf("collectives with parameters: %v", err)
+	}
+	t.Logf("rank %d of %d: barriers, %d catalogue cases, back-to-back, rules, convenience calls, capture, groups, MoE and %d cases of the collectives with parameters (rules, back-to-back, capture) passed", r.Rank(), r.World(), cases, pcases)
 }

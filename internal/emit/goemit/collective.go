@@ -180,7 +180,28 @@ func (g *gen) variantDoc(v *ir.Variant, plan string) string {
 		if t.Optional {
 			dt += ", optional"
 		}
-		fmt.Fprintf(&b, "  - %s (%s %s%s): %s; %s.\n", t.Name, dirWord(t.Dir), t.ShapeString(), dt, accessDoc(u.Access), placementDoc(u))
+		only := ""
+		if t.Ranks != "" {
+			dt += ", on rank " + t.Ranks + " only"
+			only = fmt.Sprintf("; checked on rank %s only, the other ranks pass the zero irisrt.Tensor", t.Ranks)
+			if u.Exchanged() {
+				only += fmt.Sprintf(" (the kernel tells them where rank %s's is)", t.Ranks)
+			}
+		}
+		fmt.Fprintf(&b, "  - %s (%s %s%s): %s; %s%s.\n", t.Name, dirWord(t.Dir), t.ShapeString(), dt, accessDoc(u.Access), placementDoc(u), only)
+	}
+	if len(c.Params) > 0 {
+		b.WriteString("\nParameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):\n\n")
+		for _, p := range c.Params {
+			what := p.Range()
+			switch p.Type {
+			case ir.ParamRank:
+				what = "a rank, " + what
+			case ir.ParamF32:
+				what = "not range-checked"
+			}
+			fmt.Fprintf(&b, "  - %s (%s): %s.\n", local(p.Name), paramGoType(p), what)
+		}
 	}
 	if len(ws) > 0 {
 		fmt.Fprintf(&b, "\nWorkspace, on the heap and zeroed by the plan: %s.\n", strings.Join(ws, ", "))
@@ -323,16 +344,71 @@ func (g *gen) variant(f *jen.File, v *ir.Variant, index int) {
 	)
 	f.Line()
 
-	launch := fmt.Sprintf("Launch checks the tensors by the rules above and launches %s on s in barrier mode mode.", label)
-	if len(c.UserTensors()) == 0 {
+	checked := "the tensors"
+	if len(c.Params) > 0 {
+		checked = "the parameters and the tensors"
+	}
+	launch := fmt.Sprintf("Launch checks %s by the rules above and launches %s on s in barrier mode mode.", checked, label)
+	if len(c.UserTensors()) == 0 && len(c.Params) == 0 {
 		launch = fmt.Sprintf("Launch launches %s on s in barrier mode mode.", label)
 	}
 	writeDoc(f, launch)
-	params := append(append([]jen.Code{jen.Id("s").Qual(gpuPkg, "Stream")}, g.tensorParams()...), jen.Id("mode").Qual(runtimePkg, "Barrier"))
-	f.Func().Params(jen.Id("p").Op("*").Id(plan)).Id("Launch").Params(params...).Error().Block(
-		jen.Return(jen.Id("p").Dot("LaunchTensors").Call(jen.Id("s"), g.tensorSlice(), jen.Id("mode"))),
-	)
+	params := append(append(append([]jen.Code{jen.Id("s").Qual(gpuPkg, "Stream")}, g.tensorParams()...), g.paramParams()...), jen.Id("mode").Qual(runtimePkg, "Barrier"))
+	call := jen.Id("p").Dot("LaunchTensors").Call(jen.Id("s"), g.tensorSlice(), jen.Id("mode"))
+	if len(c.Params) > 0 {
+		call = jen.Id("p").Dot("LaunchParams").Call(jen.Id("s"), g.tensorSlice(), g.paramSlice(), jen.Id("mode"))
+	}
+	f.Func().Params(jen.Id("p").Op("*").Id(plan)).Id("Launch").Params(params...).Error().Block(jen.Return(call))
 	f.Line()
+}
+
+// paramGoType is the Go type of a parameter in the typed signatures.
+func paramGoType(p *ir.Param) string {
+	switch p.Type {
+	case ir.ParamRank:
+		return "int"
+	case ir.ParamF32:
+		return "float32"
+	}
+	return "int64"
+}
+
+// paramParams are the launch parameters, typed, as parameters of Launch
+// and of the convenience call.
+func (g *gen) paramParams() []jen.Code {
+	var out []jen.Code
+	ps := g.c.Params
+	for i := 0; i < len(ps); {
+		// Consecutive parameters of one type share it, as gofmt'd code would.
+		j := i + 1
+		for j < len(ps) && paramGoType(ps[j]) == paramGoType(ps[i]) {
+			j++
+		}
+		var ids []jen.Code
+		for _, p := range ps[i:j] {
+			ids = append(ids, jen.Id(local(p.Name)))
+		}
+		out = append(out, jen.List(ids...).Id(paramGoType(ps[i])))
+		i = j
+	}
+	return out
+}
+
+// paramSlice is the parameters as the []irisrt.Param the runtime takes;
+// the literal stays on the caller's stack.
+func (g *gen) paramSlice() jen.Code {
+	var vs []jen.Code
+	for _, p := range g.c.Params {
+		switch p.Type {
+		case ir.ParamF32:
+			vs = append(vs, rt("F32Param").Call(jen.Id(local(p.Name))))
+		case ir.ParamRank:
+			vs = append(vs, rt("IntParam").Call(jen.Int64().Call(jen.Id(local(p.Name)))))
+		default:
+			vs = append(vs, rt("IntParam").Call(jen.Id(local(p.Name))))
+		}
+	}
+	return jen.Index().Add(rt("Param")).Values(vs...)
 }
 
 // inference says which user tensor the convenience call reads a size from:
@@ -345,7 +421,8 @@ type inference struct {
 // infer finds, for every size it can, a user tensor whose shape determines
 // it once world and the sizes inferred before are known (the runtime reads
 // them in as many rounds, Collective.Run). Sizes it cannot infer (used only
-// by workspace, or never alone) stay parameters of the convenience call.
+// by workspace, or never alone, or only by tensors one rank passes) stay
+// parameters of the convenience call.
 func (g *gen) infer() (inferred map[string]inference, order []string) {
 	inferred = map[string]inference{}
 	known := map[string]bool{ir.SymWorld: true}
@@ -357,6 +434,9 @@ func (g *gen) infer() (inferred map[string]inference, order []string) {
 			}
 		tensors:
 			for _, t := range g.c.UserTensors() {
+				if t.Ranks != "" {
+					continue // the other ranks pass the zero tensor
+				}
 				count := 0
 				for _, d := range t.Shape {
 					switch {
@@ -401,7 +481,7 @@ func (g *gen) convenience(f *jen.File) {
 			given = append(given, jen.Id(local(s)))
 		}
 	}
-	params = append(append(params, g.tensorParams()...), jen.Id("mode").Qual(runtimePkg, "Barrier"))
+	params = append(append(append(params, g.tensorParams()...), g.paramParams()...), jen.Id("mode").Qual(runtimePkg, "Barrier"))
 
 	var doc strings.Builder
 	fmt.Fprintf(&doc, "%s runs a variant of %s through the rank's plan cache (see the package doc)", g.coll, c.Name)
@@ -422,9 +502,13 @@ func (g *gen) convenience(f *jen.File) {
 	if len(given) > 0 {
 		givenArg = jen.Index().Int64().Values(given...)
 	}
+	args := []jen.Code{jen.Id("r"), jen.Id("s"), jen.String().Call(jen.Id("variant")), g.dtArg(), g.opArg(), givenArg, g.tensorSlice()}
+	run := "Run"
+	if len(c.Params) > 0 {
+		run, args = "RunParams", append(args, g.paramSlice())
+	}
 	f.Func().Id(g.coll).Params(params...).Error().Block(
-		jen.Return(jen.Id(g.desc()).Dot("Run").Call(jen.Id("r"), jen.Id("s"), jen.String().Call(jen.Id("variant")),
-			g.dtArg(), g.opArg(), givenArg, g.tensorSlice(), jen.Id("mode"))),
+		jen.Return(jen.Id(g.desc()).Dot(run).Call(append(args, jen.Id("mode"))...)),
 	)
 	f.Line()
 }

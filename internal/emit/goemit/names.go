@@ -49,9 +49,10 @@ var reserved = map[string]bool{
 	// package-level names of the fixed files
 	"table": true, "kernelFiles": true, "irisrtAPI": true,
 	// packages
-	"irisrt": true, "gpu": true, "embed": true,
+	"irisrt": true, "gpu": true, "embed": true, "math": true,
 	// predeclared identifiers the generated code calls or names
 	"max": true, "min": true, "len": true, "int64": true, "int": true,
 	"string": true, "error": true, "nil": true, "any": true, "true": true,
 	"false": true, "append": true, "new": true, "make": true, "uint8": true,
+	"float32": true,
 }

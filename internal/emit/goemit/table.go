@@ -171,6 +171,13 @@ func (g *gen) tableEntry(modes *modeSets) []jen.Code {
 		}
 		lines = append(lines, field("Sizes", jen.Index().Add(rt("SizeParam")).Values(ss...)).Op(","))
 	}
+	if len(c.Params) > 0 {
+		var ps []jen.Code
+		for _, p := range c.Params {
+			ps = append(ps, paramEntry(p).Op(",").Comment(p.Range()))
+		}
+		lines = append(lines, field("Params", jen.Index().Add(rt("ParamDesc")).Custom(multi, ps...)).Op(","))
+	}
 	if len(c.Tensors) > 0 {
 		var ts []jen.Code
 		for _, t := range c.Tensors {
@@ -229,6 +236,26 @@ func (g *gen) tensorEntry(t *ir.Tensor) *jen.Statement {
 	}
 	if t.Optional {
 		fs = append(fs, field("Optional", jen.True()))
+	}
+	if t.Ranks != "" {
+		fs = append(fs, field("Owner", jen.Lit(t.Ranks)))
+	}
+	return jen.Values(fs...)
+}
+
+// paramEntry is the irisrt.ParamDesc literal of p.
+func paramEntry(p *ir.Param) *jen.Statement {
+	kind := map[ir.ParamType]string{ir.ParamRank: "ParamRank", ir.ParamInt: "ParamInt", ir.ParamF32: "ParamF32"}[p.Type]
+	fs := []jen.Code{field("Name", jen.Lit(p.Name)), field("Kind", rt(kind))}
+	if p.Type == ir.ParamInt {
+		lo, hi := jen.Qual("math", "MinInt64"), jen.Qual("math", "MaxInt64")
+		if p.Min != nil {
+			lo = jen.Op(strconv.FormatInt(*p.Min, 10))
+		}
+		if p.Max != nil {
+			hi = jen.Op(strconv.FormatInt(*p.Max, 10))
+		}
+		fs = append(fs, field("Min", lo), field("Max", hi))
 	}
 	return jen.Values(fs...)
 }

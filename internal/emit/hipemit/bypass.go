@@ -182,6 +182,15 @@ func bypasses(c *ir.Collective, r rendered, calls []helperCall) []violation {
 
 const helperHint = "reach tensors through the helpers (read, write, peer_read, ...; docs/templates.md) and sizes through size"
 
+// hint is helperHint, naming the param helper where the collective has
+// parameters.
+func (k *checker) hint() string {
+	if len(k.c.Params) > 0 {
+		return strings.Replace(helperHint, " and sizes through size", ", sizes through size and parameters through param", 1)
+	}
+	return helperHint
+}
+
 func (k *checker) refuse(t token, tensor, format string, args ...any) {
 	k.out = append(k.out, violation{off: t.off, msg: fmt.Sprintf(format, args...), tensor: tensor})
 }
@@ -202,6 +211,14 @@ func (k *checker) scan() {
 	for _, s := range k.c.Symbols {
 		fields[SymbolField(s)] = ""
 	}
+	for _, p := range k.c.Params {
+		fields[ParamField(p)] = ""
+	}
+	for _, t := range k.c.Tensors {
+		if t.Ranks != "" {
+			fields[SlotField(t)] = t.Name
+		}
+	}
 	for i, t := range k.toks {
 		next := k.tok(i + 1)
 		switch {
@@ -210,13 +227,13 @@ func (k *checker) scan() {
 			if f := k.tok(i + 2); (next.text == "." || next.text == "->") && f.kind == 'i' {
 				tensor = fields[f.text]
 			}
-			k.refuse(t, tensor, "the template names the kernel's argument struct (%s); %s", ArgsName, helperHint)
+			k.refuse(t, tensor, "the template names the kernel's argument struct (%s); %s", ArgsName, k.hint())
 		case t.kind == 'i' && t.text == ArgsStruct(k.c):
-			k.refuse(t, "", "the template names the kernel's argument struct type (%s); %s", t.text, helperHint)
+			k.refuse(t, "", "the template names the kernel's argument struct type (%s); %s", t.text, k.hint())
 		case t.kind == 'i' && t.text == "irisgen_ctx":
 			k.refuse(t, "", "the template names the type irisgen_ctx, which reaches the argument struct around the helpers; read ctx's fields (ctx.rank, ctx.world) and pass ctx to the header's functions")
 		case t.kind == 'i' && (t.text == "addressof" || t.text == "__builtin_addressof"):
-			k.refuse(t, "", "the template takes an address with %s, which can reach the argument struct around the helpers; %s", t.text, helperHint)
+			k.refuse(t, "", "the template takes an address with %s, which can reach the argument struct around the helpers; %s", t.text, k.hint())
 		case t.kind == 'p' && t.text == "&" && k.unary(i) && (next.text == "ctx" || next.text == "(" && k.tok(i+2).text == "ctx"):
 			k.refuse(t, "", "the template takes the address of ctx, the first member of the kernel's argument struct; read ctx's fields (ctx.rank, ctx.world) and pass ctx to the header's functions")
 		case t.kind == 'p' && t.text == "&" && k.unary(i) && k.helper(next) >= 0:
@@ -228,7 +245,7 @@ func (k *checker) scan() {
 		case (t.text == "." || t.text == "->") && next.kind == 'i' && next.text == "base":
 			k.refuse(next, "", "the template reads the heap bases (ctx.base) and so translates addresses around the helpers; take peer pointers with peer_read, peer_write, peer_update or peer_atomic")
 		case (t.text == "." || t.text == "->") && next.kind == 'i' && hasKey(fields, next.text) && k.tok(i-1).text != ArgsName:
-			k.refuse(next, fields[next.text], "the template reads the argument struct's member %s; %s", next.text, helperHint)
+			k.refuse(next, fields[next.text], "the template reads the argument struct's member %s; %s", next.text, k.hint())
 		case t.kind == 'i' && (t.text == "const_cast" || t.text == "reinterpret_cast"):
 			k.refuse(t, "", "the template uses %s, which can turn a pointer from read or peer_read into a writable one; take a writable pointer with write, update, peer_write or peer_update, which record the write", t.text)
 		case t.kind == 'i' && bitCopies[t.text]:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/internal/ir"
+	"github.com/irisgen/irisgen/internal/spec"
 )
 
 // recorder collects what one kernel body really does: the access kinds the
@@ -17,14 +18,18 @@ type recorder struct {
 	acc     map[string]ir.Access
 	first   map[string]map[ir.Access]int // tensor -> kind -> template offset
 	barrier bool
+	params  map[string]bool // parameters read
 }
 
 // record turns the uses of a render into a recorder.
 func record(r rendered, calls []helperCall) *recorder {
-	rec := &recorder{acc: map[string]ir.Access{}, first: map[string]map[ir.Access]int{}}
+	rec := &recorder{acc: map[string]ir.Access{}, first: map[string]map[ir.Access]int{}, params: map[string]bool{}}
 	for _, u := range r.uses {
 		c := calls[u.call]
 		rec.barrier = rec.barrier || c.meets
+		if c.param != "" {
+			rec.params[c.param] = true
+		}
 		if c.tensor == "" {
 			continue
 		}
@@ -83,6 +88,9 @@ func (h *helpers) funcs() template.FuncMap {
 			if strings.TrimSpace(rank) == "" {
 				return "", fmt.Errorf("%s %q: the peer (second argument) is an empty C expression; pass the peer's rank, e.g. {{%s %q \"p\"}}", name, tensor, name, tensor)
 			}
+			if t.Ranks != "" {
+				return h.ownerPtr(name, t, rank, acc, constant)
+			}
 			return h.placeholder(helperCall{
 				expansion: fmt.Sprintf("irisgen::detail::peer_ptr(ctx, (%s*)%s.%s, (%s))", h.ptrType(t, constant), ArgsName, TensorField(t), rank),
 				tensor:    tensor, access: acc, readOnly: constant, arg: rank,
@@ -100,6 +108,7 @@ func (h *helpers) funcs() template.FuncMap {
 		"read_index":      h.readIndex,
 		"type":            h.elemType,
 		"size":            h.size,
+		"param":           h.param,
 		"numel":           h.numel,
 		"barrier":         h.barrier,
 		"sync":            h.sync,
@@ -171,6 +180,60 @@ func (h *helpers) readIndex(name string) (string, error) {
 		expansion: fmt.Sprintf("irisgen::index_ptr{%s.%s, %s.%s}", ArgsName, TensorField(t), ArgsName, WidthField(t)),
 		tensor:    name, access: ir.LocalRead, readOnly: true,
 	}), nil
+}
+
+// ownerPtr is a peer helper's pointer to a tensor only one rank passes
+// (ranks: p): that rank's, read from the slot the kernel's start filled
+// (exchangePrologue). The peer must be the parameter itself, so that the
+// generator knows whose tensor it is.
+func (h *helpers) ownerPtr(name string, t *ir.Tensor, rank string, acc ir.Access, constant bool) (string, error) {
+	if strings.TrimSpace(rank) != t.Ranks {
+		return "", fmt.Errorf("%s %q: %s is passed on rank %s only (ranks: %s), so its only peer pointer is that rank's; write {{%s %q %q}}", name, t.Name, t.Name, t.Ranks, t.Ranks, name, t.Name, t.Ranks)
+	}
+	return h.placeholder(helperCall{
+		expansion: fmt.Sprintf("((%s*)(uintptr_t)(ctx.base[(int)%s.p_%s] + irisgen::load_relaxed((const uint64_t*)%s.%s + blockIdx.x)))",
+			h.ptrType(t, constant), ArgsName, t.Ranks, ArgsName, SlotField(t)),
+		tensor: t.Name, access: acc, readOnly: constant, arg: rank, param: t.Ranks,
+	}), nil
+}
+
+// param is a launch parameter's value as a C expression: int for a rank,
+// int64_t for an int, float for an f32.
+func (h *helpers) param(name string) (string, error) {
+	if h.kc == nil {
+		return "", fmt.Errorf("param %q: only in the kernel body; pass parameters to the prelude's functions", name)
+	}
+	p := h.c.Param(name)
+	if p == nil {
+		known := make([]string, len(h.c.Params))
+		for i, q := range h.c.Params {
+			known[i] = q.Name
+		}
+		list := "the collective has none; declare it under params:"
+		if len(known) > 0 {
+			list = "params: " + strings.Join(known, ", ")
+		}
+		return "", fmt.Errorf("param %q: no such parameter%s", name, hint(name, known, list))
+	}
+	e := fmt.Sprintf("%s.%s", ArgsName, ParamField(p))
+	switch p.Type {
+	case ir.ParamRank:
+		e = "((int)" + e + ")"
+	case ir.ParamF32:
+		e = "((float)" + e + ")"
+	default:
+		e = "(" + e + ")"
+	}
+	return h.placeholder(helperCall{expansion: e, param: name}), nil
+}
+
+// hint is the parenthesised end of an "unknown" message: a close match, or
+// the list.
+func hint(word string, candidates []string, list string) string {
+	if s := spec.Closest(word, candidates); s != "" {
+		return fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return " (" + list + ")"
 }
 
 // size is a symbol's value as an int64 C expression.
@@ -277,7 +340,14 @@ func (e *emitter) crossCheck(v *ir.Variant, t *source, kc *kernelCtx, rec *recor
 			}
 		}
 	}
-	if v.Supports(ir.BarrierDevice) && !rec.barrier {
+	for _, p := range e.c.Params {
+		if !rec.params[p.Name] {
+			errs = append(errs, &diag.Error{Pos: p.Pos,
+				Msg:   fmt.Sprintf("parameter %q is never read by template %s (variant %q): every variant's kernel must use every parameter; read it with {{param %q}}, or remove it", p.Name, t.file, v.Name, p.Name),
+				Notes: []diag.Note{{Pos: t.pos(0), Msg: fmt.Sprintf("the template renders %s without it", kc)}}})
+		}
+	}
+	if v.Supports(ir.BarrierDevice) && !rec.barrier && !exchanges(v) {
 		errs = append(errs, &diag.Error{Pos: v.TemplatePos,
 			Msg:   fmt.Sprintf("variant %q supports barrier mode device, but template %s never calls barrier or sync: a device-mode launch would not be ordered against the peers; call {{barrier}} where the ranks must meet, or drop device from barriers", v.Name, t.file),
 			Notes: []diag.Note{{Pos: t.pos(0), Msg: fmt.Sprintf("the template renders %s without a barrier", kc)}}})

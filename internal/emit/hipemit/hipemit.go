@@ -87,8 +87,26 @@ func TensorField(t *ir.Tensor) string { return "t_" + t.Name }
 func SymbolField(sym string) string { return "s_" + sym }
 
 // WidthField is the member holding the element bytes of a tensor that may
-// come in several index types (after the size symbols, in tensor order).
+// come in several index types (after the parameters, in tensor order).
 func WidthField(t *ir.Tensor) string { return "w_" + t.Name }
+
+// ParamField is the member holding a launch parameter (after the sizes).
+func ParamField(p *ir.Param) string { return "p_" + p.Name }
+
+// SlotField is the member holding the plan's address slots of a tensor
+// only one rank passes (ranks: p), uint64[blocks]: where the owner stores
+// the tensor's heap offset for the kernels that touch it remotely (last,
+// in tensor order; null for a variant that does not).
+func SlotField(t *ir.Tensor) string { return "x_" + t.Name }
+
+// paramCType is the C type of a parameter's member: every member is 8
+// bytes, an f32 widened to double (exact both ways).
+func paramCType(p *ir.Param) string {
+	if p.Type == ir.ParamF32 {
+		return "double"
+	}
+	return "int64_t"
+}
 
 func (e *emitter) fileHeader(b *bytes.Buffer) {
 	c := e.c
@@ -100,25 +118,47 @@ func (e *emitter) fileHeader(b *bytes.Buffer) {
 	b.WriteString("// refuses a code object whose hash differs from its wrapper's.\n\n")
 	b.WriteString("#include \"irisgen.h\"\n\n")
 	fmt.Fprintf(b, "extern \"C\" __device__ const char %s[] = %q;\n\n", ir.SpecHashSymbol(c.Name), c.SpecHash)
-	b.WriteString("// Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in\n")
-	b.WriteString("// spec order, one int64 per size symbol")
+	args := "Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in spec order, one int64 per size symbol"
+	if len(c.Params) > 0 {
+		args += ", one 8-byte value per launch parameter"
+	}
 	for _, t := range c.Tensors {
 		if len(t.IndexDTypes) > 0 {
-			b.WriteString(", then the element bytes of each\n// tensor that may come in several index types")
+			args += ", then the element bytes of each tensor that may come in several index types"
 			break
 		}
 	}
-	b.WriteString(".\n")
+	for _, t := range c.Tensors {
+		if t.Ranks != "" {
+			args += ", then the address slots of each tensor that only one rank passes"
+			break
+		}
+	}
+	for _, l := range wrap(args+".", 75) {
+		fmt.Fprintf(b, "// %s\n", l)
+	}
 	fmt.Fprintf(b, "struct %s {\n  irisgen_ctx ctx;\n", ArgsStruct(c))
 	for _, t := range c.Tensors {
-		fmt.Fprintf(b, "  void* %s;  // %s %s\n", TensorField(t), t.Dir, t.ShapeString())
+		only := ""
+		if t.Ranks != "" {
+			only = ", on rank " + t.Ranks + " only"
+		}
+		fmt.Fprintf(b, "  void* %s;  // %s %s%s\n", TensorField(t), t.Dir, t.ShapeString(), only)
 	}
 	for _, s := range c.Symbols {
 		fmt.Fprintf(b, "  int64_t %s;\n", SymbolField(s))
 	}
+	for _, p := range c.Params {
+		fmt.Fprintf(b, "  %s %s;  // %s: %s\n", paramCType(p), ParamField(p), p.Type, p.Range())
+	}
 	for _, t := range c.Tensors {
 		if len(t.IndexDTypes) > 0 {
 			fmt.Fprintf(b, "  int64_t %s;  // element bytes of %s (%s)\n", WidthField(t), t.Name, ir.DTypeList(t.IndexDTypes, " or "))
+		}
+	}
+	for _, t := range c.Tensors {
+		if t.Ranks != "" {
+			fmt.Fprintf(b, "  void* %s;  // uint64[blocks]: rank %s's heap offset of %s, for the kernels that touch it remotely\n", SlotField(t), t.Ranks, t.Name)
 		}
 	}
 	b.WriteString("};\n")
@@ -337,12 +377,48 @@ func (e *emitter) kernel(b *bytes.Buffer, v *ir.Variant, k ir.Kernel, ns string,
 	fmt.Fprintf(b, "  const irisgen_ctx& ctx = %s.ctx;\n", ArgsName)
 	b.WriteString("  irisgen::begin(ctx);\n")
 	b.WriteString("  [&]() {\n")
+	b.WriteString(exchangePrologue(v))
 	if body != "" {
 		b.WriteString(body)
 		b.WriteString("\n")
 	}
 	b.WriteString("  }();\n")
 	b.WriteString("  irisgen::end(ctx);\n}\n")
+}
+
+// exchangePrologue is the start of the body of a variant that touches,
+// through the heap, a tensor only one rank passes (the owned table's
+// exchange): the owner's threads t < world store the tensor's offset on its
+// heap into slot [block] on rank t, then every rank meets its peers, in
+// every barrier mode, so the peer helpers find the owner's pointer in their
+// own slot. "" for other variants.
+func exchangePrologue(v *ir.Variant) string {
+	var b strings.Builder
+	for _, u := range v.Uses {
+		if !u.Exchanged() {
+			continue
+		}
+		t := u.Tensor
+		fmt.Fprintf(&b, "  // %s is passed on rank %s only: tell every rank where it is.\n", t.Name, t.Ranks)
+		fmt.Fprintf(&b, "  if (ctx.rank == (int)%s.p_%s && threadIdx.x < (unsigned)ctx.world)\n", ArgsName, t.Ranks)
+		fmt.Fprintf(&b, "    irisgen::detail::peer_ptr(ctx, (uint64_t*)%s.%s, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)%s.%s - ctx.base[ctx.rank];\n",
+			ArgsName, SlotField(t), ArgsName, TensorField(t))
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	b.WriteString("  if (!irisgen::sync(ctx)) return;\n")
+	return b.String()
+}
+
+// exchanges reports whether v's kernels start with exchangePrologue.
+func exchanges(v *ir.Variant) bool {
+	for _, u := range v.Uses {
+		if u.Exchanged() {
+			return true
+		}
+	}
+	return false
 }
 
 // wrap splits text into lines of at most width runes at spaces.

@@ -13,7 +13,7 @@ import (
 	"github.com/irisgen/irisgen/internal/ir"
 )
 
-const spec = `name: ag
+const agSpec = `name: ag
 summary: Test collective.
 dtypes: [f32, bf16]
 ops: [sum]
@@ -31,7 +31,7 @@ variants:
 func compile(t *testing.T, tmpl string) (*ir.Collective, fstest.MapFS) {
 	t.Helper()
 	fs := fstest.MapFS{"t.hip.tmpl": {Data: []byte(tmpl)}}
-	c, err := ir.Compile("ag.yaml", []byte(spec), fs)
+	c, err := ir.Compile("ag.yaml", []byte(agSpec), fs)
 	require.NoError(t, err)
 	return c, fs
 }

@@ -46,6 +46,8 @@ type helperCall struct {
 	readOnly bool
 	// meets: the call meets the peers (barrier, sync, grid_sync).
 	meets bool
+	// param is the launch parameter the expansion reads, "" for none.
+	param string
 }
 
 // placeholder is what a helper returns to the template engine.

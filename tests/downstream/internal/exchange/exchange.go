@@ -172,15 +172,24 @@ func RunHalo(r *irisrt.Rank, c Halo) (err error) {
 	return run(r, c.String(), bf, send, want, launch)
 }
 
-// RunBroadcast runs c once eagerly and replays it from a graph, checking
-// output after each.
+// broadcastPlan is what both broadcast variants have: the root is a launch
+// parameter.
+type broadcastPlan interface {
+	Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error
+	Close() error
+}
+
+// RunBroadcast runs c once eagerly and replays it from a graph (captured
+// with c.Root: a graph replays the root it captured), checking output
+// after each. Only the root passes its input; the others pass the zero
+// tensor.
 func RunBroadcast(r *irisrt.Rank, c Broadcast) (err error) {
-	var p plan
+	var p broadcastPlan
 	switch c.Variant {
 	case coll.BroadcastPull:
-		p, err = coll.NewBroadcastPullPlan(r, c.DType, c.N, int64(c.Root))
+		p, err = coll.NewBroadcastPullPlan(r, c.DType, c.N)
 	case coll.BroadcastPush:
-		p, err = coll.NewBroadcastPushPlan(r, c.DType, c.N, int64(c.Root))
+		p, err = coll.NewBroadcastPushPlan(r, c.DType, c.N)
 	default:
 		return fmt.Errorf("no broadcast variant %q", c.Variant)
 	}
@@ -201,7 +210,11 @@ func RunBroadcast(r *irisrt.Rank, c Broadcast) (err error) {
 	if err != nil {
 		return err
 	}
-	launch := func() error { return p.Launch(r.Stream(), bf.a, bf.b, irisrt.BarrierDevice) }
+	input := irisrt.Tensor{} // the root's alone
+	if r.Rank() == c.Root {
+		input = bf.a
+	}
+	launch := func() error { return p.Launch(r.Stream(), input, bf.b, c.Root, irisrt.BarrierDevice) }
 	return run(r, c.String(), bf, in, want, launch)
 }
 
@@ -311,8 +324,9 @@ var Sizes = []int64{1, 4096 + 3, 1<<20 + 5}
 
 // All runs every case on r: both variants of both collectives, every
 // dtype and size, the tensor peers read on and off the heap, the broadcast
-// from every root. Every rank of the world calls it. It returns
-// the number of cases that passed.
+// from every root (one plan per variant, dtype and size serves them all).
+// Every rank of the world calls it. It returns the number of cases that
+// passed.
 func All(r *irisrt.Rank, sizes []int64) (int, error) {
 	n := 0
 	for _, dt := range DTypes {

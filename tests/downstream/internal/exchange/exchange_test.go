@@ -146,32 +146,63 @@ func TestHaloPlansOnFake(t *testing.T) {
 	}))
 }
 
-// TestBroadcastPlansOnFake: the root is a size: the plan fixes it, the
-// kernel gets it after n.
+// TestBroadcastPlansOnFake: the root is a launch parameter, checked
+// against the world before anything is enqueued and passed after n; only
+// the root's input is checked and passed (the others get a null pointer),
+// and pull, whose peers read it, gets the address slots where the root
+// publishes it.
 func TestBroadcastPlansOnFake(t *testing.T) {
 	w, p := fakeWorld(t, 2)
 	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
 		const n = 9
-		pl, err := coll.NewBroadcastPushPlan(r, irisrt.F16, n, 1)
+		push, err := coll.NewBroadcastPushPlan(r, irisrt.F16, n)
 		require.NoError(t, err)
-		defer pl.Close()
+		defer push.Close()
+		pull, err := coll.NewBroadcastPullPlan(r, irisrt.F16, n)
+		require.NoError(t, err)
+		defer pull.Close()
 		in, err := r.Heap().Alloc(irisrt.F16, n)
 		require.NoError(t, err)
 		out, err := r.Heap().Alloc(irisrt.F16, n)
 		require.NoError(t, err)
 		dev, err := r.Device().Alloc(n*2, false)
 		require.NoError(t, err)
-		var pe *irisrt.PlacementError
-		require.ErrorAs(t, pl.Launch(r.Stream(), in, irisrt.Tensor{Ptr: dev, DType: irisrt.F16, Len: n}, irisrt.BarrierDevice), &pe,
-			"the root stores into every rank's output: it must be on the heap")
 		before := len(p.Launches())
-		require.NoError(t, pl.Launch(r.Stream(), in, out, irisrt.BarrierDevice))
+		var pe *irisrt.PlacementError
+		require.ErrorAs(t, push.Launch(r.Stream(), in, irisrt.Tensor{Ptr: dev, DType: irisrt.F16, Len: n}, 1, irisrt.BarrierDevice), &pe,
+			"the root stores into every rank's output: it must be on the heap")
+		var pa *irisrt.ParamError
+		require.ErrorAs(t, push.Launch(r.Stream(), in, out, 2, irisrt.BarrierDevice), &pa, "root 2 of a world of 2")
+		require.Equal(t, "root", pa.Name)
+		var de *irisrt.DTypeError
+		bad := irisrt.Tensor{Ptr: in.Ptr, DType: irisrt.F32, Len: n}
+		if r.Rank() == 1 {
+			require.ErrorAs(t, push.Launch(r.Stream(), bad, out, 1, irisrt.BarrierDevice), &de, "the root's input is checked")
+		}
+		require.Empty(t, launchesOf(p, r, before))
+		if err := r.HostBarrier(r.Stream()); err != nil {
+			return err
+		}
+
+		input := irisrt.Tensor{} // root 1's alone
+		if r.Rank() == 1 {
+			input = in
+		}
+		before = len(p.Launches())
+		require.NoError(t, push.Launch(r.Stream(), input, out, 1, irisrt.BarrierDevice))
+		require.NoError(t, pull.Launch(r.Stream(), input, out, 1, irisrt.BarrierDevice))
 		ls := launchesOf(p, r, before)
-		require.Len(t, ls, 1)
+		require.Len(t, ls, 2)
 		require.Equal(t, "irisgen_broadcast_push_f16", ls[0].Function)
-		require.Len(t, ls[0].Args, 8*(ctxWords+4), "context, input, output, n, root")
-		require.Equal(t, []uint64{uint64(in.Ptr), uint64(out.Ptr), n, 1},
-			[]uint64{word(ls[0].Args, ctxWords), word(ls[0].Args, ctxWords+1), word(ls[0].Args, ctxWords+2), word(ls[0].Args, ctxWords+3)})
+		require.Equal(t, "irisgen_broadcast_pull_f16", ls[1].Function)
+		for _, l := range ls {
+			require.Len(t, l.Args, 8*(ctxWords+5), "context, input, output, n, root, input's address slots")
+			require.Equal(t, []uint64{uint64(input.Ptr), uint64(out.Ptr), n, 1},
+				[]uint64{word(l.Args, ctxWords), word(l.Args, ctxWords+1), word(l.Args, ctxWords+2), word(l.Args, ctxWords+3)})
+		}
+		require.Zero(t, word(ls[0].Args, ctxWords+4), "push: only the root reads its input")
+		slots := gpu.DevicePtr(word(ls[1].Args, ctxWords+4))
+		require.True(t, r.Heap().Contains(slots, 8), "pull: the plan's address slots, on the heap")
 		return errors.Join(r.Heap().Free(in), r.Heap().Free(out), r.Device().Free(dev))
 	}))
 }

@@ -9,7 +9,7 @@ import (
 
 // BroadcastSpecHash is the hash of specs/broadcast.yaml and the templates it uses; the runtime refuses
 // a code object of broadcast made from other ones (*irisrt.KernelError).
-const BroadcastSpecHash = "272bb8f3f284f4e7"
+const BroadcastSpecHash = "4f525f84433ae042"
 
 // broadcastDesc is broadcast in the package's descriptor table.
 var broadcastDesc = &table.Collectives[0]
@@ -24,51 +24,63 @@ const (
 )
 
 // Broadcast runs a variant of broadcast through the rank's plan cache (see the package doc), with the
-// sizes read from the tensors (n from input [n]). Copy rank `root`'s `input` into `output` on every
+// sizes read from the tensors (n from output [n]). Copy rank `root`'s `input` into `output` on every
 // rank.
-func Broadcast(r *irisrt.Rank, s gpu.Stream, variant BroadcastVariant, dt irisrt.DType, root int64, input, output irisrt.Tensor, mode irisrt.Barrier) error {
-	return broadcastDesc.Run(r, s, string(variant), dt, "", []int64{root}, []irisrt.Tensor{input, output}, mode)
+func Broadcast(r *irisrt.Rank, s gpu.Stream, variant BroadcastVariant, dt irisrt.DType, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
+	return broadcastDesc.RunParams(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
 }
 
 // BroadcastPullPlan is variant pull of broadcast (specs/broadcast.yaml).
 //
 // Tensors, in the order Launch takes them:
 //
-//   - input (in [n]): remote_read; peers read it: on the symmetric heap, or else copied into the
-//     plan's staging on s.
+//   - input (in [n], on rank root only): remote_read; peers read it: on the symmetric heap, or else
+//     copied into the plan's staging on s; checked on rank root only, the other ranks pass the zero
+//     irisrt.Tensor (the kernel tells them where rank root's is).
 //   - output (out [n]): local_write; only this rank touches it: any device memory.
+//
+// Parameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):
+//
+//   - root (int): a rank, 0 <= root < world.
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 64 blocks of 512 threads, sized by 16-byte vectors.
 type BroadcastPullPlan struct{ irisrt.VariantPlan }
 
-// NewBroadcastPullPlan makes a plan of broadcast/pull for dt (f32, f16, bf16) and sizes n, root.
-func NewBroadcastPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64, root int64) (*BroadcastPullPlan, error) {
-	return irisrt.NewPlanOf[BroadcastPullPlan](r, &broadcastDesc.Variants[0], dt, "", n, root)
+// NewBroadcastPullPlan makes a plan of broadcast/pull for dt (f32, f16, bf16) and size n.
+func NewBroadcastPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*BroadcastPullPlan, error) {
+	return irisrt.NewPlanOf[BroadcastPullPlan](r, &broadcastDesc.Variants[0], dt, "", n)
 }
 
-// Launch checks the tensors by the rules above and launches broadcast/pull on s in barrier mode mode.
-func (p *BroadcastPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
-	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
+// Launch checks the parameters and the tensors by the rules above and launches broadcast/pull on s in
+// barrier mode mode.
+func (p *BroadcastPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
 }
 
 // BroadcastPushPlan is variant push of broadcast (specs/broadcast.yaml).
 //
 // Tensors, in the order Launch takes them:
 //
-//   - input (in [n]): local_read; only this rank touches it: any device memory.
+//   - input (in [n], on rank root only): local_read; only this rank touches it: any device memory;
+//     checked on rank root only, the other ranks pass the zero irisrt.Tensor.
 //   - output (out [n]): remote_write; peers write it: must be on the symmetric heap.
+//
+// Parameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):
+//
+//   - root (int): a rank, 0 <= root < world.
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 64 blocks of 512 threads, sized by 16-byte vectors.
 type BroadcastPushPlan struct{ irisrt.VariantPlan }
 
-// NewBroadcastPushPlan makes a plan of broadcast/push for dt (f32, f16, bf16) and sizes n, root.
-func NewBroadcastPushPlan(r *irisrt.Rank, dt irisrt.DType, n int64, root int64) (*BroadcastPushPlan, error) {
-	return irisrt.NewPlanOf[BroadcastPushPlan](r, &broadcastDesc.Variants[1], dt, "", n, root)
+// NewBroadcastPushPlan makes a plan of broadcast/push for dt (f32, f16, bf16) and size n.
+func NewBroadcastPushPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*BroadcastPushPlan, error) {
+	return irisrt.NewPlanOf[BroadcastPushPlan](r, &broadcastDesc.Variants[1], dt, "", n)
 }
 
-// Launch checks the tensors by the rules above and launches broadcast/push on s in barrier mode mode.
-func (p *BroadcastPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
-	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
+// Launch checks the parameters and the tensors by the rules above and launches broadcast/push on s in
+// barrier mode mode.
+func (p *BroadcastPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
 }

@@ -2,21 +2,23 @@
 //
 // broadcast: Copy rank `root`'s `input` into `output` on every rank.
 //
-// Spec hash 272bb8f3f284f4e7: the Go wrappers carry the same value, and the runtime
+// Spec hash 4f525f84433ae042: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_broadcast[] = "272bb8f3f284f4e7";
+extern "C" __device__ const char irisgen_spec_hash_broadcast[] = "4f525f84433ae042";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
-// spec order, one int64 per size symbol.
+// spec order, one int64 per size symbol, one 8-byte value per launch
+// parameter, then the address slots of each tensor that only one rank passes.
 struct irisgen_broadcast_args {
   irisgen_ctx ctx;
-  void* t_input;  // in [n]
+  void* t_input;  // in [n], on rank root only
   void* t_output;  // out [n]
   int64_t s_n;
-  int64_t s_root;
+  int64_t p_root;  // rank: 0 <= root < world
+  void* x_input;  // uint64[blocks]: rank root's heap offset of input, for the kernels that touch it remotely
 };
 
 // ---- variant pull (template broadcast_pull.hip.tmpl) ----
@@ -27,18 +29,11 @@ irisgen_broadcast_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args i
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-  const int64_t n = irisgen_a.s_n;
-  const int64_t root = irisgen_a.s_root;
-  if (root < 0 || root >= ctx.world) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) irisgen::fail(ctx, IRISGEN_ERR_INDEX, 0, 0, (uint64_t)root);
-    return;
-  }
-  const int r = (int)root;
-  T* out = ((irisgen_bf16*)irisgen_a.t_output);
-  const T* in = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (r));
-  // The root's input is ready.
-  if (!irisgen::barrier(ctx)) return;
-  irisgen::copy(out, in, n);
+  // input is passed on rank root only: tell every rank where it is.
+  if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
+    irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
+  if (!irisgen::sync(ctx)) return;
+  irisgen::copy(((irisgen_bf16*)irisgen_a.t_output), ((const irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))), irisgen_a.s_n);
   // Nobody reads the root's input any more.
   if (!irisgen::barrier(ctx)) return;
   }();
@@ -51,18 +46,11 @@ irisgen_broadcast_pull_f16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args ir
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-  const int64_t n = irisgen_a.s_n;
-  const int64_t root = irisgen_a.s_root;
-  if (root < 0 || root >= ctx.world) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) irisgen::fail(ctx, IRISGEN_ERR_INDEX, 0, 0, (uint64_t)root);
-    return;
-  }
-  const int r = (int)root;
-  T* out = ((irisgen_f16*)irisgen_a.t_output);
-  const T* in = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (r));
-  // The root's input is ready.
-  if (!irisgen::barrier(ctx)) return;
-  irisgen::copy(out, in, n);
+  // input is passed on rank root only: tell every rank where it is.
+  if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
+    irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
+  if (!irisgen::sync(ctx)) return;
+  irisgen::copy(((irisgen_f16*)irisgen_a.t_output), ((const irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))), irisgen_a.s_n);
   // Nobody reads the root's input any more.
   if (!irisgen::barrier(ctx)) return;
   }();
@@ -75,18 +63,11 @@ irisgen_broadcast_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args ir
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-  const int64_t n = irisgen_a.s_n;
-  const int64_t root = irisgen_a.s_root;
-  if (root < 0 || root >= ctx.world) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) irisgen::fail(ctx, IRISGEN_ERR_INDEX, 0, 0, (uint64_t)root);
-    return;
-  }
-  const int r = (int)root;
-  T* out = ((float*)irisgen_a.t_output);
-  const T* in = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (r));
-  // The root's input is ready.
-  if (!irisgen::barrier(ctx)) return;
-  irisgen::copy(out, in, n);
+  // input is passed on rank root only: tell every rank where it is.
+  if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
+    irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
+  if (!irisgen::sync(ctx)) return;
+  irisgen::copy(((float*)irisgen_a.t_output), ((const float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))), irisgen_a.s_n);
   // Nobody reads the root's input any more.
   if (!irisgen::barrier(ctx)) return;
   }();
@@ -102,15 +83,10 @@ irisgen_broadcast_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args i
   irisgen::begin(ctx);
   [&]() {
   const int64_t n = irisgen_a.s_n;
-  const int64_t root = irisgen_a.s_root;
-  if (root < 0 || root >= ctx.world) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) irisgen::fail(ctx, IRISGEN_ERR_INDEX, 0, 0, (uint64_t)root);
-    return;
-  }
-  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
   // Every output is free: its rank no longer reads the last broadcast.
   if (!irisgen::barrier(ctx)) return;
-  if (ctx.rank == (int)root) {
+  if (ctx.rank == ((int)irisgen_a.p_root)) {
+    const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
     for (int k = 0; k < ctx.world; k++) {
       const int p = (ctx.rank + k) % ctx.world;
       irisgen::copy(irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p)), in, n);
@@ -129,15 +105,10 @@ irisgen_broadcast_push_f16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args ir
   irisgen::begin(ctx);
   [&]() {
   const int64_t n = irisgen_a.s_n;
-  const int64_t root = irisgen_a.s_root;
-  if (root < 0 || root >= ctx.world) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) irisgen::fail(ctx, IRISGEN_ERR_INDEX, 0, 0, (uint64_t)root);
-    return;
-  }
-  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
   // Every output is free: its rank no longer reads the last broadcast.
   if (!irisgen::barrier(ctx)) return;
-  if (ctx.rank == (int)root) {
+  if (ctx.rank == ((int)irisgen_a.p_root)) {
+    const T* in = ((const irisgen_f16*)irisgen_a.t_input);
     for (int k = 0; k < ctx.world; k++) {
       const int p = (ctx.rank + k) % ctx.world;
       irisgen::copy(irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p)), in, n);
@@ -156,15 +127,10 @@ irisgen_broadcast_push_f32(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args ir
   irisgen::begin(ctx);
   [&]() {
   const int64_t n = irisgen_a.s_n;
-  const int64_t root = irisgen_a.s_root;
-  if (root < 0 || root >= ctx.world) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) irisgen::fail(ctx, IRISGEN_ERR_INDEX, 0, 0, (uint64_t)root);
-    return;
-  }
-  const T* in = ((const float*)irisgen_a.t_input);
   // Every output is free: its rank no longer reads the last broadcast.
   if (!irisgen::barrier(ctx)) return;
-  if (ctx.rank == (int)root) {
+  if (ctx.rank == ((int)irisgen_a.p_root)) {
+    const T* in = ((const float*)irisgen_a.t_input);
     for (int k = 0; k < ctx.world; k++) {
       const int p = (ctx.rank + k) % ctx.world;
       irisgen::copy(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_output, (p)), in, n);

@@ -11,20 +11,25 @@
 //     arguments, in the same order as its other heap allocations. Make plans before capturing a
 //     stream: making one loads the kernel, allocates and zeroes the plan's heap buffers (barrier
 //     flags, workspace, staging) and waits for the other ranks.
-//   - A constructor refuses a dtype or op the spec does not list (*irisrt.UnsupportedError) and sizes
-//     that are not positive; the sizes fix every tensor's length.
-//   - Launch checks, before anything is enqueued and in this order: the dtype and length of every
-//     tensor (*irisrt.DTypeError, *irisrt.ShapeError; an optional tensor may be the zero
-//     irisrt.Tensor); that every tensor peers write is on the symmetric heap (*irisrt.PlacementError:
-//     allocate it with Rank.Heap().Alloc, since copying it there would lose the peers' writes); the
-//     variant's aliasing rule (*irisrt.AliasError); the barrier mode (*irisrt.BarrierModeError). Then
-//     it copies every tensor peers only read that is not on the heap into the plan's staging, on the
-//     stream (refused in mode none, where nothing would order the copy before the peers' reads), and
-//     launches the kernel.
+//   - A constructor refuses a dtype or op the spec does not list (*irisrt.UnsupportedError) and
+//     negative sizes; the sizes fix every tensor's length. A size of 0 is valid: when it leaves every
+//     tensor empty, launches check their arguments and enqueue nothing (no kernel, no barrier; nothing
+//     is captured), as NCCL does for a count of 0.
+//   - Launch checks, before anything is enqueued and in this order: every launch parameter's range
+//     (*irisrt.ParamError); the dtype and length of every tensor (*irisrt.DTypeError,
+//     *irisrt.ShapeError; an optional tensor may be the zero irisrt.Tensor, and a tensor only one rank
+//     uses is checked on that rank only: the others pass the zero irisrt.Tensor); that every tensor
+//     peers write is on the symmetric heap (*irisrt.PlacementError: allocate it with
+//     Rank.Heap().Alloc, since copying it there would lose the peers' writes); the variant's aliasing
+//     rule (*irisrt.AliasError); the barrier mode (*irisrt.BarrierModeError). Then it copies every
+//     tensor peers only read that is not on the heap into the plan's staging, on the stream (refused
+//     in mode none, where nothing would order the copy before the peers' reads), and launches the
+//     kernel.
 //   - A launch never allocates, never copies between host and device and never waits on the host, so
 //     it can be captured in a graph, except in barrier mode host (stream synchronise and CPU
 //     rendezvous before and after the kernel), which is refused while the stream captures
-//     (*irisrt.CaptureError).
+//     (*irisrt.CaptureError). A captured launch replays the parameters it was captured with: capture
+//     again for other values.
 //   - <Collective>(r, s, variant, ...) does the same through the rank's plan cache: the first call
 //     with a variant, dtype, op and sizes makes the plan (collectively), later calls reuse it; it
 //     refuses to make a plan while s captures.
