@@ -49,7 +49,7 @@ if [ -n "${KERNELS_ONLY:-}" ]; then
   exit $status
 fi
 step platform "$B/platform.test" -test.v -test.count=1
-step suite "$B/gpu.test" -test.v -test.count=1 -test.timeout 30m ${SUITE_ARGS:-}
+step suite "$B/gpu.test" -test.v -test.count=1 -test.timeout 60m ${SUITE_ARGS:-}
 step probe "$B/irisgen" probe -replays 100
 step probe-processes "$B/irisgen" run -n 2 -- "$B/irisgen" probe -replays 20
 step downstream-local downstream "$BIN/stencil"
