@@ -99,6 +99,9 @@ func Run(cfg Config, device, date string) ([]Row, error) {
 		return nil, err
 	}
 	defer w.Close()
+	if w.SharesGPUs() {
+		return nil, fmt.Errorf("bench: the world of %d ranks shares GPUs (IRISGEN_SHARE_GPUS), so its timings would mean nothing; unset IRISGEN_SHARE_GPUS and bench on as many GPUs as ranks", cfg.World)
+	}
 	var rows []Row
 	add := func(r Row) {
 		r.Impl, r.World, r.Device, r.Date = "irisgen", cfg.World, device, date

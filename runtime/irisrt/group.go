@@ -69,7 +69,7 @@ func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
 	}
 	base := r.heap.base + gpu.DevicePtr(res.off)
 	g := &Rank{rank: slices.Index(members, r.rank), world: len(members), opts: r.opts, dev: r.dev,
-		stream: r.stream, errHost: r.errHost, errDev: r.errDev, kernels: r.kernels, graphs: r.graphs, local: r.local, parent: r, reserved: base}
+		stream: r.stream, errHost: r.errHost, errDev: r.errDev, kernels: r.kernels, graphs: r.graphs, local: r.local, perGPU: r.perGPU, parent: r, reserved: base}
 	g.plans = &PlanCache{r: g, m: map[string]any{}}
 	bases := make([]gpu.DevicePtr, len(members))
 	for i, m := range members {

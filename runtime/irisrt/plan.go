@@ -501,6 +501,17 @@ func Blocks(bytes int64, threads, vectorBytes, maxBlocks int) int {
 	return int(min(n, int64(max(maxBlocks, 1))))
 }
 
+// sharedMaxBlocks is a variant's largest grid when perGPU ranks share a GPU
+// (Options.ShareGPUs): max_blocks blocks of a kernel fit on one GPU at
+// once (its blocks wait for each other), so perGPU grids of the same
+// kernel, one a rank, fit together when each has max_blocks / perGPU.
+func sharedMaxBlocks(maxBlocks, perGPU int) int {
+	if perGPU <= 1 {
+		return maxBlocks
+	}
+	return max(1, maxBlocks/perGPU)
+}
+
 // CheckTensor checks t's dtype, element count and alignment (and that it is
 // not nil), and that a tensor from Heap.Alloc was not freed since (see
 // CheckLive). Where n is 0 the zero Tensor will do: an empty tensor needs no

@@ -48,6 +48,7 @@ type Rank struct {
 	plans   *PlanCache
 	local   *World          // the in-process world, or nil
 	opened  []gpu.DevicePtr // peers' heaps opened through IPC
+	perGPU  int             // ranks on one GPU at most (Options.ShareGPUs); 0 or 1: a GPU each
 
 	parent   *Rank         // the world's rank of a group (NewGroup), or nil
 	reserved gpu.DevicePtr // a group's reservation on the parent's heap

@@ -173,7 +173,7 @@ func newVariantPlan(r *Rank, v *Variant, dt DType, op string, sizes []int64) (*V
 		p.lens[i], largest = n, max(largest, bytes)
 	}
 	p.empty = len(c.user) > 0 && largest == 0
-	blocks := Blocks(largest, v.Threads, v.VectorBytes, v.MaxBlocks)
+	blocks := Blocks(largest, v.Threads, v.VectorBytes, sharedMaxBlocks(v.MaxBlocks, r.perGPU))
 	spec := PlanSpec{
 		Package: c.t.ImportPath, Op: c.Name, Variant: v.Name, Module: c.Name, SpecHash: c.SpecHash, Kernel: v.Kernel(dt, op),
 		Threads: v.Threads, Blocks: blocks, Barriers: v.Barriers, Capturable: v.Capturable,

@@ -231,6 +231,35 @@ func TestPlanShape(t *testing.T) {
 	}))
 }
 
+// TestPlanShapeSharedGPUs: when ranks share GPUs every plan's grid is cut
+// to max_blocks / (ranks on a GPU), so the ranks' grids of one kernel fit
+// on the GPU together; enumerated over the ways ranks can share.
+func TestPlanShapeSharedGPUs(t *testing.T) {
+	t.Setenv("IRISGEN_KERNELS", "")
+	for _, c := range []struct{ gpus, world, push, pull int }{
+		{2, 2, 4, 8}, {1, 2, 2, 4}, {1, 3, 1, 2}, {2, 3, 2, 4}, {1, 4, 1, 2}, {1, 8, 1, 1}, {4, 8, 2, 4},
+	} {
+		tab := demoTable(fmt.Sprintf("example.com/%s/%d-%d", t.Name(), c.gpus, c.world))
+		Register(tab)
+		p := fakegpu.New(c.gpus)
+		addDemoModules(p, tab)
+		w := newFakeWorld(t, c.world, Options{Platform: p, ShareGPUs: true})
+		require.NoError(t, w.Run(func(r *Rank) error {
+			for i, want := range []int{c.push, c.pull} {
+				pl, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[i], F32, "sum", 1<<14, 3)
+				if err != nil {
+					return err
+				}
+				assert.Equal(t, want, pl.Plan().Spec().Blocks, "%d GPUs, world %d, variant %d", c.gpus, c.world, i)
+				if err := pl.Close(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	}
+}
+
 // TestLaunchChecks enumerates the launch rules of both variants: each
 // refusal comes back typed, in the documented order, with nothing launched;
 // what passes is launched with the arguments in the kernel's layout.

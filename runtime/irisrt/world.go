@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,6 +49,15 @@ type Options struct {
 	RendezvousTimeout time.Duration
 	// Platform is the GPU library; nil loads one with gpu.Load.
 	Platform gpu.Platform
+	// ShareGPUs lets ranks share GPUs, for testing on a machine with fewer
+	// GPUs than ranks: rank i (LOCAL_RANK i in a multi-process world) runs
+	// on GPU i mod the device count. The ranks' kernels then run side by
+	// side on one GPU, so the collectives' results are checked as in a
+	// world of separate GPUs, but their timings mean nothing, and a launch
+	// that needs every block of every rank resident at once can only wait
+	// for its barrier timeout when the ranks' kernels together do not fit.
+	// False: $IRISGEN_SHARE_GPUS (1 or true).
+	ShareGPUs bool
 }
 
 // resolve fills in defaults from the environment.
@@ -74,6 +85,15 @@ func (o Options) resolve() (Options, error) {
 	}
 	if o.RendezvousTimeout, err = durationOpt(o.RendezvousTimeout, "IRISGEN_RENDEZVOUS_TIMEOUT", DefaultRendezvousTimeout); err != nil {
 		return o, err
+	}
+	if !o.ShareGPUs {
+		switch v := os.Getenv("IRISGEN_SHARE_GPUS"); strings.ToLower(v) {
+		case "", "0", "false":
+		case "1", "true":
+			o.ShareGPUs = true
+		default:
+			return o, fmt.Errorf("IRISGEN_SHARE_GPUS=%q: want 1 or true (ranks share GPUs), 0 or false", v)
+		}
 	}
 	return o, nil
 }
@@ -166,30 +186,31 @@ func NewLocalWorld(n int, opts Options) (*World, error) {
 	if err != nil {
 		return nil, platformErr("counting GPUs", err)
 	}
-	if count < n {
-		return nil, fmt.Errorf("NewLocalWorld(%d): the %s platform has only %d GPU(s)", n, p.Name(), count)
+	if count < 1 || (count < n && !opts.ShareGPUs) {
+		return nil, fmt.Errorf("NewLocalWorld(%d): the %s platform has only %d GPU(s); "+
+			"to test a larger world on fewer GPUs, let ranks share them (Options.ShareGPUs, or IRISGEN_SHARE_GPUS=1)", n, p.Name(), count)
 	}
 	devs := make([]gpu.Device, n)
 	for i := range devs {
-		if devs[i], err = p.Open(i); err != nil {
-			return nil, platformErr(fmt.Sprintf("opening GPU %d", i), err)
+		if devs[i], err = p.Open(i % count); err != nil {
+			return nil, platformErr(fmt.Sprintf("opening GPU %d", i%count), err)
 		}
 	}
-	for i, a := range devs {
-		for j, b := range devs {
-			if i == j {
-				continue
+	for _, a := range devs {
+		for _, b := range devs {
+			if a.Ordinal() == b.Ordinal() {
+				continue // ranks sharing a GPU reach each other's heaps directly
 			}
 			ok, err := a.CanAccessPeer(b)
 			if err != nil {
-				return nil, platformErr(fmt.Sprintf("asking whether GPU %d can access GPU %d", i, j), err)
+				return nil, platformErr(fmt.Sprintf("asking whether GPU %d can access GPU %d", a.Ordinal(), b.Ordinal()), err)
 			}
 			if !ok {
 				return nil, fmt.Errorf("GPU %d cannot access GPU %d's memory directly (no peer access between them): "+
-					"an in-process world needs peer access between every pair of its GPUs; pick GPUs that are linked (see `nvidia-smi topo -m`)", i, j)
+					"an in-process world needs peer access between every pair of its GPUs; pick GPUs that are linked (see `nvidia-smi topo -m`)", a.Ordinal(), b.Ordinal())
 			}
 			if err := a.EnablePeerAccess(b); err != nil {
-				return nil, platformErr(fmt.Sprintf("enabling peer access from GPU %d to GPU %d", i, j), err)
+				return nil, platformErr(fmt.Sprintf("enabling peer access from GPU %d to GPU %d", a.Ordinal(), b.Ordinal()), err)
 			}
 		}
 	}
@@ -204,6 +225,13 @@ func NewLocalWorld(n int, opts Options) (*World, error) {
 		r.local = w
 		w.ranks = append(w.ranks, r)
 	}
+	perGPU := map[int]int{}
+	for _, d := range devs {
+		perGPU[d.Ordinal()]++
+	}
+	for _, r := range w.ranks {
+		r.perGPU = slices.Max(slices.Collect(maps.Values(perGPU)))
+	}
 	// In one process every device sees every heap at its own (unified) address.
 	bases := make([]gpu.DevicePtr, n)
 	for i, r := range w.ranks {
@@ -217,6 +245,19 @@ func NewLocalWorld(n int, opts Options) (*World, error) {
 
 // Size is the number of ranks.
 func (w *World) Size() int { return len(w.ranks) }
+
+// SharesGPUs reports whether two ranks run on one GPU (Options.ShareGPUs):
+// then the world's results are real but its timings are not.
+func (w *World) SharesGPUs() bool {
+	seen := map[int]bool{}
+	for _, r := range w.ranks {
+		if seen[r.dev.Ordinal()] {
+			return true
+		}
+		seen[r.dev.Ordinal()] = true
+	}
+	return false
+}
 
 // Ranks returns the ranks, indexed by rank.
 func (w *World) Ranks() []*Rank { return append([]*Rank(nil), w.ranks...) }
@@ -420,13 +461,26 @@ func JoinProcessWorldConfig(cfg ProcessConfig, opts Options) (*Rank, error) {
 	// together instead of waiting for this one.
 	var r *Rank
 	var dev gpu.Device
+	perGPU := 1
 	if err = opts.loadPlatform(); err == nil {
-		if dev, err = opts.Platform.Open(cfg.LocalRank); err != nil {
-			err = platformErr(fmt.Sprintf("rank %d opening GPU %d (LOCAL_RANK)", cfg.Rank, cfg.LocalRank), err)
+		ord := cfg.LocalRank
+		if opts.ShareGPUs {
+			var count int
+			if count, err = opts.Platform.DeviceCount(); err == nil && count > 0 {
+				ord %= count
+				perGPU = (cfg.WorldSize + count - 1) / count // every rank computes the same
+			}
+		}
+		if err == nil {
+			if dev, err = opts.Platform.Open(ord); err != nil {
+				err = platformErr(fmt.Sprintf("rank %d opening GPU %d (LOCAL_RANK %d)", cfg.Rank, ord, cfg.LocalRank), err)
+			}
 		}
 	}
 	if err == nil {
-		r, err = newRank(cfg.Rank, cfg.WorldSize, dev, opts)
+		if r, err = newRank(cfg.Rank, cfg.WorldSize, dev, opts); err == nil {
+			r.perGPU = perGPU
+		}
 	}
 	var handle gpu.IPCHandle
 	if err == nil {

@@ -16,6 +16,7 @@ import (
 func TestLocalWorld(t *testing.T) {
 	for _, n := range []int{2, 4} {
 		w := newFakeWorld(t, n, Options{Timeout: 3 * time.Second})
+		assert.False(t, w.SharesGPUs())
 		p := fakeOf(w.Rank(0))
 		require.Equal(t, n, w.Size())
 		for i := 0; i < n; i++ {
@@ -306,3 +307,52 @@ func TestProcessConfigFromEnv(t *testing.T) {
 }
 
 var _ gpu.Platform = (*fakegpu.Platform)(nil)
+
+// TestShareGPUs: ranks may share GPUs only when asked; rank i then runs on
+// GPU i mod the device count, peer access is enabled only between distinct
+// GPUs, and the ranks' host barriers and heaps work as in any world.
+func TestShareGPUs(t *testing.T) {
+	_, err := NewLocalWorld(3, Options{Platform: fakegpu.New(1), HeapBytes: 1 << 16})
+	require.ErrorContains(t, err, "IRISGEN_SHARE_GPUS=1")
+
+	for _, c := range []struct{ gpus, world int }{{1, 2}, {1, 4}, {2, 4}, {3, 8}} {
+		p := fakegpu.New(c.gpus)
+		w := newFakeWorld(t, c.world, Options{Platform: p, ShareGPUs: true})
+		for k, r := range w.Ranks() {
+			assert.Equal(t, k%c.gpus, r.Device().Ordinal(), "%d GPUs, world %d: rank %d", c.gpus, c.world, k)
+			assert.Equal(t, w.Rank(k).Heap().Base(k), w.Rank(0).Heap().Base(k), "every rank sees rank %d's heap at one address", k)
+		}
+		for i := 0; i < c.gpus; i++ {
+			for j := 0; j < c.gpus; j++ {
+				assert.Equal(t, i != j, p.PeerEnabled(i, j), "%d GPUs: peer access %d->%d", c.gpus, i, j)
+			}
+		}
+		require.NoError(t, w.Run(func(r *Rank) error { return r.HostBarrier(r.Stream()) }))
+	}
+
+	t.Setenv("IRISGEN_SHARE_GPUS", "1")
+	w := newFakeWorld(t, 2, Options{Platform: fakegpu.New(1)})
+	assert.Equal(t, 0, w.Rank(1).Device().Ordinal())
+	assert.True(t, w.SharesGPUs())
+	t.Setenv("IRISGEN_SHARE_GPUS", "yes")
+	_, err = NewLocalWorld(2, Options{Platform: fakegpu.New(1), HeapBytes: 1 << 16})
+	require.ErrorContains(t, err, `IRISGEN_SHARE_GPUS="yes"`)
+	t.Setenv("IRISGEN_SHARE_GPUS", "0")
+	_, err = NewLocalWorld(2, Options{Platform: fakegpu.New(1), HeapBytes: 1 << 16})
+	require.ErrorContains(t, err, "only 1 GPU")
+}
+
+// TestShareGPUsProcessWorld: in a multi-process world LOCAL_RANK picks the
+// GPU modulo the device count when ranks share GPUs.
+func TestShareGPUsProcessWorld(t *testing.T) {
+	p := fakegpu.New(1)
+	ranks := joinFakeProcesses(t, p, 3, Options{HeapBytes: 1 << 16, RendezvousTimeout: 10 * time.Second, ShareGPUs: true})
+	defer closeAll(t, ranks)
+	for _, r := range ranks {
+		assert.Equal(t, 0, r.Device().Ordinal())
+	}
+	errs := eachProcess(ranks, func(r *Rank) error { return r.HostBarrier(r.Stream()) })
+	for k, err := range errs {
+		require.NoError(t, err, "rank %d", k)
+	}
+}

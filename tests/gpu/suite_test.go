@@ -10,6 +10,8 @@
 //
 //	IRISGEN_TEST_WORLDS  comma-separated world sizes (default: 2, and the device count when it is larger)
 //	IRISGEN_TEST_QUICK   when set, the largest sizes are left out
+//	IRISGEN_SHARE_GPUS   1: ranks share GPUs (rank i on GPU i mod the count), so a
+//	                     world of 2 or 4 can be checked on one GPU
 package gpu_test
 
 import (
@@ -53,7 +55,7 @@ func worldSizes(t *testing.T) []int {
 		t.Fatal(err)
 	}
 	if n < 2 {
-		t.Skipf("GPU suite needs at least 2 GPUs, found %d", n)
+		t.Skipf("GPU suite needs at least 2 GPUs, found %d (to check larger worlds on one GPU, set IRISGEN_TEST_WORLDS and IRISGEN_SHARE_GPUS=1)", n)
 	}
 	out := []int{2}
 	if n > 2 {
