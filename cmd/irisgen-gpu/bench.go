@@ -140,7 +140,7 @@ func runBench(env *cmdEnv, args []string) error {
 	if !*baselines {
 		least = 1
 	}
-	world, err := worldSize(*n, least)
+	world, err := worldSize(*n, least, false)
 	if err != nil {
 		return err
 	}
@@ -270,8 +270,9 @@ func writeTuning(env *cmdEnv, rows []bench.Row, dir, dtype, mode string) error {
 }
 
 // worldSize resolves -n against this machine's GPUs (0: all of them); at
-// least `least` ranks.
-func worldSize(n, least int) (int, error) {
+// least `least` ranks. Where share allows it and IRISGEN_SHARE_GPUS is set,
+// ranks may share GPUs (up to irisrt.MaxWorld).
+func worldSize(n, least int, share bool) (int, error) {
 	p, err := gpu.Load()
 	if err != nil {
 		return 0, &exitError{code: 1, err: err}
@@ -282,6 +283,15 @@ func worldSize(n, least int) (int, error) {
 	}
 	if n == 0 {
 		n = count
+	}
+	if share {
+		ok, err := irisrt.ShareGPUsEnv()
+		if err != nil {
+			return 0, usageErr("%v", err)
+		}
+		if ok && n >= least && n <= irisrt.MaxWorld {
+			return n, nil
+		}
 	}
 	if n < least || n > count {
 		return 0, usageErr("-n %d: this machine has %d GPUs, and this command needs %d to %d", n, count, least, count)

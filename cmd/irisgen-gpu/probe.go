@@ -15,7 +15,8 @@ func init() {
 		summary: "prove graph capture on the GPUs: capture, replay with fresh data, compare",
 		usage:   "probe [-n N] [-elems E] [-replays R] [-collectives LIST]",
 		help: `
-Probe checks, on N GPUs of this machine (an in-process world), the graph
+Probe checks, on N GPUs of this machine (an in-process world; with
+IRISGEN_SHARE_GPUS=1 N may exceed the GPUs, ranks sharing them), the graph
 capture claims the generator derived for every variant and barrier mode of
 the catalogue. For each it starts a capture, checks through the runtime that
 the stream really is capturing, and launches. A mode derived as capturable
@@ -71,7 +72,7 @@ func runProbe(env *cmdEnv, args []string) error {
 	if os.Getenv("RANK") != "" {
 		res, cfg.World, err = probeProcess(cfg)
 		where = "multi-process world, global capture"
-	} else if cfg.World, err = worldSize(*n, 1); err == nil {
+	} else if cfg.World, err = worldSize(*n, 1, true); err == nil {
 		res, err = probe.Run(cfg)
 	}
 	if err != nil {

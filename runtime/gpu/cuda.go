@@ -29,6 +29,8 @@ enum {
 	IGCU_EVENT_DISABLE_TIMING = 0x2,
 	IGCU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1,
 };
+// CU_STREAM_LEGACY: the legacy default stream, whatever the per-thread mode.
+#define IGCU_STREAM_LEGACY ((CUstream)0x1)
 
 // Every driver entry point used, with its exact (versioned) symbol name.
 #define IGCU_SYMS(X) \
@@ -162,9 +164,18 @@ static CUresult igcu_host_free(uintptr_t ctx, void *host, const char **call) {
 	return IGCU_CALL(cuMemFreeHost, (host));
 }
 
+// igcu_htod returns once the bytes are in device memory. cuMemcpyHtoD alone
+// does not promise that: from pageable memory it returns once the bytes are
+// staged for DMA, "but the DMA to final destination may not have completed"
+// (CUDA driver API, API synchronization behavior), and nothing orders that
+// DMA before a kernel on a non-blocking stream. The suite saw it on an H100:
+// the last sixteenth of a 4 MiB upload still in flight when the collective
+// read it. Waiting for the legacy stream, which ran the copy, closes it.
 static CUresult igcu_htod(uintptr_t ctx, CUdeviceptr dst, const void *src, size_t n, const char **call) {
 	IGCU_BIND(ctx);
-	return IGCU_CALL(cuMemcpyHtoD_v2, (dst, src, n));
+	CUresult r = IGCU_CALL(cuMemcpyHtoD_v2, (dst, src, n));
+	if (r != 0) return r;
+	return IGCU_CALL(cuStreamSynchronize, (IGCU_STREAM_LEGACY));
 }
 
 static CUresult igcu_dtoh(uintptr_t ctx, void *dst, CUdeviceptr src, size_t n, const char **call) {

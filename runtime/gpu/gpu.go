@@ -125,6 +125,9 @@ type Device interface {
 	AllocHostMapped(bytes int64) (host unsafe.Pointer, dev DevicePtr, err error)
 	FreeHost(host unsafe.Pointer) error
 
+	// CopyHtoD and CopyDtoH return once the copy is complete (the bytes
+	// in device memory, or on the host). They are ordered with no stream:
+	// wait for the streams that use the memory first.
 	CopyHtoD(dst DevicePtr, src unsafe.Pointer, bytes int64) error
 	CopyDtoH(dst unsafe.Pointer, src DevicePtr, bytes int64) error
 	CopyDtoDAsync(dst, src DevicePtr, bytes int64, s Stream) error

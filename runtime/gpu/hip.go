@@ -124,9 +124,14 @@ static hipError_t ighip_host_free(int dev, void *host, const char **call) {
 	return IGHIP_CALL(hipHostFree, (host));
 }
 
+// ighip_htod returns once the bytes are in device memory: as on CUDA (see
+// igcu_htod), a copy from pageable memory may return while its DMA is in
+// flight, so it waits for the null stream that ran it.
 static hipError_t ighip_htod(int dev, uintptr_t dst, void *src, size_t n, const char **call) {
 	IGHIP_BIND(dev);
-	return IGHIP_CALL(hipMemcpyHtoD, ((hipDeviceptr_t)dst, src, n));
+	hipError_t r = IGHIP_CALL(hipMemcpyHtoD, ((hipDeviceptr_t)dst, src, n));
+	if (r != 0) return r;
+	return IGHIP_CALL(hipStreamSynchronize, ((hipStream_t)0));
 }
 
 static hipError_t ighip_dtoh(int dev, void *dst, uintptr_t src, size_t n, const char **call) {

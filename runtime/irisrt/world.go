@@ -87,15 +87,24 @@ func (o Options) resolve() (Options, error) {
 		return o, err
 	}
 	if !o.ShareGPUs {
-		switch v := os.Getenv("IRISGEN_SHARE_GPUS"); strings.ToLower(v) {
-		case "", "0", "false":
-		case "1", "true":
-			o.ShareGPUs = true
-		default:
-			return o, fmt.Errorf("IRISGEN_SHARE_GPUS=%q: want 1 or true (ranks share GPUs), 0 or false", v)
+		if o.ShareGPUs, err = ShareGPUsEnv(); err != nil {
+			return o, err
 		}
 	}
 	return o, nil
+}
+
+// ShareGPUsEnv reports whether $IRISGEN_SHARE_GPUS asks ranks to share GPUs
+// (see Options.ShareGPUs).
+func ShareGPUsEnv() (bool, error) {
+	switch v := os.Getenv("IRISGEN_SHARE_GPUS"); strings.ToLower(v) {
+	case "", "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	default:
+		return false, fmt.Errorf("IRISGEN_SHARE_GPUS=%q: want 1 or true (ranks share GPUs), 0 or false", v)
+	}
 }
 
 // loadPlatform fills in Options.Platform with gpu.Load when it is nil.

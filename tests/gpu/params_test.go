@@ -760,7 +760,7 @@ func paramCaptureRank(r *irisrt.Rank) error {
 	for i := range paramCatalogue {
 		pc := &paramCatalogue[i]
 		as := pc.assignments(r.World())
-		for _, a := range as[:2] {
+		for _, a := range as[:min(2, len(as))] { // a world of 1 has one root
 			if err := paramReplays(r, pc, a, 20); err != nil {
 				return fmt.Errorf("%s: %w", pc.name(), err)
 			}
