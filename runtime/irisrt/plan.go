@@ -280,6 +280,14 @@ func (p *Plan) Close() error {
 		return nil
 	}
 	err := p.closeRefusal()
+	if p.r.perGPU > 1 {
+		// Ranks sharing a GPU share its context, and synchronizing a context
+		// while a peer's stream captures breaks the capture (the driver
+		// crashed on an H100): first wait until every rank is here.
+		if err := p.r.syncRanks(fmt.Sprintf("close of plan %s %s (ranks sharing a GPU)", p.spec.Op, p.spec.Variant), err, p.spec.digest()); err != nil {
+			return err
+		}
+	}
 	if err == nil {
 		if err = p.r.dev.Synchronize(); err != nil {
 			err = platformErr("waiting for the plan's kernels", err)

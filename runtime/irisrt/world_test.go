@@ -356,3 +356,39 @@ func TestShareGPUsProcessWorld(t *testing.T) {
 		require.NoError(t, err, "rank %d", k)
 	}
 }
+
+// TestShareGPUsCloseWaitsForCaptures: ranks sharing a GPU share its
+// context, so a plan's close, which synchronizes the context, waits until
+// every rank has reached it: here rank 1 is still capturing a graph when
+// rank 0 closes, and the capture must come through intact.
+func TestShareGPUsCloseWaitsForCaptures(t *testing.T) {
+	opts := kernelOptions(1, testHash)
+	opts.ShareGPUs, opts.HeapBytes = true, 1<<20
+	w, err := NewLocalWorld(2, opts)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, w.Close()) }()
+	capturing := make(chan struct{})
+	require.NoError(t, w.Run(func(r *Rank) error {
+		a, err := NewPlan(r, testSpec())
+		if err != nil {
+			return err
+		}
+		b, err := NewPlan(r, testSpec())
+		if err != nil {
+			return err
+		}
+		if r.Rank() == 0 {
+			<-capturing
+			return errors.Join(a.Close(), b.Close())
+		}
+		g, err := r.Capture(r.Stream(), func() error {
+			close(capturing)
+			time.Sleep(50 * time.Millisecond) // rank 0 is in Close by now
+			return b.Launch(r.Stream(), BarrierNone, b.Args())
+		})
+		if err != nil {
+			return err
+		}
+		return errors.Join(g.Destroy(), a.Close(), b.Close())
+	}))
+}

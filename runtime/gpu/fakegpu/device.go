@@ -216,10 +216,20 @@ func (d *Device) MemsetD8Async(dst gpu.DevicePtr, v byte, bytes int64, s gpu.Str
 // Synchronize waits for the device: nothing is pending, but it is illegal
 // during capture.
 func (d *Device) Synchronize() error {
+	const call = "cuCtxSynchronize"
 	p := d.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.captureGuard("cuCtxSynchronize")
+	// Synchronizing a context would wait for its capturing streams, in any
+	// mode: CUDA refuses and breaks those captures (on an H100 the driver
+	// crashed instead, for two ranks sharing the GPU).
+	for _, st := range p.streams {
+		if st.dev == d.ord && st.capture == gpu.CaptureActive {
+			p.invalidate(st)
+			return fail(call, codeStreamCaptureUnsupported, "a stream of this device is capturing")
+		}
+	}
+	return p.captureGuard(call)
 }
 
 // NewStream returns a new stream of the device.
