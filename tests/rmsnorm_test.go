@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/irisgen/irisgen/generated/collectives"
+	"github.com/irisgen/irisgen/internal/bench"
 	"github.com/irisgen/irisgen/internal/ir"
 	"github.com/irisgen/irisgen/internal/probe"
 	"github.com/irisgen/irisgen/runtime/gpu"
@@ -306,5 +308,59 @@ func TestProbeRMSNormOnFake(t *testing.T) {
 	// 3 variants x 3 modes + residual_rmsnorm's one mode, each with both eps.
 	if seen["eps=1"] != 10 || seen["eps=0.5"] != 10 || len(results[0]) != 20 {
 		t.Errorf("probed %v (%d results), want 10 with each eps", seen, len(results[0]))
+	}
+}
+
+// TestRMSNormBenchOnFake runs the bench of all_reduce_rmsnorm on the fake
+// platform (no kernel runs; the times are the fake's): a row for every
+// variant, tokens and mode, and one unfused row each, the fastest of the
+// all_reduce variants not slow by design, whose launches are each
+// all_reduce's followed by residual_rmsnorm's; the speed-up table covers
+// every size.
+func TestRMSNormBenchOnFake(t *testing.T) {
+	fake := fakegpu.New(2)
+	w := fakeWorld(t, 2, fake, fakeKernels(fake))
+	defer func(ts []int64) { bench.RMSNormTokens = ts }(bench.RMSNormTokens)
+	bench.RMSNormTokens = []int64{1, 7, 64} // the fake's heap is small
+	rows, err := bench.RunOn(w, bench.Config{Collectives: []string{"all_reduce_rmsnorm"}, Modes: []string{"eager", "graph"}, Warmup: 1, Repeats: 1}, "fake", "today")
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, r := range rows {
+		if r.Collective != "all_reduce_rmsnorm" || r.DType != "bf16" || r.World != 2 || r.Bytes%(bench.RMSNormHidden*2) != 0 {
+			t.Errorf("row %+v", r)
+		}
+		count[r.Impl+" "+r.Variant]++
+		if r.Impl == bench.UnfusedImpl && !strings.HasPrefix(r.Note, "all_reduce ") {
+			t.Errorf("unfused row without its all_reduce: %+v", r)
+		}
+	}
+	cells := 2 * len(bench.RMSNormTokens)
+	for _, s := range []string{"irisgen one_shot", "irisgen one_shot_lamport", "irisgen two_shot", bench.UnfusedImpl + " all_reduce+residual_rmsnorm"} {
+		if count[s] != cells {
+			t.Errorf("%s: %d rows, want %d", s, count[s], cells)
+		}
+	}
+	// Every all_reduce launch of the unfused path is followed by a
+	// residual_rmsnorm one on the same device.
+	ls := fake.Launches()
+	pairs := 0
+	for i, l := range ls {
+		if !strings.HasPrefix(l.Function, "irisgen_all_reduce_") || strings.HasPrefix(l.Function, "irisgen_all_reduce_rmsnorm") {
+			continue
+		}
+		next := slices.IndexFunc(ls[i+1:], func(m fakegpu.Launch) bool { return m.Device == l.Device })
+		if next < 0 || ls[i+1+next].Function != "irisgen_residual_rmsnorm_local_bf16" {
+			t.Fatalf("launch %d (%s) is not followed by residual_rmsnorm", i, l.Function)
+		}
+		pairs++
+	}
+	if pairs == 0 {
+		t.Error("no unfused launch")
+	}
+	table := bench.FusionTable(rows)
+	if n := strings.Count(table, "\n| 2 |"); n != cells {
+		t.Errorf("the speed-up table has %d rows, want %d:\n%s", n, cells, table)
 	}
 }
