@@ -6,12 +6,12 @@
 // rsqrt(mean of residual^2 + eps) * weight (a transformer layer's all_reduce,
 // residual add and RMSNorm in one kernel; fp32 accumulation).
 //
-// Spec hash c060b1530f778162: the Go wrappers carry the same value, and the runtime
+// Spec hash 4f29a2c9350733ef: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_reduce_rmsnorm[] = "c060b1530f778162";
+extern "C" __device__ const char irisgen_spec_hash_all_reduce_rmsnorm[] = "4f29a2c9350733ef";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch
@@ -45,17 +45,12 @@ irisgen_all_reduce_rmsnorm_one_shot_bf16(const IRISGEN_GRID_CONSTANT irisgen_all
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
-  irisgen::reduce_rows_n<T>(
-      t, h, ctx.world,
+  irisgen::reduce_rows<T>(
+      t, h, in, ctx.world,
       [&](int64_t o) {
         bool same = irisgen::aligned_as(res + o, out + o, wt);
         for (int p = 0; p < ctx.world; p++) same = same && irisgen::same_align(res + o, in[p] + o);
         return irisgen::span<T>(res + o, h, same);
-      },
-      [&](int p, int64_t i) { return irisgen::vload(in[p] + i); }, [](int, int64_t, irisgen::v16&) { return true; },
-      [&](int p, int64_t i, float* x) {
-        *x = irisgen::to_f32(in[p][i]);
-        return true;
       },
       [&](int64_t i, float* acc, int k) { return irisgen::add_residual(res + i, res + i, acc, k); },
       [&](int64_t o, const irisgen::span<T>& sp, float ss) {
@@ -82,17 +77,12 @@ irisgen_all_reduce_rmsnorm_one_shot_f16(const IRISGEN_GRID_CONSTANT irisgen_all_
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
-  irisgen::reduce_rows_n<T>(
-      t, h, ctx.world,
+  irisgen::reduce_rows<T>(
+      t, h, in, ctx.world,
       [&](int64_t o) {
         bool same = irisgen::aligned_as(res + o, out + o, wt);
         for (int p = 0; p < ctx.world; p++) same = same && irisgen::same_align(res + o, in[p] + o);
         return irisgen::span<T>(res + o, h, same);
-      },
-      [&](int p, int64_t i) { return irisgen::vload(in[p] + i); }, [](int, int64_t, irisgen::v16&) { return true; },
-      [&](int p, int64_t i, float* x) {
-        *x = irisgen::to_f32(in[p][i]);
-        return true;
       },
       [&](int64_t i, float* acc, int k) { return irisgen::add_residual(res + i, res + i, acc, k); },
       [&](int64_t o, const irisgen::span<T>& sp, float ss) {
@@ -119,17 +109,12 @@ irisgen_all_reduce_rmsnorm_one_shot_f32(const IRISGEN_GRID_CONSTANT irisgen_all_
   T* out = ((float*)irisgen_a.t_output);
   // Every peer's input is ready.
   if (!irisgen::barrier(ctx)) return;
-  irisgen::reduce_rows_n<T>(
-      t, h, ctx.world,
+  irisgen::reduce_rows<T>(
+      t, h, in, ctx.world,
       [&](int64_t o) {
         bool same = irisgen::aligned_as(res + o, out + o, wt);
         for (int p = 0; p < ctx.world; p++) same = same && irisgen::same_align(res + o, in[p] + o);
         return irisgen::span<T>(res + o, h, same);
-      },
-      [&](int p, int64_t i) { return irisgen::vload(in[p] + i); }, [](int, int64_t, irisgen::v16&) { return true; },
-      [&](int p, int64_t i, float* x) {
-        *x = irisgen::to_f32(in[p][i]);
-        return true;
       },
       [&](int64_t i, float* acc, int k) { return irisgen::add_residual(res + i, res + i, acc, k); },
       [&](int64_t o, const irisgen::span<T>& sp, float ss) {

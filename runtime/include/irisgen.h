@@ -1199,6 +1199,20 @@ IRISGEN_DEV bool reduce_rows_n(int64_t t, int64_t n, int w, Span span_of, Load l
   }
 }
 
+// reduce_rows runs reduce_rows_n on w plain sources, src[p] being rank
+// p's tensor of t rows of n elements (loaded as they are: nothing to wait
+// for), handing each piece's sums to fin and each row to done as above.
+template <typename T, typename Span, typename Fin, typename Done>
+IRISGEN_DEV void reduce_rows(int64_t t, int64_t n, const T* const* src, int w, Span span_of, Fin fin, Done done) {
+  reduce_rows_n<T>(
+      t, n, w, span_of, [&](int p, int64_t i) { return vload(src[p] + i); }, [](int, int64_t, v16&) { return true; },
+      [&](int p, int64_t i, float* x) {
+        *x = to_f32(src[p][i]);
+        return true;
+      },
+      fin, done);
+}
+
 // map_rows runs reduce_rows_w with one local source, src: the rows r0,
 // r0 + step, ... below r1, each piece of src in fp32 handed to fin and
 // each row to done as above.
