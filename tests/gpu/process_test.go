@@ -76,9 +76,5 @@ func runProcessRank(t *testing.T) {
 	if err != nil {
 		t.Fatalf("collectives with parameters: %v", err)
 	}
-	ncases, err := normProcessRank(r)
-	if err != nil {
-		t.Fatalf("all_reduce_rmsnorm and residual_rmsnorm: %v", err)
-	}
-	t.Logf("rank %d of %d: barriers, %d catalogue cases, back-to-back, rules, convenience calls, capture, groups, MoE, %d cases of the collectives with parameters and %d of all_reduce_rmsnorm and residual_rmsnorm (rules, back-to-back, capture) passed", r.Rank(), r.World(), cases, pcases, ncases)
+	t.Logf("rank %d of %d: barriers, %d catalogue cases, back-to-back, rules, convenience calls, capture, groups, MoE and %d cases of the collectives with parameters (rules, back-to-back, capture) passed", r.Rank(), r.World(), cases, pcases)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/irisgen/irisgen/generated/collectives"
+	"github.com/irisgen/irisgen/internal/launch"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -681,6 +682,35 @@ func TestRMSNormCapture(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestRMSNormProcessWorld runs the checks of TestRMSNorm, TestRMSNormRules,
+// TestRMSNormBackToBack (its first case) and TestRMSNormCapture in the
+// multi-process world: in the parent it starts this test binary once per
+// rank the way `irisgen run` does, and in each child it joins the world
+// and runs them as one rank.
+func TestRMSNormProcessWorld(t *testing.T) {
+	if os.Getenv("RANK") != "" {
+		r, err := irisrt.JoinProcessWorld(defaultOpts())
+		if err != nil {
+			t.Fatalf("JoinProcessWorld: %v", err)
+		}
+		defer r.Close()
+		cases, err := normProcessRank(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("rank %d of %d: %d cases of all_reduce_rmsnorm and residual_rmsnorm, rules, back-to-back and capture passed", r.Rank(), r.World(), cases)
+		return
+	}
+	for _, n := range worldSizes(t) {
+		t.Run(fmt.Sprintf("world%d", n), func(t *testing.T) {
+			args := []string{os.Args[0], "-test.run", "^TestRMSNormProcessWorld$", "-test.v", "-test.count=1"}
+			if err := launch.Run(n, args, os.Stdout, os.Stderr, launch.Options{}); err != nil {
+				t.Fatalf("%d ranks: %v", n, err)
+			}
+		})
+	}
 }
 
 // normProcessRank runs the checks of all_reduce_rmsnorm and
