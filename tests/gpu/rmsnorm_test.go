@@ -116,9 +116,10 @@ func (nc *normCase) check(dt irisrt.DType, w, me int, t, h int64, d normData, go
 	var bad error
 	var once sync.Once
 	fail := func(err error) { once.Do(func() { bad = err }) }
-	parallel(t, func(lo, hi int64) {
+	// Over the CPUs by elements; each part checks the rows that start in it.
+	parallel(t*h, func(lo, hi int64) {
 		x := make([]float32, h)
-		for row := lo; row < hi; row++ {
+		for row := (lo + h - 1) / h; row*h < hi; row++ {
 			ss := 0.0
 			for j := range h {
 				i := row*h + j
