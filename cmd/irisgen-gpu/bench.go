@@ -52,6 +52,15 @@ MoE (-collectives moe): moe_dispatch and moe_combine at t = 128, 512, 4096
 tokens of 7168 bf16 elements, k = 1 and 8, beside torch's all_to_all_single
 path (counts, host sync for the splits, rows), which cannot be captured.
 
+Fused all_reduce + residual add + RMSNorm (-collectives all_reduce_rmsnorm):
+every variant of all_reduce_rmsnorm at 1, 2, 4, ..., 2048 tokens of 7168
+bf16 elements (-sizes and -dtypes do not apply), beside the unfused path in
+the same run: each all_reduce variant (but atomic and spinlock), then
+residual_rmsnorm (the residual add and the norm in one kernel), the
+fastest reported as irisgen_unfused with the all_reduce in its note; and
+torch's (NCCL's all_reduce through torch.distributed, the residual add,
+torch's rms_norm). results.md ends with the speed-up of fusing per size.
+
 It writes OUT/results.csv, OUT/results.md (one table per collective, dtype,
 world size and mode) and OUT/<collective>_<dtype>_w<N>_<mode>.svg (time and
 bus bandwidth against size, log axes). -report re-renders the Markdown and
@@ -63,6 +72,7 @@ NVLink multicast stays off (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST
 Examples:
   irisgen bench -n 2 -out bench-out
   irisgen bench -n 2 -collectives all_reduce -dtypes bf16 -sizes 8KiB,1MiB,64MiB
+  irisgen bench -n 2 -collectives all_reduce_rmsnorm -out bench-rmsnorm
   irisgen bench -n 1 -baselines=false -collectives barrier,all_reduce -sizes 8KiB   # fixed cost, no peers
   irisgen bench -n 2 -collectives all_reduce -torch=false -compare docs/perf/h200x2/results.csv
   irisgen bench -report new/results.csv -compare old/results.csv -out cmp   # A/B of two runs
@@ -80,7 +90,7 @@ func runBench(env *cmdEnv, args []string) error {
 	sizes := fs.String("sizes", defaultSizes, "comma-separated sizes (bytes, or with KiB, MiB, GiB)")
 	dtypes := fs.String("dtypes", "bf16,f32", "comma-separated dtypes")
 	modes := fs.String("modes", "eager,graph", "eager, graph or both")
-	colls := fs.String("collectives", "", "comma-separated subset of barrier, all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, gather, scatter, send_recv, shift, moe (default: all)")
+	colls := fs.String("collectives", "", "comma-separated subset of barrier, all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, gather, scatter, send_recv, shift, moe, all_reduce_rmsnorm (default: all)")
 	baselines := fs.Bool("baselines", true, "also run the baselines: NCCL through its own API, and (-torch) through torch")
 	torch := fs.Bool("torch", true, "with -baselines, also NCCL through torch.distributed and torch symmetric memory (python3 with torch)")
 	ncclLib := fs.String("nccl", "", "path of libnccl.so.2 (or librccl); default: $IRISGEN_NCCL, the loader's path, then the nvidia-nccl package of -python")
@@ -351,7 +361,8 @@ func baselineArgs(script, csvPath string, cfg bench.Config) []string {
 		"--dtypes", strings.Join(cfg.DTypes, ","), "--modes", strings.Join(cfg.Modes, ","),
 		"--warmup", strconv.Itoa(cfg.Warmup), "--repeats", strconv.Itoa(max(cfg.Repeats, 1)), "--out", csvPath,
 		"--moe-tokens", joinInts(bench.MoETokens), "--moe-hidden", strconv.FormatInt(bench.MoEHidden, 10),
-		"--moe-k", joinInts(bench.MoEK)}
+		"--moe-k", joinInts(bench.MoEK),
+		"--rmsnorm-tokens", joinInts(bench.RMSNormTokens), "--rmsnorm-hidden", strconv.FormatInt(bench.RMSNormHidden, 10)}
 	var colls []string
 	for _, c := range cfg.Collectives {
 		if c != "barrier" {
@@ -402,7 +413,7 @@ func writeReport(env *cmdEnv, rows []bench.Row, out string) error {
 	}
 	shown := bench.BestNCCL(rows) // NCCL at its best in tables and plots; the CSV keeps both buffer kinds
 	md := filepath.Join(out, "results.md")
-	if err := os.WriteFile(md, []byte(bench.Markdown(shown)), 0o644); err != nil {
+	if err := os.WriteFile(md, []byte(bench.Markdown(shown)+bench.FusionTable(shown)), 0o644); err != nil {
 		return err
 	}
 	files, err := bench.Plot(shown, out)

@@ -53,7 +53,7 @@ func runProbe(env *cmdEnv, args []string) error {
 	c := find("probe")
 	fs := env.flags(c)
 	n := fs.Int("n", 0, "GPUs (world size); 0: every GPU of the machine")
-	elems := fs.Int64("elems", 4096+3, "value of every size parameter (elements; not a multiple of the vector width, so tails run too)")
+	elems := fs.Int64("elems", 4096+3, "value of the last size parameter, 7 for any other (elements; not a multiple of the vector width, so tails run too)")
 	replays := fs.Int("replays", 20, "replays validated per capturable mode")
 	colls := fs.String("collectives", "", "comma-separated subset (default: all)")
 	if err := env.parse(c, fs, args); err != nil {

@@ -312,7 +312,7 @@ func TestExplain(t *testing.T) {
 	}
 	code, _, stderr = run(t, "explain", "nope")
 	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "all_gather, all_reduce, all_to_all, barrier, broadcast, gather, moe_combine, moe_dispatch, reduce, reduce_scatter, scatter, send_recv, shift")
+	require.Contains(t, stderr, "all_gather, all_reduce, all_reduce_rmsnorm, all_to_all, barrier, broadcast, gather, moe_combine, moe_dispatch, reduce, reduce_scatter, residual_rmsnorm, scatter, send_recv, shift")
 
 	// Parameters and tensors only one rank uses.
 	code, stdout, stderr = run(t, "explain", "send_recv")

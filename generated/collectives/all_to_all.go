@@ -12,7 +12,7 @@ import (
 const AllToAllSpecHash = "a7d0cd3cdbdf86de"
 
 // allToAllDesc is all_to_all in the package's descriptor table.
-var allToAllDesc = &table.Collectives[2]
+var allToAllDesc = &table.Collectives[3]
 
 // AllToAllVariant selects a variant of all_to_all for AllToAll.
 type AllToAllVariant string

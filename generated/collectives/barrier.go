@@ -12,7 +12,7 @@ import (
 const BarrierSpecHash = "a3c0451b74219a50"
 
 // barrierDesc is barrier in the package's descriptor table.
-var barrierDesc = &table.Collectives[3]
+var barrierDesc = &table.Collectives[4]
 
 // BarrierVariant selects a variant of barrier for Barrier.
 type BarrierVariant string

@@ -12,7 +12,7 @@ import (
 const BroadcastSpecHash = "5f5a0e0fe2bb5c7d"
 
 // broadcastDesc is broadcast in the package's descriptor table.
-var broadcastDesc = &table.Collectives[4]
+var broadcastDesc = &table.Collectives[5]
 
 // BroadcastVariant selects a variant of broadcast for Broadcast.
 type BroadcastVariant string

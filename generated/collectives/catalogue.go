@@ -116,6 +116,28 @@ var table = irisrt.Table{
 			{Variant: "ring"},
 		},
 	}, {
+		Name: "all_reduce_rmsnorm", SpecHash: AllReduceRmsnormSpecHash,
+		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		Sizes:  []irisrt.SizeParam{{Name: "tokens", From: 0}, {Name: "hidden", From: 2}},
+		Params: []irisrt.ParamDesc{
+			{Name: "eps", Kind: irisrt.ParamF32}, // any f32
+		},
+		Tensors: []irisrt.TensorDesc{
+			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},                              // [tokens, hidden]
+			{Name: "residual", Dir: irisrt.InOut, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},                        // [tokens, hidden]
+			{Name: "weight", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(1)}},                                                // [hidden]
+			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},                            // [tokens, hidden]
+			{Name: "lamport", Dir: irisrt.Workspace, Shape: []irisrt.Dim{3, irisrt.DimWorld, irisrt.DimSize(0), irisrt.DimSize(1)}}, // [3, world, tokens, hidden]
+		},
+		Variants: []irisrt.Variant{
+			{Name: "one_shot", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.Unused},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "one_shot_lamport", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal}, InPlace: true,
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "two_shot", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseHeap, irisrt.Unused},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+		},
+	}, {
 		Name: "all_to_all", SpecHash: AllToAllSpecHash,
 		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: 0}},
@@ -244,6 +266,23 @@ var table = irisrt.Table{
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 		},
 	}, {
+		Name: "residual_rmsnorm", SpecHash: ResidualRmsnormSpecHash,
+		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		Sizes:  []irisrt.SizeParam{{Name: "tokens", From: 0}, {Name: "hidden", From: 2}},
+		Params: []irisrt.ParamDesc{
+			{Name: "eps", Kind: irisrt.ParamF32}, // any f32
+		},
+		Tensors: []irisrt.TensorDesc{
+			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},       // [tokens, hidden]
+			{Name: "residual", Dir: irisrt.InOut, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}}, // [tokens, hidden]
+			{Name: "weight", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(1)}},                         // [hidden]
+			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},     // [tokens, hidden]
+		},
+		Variants: []irisrt.Variant{
+			{Name: "local", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal},
+				Barriers: modesNone, Capturable: modesNone, Threads: 512, MaxBlocks: 1024, VectorBytes: 16},
+		},
+	}, {
 		Name: "scatter", SpecHash: ScatterSpecHash,
 		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: 1}},
@@ -304,4 +343,5 @@ var (
 	modesDeviceNone     = []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone}
 	modesDeviceHost     = []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost}
 	modesDevice         = []irisrt.Barrier{irisrt.BarrierDevice}
+	modesNone           = []irisrt.Barrier{irisrt.BarrierNone}
 )

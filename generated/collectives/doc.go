@@ -46,6 +46,11 @@
 //   - AllReduce (specs/all_reduce.yaml; variants one_shot, one_shot_staged, one_shot_push,
 //     one_shot_lamport, two_shot, atomic, spinlock, ring): Reduce `input` over all ranks into `output`
 //     on every rank.
+//   - AllReduceRmsnorm (specs/all_reduce_rmsnorm.yaml; variants one_shot, one_shot_lamport, two_shot):
+//     Sum `input` over all ranks into this rank's `residual` and write the RMSNorm of the new residual
+//     into `output`, per row of `hidden` elements: residual += sum over ranks of input; output =
+//     residual * rsqrt(mean of residual^2 + eps) * weight (a transformer layer's all_reduce, residual
+//     add and RMSNorm in one kernel; fp32 accumulation).
 //   - AllToAll (specs/all_to_all.yaml; variants push, pull): Exchange blocks between all ranks; block
 //     p of rank r's `input` becomes block r of rank p's `output`.
 //   - Barrier (specs/barrier.yaml; variants device): Wait until every rank has reached the barrier.
@@ -63,6 +68,11 @@
 //     rank `root` (NCCL's ncclReduce).
 //   - ReduceScatter (specs/reduce_scatter.yaml; variants pull): Reduce `input` over all ranks and keep
 //     this rank's 1/world slice in `output` (NCCL and torch semantics).
+//   - ResidualRmsnorm (specs/residual_rmsnorm.yaml; variants local): Add `input` into `residual` and
+//     write the RMSNorm of the new residual into `output`, on each rank alone (vLLM's
+//     fused_add_rms_norm): residual += input; output = residual * rsqrt(mean of residual^2 + eps) *
+//     weight, per row of `hidden` elements, fp32 accumulation. No communication: the second kernel of
+//     the unfused path (an all_reduce, then this) that all_reduce_rmsnorm fuses into one.
 //   - Scatter (specs/scatter.yaml; variants push, pull): Send slice r of rank `root`'s `input` to rank
 //     r's `output` (NCCL's ncclScatter).
 //   - SendRecv (specs/send_recv.yaml; variants push, pull): Rank `src` sends its `input` to rank

@@ -12,7 +12,7 @@ import (
 const GatherSpecHash = "98022c6eef676a1f"
 
 // gatherDesc is gather in the package's descriptor table.
-var gatherDesc = &table.Collectives[5]
+var gatherDesc = &table.Collectives[6]
 
 // GatherVariant selects a variant of gather for Gather.
 type GatherVariant string

@@ -12,7 +12,7 @@ import (
 const MoeCombineSpecHash = "846c880e45dc8525"
 
 // moeCombineDesc is moe_combine in the package's descriptor table.
-var moeCombineDesc = &table.Collectives[6]
+var moeCombineDesc = &table.Collectives[7]
 
 // MoeCombineVariant selects a variant of moe_combine for MoeCombine.
 type MoeCombineVariant string

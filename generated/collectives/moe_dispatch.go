@@ -12,7 +12,7 @@ import (
 const MoeDispatchSpecHash = "f98c37964882cf16"
 
 // moeDispatchDesc is moe_dispatch in the package's descriptor table.
-var moeDispatchDesc = &table.Collectives[7]
+var moeDispatchDesc = &table.Collectives[8]
 
 // MoeDispatchVariant selects a variant of moe_dispatch for MoeDispatch.
 type MoeDispatchVariant string

@@ -12,7 +12,7 @@ import (
 const ReduceSpecHash = "6b9a9c3c093c63ec"
 
 // reduceDesc is reduce in the package's descriptor table.
-var reduceDesc = &table.Collectives[8]
+var reduceDesc = &table.Collectives[9]
 
 // ReduceVariant selects a variant of reduce for Reduce.
 type ReduceVariant string

@@ -12,7 +12,7 @@ import (
 const ReduceScatterSpecHash = "d0d2322352c69a0d"
 
 // reduceScatterDesc is reduce_scatter in the package's descriptor table.
-var reduceScatterDesc = &table.Collectives[9]
+var reduceScatterDesc = &table.Collectives[10]
 
 // ReduceScatterVariant selects a variant of reduce_scatter for ReduceScatter.
 type ReduceScatterVariant string

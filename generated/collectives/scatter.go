@@ -12,7 +12,7 @@ import (
 const ScatterSpecHash = "1edbabf70c5ec64d"
 
 // scatterDesc is scatter in the package's descriptor table.
-var scatterDesc = &table.Collectives[10]
+var scatterDesc = &table.Collectives[12]
 
 // ScatterVariant selects a variant of scatter for Scatter.
 type ScatterVariant string

@@ -12,7 +12,7 @@ import (
 const SendRecvSpecHash = "43e3758b038e02bf"
 
 // sendRecvDesc is send_recv in the package's descriptor table.
-var sendRecvDesc = &table.Collectives[11]
+var sendRecvDesc = &table.Collectives[13]
 
 // SendRecvVariant selects a variant of send_recv for SendRecv.
 type SendRecvVariant string

@@ -12,7 +12,7 @@ import (
 const ShiftSpecHash = "feaf8128b00fd2b3"
 
 // shiftDesc is shift in the package's descriptor table.
-var shiftDesc = &table.Collectives[12]
+var shiftDesc = &table.Collectives[14]
 
 // ShiftVariant selects a variant of shift for Shift.
 type ShiftVariant string

@@ -170,6 +170,30 @@ def moe_cases(world, rank, tokens, hidden, ks):
             yield f"moe_combine_k{k}", "a2a", t * hidden * 2, combine
 
 
+def rmsnorm_cases(rank, tokens, hidden, eps=1e-6):
+    """The unfused path all_reduce_rmsnorm replaces, in torch: NCCL's
+    all_reduce of the rows, the residual add, torch's rms_norm (a composite
+    of pow, mean, rsqrt and mul where torch lacks F.rms_norm). Yields
+    (variant, nbytes, fn); bf16, zeros, so every call stays finite."""
+    import torch.nn.functional as F
+    dev = torch.device("cuda", rank)
+    rms_norm = getattr(F, "rms_norm", None)
+    for t in tokens:
+        x = torch.zeros(t, hidden, dtype=torch.bfloat16, device=dev)
+        residual = torch.zeros_like(x)
+        weight = torch.randn(hidden, dtype=torch.bfloat16, device=dev)
+
+        def fn(x=x, residual=residual, weight=weight):
+            dist.all_reduce(x)
+            residual.add_(x)
+            if rms_norm is not None:
+                return rms_norm(residual, (hidden,), weight, eps)
+            r = residual.float()
+            return (r * torch.rsqrt(r.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * weight
+
+        yield "unfused", t * hidden * 2, fn
+
+
 def worker(rank, args):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(args.port)
@@ -220,6 +244,10 @@ def worker(rank, args):
                                                    args.moe_hidden, [int(k) for k in args.moe_k.split(",")]):
             for mode in args.modes.split(","):
                 record("torch", coll, variant, "bf16", nbytes, mode, fn)
+    if not args.collectives or "all_reduce_rmsnorm" in args.collectives.split(","):
+        for variant, nbytes, fn in rmsnorm_cases(rank, [int(t) for t in args.rmsnorm_tokens.split(",")], args.rmsnorm_hidden):
+            for mode in args.modes.split(","):
+                record("torch_nccl", "all_reduce_rmsnorm", variant, "bf16", nbytes, mode, fn)
     if rank == 0:
         with open(args.out, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=FIELDS)
@@ -243,6 +271,8 @@ def main():
     ap.add_argument("--moe-tokens", default="128,512,4096")
     ap.add_argument("--moe-hidden", type=int, default=7168)
     ap.add_argument("--moe-k", default="1,8")
+    ap.add_argument("--rmsnorm-tokens", default="1,2,4,8,16,32,64,128,256,512,1024,2048")
+    ap.add_argument("--rmsnorm-hidden", type=int, default=7168)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     if args.world < 2:

@@ -158,3 +158,22 @@ func TestParamCollectiveSizes(t *testing.T) {
 		require.Equal(t, f, BusFactor(coll, world), coll)
 	}
 }
+
+// TestFusionTable: per world, mode and size, the fastest fused variant
+// against the fastest unfused irisgen row and the torch row, as ratios.
+func TestFusionTable(t *testing.T) {
+	require.Empty(t, FusionTable([]Row{{Impl: "irisgen", Collective: "all_reduce", TimeUS: 1}}))
+	b := RMSNormHidden * 2
+	rows := []Row{
+		{Impl: "irisgen", Collective: "all_reduce_rmsnorm", Variant: "one_shot", World: 2, Mode: "graph", Bytes: b, TimeUS: 6},
+		{Impl: "irisgen", Collective: "all_reduce_rmsnorm", Variant: "one_shot_lamport", World: 2, Mode: "graph", Bytes: b, TimeUS: 4},
+		{Impl: UnfusedImpl, Collective: "all_reduce_rmsnorm", Variant: "all_reduce+residual_rmsnorm", World: 2, Mode: "graph", Bytes: b, TimeUS: 10,
+			Note: "all_reduce one_shot_push, then residual_rmsnorm local"},
+		{Impl: "torch_nccl", Collective: "all_reduce_rmsnorm", Variant: "unfused", World: 2, Mode: "graph", Bytes: b, TimeUS: 30},
+		{Impl: "irisgen", Collective: "all_reduce_rmsnorm", Variant: "two_shot", World: 2, Mode: "graph", Bytes: 2048 * b, TimeUS: 50},
+		{Impl: "irisgen", Collective: "all_reduce_rmsnorm", Variant: "one_shot", World: 2, Mode: "graph", Bytes: 2048 * b, TimeUS: math.NaN()},
+	}
+	got := FusionTable(rows)
+	require.Contains(t, got, "| 2 | graph | 1 | 14 KiB | 4.0 (one_shot_lamport) | 10.0 (one_shot_push) | 2.50 | 30.0 | 7.50 |")
+	require.Contains(t, got, "| 2 | graph | 2048 | 28 MiB | 50.0 (two_shot) | - | - | - | - |")
+}

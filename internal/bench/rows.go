@@ -16,12 +16,12 @@ import (
 // Row is one measurement: one implementation of one collective at one size,
 // dtype, world size and mode, timed on the slowest rank.
 type Row struct {
-	Impl       string // irisgen, nccl (its C API), torch_nccl (NCCL through torch.distributed), torch_symm_mem
-	Collective string // all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, gather, scatter, send_recv, shift, barrier, moe_*
+	Impl       string // irisgen, irisgen_unfused (UnfusedImpl), nccl (its C API), torch_nccl (NCCL through torch.distributed), torch_symm_mem, torch
+	Collective string // all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, gather, scatter, send_recv, shift, barrier, moe_*, all_reduce_rmsnorm
 	Variant    string
 	DType      string
 	World      int
-	Bytes      int64   // nccl-tests size: all_gather and gather the output, reduce_scatter and scatter the input, else per rank
+	Bytes      int64   // nccl-tests size: all_gather and gather the output, reduce_scatter and scatter the input, else per rank (all_reduce_rmsnorm: the input)
 	Mode       string  // eager or graph
 	TimeUS     float64 // median of the repeats
 	MinUS      float64 // fastest and slowest repeat (NaN when unknown: older CSVs, the torch baselines)
@@ -46,7 +46,7 @@ var optionalColumns = map[string]bool{"time_min_us": true, "time_max_us": true, 
 func BusFactor(collective string, world int) float64 {
 	w := float64(world)
 	switch collective {
-	case "all_reduce":
+	case "all_reduce", "all_reduce_rmsnorm":
 		return 2 * (w - 1) / w
 	case "all_gather", "reduce_scatter", "all_to_all", "gather", "scatter":
 		return (w - 1) / w

@@ -99,16 +99,25 @@ func Run(cfg Config, device, date string) ([]Row, error) {
 		return nil, err
 	}
 	defer w.Close()
+	return RunOn(w, cfg, device, date)
+}
+
+// RunOn is Run in the world w (cfg.World and cfg.HeapBytes are w's).
+func RunOn(w *irisrt.World, cfg Config, device, date string) ([]Row, error) {
+	cfg.World = w.Size()
 	if w.SharesGPUs() {
 		return nil, fmt.Errorf("bench: the world of %d ranks shares GPUs (IRISGEN_SHARE_GPUS), so its timings would mean nothing; unset IRISGEN_SHARE_GPUS and bench on as many GPUs as ranks", cfg.World)
 	}
 	var rows []Row
 	add := func(r Row) {
-		r.Impl, r.World, r.Device, r.Date = "irisgen", cfg.World, device, date
+		if r.Impl == "" {
+			r.Impl = "irisgen"
+		}
+		r.World, r.Device, r.Date = cfg.World, device, date
 		r.SetBandwidth()
 		rows = append(rows, r)
 		if cfg.Log != nil {
-			fmt.Fprintf(cfg.Log, "irisgen %-14s %-9s %-4s %10d %-5s %10.2f us %s\n", r.Collective, r.Variant, r.DType, r.Bytes, r.Mode, r.TimeUS, r.Note)
+			fmt.Fprintf(cfg.Log, "%s %-14s %-9s %-4s %10d %-5s %10.2f us %s\n", r.Impl, r.Collective, r.Variant, r.DType, r.Bytes, r.Mode, r.TimeUS, r.Note)
 		}
 	}
 	if selected(cfg.Collectives, "barrier") {
@@ -160,6 +169,11 @@ func Run(cfg Config, device, date string) ([]Row, error) {
 					add(row)
 				}
 			}
+		}
+	}
+	if selected(cfg.Collectives, "all_reduce_rmsnorm") {
+		if err := runRMSNorm(w, cfg, add); err != nil {
+			return rows, err
 		}
 	}
 	if selected(cfg.Collectives, "moe") {

@@ -190,17 +190,13 @@ func probe(r *irisrt.Rank, c probeCase, cfg Config) Result {
 	if len(e.Ops) > 0 {
 		op = e.Ops[0]
 	}
-	sizes := make([]int64, len(e.Sizes))
-	for i := range sizes {
-		sizes[i] = cfg.N
-	}
-	p, err := e.New(r, dt, op, sizes)
+	p, err := e.New(r, dt, op, probeSizes(len(e.Sizes), cfg.N))
 	if err != nil {
 		return fail("making the plan: %v", err)
 	}
 	defer p.Close()
 	dev, s := r.Device(), r.Stream()
-	ts, free, err := e.Alloc(r, dt, sizes)
+	ts, free, err := e.Alloc(r, dt, probeSizes(len(e.Sizes), cfg.N))
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -225,6 +221,24 @@ func probe(r *irisrt.Rank, c probeCase, cfg Config) Result {
 	}
 	return res
 }
+
+// probeSizes are the values of k size parameters: the last is n, the
+// others rowsOf, so that a tensor [tokens, hidden] (all_reduce_rmsnorm's)
+// holds a few rows of n elements rather than n^2 elements.
+func probeSizes(k int, n int64) []int64 {
+	sizes := make([]int64, k)
+	for i := range sizes {
+		sizes[i] = rowsOf
+	}
+	if k > 0 {
+		sizes[k-1] = n
+	}
+	return sizes
+}
+
+// rowsOf is every size but the last: odd, and below 8, so that at world 8
+// a two_shot split by rows leaves a rank without any.
+const rowsOf = 7
 
 // capture records launch on r's stream (in the rank's capture mode:
 // relaxed in an in-process world, where the other ranks of the process keep

@@ -131,3 +131,11 @@ func TestParamSets(t *testing.T) {
 	bounded := collectives.Entry{Params: []irisrt.ParamDesc{{Name: "k", Kind: irisrt.ParamInt, Min: 2, Max: 8}, {Name: "eps", Kind: irisrt.ParamF32}}}
 	require.Equal(t, []string{"k=2 eps=1", "k=2 eps=0.5"}, text(bounded, 2))
 }
+
+// TestProbeSizes: the last size parameter is N, the others a few rows.
+func TestProbeSizes(t *testing.T) {
+	require.Empty(t, probeSizes(0, 9))
+	require.Equal(t, []int64{9}, probeSizes(1, 9))
+	require.Equal(t, []int64{rowsOf, 9}, probeSizes(2, 9))
+	require.Equal(t, []int64{rowsOf, rowsOf, 9}, probeSizes(3, 9))
+}

@@ -1009,6 +1009,272 @@ IRISGEN_DEV bool lock(const irisgen_ctx& c, uint64_t* l, int owner) {
 // holder.
 IRISGEN_DEV void unlock(uint64_t* l) { store_release(l, 0); }
 
+// ------------------------------------------------------- row epilogues ----
+// A fused epilogue (all_reduce_rmsnorm, docs/templates.md) works on rows
+// of n elements: reduce_rows gives each block its rows, deals each row's
+// elements to the block's threads in pieces (row_pieces), reduces the
+// sources of every piece in rank order in fp32 (reduce_row) and hands the
+// sums to the template's fin, sums what fin returns over the block
+// (block_reduce) and hands the row to the template's done. Every pass over
+// a row under one span gives each element to the same thread, so a thread
+// may overwrite what it read in an earlier pass without a __syncthreads,
+// and tensors that are the same memory (in place) stay safe when each
+// piece is read before it is written. A piece is k elements: one in the
+// row's scalar head and tail, vec<T>::N (one v16) between; the functions
+// below take k at run time, a constant once they are inlined.
+
+// aligned_as reports whether every pointer after a is aligned like a
+// modulo 16 (then a span of a fits them all).
+IRISGEN_DEV bool aligned_as(const void*) { return true; }
+template <typename... P>
+IRISGEN_DEV bool aligned_as(const void* a, const void* b, P... ps) {
+  return same_align(a, b) && aligned_as(a, ps...);
+}
+
+// block_reduce returns Op over every thread's v, in fp32, to every thread
+// of the block, in a fixed order (the same result every run). Every thread
+// of the block calls it, the same number of times (it holds __syncthreads).
+template <typename Op>
+IRISGEN_DEV float block_reduce(float v) {
+  // Groups of 32 lanes on both platforms (an AMD wave of 64 is two).
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+#ifdef IRISGEN_CUDA
+    v = Op::apply(v, __shfl_xor_sync(0xffffffffu, v, o, 32));
+#else
+    v = Op::apply(v, __shfl_xor(v, o, 32));
+#endif
+  }
+  __shared__ float part[32];  // one a group: 1024 threads at most
+  __syncthreads();            // the last call's readers are done with part
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float r = part[0];
+  const int groups = (int)((blockDim.x + 31) >> 5);
+  for (int g = 1; g < groups; g++) r = Op::apply(r, part[g]);
+  return r;
+}
+
+// row_pieces calls f(i, k) for every piece [i, i + k) of the row [0, n)
+// that this thread takes under sp (the row's span): the head's and the
+// tail's elements one by one, vectors between, thread t of the block
+// taking pieces t, t + blockDim.x, ... of each part.
+template <typename T, typename F>
+IRISGEN_DEV void row_pieces(const span<T>& sp, int64_t n, F f) {
+  const int64_t tid = threadIdx.x, nt = blockDim.x;
+  for (int64_t k = tid; k < sp.head; k += nt) f(k, 1);
+  for (int64_t j = tid; j < sp.vecs; j += nt) f(sp.head + j * vec<T>::N, vec<T>::N);
+  for (int64_t k = sp.tail + tid; k < n; k += nt) f(k, 1);
+}
+
+// load_f32 and store_f32 move a piece of k elements between T memory and
+// fp32: one v16 when k is vec<T>::N (its start 16-byte aligned, as a
+// span's vectors are), else element by element. On NVIDIA the v16 store
+// is st.global.v4 in PTX: through vstore, nvcc 11.8 split every 16-byte
+// store of all_reduce_rmsnorm's Lamport epilogue into four 4-byte ones
+// (its PTX: no st.global.v4 of 23), and __stwb is a strong store in SASS
+// (STG.E.128.STRONG.SM) where this is a plain STG.E.128. The memory
+// clobber keeps it in program order with the thread's other accesses, as
+// a store through a pointer the compiler cannot tell apart from the others
+// already is.
+template <typename T>
+IRISGEN_DEV void load_f32(const T* p, float* x, int k) {
+  if (k == vec<T>::N) {
+    unpack(vload(p), x, p);
+    return;
+  }
+  for (int e = 0; e < k; e++) x[e] = to_f32(p[e]);
+}
+template <typename T>
+IRISGEN_DEV void store_f32(T* p, const float* x, int k) {
+  if (k == vec<T>::N) {
+    const v16 v = pack(x, (const T*)p);
+#ifdef IRISGEN_CUDA
+    asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+#else
+    vstore(p, v);
+#endif
+    return;
+  }
+  for (int e = 0; e < k; e++) p[e] = from_f32<T>(x[e]);
+}
+
+// reduce_row sums w sources in rank order in fp32 for every piece of the
+// row [o, o + n) this thread takes (row_pieces' split and order under sp,
+// the row's span) and hands each piece's sums to fin(i, acc, k) (elements
+// [i, i + k), i counted from the tensor's start like o). Vectors go U a
+// thread at a time with every load in flight before the first add, as in
+// reduce_vecs: load(p, i) loads source p's v16 at element i, ready(p, i,
+// v) makes sure v holds data (Lamport slots spin; plain sources always
+// do), get(p, i, &x) reads one element; both false on a timeout, which
+// ends the thread's share of the row (false). W is the world size at
+// compile time, w's bound.
+template <typename T, int W, typename Load, typename Ready, typename Get, typename Fin>
+IRISGEN_DEV bool reduce_row(const span<T>& sp, int64_t n, int64_t o, int w, Load load, Ready ready, Get get, Fin fin) {
+  constexpr int N = vec<T>::N;
+  constexpr int U = W >= 8 ? 1 : 8 / W;
+  const int64_t tid = threadIdx.x, nt = blockDim.x;
+  auto one = [&](int64_t i) {
+    float acc[1];
+#pragma unroll
+    for (int p = 0; p < W; p++) {
+      if (p >= w) break;
+      float x;
+      if (!get(p, i, &x)) return false;
+      acc[0] = p == 0 ? x : acc[0] + x;
+    }
+    fin(i, acc, 1);
+    return true;
+  };
+  for (int64_t k = tid; k < sp.head; k += nt)
+    if (!one(o + k)) return false;
+  for (int64_t j = tid; j < sp.vecs; j += nt * U) {
+    v16 x[U][W];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      if (j + u * nt < sp.vecs) {
+#pragma unroll
+        for (int p = 0; p < W; p++)
+          if (p < w) x[u][p] = load(p, o + sp.head + (j + u * nt) * N);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      if (j + u * nt >= sp.vecs) break;
+      const int64_t i = o + sp.head + (j + u * nt) * N;
+      float acc[N];
+#pragma unroll
+      for (int p = 0; p < W; p++) {
+        if (p >= w) break;
+        if (!ready(p, i, x[u][p])) return false;
+        float t[N];
+        unpack<T>(x[u][p], t);
+#pragma unroll
+        for (int e = 0; e < N; e++) acc[e] = p == 0 ? t[e] : acc[e] + t[e];
+      }
+      fin(i, acc, N);
+    }
+  }
+  for (int64_t k = sp.tail + tid; k < n; k += nt)
+    if (!one(o + k)) return false;
+  return true;
+}
+
+// reduce_rows_w runs the rows r0, r0 + step, ... below r1 of this block
+// (a tensor of rows of n elements): for each, span_of(o) splits the row
+// starting at element o; reduce_row reduces its w sources (load, ready,
+// get) piece by piece and hands each piece to fin(i, acc, k), which
+// returns its share of a row-wide sum (a sum of squares); done(o, sp, sum)
+// then gets the block's sum, block_reduce<op_sum>, and writes the row.
+// False when a source timed out on this thread: its later rows are still
+// reduced and done (with what the loads gave), so that every thread meets
+// the others in every block_reduce. W is the world size at compile time.
+template <typename T, int W, typename Span, typename Load, typename Ready, typename Get, typename Fin, typename Done>
+IRISGEN_DEV bool reduce_rows_w(int64_t r0, int64_t r1, int64_t step, int64_t n, int w, Span span_of, Load load, Ready ready,
+                               Get get, Fin fin, Done done) {
+  bool ok = true;
+  for (int64_t r = r0; r < r1; r += step) {
+    const int64_t o = r * n;
+    const span<T> sp = span_of(o);
+    float sum = 0.f;
+    ok = ok && reduce_row<T, W>(sp, n, o, w, load, ready, get, [&](int64_t i, float* acc, int k) { sum += fin(i, acc, k); });
+    done(o, sp, block_reduce<op_sum>(sum));
+  }
+  return ok;
+}
+
+// reduce_rows_n runs reduce_rows_w on this block's rows of t (blockIdx.x,
+// blockIdx.x + gridDim.x, ...), dispatched once on the world size like
+// reduce_n: 1, 2 and 4 get their own code, others the 8-wide code with a
+// runtime bound. (Dispatched on every row instead, nvcc 11.8 kept every
+// world's code live at once: 128 registers and spills against 64 to 94.)
+template <typename T, typename Span, typename Load, typename Ready, typename Get, typename Fin, typename Done>
+IRISGEN_DEV bool reduce_rows_n(int64_t t, int64_t n, int w, Span span_of, Load load, Ready ready, Get get, Fin fin, Done done) {
+  const int64_t r0 = blockIdx.x, step = gridDim.x;
+  switch (w) {
+    case 1: return reduce_rows_w<T, 1>(r0, t, step, n, w, span_of, load, ready, get, fin, done);
+    case 2: return reduce_rows_w<T, 2>(r0, t, step, n, w, span_of, load, ready, get, fin, done);
+    case 4: return reduce_rows_w<T, 4>(r0, t, step, n, w, span_of, load, ready, get, fin, done);
+    default: return reduce_rows_w<T, IRISGEN_MAX_WORLD>(r0, t, step, n, w, span_of, load, ready, get, fin, done);
+  }
+}
+
+// reduce_rows runs reduce_rows_n on w plain sources, src[p] being rank
+// p's tensor of t rows of n elements (loaded as they are: nothing to wait
+// for), handing each piece's sums to fin and each row to done as above.
+template <typename T, typename Span, typename Fin, typename Done>
+IRISGEN_DEV void reduce_rows(int64_t t, int64_t n, const T* const* src, int w, Span span_of, Fin fin, Done done) {
+  reduce_rows_n<T>(
+      t, n, w, span_of, [&](int p, int64_t i) { return vload(src[p] + i); }, [](int, int64_t, v16&) { return true; },
+      [&](int p, int64_t i, float* x) {
+        *x = to_f32(src[p][i]);
+        return true;
+      },
+      fin, done);
+}
+
+// map_rows runs reduce_rows_w with one local source, src: the rows r0,
+// r0 + step, ... below r1, each piece of src in fp32 handed to fin and
+// each row to done as above.
+template <typename T, typename Span, typename Fin, typename Done>
+IRISGEN_DEV void map_rows(int64_t r0, int64_t r1, int64_t step, int64_t n, const T* src, Span span_of, Fin fin, Done done) {
+  reduce_rows_w<T, 1>(
+      r0, r1, step, n, 1, span_of, [&](int, int64_t i) { return vload(src + i); }, [](int, int64_t, v16&) { return true; },
+      [&](int, int64_t i, float* x) {
+        *x = to_f32(src[i]);
+        return true;
+      },
+      fin, done);
+}
+
+// ------------------------------------------------------------- rmsnorm ----
+
+// add_residual is an RMSNorm epilogue's fin: x = acc + res (fp32), rounded
+// once to T, is stored into dst (which may be res) and left in acc as
+// fp32; it returns the sum of the squares of the rounded values (the norm
+// is of what the next layer reads).
+template <typename T>
+IRISGEN_DEV float add_residual(T* dst, const T* res, float* acc, int k) {
+  float r[vec<T>::N];
+  load_f32(res, r, k);
+  float ss = 0.f;
+#pragma unroll
+  for (int e = 0; e < vec<T>::N; e++) {
+    if (e >= k) break;
+    acc[e] = to_f32(from_f32<T>(acc[e] + r[e]));
+    ss += acc[e] * acc[e];
+  }
+  store_f32(dst, acc, k);
+  return ss;
+}
+
+// rms_scale is 1/sqrt(ss/n + eps) in fp32: the factor of a row of n
+// elements whose squares sum to ss.
+IRISGEN_DEV float rms_scale(float ss, int64_t n, float eps) { return rsqrtf(ss / (float)n + eps); }
+
+// rmsnorm_row writes a row's RMSNorm under sp: out = x * scale * w, piece
+// by piece, fp32 rounded once; with res, x is also copied into res (after
+// w's piece is read, so w may be res or out, in place).
+template <typename T>
+IRISGEN_DEV void rmsnorm_row(const span<T>& sp, int64_t n, const T* x, const T* w, float scale, T* out, T* res) {
+  row_pieces<T>(sp, n, [&](int64_t i, int k) {
+    float v[vec<T>::N], g[vec<T>::N];
+    load_f32(x + i, v, k);
+    load_f32(w + i, g, k);
+    if (res) store_f32(res + i, v, k);
+#pragma unroll
+    for (int e = 0; e < vec<T>::N; e++) {
+      if (e >= k) break;
+      v[e] = v[e] * scale * g[e];
+    }
+    store_f32(out + i, v, k);
+  });
+}
+template <typename T>
+IRISGEN_DEV void rmsnorm_row(const span<T>& sp, int64_t n, const T* x, const T* w, float scale, T* out) {
+  rmsnorm_row<T>(sp, n, x, w, scale, out, (T*)nullptr);
+}
+
 }  // namespace irisgen
 
 #endif  // IRISGEN_H
