@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -234,12 +232,8 @@ func NewLocalWorld(n int, opts Options) (*World, error) {
 		r.local = w
 		w.ranks = append(w.ranks, r)
 	}
-	perGPU := map[int]int{}
-	for _, d := range devs {
-		perGPU[d.Ordinal()]++
-	}
 	for _, r := range w.ranks {
-		r.perGPU = slices.Max(slices.Collect(maps.Values(perGPU)))
+		r.perGPU = ranksPerGPU(n, count)
 	}
 	// In one process every device sees every heap at its own (unified) address.
 	bases := make([]gpu.DevicePtr, n)
@@ -257,16 +251,11 @@ func (w *World) Size() int { return len(w.ranks) }
 
 // SharesGPUs reports whether two ranks run on one GPU (Options.ShareGPUs):
 // then the world's results are real but its timings are not.
-func (w *World) SharesGPUs() bool {
-	seen := map[int]bool{}
-	for _, r := range w.ranks {
-		if seen[r.dev.Ordinal()] {
-			return true
-		}
-		seen[r.dev.Ordinal()] = true
-	}
-	return false
-}
+func (w *World) SharesGPUs() bool { return w.ranks[0].perGPU > 1 }
+
+// ranksPerGPU is the most ranks on one GPU when world ranks take count GPUs
+// in turn (rank i on GPU i mod count).
+func ranksPerGPU(world, count int) int { return (world + count - 1) / count }
 
 // Ranks returns the ranks, indexed by rank.
 func (w *World) Ranks() []*Rank { return append([]*Rank(nil), w.ranks...) }
@@ -477,7 +466,7 @@ func JoinProcessWorldConfig(cfg ProcessConfig, opts Options) (*Rank, error) {
 			var count int
 			if count, err = opts.Platform.DeviceCount(); err == nil && count > 0 {
 				ord %= count
-				perGPU = (cfg.WorldSize + count - 1) / count // every rank computes the same
+				perGPU = ranksPerGPU(cfg.WorldSize, count) // every rank computes the same
 			}
 		}
 		if err == nil {

@@ -365,20 +365,8 @@ func runMatrix(r *irisrt.Rank, only func(vc *variantCase) bool, count *int) erro
 // TestCatalogue checks every collective x variant x dtype x op at every size
 // against the CPU reference, in the in-process world.
 func TestCatalogue(t *testing.T) {
-	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
-		for i := range catalogue {
-			vc := &catalogue[i]
-			t.Run(vc.name(), func(t *testing.T) {
-				counts := make([]int, w.Size())
-				err := w.Run(func(r *irisrt.Rank) error {
-					return runMatrix(r, func(c *variantCase) bool { return c == vc }, &counts[r.Rank()])
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Logf("%s: %d cases passed on each of %d ranks (dtypes f32,f16,bf16; ops %v; sizes %v)", vc.name(), counts[0], w.Size(), vc.ops(), caseSizes())
-			})
-		}
+	eachVariantCase(t, catalogue, (*variantCase).name, runMatrix, func(vc *variantCase, _ int) string {
+		return fmt.Sprintf("dtypes f32,f16,bf16; ops %v; sizes %v", vc.ops(), caseSizes())
 	})
 }
 

@@ -434,20 +434,8 @@ func runParamMatrix(r *irisrt.Rank, only func(pc *paramCase) bool, count *int) e
 // at every size, from every root (every pair, several shifts), against the
 // CPU reference, in the in-process world.
 func TestParamCollectives(t *testing.T) {
-	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
-		for i := range paramCatalogue {
-			pc := &paramCatalogue[i]
-			t.Run(pc.name(), func(t *testing.T) {
-				counts := make([]int, w.Size())
-				err := w.Run(func(r *irisrt.Rank) error {
-					return runParamMatrix(r, func(c *paramCase) bool { return c == pc }, &counts[r.Rank()])
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Logf("%s: %d cases passed on each of %d ranks (sizes %v, parameters %v)", pc.name(), counts[0], w.Size(), paramSizes(), pc.assignments(w.Size()))
-			})
-		}
+	eachVariantCase(t, paramCatalogue, (*paramCase).name, runParamMatrix, func(pc *paramCase, world int) string {
+		return fmt.Sprintf("sizes %v, parameters %v", paramSizes(), pc.assignments(world))
 	})
 }
 

@@ -325,21 +325,8 @@ func runNormMatrix(r *irisrt.Rank, only func(nc *normCase) bool, count *int) err
 // allows, with both eps, against the CPU reference, in the in-process
 // world.
 func TestRMSNorm(t *testing.T) {
-	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
-		for i := range normCatalogue {
-			nc := &normCatalogue[i]
-			t.Run(nc.name(), func(t *testing.T) {
-				counts := make([]int, w.Size())
-				err := w.Run(func(r *irisrt.Rank) error {
-					return runNormMatrix(r, func(c *normCase) bool { return c == nc }, &counts[r.Rank()])
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Logf("%s: %d cases passed on each of %d ranks (dtypes f32,f16,bf16; tokens %v; hidden %v; modes %v; eps %v)",
-					nc.name(), counts[0], w.Size(), normTokens(), normHidden, nc.modes, normEps)
-			})
-		}
+	eachVariantCase(t, normCatalogue, (*normCase).name, runNormMatrix, func(nc *normCase, _ int) string {
+		return fmt.Sprintf("dtypes f32,f16,bf16; tokens %v; hidden %v; modes %v; eps %v", normTokens(), normHidden, nc.modes, normEps)
 	})
 }
 

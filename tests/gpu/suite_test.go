@@ -87,6 +87,30 @@ func eachWorld(t *testing.T, opts irisrt.Options, fn func(t *testing.T, w *irisr
 	}
 }
 
+// eachVariantCase runs one subtest per case of cases (named by caseName) in every world: run
+// (a matrix runner such as runMatrix, given a filter that keeps only that
+// case) checks it on every rank and counts the cases it checked, and the log
+// line says how many passed, with what(case, world) describing the matrix.
+func eachVariantCase[C any](t *testing.T, cases []C, caseName func(*C) string,
+	run func(r *irisrt.Rank, only func(*C) bool, count *int) error, what func(c *C, world int) string) {
+	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
+		for i := range cases {
+			c := &cases[i]
+			name := caseName(c)
+			t.Run(name, func(t *testing.T) {
+				counts := make([]int, w.Size())
+				err := w.Run(func(r *irisrt.Rank) error {
+					return run(r, func(x *C) bool { return x == c }, &counts[r.Rank()])
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s: %d cases passed on each of %d ranks (%s)", name, counts[0], w.Size(), what(c, w.Size()))
+			})
+		}
+	})
+}
+
 func defaultOpts() irisrt.Options {
 	return irisrt.Options{HeapBytes: heapBytes, Timeout: 20 * time.Second}
 }
