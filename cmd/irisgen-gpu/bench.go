@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,7 +23,7 @@ func init() {
 	register(&command{
 		name:    "bench",
 		summary: "time the collectives beside NCCL and torch symmetric memory; CSV, Markdown, plots",
-		usage:   "bench [-n N] [-sizes LIST] [-dtypes LIST] [-modes LIST] [-collectives LIST] [-repeats R] [-baselines=false] [-compare BASE.csv] [-out DIR] | bench -report CSV[,CSV...] [-compare BASE.csv] [-out DIR]",
+		usage:   "bench [-n N] [-sizes LIST] [-dtypes LIST] [-modes LIST] [-collectives LIST] [-repeats R] [-baselines=false] [-compare BASE.csv] [-out DIR] | bench -tails [-n N] [-launches L] [-sizes LIST] [-collectives LIST] [-out DIR] | bench -report CSV[,CSV...] [-compare BASE.csv] [-out DIR]",
 		help: `
 Bench times every variant of the catalogue on N GPUs of this machine (an
 in-process world), eagerly (back-to-back launches) and under graph replay (a
@@ -61,6 +62,16 @@ fastest reported as irisgen_unfused with the all_reduce in its note; and
 torch's (NCCL's all_reduce through torch.distributed, the residual add,
 torch's rms_norm). results.md ends with the speed-up of fusing per size.
 
+The tables show each cell as the median and the maximum of its repeats and
+mark "(!)" a cell whose slowest repeat took more than 3x its fastest.
+
+-tails is the stall scenario: -launches (10,000) back-to-back eager
+launches of every variant (all_reduce_rmsnorm at 32 to 1024 tokens too),
+each timed alone between two GPU events (its slowest rank's), at 512 KiB,
+1, 2 and 4 MiB of bf16 unless -sizes and -dtypes say otherwise. It writes
+OUT/tails.csv and OUT/tails.md (min, median, p99, p99.9, max) and exits 1
+when a cell's 99.9th percentile launch took more than 20x its fastest.
+
 It writes OUT/results.csv, OUT/results.md (one table per collective, dtype,
 world size and mode) and OUT/<collective>_<dtype>_w<N>_<mode>.svg (time and
 bus bandwidth against size, log axes). -report re-renders the Markdown and
@@ -73,6 +84,7 @@ Examples:
   irisgen bench -n 2 -out bench-out
   irisgen bench -n 2 -collectives all_reduce -dtypes bf16 -sizes 8KiB,1MiB,64MiB
   irisgen bench -n 2 -collectives all_reduce_rmsnorm -out bench-rmsnorm
+  irisgen bench -n 4 -tails -collectives all_reduce,all_reduce_rmsnorm -out tails   # stalls in the tail
   irisgen bench -n 1 -baselines=false -collectives barrier,all_reduce -sizes 8KiB   # fixed cost, no peers
   irisgen bench -n 2 -collectives all_reduce -torch=false -compare docs/perf/h200x2/results.csv
   irisgen bench -report new/results.csv -compare old/results.csv -out cmp   # A/B of two runs
@@ -105,9 +117,13 @@ func runBench(env *cmdEnv, args []string) error {
 	tune := fs.String("tune", "", "also write the auto variants' tables into this directory (e.g. specs/tuning), from irisgen's fastest variant per size")
 	tuneDType := fs.String("tune-dtype", "bf16", "dtype the tables are chosen by")
 	tuneMode := fs.String("tune-mode", "graph", "mode the tables are chosen by (eager or graph)")
+	tails := fs.Bool("tails", false, "the stall scenario instead: -launches back-to-back launches of every variant, each timed alone; min, median, p99, p99.9, max")
+	launches := fs.Int("launches", bench.DefaultTailLaunches, "with -tails: launches per cell (slow-by-design variants a tenth)")
 	if err := env.parse(c, fs, args); err != nil {
 		return err
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if fs.NArg() > 0 {
 		return usageErr("unexpected arguments %q", fs.Args())
 	}
@@ -156,6 +172,20 @@ func runBench(env *cmdEnv, args []string) error {
 	}
 	device := deviceName(world)
 	date := time.Now().UTC().Format("2006-01-02")
+	if *tails {
+		if !given["sizes"] {
+			sz = bench.TailSizes
+		}
+		dts := "bf16"
+		if given["dtypes"] {
+			dts = *dtypes
+		}
+		if *launches < 1 {
+			return usageErr("-launches %d: want at least 1", *launches)
+		}
+		return runTails(env, bench.TailConfig{Sizes: sz, DTypes: splitList(dts), Collectives: splitList(*colls), Launches: *launches,
+			Warmup: *warmup, Log: env.stdout}, world, *heap, device, date, *out)
+	}
 	cfg := bench.Config{World: world, Sizes: sz, DTypes: splitList(*dtypes), Modes: ms, Collectives: splitList(*colls),
 		Warmup: *warmup, Repeats: *repeats, HeapBytes: *heap, Log: env.stdout}
 	fmt.Fprintf(env.stdout, "irisgen bench: %d GPUs (%s), %s\n", world, device, date)
@@ -183,6 +213,41 @@ func runBench(env *cmdEnv, args []string) error {
 		return err
 	}
 	return compareWith(env, rows, *compare, *tolerance, *out)
+}
+
+// runTails runs the stall scenario in a world of n GPUs and writes
+// OUT/tails.csv and OUT/tails.md; exit 1 when a cell stalled.
+func runTails(env *cmdEnv, cfg bench.TailConfig, n int, heap int64, device, date, out string) error {
+	fmt.Fprintf(env.stdout, "irisgen bench -tails: %d GPUs (%s), %s\n", n, device, date)
+	w, err := irisrt.NewLocalWorld(n, irisrt.Options{HeapBytes: heap, Timeout: 20 * time.Second})
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	tails, runErr := bench.RunTails(w, cfg, device, date)
+	if err := w.Close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	var b strings.Builder
+	if err := bench.WriteTailsCSV(&b, tails); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "tails.csv"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	md := bench.TailsMarkdown(tails)
+	if err := os.WriteFile(filepath.Join(out, "tails.md"), []byte(md), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprint(env.stdout, md)
+	if runErr != nil {
+		return &exitError{code: 1, err: fmt.Errorf("irisgen bench -tails: %w", runErr)}
+	}
+	for _, t := range tails {
+		if t.Stalled() {
+			return &exitError{code: 1, err: fmt.Errorf("a cell stalled (see %s)", filepath.Join(out, "tails.md"))}
+		}
+	}
+	return nil
 }
 
 // runNCCL measures NCCL through its own API (bench.RunNCCL); a failure is

@@ -72,8 +72,26 @@ func TestBaselineRow(t *testing.T) {
 func TestReport(t *testing.T) {
 	md := Markdown(sample())
 	require.Contains(t, md, "### all_reduce bf16, 2 GPUs, eager")
-	require.Contains(t, md, "| size | irisgen one_shot us | nccl nccl us | torch_symm_mem two_shot us |")
+	require.Contains(t, md, "| size | irisgen one_shot us (median / max) | nccl nccl us (median / max) | torch_symm_mem two_shot us (median / max) |")
 	require.Contains(t, md, "| 8 KiB | 4.0 | 40.0 | 10.0 | 0.40 |")
+	require.NotContains(t, md, stallMark)
+	// A range is shown as median / max; a cell whose slowest repeat took
+	// more than 3x its fastest is marked, and the table says what the mark
+	// means. The rule is against the minimum, so a cell where most repeats
+	// stalled (the median too) is marked as well.
+	for _, c := range []struct {
+		min, med, max float64
+		want          string
+	}{
+		{4, 4.1, 12, "| 8 KiB | 4.1 / 12.0 |"},
+		{4, 4.1, 12.1, "| 8 KiB | 4.1 / 12.1 (!) |"},
+		{4, 700, 701, "| 8 KiB | 700.0 / 701.0 (!) |"},
+	} {
+		rows := []Row{{Impl: "irisgen", Collective: "all_reduce", Variant: "one_shot", DType: "bf16", World: 2, Bytes: 8 << 10, Mode: "graph", TimeUS: c.med, MinUS: c.min, MaxUS: c.max}}
+		md := Markdown(rows)
+		require.Contains(t, md, c.want)
+		require.Equal(t, strings.Contains(c.want, stallMark), strings.Contains(md, "slowest repeat took more than 3x"), md)
+	}
 	dir := t.TempDir()
 	rows := append(sample(), Row{Impl: "irisgen", Collective: "barrier", Variant: "device", DType: "-", World: 2, Mode: "eager", TimeUS: 2},
 		Row{Impl: "irisgen", Collective: "all_reduce", Variant: "atomic", DType: "f32", World: 2, Bytes: 1 << 30, Mode: "eager", TimeUS: math.NaN()},
@@ -176,4 +194,50 @@ func TestFusionTable(t *testing.T) {
 	got := FusionTable(rows)
 	require.Contains(t, got, "| 2 | graph | 1 | 14 KiB | 4.0 (one_shot_lamport) | 10.0 (one_shot_push) | 2.50 | 30.0 | 7.50 |")
 	require.Contains(t, got, "| 2 | graph | 2048 | 28 MiB | 50.0 (two_shot) | - | - | - | - |")
+}
+
+func TestPercentile(t *testing.T) {
+	s := make([]float64, 1000)
+	for i := range s {
+		s[i] = float64(i + 1)
+	}
+	require.Equal(t, 1.0, Percentile(s, 0))
+	require.Equal(t, 500.0, Percentile(s, 0.5))
+	require.Equal(t, 990.0, Percentile(s, 0.99))
+	require.Equal(t, 999.0, Percentile(s, 0.999))
+	require.Equal(t, 1000.0, Percentile(s, 1))
+	require.True(t, math.IsNaN(Percentile(nil, 0.5)))
+}
+
+// TestTails: one launch stalled for a millisecond in 10,000 is invisible in
+// the median and in p99, and still below p99.9 (a single launch); ten of
+// them (0.1%) move p99.9 past the rule, and the table marks the cell.
+func TestTails(t *testing.T) {
+	launches := func(stalls int) []float64 {
+		us := make([]float64, 10000)
+		for i := range us {
+			us[i] = 20 + float64(i%7)*0.1 // machine noise
+		}
+		for i := range stalls {
+			us[i*97] = 1000
+		}
+		return us
+	}
+	one := tailOf(launches(1))
+	require.Equal(t, 10000, one.Launches)
+	require.InDelta(t, 20.3, one.Median, 1e-9)
+	require.Equal(t, 1000.0, one.Max)
+	require.False(t, one.Stalled())
+	many := tailOf(launches(11))
+	require.Equal(t, 1000.0, many.P999)
+	require.True(t, many.Stalled())
+	many.Collective, many.Variant, many.DType, many.World, many.Bytes = "all_reduce", "one_shot_lamport", "bf16", 4, 512<<10
+	md := TailsMarkdown([]Tail{many})
+	require.Contains(t, md, "| all_reduce | one_shot_lamport | bf16 | 4 | 512 KiB | 10000 | 20.00 | 20.30 |")
+	require.Contains(t, md, "(!)")
+	require.Contains(t, md, "1 of 1 cells stalled")
+	var b bytes.Buffer
+	require.NoError(t, WriteTailsCSV(&b, []Tail{many}))
+	require.Contains(t, b.String(), "all_reduce,one_shot_lamport,bf16,4,524288,10000,20.000,20.300,")
+	require.Contains(t, b.String(), ",1000.000,1000.000,true,")
 }

@@ -36,8 +36,9 @@ func NCCLVersion(lib string) (path, version string, err error) {
 	if lib != "" {
 		extra = append(extra, lib)
 	}
-	// NVLink multicast stays off on shared machines (../shared/GPU.md);
-	// NCCL reads it when a communicator is made.
+	// NVLink multicast stays off: on a shared machine it can put the host's
+	// GPUs out of service for others. NCCL reads it when a communicator is
+	// made.
 	if err := os.Setenv("NCCL_NVLS_ENABLE", "0"); err != nil {
 		return "", "", err
 	}
@@ -388,8 +389,23 @@ func ncclCellTimes(cfg Config, dev gpu.Device, s gpu.Stream, comm *nccl.Comm, c 
 		}
 		return nil
 	}
+	warm := func() error {
+		for range max(cfg.Warmup, 1) {
+			if err := call(); err != nil {
+				return err
+			}
+		}
+		return sync()
+	}
 	run := batch
 	if c.mode == "graph" {
+		// NCCL connects a communicator's peers lazily, on the first call of
+		// each collective and buffer kind, and cannot do so inside a stream
+		// capture ("operation not permitted when stream is capturing"): run
+		// the cell eagerly first, on every rank, as nccl-tests does.
+		if err := warm(); err != nil {
+			return nil, err
+		}
 		if err := dev.BeginCapture(s, gpu.CaptureThreadLocal); err != nil {
 			return nil, err
 		}
@@ -405,14 +421,6 @@ func ncclCellTimes(cfg Config, dev gpu.Device, s gpu.Stream, comm *nccl.Comm, c 
 		}
 		defer dev.DestroyGraphExec(exec)
 		run = func() error { return dev.LaunchGraph(exec, s) }
-	}
-	warm := func() error {
-		for range cfg.Warmup {
-			if err := call(); err != nil {
-				return err
-			}
-		}
-		return sync()
 	}
 	return timeBatches(dev, s, k, cfg.repeats(), barrier, warm, run, sync)
 }

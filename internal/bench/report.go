@@ -101,18 +101,22 @@ func HumanBytes(b int64) string {
 }
 
 // Markdown renders one table per group: time per call in microseconds
-// (slowest rank) and bus bandwidth, and the ratio of irisgen's best variant
-// to the best baseline (below 1: irisgen is faster).
+// (slowest rank) as the median and the maximum of the repeats, a cell whose
+// maximum exceeds TailFactor times its minimum marked (a median hides a
+// stall; a rule against the median would miss a cell where most repeats
+// stalled), bus bandwidth, and the ratio of irisgen's best
+// variant to the best baseline (below 1: irisgen is faster).
 func Markdown(rows []Row) string {
 	var b strings.Builder
 	for _, g := range groups(rows) {
 		ss := g.series()
+		marked := false
 		fmt.Fprintf(&b, "### %s\n\n", g.title())
 		b.WriteString("| size |")
 		for _, s := range ss {
-			fmt.Fprintf(&b, " %s us |", s)
+			fmt.Fprintf(&b, " %s us (median / max) |", s)
 		}
-		b.WriteString(" best irisgen / best baseline | best busbw GB/s (irisgen, baseline) |\n|---|")
+		b.WriteString(" best irisgen / best baseline (medians) | best busbw GB/s (irisgen, baseline) |\n|---|")
 		for range ss {
 			b.WriteString("---|")
 		}
@@ -127,7 +131,8 @@ func Markdown(rows []Row) string {
 					b.WriteString(" - |")
 					continue
 				}
-				fmt.Fprintf(&b, " %.1f |", r.TimeUS)
+				b.WriteString(" " + r.cell() + " |")
+				marked = marked || r.Stalled()
 				if r.Impl == "irisgen" {
 					bestI, bwI = min(bestI, r.TimeUS), max(bwI, r.BusBW)
 				} else {
@@ -142,6 +147,9 @@ func Markdown(rows []Row) string {
 			fmt.Fprintf(&b, " %.0f, %.0f |\n", bwI, bwB)
 		}
 		b.WriteString("\n")
+		if marked {
+			fmt.Fprintf(&b, "%s: the slowest repeat took more than %gx the fastest.\n\n", stallMark, TailFactor)
+		}
 	}
 	return b.String()
 }
@@ -206,4 +214,27 @@ func writeSVG(path string, panels []chart.Chart) error {
 		return err
 	}
 	return f.Close()
+}
+
+// TailFactor is how far a cell's slowest repeat may be from its fastest
+// before the tables mark it.
+const TailFactor = 3.0
+
+const stallMark = "(!)"
+
+// Stalled reports whether r's slowest repeat took more than TailFactor
+// times its fastest (false when the range is unknown).
+func (r Row) Stalled() bool { return r.MaxUS > TailFactor*r.MinUS }
+
+// cell is r's time in a table: "median / max", marked when stalled; the
+// median alone where the range is unknown (older CSVs).
+func (r Row) cell() string {
+	if math.IsNaN(r.MaxUS) || r.MaxUS <= 0 {
+		return fmt.Sprintf("%.1f", r.TimeUS)
+	}
+	c := fmt.Sprintf("%.1f / %.1f", r.TimeUS, r.MaxUS)
+	if r.Stalled() {
+		c += " " + stallMark
+	}
+	return c
 }

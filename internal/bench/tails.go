@@ -1,0 +1,290 @@
+package bench
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/irisgen/irisgen/generated/collectives"
+	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisrt"
+)
+
+// The stall scenario (irisgen bench -tails): many back-to-back launches of
+// every variant, each launch timed on its own, so a rare millisecond stall
+// shows in the tail instead of vanishing into a batch's mean or a median.
+
+// TailSizes are the scenario's default sizes: where the one_shot_lamport
+// stalls of 2026-11-26 were seen.
+var TailSizes = []int64{512 << 10, 1 << 20, 2 << 20, 4 << 20}
+
+// TailTokens are the all_reduce_rmsnorm token counts of the scenario (of
+// RMSNormHidden bf16 elements: 448 KiB to 14 MiB a rank), where its Lamport
+// variant's stalls were seen.
+var TailTokens = []int64{32, 64, 256, 512, 1024}
+
+// DefaultTailLaunches is the launches a cell gets (slow-by-design variants
+// a tenth of it).
+const DefaultTailLaunches = 10000
+
+// StallFactor is the scenario's rule: a cell stalls when its 99.9th
+// percentile launch took more than StallFactor times its fastest. It is
+// wide on purpose: a millisecond stall of a 10-50 us kernel breaks it,
+// machine noise does not.
+const StallFactor = 20.0
+
+// Tail is the per-launch time distribution of one variant at one size,
+// each launch's time its slowest rank's, in microseconds.
+type Tail struct {
+	Collective, Variant, DType  string
+	World                       int
+	Bytes                       int64
+	Launches                    int
+	Min, Median, P99, P999, Max float64
+	Device, Date                string
+}
+
+// Stalled reports whether t breaks the scenario's rule (StallFactor).
+func (t Tail) Stalled() bool { return t.P999 > StallFactor*t.Min }
+
+// Percentile is the p-th percentile (0 <= p <= 1) of sorted values, by the
+// nearest rank.
+func Percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// tailOf summarises per-launch times.
+func tailOf(us []float64) Tail {
+	s := slices.Clone(us)
+	slices.Sort(s)
+	return Tail{Launches: len(s), Min: Percentile(s, 0), Median: Percentile(s, 0.5), P99: Percentile(s, 0.99),
+		P999: Percentile(s, 0.999), Max: Percentile(s, 1)}
+}
+
+// TailConfig says what RunTails measures.
+type TailConfig struct {
+	Sizes       []int64  // bytes, as Config.Sizes
+	DTypes      []string // f32, f16, bf16
+	Collectives []string // empty: all (all_reduce_rmsnorm included; moe and the barrier are not)
+	Launches    int      // per cell; 0: DefaultTailLaunches
+	Warmup      int
+	Log         io.Writer
+}
+
+// RunTails times cfg.Launches back-to-back launches of every selected
+// variant at every size on every rank of w, each between two GPU events
+// (the previous launch's end and its own), and returns one Tail per cell.
+func RunTails(w *irisrt.World, cfg TailConfig, device, date string) ([]Tail, error) {
+	if w.SharesGPUs() {
+		return nil, fmt.Errorf("bench: the world of %d ranks shares GPUs (IRISGEN_SHARE_GPUS), so its timings would mean nothing", w.Size())
+	}
+	launches := cfg.Launches
+	if launches <= 0 {
+		launches = DefaultTailLaunches
+	}
+	var out []Tail
+	cell := func(e collectives.Entry, dts string, bytes int64, k int, prep func(r *irisrt.Rank) (func() error, func(), error)) error {
+		perRank := make([][]float64, w.Size())
+		err := w.Run(func(r *irisrt.Rank) error {
+			call, done, err := prep(r)
+			if err != nil {
+				return err
+			}
+			defer done()
+			perRank[r.Rank()], err = launchTimes(r, k, cfg.Warmup, call)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("%s %s %s %d bytes: %w", e.Collective, e.Variant, dts, bytes, err)
+		}
+		t := tailOf(slowestBatches(perRank))
+		t.Collective, t.Variant, t.DType, t.World, t.Bytes, t.Device, t.Date = e.Collective, e.Variant, dts, w.Size(), bytes, device, date
+		out = append(out, t)
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, "tails %-18s %-16s %-4s %9d %6d launches: min %8.2f median %8.2f p99.9 %9.2f max %9.2f us%s\n",
+				t.Collective, t.Variant, t.DType, t.Bytes, t.Launches, t.Min, t.Median, t.P999, t.Max, map[bool]string{true: "  STALL"}[t.Stalled()])
+		}
+		return nil
+	}
+	for _, dts := range cfg.DTypes {
+		dt, err := irisrt.ParseDType(dts)
+		if err != nil {
+			return out, err
+		}
+		for _, e := range collectives.Catalogue {
+			if len(e.Sizes) != 1 || !selected(cfg.Collectives, e.Collective) || !slices.Contains(e.DTypes, dt) {
+				continue
+			}
+			op := ""
+			if len(e.Ops) > 0 {
+				op = e.Ops[0]
+			}
+			k := launches
+			if slowByDesign[e.Collective+"/"+e.Variant] > 0 {
+				k = max(launches/10, 1)
+			}
+			for _, size := range cfg.Sizes {
+				n := elems(e, size, w.Size(), dt.Size())
+				if n < 1 {
+					continue
+				}
+				err := cell(e, dts, size, k, func(r *irisrt.Rank) (func() error, func(), error) {
+					return entryCall(r, e, dt, op, []int64{n})
+				})
+				if err != nil {
+					return out, err
+				}
+			}
+		}
+	}
+	if !selected(cfg.Collectives, "all_reduce_rmsnorm") || !slices.Contains(cfg.DTypes, "bf16") {
+		return out, nil
+	}
+	for _, e := range collectives.Catalogue {
+		if e.Collective != "all_reduce_rmsnorm" {
+			continue
+		}
+		for _, t := range TailTokens {
+			sizes := []int64{t, RMSNormHidden}
+			err := cell(e, "bf16", t*RMSNormHidden*2, launches, func(r *irisrt.Rank) (func() error, func(), error) {
+				p, err := e.New(r, irisrt.BF16, "", sizes)
+				if err != nil {
+					return nil, nil, err
+				}
+				ts, free, err := zeroed(r, e, sizes)
+				if err != nil {
+					p.Close()
+					return nil, nil, err
+				}
+				s, ps := r.Stream(), []irisrt.Param{irisrt.F32Param(rmsnormEps)}
+				return func() error { return p.LaunchParams(s, ts, ps, irisrt.BarrierDevice) }, func() { free(); p.Close() }, nil
+			})
+			if err != nil {
+				return out, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// entryCall makes a plan of e and its tensors on r's heap, with the
+// parameters of Entry.SampleParams 0, and returns one launch of it and
+// what frees them.
+func entryCall(r *irisrt.Rank, e collectives.Entry, dt irisrt.DType, op string, sizes []int64) (func() error, func(), error) {
+	p, err := e.New(r, dt, op, sizes)
+	if err != nil {
+		return nil, nil, err
+	}
+	ts, free, err := e.Alloc(r, dt, sizes)
+	if err != nil {
+		p.Close()
+		return nil, nil, err
+	}
+	s := r.Stream()
+	ps := e.SampleParams(r.World(), 0)
+	passed := e.TensorsFor(r.Rank(), ts, ps)
+	return func() error { return p.LaunchParams(s, passed, ps, irisrt.BarrierDevice) }, func() { free(); p.Close() }, nil
+}
+
+// launchTimes warms up, meets the other ranks, then launches call k times
+// back to back with an event after each (and one before the first), and
+// returns each launch's time: the span between its event and the one
+// before. The launches queue up faster than they run, so a span is the
+// launch's time on the GPU.
+func launchTimes(r *irisrt.Rank, k, warmup int, call func() error) (_ []float64, err error) {
+	dev, s := r.Device(), r.Stream()
+	for range warmup {
+		if err := call(); err != nil {
+			return nil, err
+		}
+	}
+	if err := drain(r); err != nil {
+		return nil, err
+	}
+	evs := make([]gpu.Event, 0, k+1)
+	defer func() {
+		for _, e := range evs {
+			err = errors.Join(err, dev.DestroyEvent(e))
+		}
+	}()
+	for range k + 1 {
+		e, err := dev.NewEvent(true)
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, e)
+	}
+	if err := r.HostBarrier(s); err != nil {
+		return nil, err
+	}
+	if err := dev.RecordEvent(evs[0], s); err != nil {
+		return nil, err
+	}
+	for i := range k {
+		if err := call(); err != nil {
+			return nil, err
+		}
+		if err := dev.RecordEvent(evs[i+1], s); err != nil {
+			return nil, err
+		}
+	}
+	if err := drain(r); err != nil {
+		return nil, err
+	}
+	us := make([]float64, k)
+	for i := range k {
+		d, err := dev.Elapsed(evs[i], evs[i+1])
+		if err != nil {
+			return nil, err
+		}
+		us[i] = float64(d.Nanoseconds()) / 1e3
+	}
+	return us, nil
+}
+
+// TailHeader is the CSV header of WriteTailsCSV.
+var TailHeader = []string{"collective", "variant", "dtype", "world", "bytes", "launches", "min_us", "median_us", "p99_us", "p999_us", "max_us", "stalled", "device", "date"}
+
+// WriteTailsCSV writes tails with TailHeader.
+func WriteTailsCSV(w io.Writer, tails []Tail) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(TailHeader); err != nil {
+		return err
+	}
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
+	for _, t := range tails {
+		if err := cw.Write([]string{t.Collective, t.Variant, t.DType, strconv.Itoa(t.World), strconv.FormatInt(t.Bytes, 10),
+			strconv.Itoa(t.Launches), f(t.Min), f(t.Median), f(t.P99), f(t.P999), f(t.Max), strconv.FormatBool(t.Stalled()), t.Device, t.Date}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// TailsMarkdown renders tails as one table, stalled cells marked.
+func TailsMarkdown(tails []Tail) string {
+	var b strings.Builder
+	b.WriteString("| collective | variant | dtype | GPUs | size | launches | min us | median us | p99 us | p99.9 us | max us | max / min |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	stalled := 0
+	for _, t := range tails {
+		mark := ""
+		if t.Stalled() {
+			mark, stalled = " "+stallMark, stalled+1
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f%s |\n", t.Collective, t.Variant, t.DType,
+			t.World, HumanBytes(t.Bytes), t.Launches, t.Min, t.Median, t.P99, t.P999, t.Max, t.Max/t.Min, mark)
+	}
+	fmt.Fprintf(&b, "\n%d of %d cells stalled (%s: the 99.9th percentile launch took more than %gx the fastest).\n", stalled, len(tails), stallMark, StallFactor)
+	return b.String()
+}
