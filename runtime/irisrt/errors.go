@@ -3,6 +3,7 @@ package irisrt
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -23,6 +24,7 @@ var (
 	ErrNotLive        = errors.New("tensor is not a live heap allocation")
 	ErrInUse          = errors.New("in use")
 	ErrParam          = errors.New("launch parameter out of range")
+	ErrSharedGPU      = errors.New("group splits the ranks of a shared GPU")
 )
 
 // PlacementError: a tensor that peers write (or read without an import) is
@@ -363,3 +365,43 @@ func (e *InUseError) Is(target error) bool { return target == ErrInUse }
 
 // platformErr annotates a platform failure with what the runtime was doing.
 func platformErr(what string, err error) error { return fmt.Errorf("%s: %w", what, err) }
+
+// SharedGPUGroupError: the world's ranks share GPUs (Options.ShareGPUs) and
+// a group passed to NewGroup holds some of the ranks on one GPU but not
+// all of them. Every rank gets it, and nothing is reserved.
+//
+// Why: ranks on one GPU share its CUDA context, and some driver calls wait
+// for everything on the GPU (freeing device memory waits for the GPU and
+// holds the driver's memory lock meanwhile; a plan's Close synchronizes
+// the context). A rank makes them only where its own collectives are done,
+// which on a GPU of its own means nothing of its group is left waiting for
+// it. On a shared GPU they also wait for the other ranks' kernels: when
+// those ranks belong to another group, which runs its collectives out of
+// step with this one, such a call can fall between one member's launch of
+// a collective and another's, and then the first member's kernel waits
+// for a launch that the call holds up until the barrier timeout (TestGroups
+// in a world of 4 on one GPU with the pairs {0,1} and {2,3}). A group that
+// holds every rank of each GPU it uses runs in step with all of them.
+type SharedGPUGroupError struct {
+	Rank    int   // the rank reporting it
+	Members []int // the group, as world ranks
+	GPU     int   // the GPU (device ordinal) it splits
+	OnGPU   []int // every world rank on that GPU
+}
+
+func (e *SharedGPUGroupError) Error() string {
+	var out []int
+	for _, q := range e.OnGPU {
+		if !slices.Contains(e.Members, q) {
+			out = append(out, q)
+		}
+	}
+	return fmt.Sprintf("NewGroup on rank %d: group %v holds some of the ranks %v that share GPU %d (Options.ShareGPUs, IRISGEN_SHARE_GPUS) but not %v: "+
+		"ranks on one GPU share its CUDA context, where a call that waits for the whole GPU (freeing device memory, a plan's Close) "+
+		"can hold up the launch that another group's collective is waiting for, which deadlocks until the barrier timeout; "+
+		"make every group hold all the ranks of each GPU it uses (here all of %v or none), or run the world on as many GPUs as ranks",
+		e.Rank, e.Members, e.OnGPU, e.GPU, out, e.OnGPU)
+}
+
+// Is matches ErrSharedGPU.
+func (e *SharedGPUGroupError) Is(target error) bool { return target == ErrSharedGPU }

@@ -29,6 +29,10 @@ import (
 // (in a multi-process world over a TCP rendezvous on 127.0.0.1 that the
 // group's first member opens: the ranks of a world share a node).
 //
+// When the world's ranks share GPUs (Options.ShareGPUs), a group must hold
+// every rank of each GPU it holds one of: otherwise every rank gets a
+// *SharedGPUGroupError, which says why.
+//
 // The group shares the rank's device, stream and error record. Close it
 // with Close, on every rank of the world (it frees the reservation).
 func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
@@ -51,6 +55,7 @@ func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
 	}
 	msg := binary.LittleEndian.AppendUint64(nil, uint64(heapBytes))
 	msg = binary.LittleEndian.AppendUint32(msg, uint32(port))
+	msg = binary.LittleEndian.AppendUint32(msg, uint32(r.dev.Ordinal()))
 	for _, m := range members {
 		msg = binary.LittleEndian.AppendUint32(msg, uint32(m))
 	}
@@ -58,8 +63,18 @@ func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := agreeGroups(r.rank, parts, heapBytes); err != nil {
+	lists, err := agreeGroups(r.rank, parts, heapBytes)
+	if err != nil {
 		return nil, err
+	}
+	if r.perGPU > 1 {
+		gpus := make([]int, len(parts))
+		for p, b := range parts {
+			gpus[p] = int(binary.LittleEndian.Uint32(b[12:]))
+		}
+		if err := splitsSharedGPU(r.rank, lists, gpus); err != nil {
+			return nil, err
+		}
 	}
 	groupPort := int(binary.LittleEndian.Uint32(parts[members[0]][8:]))
 	// Every rank reserves, so the world's heaps stay equal.
@@ -147,27 +162,55 @@ func validGroup(rank, world int, members []int, heapBytes int64) error {
 	return nil
 }
 
+// groupHeader is the bytes of a NewGroup message before its members: heap
+// bytes, the group's rendezvous port, the rank's GPU ordinal.
+const groupHeader = 16
+
 // agreeGroups checks what every rank passed: one heap size, and every
-// member of a rank's group passing that same group.
-func agreeGroups(rank int, parts [][]byte, heapBytes int64) error {
+// member of a rank's group passing that same group. It returns every
+// rank's group.
+func agreeGroups(rank int, parts [][]byte, heapBytes int64) ([][]int, error) {
 	lists := make([][]int, len(parts))
 	for p, b := range parts {
-		if len(b) < 12 || (len(b)-12)%4 != 0 {
-			return &WorldError{Rank: rank, Op: "new group", Peer: p, Msg: "sent a malformed group"}
+		if len(b) < groupHeader || (len(b)-groupHeader)%4 != 0 {
+			return nil, &WorldError{Rank: rank, Op: "new group", Peer: p, Msg: "sent a malformed group"}
 		}
 		if got := int64(binary.LittleEndian.Uint64(b)); got != heapBytes {
-			return &WorldError{Rank: rank, Op: "new group", Peer: p, Msg: fmt.Sprintf(
+			return nil, &WorldError{Rank: rank, Op: "new group", Peer: p, Msg: fmt.Sprintf(
 				"reserves %d heap bytes for its group, this rank %d: every rank must pass the same heapBytes", got, heapBytes)}
 		}
-		for i := 12; i < len(b); i += 4 {
+		for i := groupHeader; i < len(b); i += 4 {
 			lists[p] = append(lists[p], int(binary.LittleEndian.Uint32(b[i:])))
 		}
 	}
 	for p, l := range lists {
 		for _, m := range l {
 			if !slices.Equal(lists[m], l) { // every list passed validGroup: members are ranks
-				return &WorldError{Rank: rank, Op: "new group", Peer: p, Msg: fmt.Sprintf(
+				return nil, &WorldError{Rank: rank, Op: "new group", Peer: p, Msg: fmt.Sprintf(
 					"names group %v, but its member %d passed %v: every member of a group must pass the same list", l, m, lists[m])}
+			}
+		}
+	}
+	return lists, nil
+}
+
+// splitsSharedGPU is the rule for groups in a world whose ranks share GPUs
+// (see SharedGPUGroupError): every group (lists[p] is rank p's) holds all
+// the ranks of each GPU it holds one of, gpus[q] being rank q's GPU. Every
+// rank checks every group, so all of them refuse alike.
+func splitsSharedGPU(rank int, lists [][]int, gpus []int) error {
+	for _, l := range lists {
+		for _, m := range l {
+			var on []int
+			for q, g := range gpus {
+				if g == gpus[m] {
+					on = append(on, q)
+				}
+			}
+			for _, q := range on {
+				if !slices.Contains(l, q) {
+					return &SharedGPUGroupError{Rank: rank, Members: slices.Clone(l), GPU: gpus[m], OnGPU: on}
+				}
 			}
 		}
 	}

@@ -3,6 +3,8 @@ package irisrt
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -194,4 +196,189 @@ func TestGroupAbortedWithTheWorld(t *testing.T) {
 	assert.Contains(t, we.Error(), "world rank 1 failed")
 	assert.Less(t, time.Since(start), 10*time.Second)
 	require.NoError(t, w.Run(func(r *Rank) error { return groups[r.Rank()].HostBarrier(groups[r.Rank()].Stream()) }), "the next Run resets the groups")
+}
+
+// wholeGPUs is the rule of SharedGPUGroupError counted another way: a group
+// holds whole GPUs when the ranks on the GPUs it touches number as many as
+// its members (it always holds some of each, so only then all of each).
+func wholeGPUs(members, gpus []int) bool {
+	touched := map[int]bool{}
+	for _, m := range members {
+		touched[gpus[m]] = true
+	}
+	n := 0
+	for _, g := range gpus {
+		if touched[g] {
+			n++
+		}
+	}
+	return n == len(members)
+}
+
+// sharedLayout places n ranks on count GPUs as both kinds of world do:
+// rank i (LOCAL_RANK i) on GPU i mod count.
+func sharedLayout(n, count int) []int {
+	gpus := make([]int, n)
+	for i := range gpus {
+		gpus[i] = i % count
+	}
+	return gpus
+}
+
+// TestSharedGPUGroupRule enumerates every layout up to 8 ranks: worlds of
+// n ranks on 1 to n GPUs, every group of them. A group is refused exactly
+// when it splits the ranks of a GPU, and the error names that GPU, all its
+// ranks and the group. On as many GPUs as ranks nothing is refused.
+func TestSharedGPUGroupRule(t *testing.T) {
+	refused, want := 0, 0
+	for n := 1; n <= 8; n++ {
+		for count := 1; count <= n; count++ {
+			// Of the 2^n-1 groups, the unions of whole GPUs are allowed:
+			// 2^count-1 of them.
+			want += (1 << n) - (1 << count)
+			gpus := sharedLayout(n, count)
+			for set := 1; set < 1<<n; set++ {
+				var members []int
+				for i := range n {
+					if set&(1<<i) != 0 {
+						members = append(members, i)
+					}
+				}
+				err := splitsSharedGPU(3, [][]int{members}, gpus)
+				what := fmt.Sprintf("world %d on %d GPUs, group %v", n, count, members)
+				if wholeGPUs(members, gpus) {
+					require.NoError(t, err, what)
+					continue
+				}
+				refused++
+				require.True(t, count < n, what+": refused although no GPU is shared")
+				var se *SharedGPUGroupError
+				require.ErrorAs(t, err, &se, what)
+				require.ErrorIs(t, err, ErrSharedGPU)
+				assert.Equal(t, 3, se.Rank)
+				assert.Equal(t, members, se.Members, what)
+				var on []int
+				for q, g := range gpus {
+					if g == se.GPU {
+						on = append(on, q)
+					}
+				}
+				assert.Equal(t, on, se.OnGPU, what)
+				inside := 0
+				for _, q := range on {
+					if slices.Contains(members, q) {
+						inside++
+					}
+				}
+				assert.True(t, inside > 0 && inside < len(on), "%s: GPU %d is not split", what, se.GPU)
+			}
+		}
+	}
+	assert.Equal(t, want, refused, "refused layouts")
+	// The layout of the deadlock: a world of 4 on one GPU, pairs.
+	err := splitsSharedGPU(0, [][]int{{0, 1}, {0, 1}, {2, 3}, {2, 3}}, sharedLayout(4, 1))
+	require.ErrorContains(t, err, "group [0 1] holds some of the ranks [0 1 2 3] that share GPU 0 (Options.ShareGPUs, IRISGEN_SHARE_GPUS) but not [2 3]")
+	assert.Contains(t, err.Error(), "deadlocks until the barrier timeout")
+	assert.Contains(t, err.Error(), "or run the world on as many GPUs as ranks")
+}
+
+// partitions returns every partition of 0..n-1 into groups, as each rank's
+// group (ranks ascending within a group).
+func partitions(n int) [][][]int {
+	var out [][][]int
+	var rec func(i int, blocks [][]int)
+	rec = func(i int, blocks [][]int) {
+		if i == n {
+			mine := make([][]int, n)
+			for _, b := range blocks {
+				for _, m := range b {
+					mine[m] = slices.Clone(b)
+				}
+			}
+			out = append(out, mine)
+			return
+		}
+		for k := range blocks {
+			blocks[k] = append(blocks[k], i)
+			rec(i+1, blocks)
+			blocks[k] = blocks[k][:len(blocks[k])-1]
+		}
+		rec(i+1, append(blocks, []int{i}))
+	}
+	rec(0, nil)
+	return out
+}
+
+// TestSharedGPUGroupsInProcess: in-process worlds of 3 and 4 ranks on 1 to
+// n GPUs (ranks sharing them), every partition of the world into groups:
+// NewGroup refuses on every rank exactly when a group splits a GPU's
+// ranks, reserving nothing; otherwise the groups work.
+func TestSharedGPUGroupsInProcess(t *testing.T) {
+	for n := 3; n <= 4; n++ {
+		for count := 1; count <= n; count++ {
+			opts := kernelOptions(count, testHash)
+			opts.ShareGPUs = true
+			w := newFakeWorld(t, n, opts)
+			gpus := sharedLayout(n, count)
+			for _, part := range partitions(n) {
+				whole := true
+				for _, g := range part {
+					whole = whole && wholeGPUs(g, gpus)
+				}
+				errs := make([]error, n)
+				require.NoError(t, w.Run(func(r *Rank) error {
+					g, err := r.NewGroup(part[r.Rank()], 1<<12)
+					if errs[r.Rank()] = err; err != nil {
+						return nil
+					}
+					return errors.Join(g.HostBarrier(g.Stream()), g.Close())
+				}))
+				what := fmt.Sprintf("world %d on %d GPUs, groups %v", n, count, part)
+				for k, err := range errs {
+					if whole {
+						require.NoError(t, err, "%s: rank %d", what, k)
+						continue
+					}
+					var se *SharedGPUGroupError
+					require.ErrorAs(t, err, &se, "%s: rank %d", what, k)
+					assert.Equal(t, k, se.Rank)
+				}
+				for k, r := range w.Ranks() {
+					require.Equal(t, r.Heap().Size(), r.Heap().FreeBytesLeft(), "%s: rank %d's heap", what, k)
+				}
+			}
+		}
+	}
+}
+
+// TestSharedGPUGroupsProcessWorld: the same rule in a multi-process world
+// (LOCAL_RANK i on GPU i mod 2): the pairs {0,1}, {2,3} split both GPUs and
+// are refused on every rank; the pairs {0,2}, {1,3} are a GPU each and
+// work.
+func TestSharedGPUGroupsProcessWorld(t *testing.T) {
+	opts := kernelOptions(2, testHash)
+	opts.HeapBytes, opts.RendezvousTimeout, opts.ShareGPUs = 1<<16, 10*time.Second, true
+	ranks := joinFakeProcesses(t, opts.Platform.(*fakegpu.Platform), 4, opts)
+	defer closeAll(t, ranks)
+	errs := eachProcess(ranks, func(r *Rank) error {
+		_, err := r.NewGroup(pairOf(r.Rank()), 1<<12)
+		return err
+	})
+	for k, err := range errs {
+		require.ErrorIs(t, err, ErrSharedGPU, "rank %d", k)
+	}
+	errs = eachProcess(ranks, func(r *Rank) error {
+		g, err := r.NewGroup([]int{r.Rank() % 2, r.Rank()%2 + 2}, 1<<12)
+		if err != nil {
+			return err
+		}
+		pl, err := NewPlan(g, testSpec())
+		if err != nil {
+			return errors.Join(err, g.Close())
+		}
+		return errors.Join(g.HostBarrier(g.Stream()), pl.Close(), g.Close())
+	})
+	for k, err := range errs {
+		require.NoError(t, err, "rank %d", k)
+	}
 }

@@ -54,6 +54,7 @@ type Options struct {
 	// world of separate GPUs, but their timings mean nothing, and a launch
 	// that needs every block of every rank resident at once can only wait
 	// for its barrier timeout when the ranks' kernels together do not fit.
+	// Groups must then hold whole GPUs (see SharedGPUGroupError).
 	// False: $IRISGEN_SHARE_GPUS (1 or true).
 	ShareGPUs bool
 }
