@@ -17,6 +17,9 @@ HIPCC_ARCH ?= gfx90a,gfx940
 # GPU test binaries: <package dir>:<binary name>. The GPU suite's owner adds
 # packages here; tests/gpu/run.sh runs $(BUILD)/<name>.test.
 GPU_TESTS ?= ./runtime/gpu:platform ./tests/gpu:gpu
+# The GPU suite's tier and shard (tests/gpu/run.sh -list shows them).
+TIER  ?= quick
+SHARD ?= all
 # The example downstream repository (its own module), built and tested
 # like a user's.
 DOWNSTREAM := tests/downstream
@@ -36,7 +39,7 @@ help:
 	@echo "make test-downstream only tests/downstream: go generate + check, vet, test, AMD compile of its kernels ($(HIP_ARCH))"
 	@echo "make gpu-build       build irisgen, irisgen-gpu, the GPU test binaries and the downstream program into $(BUILD)/ (they embed the kernels built so far)"
 	@echo "make gpu-kernels     compile every kernel with nvcc next to its generated package (this repository's and tests/downstream's)"
-	@echo "make test-gpu        gpu-kernels, gpu-build, then tests/gpu/run.sh (needs nvcc and GPUs; tests/gpu/run.sh says how without Go)"
+	@echo "make test-gpu        gpu-kernels, gpu-build, then tests/gpu/run.sh TIER SHARD (TIER=$(TIER): quick, full, sanitize; SHARD=$(SHARD); needs nvcc and GPUs; docs/testing-gpu.md)"
 	@echo "make bench           gpu-build, then irisgen bench beside NCCL and torch symmetric memory into $(BUILD)/bench (needs GPUs)"
 	@echo "make clean           remove $(BUILD)/ and the compiled kernels"
 
@@ -83,13 +86,13 @@ test-downstream:
 	cd $(DOWNSTREAM) && $(GO) generate ./... && $(GO) tool irisgen check
 	cd $(DOWNSTREAM)/internal/gen/coll && $(GO) tool irisgen check
 	cd $(DOWNSTREAM) && $(GO) vet ./... && $(GO) test -race ./...
-	cd $(DOWNSTREAM) && $(GO) tool irisgen kernels -platform hip -compiler $(HIP_CLANG) -arch $(HIP_ARCH) -kernels-out $(CURDIR)/$(BUILD)/downstream-kernels-hip
+	cd $(DOWNSTREAM) && $(GO) tool irisgen kernels -platform hip -compiler $(HIP_CLANG) -arch $(HIP_ARCH) -kernels-out $(abspath $(BUILD))/downstream-kernels-hip
 
 gpu-build:
 	@mkdir -p $(BUILD)
 	$(GO) build -o $(BUILD)/irisgen ./cmd/irisgen
 	$(GO) build -o $(BUILD)/irisgen-gpu ./cmd/irisgen-gpu
-	cd $(DOWNSTREAM) && $(GO) build -o $(CURDIR)/$(BUILD)/stencil ./cmd/stencil
+	cd $(DOWNSTREAM) && $(GO) build -o $(abspath $(BUILD))/stencil ./cmd/stencil
 	@set -e; for t in $(GPU_TESTS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "$(GO) test -c -tags gpu -o $(BUILD)/$$name.test $$pkg"; \
@@ -104,13 +107,13 @@ gpu-kernels:
 
 test-gpu: gpu-kernels
 	$(MAKE) gpu-build
-	BUILD=$(BUILD) tests/gpu/run.sh
+	BUILD=$(BUILD) tests/gpu/run.sh $(TIER) $(SHARD)
 
 # The benchmark: nvcc kernels, then irisgen bench on every GPU of the machine
 # (tables, CSV and plots in $(BUILD)/bench; see docs/performance.md).
 bench: gpu-build
 	$(BUILD)/irisgen kernels -platform cuda -kernels-out $(BUILD)/kernels
-	IRISGEN_KERNELS=$(CURDIR)/$(BUILD)/kernels $(BUILD)/irisgen bench -out $(BUILD)/bench
+	IRISGEN_KERNELS=$(abspath $(BUILD))/kernels $(BUILD)/irisgen bench -out $(BUILD)/bench
 
 clean:
 	rm -rf $(BUILD) generated/kernels

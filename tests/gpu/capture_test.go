@@ -214,7 +214,10 @@ func replayAll(r *irisrt.Rank, rounds int) error {
 
 // captureRank is the capture suite of one rank: every variant replayed 100
 // times (one_shot and two_shot 1000 times), then every variant in one graph.
-func captureRank(r *irisrt.Rank) error {
+// It returns the rounds it checked (a round of the one graph counts once a
+// variant).
+func captureRank(r *irisrt.Rank) (int, error) {
+	checked := 0
 	for i := range catalogue {
 		vc := &catalogue[i]
 		rounds := 100
@@ -222,10 +225,14 @@ func captureRank(r *irisrt.Rank) error {
 			rounds = 1000
 		}
 		if err := replayOne(r, vc, rounds); err != nil {
-			return err
+			return checked, err
 		}
+		checked += rounds
 	}
-	return replayAll(r, 100)
+	if err := replayAll(r, 100); err != nil {
+		return checked, err
+	}
+	return checked + 100*len(catalogue), nil
 }
 
 // TestCapture checks that every device-barrier variant is capturable: it
@@ -233,9 +240,15 @@ func captureRank(r *irisrt.Rank) error {
 // data before every replay, mixes eager launches in, and checks every
 // result; then one graph with all ten variants, replayed 100 times.
 func TestCapture(t *testing.T) {
+	cases := countCases(t)
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
-		if err := w.Run(captureRank); err != nil {
+		counts := make([]int, w.Size())
+		if err := w.Run(func(r *irisrt.Rank) (err error) {
+			counts[r.Rank()], err = captureRank(r)
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
+		cases.add(counts[0])
 	})
 }

@@ -338,7 +338,7 @@ func caseSizes() []int64 {
 func runMatrix(r *irisrt.Rank, only func(vc *variantCase) bool, count *int) error {
 	for i := range catalogue {
 		vc := &catalogue[i]
-		if only != nil && !only(vc) {
+		if only != nil && !only(vc) || !variantSelected(vc.name()) {
 			continue
 		}
 		for _, dt := range dataTypes {
@@ -466,9 +466,13 @@ func backToBack(rs []*irisrt.Rank, vc *variantCase, dt irisrt.DType, op string, 
 // TestBackToBack runs 100 launches of every variant with fresh data on the
 // stream before each and no host sync in between.
 func TestBackToBack(t *testing.T) {
+	cases := countCases(t)
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		for i := range catalogue {
 			vc := &catalogue[i]
+			if !variantSelected(vc.name()) {
+				continue
+			}
 			for _, dt := range []irisrt.DType{irisrt.BF16, irisrt.F32} {
 				for _, n := range []int64{4096 + 3, 1 << 18} {
 					op := vc.ops()[0]
@@ -476,6 +480,7 @@ func TestBackToBack(t *testing.T) {
 						if err := w.Run(func(r *irisrt.Rank) error { return backToBack([]*irisrt.Rank{r}, vc, dt, op, n, 100) }); err != nil {
 							t.Fatal(err)
 						}
+						cases.add(100)
 					})
 				}
 			}
@@ -493,9 +498,13 @@ func TestLargeOffsets(t *testing.T) {
 	// 1 GiB of padding, 1.25 GiB of tensors, and the largest workspace:
 	// one_shot_lamport's 3 x world x 0.625 GiB.
 	opts.HeapBytes = int64(3+2*slices.Max(worldSizes(t))) << 30
+	cases := countCases(t)
 	eachWorld(t, opts, func(t *testing.T, w *irisrt.World) {
 		for i := range catalogue {
 			vc := &catalogue[i]
+			if !variantSelected(vc.name()) {
+				continue
+			}
 			t.Run(vc.name(), func(t *testing.T) {
 				err := w.Run(func(r *irisrt.Rank) error {
 					pad, err := r.Heap().Alloc(irisrt.F32, (1<<30)/4) // push everything past 1 GiB
@@ -510,6 +519,7 @@ func TestLargeOffsets(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				cases.add(1)
 			})
 		}
 	})
@@ -521,6 +531,7 @@ func TestLargeOffsets(t *testing.T) {
 // is refused with an *AliasError; variants that allow aliasing refuse a
 // partial overlap and reduce in place correctly.
 func TestPlacementAndAliasing(t *testing.T) {
+	cases := countCases(t)
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		for i := range catalogue {
 			vc := &catalogue[i]
@@ -528,6 +539,7 @@ func TestPlacementAndAliasing(t *testing.T) {
 				if err := w.Run(func(r *irisrt.Rank) error { return checkRules(r, vc) }); err != nil {
 					t.Fatal(err)
 				}
+				cases.add(1)
 			})
 		}
 	})

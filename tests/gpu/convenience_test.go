@@ -121,6 +121,7 @@ func convenienceRank(r *irisrt.Rank) (int, error) {
 // calls: the runtime's reading of the sizes from the tensors, its choice of
 // the auto variants and its plan cache, on the GPUs, in both worlds.
 func TestConvenience(t *testing.T) {
+	cases := countCases(t)
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		counts := make([]int, w.Size())
 		if err := w.Run(func(r *irisrt.Rank) error {
@@ -130,6 +131,7 @@ func TestConvenience(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
+		cases.add(counts[0])
 		t.Logf("%d convenience calls checked on each of %d ranks", counts[0], w.Size())
 	})
 }

@@ -56,8 +56,10 @@ func bothWorlds(t *testing.T, name string, inProcess func(t *testing.T, n int), 
 }
 
 // inBothWorlds runs body on every rank of a world made with opts, in both
-// kinds of world (see bothWorlds).
-func inBothWorlds(t *testing.T, name string, opts irisrt.Options, body func(r *irisrt.Rank) error) {
+// kinds of world (see bothWorlds); a run of body checks perRun cases on
+// each rank.
+func inBothWorlds(t *testing.T, name string, opts irisrt.Options, perRun int, body func(r *irisrt.Rank) error) {
+	cases := countCases(t)
 	bothWorlds(t, name, func(t *testing.T, n int) {
 		w, err := irisrt.NewLocalWorld(n, opts)
 		if err != nil {
@@ -67,6 +69,7 @@ func inBothWorlds(t *testing.T, name string, opts irisrt.Options, body func(r *i
 		if err := w.Run(body); err != nil {
 			t.Fatal(err)
 		}
+		cases.add(perRun)
 	}, func(t *testing.T) {
 		r, err := irisrt.JoinProcessWorld(opts)
 		if err != nil {
@@ -76,6 +79,7 @@ func inBothWorlds(t *testing.T, name string, opts irisrt.Options, body func(r *i
 		if err := body(r); err != nil {
 			t.Fatal(err)
 		}
+		cases.add(perRun)
 	})
 }
 
@@ -94,6 +98,7 @@ func catalogueCase(coll, variant string) *variantCase {
 // and a new world in the same process runs every all_reduce variant
 // correctly.
 func TestFaultTimeoutRecovery(t *testing.T) {
+	cases := countCases(t)
 	bothWorlds(t, "TestFaultTimeoutRecovery", func(t *testing.T, n int) {
 		w, err := irisrt.NewLocalWorld(n, faultOpts())
 		if err != nil {
@@ -113,6 +118,7 @@ func TestFaultTimeoutRecovery(t *testing.T) {
 		if err := w.Run(correctAllReduce); err != nil {
 			t.Fatal(err)
 		}
+		cases.add(1)
 	}, func(t *testing.T) {
 		r, err := irisrt.JoinProcessWorld(faultOpts())
 		if err != nil {
@@ -132,6 +138,7 @@ func TestFaultTimeoutRecovery(t *testing.T) {
 		if err := correctAllReduce(r); err != nil {
 			t.Fatal(err)
 		}
+		cases.add(1)
 	})
 }
 
@@ -216,8 +223,14 @@ func TestFaultKilledRank(t *testing.T) {
 		killedRank(t)
 		return
 	}
+	cases := countCases(t)
 	for _, n := range worldSizes(t) {
-		t.Run(fmt.Sprintf("world%d", n), func(t *testing.T) { killRankWorld(t, n) })
+		t.Run(fmt.Sprintf("world%d", n), func(t *testing.T) {
+			killRankWorld(t, n)
+			if !t.Failed() {
+				cases.add(1)
+			}
+		})
 	}
 }
 
@@ -351,7 +364,7 @@ func killedRank(t *testing.T) {
 // and the next replays are correct; a barrier replayed by rank 0 alone
 // times out, and the next replay is refused at once.
 func TestFaultReplay(t *testing.T) {
-	inBothWorlds(t, "TestFaultReplay", faultOpts(), replayFaultRank)
+	inBothWorlds(t, "TestFaultReplay", faultOpts(), 4, replayFaultRank) // three MoE replays, the barrier's
 }
 
 func replayFaultRank(r *irisrt.Rank) error {
@@ -442,7 +455,7 @@ func replayFaultRank(r *irisrt.Rank) error {
 // every rank), the graph still replays correctly, and after Destroy all of
 // it can be closed and freed.
 func TestGraphUseGuard(t *testing.T) {
-	inBothWorlds(t, "TestGraphUseGuard", faultOpts(), guardRank)
+	inBothWorlds(t, "TestGraphUseGuard", faultOpts(), 1, guardRank)
 }
 
 func guardRank(r *irisrt.Rank) error {

@@ -326,12 +326,14 @@ func moeOpts() irisrt.Options {
 // modes device, host and none, and checks the received rows (as a set per
 // source rank), their metadata and counts, and the combined output.
 func TestMoE(t *testing.T) {
+	cases := countCases(t)
 	eachWorld(t, moeOpts(), func(t *testing.T, w *irisrt.World) {
 		for _, c := range moeCases() {
 			t.Run(c.String(), func(t *testing.T) {
 				if err := w.Run(func(r *irisrt.Rank) error { return moeRank(r, c) }); err != nil {
 					t.Fatal(err)
 				}
+				cases.add(1)
 			})
 		}
 	})
@@ -355,24 +357,37 @@ func moeRank(r *irisrt.Rank, c moeCase) error {
 // with a new routing, new tokens and new weights before every replay: int64
 // ids with weights, and int32 ids with the weights left out.
 func TestMoEGraph(t *testing.T) {
+	cases := countCases(t)
 	eachWorld(t, moeOpts(), func(t *testing.T, w *irisrt.World) {
-		if err := w.Run(moeGraphRank); err != nil {
+		counts := make([]int, w.Size())
+		if err := w.Run(func(r *irisrt.Rank) (err error) {
+			counts[r.Rank()], err = moeGraphRank(r)
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
+		cases.add(counts[0])
 	})
 }
 
-func moeGraphRank(r *irisrt.Rank) error {
+// moeGraphRank runs moeGraphCase for two configurations and returns the
+// rounds it checked.
+func moeGraphRank(r *irisrt.Rank) (int, error) {
+	rounds := 0
 	for _, c := range []moeCase{
 		{t: 512, h: 256, k: 8, e: 4 * int64(r.World()), routing: "random", dt: irisrt.BF16},
 		{t: 300, h: 256, k: 2, e: 4 * int64(r.World()), routing: "random", dt: irisrt.F16, ids32: true, noWeights: true},
 	} {
 		if err := moeGraphCase(r, c); err != nil {
-			return fmt.Errorf("%s: %w", c, err)
+			return rounds, fmt.Errorf("%s: %w", c, err)
 		}
+		rounds += moeGraphRounds
 	}
-	return nil
+	return rounds, nil
 }
+
+// moeGraphRounds are the rounds of a moeGraphCase.
+const moeGraphRounds = 100
 
 func moeGraphCase(r *irisrt.Rank, c moeCase) error {
 	g, err := newMoeRig(r, c)
@@ -387,7 +402,7 @@ func moeGraphCase(r *irisrt.Rank, c moeCase) error {
 	}
 	defer exec.Destroy()
 	w := r.World()
-	for round := uint64(0); round < 100; round++ {
+	for round := uint64(0); round < moeGraphRounds; round++ {
 		all := make([]moeInput, w)
 		for src := 0; src < w; src++ {
 			all[src] = moeInputs(c, w, src, 1000+round)
@@ -421,6 +436,7 @@ func moeGraphCase(r *irisrt.Rank, c moeCase) error {
 // device's index error (a call fault: reported once). The world stays
 // usable: the next round, with valid ids, is correct on every rank.
 func TestMoEBadExpert(t *testing.T) {
+	cases := countCases(t)
 	w, err := irisrt.NewLocalWorld(2, moeOpts())
 	if err != nil {
 		t.Fatal(err)
@@ -467,5 +483,6 @@ func TestMoEBadExpert(t *testing.T) {
 	if errs[0] != nil {
 		t.Fatalf("rank 0: %v", errs[0])
 	}
+	cases.add(1)
 	t.Logf("rank 1: %v", errs[1])
 }

@@ -407,7 +407,7 @@ func (pc *paramCase) placements() []placement {
 func runParamMatrix(r *irisrt.Rank, only func(pc *paramCase) bool, count *int) error {
 	for i := range paramCatalogue {
 		pc := &paramCatalogue[i]
-		if only != nil && !only(pc) {
+		if only != nil && !only(pc) || !variantSelected(pc.name()) {
 			continue
 		}
 		for _, dt := range dataTypes {
@@ -578,6 +578,7 @@ func checkParamRules(r *irisrt.Rank, pc *paramCase) error {
 // TestParamRules checks the refusals of launches with parameters on the
 // real launch path.
 func TestParamRules(t *testing.T) {
+	cases := countCases(t)
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		for i := range paramCatalogue {
 			pc := &paramCatalogue[i]
@@ -585,6 +586,7 @@ func TestParamRules(t *testing.T) {
 				if err := w.Run(func(r *irisrt.Rank) error { return checkParamRules(r, pc) }); err != nil {
 					t.Fatal(err)
 				}
+				cases.add(1)
 			})
 		}
 	})
@@ -671,15 +673,20 @@ func paramBackToBack(r *irisrt.Rank, pc *paramCase, dt irisrt.DType, n int64, ro
 // changing them every launch, with fresh data on the stream before each and
 // no host sync in between.
 func TestParamBackToBack(t *testing.T) {
+	cases := countCases(t)
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		for i := range paramCatalogue {
 			pc := &paramCatalogue[i]
+			if !variantSelected(pc.name()) {
+				continue
+			}
 			for _, dt := range []irisrt.DType{irisrt.BF16, irisrt.F32} {
 				for _, n := range []int64{4096 + 3, 1 << 18} {
 					t.Run(fmt.Sprintf("%s/%s/n=%d", pc.name(), dt, n), func(t *testing.T) {
 						if err := w.Run(func(r *irisrt.Rank) error { return paramBackToBack(r, pc, dt, n, 100) }); err != nil {
 							t.Fatal(err)
 						}
+						cases.add(100)
 					})
 				}
 			}
@@ -743,27 +750,35 @@ func paramReplays(r *irisrt.Rank, pc *paramCase, a args, rounds int) error {
 // paramCaptureRank is the capture suite of the collectives with
 // parameters on one rank: capture with the first parameters, replay with
 // fresh data (their results); capture again with the second, replay (the
-// second's results).
-func paramCaptureRank(r *irisrt.Rank) error {
+// second's results). It returns the replays it checked.
+func paramCaptureRank(r *irisrt.Rank) (int, error) {
+	replays := 0
 	for i := range paramCatalogue {
 		pc := &paramCatalogue[i]
 		as := pc.assignments(r.World())
 		for _, a := range as[:min(2, len(as))] { // a world of 1 has one root
 			if err := paramReplays(r, pc, a, 20); err != nil {
-				return fmt.Errorf("%s: %w", pc.name(), err)
+				return replays, fmt.Errorf("%s: %w", pc.name(), err)
 			}
+			replays += 20
 		}
 	}
-	return nil
+	return replays, nil
 }
 
 // TestParamCapture: a graph replays the parameters it captured; capturing
 // again with others gives their results.
 func TestParamCapture(t *testing.T) {
+	cases := countCases(t)
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
-		if err := w.Run(paramCaptureRank); err != nil {
+		counts := make([]int, w.Size())
+		if err := w.Run(func(r *irisrt.Rank) (err error) {
+			counts[r.Rank()], err = paramCaptureRank(r)
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
+		cases.add(counts[0])
 	})
 }
 
@@ -773,9 +788,13 @@ func TestParamLargeOffsets(t *testing.T) {
 	if os.Getenv("IRISGEN_TEST_QUICK") != "" {
 		t.Skip("IRISGEN_TEST_QUICK: large runs left out")
 	}
+	cases := countCases(t)
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		for i := range paramCatalogue {
 			pc := &paramCatalogue[i]
+			if !variantSelected(pc.name()) {
+				continue
+			}
 			t.Run(pc.name(), func(t *testing.T) {
 				err := w.Run(func(r *irisrt.Rank) error {
 					pad, err := r.Heap().Alloc(irisrt.F32, (1<<30)/4)
@@ -789,13 +808,16 @@ func TestParamLargeOffsets(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				cases.add(1)
 			})
 		}
 	})
 }
 
 // paramProcessRank runs the checks of the collectives with parameters as
-// one rank of the multi-process world.
+// one rank of the multi-process world and returns the cases it checked:
+// the matrix's, one a variant's rules, the back-to-back launches and the
+// replays.
 func paramProcessRank(r *irisrt.Rank) (int, error) {
 	var cases int
 	if err := runParamMatrix(r, nil, &cases); err != nil {
@@ -803,12 +825,17 @@ func paramProcessRank(r *irisrt.Rank) (int, error) {
 	}
 	for i := range paramCatalogue {
 		pc := &paramCatalogue[i]
+		if !variantSelected(pc.name()) {
+			continue
+		}
 		if err := checkParamRules(r, pc); err != nil {
 			return cases, fmt.Errorf("%s rules: %w", pc.name(), err)
 		}
 		if err := paramBackToBack(r, pc, irisrt.BF16, 4096+3, 100); err != nil {
 			return cases, fmt.Errorf("%s back to back: %w", pc.name(), err)
 		}
+		cases += 1 + 100
 	}
-	return cases, paramCaptureRank(r)
+	replays, err := paramCaptureRank(r)
+	return cases + replays, err
 }

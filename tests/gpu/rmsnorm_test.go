@@ -297,7 +297,7 @@ func checkNormCase(r *irisrt.Rank, nc *normCase, dt irisrt.DType, t, h int64, pl
 func runNormMatrix(r *irisrt.Rank, only func(nc *normCase) bool, count *int) error {
 	for i := range normCatalogue {
 		nc := &normCatalogue[i]
-		if only != nil && !only(nc) {
+		if only != nil && !only(nc) || !variantSelected(nc.name()) {
 			continue
 		}
 		for _, dt := range dataTypes {
@@ -463,6 +463,7 @@ func boolUint(b bool) uint64 {
 // TestRMSNormRules checks the refusals and the in-place launches of
 // all_reduce_rmsnorm and residual_rmsnorm on the real launch path.
 func TestRMSNormRules(t *testing.T) {
+	cases := countCases(t)
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		for i := range normCatalogue {
 			nc := &normCatalogue[i]
@@ -470,6 +471,7 @@ func TestRMSNormRules(t *testing.T) {
 				if err := w.Run(func(r *irisrt.Rank) error { return checkNormRules(r, nc) }); err != nil {
 					t.Fatal(err)
 				}
+				cases.add(1)
 			})
 		}
 	})
@@ -575,14 +577,19 @@ func normB2BSizes() []normB2B {
 // TestRMSNormBackToBack runs 100 launches of every variant with fresh data
 // on the stream before each and no host sync in between.
 func TestRMSNormBackToBack(t *testing.T) {
+	cases := countCases(t)
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		for i := range normCatalogue {
 			nc := &normCatalogue[i]
+			if !variantSelected(nc.name()) {
+				continue
+			}
 			for _, c := range normB2BSizes() {
 				t.Run(fmt.Sprintf("%s/%s/tokens=%d/hidden=%d", nc.name(), c.dt, c.t, c.h), func(t *testing.T) {
 					if err := w.Run(func(r *irisrt.Rank) error { return normBackToBack(r, nc, c.dt, c.t, c.h, 100) }); err != nil {
 						t.Fatal(err)
 					}
+					cases.add(100)
 				})
 			}
 		}
@@ -649,26 +656,34 @@ func normReplays(r *irisrt.Rank, nc *normCase, eps float32, rounds int) error {
 
 // normCaptureRank is the capture suite of the two collectives on one rank:
 // a graph captured with eps 1e-5, replayed with fresh data; then a second
-// captured with 1e-6.
-func normCaptureRank(r *irisrt.Rank) error {
+// captured with 1e-6. It returns the rounds it checked.
+func normCaptureRank(r *irisrt.Rank) (int, error) {
+	rounds := 0
 	for i := range normCatalogue {
 		nc := &normCatalogue[i]
 		for _, eps := range normEps {
 			if err := normReplays(r, nc, eps, 20); err != nil {
-				return fmt.Errorf("%s: %w", nc.name(), err)
+				return rounds, fmt.Errorf("%s: %w", nc.name(), err)
 			}
+			rounds += 20
 		}
 	}
-	return nil
+	return rounds, nil
 }
 
 // TestRMSNormCapture: a graph replays the launch and the eps it captured,
 // with fresh data, beside eager launches of the same plan.
 func TestRMSNormCapture(t *testing.T) {
+	cases := countCases(t)
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
-		if err := w.Run(normCaptureRank); err != nil {
+		counts := make([]int, w.Size())
+		if err := w.Run(func(r *irisrt.Rank) (err error) {
+			counts[r.Rank()], err = normCaptureRank(r)
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
+		cases.add(counts[0])
 	})
 }
 
@@ -685,10 +700,11 @@ func TestRMSNormProcessWorld(t *testing.T) {
 		}
 		defer r.Close()
 		cases, err := normProcessRank(r)
+		countCases(t).add(cases)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("rank %d of %d: %d cases of all_reduce_rmsnorm and residual_rmsnorm, rules, back-to-back and capture passed", r.Rank(), r.World(), cases)
+		t.Logf("rank %d of %d: %d cases of all_reduce_rmsnorm and residual_rmsnorm (matrix, rules, back-to-back launches, capture rounds) passed", r.Rank(), r.World(), cases)
 		return
 	}
 	for _, n := range worldSizes(t) {
@@ -702,7 +718,9 @@ func TestRMSNormProcessWorld(t *testing.T) {
 }
 
 // normProcessRank runs the checks of all_reduce_rmsnorm and
-// residual_rmsnorm as one rank of the multi-process world.
+// residual_rmsnorm as one rank of the multi-process world and returns the
+// cases it checked: the matrix's, one a variant's rules, the back-to-back
+// launches and the capture rounds.
 func normProcessRank(r *irisrt.Rank) (int, error) {
 	var cases int
 	if err := runNormMatrix(r, nil, &cases); err != nil {
@@ -710,6 +728,9 @@ func normProcessRank(r *irisrt.Rank) (int, error) {
 	}
 	for i := range normCatalogue {
 		nc := &normCatalogue[i]
+		if !variantSelected(nc.name()) {
+			continue
+		}
 		if err := checkNormRules(r, nc); err != nil {
 			return cases, fmt.Errorf("%s rules: %w", nc.name(), err)
 		}
@@ -717,6 +738,8 @@ func normProcessRank(r *irisrt.Rank) (int, error) {
 		if err := normBackToBack(r, nc, c.dt, c.t, c.h, 100); err != nil {
 			return cases, fmt.Errorf("%s back to back: %w", nc.name(), err)
 		}
+		cases += 1 + 100
 	}
-	return cases, normCaptureRank(r)
+	rounds, err := normCaptureRank(r)
+	return cases + rounds, err
 }

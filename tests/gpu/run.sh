@@ -1,63 +1,489 @@
 #!/usr/bin/env bash
-# Runs the GPU suite from prebuilt binaries: `make test-gpu` builds the
-# kernels with nvcc next to each generated package, then the binaries, which
-# embed them, then runs this. Logs go to $OUT (or build/gpu-logs) when set.
-# Steps: the platform smoke tests, the suite (both worlds), `irisgen probe` in
-# an in-process world and as the ranks of a 2-process world (global capture),
-# the downstream example's program (tests/downstream) in both worlds, and
-# with SANITIZE=1 a compute-sanitizer memcheck run. No kernel environment
-# variable is set: every program finds its code objects in the packages it
-# imports.
+# The GPU suite in tiers and shards, from prebuilt binaries: no Go is needed
+# on the GPU machine. `make gpu-build` (or `make test-gpu`) builds
+# $BUILD/gpu.test, platform.test, irisgen and stencil with the nvcc code
+# objects embedded; carry $BUILD to the GPU machine and run this there.
 #
-# On a GPU machine without Go, in two runs: KERNELS_ONLY=1 compiles the code
-# objects there with the carried build/irisgen into each package's kernels/
-# and packs them into $LOG/kernels.tar.gz; unpack that at the repository
-# root on a machine with Go, `make gpu-build`, carry the tree with build/
-# back and run this script.
+#   tests/gpu/run.sh [TIER [SHARD]]     run (TIER and SHARD may also come from the environment)
+#   tests/gpu/run.sh -list [TIER]       the shards of a tier (of every tier), with estimated seconds
+#   tests/gpu/run.sh -tests TIER        the test patterns of each shard (tests/gpu/shards_test.go checks them)
+#
+# TIER: quick (default), full or sanitize; docs/testing-gpu.md says what each
+# holds and how long its shards take. SHARD: all (default), a shard's name,
+# names separated by commas, or i/N: every N-th shard of the tier from the
+# i-th (1 <= i <= N; mind the estimates: a set must fit the call).
+#
+# Each shard prints one result line and writes it to $LOG/result-TIER-SHARD.txt,
+# its whole log to $LOG/log-TIER-SHARD.txt; LOG is $OUT when set, else
+# $BUILD/gpu-logs. The line holds tier, shard, worlds, tests passed, failed
+# and skipped, cases (the IRISGEN_CASES lines of the tests, probe's claims,
+# the downstream example's cases), sanitizer errors and hazards, seconds,
+# the GPUs and driver from nvidia-smi, the date and the result, so a record
+# can be assembled from separate runs.
+#
+# Environment:
+#   BUILD                the binaries (default build)
+#   IRISGEN_TEST_WORLDS  world sizes, comma-separated (default: quick 2 and the
+#                        GPU count when larger; full and sanitize the GPU count)
+#   CALL_LIMIT           seconds for all shards of this run (default 570, inside
+#                        a 10-minute call); a step is stopped at the limit and a
+#                        shard not started is reported NOT_RUN; 0: no limit
+#   COMPUTE_SANITIZER    the sanitizer (default: compute-sanitizer on PATH or
+#                        under /usr/local/cuda*/bin)
+#   KERNELS_ONLY=1       compile the code objects here with the carried
+#                        $BUILD/irisgen into each package's kernels/ and pack
+#                        them into $LOG/kernels.tar.gz (for a machine with
+#                        nvcc but no Go: unpack at the repository root where
+#                        Go is, make gpu-build, carry $BUILD back, run this)
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 B=${BUILD:-build}
-LOG=${OUT:-$B/gpu-logs}
-mkdir -p "$LOG"
-# Never use NVLink multicast on shared machines (see shared/GPU.md).
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-unset IRISGEN_KERNELS
-BIN=$PWD/$B
+case $B in /*) BIN=$B ;; *) BIN=$PWD/$B ;; esac
 PLATFORM=${IRISGEN_PLATFORM:-cuda}
-# The downstream example runs in its own module directory, as a user's
-# repository would (irisgen reads its irisgen.yaml there).
-downstream() { (cd tests/downstream && "$@"); }
+# Never use NVLink multicast on shared machines.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+# No kernel variable: every program finds its code objects in the packages
+# it imports.
+unset IRISGEN_KERNELS
 
-status=0
-step() { # step NAME CMD...: runs CMD, keeps its log, remembers a failure
-  local name=$1; shift
-  echo "== $name: $*"
-  local t0=$SECONDS
-  "$@" >"$LOG/$name.log" 2>&1
-  local rc=$?
-  tail -n 25 "$LOG/$name.log"
-  echo "== $name: rc=$rc in $((SECONDS - t0))s"
-  [ $rc -eq 0 ] || status=1
+# The shards, one a line: tier|name|seconds on 2 GPUs|seconds on 4 GPUs|what.
+# The seconds are estimates from the tests' case counts and sizes (see
+# docs/testing-gpu.md); a sanitize shard's are the more uncertain.
+shard_table() {
+  cat <<'EOF'
+quick|inprocess|110|260|in-process world: every test at quick sizes (every variant x dtype x op at 1, 7, 4099 and 1Mi elements, faults, capture, groups, MoE, the stall guard), the platform tests, irisgen probe, the downstream example
+quick|processes|80|190|irisgen run -n N: TestProcessWorld (barriers, catalogue, capture, groups, parameters) and TestRMSNormProcessWorld at quick sizes, irisgen probe, the downstream example
+full|catalogue-a|45|90|TestCatalogue at every size up to 64Mi: all_reduce one_shot, one_shot_staged, one_shot_push, one_shot_lamport
+full|catalogue-b|45|90|TestCatalogue at every size up to 64Mi: all_reduce two_shot, atomic, spinlock, ring
+full|catalogue-c|45|130|TestCatalogue at every size up to 64Mi: reduce_scatter, all_gather, all_to_all
+full|large|45|90|TestLargeOffsets (1.25 GiB a rank past the first GiB), TestParamLargeOffsets
+full|params|70|150|TestParamCollectives up to 64Mi, TestParamRules, TestParamBackToBack, TestParamCapture
+full|rmsnorm|45|85|TestRMSNorm up to 2048 tokens, TestRMSNormRules, TestRMSNormBackToBack, TestRMSNormCapture
+full|moe|40|75|TestMoE (with 8192 x 7168, k 8), TestMoEGraph, TestMoEBadExpert
+full|launches|55|100|TestBackToBack, TestCapture, TestGroups, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests, TestLaunchTail
+full|faults|60|85|the fault tests and TestBarrierVisibility and TestProbeProcessWorld in both worlds, the platform tests, irisgen probe in both worlds, the downstream example in both worlds
+full|proc-catalogue-a|50|95|irisgen run -n N: TestProcessWorld's catalogue up to 64Mi, the variants of catalogue-a
+full|proc-catalogue-b|50|95|irisgen run -n N: TestProcessWorld's catalogue up to 64Mi, the variants of catalogue-b
+full|proc-catalogue-c|50|135|irisgen run -n N: TestProcessWorld's catalogue up to 64Mi, the variants of catalogue-c
+full|proc-params|75|155|irisgen run -n N: TestProcessWorld's collectives with parameters up to 64Mi (matrix, rules, back-to-back, capture)
+full|proc-moe|40|75|irisgen run -n N: TestProcessWorld's MoE cases and graph
+full|proc-rest|75|130|irisgen run -n N: TestProcessWorld's barriers, back-to-back and rules, convenience calls, capture, groups; TestRMSNormProcessWorld up to 2048 tokens
+sanitize|memcheck-catalogue-a|60|120|memcheck: catalogue-a at full sizes
+sanitize|memcheck-catalogue-b|60|120|memcheck: catalogue-b at full sizes
+sanitize|memcheck-catalogue-c|60|170|memcheck: catalogue-c at full sizes
+sanitize|memcheck-large|60|120|memcheck: TestLargeOffsets, TestParamLargeOffsets
+sanitize|memcheck-params|60|130|memcheck: TestParamCollectives up to 64Mi, TestParamRules
+sanitize|memcheck-rmsnorm|50|100|memcheck: TestRMSNorm up to 2048 tokens, TestRMSNormRules
+sanitize|memcheck-moe|50|100|memcheck: TestMoE (with 8192 x 7168), TestMoEGraph, TestMoEBadExpert
+sanitize|memcheck-b2b|60|120|memcheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups
+sanitize|memcheck-capture|60|100|memcheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests
+sanitize|memcheck-processes|120|250|memcheck, irisgen run -n N: TestProcessWorld (every part) and TestRMSNormProcessWorld at quick sizes
+sanitize|racecheck-catalogue|40|90|racecheck: TestCatalogue at quick sizes
+sanitize|racecheck-params|60|150|racecheck: TestParamCollectives, TestParamRules at quick sizes
+sanitize|racecheck-rmsnorm|40|80|racecheck: TestRMSNorm, TestRMSNormRules at quick sizes
+sanitize|racecheck-moe|40|80|racecheck: TestMoE, TestMoEGraph, TestMoEBadExpert at quick sizes
+sanitize|racecheck-b2b|60|130|racecheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups at quick sizes
+sanitize|racecheck-capture|60|100|racecheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests
+sanitize|synccheck-catalogue|40|90|synccheck: as racecheck-catalogue
+sanitize|synccheck-params|60|150|synccheck: as racecheck-params
+sanitize|synccheck-rmsnorm|40|80|synccheck: as racecheck-rmsnorm
+sanitize|synccheck-moe|40|80|synccheck: as racecheck-moe
+sanitize|synccheck-b2b|60|130|synccheck: as racecheck-b2b
+sanitize|synccheck-capture|60|100|synccheck: as racecheck-capture
+sanitize|initcheck-catalogue|40|90|initcheck: as racecheck-catalogue
+sanitize|initcheck-params|60|150|initcheck: as racecheck-params
+sanitize|initcheck-rmsnorm|40|80|initcheck: as racecheck-rmsnorm
+sanitize|initcheck-moe|40|80|initcheck: as racecheck-moe
+sanitize|initcheck-b2b|60|130|initcheck: as racecheck-b2b
+sanitize|initcheck-capture|60|100|initcheck: as racecheck-capture
+EOF
 }
 
+# The test families, as -test.run patterns, and the variant sets of the
+# catalogue's shards (IRISGEN_TEST_VARIANTS).
+PROCESS_TESTS='^(TestProcessWorld|TestRMSNormProcessWorld)$'
+VARIANTS_A='^all_reduce/(one_shot|one_shot_staged|one_shot_push|one_shot_lamport)$'
+VARIANTS_B='^all_reduce/(two_shot|atomic|spinlock|ring)$'
+VARIANTS_C='^(reduce_scatter|all_gather|all_to_all)/'
+LARGE='^(TestLargeOffsets|TestParamLargeOffsets)$'
+MOE='^(TestMoE|TestMoEGraph|TestMoEBadExpert)$'
+LAUNCHES='^(TestBackToBack|TestCapture|TestGroups|TestConvenience|TestPlacementAndAliasing|TestHeapTranslation|TestHostBarrier|TestDeviceBarrier|TestBarrierTimeout|TestLaunchTail)$'
+FAULTS='^(TestFaultTimeoutRecovery|TestFaultKilledRank|TestFaultReplay|TestGraphUseGuard|TestBarrierVisibility|TestProbeProcessWorld)$'
+# The sanitizers' families: the kernel tests, without the timing and fault
+# tests (a sanitizer adds nothing to what they check, and slows the timings
+# they assert).
+SAN_CATALOGUE='^TestCatalogue$'
+SAN_PARAMS='^(TestParamCollectives|TestParamRules)$'
+SAN_RMSNORM='^(TestRMSNorm|TestRMSNormRules)$'
+SAN_B2B='^(TestBackToBack|TestParamBackToBack|TestRMSNormBackToBack|TestGroups)$'
+SAN_CAPTURE='^(TestCapture|TestParamCapture|TestRMSNormCapture|TestConvenience|TestPlacementAndAliasing|TestHeapTranslation|TestHostBarrier|TestDeviceBarrier|TestBarrierTimeout)$'
+
+# shard_steps TIER NAME: the shard's steps (gotest, procs, cmd below).
+shard_steps() {
+  local tier=$1 name=$2
+  QUICK=
+  SAN=()
+  case $tier in
+  quick)
+    QUICK=1
+    case $name in
+    inprocess)
+      cmd platform "$B/platform.test" -test.v -test.count=1
+      gotest suite . "$PROCESS_TESTS"
+      cmd probe "$B/irisgen" probe -replays 100
+      cmd downstream "${DOWNSTREAM[@]}" "$BIN/stencil" -quick
+      ;;
+    processes)
+      procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=barriers,catalogue,capture,groups,params
+      procs rmsnorm-process-world '^TestRMSNormProcessWorld$'
+      procs_cmd probe-processes "$BIN/irisgen" run -n WORLD -- "$BIN/irisgen" probe -replays 20
+      procs_cmd downstream-processes "${DOWNSTREAM[@]}" "$BIN/irisgen" run -n WORLD -- "$BIN/stencil" -quick
+      ;;
+    *) return 1 ;;
+    esac
+    ;;
+  full)
+    case $name in
+    catalogue-a) gotest catalogue '^TestCatalogue$' '' IRISGEN_TEST_VARIANTS="$VARIANTS_A" ;;
+    catalogue-b) gotest catalogue '^TestCatalogue$' '' IRISGEN_TEST_VARIANTS="$VARIANTS_B" ;;
+    catalogue-c) gotest catalogue '^TestCatalogue$' '' IRISGEN_TEST_VARIANTS="$VARIANTS_C" ;;
+    large) gotest large "$LARGE" ;;
+    params) gotest params '^(TestParamCollectives|TestParamRules|TestParamBackToBack|TestParamCapture)$' ;;
+    rmsnorm) gotest rmsnorm '^(TestRMSNorm|TestRMSNormRules|TestRMSNormBackToBack|TestRMSNormCapture)$' ;;
+    moe) gotest moe "$MOE" ;;
+    launches) gotest launches "$LAUNCHES" ;;
+    faults)
+      cmd platform "$B/platform.test" -test.v -test.count=1
+      gotest faults "$FAULTS"
+      cmd probe "$B/irisgen" probe -replays 100
+      procs_cmd probe-processes "$BIN/irisgen" run -n WORLD -- "$BIN/irisgen" probe -replays 20
+      cmd downstream "${DOWNSTREAM[@]}" "$BIN/stencil"
+      procs_cmd downstream-processes "${DOWNSTREAM[@]}" "$BIN/irisgen" run -n WORLD -- "$BIN/stencil"
+      ;;
+    proc-catalogue-a) procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=catalogue IRISGEN_TEST_VARIANTS="$VARIANTS_A" ;;
+    proc-catalogue-b) procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=catalogue IRISGEN_TEST_VARIANTS="$VARIANTS_B" ;;
+    proc-catalogue-c) procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=catalogue IRISGEN_TEST_VARIANTS="$VARIANTS_C" ;;
+    proc-params) procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=params ;;
+    proc-moe) procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=moe,moegraph ;;
+    proc-rest)
+      procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=barriers,b2b,convenience,capture,groups
+      procs rmsnorm-process-world '^TestRMSNormProcessWorld$'
+      ;;
+    *) return 1 ;;
+    esac
+    ;;
+  sanitize)
+    local tool=${name%%-*} family=${name#*-}
+    case $tool in
+    memcheck) ;;
+    racecheck | synccheck | initcheck) QUICK=1 ;; # see docs/testing-gpu.md: their hazards do not depend on the size
+    *) return 1 ;;
+    esac
+    SAN=("$SANITIZER" --tool "$tool" --error-exitcode 3 --target-processes all)
+    case $tool/$family in
+    memcheck/catalogue-a) gotest catalogue "$SAN_CATALOGUE" '' IRISGEN_TEST_VARIANTS="$VARIANTS_A" ;;
+    memcheck/catalogue-b) gotest catalogue "$SAN_CATALOGUE" '' IRISGEN_TEST_VARIANTS="$VARIANTS_B" ;;
+    memcheck/catalogue-c) gotest catalogue "$SAN_CATALOGUE" '' IRISGEN_TEST_VARIANTS="$VARIANTS_C" ;;
+    memcheck/large) gotest large "$LARGE" ;;
+    memcheck/processes)
+      QUICK=1
+      procs process-world '^TestProcessWorld$'
+      procs rmsnorm-process-world '^TestRMSNormProcessWorld$'
+      ;;
+    */catalogue) gotest catalogue "$SAN_CATALOGUE" ;;
+    */params) gotest params "$SAN_PARAMS" ;;
+    */rmsnorm) gotest rmsnorm "$SAN_RMSNORM" ;;
+    */moe) gotest moe "$MOE" ;;
+    */b2b) gotest b2b "$SAN_B2B" ;;
+    */capture) gotest capture "$SAN_CAPTURE" ;;
+    *) return 1 ;;
+    esac
+    ;;
+  *) return 1 ;;
+  esac
+}
+
+# --- describing (-tests) -------------------------------------------------
+
+# In describe mode the step functions print
+# "shard<TAB>kind<TAB>run<TAB>skip<TAB>variants<TAB>parts" instead of running.
+DESCRIBE=
+describe() { # describe KIND RUN SKIP VAR=VAL...
+  local kind=$1 run=$2 skip=$3 v variants="" parts=""
+  shift 3
+  for v in "$@"; do
+    case $v in
+    IRISGEN_TEST_VARIANTS=*) variants=${v#*=} ;;
+    IRISGEN_TEST_PARTS=*) parts=${v#*=} ;;
+    esac
+  done
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$CUR_SHARD" "$kind" "$run" "$skip" "$variants" "$parts"
+}
+
+# --- running --------------------------------------------------------------
+
+# The downstream example runs in its own module directory, as a user's
+# repository would (irisgen reads its irisgen.yaml there).
+DOWNSTREAM=(env -C tests/downstream)
+
+now() { date +%s; }
+time_left() { # seconds this run may still take; a large number without a limit
+  if [ "$CALL_LIMIT" -le 0 ]; then echo 1000000; else echo $((CALL_START + CALL_LIMIT - $(now))); fi
+}
+
+# counters of the shard under way
+reset_counts() { PASSED=0 FAILED=0 SKIPPED=0 CASES=0 ERRORS=0 HAZARDS=0 KINDS=""; }
+
+# tally LOGFILE MODE RC: adds a step's results to the counters. MODE go: the
+# test binary's own results; procs: rank 0's of `irisgen run`; cmd: one
+# program, passed when it exits 0.
+tally() {
+  local f=$1 mode=$2 rc=$3 p f_ s c e h
+  case $mode in
+  go) read -r p f_ s < <(awk '/^--- PASS: Test/{p++} /^--- FAIL: Test/{f++} /^--- SKIP: Test/{s++} END{print p+0, f+0, s+0}' "$f") ;;
+  procs) read -r p f_ s < <(awk '/^\[rank 0\] --- PASS: Test/{p++} /^\[rank 0\] --- FAIL: Test/{f++} /^\[rank 0\] --- SKIP: Test/{s++} END{print p+0, f+0, s+0}' "$f") ;;
+  cmd) p=0 f_=0 s=0 ;;
+  esac
+  if [ "$rc" -eq 0 ] && [ $((p + f_ + s)) -eq 0 ] && [ "$mode" != cmd ]; then
+    note "== no test ran: a pattern that matches nothing is a failure"
+    f_=1
+  fi
+  if [ "$mode" = cmd ]; then
+    if [ "$rc" -eq 0 ]; then p=1; else f_=1; fi
+  elif [ "$rc" -ne 0 ] && [ "$f_" -eq 0 ]; then
+    f_=1 # a crash, a timeout, a failed rank other than 0, a sanitizer's report
+  fi
+  c=$(awk '
+    /^(\[rank 0\] )?IRISGEN_CASES [0-9]+ / { sub(/^\[rank 0\] /, ""); n += $2 }
+    /^(\[rank 0\] )?all [0-9]+ claims hold/ { sub(/^\[rank 0\] /, ""); n += $2 }
+    /^(\[rank 0\] )?stencil: .*: [0-9]+ cases passed/ { for (i = 1; i < NF; i++) if ($(i+1) == "cases" && $(i+2) == "passed") n += $i }
+    END { print n + 0 }' "$f")
+  e=$(awk '/ERROR SUMMARY: [0-9]+ error/ { for (i = 1; i < NF; i++) if ($i == "SUMMARY:") n += $(i+1) } END { print n + 0 }' "$f")
+  h=$(awk '/RACECHECK SUMMARY: [0-9]+ hazard/ { for (i = 1; i < NF; i++) if ($i == "SUMMARY:") n += $(i+1) } END { print n + 0 }' "$f")
+  PASSED=$((PASSED + p)) FAILED=$((FAILED + f_)) SKIPPED=$((SKIPPED + s))
+  CASES=$((CASES + c)) ERRORS=$((ERRORS + e)) HAZARDS=$((HAZARDS + h))
+}
+
+# step NAME MODE KIND ENV... -- CMD...: runs CMD with ENV, within the time
+# left, appends its output to the shard's log and tallies it.
+step() {
+  local name=$1 mode=$2 kind=$3 left rc t0 out
+  shift 3
+  local envs=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  case " $KINDS " in *" $kind "*) ;; *) KINDS="${KINDS:+$KINDS }$kind" ;; esac
+  left=$(time_left)
+  if [ "$left" -le 15 ]; then
+    echo "== $name: not started, the run's time is up (CALL_LIMIT)" | tee -a "$SHARD_LOG"
+    FAILED=$((FAILED + 1))
+    return
+  fi
+  out=$(mktemp)
+  echo "== $name: ${envs[*]} $*" | tee -a "$SHARD_LOG"
+  t0=$SECONDS
+  env "${envs[@]}" timeout -k 10 "$left" "$@" >"$out" 2>&1
+  rc=$?
+  cat "$out" >>"$SHARD_LOG"
+  if [ "$rc" -ne 0 ]; then
+    grep -E -- '--- FAIL' "$out" | head -n 40
+    tail -n 20 "$out"
+  fi
+  tally "$out" "$mode" "$rc"
+  [ "$rc" -eq 124 ] && note "== $name: stopped at the run's time limit"
+  note "== $name: rc=$rc in $((SECONDS - t0))s"
+  rm -f "$out"
+}
+
+note() { echo "$*" | tee -a "$SHARD_LOG"; }
+
+# test_env: the environment of a suite step.
+test_env() {
+  local e=("IRISGEN_TEST_WORLDS=$WORLDS")
+  [ -n "$QUICK" ] && e+=(IRISGEN_TEST_QUICK=1)
+  printf '%s\n' "${e[@]}"
+}
+
+# gotest NAME RUN SKIP VAR=VAL...: the suite in the in-process world (every
+# world of WORLDS, and the multi-process parts of the tests that run both).
+gotest() {
+  local name=$1 run=$2 skip=${3:-}
+  shift 2
+  [ $# -gt 0 ] && shift
+  if [ -n "$DESCRIBE" ]; then describe gotest "$run" "$skip" "$@"; return; fi
+  local left envs=()
+  mapfile -t envs < <(test_env)
+  left=$(time_left)
+  local args=(-test.v -test.count=1 -test.timeout "$((left > 40 ? left - 20 : 20))s" -test.run "$run")
+  [ -n "$skip" ] && args+=(-test.skip "$skip")
+  step "$name" go in-process "${envs[@]}" "$@" -- "${SAN[@]}" "$B/gpu.test" "${args[@]}"
+}
+
+# procs NAME RUN VAR=VAL...: the test binary as the ranks of a multi-process
+# world of every size of WORLDS, started by irisgen run.
+procs() {
+  local name=$1 run=$2 w envs=()
+  shift 2
+  if [ -n "$DESCRIBE" ]; then describe procs "$run" "" "$@"; return; fi
+  mapfile -t envs < <(test_env)
+  for w in ${WORLDS//,/ }; do
+    step "$name-w$w" procs processes "${envs[@]}" "$@" -- \
+      "$BIN/irisgen" run -n "$w" -- "${SAN[@]}" "$BIN/gpu.test" -test.v -test.count=1 -test.run "$run"
+  done
+}
+
+# cmd NAME CMD...: a program on every GPU (probe, the downstream example)
+# or the platform tests; procs_cmd NAME CMD...: `irisgen run` in CMD starts
+# a multi-process world of every size of WORLDS (WORLD in CMD stands for
+# the size).
+cmd() {
+  local name=$1
+  shift
+  [ -n "$DESCRIBE" ] && return
+  if [ "$name" = platform ]; then
+    step "$name" go in-process -- "$@"
+  else
+    step "$name" cmd in-process -- "$@"
+  fi
+}
+
+procs_cmd() {
+  local name=$1 w
+  shift
+  [ -n "$DESCRIBE" ] && return
+  for w in ${WORLDS//,/ }; do
+    step "$name-w$w" cmd processes -- "${@/#WORLD/$w}"
+  done
+}
+
+# run_shard TIER NAME: one shard, its result line and files.
+run_shard() {
+  local tier=$1 name=$2 t0 result
+  SHARD_LOG=$LOG/log-$tier-$name.txt
+  RESULT=$LOG/result-$tier-$name.txt
+  : >"$SHARD_LOG"
+  reset_counts
+  t0=$(now)
+  if [ "$(time_left)" -le 15 ]; then
+    result=NOT_RUN
+    echo "== $tier/$name: not started, the run's time is up (CALL_LIMIT)" | tee -a "$SHARD_LOG"
+  elif [ "$tier" = sanitize ] && [ -z "$SANITIZER" ]; then
+    result=FAIL
+    FAILED=1
+    echo "== $tier/$name: compute-sanitizer not found (set COMPUTE_SANITIZER)" | tee -a "$SHARD_LOG"
+  else
+    echo "== shard $tier/$name on worlds $WORLDS" | tee -a "$SHARD_LOG"
+    shard_steps "$tier" "$name"
+    result=PASS
+    if [ "$FAILED" -gt 0 ] || [ "$ERRORS" -gt 0 ] || [ "$HAZARDS" -gt 0 ]; then result=FAIL; fi
+  fi
+  local line
+  line="tier=$tier shard=$name worlds=$WORLDS kinds=${KINDS// /+} tests=$((PASSED + FAILED + SKIPPED)) passed=$PASSED failed=$FAILED skipped=$SKIPPED"
+  line+=" cases=$CASES sanitizer_errors=$ERRORS hazards=$HAZARDS seconds=$(($(now) - t0)) gpus=\"$DEVICE\" driver=$DRIVER date=$(date -u +%Y-%m-%dT%H:%M:%SZ) result=$result"
+  echo "$line" >"$RESULT"
+  echo "RESULT $line"
+  [ "$result" = PASS ]
+}
+
+# --- the command line -------------------------------------------------------
+
+tier_shards() { shard_table | awk -F'|' -v t="$1" '$1 == t { print $2 }'; }
+
+list() {
+  local t
+  for t in ${1:-quick full sanitize}; do
+    echo "$t:"
+    shard_table | awk -F'|' -v t="$t" '$1 == t { printf "  %-22s ~%4ds on 2 GPUs, ~%4ds on 4 GPUs  %s\n", $2, $3, $4, $5 }'
+  done
+}
+
+valid_tier() {
+  case $1 in quick | full | sanitize) return 0 ;; esac
+  echo "run.sh: no tier $1: quick, full or sanitize (run.sh -list)" >&2
+  return 1
+}
+
+case ${1:-} in
+-list)
+  [ -z "${2:-}" ] || valid_tier "$2" || exit 2
+  list "${2:-}"
+  exit 0
+  ;;
+-tests)
+  valid_tier "${2:-}" || exit 2
+  DESCRIBE=1 SANITIZER=compute-sanitizer
+  for CUR_SHARD in $(tier_shards "$2"); do
+    shard_steps "$2" "$CUR_SHARD" || { echo "run.sh: shard $CUR_SHARD of $2 has no steps" >&2; exit 1; }
+  done
+  exit 0
+  ;;
+-*)
+  sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  exit 2
+  ;;
+esac
+
+LOG=${OUT:-$B/gpu-logs}
+mkdir -p "$LOG"
+
 if [ -n "${KERNELS_ONLY:-}" ]; then
-  step kernels "$B/irisgen" kernels -platform "$PLATFORM"
-  step downstream-kernels downstream "$BIN/irisgen" kernels -platform "$PLATFORM"
+  status=0
+  "$B/irisgen" kernels -platform "$PLATFORM" || status=1
+  "${DOWNSTREAM[@]}" "$BIN/irisgen" kernels -platform "$PLATFORM" || status=1
+  # shellcheck disable=SC2046 # the code objects' paths have no spaces
   tar -czf "$LOG/kernels.tar.gz" $(ls generated/*/kernels/*.fatbin generated/*/kernels/*.hsaco \
     tests/downstream/internal/gen/*/kernels/*.fatbin tests/downstream/internal/gen/*/kernels/*.hsaco 2>/dev/null) || status=1
   echo "== code objects in $LOG/kernels.tar.gz: unpack at the repository root, then make gpu-build"
   exit $status
 fi
-step platform "$B/platform.test" -test.v -test.count=1
-step suite "$B/gpu.test" -test.v -test.count=1 -test.timeout 60m ${SUITE_ARGS:-}
-step probe "$B/irisgen" probe -replays 100
-step probe-processes "$B/irisgen" run -n 2 -- "$B/irisgen" probe -replays 20
-step downstream-local downstream "$BIN/stencil"
-GPUS=${GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)}
-[ "${GPUS:-0}" -gt 0 ] || GPUS=2
-step downstream-process downstream "$BIN/irisgen" run -n "$GPUS" -- "$BIN/stencil"
-if [ -n "${SANITIZE:-}" ] && command -v compute-sanitizer >/dev/null; then
-  IRISGEN_TEST_WORLDS=2 IRISGEN_TEST_QUICK=1 step memcheck compute-sanitizer --tool memcheck --error-exitcode 3 \
-    "$B/gpu.test" -test.v -test.count=1 -test.run 'TestDeviceBarrier|TestHeapTranslation|TestCatalogue|TestMoE$|TestGroups|TestRMSNorm$'
+
+TIER=${1:-${TIER:-quick}}
+SHARD=${2:-${SHARD:-all}}
+valid_tier "$TIER" || exit 2
+CALL_LIMIT=${CALL_LIMIT:-570}
+CALL_START=$(now)
+
+for f in gpu.test platform.test irisgen stencil; do
+  [ -x "$B/$f" ] || { echo "run.sh: $B/$f is missing: make gpu-build (or carry $B from a machine with Go)" >&2; exit 2; }
+done
+
+GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+DEVICE=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | awk '{c=$1; $1=""; printf "%s%sx%s", (n++ ? ", " : ""), c, $0}')
+DRIVER=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)
+DEVICE=${DEVICE:-unknown} DRIVER=${DRIVER:-unknown}
+if [ -n "${IRISGEN_TEST_WORLDS:-}" ]; then
+  WORLDS=$IRISGEN_TEST_WORLDS
+elif [ "${GPUS:-0}" -lt 2 ]; then
+  echo "run.sh: $GPUS GPU(s) here: the suite needs 2 or more, or IRISGEN_TEST_WORLDS (with IRISGEN_SHARE_GPUS=1 for worlds larger than the GPUs)" >&2
+  exit 2
+elif [ "$TIER" = quick ] && [ "$GPUS" -gt 2 ]; then
+  WORLDS=2,$GPUS
+else
+  WORLDS=$GPUS
 fi
+SANITIZER=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || find /usr/local/cuda*/bin -name compute-sanitizer 2>/dev/null | head -n 1)}
+
+ALL=$(tier_shards "$TIER")
+case $SHARD in
+all) SHARDS=$ALL ;;
+*/*)
+  i=${SHARD%/*} n=${SHARD#*/}
+  if ! [[ $i =~ ^[0-9]+$ && $n =~ ^[0-9]+$ ]] || [ "$i" -lt 1 ] || [ "$i" -gt "$n" ]; then
+    echo "run.sh: SHARD=$SHARD: want i/N with 1 <= i <= N" >&2
+    exit 2
+  fi
+  SHARDS=$(echo "$ALL" | awk -v i="$i" -v n="$n" '(NR - i) % n == 0')
+  ;;
+*)
+  SHARDS=${SHARD//,/ }
+  for s in $SHARDS; do
+    grep -qx -- "$s" <<<"$ALL" || { echo "run.sh: $TIER has no shard $s:" >&2; list "$TIER" >&2; exit 2; }
+  done
+  ;;
+esac
+
+status=0
+for s in $SHARDS; do
+  run_shard "$TIER" "$s" || status=1
+done
 exit $status

@@ -8,10 +8,18 @@
 //
 // Environment:
 //
-//	IRISGEN_TEST_WORLDS  comma-separated world sizes (default: 2, and the device count when it is larger)
-//	IRISGEN_TEST_QUICK   when set, the largest sizes are left out
-//	IRISGEN_SHARE_GPUS   1: ranks share GPUs (rank i on GPU i mod the count), so a
-//	                     world of 2 or 4 can be checked on one GPU
+//	IRISGEN_TEST_WORLDS    comma-separated world sizes (default: 2, and the device count when it is larger)
+//	IRISGEN_TEST_QUICK     when set, the largest sizes are left out
+//	IRISGEN_TEST_VARIANTS  a regular expression: the matrix tests (in both worlds) check only
+//	                       the variants whose "collective/variant" it matches
+//	IRISGEN_TEST_PARTS     comma-separated parts of TestProcessWorld's ranks (default: all;
+//	                       see processParts)
+//	IRISGEN_SHARE_GPUS     1: ranks share GPUs (rank i on GPU i mod the count), so a
+//	                       world of 2 or 4 can be checked on one GPU
+//
+// Every test prints the cases it checked on each rank as a line
+// "IRISGEN_CASES <n> <test>" (rank 0 alone in a multi-process world), which
+// tests/gpu/run.sh sums into its result line.
 package gpu_test
 
 import (
@@ -20,8 +28,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -64,6 +75,45 @@ func worldSizes(t *testing.T) []int {
 	return out
 }
 
+// caseCount counts the cases a test checked on each rank.
+type caseCount struct{ n atomic.Int64 }
+
+func (c *caseCount) add(n int) { c.n.Add(int64(n)) }
+
+// countCases returns the counter of t's cases, printed when t ends in the
+// line run.sh sums ("IRISGEN_CASES <n> <test>"), except by the ranks other
+// than 0 of a multi-process world (each rank of which counts the same).
+func countCases(t *testing.T) *caseCount {
+	c := &caseCount{}
+	t.Cleanup(func() {
+		if rank := os.Getenv("RANK"); rank == "" || rank == "0" {
+			fmt.Printf("IRISGEN_CASES %d %s\n", c.n.Load(), t.Name())
+		}
+	})
+	return c
+}
+
+// variantSelected reports whether $IRISGEN_TEST_VARIANTS (a regular
+// expression on "collective/variant"; empty: every variant) selects name.
+// run.sh splits the matrix tests into shards with it.
+func variantSelected(name string) bool {
+	variantFilter.once.Do(func() {
+		if v := os.Getenv("IRISGEN_TEST_VARIANTS"); v != "" {
+			variantFilter.re, variantFilter.err = regexp.Compile(v)
+		}
+	})
+	if variantFilter.err != nil {
+		panic(fmt.Sprintf("IRISGEN_TEST_VARIANTS: %v", variantFilter.err))
+	}
+	return variantFilter.re == nil || variantFilter.re.MatchString(name)
+}
+
+var variantFilter struct {
+	once sync.Once
+	re   *regexp.Regexp
+	err  error
+}
+
 // catalogueHeap is the heap a rank needs for the catalogue's largest case
 // in a world of n: one_shot_lamport's workspace of 3 x n copies of a 64 Mi
 // f32 input (256 MiB each) beside its input and output, or all_to_all's n
@@ -93,10 +143,14 @@ func eachWorld(t *testing.T, opts irisrt.Options, fn func(t *testing.T, w *irisr
 // line says how many passed, with what(case, world) describing the matrix.
 func eachVariantCase[C any](t *testing.T, cases []C, caseName func(*C) string,
 	run func(r *irisrt.Rank, only func(*C) bool, count *int) error, what func(c *C, world int) string) {
+	total := countCases(t)
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		for i := range cases {
 			c := &cases[i]
 			name := caseName(c)
+			if !variantSelected(name) {
+				continue
+			}
 			t.Run(name, func(t *testing.T) {
 				counts := make([]int, w.Size())
 				err := w.Run(func(r *irisrt.Rank) error {
@@ -105,6 +159,7 @@ func eachVariantCase[C any](t *testing.T, cases []C, caseName func(*C) string,
 				if err != nil {
 					t.Fatal(err)
 				}
+				total.add(counts[0])
 				t.Logf("%s: %d cases passed on each of %d ranks (%s)", name, counts[0], w.Size(), what(c, w.Size()))
 			})
 		}
@@ -167,6 +222,7 @@ func syncCheck(r *irisrt.Rank, s gpu.Stream) error {
 // TestHeapTranslation checks that every rank sees its peers' heap objects at
 // base[peer] + offset, at a small and at a large (> 1 GiB) offset.
 func TestHeapTranslation(t *testing.T) {
+	cases := countCases(t)
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		err := w.Run(func(r *irisrt.Rank) error {
 			h := r.Heap()
@@ -219,15 +275,18 @@ func TestHeapTranslation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		cases.add(2 * w.Size()) // two objects of every rank
 	})
 }
 
 // TestHostBarrier runs many host barriers.
 func TestHostBarrier(t *testing.T) {
+	cases := countCases(t)
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		if err := w.Run(func(r *irisrt.Rank) error { return hostBarrierRounds(r, 200) }); err != nil {
 			t.Fatal(err)
 		}
+		cases.add(200)
 	})
 }
 
@@ -275,6 +334,7 @@ func TestBarrierTimeout(t *testing.T) {
 			}, g.close, nil
 		}},
 	}
+	cases := countCases(t)
 	for _, k := range kernels {
 		t.Run(k.name, func(t *testing.T) {
 			opts := defaultOpts()
@@ -314,6 +374,7 @@ func TestBarrierTimeout(t *testing.T) {
 			if took > 2*limit+10*time.Second {
 				t.Fatalf("timeout took %v with a %v limit", took, limit)
 			}
+			cases.add(1)
 			t.Logf("rank 0 got %q after %v", errs[0], took)
 		})
 	}
@@ -321,6 +382,7 @@ func TestBarrierTimeout(t *testing.T) {
 
 // TestDeviceBarrier runs 10,000 device barriers back to back on every rank.
 func TestDeviceBarrier(t *testing.T) {
+	cases := countCases(t)
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		const rounds = 10000
 		took := make([]time.Duration, w.Size())
@@ -332,6 +394,7 @@ func TestDeviceBarrier(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		cases.add(rounds)
 		t.Logf("%d device barriers, per barrier per rank: %v (correctness run, not a benchmark)", rounds, slowest(took)/rounds)
 	})
 }

@@ -26,7 +26,7 @@ import (
 // writes never land in an inbox a slow peer is still copying: the barrier
 // of the round in between orders them.
 func TestBarrierVisibility(t *testing.T) {
-	inBothWorlds(t, "TestBarrierVisibility", defaultOpts(), visibilityRank)
+	inBothWorlds(t, "TestBarrierVisibility", defaultOpts(), 4*visRounds, visibilityRank) // rounds of the four styles
 }
 
 // visibility is one rank's buffers for TestBarrierVisibility.
@@ -194,6 +194,7 @@ func (v *visibility) run(seed uint64, graph bool) error {
 // TestProbeProcessWorld runs the capture probe (irisgen probe) as the ranks
 // of a multi-process world, capturing in global mode (issue 13 item 7).
 func TestProbeProcessWorld(t *testing.T) {
+	cases := countCases(t)
 	bothWorlds(t, "TestProbeProcessWorld", func(t *testing.T, n int) {
 		t.Skip("the in-process probe is `irisgen probe` (tests/gpu/run.sh)")
 	}, func(t *testing.T) {
@@ -209,6 +210,7 @@ func TestProbeProcessWorld(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		cases.add(len(res))
 		failed := 0
 		for _, x := range res {
 			if x.Failed {

@@ -1,0 +1,353 @@
+//go:build !gpu
+
+package gpu_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/irisgen/irisgen/generated/collectives"
+)
+
+// The shards of tests/gpu/run.sh, checked without a GPU: every test of the
+// suite runs in the quick and the full tier, every part of the
+// multi-process world in the full tier, every variant of the catalogue in
+// exactly one of the full tier's catalogue shards of each world, and every
+// kernel test under every sanitizer. A test added to the suite and to no
+// shard fails here.
+
+// shardStep is a line of `run.sh -tests TIER`.
+type shardStep struct {
+	shard, kind, run, skip, variants, parts string
+}
+
+func shardSteps(t *testing.T, tier string) []shardStep {
+	t.Helper()
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not found")
+	}
+	out, err := exec.Command("bash", "run.sh", "-tests", tier).Output()
+	if err != nil {
+		t.Fatalf("run.sh -tests %s: %v", tier, err)
+	}
+	var steps []shardStep
+	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) != 6 {
+			t.Fatalf("run.sh -tests %s: line %q: want 6 fields", tier, line)
+		}
+		steps = append(steps, shardStep{f[0], f[1], f[2], f[3], f[4], f[5]})
+	}
+	return steps
+}
+
+// suiteFiles parses the suite's files (build tag gpu) and calls fn with each.
+func suiteFiles(t *testing.T, fn func(f *ast.File)) {
+	t.Helper()
+	names, err := filepath.Glob("*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range names {
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if readHead(t, name) == "//go:build gpu" {
+			fn(f)
+		}
+	}
+}
+
+// readHead is the first line of the file name.
+func readHead(t *testing.T, name string) string {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return line
+}
+
+// suiteTests are the top-level tests of the GPU suite.
+func suiteTests(t *testing.T) []string {
+	var tests []string
+	suiteFiles(t, func(f *ast.File) {
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && strings.HasPrefix(fd.Name.Name, "Test") {
+				tests = append(tests, fd.Name.Name)
+			}
+		}
+	})
+	if len(tests) < 20 {
+		t.Fatalf("found %d tests in the suite: the parse is broken", len(tests))
+	}
+	return tests
+}
+
+// processPartNames are the names of TestProcessWorld's parts (processParts).
+func processPartNames(t *testing.T) []string {
+	var names []string
+	suiteFiles(t, func(f *ast.File) {
+		ast.Inspect(f, func(n ast.Node) bool {
+			vs, ok := n.(*ast.ValueSpec)
+			if !ok || len(vs.Names) != 1 || vs.Names[0].Name != "processParts" {
+				return true
+			}
+			for _, e := range vs.Values[0].(*ast.CompositeLit).Elts {
+				lit := e.(*ast.CompositeLit).Elts[0].(*ast.BasicLit)
+				s, err := strconv.Unquote(lit.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				names = append(names, s)
+			}
+			return false
+		})
+	})
+	if len(names) == 0 {
+		t.Fatal("processParts not found")
+	}
+	return names
+}
+
+// runs reports whether step runs the top-level test name.
+func (s shardStep) runs(t *testing.T, name string) bool {
+	ok, err := regexp.MatchString(s.run, name)
+	if err != nil {
+		t.Fatalf("shard %s: -test.run %q: %v", s.shard, s.run, err)
+	}
+	if s.skip != "" {
+		skip, err := regexp.MatchString(s.skip, name)
+		if err != nil {
+			t.Fatalf("shard %s: -test.skip %q: %v", s.shard, s.skip, err)
+		}
+		ok = ok && !skip
+	}
+	return ok
+}
+
+func TestShardsRunEveryTest(t *testing.T) {
+	tests := suiteTests(t)
+	for _, tier := range []string{"quick", "full"} {
+		steps := shardSteps(t, tier)
+		for _, name := range tests {
+			if !slices.ContainsFunc(steps, func(s shardStep) bool { return s.runs(t, name) }) {
+				t.Errorf("tier %s: no shard runs %s (add it to a shard of tests/gpu/run.sh)", tier, name)
+			}
+		}
+	}
+}
+
+func TestShardsRunEveryProcessPart(t *testing.T) {
+	parts := processPartNames(t)
+	ran := map[string]bool{}
+	for _, s := range shardSteps(t, "full") {
+		if s.kind != "procs" || !s.runs(t, "TestProcessWorld") {
+			continue
+		}
+		if s.parts == "" {
+			t.Errorf("shard %s runs every part of TestProcessWorld: the full tier splits them", s.shard)
+		}
+		for _, p := range strings.Split(s.parts, ",") {
+			if !slices.Contains(parts, p) {
+				t.Errorf("shard %s: TestProcessWorld has no part %q (its parts: %v)", s.shard, p, parts)
+			}
+			ran[p] = true
+		}
+	}
+	for _, p := range parts {
+		if !ran[p] {
+			t.Errorf("no shard of the full tier runs TestProcessWorld's part %q", p)
+		}
+	}
+}
+
+// TestShardsSplitTheCatalogue: the full tier's catalogue shards of each
+// world (in-process, processes) and memcheck's split the catalogue's
+// variants between them, each variant in exactly one.
+func TestShardsSplitTheCatalogue(t *testing.T) {
+	var variants []string
+	for _, e := range collectives.Catalogue {
+		switch e.Collective {
+		case "all_reduce", "reduce_scatter", "all_gather", "all_to_all":
+			variants = append(variants, e.Collective+"/"+e.Variant)
+		}
+	}
+	check := func(what string, steps []shardStep) {
+		if len(steps) < 2 {
+			t.Fatalf("%s: %d shards, want the catalogue split", what, len(steps))
+		}
+		for _, v := range variants {
+			var in []string
+			for _, s := range steps {
+				if ok, err := regexp.MatchString(s.variants, v); err != nil {
+					t.Fatalf("shard %s: IRISGEN_TEST_VARIANTS %q: %v", s.shard, s.variants, err)
+				} else if ok {
+					in = append(in, s.shard)
+				}
+			}
+			if len(in) != 1 {
+				t.Errorf("%s: %s is in the shards %v, want exactly one", what, v, in)
+			}
+		}
+	}
+	var inProcess, processes, memcheck []shardStep
+	for _, s := range shardSteps(t, "full") {
+		switch {
+		case s.kind == "gotest" && s.runs(t, "TestCatalogue"):
+			inProcess = append(inProcess, s)
+		case s.kind == "procs" && s.runs(t, "TestProcessWorld") && strings.Contains(s.parts, "catalogue"):
+			processes = append(processes, s)
+		}
+	}
+	for _, s := range shardSteps(t, "sanitize") {
+		if strings.HasPrefix(s.shard, "memcheck-") && s.kind == "gotest" && s.runs(t, "TestCatalogue") {
+			memcheck = append(memcheck, s)
+		}
+	}
+	check("full, in-process", inProcess)
+	check("full, processes", processes)
+	check("sanitize, memcheck", memcheck)
+}
+
+// TestShardsSanitizeEveryKernelTest: each of the four sanitizers runs every
+// test of the suite but the timing and fault tests; the large-offset and
+// multi-process tests run under memcheck alone (see docs/testing-gpu.md).
+func TestShardsSanitizeEveryKernelTest(t *testing.T) {
+	none := []string{"TestFaultTimeoutRecovery", "TestFaultKilledRank", "TestFaultReplay", "TestGraphUseGuard",
+		"TestBarrierVisibility", "TestProbeProcessWorld", "TestLaunchTail"}
+	memcheckOnly := []string{"TestLargeOffsets", "TestParamLargeOffsets", "TestProcessWorld", "TestRMSNormProcessWorld"}
+	steps := shardSteps(t, "sanitize")
+	for _, tool := range []string{"memcheck", "racecheck", "synccheck", "initcheck"} {
+		var mine []shardStep
+		for _, s := range steps {
+			if strings.HasPrefix(s.shard, tool+"-") {
+				mine = append(mine, s)
+			}
+		}
+		for _, name := range suiteTests(t) {
+			want := !slices.Contains(none, name) && (tool == "memcheck" || !slices.Contains(memcheckOnly, name))
+			if ran := slices.ContainsFunc(mine, func(s shardStep) bool { return s.runs(t, name) }); ran != want {
+				t.Errorf("%s runs %s: %v, want %v", tool, name, ran, want)
+			}
+		}
+	}
+}
+
+// fakeTools writes stand-ins of the suite's binaries and of nvidia-smi and
+// compute-sanitizer into dir: each prints what the real one prints that
+// run.sh reads (test results, IRISGEN_CASES lines, probe's claims, the
+// downstream example's cases, the sanitizer's summary), FAILME=1 makes the
+// suite fail a test, SANERR=n makes the sanitizer report n errors.
+func fakeTools(t *testing.T, dir string) {
+	t.Helper()
+	files := map[string]string{
+		"bin/nvidia-smi": `case "$*" in
+-L) echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: a)"; echo "GPU 1: NVIDIA H100 80GB HBM3 (UUID: b)" ;;
+*name*) echo "NVIDIA H100 80GB HBM3"; echo "NVIDIA H100 80GB HBM3" ;;
+*driver*) echo 580.159.04; echo 580.159.04 ;;
+esac`,
+		"bin/compute-sanitizer": `while [ "${1#-}" != "$1" ]; do shift 2; done
+"$@"; rc=$?
+echo "========= ERROR SUMMARY: ${SANERR:-0} errors"
+[ "${SANERR:-0}" = 0 ] || exit 3
+exit $rc`,
+		"build/gpu.test": `echo "worlds=$IRISGEN_TEST_WORLDS quick=${IRISGEN_TEST_QUICK:-} args=$*"
+echo "    --- PASS: TestA/world2 (0.10s)"
+echo "IRISGEN_CASES 660 TestA"
+echo "--- PASS: TestA (1.00s)"
+echo "--- SKIP: TestB (0.00s)"
+if [ -n "${FAILME:-}" ]; then echo "    --- FAIL: TestC/world2 (0.10s)"; echo "--- FAIL: TestC (0.10s)"; echo FAIL; exit 1; fi
+echo PASS`,
+		"build/platform.test": `echo "--- PASS: TestEvents (0.10s)"; echo PASS`,
+		"build/irisgen": `if [ "$1" = run ]; then n=$3; shift 4; rc=0
+  for k in $(seq 0 $((n-1))); do RANK=$k "$@" | sed "s/^/[rank $k] /"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1; done; exit $rc; fi
+[ "$1" = probe ] && echo "all 142 claims hold"`,
+		"build/stencil": `case $PWD in */tests/downstream) ;; *) echo "not in tests/downstream"; exit 1 ;; esac
+if [ -n "${RANK:-}" ]; then echo "stencil: rank $RANK of 2 (process world): 180 cases passed"
+else echo "stencil: 2 GPUs (in-process world): 180 cases passed on every rank (1, 2)"; fi`,
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("#!/usr/bin/env bash\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRunShResultLines runs run.sh on the stand-ins and checks the result
+// lines it writes: what passed, failed and was skipped, the cases summed
+// over the tests (rank 0's alone in a multi-process world), probe's claims
+// and the downstream example's cases, the sanitizer's errors, and the
+// result.
+func TestRunShResultLines(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not found")
+	}
+	dir := t.TempDir()
+	fakeTools(t, dir)
+	run := func(env []string, args ...string) map[string]string {
+		t.Helper()
+		out := t.TempDir()
+		c := exec.Command("bash", append([]string{"run.sh"}, args...)...)
+		c.Env = append(os.Environ(), "BUILD="+filepath.Join(dir, "build"), "OUT="+out, "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"),
+			"IRISGEN_TEST_WORLDS=", "COMPUTE_SANITIZER=", "TIER=", "SHARD=")
+		c.Env = append(c.Env, env...)
+		log, _ := c.CombinedOutput()
+		files, _ := filepath.Glob(filepath.Join(out, "result-*.txt"))
+		if len(files) != 1 {
+			t.Fatalf("run.sh %v: result files %v, want one\n%s", args, files, log)
+		}
+		b, err := os.ReadFile(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		fields := map[string]string{}
+		for _, m := range regexp.MustCompile(`(\w+)=("[^"]*"|\S+)`).FindAllStringSubmatch(string(b), -1) {
+			fields[m[1]] = strings.Trim(m[2], `"`)
+		}
+		fields["file"] = filepath.Base(files[0])
+		return fields
+	}
+	expect := func(got map[string]string, want map[string]string) {
+		t.Helper()
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: %s=%q, want %q (%v)", got["file"], k, got[k], v, got)
+			}
+		}
+	}
+	// platform (1 pass) + suite (1 pass, 1 skip, 660 cases) + probe (142
+	// claims) + the downstream example (180 cases).
+	expect(run(nil, "quick", "inprocess"), map[string]string{"file": "result-quick-inprocess.txt", "tier": "quick", "shard": "inprocess",
+		"worlds": "2", "kinds": "in-process", "tests": "5", "passed": "4", "failed": "0", "skipped": "1", "cases": "982",
+		"sanitizer_errors": "0", "gpus": "2x NVIDIA H100 80GB HBM3", "driver": "580.159.04", "result": "PASS"})
+	// Worlds 2 and 4, each: TestProcessWorld and TestRMSNormProcessWorld
+	// (rank 0's pass, skip and 660 cases), probe and the downstream example.
+	expect(run([]string{"IRISGEN_TEST_WORLDS=2,4"}, "quick", "processes"), map[string]string{"worlds": "2,4", "kinds": "processes",
+		"tests": "12", "passed": "8", "skipped": "4", "cases": strconv.Itoa(2 * (660 + 660 + 142 + 180)), "result": "PASS"})
+	expect(run([]string{"FAILME=1"}, "full", "moe"), map[string]string{"tests": "3", "passed": "1", "failed": "1", "result": "FAIL"})
+	expect(run([]string{"SANERR=2"}, "sanitize", "memcheck-moe"), map[string]string{"sanitizer_errors": "2", "failed": "1", "result": "FAIL"})
+	expect(run(nil, "sanitize", "racecheck-moe"), map[string]string{"sanitizer_errors": "0", "result": "PASS"})
+	list, err := exec.Command("bash", "run.sh", "-list", "full").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := strings.Count(string(list), "\n") - 1 // the tier's line, then a shard a line
+	expect(run([]string{"SHARD=2/" + strconv.Itoa(n), "TIER=full"}), map[string]string{"shard": "catalogue-b"})
+	expect(run([]string{"CALL_LIMIT=1"}, "full", "launches"), map[string]string{"result": "NOT_RUN"})
+}

@@ -1,0 +1,181 @@
+//go:build gpu
+
+package gpu_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/irisgen/irisgen/generated/collectives"
+	"github.com/irisgen/irisgen/internal/bench"
+	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisrt"
+)
+
+// The stall guard (issue 23): every all_reduce variant and every Lamport
+// variant launched back to back, eagerly, each launch timed between GPU
+// events of its own. The 2026-11-26 stalls were milliseconds long in
+// kernels of 10-50 us, so irisgen bench -tails's rule catches them:
+// the 99.9th percentile launch may take at most bench.StallFactor times the
+// fastest (machine noise stays well inside it).
+
+const (
+	tailLaunches = 2000 // timed launches of a cell: p99.9 is the 2nd slowest
+	tailWarmup   = 20
+	tailHidden   = 4096 // all_reduce_rmsnorm's hidden size: tokens x 8 KiB bf16
+)
+
+// tailBytes are the sizes of a rank's input: where the stalls were seen.
+var tailBytes = []int64{512 << 10, 4 << 20}
+
+// tailEntries are the variants the guard times.
+func tailEntries() []irisrt.Entry {
+	var out []irisrt.Entry
+	for _, e := range collectives.Catalogue {
+		if e.Collective == "all_reduce" || strings.Contains(e.Variant, "lamport") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// tailSizes are the size arguments of e whose first input is bytes of
+// bf16 on every rank of a world of w.
+func tailSizes(e irisrt.Entry, w int, bytes int64) ([]int64, error) {
+	elems := bytes / irisrt.BF16.Size()
+	in := slices.IndexFunc(e.Tensors, func(ti irisrt.TensorInfo) bool { return ti.Dir == irisrt.In })
+	switch {
+	case in < 0:
+		return nil, fmt.Errorf("%s/%s has no input", e.Collective, e.Variant)
+	case slices.Equal(e.Sizes, []string{"n"}):
+		per := e.Tensors[in].Numel(w, []int64{1}) // the input is per * n elements
+		return []int64{elems / per}, nil
+	case slices.Equal(e.Sizes, []string{"tokens", "hidden"}):
+		return []int64{elems / tailHidden, tailHidden}, nil
+	}
+	return nil, fmt.Errorf("%s/%s: sizes %v: the stall guard has no rule for them; add one to tailSizes", e.Collective, e.Variant, e.Sizes)
+}
+
+// tailTimes launches e k times back to back on r (after a warm-up and a
+// host barrier) with an event after each launch and one before the first,
+// and returns each launch's time in microseconds: the span between its
+// event and the one before. The launches queue faster than they run, so a
+// span is the launch's time on the GPU.
+func tailTimes(r *irisrt.Rank, e irisrt.Entry, sizes []int64, k int) (_ []float64, err error) {
+	op := ""
+	if len(e.Ops) > 0 {
+		op = e.Ops[0]
+	}
+	p, err := e.New(r, irisrt.BF16, op, sizes)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, p.Close()) }()
+	ts, free, err := e.Alloc(r, irisrt.BF16, sizes)
+	if err != nil {
+		return nil, err
+	}
+	defer free()
+	dev, s := r.Device(), r.Stream()
+	for _, x := range ts { // zeros: a norm of zeros is defined, sums stay finite
+		if err := dev.MemsetD8Async(x.Ptr, 0, x.Bytes(), s); err != nil {
+			return nil, err
+		}
+	}
+	ps := e.SampleParams(r.World(), 0)
+	passed := e.TensorsFor(r.Rank(), ts, ps)
+	launch := func() error { return p.LaunchParams(s, passed, ps, irisrt.BarrierDevice) }
+	for range tailWarmup {
+		if err := launch(); err != nil {
+			return nil, err
+		}
+	}
+	evs := make([]gpu.Event, 0, k+1)
+	defer func() {
+		for _, ev := range evs {
+			err = errors.Join(err, dev.DestroyEvent(ev))
+		}
+	}()
+	for range k + 1 {
+		ev, err := dev.NewEvent(true)
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, ev)
+	}
+	if err := r.HostBarrier(s); err != nil {
+		return nil, err
+	}
+	if err := dev.RecordEvent(evs[0], s); err != nil {
+		return nil, err
+	}
+	for i := range k {
+		if err := launch(); err != nil {
+			return nil, fmt.Errorf("launch %d: %w", i, err)
+		}
+		if err := dev.RecordEvent(evs[i+1], s); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.HostBarrier(s); err != nil {
+		return nil, err
+	}
+	us := make([]float64, k)
+	for i := range k {
+		d, err := dev.Elapsed(evs[i], evs[i+1])
+		if err != nil {
+			return nil, err
+		}
+		us[i] = float64(d.Nanoseconds()) / 1e3
+	}
+	return us, nil
+}
+
+// TestLaunchTail is the stall guard: tailLaunches timed launches of every
+// all_reduce variant and every Lamport variant (all_reduce_rmsnorm's
+// included) at 512 KiB and 4 MiB a rank (bf16) in every world; a launch's
+// time is its slowest rank's. It logs min, median, p99.9 and max per cell
+// and fails a cell whose p99.9 exceeds bench.StallFactor times its min.
+// Worlds whose ranks share GPUs are skipped: their timings mean nothing.
+func TestLaunchTail(t *testing.T) {
+	cases := countCases(t)
+	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
+		if w.SharesGPUs() {
+			t.Skip("the ranks share GPUs (IRISGEN_SHARE_GPUS): launch times mean nothing")
+		}
+		for _, e := range tailEntries() {
+			for _, bytes := range tailBytes {
+				sizes, err := tailSizes(e, w.Size(), bytes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Run(fmt.Sprintf("%s/%s/%s", e.Collective, e.Variant, bench.HumanBytes(bytes)), func(t *testing.T) {
+					per := make([][]float64, w.Size())
+					if err := w.Run(func(r *irisrt.Rank) (err error) {
+						per[r.Rank()], err = tailTimes(r, e, sizes, tailLaunches)
+						return err
+					}); err != nil {
+						t.Fatal(err)
+					}
+					us := make([]float64, tailLaunches)
+					for i := range us {
+						for _, p := range per {
+							us[i] = max(us[i], p[i])
+						}
+					}
+					slices.Sort(us)
+					lo, med, p999, hi := us[0], bench.Percentile(us, 0.5), bench.Percentile(us, 0.999), us[len(us)-1]
+					t.Logf("%d launches, sizes %v, bf16: min %.2f median %.2f p99.9 %.2f max %.2f us (p99.9 / min %.1f)",
+						tailLaunches, sizes, lo, med, p999, hi, p999/lo)
+					if p999 > bench.StallFactor*lo {
+						t.Errorf("stall: the 99.9th percentile launch took %.2f us, more than %gx the fastest (%.2f us)", p999, bench.StallFactor, lo)
+					}
+					cases.add(1)
+				})
+			}
+		}
+	})
+}
