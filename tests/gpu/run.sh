@@ -51,8 +51,8 @@ unset IRISGEN_KERNELS
 # docs/testing-gpu.md); a sanitize shard's are the more uncertain.
 shard_table() {
   cat <<'EOF'
-quick|inprocess|110|260|in-process world: every test at quick sizes (every variant x dtype x op at 1, 7, 4099 and 1Mi elements, faults, capture, groups, MoE, the stall guard), the platform tests, irisgen probe, the downstream example
-quick|processes|80|190|irisgen run -n N: TestProcessWorld (barriers, catalogue, capture, groups, parameters) and TestRMSNormProcessWorld at quick sizes, irisgen probe, the downstream example
+quick|inprocess|120|280|in-process world: every test at quick sizes (every variant x dtype x op at 1, 7, 4099 and 1Mi elements; faults, visibility and the probe in both worlds; capture, groups, MoE, the stall guard), the platform tests, irisgen probe, the downstream example
+quick|processes|55|140|irisgen run -n N: TestProcessWorld (barriers, catalogue, capture, groups) and TestRMSNormProcessWorld at quick sizes, the downstream example
 full|catalogue-a|45|90|TestCatalogue at every size up to 64Mi: all_reduce one_shot, one_shot_staged, one_shot_push, one_shot_lamport
 full|catalogue-b|45|90|TestCatalogue at every size up to 64Mi: all_reduce two_shot, atomic, spinlock, ring
 full|catalogue-c|45|130|TestCatalogue at every size up to 64Mi: reduce_scatter, all_gather, all_to_all
@@ -101,7 +101,9 @@ EOF
 
 # The test families, as -test.run patterns, and the variant sets of the
 # catalogue's shards (IRISGEN_TEST_VARIANTS).
-PROCESS_TESTS='^(TestProcessWorld|TestRMSNormProcessWorld)$'
+# The quick tier's in-process step runs every test but the multi-process
+# world's (its processes step runs them).
+QUICK_SKIP='^(TestProcessWorld|TestRMSNormProcessWorld)$'
 VARIANTS_A='^all_reduce/(one_shot|one_shot_staged|one_shot_push|one_shot_lamport)$'
 VARIANTS_B='^all_reduce/(two_shot|atomic|spinlock|ring)$'
 VARIANTS_C='^(reduce_scatter|all_gather|all_to_all)/'
@@ -129,14 +131,13 @@ shard_steps() {
     case $name in
     inprocess)
       cmd platform "$B/platform.test" -test.v -test.count=1
-      gotest suite . "$PROCESS_TESTS"
-      cmd probe "$B/irisgen" probe -replays 100
+      gotest suite . "$QUICK_SKIP"
+      cmd probe "$B/irisgen" probe
       cmd downstream "${DOWNSTREAM[@]}" "$BIN/stencil" -quick
       ;;
     processes)
-      procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=barriers,catalogue,capture,groups,params
+      procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=barriers,catalogue,capture,groups
       procs rmsnorm-process-world '^TestRMSNormProcessWorld$'
-      procs_cmd probe-processes "$BIN/irisgen" run -n WORLD -- "$BIN/irisgen" probe -replays 20
       procs_cmd downstream-processes "${DOWNSTREAM[@]}" "$BIN/irisgen" run -n WORLD -- "$BIN/stencil" -quick
       ;;
     *) return 1 ;;

@@ -337,9 +337,13 @@ func TestRunShResultLines(t *testing.T) {
 		"worlds": "2", "kinds": "in-process", "tests": "5", "passed": "4", "failed": "0", "skipped": "1", "cases": "982",
 		"sanitizer_errors": "0", "gpus": "2x NVIDIA H100 80GB HBM3", "driver": "580.159.04", "result": "PASS"})
 	// Worlds 2 and 4, each: TestProcessWorld and TestRMSNormProcessWorld
-	// (rank 0's pass, skip and 660 cases), probe and the downstream example.
+	// (rank 0's pass, skip and 660 cases) and the downstream example.
 	expect(run([]string{"IRISGEN_TEST_WORLDS=2,4"}, "quick", "processes"), map[string]string{"worlds": "2,4", "kinds": "processes",
-		"tests": "12", "passed": "8", "skipped": "4", "cases": strconv.Itoa(2 * (660 + 660 + 142 + 180)), "result": "PASS"})
+		"tests": "10", "passed": "6", "skipped": "4", "cases": strconv.Itoa(2 * (660 + 660 + 180)), "result": "PASS"})
+	// The faults shard: the platform tests, the suite, probe in-process and
+	// as processes (rank 0's claims alone), the downstream example in both.
+	expect(run(nil, "full", "faults"), map[string]string{"kinds": "in-process+processes", "tests": "7", "passed": "6", "skipped": "1",
+		"cases": strconv.Itoa(660 + 142 + 142 + 180 + 180), "result": "PASS"})
 	expect(run([]string{"FAILME=1"}, "full", "moe"), map[string]string{"tests": "3", "passed": "1", "failed": "1", "result": "FAIL"})
 	expect(run([]string{"SANERR=2"}, "sanitize", "memcheck-moe"), map[string]string{"sanitizer_errors": "2", "failed": "1", "result": "FAIL"})
 	expect(run(nil, "sanitize", "racecheck-moe"), map[string]string{"sanitizer_errors": "0", "result": "PASS"})
