@@ -7,6 +7,7 @@
 #   tests/gpu/run.sh [TIER [SHARD]]     run (TIER and SHARD may also come from the environment)
 #   tests/gpu/run.sh -list [TIER]       the shards of a tier (of every tier), with estimated seconds
 #   tests/gpu/run.sh -tests TIER        the test patterns of each shard (tests/gpu/shards_test.go checks them)
+#   tests/gpu/run.sh -rows KIND FILE... result lines as rows of docs/testing-gpu.md's record (KIND: the machine)
 #
 # TIER: quick (default), full or sanitize; docs/testing-gpu.md says what each
 # holds and how long its shards take. SHARD: all (default), a shard's name,
@@ -72,12 +73,13 @@ sanitize|memcheck-catalogue-a|60|120|memcheck: catalogue-a at full sizes
 sanitize|memcheck-catalogue-b|60|120|memcheck: catalogue-b at full sizes
 sanitize|memcheck-catalogue-c|60|170|memcheck: catalogue-c at full sizes
 sanitize|memcheck-large|60|120|memcheck: TestLargeOffsets, TestParamLargeOffsets
-sanitize|memcheck-params|60|130|memcheck: TestParamCollectives up to 64Mi, TestParamRules
+sanitize|memcheck-params|70|170|memcheck: TestParamCollectives up to 64Mi, TestParamRules
 sanitize|memcheck-rmsnorm|50|100|memcheck: TestRMSNorm up to 2048 tokens, TestRMSNormRules
 sanitize|memcheck-moe|50|100|memcheck: TestMoE (with 8192 x 7168), TestMoEGraph, TestMoEBadExpert
 sanitize|memcheck-b2b|60|120|memcheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups
 sanitize|memcheck-capture|60|100|memcheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests
-sanitize|memcheck-processes|120|250|memcheck, irisgen run -n N: TestProcessWorld (every part) and TestRMSNormProcessWorld at quick sizes
+sanitize|memcheck-processes-a|85|155|memcheck, irisgen run -n N, quick sizes: TestProcessWorld's barriers, catalogue, back-to-back and rules, convenience calls, capture and groups; TestRMSNormProcessWorld
+sanitize|memcheck-processes-b|60|125|memcheck, irisgen run -n N, quick sizes: TestProcessWorld's MoE cases and graph and collectives with parameters
 sanitize|racecheck-catalogue|40|90|racecheck: TestCatalogue at quick sizes
 sanitize|racecheck-params|60|150|racecheck: TestParamCollectives, TestParamRules at quick sizes
 sanitize|racecheck-rmsnorm|40|80|racecheck: TestRMSNorm, TestRMSNormRules at quick sizes
@@ -186,10 +188,14 @@ shard_steps() {
     memcheck/catalogue-b) gotest catalogue "$SAN_CATALOGUE" '' IRISGEN_TEST_VARIANTS="$VARIANTS_B" ;;
     memcheck/catalogue-c) gotest catalogue "$SAN_CATALOGUE" '' IRISGEN_TEST_VARIANTS="$VARIANTS_C" ;;
     memcheck/large) gotest large "$LARGE" ;;
-    memcheck/processes)
+    memcheck/processes-a)
       QUICK=1
-      procs process-world '^TestProcessWorld$'
+      procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=barriers,catalogue,b2b,convenience,capture,groups
       procs rmsnorm-process-world '^TestRMSNormProcessWorld$'
+      ;;
+    memcheck/processes-b)
+      QUICK=1
+      procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=moe,moegraph,params
       ;;
     */catalogue) gotest catalogue "$SAN_CATALOGUE" ;;
     */params) gotest params "$SAN_PARAMS" ;;
@@ -408,6 +414,24 @@ case ${1:-} in
 -list)
   [ -z "${2:-}" ] || valid_tier "$2" || exit 2
   list "${2:-}"
+  exit 0
+  ;;
+-rows)
+  [ $# -ge 3 ] || { echo "usage: run.sh -rows KIND result-*.txt" >&2; exit 2; }
+  kind=$2
+  shift 2
+  awk -v kind="$kind" '
+    {
+      split("", f); s = $0
+      while (match(s, /[a-z_]+=("[^"]*"|[^ ]*)/)) {
+        kv = substr(s, RSTART, RLENGTH); s = substr(s, RSTART + RLENGTH)
+        k = kv; sub(/=.*/, "", k); v = kv; sub(/^[^=]*=/, "", v); gsub(/"/, "", v); f[k] = v
+      }
+      r = f["result"]
+      if (f["tier"] == "sanitize") r = r " (" f["sanitizer_errors"] " errors, " f["hazards"] " hazards)"
+      printf "| %s | %s | %s | %s | %s | %s | %s/%s/%s | %s | %s | %s | %s |\n", f["tier"], f["shard"], kind, f["gpus"], f["worlds"],
+        f["kinds"], f["passed"], f["failed"], f["skipped"], f["cases"], f["seconds"], substr(f["date"], 1, 10), r
+    }' "$@"
   exit 0
   ;;
 -tests)

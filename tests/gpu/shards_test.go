@@ -149,26 +149,30 @@ func TestShardsRunEveryTest(t *testing.T) {
 	}
 }
 
+// TestShardsRunEveryProcessPart: the full tier and memcheck split
+// TestProcessWorld's parts between their shards and run every one.
 func TestShardsRunEveryProcessPart(t *testing.T) {
 	parts := processPartNames(t)
-	ran := map[string]bool{}
-	for _, s := range shardSteps(t, "full") {
-		if s.kind != "procs" || !s.runs(t, "TestProcessWorld") {
-			continue
-		}
-		if s.parts == "" {
-			t.Errorf("shard %s runs every part of TestProcessWorld: the full tier splits them", s.shard)
-		}
-		for _, p := range strings.Split(s.parts, ",") {
-			if !slices.Contains(parts, p) {
-				t.Errorf("shard %s: TestProcessWorld has no part %q (its parts: %v)", s.shard, p, parts)
+	for _, tier := range []string{"full", "sanitize"} {
+		ran := map[string]bool{}
+		for _, s := range shardSteps(t, tier) {
+			if s.kind != "procs" || !s.runs(t, "TestProcessWorld") {
+				continue
 			}
-			ran[p] = true
+			if s.parts == "" {
+				t.Errorf("%s: shard %s runs every part of TestProcessWorld: the tier splits them", tier, s.shard)
+			}
+			for _, p := range strings.Split(s.parts, ",") {
+				if !slices.Contains(parts, p) {
+					t.Errorf("%s: shard %s: TestProcessWorld has no part %q (its parts: %v)", tier, s.shard, p, parts)
+				}
+				ran[p] = true
+			}
 		}
-	}
-	for _, p := range parts {
-		if !ran[p] {
-			t.Errorf("no shard of the full tier runs TestProcessWorld's part %q", p)
+		for _, p := range parts {
+			if !ran[p] {
+				t.Errorf("%s: no shard runs TestProcessWorld's part %q", tier, p)
+			}
 		}
 	}
 }
@@ -320,7 +324,7 @@ func TestRunShResultLines(t *testing.T) {
 		for _, m := range regexp.MustCompile(`(\w+)=("[^"]*"|\S+)`).FindAllStringSubmatch(string(b), -1) {
 			fields[m[1]] = strings.Trim(m[2], `"`)
 		}
-		fields["file"] = filepath.Base(files[0])
+		fields["file"], fields["path"] = filepath.Base(files[0]), files[0]
 		return fields
 	}
 	expect := func(got map[string]string, want map[string]string) {
@@ -333,9 +337,19 @@ func TestRunShResultLines(t *testing.T) {
 	}
 	// platform (1 pass) + suite (1 pass, 1 skip, 660 cases) + probe (142
 	// claims) + the downstream example (180 cases).
-	expect(run(nil, "quick", "inprocess"), map[string]string{"file": "result-quick-inprocess.txt", "tier": "quick", "shard": "inprocess",
+	quick := run(nil, "quick", "inprocess")
+	expect(quick, map[string]string{"file": "result-quick-inprocess.txt", "tier": "quick", "shard": "inprocess",
 		"worlds": "2", "kinds": "in-process", "tests": "5", "passed": "4", "failed": "0", "skipped": "1", "cases": "982",
 		"sanitizer_errors": "0", "gpus": "2x NVIDIA H100 80GB HBM3", "driver": "580.159.04", "result": "PASS"})
+	// The line as a row of the record in docs/testing-gpu.md.
+	row, err := exec.Command("bash", "run.sh", "-rows", "nvidia-h100-x2", quick["path"]).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "| quick | inprocess | nvidia-h100-x2 | 2x NVIDIA H100 80GB HBM3 | 2 | in-process | 4/0/1 | 982 | "; !strings.HasPrefix(string(row), want) ||
+		!strings.HasSuffix(string(row), " | PASS |\n") {
+		t.Errorf("run.sh -rows: %q, want %q... PASS |", row, want)
+	}
 	// Worlds 2 and 4, each: TestProcessWorld and TestRMSNormProcessWorld
 	// (rank 0's pass, skip and 660 cases) and the downstream example.
 	expect(run([]string{"IRISGEN_TEST_WORLDS=2,4"}, "quick", "processes"), map[string]string{"worlds": "2,4", "kinds": "processes",
