@@ -329,13 +329,15 @@ gotest() {
 # procs NAME RUN VAR=VAL...: the test binary as the ranks of a multi-process
 # world of every size of WORLDS, started by irisgen run.
 procs() {
-  local name=$1 run=$2 w envs=()
+  local name=$1 run=$2 w left envs=()
   shift 2
   if [ -n "$DESCRIBE" ]; then describe procs "$run" "" "$@"; return; fi
   mapfile -t envs < <(test_env)
   for w in ${WORLDS//,/ }; do
+    left=$(time_left)
     step "$name-w$w" procs processes "${envs[@]}" "$@" -- \
-      "$BIN/irisgen" run -n "$w" -- "${SAN[@]}" "$BIN/gpu.test" -test.v -test.count=1 -test.run "$run"
+      "$BIN/irisgen" run -n "$w" -- "${SAN[@]}" "$BIN/gpu.test" -test.v -test.count=1 \
+      -test.timeout "$((left > 40 ? left - 20 : 20))s" -test.run "$run"
   done
 }
 
