@@ -101,11 +101,11 @@ sanitize|initcheck-capture|60|100|initcheck: as racecheck-capture
 EOF
 }
 
-# The test families, as -test.run patterns, and the variant sets of the
-# catalogue's shards (IRISGEN_TEST_VARIANTS).
 # The quick tier's in-process step runs every test but the multi-process
 # world's (its processes step runs them).
 QUICK_SKIP='^(TestProcessWorld|TestRMSNormProcessWorld)$'
+# The variant sets of the catalogue's shards (IRISGEN_TEST_VARIANTS), and
+# the test families as -test.run patterns.
 VARIANTS_A='^all_reduce/(one_shot|one_shot_staged|one_shot_push|one_shot_lamport)$'
 VARIANTS_B='^all_reduce/(two_shot|atomic|spinlock|ring)$'
 VARIANTS_C='^(reduce_scatter|all_gather|all_to_all)/'
@@ -132,9 +132,9 @@ shard_steps() {
     QUICK=1
     case $name in
     inprocess)
-      cmd platform "$B/platform.test" -test.v -test.count=1
+      cmd platform "$BIN/platform.test" -test.v -test.count=1
       gotest suite . "$QUICK_SKIP"
-      cmd probe "$B/irisgen" probe
+      cmd probe "$BIN/irisgen" probe
       cmd downstream "${DOWNSTREAM[@]}" "$BIN/stencil" -quick
       ;;
     processes)
@@ -156,9 +156,9 @@ shard_steps() {
     moe) gotest moe "$MOE" ;;
     launches) gotest launches "$LAUNCHES" ;;
     faults)
-      cmd platform "$B/platform.test" -test.v -test.count=1
+      cmd platform "$BIN/platform.test" -test.v -test.count=1
       gotest faults "$FAULTS"
-      cmd probe "$B/irisgen" probe -replays 100
+      cmd probe "$BIN/irisgen" probe -replays 100
       procs_cmd probe-processes "$BIN/irisgen" run -n WORLD -- "$BIN/irisgen" probe -replays 20
       cmd downstream "${DOWNSTREAM[@]}" "$BIN/stencil"
       procs_cmd downstream-processes "${DOWNSTREAM[@]}" "$BIN/irisgen" run -n WORLD -- "$BIN/stencil"
@@ -323,7 +323,7 @@ gotest() {
   left=$(time_left)
   local args=(-test.v -test.count=1 -test.timeout "$((left > 40 ? left - 20 : 20))s" -test.run "$run")
   [ -n "$skip" ] && args+=(-test.skip "$skip")
-  step "$name" go in-process "${envs[@]}" "$@" -- "${SAN[@]}" "$B/gpu.test" "${args[@]}"
+  step "$name" go in-process "${envs[@]}" "$@" -- "${SAN[@]}" "$BIN/gpu.test" "${args[@]}"
 }
 
 # procs NAME RUN VAR=VAL...: the test binary as the ranks of a multi-process
