@@ -322,6 +322,7 @@ func (b *builder) sizes(f *spec.File, c *Collective) map[string]bool {
 		first[s.Value] = s.Pos
 		sizes[s.Value] = true
 		c.Symbols = append(c.Symbols, s.Value)
+		c.SymbolPos = append(c.SymbolPos, s.Pos)
 	}
 	return sizes
 }

@@ -308,9 +308,11 @@ type Collective struct {
 	DTypes   []DType
 	Ops      []Op     // empty when the collective does not reduce
 	Symbols  []string // user size parameters in the order of the spec's sizes (e.g. "n"); kernel args follow this order
-	Params   []*Param // launch parameters in spec order, packed after the sizes
-	Tensors  []*Tensor
-	Variants []*Variant
+	// SymbolPos is where the spec declares each of Symbols.
+	SymbolPos []Pos
+	Params    []*Param // launch parameters in spec order, packed after the sizes
+	Tensors   []*Tensor
+	Variants  []*Variant
 	// Auto is the tuning table of the auto variant, nil without one.
 	Auto *Auto
 	Pos  Pos

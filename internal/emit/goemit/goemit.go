@@ -218,6 +218,7 @@ func (g *gen) validate() diag.List {
 			errs.Add(c.Pos, fmt.Sprintf("dtype %q has no runtime type", dt))
 		}
 	}
+	errs = append(errs, g.localNames()...)
 	if len(c.Symbols) > 64 {
 		errs.Add(c.Pos, fmt.Sprintf("%d size parameters; the runtime supports at most 64", len(c.Symbols)))
 	}
@@ -251,6 +252,66 @@ func (g *gen) validate() diag.List {
 		}
 	}
 	return errs
+}
+
+// localNames refuses sizes, user tensors and parameters whose Go names
+// (local) coincide: the constructor, Launch and the convenience call take
+// them in one parameter list, where Go refuses two of a name ("x1
+// redeclared in this block"). Each clash is reported at the later of the
+// two, with a free name to rename it to.
+func (g *gen) localNames() diag.List {
+	c := g.c
+	type named struct {
+		kind, name string
+		pos        ir.Pos
+	}
+	var all []named
+	for i, s := range c.Symbols {
+		pos := c.Pos
+		if i < len(c.SymbolPos) {
+			pos = c.SymbolPos[i]
+		}
+		all = append(all, named{"size", s, pos})
+	}
+	for _, t := range c.UserTensors() {
+		all = append(all, named{"tensor", t.Name, t.Pos})
+	}
+	for _, p := range c.Params {
+		all = append(all, named{"parameter", p.Name, p.Pos})
+	}
+	names, ids := map[string]bool{}, map[string]bool{}
+	for _, n := range all {
+		names[n.name] = true
+		ids[local(n.name)] = true
+	}
+	var errs diag.List
+	taken := map[string]named{}
+	for _, n := range all {
+		id := local(n.name)
+		prev, clash := taken[id]
+		if !clash {
+			taken[id] = n
+			continue
+		}
+		errs.Add(n.pos, fmt.Sprintf("%s %q and %s %q (at %d:%d) are both %s in the generated Go code, where they are parameters of the same function (Go refuses the file: %s redeclared); rename the %s, e.g. to %q",
+			n.kind, n.name, prev.kind, prev.name, prev.pos.Line, prev.pos.Col, id, id, n.kind, freeName(n.name, names, ids)))
+	}
+	return errs
+}
+
+// freeName is a name like name (name2, name3, ...) that neither a spec
+// name nor a Go name of the collective takes.
+func freeName(name string, names, ids map[string]bool) string {
+	for k := 2; ; k++ {
+		suffix := fmt.Sprint(k)
+		base := name
+		if len(base)+len(suffix) > ir.MaxNameLen {
+			base = base[:ir.MaxNameLen-len(suffix)]
+		}
+		if cand := base + suffix; !names[cand] && !ids[local(cand)] {
+			return cand
+		}
+	}
 }
 
 func lowerFirst(s string) string {
