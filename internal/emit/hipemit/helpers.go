@@ -85,6 +85,9 @@ func (h *helpers) funcs() template.FuncMap {
 			if err != nil {
 				return "", err
 			}
+			if len(t.IndexDTypes) > 0 {
+				return "", fmt.Errorf("%s %q: the tensor may come as %s, so it has no one pointer type, and peers cannot be given one; give it one dtype (dtype: %s), or read it on its own rank with {{read_index %q}}", name, tensor, ir.DTypeList(t.IndexDTypes, " or "), t.IndexDTypes[0], tensor)
+			}
 			if strings.TrimSpace(rank) == "" {
 				return "", fmt.Errorf("%s %q: the peer (second argument) is an empty C expression; pass the peer's rank, e.g. {{%s %q \"p\"}}", name, tensor, name, tensor)
 			}
@@ -162,6 +165,9 @@ func (h *helpers) elemType(name string) (string, error) {
 	t, err := h.lookup("type", name)
 	if err != nil {
 		return "", err
+	}
+	if len(t.IndexDTypes) > 0 {
+		return "", fmt.Errorf("type %q: the tensor may come as %s, so it has no one C type; read its elements as int64_t through {{read_index %q}}", name, ir.DTypeList(t.IndexDTypes, " or "), name)
 	}
 	return CType(t.ElemType(h.kc.k.DType)), nil
 }

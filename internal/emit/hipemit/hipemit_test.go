@@ -202,3 +202,51 @@ func TestEmitTemplateBombs(t *testing.T) {
 		require.Contains(t, strings.Join(errs, "\n"), want, tmpl)
 	}
 }
+
+// TestEmitIndexTensorHelpers: a tensor with a dtype list has no one
+// pointer or element type, so every helper that would give one refuses it
+// (the peer helpers and type too, which gave the first dtype's type while
+// a launch may pass the other), read_index and numel take it; following
+// the peer helpers' advice (one dtype) gives a spec that validates.
+func TestEmitIndexTensorHelpers(t *testing.T) {
+	const spec = `name: ix
+summary: Index tensor read by peers.
+dtypes: [f32]
+sizes: [n]
+tensors:
+  ids:    {dir: in,  shape: [n], dtype: [i64, i32]}
+  output: {dir: out, shape: [n]}
+variants:
+  v:
+    template: t
+    access: {ids: remote_read, output: local_write}
+`
+	emitIx := func(spec, tmpl string) (string, error) {
+		fs := fstest.MapFS{"t.hip.tmpl": {Data: []byte(tmpl)}}
+		c, err := ir.Compile("ix.yaml", []byte(spec), fs)
+		require.NoError(t, err)
+		out, err := Emit(&emit.Request{Collectives: []*ir.Collective{c}, Templates: fs})
+		return string(out["hip/ix.hip"]), err
+	}
+	const rest = ` {{write "output"}} {{barrier}}`
+	for helper, want := range map[string]string{
+		`{{read "ids"}}`:               `read "ids": the tensor may come as i64 or i32, so it has no one pointer type; read it with {{read_index "ids"}}`,
+		`{{write "ids"}}`:              `write "ids": the tensor may come as i64 or i32, so it has no one pointer type`,
+		`{{update "ids"}}`:             `update "ids": the tensor may come as i64 or i32, so it has no one pointer type`,
+		`{{peer_read "ids" "p"}}`:      `peer_read "ids": the tensor may come as i64 or i32, so it has no one pointer type, and peers cannot be given one; give it one dtype (dtype: i64), or read it on its own rank with {{read_index "ids"}}`,
+		`{{peer_write "ids" "p"}}`:     `peer_write "ids": the tensor may come as i64 or i32, so it has no one pointer type, and peers cannot be given one`,
+		`{{peer_update "ids" "p"}}`:    `peer_update "ids": the tensor may come as i64 or i32`,
+		`{{peer_atomic "ids" "p"}}`:    `peer_atomic "ids": the tensor may come as i64 or i32`,
+		`{{type "ids"}}* x = nullptr;`: `type "ids": the tensor may come as i64 or i32, so it has no one C type; read its elements as int64_t through {{read_index "ids"}}`,
+	} {
+		_, err := emitIx(spec, "  "+helper+rest)
+		require.ErrorContains(t, err, "t.hip.tmpl:1:5: error: "+want, helper)
+	}
+	// read_index and numel take it (read_index's access is local_read).
+	_, err := emitIx(strings.Replace(spec, "ids: remote_read", "ids: local_read", 1), `  {{read_index "ids"}} {{numel "ids"}}`+rest)
+	require.NoError(t, err)
+	// The advice: one dtype, and the peer helper gives its pointer type.
+	src, err := emitIx(strings.Replace(spec, "dtype: [i64, i32]", "dtype: i64", 1), `  {{peer_read "ids" "p"}}`+rest)
+	require.NoError(t, err)
+	require.Contains(t, src, "peer_ptr(ctx, (const int64_t*)irisgen_a.t_ids, (p))")
+}
