@@ -404,11 +404,138 @@ func (b *builder) tensors(f *spec.File, c *Collective, sizes map[string]bool) bo
 			case d.Symbol == SymWorld || d.Symbol == SymBlocks || sizes[d.Symbol]:
 				t.Shape = append(t.Shape, Dim{Symbol: d.Symbol})
 			default:
-				b.errorf(d.Pos, "undefined size symbol %q in the shape of %s%s", d.Symbol, where, hint(d.Symbol, symbols, "declare it in sizes, e.g. sizes: ["+d.Symbol+"]"))
+				b.errorf(d.Pos, "%s", undefinedDim(f, c, st, d.Symbol, where, symbols))
 			}
 		}
 	}
 	return ok
+}
+
+// undefinedDim is the message for a dimension sym of tensor st that names
+// no size: what sym is instead (a parameter, a tensor, an expression, a
+// name no size may take) and the spec text that fixes it, in backquotes,
+// which a user can paste as it is: the whole sizes list or shape.
+func undefinedDim(f *spec.File, c *Collective, st *spec.Tensor, sym, where string, symbols []string) string {
+	msg := fmt.Sprintf("undefined size symbol %q in the shape of %s", sym, where)
+	taken := map[string]bool{SymWorld: true, SymBlocks: true}
+	var sizes []string
+	for _, s := range f.Sizes.Items {
+		sizes = append(sizes, s.Value)
+		taken[s.Value] = true
+	}
+	for _, t := range f.Tensors.List {
+		taken[t.Name.Value] = true
+	}
+	for _, p := range f.Params.List {
+		taken[p.Name.Value] = true
+	}
+	declare := func(names ...string) string {
+		return "`sizes: [" + strings.Join(append(append([]string(nil), sizes...), names...), ", ") + "]`"
+	}
+	// free is a size name for sym: base, or base_n, base_n2, ...
+	free := func(base string) string {
+		if !taken[base] && spec.IsIdentifier(base) && !spec.IsReserved(base) && len(base) <= MaxNameLen {
+			return base
+		}
+		base = toIdentifier(base)
+		for strings.Contains(base, "__") {
+			base = strings.ReplaceAll(base, "__", "_")
+		}
+		if len(base) > MaxNameLen-8 {
+			base = base[:MaxNameLen-8]
+		}
+		if !taken[base] && !spec.IsReserved(base) {
+			return base
+		}
+		for k := 1; ; k++ {
+			cand := base + "_n"
+			if k > 1 {
+				cand += fmt.Sprint(k)
+			}
+			if !taken[cand] && !spec.IsReserved(cand) {
+				return cand
+			}
+		}
+	}
+	shape := func(dims []string) string {
+		var all []string
+		for _, d := range st.Shape.Dims {
+			switch {
+			case d.Symbol == sym:
+				all = append(all, dims...)
+			case d.Symbol != "":
+				all = append(all, d.Symbol)
+			default:
+				all = append(all, fmt.Sprint(d.Const))
+			}
+		}
+		return "`shape: [" + strings.Join(all, ", ") + "]`"
+	}
+	switch {
+	case c.Param(sym) != nil:
+		return fmt.Sprintf("%s: %q is a launch parameter, and a shape is fixed when the plan is made, before any launch; to make it a size, remove it from params, declare it in sizes (%s) and read it in templates with {{size %q}}", msg, sym, declare(sym), sym)
+	case isTensor(f, sym):
+		n := free(sym + "_n")
+		return fmt.Sprintf("%s: %q is a tensor, not a size; declare a size for the length (%s) and write it here (%s)", msg, sym, declare(n), shape([]string{n}))
+	case strings.Contains(sym, "*"):
+		// world * n: a product is written as dimensions.
+		var dims, missing []string
+		for _, part := range strings.Split(sym, "*") {
+			part = strings.TrimSpace(part)
+			var v int64
+			if _, err := fmt.Sscan(part, &v); err == nil && fmt.Sprint(v) == part && v > 0 {
+				dims = append(dims, part)
+				continue
+			}
+			name := part
+			if !contains(symbols, part) {
+				name = free(part)
+				missing = append(missing, name)
+				taken[name] = true
+			}
+			dims = append(dims, name)
+		}
+		fix := fmt.Sprintf("write the product as dimensions, %s", shape(dims))
+		if len(missing) > 0 {
+			fix += fmt.Sprintf(", and declare %s in sizes (%s)", strings.Join(missing, ", "), declare(missing...))
+		}
+		return fmt.Sprintf("%s: a dimension is one size symbol or a positive integer; %s", msg, fix)
+	}
+	if s := spec.Closest(sym, symbols); s != "" {
+		return fmt.Sprintf("%s (did you mean %q?)", msg, s)
+	}
+	if lower := strings.ToLower(sym); lower != sym && contains(symbols, lower) {
+		return fmt.Sprintf("%s (did you mean %q? names are lower case)", msg, lower)
+	}
+	if n := free(sym); n != sym {
+		why := "a dimension is one size symbol or a positive integer, not an expression"
+		switch {
+		case spec.IsReserved(sym):
+			why = fmt.Sprintf("%q is a Go or C keyword, which no size may be called", sym)
+		case len(sym) > MaxNameLen:
+			why = fmt.Sprintf("sizes are at most %d bytes long", MaxNameLen)
+		}
+		return fmt.Sprintf("%s: %s; declare a size for it (%s) and write it here (%s)", msg, why, declare(n), shape([]string{n}))
+	}
+	return fmt.Sprintf("%s: declare it in sizes (%s)", msg, declare(sym))
+}
+
+func isTensor(f *spec.File, name string) bool {
+	for _, t := range f.Tensors.List {
+		if t.Name.Value == name {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // params resolves the launch parameters: identifiers, unique, distinct

@@ -650,7 +650,7 @@ variants:
   v: {template: t_a, access: {x: local_read}}
 `,
 		want: []string{
-			"6:31: error: undefined size symbol \"m\" in the shape of tensor \"x\" (declare it in sizes, e.g. sizes: [m])",
+			"6:31: error: undefined size symbol \"m\" in the shape of tensor \"x\": declare it in sizes (`sizes: [n, m]`)",
 		},
 	},
 	{
@@ -1089,7 +1089,7 @@ variants:
   v: {template: t_a, access: {x: local_read}}
 `,
 		want: []string{
-			"3:13: error: undefined size symbol \"f32\" in the shape of tensor \"x\" (declare it in sizes, e.g. sizes: [f32])",
+			"3:13: error: undefined size symbol \"f32\" in the shape of tensor \"x\": declare it in sizes (`sizes: [n, f32]`)",
 		},
 	},
 	{
