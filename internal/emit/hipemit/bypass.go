@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/internal/ir"
 )
 
@@ -35,6 +36,11 @@ type violation struct {
 	off    int
 	msg    string
 	tensor string
+	// A note of its own instead of the one at the spec's access entry: at
+	// notePos in the spec, else at noteOff in the template (-1: none).
+	noteOff int
+	notePos *diag.Pos
+	noteMsg string
 }
 
 type token struct {
@@ -67,7 +73,19 @@ func spliced(own []byte) (text []byte, idx []int) {
 // lex splits C++ text into tokens, skipping comments and the contents of
 // string and character literals.
 func lex(src []byte) []token {
-	var toks []token
+	toks, _ := lexQuiet(src)
+	return toks
+}
+
+// quiet is a span of C++ text [start, end) that is no code: a comment
+// (kind 'c') or a string or character literal ('s').
+type quiet struct {
+	start, end int
+	kind       byte
+}
+
+// lexQuiet is lex that also returns the comments and literals.
+func lexQuiet(src []byte) (toks []token, spans []quiet) {
 	s := string(src)
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -75,20 +93,25 @@ func lex(src []byte) []token {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
 			i++
 		case strings.HasPrefix(s[i:], "//"):
+			start := i
 			for i < len(s) && s[i] != '\n' {
 				i++
 			}
+			spans = append(spans, quiet{start, i, 'c'})
 		case strings.HasPrefix(s[i:], "/*"):
+			start := i
 			end := strings.Index(s[i+2:], "*/")
 			if end < 0 {
 				i = len(s)
 			} else {
 				i += end + 4
 			}
+			spans = append(spans, quiet{start, i, 'c'})
 		case c == '"' || c == '\'':
 			start := i
 			i = skipQuoted(s, i)
 			toks = append(toks, token{'s', s[start:i], start})
+			spans = append(spans, quiet{start, i, 's'})
 		case isIdentStart(c):
 			start := i
 			for i < len(s) && isIdentPart(s[i]) {
@@ -99,6 +122,7 @@ func lex(src []byte) []token {
 			if i < len(s) && s[i] == '"' && strings.HasSuffix(word, "R") && len(word) <= 3 {
 				i = skipRaw(s, i)
 				toks = append(toks, token{'s', s[start:i], start})
+				spans = append(spans, quiet{start, i, 's'})
 				continue
 			}
 			toks = append(toks, token{'i', word, start})
@@ -121,7 +145,7 @@ func lex(src []byte) []token {
 			i += n
 		}
 	}
-	return toks
+	return toks, spans
 }
 
 // puncts are the multi-character punctuators the checks tell apart, longest
@@ -192,7 +216,7 @@ func (k *checker) hint() string {
 }
 
 func (k *checker) refuse(t token, tensor, format string, args ...any) {
-	k.out = append(k.out, violation{off: t.off, msg: fmt.Sprintf(format, args...), tensor: tensor})
+	k.out = append(k.out, violation{off: t.off, msg: fmt.Sprintf(format, args...), tensor: tensor, noteOff: -1})
 }
 
 func (k *checker) tok(i int) token {

@@ -75,7 +75,7 @@ func (h *helpers) funcs() template.FuncMap {
 			}
 			return h.placeholder(helperCall{
 				expansion: fmt.Sprintf("((%s*)%s.%s)", h.ptrType(t, constant), ArgsName, TensorField(t)),
-				tensor:    tensor, access: acc, readOnly: constant,
+				tensor:    tensor, access: acc, readOnly: constant, call: fmt.Sprintf("%s %q", name, tensor),
 			}), nil
 		}
 	}
@@ -88,6 +88,9 @@ func (h *helpers) funcs() template.FuncMap {
 			if len(t.IndexDTypes) > 0 {
 				return "", fmt.Errorf("%s %q: the tensor may come as %s, so it has no one pointer type, and peers cannot be given one; give it one dtype (dtype: %s), or read it on its own rank with {{read_index %q}}", name, tensor, ir.DTypeList(t.IndexDTypes, " or "), t.IndexDTypes[0], tensor)
 			}
+			if err := h.peerArg(name, tensor, rank); err != nil {
+				return "", err
+			}
 			if strings.TrimSpace(rank) == "" {
 				return "", fmt.Errorf("%s %q: the peer (second argument) is an empty C expression; pass the peer's rank, e.g. {{%s %q \"p\"}}", name, tensor, name, tensor)
 			}
@@ -96,7 +99,7 @@ func (h *helpers) funcs() template.FuncMap {
 			}
 			return h.placeholder(helperCall{
 				expansion: fmt.Sprintf("irisgen::detail::peer_ptr(ctx, (%s*)%s.%s, (%s))", h.ptrType(t, constant), ArgsName, TensorField(t), rank),
-				tensor:    tensor, access: acc, readOnly: constant, arg: rank,
+				tensor:    tensor, access: acc, readOnly: constant, arg: rank, call: fmt.Sprintf("%s %q %q", name, tensor, h.readable(rank)),
 			}), nil
 		}
 	}
@@ -131,6 +134,9 @@ func (h *helpers) tensor(helper, name string) (*ir.Tensor, error) {
 
 // lookup resolves a helper's tensor argument.
 func (h *helpers) lookup(helper, name string) (*ir.Tensor, error) {
+	if err := h.nameArg(helper, "tensor", name); err != nil {
+		return nil, err
+	}
 	if t := h.c.Tensor(name); t != nil {
 		return t, nil
 	}
@@ -184,8 +190,61 @@ func (h *helpers) readIndex(name string) (string, error) {
 	}
 	return h.placeholder(helperCall{
 		expansion: fmt.Sprintf("irisgen::index_ptr{%s.%s, %s.%s}", ArgsName, TensorField(t), ArgsName, WidthField(t)),
-		tensor:    name, access: ir.LocalRead, readOnly: true,
+		tensor:    name, access: ir.LocalRead, readOnly: true, call: fmt.Sprintf("read_index %q", name),
 	}), nil
+}
+
+// nameArg refuses a name argument (of a tensor, size or parameter) that
+// is another helper's result: that is C code for the kernel, never a name
+// (the nested pipeline of {{read (param "k")}}).
+func (h *helpers) nameArg(helper, what, arg string) error {
+	if ns := placeholders(arg, len(h.calls)); len(ns) > 0 {
+		return fmt.Errorf("%s: the %s must be a name in quotes, e.g. {{%s \"x\"}}; {{%s}} gives C code for the kernel, not a name", helper, what, helper, h.calls[ns[0]].call)
+	}
+	return nil
+}
+
+// peerArg checks a peer helper's rank argument: a C expression, in which
+// another helper's result may stand only when it is an integer (a size, a
+// rank or int parameter, numel), e.g. {{peer_read "x" (param "root")}}.
+func (h *helpers) peerArg(helper, tensor, rank string) error {
+	for _, n := range placeholders(rank, len(h.calls)) {
+		if c := h.calls[n]; !c.integer {
+			what := "is no integer"
+			switch {
+			case c.tensor != "":
+				what = "gives a pointer"
+			case c.param != "":
+				what = "gives a float"
+			case c.returns:
+				what = "is a statement"
+			}
+			return fmt.Errorf("%s %q: the peer must be a rank, an integer C expression; {{%s}} %s (a size, numel or a rank or int parameter may stand in it, e.g. {{%s %q (param \"root\")}})", helper, tensor, c.call, what, helper, tensor)
+		}
+	}
+	return nil
+}
+
+// isParam reports whether arg is exactly the result of {{param name}}.
+func (h *helpers) isParam(arg, name string) bool {
+	arg = strings.TrimSpace(arg)
+	n, w, ok := placeholderAt(arg+" ", 0, len(h.calls))
+	return ok && w == len(arg) && h.calls[n].param == name && h.calls[n].tensor == ""
+}
+
+// readable is a helper's argument for messages: the helper calls in it as
+// the template wrote them.
+func (h *helpers) readable(arg string) string {
+	var b strings.Builder
+	for i := 0; i < len(arg); i++ {
+		if n, w, ok := placeholderAt(arg, i, len(h.calls)); ok {
+			b.WriteString("{{" + h.calls[n].call + "}}")
+			i += w - 1
+			continue
+		}
+		b.WriteByte(arg[i])
+	}
+	return b.String()
 }
 
 // ownerPtr is a peer helper's pointer to a tensor only one rank passes
@@ -193,19 +252,22 @@ func (h *helpers) readIndex(name string) (string, error) {
 // (exchangePrologue). The peer must be the parameter itself, so that the
 // generator knows whose tensor it is.
 func (h *helpers) ownerPtr(name string, t *ir.Tensor, rank string, acc ir.Access, constant bool) (string, error) {
-	if strings.TrimSpace(rank) != t.Ranks {
+	if strings.TrimSpace(rank) != t.Ranks && !h.isParam(rank, t.Ranks) {
 		return "", fmt.Errorf("%s %q: %s is passed on rank %s only (ranks: %s), so its only peer pointer is that rank's; write {{%s %q %q}}", name, t.Name, t.Name, t.Ranks, t.Ranks, name, t.Name, t.Ranks)
 	}
 	return h.placeholder(helperCall{
 		expansion: fmt.Sprintf("((%s*)(uintptr_t)(ctx.base[(int)%s.p_%s] + irisgen::load_relaxed((const uint64_t*)%s.%s + blockIdx.x)))",
 			h.ptrType(t, constant), ArgsName, t.Ranks, ArgsName, SlotField(t)),
-		tensor: t.Name, access: acc, readOnly: constant, arg: rank, param: t.Ranks,
+		tensor: t.Name, access: acc, readOnly: constant, arg: rank, param: t.Ranks, call: fmt.Sprintf("%s %q %q", name, t.Name, t.Ranks),
 	}), nil
 }
 
 // param is a launch parameter's value as a C expression: int for a rank,
 // int64_t for an int, float for an f32.
 func (h *helpers) param(name string) (string, error) {
+	if err := h.nameArg("param", "parameter", name); err != nil {
+		return "", err
+	}
 	if h.kc == nil {
 		return "", fmt.Errorf("param %q: only in the kernel body; pass parameters to the prelude's functions", name)
 	}
@@ -230,7 +292,7 @@ func (h *helpers) param(name string) (string, error) {
 	default:
 		e = "(" + e + ")"
 	}
-	return h.placeholder(helperCall{expansion: e, param: name}), nil
+	return h.placeholder(helperCall{expansion: e, param: name, call: fmt.Sprintf("param %q", name), integer: p.Type != ir.ParamF32}), nil
 }
 
 // hint is the parenthesised end of an "unknown" message: a close match, or
@@ -244,11 +306,14 @@ func hint(word string, candidates []string, list string) string {
 
 // size is a symbol's value as an int64 C expression.
 func (h *helpers) size(sym string) (string, error) {
+	if err := h.nameArg("size", "size", sym); err != nil {
+		return "", err
+	}
 	e, err := h.sizeExpr(sym)
 	if err != nil {
 		return "", err
 	}
-	return h.placeholder(helperCall{expansion: e}), nil
+	return h.placeholder(helperCall{expansion: e, call: fmt.Sprintf("size %q", sym), integer: true}), nil
 }
 
 // sizeExpr is the C expression of a size symbol.
@@ -293,7 +358,7 @@ func (h *helpers) numel(name string) (string, error) {
 	if len(parts) > 0 {
 		e = "(" + strings.Join(parts, " * ") + ")"
 	}
-	return h.placeholder(helperCall{expansion: e}), nil
+	return h.placeholder(helperCall{expansion: e, call: fmt.Sprintf("numel %q", name), integer: true}), nil
 }
 
 // barrier meets the peers at a call's boundary: the same block of every
@@ -314,14 +379,14 @@ func (h *helpers) gridSync(cross bool) (string, error) {
 	if h.kc == nil {
 		return "", fmt.Errorf("%s: only in the kernel body (it returns from it on a timeout)", name)
 	}
-	return h.placeholder(helperCall{expansion: fmt.Sprintf("if (!irisgen::grid_sync(ctx, %v)) return;", cross), meets: cross}), nil
+	return h.placeholder(helperCall{expansion: fmt.Sprintf("if (!irisgen::grid_sync(ctx, %v)) return;", cross), meets: cross, returns: true, call: name}), nil
 }
 
 func (h *helpers) meet(name string) (string, error) {
 	if h.kc == nil {
 		return "", fmt.Errorf("%s: only in the kernel body (it returns from it on a timeout)", name)
 	}
-	return h.placeholder(helperCall{expansion: fmt.Sprintf("if (!irisgen::%s(ctx)) return;", name), meets: true}), nil
+	return h.placeholder(helperCall{expansion: fmt.Sprintf("if (!irisgen::%s(ctx)) return;", name), meets: true, returns: true, call: name}), nil
 }
 
 // crossCheck compares what a kernel body did with what the spec declares.

@@ -225,9 +225,18 @@ type kernelCtx struct {
 // differ from the spec's; ok is false when the template did not render.
 func (e *emitter) render(v *ir.Variant, src *source, kc *kernelCtx, report func(diag.List)) (text string, ok bool) {
 	h := &helpers{c: e.c, kc: kc}
-	t, err := template.New(src.file).Option("missingkey=error").Funcs(boundedBuiltins()).Funcs(h.funcs()).Parse(src.text)
+	funcs := h.funcs()
+	t, err := template.New(src.file).Option("missingkey=error").Funcs(h.builtins()).Funcs(funcs).Parse(src.text)
 	if err != nil {
 		report(diag.List{e.templateError(v, src, "", err)})
+		return "", false
+	}
+	if bad := checkPipelines(t, funcs); len(bad) > 0 {
+		var errs diag.List
+		for _, b := range bad {
+			errs = append(errs, &diag.Error{Pos: src.pos(b.off), Msg: b.msg, Notes: []diag.Note{{Pos: v.TemplatePos, Msg: fmt.Sprintf("variant %q uses the template here", v.Name)}}})
+		}
+		report(errs)
 		return "", false
 	}
 	data := e.data(v, kc)
@@ -246,13 +255,22 @@ func (e *emitter) render(v *ir.Variant, src *source, kc *kernelCtx, report func(
 		return "", false
 	}
 	r := resolve(out.b.String(), h.calls)
+	if r.tooBig {
+		report(diag.List{e.templateError(v, src, " ("+kc.String()+")", fmt.Errorf("the template renders more than %d MiB; a kernel body is far smaller (a range over a huge count?)", maxRender>>20))})
+		return "", false
+	}
 	var errs diag.List
 	for _, at := range r.bad {
 		errs = append(errs, &diag.Error{Pos: src.pos(at), Msg: "the template prints a control character; a kernel's source holds none"})
 	}
-	for _, b := range bypasses(e.c, r, h.calls) {
+	for _, b := range append(bypasses(e.c, r, h.calls), scope(e.c, r, h.calls)...) {
 		note := diag.Note{Pos: v.AccessPos, Msg: fmt.Sprintf("variant %q declares its accesses here; the wrappers' checks come from them, so the kernel must reach tensors only through the helpers", v.Name)}
-		if u := v.Use(b.tensor); u != nil {
+		switch u := v.Use(b.tensor); {
+		case b.notePos != nil:
+			note = diag.Note{Pos: *b.notePos, Msg: b.noteMsg}
+		case b.noteOff >= 0:
+			note = diag.Note{Pos: src.pos(b.noteOff), Msg: b.noteMsg}
+		case u != nil:
 			note = diag.Note{Pos: u.Pos, Msg: fmt.Sprintf("the wrappers check %q as declared here (%s)", b.tensor, u.Access)}
 		}
 		errs = append(errs, &diag.Error{Pos: src.pos(b.off), Msg: b.msg, Notes: []diag.Note{note}})

@@ -84,7 +84,7 @@ func TestEmitParams(t *testing.T) {
 	c, err := ir.Compile("rt.yaml", []byte(strings.Replace(rootedSpec, "input: remote_read", "input: local_read", 1)),
 		fstest.MapFS{"t.hip.tmpl": {Data: []byte("x")}})
 	require.NoError(t, err)
-	fs := fstest.MapFS{"t.hip.tmpl": {Data: []byte(`  {{param "root"}} {{param "k"}} {{param "eps"}} {{read "input"}} {{write "output"}} {{barrier}}`)}}
+	fs := fstest.MapFS{"t.hip.tmpl": {Data: []byte(`  {{param "k"}} {{param "eps"}} if (ctx.rank == {{param "root"}}) { {{read "input"}}; } {{write "output"}} {{barrier}}`)}}
 	out, err := Emit(&emit.Request{Collectives: []*ir.Collective{c}, Templates: fs})
 	require.NoError(t, err)
 	require.NotContains(t, string(out["hip/rt.hip"]), "tell every rank where it is")

@@ -48,6 +48,15 @@ type helperCall struct {
 	meets bool
 	// param is the launch parameter the expansion reads, "" for none.
 	param string
+	// call is the helper call as the template wrote it ("param \"root\""),
+	// for messages.
+	call string
+	// integer: the expansion is an integer C expression (a size, a rank or
+	// int parameter, numel), which may be a peer's rank.
+	integer bool
+	// returns: the expansion returns from the enclosing function on a
+	// timeout (barrier, sync, grid_sync, grid_sync_local).
+	returns bool
 }
 
 // placeholder is what a helper returns to the template engine.
@@ -109,15 +118,59 @@ type rendered struct {
 	at   []int  // offset in the template of each byte of own
 	uses []use  // helper calls that reach the kernel text, in order
 	bad  []int  // offsets of control characters the template printed
+	// tooBig: the kernel text grew past maxRender (helper expansions are
+	// longer than their placeholders, which the output limit counts).
+	tooBig bool
 }
 
 // use is one helper call whose expansion is in the kernel text.
 type use struct {
 	call int
 	at   int // offset of its action in the template
+	own  int // index in own where its "$h<call>(" starts
+	// nested: the call stands in another helper's argument.
+	nested bool
+}
+
+// placeholderAt returns the helper call whose placeholder starts s[i:] and
+// the placeholder's length; ok is false when none does or the call is not
+// below limit (a nested placeholder names an earlier call than its
+// outer one, so that expanding them always ends).
+func placeholderAt(s string, i, limit int) (call, width int, ok bool) {
+	if s[i] != markHelper {
+		return 0, 0, false
+	}
+	end := strings.IndexByte(s[i:], markHelpEnd)
+	if end <= 1 || end > 12 {
+		return 0, 0, false
+	}
+	n, err := strconv.Atoi(s[i+1 : i+end])
+	if err != nil || n < 0 || n >= limit {
+		return 0, 0, false
+	}
+	return n, end + 1, true
+}
+
+// placeholders lists the helper calls whose placeholders s holds.
+func placeholders(s string, limit int) []int {
+	var out []int
+	for i := 0; i < len(s); i++ {
+		if n, w, ok := placeholderAt(s, i, limit); ok {
+			out = append(out, n)
+			i += w - 1
+		}
+	}
+	return out
+}
+
+func isControl(c byte) bool {
+	return c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v'
 }
 
 // resolve turns the raw output of an instrumented render into a rendered.
+// A helper's argument may hold other helpers' placeholders (a nested
+// pipeline, {{peer_read "x" (param "root")}}): they are expanded inside
+// its expansion, and used where it is.
 func resolve(raw string, calls []helperCall) rendered {
 	var r rendered
 	var text strings.Builder
@@ -126,7 +179,49 @@ func resolve(raw string, calls []helperCall) rendered {
 		r.own = append(r.own, b)
 		r.at = append(r.at, at)
 	}
-	for i := 0; i < len(raw); i++ {
+	// expand writes s, a helper's expansion, into the text, with the calls
+	// nested in it (below limit) expanded and used at pos.
+	var expand func(s string, limit int)
+	expand = func(s string, limit int) {
+		for i := 0; i < len(s); i++ {
+			if n, w, ok := placeholderAt(s, i, limit); ok {
+				r.uses = append(r.uses, use{call: n, at: pos, own: -1, nested: true})
+				expand(calls[n].expansion, n)
+				i += w - 1
+				continue
+			}
+			if isControl(s[i]) {
+				r.bad = append(r.bad, pos)
+			}
+			text.WriteByte(s[i])
+		}
+	}
+	// ownCall writes call n as the template's own text, "$h<n>(<arg>)",
+	// with the calls nested in arg written the same way, and notes where
+	// each starts in the first use from from on that has no place yet.
+	var ownCall func(n, from int)
+	ownCall = func(n, from int) {
+		for i := from; i < len(r.uses); i++ {
+			if r.uses[i].call == n && r.uses[i].own < 0 {
+				r.uses[i].own = len(r.own)
+				break
+			}
+		}
+		for _, b := range []byte(fmt.Sprintf("$h%d(", n)) {
+			own(b, pos)
+		}
+		arg := calls[n].arg
+		for i := 0; i < len(arg); i++ {
+			if m, w, ok := placeholderAt(arg, i, n); ok {
+				ownCall(m, from)
+				i += w - 1
+				continue
+			}
+			own(arg[i], pos)
+		}
+		own(')', pos)
+	}
+	for i := 0; i < len(raw) && !r.tooBig; i++ {
 		c := raw[i]
 		switch c {
 		case markText:
@@ -138,20 +233,17 @@ func resolve(raw string, calls []helperCall) rendered {
 				}
 			}
 		case markHelper:
-			if end := strings.IndexByte(raw[i:], markHelpEnd); end > 1 {
-				if n, err := strconv.Atoi(raw[i+1 : i+end]); err == nil && n >= 0 && n < len(calls) {
-					call := calls[n]
-					text.WriteString(call.expansion)
-					r.uses = append(r.uses, use{call: n, at: pos})
-					for _, b := range []byte(fmt.Sprintf("$h%d(%s)", n, call.arg)) {
-						own(b, pos)
-					}
-					i += end
-					continue
-				}
+			if n, w, ok := placeholderAt(raw, i, len(calls)); ok {
+				first := len(r.uses)
+				r.uses = append(r.uses, use{call: n, at: pos, own: -1})
+				expand(calls[n].expansion, n)
+				ownCall(n, first)
+				i += w - 1
+				r.tooBig = text.Len() > maxRender
+				continue
 			}
 		}
-		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v' {
+		if isControl(c) {
 			r.bad = append(r.bad, pos)
 		}
 		text.WriteByte(c)
@@ -174,28 +266,4 @@ func lineCol(src string, off int) (line, col int) {
 	line = 1 + strings.Count(before, "\n")
 	col = 1 + len([]rune(before[strings.LastIndexByte(before, '\n')+1:]))
 	return line, col
-}
-
-// maxValue bounds a string the template functions make: text/template's
-// own printf, print, println and escapers could otherwise double a string
-// in a loop until memory runs out.
-const maxValue = 1 << 20
-
-// boundedBuiltins replace those functions with ones that refuse results
-// over maxValue.
-func boundedBuiltins() template.FuncMap {
-	check := func(name, s string) (string, error) {
-		if len(s) > maxValue {
-			return "", fmt.Errorf("%s makes a string of %d bytes; template values are at most 1 MiB", name, len(s))
-		}
-		return s, nil
-	}
-	return template.FuncMap{
-		"printf":   func(f string, a ...any) (string, error) { return check("printf", fmt.Sprintf(f, a...)) },
-		"print":    func(a ...any) (string, error) { return check("print", fmt.Sprint(a...)) },
-		"println":  func(a ...any) (string, error) { return check("println", fmt.Sprintln(a...)) },
-		"html":     func(a ...any) (string, error) { return check("html", template.HTMLEscaper(a...)) },
-		"js":       func(a ...any) (string, error) { return check("js", template.JSEscaper(a...)) },
-		"urlquery": func(a ...any) (string, error) { return check("urlquery", template.URLQueryEscaper(a...)) },
-	}
 }
