@@ -18,12 +18,14 @@ import (
 type sourceFlags struct {
 	fs                                 *flag.FlagSet
 	config, specs, templates, out, pkg string
+	// output: the command generates, compares or builds the output.
+	output bool
 }
 
 // addSourceFlags adds -config, with specs -specs and -templates, and with
 // out -out and -package.
 func addSourceFlags(fs *flag.FlagSet, specs, out bool) *sourceFlags {
-	s := &sourceFlags{fs: fs}
+	s := &sourceFlags{fs: fs, output: out}
 	fs.StringVar(&s.config, "config", "", "config file (default: "+config.FileName+" in the working directory or above it, up to the module root)")
 	if specs {
 		fs.StringVar(&s.specs, "specs", "", "directory of collective specs (*.yaml); overrides the config's specs (\"\": the catalogue built into irisgen)")
@@ -46,7 +48,7 @@ func (s *sourceFlags) resolve(env *cli.Env) (*config.Config, error) {
 		return nil
 	}
 	o := config.Overrides{Specs: given("specs", &s.specs), Templates: given("templates", &s.templates),
-		Out: given("out", &s.out), Package: given("package", &s.pkg)}
+		Out: given("out", &s.out), Package: given("package", &s.pkg), Output: s.output}
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, err
@@ -215,7 +217,11 @@ func runCheck(env *cli.Env, args []string) error {
 	if len(stale) > 0 {
 		fmt.Fprintf(env.Stderr, "%s is stale: %d file%s out of date:\n", shown(p.Out), len(stale), cli.Plural(len(stale)))
 		for _, ch := range stale {
-			fmt.Fprintf(env.Stderr, "  %s (%s)\n", name(ch.Path), ch.Kind)
+			what := ch.Kind.String()
+			if ch.Input {
+				what = "an input of this run: " + ch.Why
+			}
+			fmt.Fprintf(env.Stderr, "  %s (%s)\n", name(ch.Path), what)
 		}
 		fmt.Fprintln(env.Stderr, "fix: run `go generate ./...` or `irisgen generate` (with the same flags) and commit the result")
 		return cli.Silent

@@ -60,7 +60,10 @@ func TestUsageAndHelp(t *testing.T) {
 // TestGenerateCheckCycle generates into a temporary directory, checks it,
 // breaks it in the ways a checkout goes stale, and checks again.
 func TestGenerateCheckCycle(t *testing.T) {
-	out := t.TempDir()
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/cycle\n"), 0o644))
+	t.Chdir(root)
+	out := filepath.Join(root, "out")
 	code, stdout, stderr := run(t, "generate", "-out", out)
 	require.Equal(t, 0, code, stdout+stderr)
 	for _, f := range []string{"hip/all_gather.hip", "hip/barrier.hip", "collectives/all_gather.go", "collectives/barrier.go", "collectives/doc.go"} {
@@ -421,7 +424,9 @@ func TestKernelsWithoutCompiler(t *testing.T) {
 	saved := findCompiler
 	findCompiler = func(string) (string, error) { return "", exec.ErrNotFound }
 	t.Cleanup(func() { findCompiler = saved })
-	out := t.TempDir()
+	root := module(t, "version: 1\nspecs: specs\n")
+	t.Chdir(root)
+	out := filepath.Join(root, "gen")
 	for _, tc := range []struct {
 		platform, not string
 		want          []string
@@ -469,4 +474,47 @@ func TestGPUCommands(t *testing.T) {
 	require.Equal(t, 3, code)
 	require.Equal(t, "gpu probe -n 2 -replays 5\n", stdout)
 	require.Equal(t, "oops\n", stderr, "its errors, nothing added")
+}
+
+// TestInputsInOutputRefused is the issue's case: templates in gen/hip,
+// out gen, and a template copied from a generated file (it carries the
+// header). generate refuses the config at the templates key, with the
+// flags at the flag, and the template is never removed.
+func TestInputsInOutputRefused(t *testing.T) {
+	hip := must(os.ReadFile("../../generated/hip/barrier.hip"))
+	root := module(t, "version: 1\nspecs: specs\ntemplates: gen/hip\nout: gen\n")
+	t.Chdir(root)
+	tmpl := filepath.Join(root, "gen", "hip", "barrier_device.hip.tmpl")
+	require.NoError(t, os.MkdirAll(filepath.Dir(tmpl), 0o755))
+	require.NoError(t, os.WriteFile(tmpl, hip, 0o644))
+	code, stdout, stderr := run(t, "generate")
+	require.Equal(t, 1, code, stdout+stderr)
+	require.Equal(t, "irisgen.yaml:3:12: error: the templates directory gen/hip lies inside gen/hip, where generate writes and removes files: it could overwrite or remove its own inputs; keep the templates out of gen/hip and gen/collectives (move them, e.g. to templates), or generate elsewhere (out, package)\n1 error\n", stderr)
+	require.Equal(t, hip, must(os.ReadFile(tmpl)))
+
+	require.NoError(t, os.WriteFile("irisgen.yaml", []byte("version: 1\nspecs: specs\n"), 0o644))
+	code, _, stderr = run(t, "generate", "-templates", "gen/hip", "-out", "gen")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, `-templates "gen/hip": the templates directory gen/hip lies inside gen/hip`)
+	require.Equal(t, hip, must(os.ReadFile(tmpl)))
+	code, _, stderr = run(t, "check", "-templates", "gen/hip", "-out", "gen")
+	require.Equal(t, 2, code, stderr)
+}
+
+// TestOutputOutsideModuleRefused: out outside the module (the package's
+// import path fell back to its name) is refused at the key and at the
+// flag; -out into the module is fine.
+func TestOutputOutsideModuleRefused(t *testing.T) {
+	root := module(t, "version: 1\nspecs: specs\nout: ../elsewhere\n")
+	t.Chdir(root)
+	code, _, stderr := run(t, "generate")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "irisgen.yaml:3:6: error: the generated package ../elsewhere/collectives lies outside the module example.com/stencil")
+	require.NoDirExists(t, filepath.Join(filepath.Dir(root), "elsewhere"))
+	code, _, stderr = run(t, "generate", "-out", "gen")
+	require.Equal(t, 0, code, stderr)
+	require.NoError(t, os.WriteFile("irisgen.yaml", []byte("version: 1\nspecs: specs\n"), 0o644))
+	code, _, stderr = run(t, "kernels", "-out", t.TempDir())
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "lies outside the module example.com/stencil")
 }

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/internal/spec"
 )
 
@@ -61,7 +62,22 @@ type Config struct {
 	ImportPath string
 	// Kernels is how the kernels are built.
 	Kernels Kernels
+
+	// name is File as messages name it; pos and raw are where the file
+	// sets each key (KeySpecs, ...) and the value it writes there.
+	name string
+	pos  map[string]diag.Pos
+	raw  map[string]string
 }
+
+// The keys of the file that problems of the layout name.
+const (
+	KeySpecs      = "specs"
+	KeyTemplates  = "templates"
+	KeyOut        = "out"
+	KeyPackage    = "package"
+	KeyImportPath = "import_path"
+)
 
 // Kernels is the kernels section.
 type Kernels struct {
@@ -138,14 +154,24 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse reads the config file at abs (its contents src, named name in
-// messages) and validates it. Mistakes in the file come back as a
-// diag.List.
+// messages) and validates it, the directories it points at included
+// (Layout). Mistakes in the file come back as a diag.List.
 func Parse(abs, name string, src []byte) (*Config, error) {
+	c, err := parseFile(abs, name, src)
+	if err != nil {
+		return nil, err
+	}
+	return c, c.check(nil)
+}
+
+// parseFile is Parse without the checks of the layout, which Resolve
+// makes after the flags.
+func parseFile(abs, name string, src []byte) (*Config, error) {
 	c, errs := parse(name, src, filepath.Dir(abs))
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	c.File = abs
+	c.File, c.name = abs, name
 	return c, c.derive()
 }
 
@@ -192,6 +218,11 @@ func kind(m os.FileMode) string {
 // Paths are relative to the working directory, as the user typed them.
 type Overrides struct {
 	Specs, Templates, Out, Package *string
+	// Output: the command generates, compares or builds the output
+	// (generate, check, kernels). Without a config file, where the output
+	// lies is checked only then, so that validate and explain of the
+	// built-in catalogue work in any directory.
+	Output bool
 }
 
 // FlagError is a bad command-line value (exit code 2).
@@ -227,9 +258,13 @@ func Resolve(file, wd string, o Overrides) (*Config, error) {
 		}
 		src, err := ReadFile(abs)
 		if err != nil {
-			return nil, err
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+			// Too large, not a regular file, unreadable: at the file.
+			return nil, diag.List{{Pos: diag.Pos{File: filepath.ToSlash(name), Line: 1, Col: 1}, Msg: unwrapPath(err, abs)}}
 		}
-		if c, err = Parse(abs, filepath.ToSlash(name), src); err != nil {
+		if c, err = parseFile(abs, filepath.ToSlash(name), src); err != nil {
 			return nil, err
 		}
 	} else {
@@ -278,7 +313,21 @@ func Resolve(file, wd string, o Overrides) (*Config, error) {
 			c.Kernels.Command = ""
 		}
 	}
-	return c, c.derive()
+	if err := c.derive(); err != nil {
+		return nil, err
+	}
+	flags := map[string]string{}
+	for key, v := range map[string]*string{KeySpecs: o.Specs, KeyTemplates: o.Templates, KeyOut: o.Out, KeyPackage: o.Package} {
+		if v != nil {
+			flags[key] = *v
+		}
+	}
+	return c, c.checkLayout(flags, o.Output)
+}
+
+// unwrapPath is err's message without the path ReadFile put in front.
+func unwrapPath(err error, path string) string {
+	return strings.TrimPrefix(err.Error(), path+": ")
 }
 
 func isDir(p string) error {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // module is what the config needs from a go.mod: where it is, the module
@@ -28,7 +29,7 @@ func findModule(dir string) (*module, error) {
 			m.root = dir
 			return m, nil
 		}
-		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, os.ErrPermission) {
+		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, os.ErrPermission) && !errors.Is(err, syscall.ENOTDIR) {
 			return nil, err
 		}
 		parent := filepath.Dir(dir)

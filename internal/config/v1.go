@@ -107,7 +107,12 @@ var archName = regexp.MustCompile(`^[A-Za-z0-9_.:+-]+$`)
 
 // config validates f and converts it; problems are reported to r.
 func (f *fileV1) config(r *spec.Reader, dir string) *Config {
-	c := &Config{Dir: dir, Out: filepath.Join(dir, DefaultOut), Package: DefaultPackage, Kernels: Kernels{Platform: "auto"}}
+	c := &Config{Dir: dir, Out: filepath.Join(dir, DefaultOut), Package: DefaultPackage, Kernels: Kernels{Platform: "auto"}, pos: map[string]diag.Pos{}, raw: map[string]string{}}
+	for key, s := range map[string]spec.Str{KeySpecs: f.Specs, KeyTemplates: f.Templates, KeyOut: f.Out, KeyPackage: f.Package, KeyImportPath: f.ImportPath} {
+		if s.OK() {
+			c.pos[key], c.raw[key] = s.Pos, s.Value
+		}
+	}
 	path := func(s spec.Str, key, builtIn string) string {
 		if !s.OK() {
 			return ""
@@ -146,11 +151,10 @@ func (f *fileV1) config(r *spec.Reader, dir string) *Config {
 		}
 	}
 	if f.ImportPath.OK() {
-		v := f.ImportPath.Value
-		if v == "" || strings.ContainsAny(v, " \t\\\"'`") || strings.HasPrefix(v, "/") || strings.HasSuffix(v, "/") || strings.Contains(v, "//") {
-			r.Errorf(f.ImportPath.Pos, "import_path %q is not a Go import path; write e.g. example.com/repo/internal/coll, or omit it to derive it from go.mod", v)
+		if err := CheckImportPath(f.ImportPath.Value); err != nil {
+			r.Errorf(f.ImportPath.Pos, "import_path %q is not a Go import path: %v; write e.g. example.com/repo/internal/coll, or omit it to derive it from go.mod", f.ImportPath.Value, err)
 		} else {
-			c.ImportPath = v
+			c.ImportPath = f.ImportPath.Value
 		}
 	}
 	if f.Platform.OK() {

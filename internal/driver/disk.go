@@ -55,6 +55,8 @@ type Change struct {
 	Old, New []byte
 	// Why a Foreign file is one: "it has no irisgen header", "it is a directory".
 	Why string
+	// Input: the Foreign file is one this run read (a template or spec).
+	Input bool
 }
 
 // ownedDirs are the output directories under Out whose generated files
@@ -101,9 +103,12 @@ func (p *Project) Compare(files emit.Files) ([]Change, error) {
 		c := Change{Path: k, New: files[k]}
 		if old, ok := have[k]; ok {
 			c.Old = old
-			if bytes.Equal(old, files[k]) {
+			switch {
+			case bytes.Equal(old, files[k]):
 				c.Kind = Unchanged
-			} else {
+			case p.input(k) != "":
+				c.Kind, c.Why, c.Input = Foreign, p.input(k), true
+			default:
 				c.Kind = Update
 			}
 		} else if why, err := p.foreign(k); err != nil {
@@ -116,12 +121,36 @@ func (p *Project) Compare(files emit.Files) ([]Change, error) {
 		out = append(out, c)
 	}
 	for _, k := range slices.Sorted(maps.Keys(have)) {
-		if _, ok := files[k]; !ok {
-			out = append(out, Change{Path: k, Kind: Remove, Old: have[k]})
+		if _, ok := files[k]; ok {
+			continue
 		}
+		c := Change{Path: k, Kind: Remove, Old: have[k]}
+		if why := p.input(k); why != "" {
+			c.Kind, c.Why, c.Input = Foreign, why, true
+		}
+		out = append(out, c)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
+}
+
+// input says why the output path k is an input of this run that it may
+// not replace or remove, "" when it is none: the config refuses inputs
+// inside the output directories, and this keeps every file the run read
+// (through a link, say) out of reach anyway.
+func (p *Project) input(k string) string {
+	full := filepath.Join(p.Out, filepath.FromSlash(k))
+	for _, in := range []struct {
+		fsys fs.FS
+		what string
+	}{{p.Specs, "a spec"}, {p.Templates, "a template"}} {
+		if r := inputsOf(in.fsys); r != nil {
+			if path := r.Read(full); path != "" {
+				return fmt.Sprintf("this run read it as %s (%s): keep inputs out of the output directories", in.what, path)
+			}
+		}
+	}
+	return ""
 }
 
 // readGenerated returns the contents of the file at p when it carries

@@ -297,3 +297,45 @@ func TestProject(t *testing.T) {
 	require.ErrorAs(t, err, &l)
 	require.Equal(t, "bad/x.yaml", l[0].Pos.File)
 }
+
+// TestNeverRemovesAnInput: a template that carries irisgen's header (one
+// copied from a generated file) in an output directory the run reads it
+// from, directly or through a link, is neither removed as stale nor
+// overwritten: Compare marks it an input, Write refuses and leaves the
+// output as it was. The config refuses such layouts; this holds anyway.
+func TestNeverRemovesAnInput(t *testing.T) {
+	const spec = "name: x\nsummary: s\ndtypes: [f32]\nsizes: [n]\ntensors:\n  a: {dir: inout, shape: [n]}\n" +
+		"variants:\n  v: {template: t, access: {a: [local_read, local_write]}, barriers: [none]}\n"
+	const tmpl = gen + "  T* p = {{update \"a\"}}; p[0] = p[0];\n"
+	for _, viaLink := range []bool{false, true} {
+		root := t.TempDir()
+		out := filepath.Join(root, "gen")
+		disk(t, root, map[string]string{"gen/hip/t.hip.tmpl": tmpl})
+		dir := filepath.Join(out, "hip")
+		if viaLink {
+			dir = filepath.Join(root, "tmpl")
+			require.NoError(t, os.Symlink(filepath.Join(out, "hip"), dir))
+		}
+		p := &Project{Specs: fstest.MapFS{"x.yaml": {Data: []byte(spec)}}, SpecRoot: "specs", Templates: InputFS(dir), TemplateRoot: "templates", Out: out, Package: "coll"}
+		files, _, err := p.Generate()
+		require.NoError(t, err)
+		before := snapshot(t, root)
+		chs, err := p.Compare(files)
+		require.NoError(t, err)
+		var input *Change
+		for i := range chs {
+			if chs[i].Path == "hip/t.hip.tmpl" {
+				input = &chs[i]
+			}
+		}
+		require.NotNil(t, input, "the template is not in the comparison")
+		require.Equal(t, Foreign, input.Kind)
+		require.True(t, input.Input)
+		require.Contains(t, input.Why, "this run read it as a template")
+		err = p.Write(chs)
+		var fe *ForeignError
+		require.ErrorAs(t, err, &fe)
+		require.Contains(t, err.Error(), "refusing to overwrite or remove what irisgen did not generate or this run read as an input")
+		require.Equal(t, before, snapshot(t, root), "the write changed the output")
+	}
+}

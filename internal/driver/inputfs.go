@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/irisgen/irisgen/internal/config"
 )
@@ -17,12 +18,55 @@ import (
 // says why. Stat and ReadDir see everything, so a refused file is reported
 // as unreadable rather than as missing.
 func InputFS(dir string) fs.FS {
-	return inputFS{dir: dir, fsys: os.DirFS(dir)}
+	return inputFS{dir: dir, fsys: os.DirFS(dir), read: &Inputs{}}
 }
 
 type inputFS struct {
 	dir  string
 	fsys fs.FS
+	read *Inputs
+}
+
+// Inputs are the files a run read, so that it never replaces or removes
+// one of them (an input inside the output, through a link or a layout the
+// config did not refuse).
+type Inputs struct {
+	mu    sync.Mutex
+	files []fs.FileInfo
+	paths []string
+}
+
+// add records the file at path, st its os.Stat.
+func (in *Inputs) add(path string, st fs.FileInfo) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.files = append(in.files, st)
+	in.paths = append(in.paths, path)
+}
+
+// Read returns the path under which the run read the file at path (the
+// same file, whatever the link or name), "" when it did not.
+func (in *Inputs) Read(path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for i, f := range in.files {
+		if os.SameFile(f, st) {
+			return in.paths[i]
+		}
+	}
+	return ""
+}
+
+// inputsOf returns the record of an InputFS, nil for another fs.FS.
+func inputsOf(fsys fs.FS) *Inputs {
+	if f, ok := fsys.(inputFS); ok {
+		return f.read
+	}
+	return nil
 }
 
 func (f inputFS) Stat(name string) (fs.FileInfo, error) { return fs.Stat(f.fsys, name) }
@@ -34,7 +78,8 @@ func (f inputFS) Open(name string) (fs.File, error) {
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 	}
-	st, err := os.Stat(filepath.Join(f.dir, filepath.FromSlash(name)))
+	full := filepath.Join(f.dir, filepath.FromSlash(name))
+	st, err := os.Stat(full)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: unwrapPath(err)}
 	}
@@ -42,6 +87,7 @@ func (f inputFS) Open(name string) (fs.File, error) {
 		if err := config.CheckFile(st); err != nil {
 			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
 		}
+		f.read.add(full, st)
 	}
 	return f.fsys.Open(name)
 }

@@ -26,8 +26,14 @@ func (e *ForeignError) Message(name func(string) string) string {
 	for i, c := range e.Changes {
 		lines[i] = fmt.Sprintf("%s (%s)", name(c.Path), c.Why)
 	}
-	return fmt.Sprintf("refusing to overwrite what irisgen did not generate:\n  %s\nmove it away or rename it, or generate into another directory (-out, -package)",
-		strings.Join(lines, "\n  "))
+	what := "overwrite what irisgen did not generate"
+	for _, c := range e.Changes {
+		if c.Input {
+			what = "overwrite or remove what irisgen did not generate or this run read as an input"
+		}
+	}
+	return fmt.Sprintf("refusing to %s:\n  %s\nmove it away or rename it, or generate into another directory (-out, -package)",
+		what, strings.Join(lines, "\n  "))
 }
 
 // rename is os.Rename; tests make it fail.

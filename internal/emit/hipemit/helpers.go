@@ -199,7 +199,11 @@ func (h *helpers) readIndex(name string) (string, error) {
 // (the nested pipeline of {{read (param "k")}}).
 func (h *helpers) nameArg(helper, what, arg string) error {
 	if ns := placeholders(arg, len(h.calls)); len(ns) > 0 {
-		return fmt.Errorf("%s: the %s must be a name in quotes, e.g. {{%s \"x\"}}; {{%s}} gives C code for the kernel, not a name", helper, what, helper, h.calls[ns[0]].call)
+		example := helper + ` "x"`
+		if strings.HasPrefix(helper, "peer_") {
+			example += ` "p"`
+		}
+		return fmt.Errorf("%s: the %s must be a name in quotes, e.g. {{%s}}; {{%s}} gives C code for the kernel, not a name", helper, what, example, h.calls[ns[0]].call)
 	}
 	return nil
 }

@@ -91,7 +91,11 @@ func TestNestedInNameArguments(t *testing.T) {
 			call += "}}"
 			_, errs := emitNest(t, nestSpec, "  "+call+nestRest)
 			require.NotEmpty(t, errs, call)
-			want := helper + ": the " + what + " must be a name in quotes, e.g. {{" + helper + ` "x"}}; {{` + strings.Trim(in, "()") + "}} gives C code for the kernel, not a name"
+			example := helper + ` "x"`
+			if strings.HasPrefix(helper, "peer_") {
+				example += ` "p"`
+			}
+			want := helper + ": the " + what + " must be a name in quotes, e.g. {{" + example + "}}; {{" + strings.Trim(in, "()") + "}} gives C code for the kernel, not a name"
 			require.Contains(t, errs[0], want, call)
 		}
 	}
