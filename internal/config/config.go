@@ -288,6 +288,9 @@ func Resolve(file, wd string, o Overrides) (*Config, error) {
 			*d.dst = "" // explicitly the built-in catalogue
 			continue
 		}
+		if strings.ContainsRune(*d.val, 0) {
+			return nil, &FlagError{Flag: d.flag, Value: *d.val, Msg: "a path cannot hold a NUL byte"}
+		}
 		p := at(*d.val)
 		if err := isDir(p); err != nil {
 			return nil, &FlagError{Flag: d.flag, Value: *d.val, Msg: err.Error()}
@@ -298,6 +301,9 @@ func Resolve(file, wd string, o Overrides) (*Config, error) {
 	if o.Out != nil {
 		if *o.Out == "" {
 			return nil, &FlagError{Flag: "out", Value: "", Msg: "want the output directory (e.g. generated)"}
+		}
+		if strings.ContainsRune(*o.Out, 0) {
+			return nil, &FlagError{Flag: "out", Value: *o.Out, Msg: "a path cannot hold a NUL byte"}
 		}
 		c.Out, rederive = at(*o.Out), true
 	}
@@ -375,7 +381,7 @@ func (c *Config) derive() error {
 		return err
 	}
 	if c.ImportPath == "" && mod != nil {
-		if rel, err := filepath.Rel(mod.root, c.PackageDir()); err == nil && !strings.HasPrefix(rel, "..") {
+		if rel, err := filepath.Rel(mod.root, c.PackageDir()); err == nil && within(c.PackageDir(), mod.root) {
 			c.ImportPath = strings.TrimSuffix(mod.path+"/"+filepath.ToSlash(rel), "/.")
 		}
 	}

@@ -120,6 +120,11 @@ func (c *Config) layout(output bool) []problem {
 		ps = append(ps, problem{keys: []string{KeyOut, KeyPackage}, msg: func(key string) string {
 			return fmt.Sprintf("the generated package %s lies %s, where no package of the module can import it and irisgen would write outside the repository; put it inside the module (e.g. out: %s), or generate it from a config in its own module", c.Rel(c.PackageDir()), where, DefaultOut)
 		}})
+	case c.ImportPath != "" && CheckImportPath(c.ImportPath) != nil:
+		err := CheckImportPath(c.ImportPath)
+		ps = append(ps, problem{keys: []string{KeyOut, KeyPackage}, msg: func(key string) string {
+			return fmt.Sprintf("the generated package %s would have the import path %q, which is not one: %v; name its directories with letters, digits and - . _ ~ +", c.Rel(c.PackageDir()), c.ImportPath, err)
+		}})
 	case out == nil && c.ImportPath == "":
 		ps = append(ps, problem{keys: []string{KeyOut, KeyPackage, KeyImportPath}, msg: func(key string) string {
 			fix := "run go mod init at the repository's root, or set import_path in " + FileName

@@ -273,3 +273,27 @@ func TestConfigFileErrorsArePositioned(t *testing.T) {
 	require.ErrorAs(t, err, &fe)
 	require.Equal(t, "specs", fe.Flag)
 }
+
+// TestOddOutputNames: the fuzzer's findings. A directory whose name no
+// import path may hold (a space, a leading dot, "..0", which is no parent)
+// is refused at out; a NUL byte in a path is refused at the key or flag.
+func TestOddOutputNames(t *testing.T) {
+	for out, want := range map[string]string{
+		"' '":    `the generated package  /collectives would have the import path "example.com/m/ /collectives", which is not one: ' ' is not allowed`,
+		"..0":    `the generated package ..0/collectives would have the import path "example.com/m/..0/collectives", which is not one: element "..0" starts with a dot`,
+		".hid/x": `the generated package .hid/x/collectives would have the import path "example.com/m/.hid/x/collectives", which is not one: element ".hid" starts with a dot; name its directories with letters, digits and - . _ ~ +`,
+	} {
+		dir := repo(t, map[string]string{"go.mod": "module example.com/m\n"})
+		_, errs := load(t, dir, "version: 1\nout: "+out+"\n")
+		require.Contains(t, errs, "irisgen.yaml:2:6: error: "+want, out)
+	}
+	dir := repo(t, map[string]string{"go.mod": "module example.com/m\n", "specs/x.yaml": ""})
+	_, errs := load(t, dir, "version: 1\nspecs: \"specs\\0\"\n")
+	require.Equal(t, `irisgen.yaml:2:8: error: specs "specs\x00" holds a NUL byte, which no path may; write the path without it`, errs)
+	for _, o := range []Overrides{{Out: str("a\x00")}, {Specs: str("specs\x00")}, {Templates: str("\x00")}} {
+		_, err := Resolve("", dir, o)
+		var fe *FlagError
+		require.ErrorAs(t, err, &fe)
+		require.Equal(t, "a path cannot hold a NUL byte", fe.Msg)
+	}
+}

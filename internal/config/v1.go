@@ -121,6 +121,10 @@ func (f *fileV1) config(r *spec.Reader, dir string) *Config {
 			r.Errorf(s.Pos, "%s is empty; %s", key, builtIn)
 			return ""
 		}
+		if strings.ContainsRune(s.Value, 0) {
+			r.Errorf(s.Pos, "%s %q holds a NUL byte, which no path may; write the path without it", key, s.Value)
+			return ""
+		}
 		p := filepath.FromSlash(s.Value)
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
