@@ -290,6 +290,7 @@ func TestOddOutputNames(t *testing.T) {
 	dir := repo(t, map[string]string{"go.mod": "module example.com/m\n", "specs/x.yaml": ""})
 	_, errs := load(t, dir, "version: 1\nspecs: \"specs\\0\"\n")
 	require.Equal(t, `irisgen.yaml:2:8: error: specs "specs\x00" holds a NUL byte, which no path may; write the path without it`, errs)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, FileName), []byte("version: 1\n"), 0o644))
 	for _, o := range []Overrides{{Out: str("a\x00")}, {Specs: str("specs\x00")}, {Templates: str("\x00")}} {
 		_, err := Resolve("", dir, o)
 		var fe *FlagError
