@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -179,6 +180,11 @@ func TestOutputPlaces(t *testing.T) {
 			}
 			require.True(t, strings.HasPrefix(errs, "irisgen.yaml:2:6: error: "), errs)
 			require.Contains(t, errs, tc.want)
+			// The advice of the module errors: out: generated.
+			if m := regexp.MustCompile(`\(e\.g\. (out: [a-z]+)\)`).FindStringSubmatch(errs); m != nil {
+				_, after := load(t, dir, "version: 1\n"+m[1]+"\n")
+				require.Empty(t, after, "after the advice %s", m[1])
+			}
 			// A flag pointing there is blamed as the flag.
 			require.NoError(t, os.WriteFile(filepath.Join(dir, FileName), []byte("version: 1\n"), 0o644))
 			_, err := Resolve("", dir, Overrides{Out: str(tc.out)})
