@@ -905,21 +905,22 @@ IRISGEN_DEV void lamport_clear(T* dst, int64_t i0, int64_t i1) {
 
 // lamport_reduce_w reduces elements [i0, i1) over the world in rank order,
 // in fp32, into out: this rank's own values from in, every peer's from its
-// row of the local slot (rows[p]), each load repeated until it has arrived.
-// The block's threads share the work; all loads of a thread's vectors are
-// issued before the first wait. False on timeout.
+// row of the local slot (row p at slot + p * stride), each load repeated
+// until it has arrived. The block's threads share the work; all loads of a
+// thread's vectors are issued before the first wait. False on timeout.
 template <typename T, typename Op, int W>
-IRISGEN_DEV bool lamport_reduce_w(const irisgen_ctx& c, T* out, const T* in, const T* const* rows, int w, int64_t i0, int64_t i1, uint64_t call) {
+IRISGEN_DEV bool lamport_reduce_w(const irisgen_ctx& c, T* out, const T* in, const T* slot, int64_t stride, int w, int64_t i0, int64_t i1, uint64_t call) {
   const int me = c.rank;
+  auto rows = [&](int p) { return slot + (int64_t)p * stride; };
   bool same = same_align(out + i0, in + i0);
-  for (int p = 0; p < w; p++) same = same && (p == me || same_align(rows[p] + i0, in + i0));
+  for (int p = 0; p < w; p++) same = same && (p == me || same_align(rows(p) + i0, in + i0));
   const span<T> sp(in + i0, i1 - i0, same);
   const int64_t tid = threadIdx.x, nt = blockDim.x;
   auto get = [&](int p, int64_t i, float* x) {
     uint32_t b;
     if (p == me) {
       *x = to_f32(in[i]);
-    } else if (lamport_wait1(c, rows[p] + i, &b, p, call)) {
+    } else if (lamport_wait1(c, rows(p) + i, &b, p, call)) {
       *x = to_f32(with_bits<T>(b));
     } else {
       return false;
@@ -930,8 +931,8 @@ IRISGEN_DEV bool lamport_reduce_w(const irisgen_ctx& c, T* out, const T* in, con
     if (!reduce_one<T, Op, W>(&out, 1, w, i0 + k, get)) return false;
   const bool ok = reduce_vecs<T, Op, W>(
       &out, 1, w, i0 + sp.head, sp.vecs, tid, nt,
-      [&](int p, int64_t i) { return p == me ? vload(in + i) : vload_volatile(rows[p] + i); },
-      [&](int p, int64_t i, v16& v) { return p == me || v16_arrived<T>(v) || lamport_wait(c, rows[p] + i, &v, p, call); });
+      [&](int p, int64_t i) { return p == me ? vload(in + i) : vload_volatile(rows(p) + i); },
+      [&](int p, int64_t i, v16& v) { return p == me || v16_arrived<T>(v) || lamport_wait(c, rows(p) + i, &v, p, call); });
   if (!ok) return false;
   for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt)
     if (!reduce_one<T, Op, W>(&out, 1, w, i0 + k, get)) return false;
@@ -941,12 +942,12 @@ IRISGEN_DEV bool lamport_reduce_w(const irisgen_ctx& c, T* out, const T* in, con
 // lamport_reduce dispatches lamport_reduce_w on the world size like
 // reduce_n.
 template <typename T, typename Op>
-IRISGEN_DEV bool lamport_reduce(const irisgen_ctx& c, T* out, const T* in, const T* const* rows, int w, int64_t i0, int64_t i1, uint64_t call) {
+IRISGEN_DEV bool lamport_reduce(const irisgen_ctx& c, T* out, const T* in, const T* slot, int64_t stride, int w, int64_t i0, int64_t i1, uint64_t call) {
   switch (w) {
-    case 1: return lamport_reduce_w<T, Op, 1>(c, out, in, rows, w, i0, i1, call);
-    case 2: return lamport_reduce_w<T, Op, 2>(c, out, in, rows, w, i0, i1, call);
-    case 4: return lamport_reduce_w<T, Op, 4>(c, out, in, rows, w, i0, i1, call);
-    default: return lamport_reduce_w<T, Op, IRISGEN_MAX_WORLD>(c, out, in, rows, w, i0, i1, call);
+    case 1: return lamport_reduce_w<T, Op, 1>(c, out, in, slot, stride, w, i0, i1, call);
+    case 2: return lamport_reduce_w<T, Op, 2>(c, out, in, slot, stride, w, i0, i1, call);
+    case 4: return lamport_reduce_w<T, Op, 4>(c, out, in, slot, stride, w, i0, i1, call);
+    default: return lamport_reduce_w<T, Op, IRISGEN_MAX_WORLD>(c, out, in, slot, stride, w, i0, i1, call);
   }
 }
 
