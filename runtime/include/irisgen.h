@@ -472,8 +472,32 @@ IRISGEN_DEV block_state& state() {
 // double-buffered slots (e.g. epoch() & 1).
 IRISGEN_DEV uint64_t epoch() { return state().epoch; }
 
-// begin loads the block's epoch (kernel entry, emitted by the generator).
+// Programmatic Dependent Launch (NVIDIA sm_90+; no-ops elsewhere). The
+// runtime launches every kernel as a programmatic dependent of the kernel
+// before it on the stream (gpu.LaunchDependent), so a kernel may start while
+// that one still runs: dep_wait returns once it has ended and its writes are
+// visible, and must come before any access to memory it may write;
+// dep_launch lets the next kernel start its launch (it waits in its own
+// dep_wait), effective once every block of this kernel has called it.
+IRISGEN_DEV void dep_wait() {
+#if defined(IRISGEN_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+IRISGEN_DEV void dep_launch() {
+#if defined(IRISGEN_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// begin waits for the kernel before it on the stream (every tensor, flag
+// and epoch may be its output), lets the next kernel launch (it waits in
+// turn, so this is safe this early, and a chain of launches stays one
+// kernel ahead), and loads the block's epoch (kernel entry, emitted by the
+// generator).
 IRISGEN_DEV void begin(const irisgen_ctx& c) {
+  dep_wait();
+  dep_launch();
   if (threadIdx.x == 0) {
     state().epoch = ((const uint64_t*)c.epochs)[blockIdx.x];
     state().gen = ((const uint64_t*)c.epochs)[gridDim.x + 1];
