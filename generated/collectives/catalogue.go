@@ -52,15 +52,18 @@ var table = irisrt.Table{
 		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: 0}},
 		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                    // [n]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(0)}}, // [world, n]
+			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                              // [n]
+			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(0)}},           // [world, n]
+			{Name: "lamport", Dir: irisrt.Workspace, Shape: []irisrt.Dim{3, irisrt.DimWorld, irisrt.DimSize(0)}}, // [3, world, n]
 		},
 		Variants: []irisrt.Variant{
-			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap},
+			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap, irisrt.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
-			{Name: "pull", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal},
+			{Name: "pull", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal, irisrt.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
-			{Name: "ring", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap},
+			{Name: "ring", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap, irisrt.Unused},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "lamport", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 		},
 		Auto: []irisrt.AutoRule{
@@ -142,13 +145,16 @@ var table = irisrt.Table{
 		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: 0}},
 		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(0)}},   // [world, n]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(0)}}, // [world, n]
+			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(0)}},             // [world, n]
+			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(0)}},           // [world, n]
+			{Name: "lamport", Dir: irisrt.Workspace, Shape: []irisrt.Dim{3, irisrt.DimWorld, irisrt.DimSize(0)}}, // [3, world, n]
 		},
 		Variants: []irisrt.Variant{
-			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap},
+			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap, irisrt.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
-			{Name: "pull", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal},
+			{Name: "pull", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal, irisrt.Unused},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "lamport", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 		},
 		Auto: []irisrt.AutoRule{
@@ -258,11 +264,14 @@ var table = irisrt.Table{
 		Ops:    []string{"sum", "max", "min"},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: 0}},
 		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(0)}}, // [world, n]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                // [n]
+			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(0)}},             // [world, n]
+			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                            // [n]
+			{Name: "lamport", Dir: irisrt.Workspace, Shape: []irisrt.Dim{3, irisrt.DimWorld, irisrt.DimSize(0)}}, // [3, world, n]
 		},
 		Variants: []irisrt.Variant{
-			{Name: "pull", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal},
+			{Name: "pull", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal, irisrt.Unused},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "lamport", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 		},
 	}, {

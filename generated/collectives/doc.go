@@ -41,8 +41,8 @@
 //
 // Collectives:
 //
-//   - AllGather (specs/all_gather.yaml; variants push, pull, ring): Gather every rank's `input` into
-//     `output` on every rank.
+//   - AllGather (specs/all_gather.yaml; variants push, pull, ring, lamport): Gather every rank's
+//     `input` into `output` on every rank.
 //   - AllReduce (specs/all_reduce.yaml; variants one_shot, one_shot_staged, one_shot_push,
 //     one_shot_lamport, two_shot, atomic, spinlock, ring): Reduce `input` over all ranks into `output`
 //     on every rank.
@@ -51,8 +51,8 @@
 //     into `output`, per row of `hidden` elements: residual += sum over ranks of input; output =
 //     residual * rsqrt(mean of residual^2 + eps) * weight (a transformer layer's all_reduce, residual
 //     add and RMSNorm in one kernel; fp32 accumulation).
-//   - AllToAll (specs/all_to_all.yaml; variants push, pull): Exchange blocks between all ranks; block
-//     p of rank r's `input` becomes block r of rank p's `output`.
+//   - AllToAll (specs/all_to_all.yaml; variants push, pull, lamport): Exchange blocks between all
+//     ranks; block p of rank r's `input` becomes block r of rank p's `output`.
 //   - Barrier (specs/barrier.yaml; variants device): Wait until every rank has reached the barrier.
 //   - Broadcast (specs/broadcast.yaml; variants push, pull): Copy rank `root`'s `input` into `output`
 //     on every rank (NCCL's ncclBroadcast).
@@ -66,8 +66,8 @@
 //     the GPU, so no shape depends on data and the whole path can be captured in a graph.
 //   - Reduce (specs/reduce.yaml; variants pull, split): Reduce `input` over all ranks into `output` on
 //     rank `root` (NCCL's ncclReduce).
-//   - ReduceScatter (specs/reduce_scatter.yaml; variants pull): Reduce `input` over all ranks and keep
-//     this rank's 1/world slice in `output` (NCCL and torch semantics).
+//   - ReduceScatter (specs/reduce_scatter.yaml; variants pull, lamport): Reduce `input` over all ranks
+//     and keep this rank's 1/world slice in `output` (NCCL and torch semantics).
 //   - ResidualRmsnorm (specs/residual_rmsnorm.yaml; variants local): Add `input` into `residual` and
 //     write the RMSNorm of the new residual into `output`, on each rank alone (vLLM's
 //     fused_add_rms_norm): residual += input; output = residual * rsqrt(mean of residual^2 + eps) *

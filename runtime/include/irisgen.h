@@ -975,6 +975,53 @@ IRISGEN_DEV bool lamport_reduce(const irisgen_ctx& c, T* out, const T* in, const
   }
 }
 
+// lamport_get copies elements [i0, i1) of every peer's row of a local slot
+// (row p at slot + p * stride, p != c.rank) into out + p * stride, each load
+// repeated until no element of it is empty (the copies of all_gather and
+// all_to_all's lamport variants). The block's threads share the work; a
+// thread's loads from every peer are in flight before its first wait. False
+// on timeout (error record set).
+template <typename T>
+IRISGEN_DEV bool lamport_get(const irisgen_ctx& c, T* out, const T* slot, int64_t stride, int w, int64_t i0, int64_t i1, uint64_t call) {
+  const int me = c.rank;
+  if (w < 2) return true;
+  auto rows = [&](int p) { return slot + (int64_t)p * stride; };
+  auto dst = [&](int p) { return out + (int64_t)p * stride; };
+  const T* base = rows((me + 1) % w) + i0;
+  bool same = true;
+  for (int p = 0; p < w; p++) same = same && (p == me || (same_align(rows(p) + i0, base) && same_align(dst(p) + i0, base)));
+  const span<T> sp(base, i1 - i0, same);
+  const int64_t tid = threadIdx.x, nt = blockDim.x;
+  auto one = [&](int64_t i) {
+    for (int p = 0; p < w; p++) {
+      uint32_t b;
+      if (p == me) continue;
+      if (!lamport_wait1(c, rows(p) + i, &b, p, call)) return false;
+      dst(p)[i] = with_bits<T>(b);
+    }
+    return true;
+  };
+  for (int64_t k = tid; k < sp.head; k += nt)
+    if (!one(i0 + k)) return false;
+  for (int64_t j = tid; j < sp.vecs; j += nt) {
+    const int64_t i = i0 + sp.head + j * vec<T>::N;
+    v16 v[IRISGEN_MAX_WORLD];
+#pragma unroll
+    for (int p = 0; p < IRISGEN_MAX_WORLD; p++)
+      if (p < w && p != me) v[p] = vload_volatile(rows(p) + i);
+#pragma unroll
+    for (int p = 0; p < IRISGEN_MAX_WORLD; p++) {
+      if (p < w && p != me) {
+        if (!v16_arrived<T>(v[p]) && !lamport_wait(c, rows(p) + i, &v[p], p, call)) return false;
+        vstore(dst(p) + i, v[p]);
+      }
+    }
+  }
+  for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt)
+    if (!one(i0 + k)) return false;
+  return true;
+}
+
 // -------------------------------------------------- element atomics ----
 
 // atomic_apply (below) sets *p = Op(*p, v) atomically at system scope. f32
