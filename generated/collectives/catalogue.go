@@ -152,6 +152,8 @@ var table = irisrt.Table{
 		Variants: []irisrt.Variant{
 			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap, irisrt.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "push_overlap", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap, irisrt.Unused},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 64, VectorBytes: 16},
 			{Name: "pull", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal, irisrt.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 			{Name: "lamport", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal},

@@ -51,8 +51,8 @@
 //     into `output`, per row of `hidden` elements: residual += sum over ranks of input; output =
 //     residual * rsqrt(mean of residual^2 + eps) * weight (a transformer layer's all_reduce, residual
 //     add and RMSNorm in one kernel; fp32 accumulation).
-//   - AllToAll (specs/all_to_all.yaml; variants push, pull, lamport): Exchange blocks between all
-//     ranks; block p of rank r's `input` becomes block r of rank p's `output`.
+//   - AllToAll (specs/all_to_all.yaml; variants push, push_overlap, pull, lamport): Exchange blocks
+//     between all ranks; block p of rank r's `input` becomes block r of rank p's `output`.
 //   - Barrier (specs/barrier.yaml; variants device): Wait until every rank has reached the barrier.
 //   - Broadcast (specs/broadcast.yaml; variants push, pull): Copy rank `root`'s `input` into `output`
 //     on every rank (NCCL's ncclBroadcast).

@@ -3,12 +3,12 @@
 // all_to_all: Exchange blocks between all ranks; block p of rank r's `input`
 // becomes block r of rank p's `output`.
 //
-// Spec hash 1ff6751bb7e28ff9: the Go wrappers carry the same value, and the runtime
+// Spec hash f13db5bac0597c11: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_to_all[] = "1ff6751bb7e28ff9";
+extern "C" __device__ const char irisgen_spec_hash_all_to_all[] = "f13db5bac0597c11";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.
@@ -81,6 +81,122 @@ irisgen_all_to_all_push_f32(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args 
   for (int k = 0; k < ctx.world; k++) {
     const int p = (ctx.rank + k) % ctx.world;  // spread the peers' links
     irisgen::copy(out[p], in + (int64_t)p * n, n);
+  }
+  // Every block of this rank's output has been written by its sender.
+  if (!irisgen::barrier(ctx)) return;
+  }();
+  irisgen::end(ctx);
+}
+
+// ---- variant push_overlap (template all_to_all_push_overlap.hip.tmpl) ----
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_to_all_push_overlap_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world, me = ctx.rank;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* out[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p)) + (int64_t)me * n;
+  const int nb = gridDim.x, b = blockIdx.x;
+  const int nl = nb / 8 > 1 ? nb / 8 : 1;  // blocks of the local copy
+  int64_t lo, hi;
+  // Every peer has entered the call: its output may be overwritten.
+  if (!irisgen::barrier(ctx)) return;
+  if (w == 1 || nb == 1) {
+    irisgen::block_part<T>(0, n, &lo, &hi);
+    for (int k = 0; k < w; k++) {
+      const int p = (me + k) % w;
+      irisgen::copy_block(out[p], in + (int64_t)p * n, lo, hi);
+    }
+  } else if (b < nl) {
+    irisgen::chunk_part<T>(n, b, nl, &lo, &hi);
+    irisgen::copy_block(out[me], in + (int64_t)me * n, lo, hi);
+  } else {
+    irisgen::chunk_part<T>(n, b - nl, nb - nl, &lo, &hi);
+    for (int k = 1; k < w; k++) {
+      const int p = (me + k) % w;  // one peer at a time, ring order
+      irisgen::copy_block(out[p], in + (int64_t)p * n, lo, hi);
+    }
+  }
+  // Every block of this rank's output has been written by its sender.
+  if (!irisgen::barrier(ctx)) return;
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_to_all_push_overlap_f16(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args irisgen_a) {
+  typedef irisgen_f16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world, me = ctx.rank;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* out[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p)) + (int64_t)me * n;
+  const int nb = gridDim.x, b = blockIdx.x;
+  const int nl = nb / 8 > 1 ? nb / 8 : 1;  // blocks of the local copy
+  int64_t lo, hi;
+  // Every peer has entered the call: its output may be overwritten.
+  if (!irisgen::barrier(ctx)) return;
+  if (w == 1 || nb == 1) {
+    irisgen::block_part<T>(0, n, &lo, &hi);
+    for (int k = 0; k < w; k++) {
+      const int p = (me + k) % w;
+      irisgen::copy_block(out[p], in + (int64_t)p * n, lo, hi);
+    }
+  } else if (b < nl) {
+    irisgen::chunk_part<T>(n, b, nl, &lo, &hi);
+    irisgen::copy_block(out[me], in + (int64_t)me * n, lo, hi);
+  } else {
+    irisgen::chunk_part<T>(n, b - nl, nb - nl, &lo, &hi);
+    for (int k = 1; k < w; k++) {
+      const int p = (me + k) % w;  // one peer at a time, ring order
+      irisgen::copy_block(out[p], in + (int64_t)p * n, lo, hi);
+    }
+  }
+  // Every block of this rank's output has been written by its sender.
+  if (!irisgen::barrier(ctx)) return;
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_to_all_push_overlap_f32(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args irisgen_a) {
+  typedef float T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world, me = ctx.rank;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* out[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) out[p] = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_output, (p)) + (int64_t)me * n;
+  const int nb = gridDim.x, b = blockIdx.x;
+  const int nl = nb / 8 > 1 ? nb / 8 : 1;  // blocks of the local copy
+  int64_t lo, hi;
+  // Every peer has entered the call: its output may be overwritten.
+  if (!irisgen::barrier(ctx)) return;
+  if (w == 1 || nb == 1) {
+    irisgen::block_part<T>(0, n, &lo, &hi);
+    for (int k = 0; k < w; k++) {
+      const int p = (me + k) % w;
+      irisgen::copy_block(out[p], in + (int64_t)p * n, lo, hi);
+    }
+  } else if (b < nl) {
+    irisgen::chunk_part<T>(n, b, nl, &lo, &hi);
+    irisgen::copy_block(out[me], in + (int64_t)me * n, lo, hi);
+  } else {
+    irisgen::chunk_part<T>(n, b - nl, nb - nl, &lo, &hi);
+    for (int k = 1; k < w; k++) {
+      const int p = (me + k) % w;  // one peer at a time, ring order
+      irisgen::copy_block(out[p], in + (int64_t)p * n, lo, hi);
+    }
   }
   // Every block of this rank's output has been written by its sender.
   if (!irisgen::barrier(ctx)) return;

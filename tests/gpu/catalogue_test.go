@@ -154,6 +154,10 @@ var catalogue = []variantCase{
 		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllToAllPushPlan(r, dt, n))
 		}},
+	{coll: "all_to_all", variant: "push_overlap", inLen: wnLen, outLen: wnLen, heapOut: true, ref: allToAllRef,
+		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
+			return asLauncher(collectives.NewAllToAllPushOverlapPlan(r, dt, n))
+		}},
 	{coll: "all_to_all", variant: "pull", inLen: wnLen, outLen: wnLen, importIn: true, ref: allToAllRef,
 		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllToAllPullPlan(r, dt, n))
