@@ -58,12 +58,15 @@
 //     on every rank (NCCL's ncclBroadcast).
 //   - Gather (specs/gather.yaml; variants pull, push): Gather every rank's `input` into `output` on
 //     rank `root`; output[r] is rank r's input (NCCL's ncclGather).
-//   - MoeCombine (specs/moe_combine.yaml; variants push): Return every expert output row of a
-//     mixture-of-experts layer to its source rank and pair, and restore the token order: out[t] = sum
-//     over k of weights[t,k] * row(t,k) (fp32), with pairs whose expert id was out of range left out.
-//   - MoeDispatch (specs/moe_dispatch.yaml; variants push): Send every (token, k) pair of a
-//     mixture-of-experts layer to the rank that owns its expert, with counts computed and exchanged on
-//     the GPU, so no shape depends on data and the whole path can be captured in a graph.
+//   - MoeCombine (specs/moe_combine.yaml; variants push): Return the expert outputs of a
+//     mixture-of-experts layer to the tokens' ranks, reduced on the way: every rank sums in fp32 the
+//     weighted outputs of its own experts for each row moe_dispatch brought it and sends that one row
+//     back; the token's rank sums the rows of the ranks it went to, in rank order: out[t] = sum over j
+//     of weights[t,j] * (output of expert ids[t,j] for token t).
+//   - MoeDispatch (specs/moe_dispatch.yaml; variants push): Send every token of a mixture-of-experts
+//     layer once to each rank that owns at least one of its k experts, with the list of that rank's
+//     experts it goes to and their weights; counts are computed and exchanged on the GPU, so no shape
+//     depends on data and the whole path can be captured in a graph.
 //   - Reduce (specs/reduce.yaml; variants pull, split): Reduce `input` over all ranks into `output` on
 //     rank `root` (NCCL's ncclReduce).
 //   - ReduceScatter (specs/reduce_scatter.yaml; variants pull, lamport): Reduce `input` over all ranks

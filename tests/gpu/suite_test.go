@@ -271,7 +271,7 @@ func TestBarrierTimeout(t *testing.T) {
 				return nil, g.close, err
 			}
 			return func() error {
-				return g.dispatch.Launch(r.Stream(), g.tokens, g.ids, g.weights, g.recvTokens, g.recvIDs, g.recvW, g.recvSrc, g.cnt, irisrt.BarrierNone)
+				return g.launchDispatch(r.Stream(), irisrt.BarrierNone)
 			}, g.close, nil
 		}},
 	}
