@@ -418,7 +418,6 @@ import "C"
 
 import (
 	"fmt"
-	"os"
 	"sync"
 	"time"
 	"unsafe"
@@ -460,22 +459,6 @@ func loadCUDA() (Platform, error) {
 	}
 	pdl := allowed && launchEx != 0 && version >= pdlDriver
 	return &cudaPlatform{count: int(count), pdl: pdl, devs: map[int]*cudaDevice{}}, nil
-}
-
-// EnvPDL switches Programmatic Dependent Launch: 0 turns it off, 1 (or
-// unset) uses it where the GPU (sm_90 and later) and the driver (CUDA 12.3
-// and later) support it.
-const EnvPDL = "IRISGEN_PDL"
-
-func pdlAllowed() (bool, error) {
-	switch v := os.Getenv(EnvPDL); v {
-	case "", "1":
-		return true, nil
-	case "0":
-		return false, nil
-	default:
-		return false, fmt.Errorf("%s=%q: want 0 (off) or 1 (on where supported, the default)", EnvPDL, v)
-	}
 }
 
 // cudaError turns a driver result into an *Error named by the driver.

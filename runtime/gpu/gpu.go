@@ -7,6 +7,9 @@ package gpu
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"time"
 	"unsafe"
 )
@@ -200,6 +203,25 @@ type DependentLauncher interface {
 	// programmatic dependents (the GPU, the driver and $IRISGEN_PDL allow
 	// it); when false it is Launch.
 	DependentLaunches() bool
+}
+
+// EnvPDL switches Programmatic Dependent Launch at run time, so one binary
+// and one set of kernels A/B it: 0 (or false) turns it off, 1 (or true, or
+// unset) uses it where the GPU (sm_90 and later) and the driver (CUDA 12.3
+// and later) support it. Read when the CUDA platform loads.
+const EnvPDL = "IRISGEN_PDL"
+
+// pdlAllowed reads EnvPDL; a value other than those above is an error that
+// says what to set.
+func pdlAllowed() (bool, error) {
+	switch v := os.Getenv(EnvPDL); strings.ToLower(v) {
+	case "", "1", "true":
+		return true, nil
+	case "0", "false":
+		return false, nil
+	default:
+		return false, fmt.Errorf("%s=%q: want 0 or false (off), 1 or true (on where supported, the default)", EnvPDL, v)
+	}
 }
 
 // LaunchDependent launches f on d as a programmatic dependent of the kernel
