@@ -76,7 +76,8 @@ func TestLaunchPathDoesNotAllocate(t *testing.T) {
 	}
 	// MoE dispatch: t=4 tokens of h=8, k=2, e=4 experts, cap=8.
 	tokens, ids, wts := heap(irisrt.BF16, 4*8), heap(irisrt.I32, 4*2), heap(irisrt.F32, 4*2)
-	rt, rid, rw, rs, rc := heap(irisrt.BF16, 8*8), heap(irisrt.I64, 8), heap(irisrt.F32, 8), heap(irisrt.I64, 8), heap(irisrt.I64, 1)
+	rt, rid, rw, rs, rc := heap(irisrt.BF16, 8*8), heap(irisrt.I64, 8*2), heap(irisrt.F32, 8*2), heap(irisrt.I64, 8), heap(irisrt.I64, 1)
+	ss := heap(irisrt.I64, 4)
 	calls := map[string]func() error{
 		"typed Launch":         func() error { return push.Launch(s, in, out, irisrt.BarrierDevice) },
 		"typed Launch, staged": func() error { return pull.Launch(s, offIn, out, irisrt.BarrierDevice) },
@@ -98,7 +99,7 @@ func TestLaunchPathDoesNotAllocate(t *testing.T) {
 		},
 		"Barrier": func() error { return collectives.Barrier(r, s, collectives.BarrierDevice, irisrt.BarrierDevice) },
 		"MoeDispatch, e given": func() error {
-			return collectives.MoeDispatch(r, s, collectives.MoeDispatchPush, irisrt.BF16, 4, tokens, ids, wts, rt, rid, rw, rs, rc, irisrt.BarrierDevice)
+			return collectives.MoeDispatch(r, s, collectives.MoeDispatchPush, irisrt.BF16, 4, tokens, ids, wts, rt, rid, rw, rs, rc, ss, irisrt.BarrierDevice)
 		},
 	}
 	for name, call := range calls {

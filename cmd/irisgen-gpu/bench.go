@@ -52,6 +52,9 @@ the two runs' measured spreads (half the range of each one's repeats) plus
 MoE (-collectives moe): moe_dispatch and moe_combine at t = 128, 512, 4096
 tokens of 7168 bf16 elements, k = 1 and 8, beside torch's all_to_all_single
 path (counts, host sync for the splits, rows), which cannot be captured.
+Each MoE row's note gives the bytes the protocol must move over the busiest
+rank's links (a token once per destination rank) and the time's share of
+-link-gbps.
 
 Fused all_reduce + residual add + RMSNorm (-collectives all_reduce_rmsnorm):
 every variant of all_reduce_rmsnorm at 1, 2, 4, ..., 2048 tokens of 7168
@@ -112,6 +115,7 @@ func runBench(env *cmdEnv, args []string) error {
 	compare := fs.String("compare", "", "an earlier results.csv: print every cell's ratio to it and exit 1 when one is slower beyond the measured spread")
 	tolerance := fs.Float64("tolerance", 0, "with -compare: a further allowance, as a fraction of the base time (e.g. 0.02)")
 	heap := fs.Int64("heap", 6<<30, "symmetric heap bytes per rank")
+	link := fs.Float64("link-gbps", bench.DefaultLinkGBps, "link rate (GB/s, one way) the MoE rows report their share of")
 	out := fs.String("out", "bench-out", "output directory")
 	report := fs.String("report", "", "render OUT/results.md and the plots from these CSV files instead of measuring")
 	tune := fs.String("tune", "", "also write the auto variants' tables into this directory (e.g. specs/tuning), from irisgen's fastest variant per size")
@@ -187,7 +191,7 @@ func runBench(env *cmdEnv, args []string) error {
 			Warmup: *warmup, Log: env.stdout}, world, *heap, device, date, *out)
 	}
 	cfg := bench.Config{World: world, Sizes: sz, DTypes: splitList(*dtypes), Modes: ms, Collectives: splitList(*colls),
-		Warmup: *warmup, Repeats: *repeats, HeapBytes: *heap, Log: env.stdout}
+		Warmup: *warmup, Repeats: *repeats, HeapBytes: *heap, LinkGBps: *link, Log: env.stdout}
 	fmt.Fprintf(env.stdout, "irisgen bench: %d GPUs (%s), %s\n", world, device, date)
 	rows, err := bench.Run(cfg, device, date)
 	if err != nil {

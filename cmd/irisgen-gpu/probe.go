@@ -24,8 +24,9 @@ must be captured; its graph is then replayed R times, each time with fresh
 random input written into the same tensors, and every replay's output must
 equal an eager launch's on the same input (outputs are poisoned before each,
 so a stale or skipped replay cannot pass). moe_dispatch and moe_combine are
-probed as the pair they are used as: one graph of dispatch, then combine
-with the identity expert (257 tokens of 1031 elements, 2 experts a token),
+probed as the pair they are used as: one graph of dispatch, the identity
+expert (copies of the received rows) and combine (257 tokens of 1031
+elements, 2 experts a token),
 each replay with new tokens, routing and weights, checked against the CPU
 reference (each token times the sum of its weights); -elems does not apply
 to them. A mode derived as not capturable

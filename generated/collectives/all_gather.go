@@ -9,7 +9,7 @@ import (
 
 // AllGatherSpecHash is the hash of specs/all_gather.yaml and the templates it uses; the runtime
 // refuses a code object of all_gather made from other ones (*irisrt.KernelError).
-const AllGatherSpecHash = "763345d12ef16eb2"
+const AllGatherSpecHash = "ef91a206565e9c27"
 
 // allGatherDesc is all_gather in the package's descriptor table.
 var allGatherDesc = &table.Collectives[0]
@@ -20,10 +20,11 @@ type AllGatherVariant string
 // The variants of all_gather; each has a plan type <Variant>Plan with its rules. AllGatherAuto picks
 // one by world size and message size (AllGatherChoose).
 const (
-	AllGatherPush AllGatherVariant = "push"
-	AllGatherPull AllGatherVariant = "pull"
-	AllGatherRing AllGatherVariant = "ring"
-	AllGatherAuto AllGatherVariant = "auto"
+	AllGatherPush    AllGatherVariant = "push"
+	AllGatherPull    AllGatherVariant = "pull"
+	AllGatherRing    AllGatherVariant = "ring"
+	AllGatherLamport AllGatherVariant = "lamport"
+	AllGatherAuto    AllGatherVariant = "auto"
 )
 
 // AllGatherChoose is the variant AllGatherAuto runs on world ranks when the launch's largest tensor
@@ -110,5 +111,30 @@ func NewAllGatherRingPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllGatherR
 
 // Launch checks the tensors by the rules above and launches all_gather/ring on s in barrier mode mode.
 func (p *AllGatherRingPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
+}
+
+// AllGatherLamportPlan is variant lamport of all_gather (specs/all_gather.yaml).
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in [n]): local_read; only this rank touches it: any device memory.
+//   - output (out [world, n]): local_write; only this rank touches it: any device memory.
+//
+// Workspace, on the heap and zeroed by the plan: lamport [3, world, n] (local_read + local_write +
+// remote_write).
+//
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+type AllGatherLamportPlan struct{ irisrt.VariantPlan }
+
+// NewAllGatherLamportPlan makes a plan of all_gather/lamport for dt (f32, f16, bf16) and size n.
+func NewAllGatherLamportPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllGatherLamportPlan, error) {
+	return irisrt.NewPlanOf[AllGatherLamportPlan](r, &allGatherDesc.Variants[3], dt, "", n)
+}
+
+// Launch checks the tensors by the rules above and launches all_gather/lamport on s in barrier mode
+// mode.
+func (p *AllGatherLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }

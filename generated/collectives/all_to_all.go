@@ -9,7 +9,7 @@ import (
 
 // AllToAllSpecHash is the hash of specs/all_to_all.yaml and the templates it uses; the runtime refuses
 // a code object of all_to_all made from other ones (*irisrt.KernelError).
-const AllToAllSpecHash = "a7d0cd3cdbdf86de"
+const AllToAllSpecHash = "f13db5bac0597c11"
 
 // allToAllDesc is all_to_all in the package's descriptor table.
 var allToAllDesc = &table.Collectives[3]
@@ -20,9 +20,11 @@ type AllToAllVariant string
 // The variants of all_to_all; each has a plan type <Variant>Plan with its rules. AllToAllAuto picks
 // one by world size and message size (AllToAllChoose).
 const (
-	AllToAllPush AllToAllVariant = "push"
-	AllToAllPull AllToAllVariant = "pull"
-	AllToAllAuto AllToAllVariant = "auto"
+	AllToAllPush        AllToAllVariant = "push"
+	AllToAllPushOverlap AllToAllVariant = "push_overlap"
+	AllToAllPull        AllToAllVariant = "pull"
+	AllToAllLamport     AllToAllVariant = "lamport"
+	AllToAllAuto        AllToAllVariant = "auto"
 )
 
 // AllToAllChoose is the variant AllToAllAuto runs on world ranks when the launch's largest tensor has
@@ -67,6 +69,29 @@ func (p *AllToAllPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mod
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
+// AllToAllPushOverlapPlan is variant push_overlap of all_to_all (specs/all_to_all.yaml).
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in [world, n]): local_read; only this rank touches it: any device memory.
+//   - output (out [world, n]): remote_write; peers write it: must be on the symmetric heap.
+//
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 64 blocks of 512 threads, sized by 16-byte vectors.
+type AllToAllPushOverlapPlan struct{ irisrt.VariantPlan }
+
+// NewAllToAllPushOverlapPlan makes a plan of all_to_all/push_overlap for dt (f32, f16, bf16) and size
+// n.
+func NewAllToAllPushOverlapPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllToAllPushOverlapPlan, error) {
+	return irisrt.NewPlanOf[AllToAllPushOverlapPlan](r, &allToAllDesc.Variants[1], dt, "", n)
+}
+
+// Launch checks the tensors by the rules above and launches all_to_all/push_overlap on s in barrier
+// mode mode.
+func (p *AllToAllPushOverlapPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
+}
+
 // AllToAllPullPlan is variant pull of all_to_all (specs/all_to_all.yaml).
 //
 // Tensors, in the order Launch takes them:
@@ -81,10 +106,35 @@ type AllToAllPullPlan struct{ irisrt.VariantPlan }
 
 // NewAllToAllPullPlan makes a plan of all_to_all/pull for dt (f32, f16, bf16) and size n.
 func NewAllToAllPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllToAllPullPlan, error) {
-	return irisrt.NewPlanOf[AllToAllPullPlan](r, &allToAllDesc.Variants[1], dt, "", n)
+	return irisrt.NewPlanOf[AllToAllPullPlan](r, &allToAllDesc.Variants[2], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_to_all/pull on s in barrier mode mode.
 func (p *AllToAllPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
+}
+
+// AllToAllLamportPlan is variant lamport of all_to_all (specs/all_to_all.yaml).
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in [world, n]): local_read; only this rank touches it: any device memory.
+//   - output (out [world, n]): local_write; only this rank touches it: any device memory.
+//
+// Workspace, on the heap and zeroed by the plan: lamport [3, world, n] (local_read + local_write +
+// remote_write).
+//
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+type AllToAllLamportPlan struct{ irisrt.VariantPlan }
+
+// NewAllToAllLamportPlan makes a plan of all_to_all/lamport for dt (f32, f16, bf16) and size n.
+func NewAllToAllLamportPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllToAllLamportPlan, error) {
+	return irisrt.NewPlanOf[AllToAllLamportPlan](r, &allToAllDesc.Variants[3], dt, "", n)
+}
+
+// Launch checks the tensors by the rules above and launches all_to_all/lamport on s in barrier mode
+// mode.
+func (p *AllToAllLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }

@@ -41,8 +41,8 @@
 //
 // Collectives:
 //
-//   - AllGather (specs/all_gather.yaml; variants push, pull, ring): Gather every rank's `input` into
-//     `output` on every rank.
+//   - AllGather (specs/all_gather.yaml; variants push, pull, ring, lamport): Gather every rank's
+//     `input` into `output` on every rank.
 //   - AllReduce (specs/all_reduce.yaml; variants one_shot, one_shot_staged, one_shot_push,
 //     one_shot_lamport, two_shot, atomic, spinlock, ring): Reduce `input` over all ranks into `output`
 //     on every rank.
@@ -51,23 +51,26 @@
 //     into `output`, per row of `hidden` elements: residual += sum over ranks of input; output =
 //     residual * rsqrt(mean of residual^2 + eps) * weight (a transformer layer's all_reduce, residual
 //     add and RMSNorm in one kernel; fp32 accumulation).
-//   - AllToAll (specs/all_to_all.yaml; variants push, pull): Exchange blocks between all ranks; block
-//     p of rank r's `input` becomes block r of rank p's `output`.
+//   - AllToAll (specs/all_to_all.yaml; variants push, push_overlap, pull, lamport): Exchange blocks
+//     between all ranks; block p of rank r's `input` becomes block r of rank p's `output`.
 //   - Barrier (specs/barrier.yaml; variants device): Wait until every rank has reached the barrier.
 //   - Broadcast (specs/broadcast.yaml; variants push, pull): Copy rank `root`'s `input` into `output`
 //     on every rank (NCCL's ncclBroadcast).
 //   - Gather (specs/gather.yaml; variants pull, push): Gather every rank's `input` into `output` on
 //     rank `root`; output[r] is rank r's input (NCCL's ncclGather).
-//   - MoeCombine (specs/moe_combine.yaml; variants push): Return every expert output row of a
-//     mixture-of-experts layer to its source rank and pair, and restore the token order: out[t] = sum
-//     over k of weights[t,k] * row(t,k) (fp32), with pairs whose expert id was out of range left out.
-//   - MoeDispatch (specs/moe_dispatch.yaml; variants push): Send every (token, k) pair of a
-//     mixture-of-experts layer to the rank that owns its expert, with counts computed and exchanged on
-//     the GPU, so no shape depends on data and the whole path can be captured in a graph.
+//   - MoeCombine (specs/moe_combine.yaml; variants push): Return the expert outputs of a
+//     mixture-of-experts layer to the tokens' ranks, reduced on the way: every rank sums in fp32 the
+//     weighted outputs of its own experts for each row moe_dispatch brought it and sends that one row
+//     back; the token's rank sums the rows of the ranks it went to, in rank order: out[t] = sum over j
+//     of weights[t,j] * (output of expert ids[t,j] for token t).
+//   - MoeDispatch (specs/moe_dispatch.yaml; variants push): Send every token of a mixture-of-experts
+//     layer once to each rank that owns at least one of its k experts, with the list of that rank's
+//     experts it goes to and their weights; counts are computed and exchanged on the GPU, so no shape
+//     depends on data and the whole path can be captured in a graph.
 //   - Reduce (specs/reduce.yaml; variants pull, split): Reduce `input` over all ranks into `output` on
 //     rank `root` (NCCL's ncclReduce).
-//   - ReduceScatter (specs/reduce_scatter.yaml; variants pull): Reduce `input` over all ranks and keep
-//     this rank's 1/world slice in `output` (NCCL and torch semantics).
+//   - ReduceScatter (specs/reduce_scatter.yaml; variants pull, lamport): Reduce `input` over all ranks
+//     and keep this rank's 1/world slice in `output` (NCCL and torch semantics).
 //   - ResidualRmsnorm (specs/residual_rmsnorm.yaml; variants local): Add `input` into `residual` and
 //     write the RMSNorm of the new residual into `output`, on each rank alone (vLLM's
 //     fused_add_rms_norm): residual += input; output = residual * rsqrt(mean of residual^2 + eps) *

@@ -9,7 +9,7 @@ import (
 
 // ReduceScatterSpecHash is the hash of specs/reduce_scatter.yaml and the templates it uses; the
 // runtime refuses a code object of reduce_scatter made from other ones (*irisrt.KernelError).
-const ReduceScatterSpecHash = "d0d2322352c69a0d"
+const ReduceScatterSpecHash = "a68258c8f6c0d0fa"
 
 // reduceScatterDesc is reduce_scatter in the package's descriptor table.
 var reduceScatterDesc = &table.Collectives[10]
@@ -19,7 +19,8 @@ type ReduceScatterVariant string
 
 // The variants of reduce_scatter; each has a plan type <Variant>Plan with its rules.
 const (
-	ReduceScatterPull ReduceScatterVariant = "pull"
+	ReduceScatterPull    ReduceScatterVariant = "pull"
+	ReduceScatterLamport ReduceScatterVariant = "lamport"
 )
 
 // ReduceScatterOp is a reduction operator of reduce_scatter.
@@ -60,5 +61,31 @@ func NewReduceScatterPullPlan(r *irisrt.Rank, dt irisrt.DType, op ReduceScatterO
 // Launch checks the tensors by the rules above and launches reduce_scatter/pull on s in barrier mode
 // mode.
 func (p *ReduceScatterPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
+}
+
+// ReduceScatterLamportPlan is variant lamport of reduce_scatter (specs/reduce_scatter.yaml).
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in [world, n]): local_read; only this rank touches it: any device memory.
+//   - output (out [n]): local_write; only this rank touches it: any device memory.
+//
+// Workspace, on the heap and zeroed by the plan: lamport [3, world, n] (local_read + local_write +
+// remote_write).
+//
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+type ReduceScatterLamportPlan struct{ irisrt.VariantPlan }
+
+// NewReduceScatterLamportPlan makes a plan of reduce_scatter/lamport for dt (f32, f16, bf16), op (sum,
+// max, min) and size n.
+func NewReduceScatterLamportPlan(r *irisrt.Rank, dt irisrt.DType, op ReduceScatterOp, n int64) (*ReduceScatterLamportPlan, error) {
+	return irisrt.NewPlanOf[ReduceScatterLamportPlan](r, &reduceScatterDesc.Variants[1], dt, string(op), n)
+}
+
+// Launch checks the tensors by the rules above and launches reduce_scatter/lamport on s in barrier
+// mode mode.
+func (p *ReduceScatterLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }

@@ -2,12 +2,12 @@
 //
 // all_gather: Gather every rank's `input` into `output` on every rank.
 //
-// Spec hash 763345d12ef16eb2: the Go wrappers carry the same value, and the runtime
+// Spec hash ef91a206565e9c27: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_gather[] = "763345d12ef16eb2";
+extern "C" __device__ const char irisgen_spec_hash_all_gather[] = "ef91a206565e9c27";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.
@@ -15,6 +15,7 @@ struct irisgen_all_gather_args {
   irisgen_ctx ctx;
   void* t_input;  // in [n]
   void* t_output;  // out [world, n]
+  void* t_lamport;  // workspace [3, world, n]
   int64_t s_n;
 };
 
@@ -230,6 +231,116 @@ irisgen_all_gather_ring_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   }
   // Every slot of this rank's output has arrived.
   if (!irisgen::barrier(ctx)) return;
+  }();
+  irisgen::end(ctx);
+}
+
+// ---- variant lamport (template all_gather_lamport.hip.tmpl) ----
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_gather_lamport_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world, me = ctx.rank;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* out = ((irisgen_bf16*)irisgen_a.t_output);
+  T* box = ((irisgen_bf16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    for (int r = 0; r < 3 * w; r++) irisgen::lamport_clear(box + (int64_t)r * n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
+  for (int j = 1; j < w; j++) {
+    const int p = (me + j) % w;  // spread the stores over the links
+    irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)me * n, in, lo, hi);
+  }
+  irisgen::copy_block(out + (int64_t)me * n, in, lo, hi);
+  for (int p = 0; p < w; p++)
+    if (p != me) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // Counts the call (every thread read the epoch above). No barrier follows
+  // the waits, so a timeout (error record set) fails only the threads that
+  // waited.
+  irisgen::advance();
+  irisgen::lamport_get(ctx, out, box + slot, n, w, lo, hi, k);
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_gather_lamport_f16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args irisgen_a) {
+  typedef irisgen_f16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world, me = ctx.rank;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* out = ((irisgen_f16*)irisgen_a.t_output);
+  T* box = ((irisgen_f16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    for (int r = 0; r < 3 * w; r++) irisgen::lamport_clear(box + (int64_t)r * n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
+  for (int j = 1; j < w; j++) {
+    const int p = (me + j) % w;  // spread the stores over the links
+    irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)me * n, in, lo, hi);
+  }
+  irisgen::copy_block(out + (int64_t)me * n, in, lo, hi);
+  for (int p = 0; p < w; p++)
+    if (p != me) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // Counts the call (every thread read the epoch above). No barrier follows
+  // the waits, so a timeout (error record set) fails only the threads that
+  // waited.
+  irisgen::advance();
+  irisgen::lamport_get(ctx, out, box + slot, n, w, lo, hi, k);
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_gather_lamport_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args irisgen_a) {
+  typedef float T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world, me = ctx.rank;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* out = ((float*)irisgen_a.t_output);
+  T* box = ((float*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    for (int r = 0; r < 3 * w; r++) irisgen::lamport_clear(box + (int64_t)r * n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
+  for (int j = 1; j < w; j++) {
+    const int p = (me + j) % w;  // spread the stores over the links
+    irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot + (int64_t)me * n, in, lo, hi);
+  }
+  irisgen::copy_block(out + (int64_t)me * n, in, lo, hi);
+  for (int p = 0; p < w; p++)
+    if (p != me) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // Counts the call (every thread read the epoch above). No barrier follows
+  // the waits, so a timeout (error record set) fails only the threads that
+  // waited.
+  irisgen::advance();
+  irisgen::lamport_get(ctx, out, box + slot, n, w, lo, hi, k);
   }();
   irisgen::end(ctx);
 }

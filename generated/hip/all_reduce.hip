@@ -2,12 +2,12 @@
 //
 // all_reduce: Reduce `input` over all ranks into `output` on every rank.
 //
-// Spec hash eaa2e929f07a796c: the Go wrappers carry the same value, and the runtime
+// Spec hash 7d68aab7ac412e97: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_reduce[] = "eaa2e929f07a796c";
+extern "C" __device__ const char irisgen_spec_hash_all_reduce[] = "7d68aab7ac412e97";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.
@@ -717,23 +717,22 @@ irisgen_all_reduce_one_shot_lamport_bf16_max(const IRISGEN_GRID_CONSTANT irisgen
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
     T* row = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
-  __syncthreads();  // in may be out: every thread's reads of in come first
-  const T* rows[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  // A timeout (error record set) fails only the threads that waited; every
-  // thread still meets the others in advance's __syncthreads.
-  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int p = 0; p < w; p++)
-      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
-  }
+  // Slot k-1 is done with (above), so it is emptied before the waits, under
+  // the peers' latency rather than after it.
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // in may be out: every thread's reads of in come before any write of out
+  // (advance's __syncthreads, which also counts the call: every thread read
+  // the epoch above). No barrier follows the waits, so a timeout (error
+  // record set) fails only the threads that waited.
   irisgen::advance();
+  irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
   }();
   irisgen::end(ctx);
 }
@@ -758,23 +757,22 @@ irisgen_all_reduce_one_shot_lamport_bf16_min(const IRISGEN_GRID_CONSTANT irisgen
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
     T* row = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
-  __syncthreads();  // in may be out: every thread's reads of in come first
-  const T* rows[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  // A timeout (error record set) fails only the threads that waited; every
-  // thread still meets the others in advance's __syncthreads.
-  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int p = 0; p < w; p++)
-      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
-  }
+  // Slot k-1 is done with (above), so it is emptied before the waits, under
+  // the peers' latency rather than after it.
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // in may be out: every thread's reads of in come before any write of out
+  // (advance's __syncthreads, which also counts the call: every thread read
+  // the epoch above). No barrier follows the waits, so a timeout (error
+  // record set) fails only the threads that waited.
   irisgen::advance();
+  irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
   }();
   irisgen::end(ctx);
 }
@@ -799,23 +797,22 @@ irisgen_all_reduce_one_shot_lamport_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
     T* row = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
-  __syncthreads();  // in may be out: every thread's reads of in come first
-  const T* rows[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  // A timeout (error record set) fails only the threads that waited; every
-  // thread still meets the others in advance's __syncthreads.
-  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int p = 0; p < w; p++)
-      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
-  }
+  // Slot k-1 is done with (above), so it is emptied before the waits, under
+  // the peers' latency rather than after it.
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // in may be out: every thread's reads of in come before any write of out
+  // (advance's __syncthreads, which also counts the call: every thread read
+  // the epoch above). No barrier follows the waits, so a timeout (error
+  // record set) fails only the threads that waited.
   irisgen::advance();
+  irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
   }();
   irisgen::end(ctx);
 }
@@ -840,23 +837,22 @@ irisgen_all_reduce_one_shot_lamport_f16_max(const IRISGEN_GRID_CONSTANT irisgen_
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
     T* row = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
-  __syncthreads();  // in may be out: every thread's reads of in come first
-  const T* rows[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  // A timeout (error record set) fails only the threads that waited; every
-  // thread still meets the others in advance's __syncthreads.
-  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int p = 0; p < w; p++)
-      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
-  }
+  // Slot k-1 is done with (above), so it is emptied before the waits, under
+  // the peers' latency rather than after it.
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // in may be out: every thread's reads of in come before any write of out
+  // (advance's __syncthreads, which also counts the call: every thread read
+  // the epoch above). No barrier follows the waits, so a timeout (error
+  // record set) fails only the threads that waited.
   irisgen::advance();
+  irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
   }();
   irisgen::end(ctx);
 }
@@ -881,23 +877,22 @@ irisgen_all_reduce_one_shot_lamport_f16_min(const IRISGEN_GRID_CONSTANT irisgen_
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
     T* row = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
-  __syncthreads();  // in may be out: every thread's reads of in come first
-  const T* rows[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  // A timeout (error record set) fails only the threads that waited; every
-  // thread still meets the others in advance's __syncthreads.
-  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int p = 0; p < w; p++)
-      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
-  }
+  // Slot k-1 is done with (above), so it is emptied before the waits, under
+  // the peers' latency rather than after it.
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // in may be out: every thread's reads of in come before any write of out
+  // (advance's __syncthreads, which also counts the call: every thread read
+  // the epoch above). No barrier follows the waits, so a timeout (error
+  // record set) fails only the threads that waited.
   irisgen::advance();
+  irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
   }();
   irisgen::end(ctx);
 }
@@ -922,23 +917,22 @@ irisgen_all_reduce_one_shot_lamport_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
     T* row = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
-  __syncthreads();  // in may be out: every thread's reads of in come first
-  const T* rows[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  // A timeout (error record set) fails only the threads that waited; every
-  // thread still meets the others in advance's __syncthreads.
-  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int p = 0; p < w; p++)
-      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
-  }
+  // Slot k-1 is done with (above), so it is emptied before the waits, under
+  // the peers' latency rather than after it.
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // in may be out: every thread's reads of in come before any write of out
+  // (advance's __syncthreads, which also counts the call: every thread read
+  // the epoch above). No barrier follows the waits, so a timeout (error
+  // record set) fails only the threads that waited.
   irisgen::advance();
+  irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
   }();
   irisgen::end(ctx);
 }
@@ -963,23 +957,22 @@ irisgen_all_reduce_one_shot_lamport_f32_max(const IRISGEN_GRID_CONSTANT irisgen_
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
     T* row = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
-  __syncthreads();  // in may be out: every thread's reads of in come first
-  const T* rows[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  // A timeout (error record set) fails only the threads that waited; every
-  // thread still meets the others in advance's __syncthreads.
-  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int p = 0; p < w; p++)
-      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
-  }
+  // Slot k-1 is done with (above), so it is emptied before the waits, under
+  // the peers' latency rather than after it.
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // in may be out: every thread's reads of in come before any write of out
+  // (advance's __syncthreads, which also counts the call: every thread read
+  // the epoch above). No barrier follows the waits, so a timeout (error
+  // record set) fails only the threads that waited.
   irisgen::advance();
+  irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
   }();
   irisgen::end(ctx);
 }
@@ -1004,23 +997,22 @@ irisgen_all_reduce_one_shot_lamport_f32_min(const IRISGEN_GRID_CONSTANT irisgen_
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
     T* row = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
-  __syncthreads();  // in may be out: every thread's reads of in come first
-  const T* rows[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  // A timeout (error record set) fails only the threads that waited; every
-  // thread still meets the others in advance's __syncthreads.
-  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int p = 0; p < w; p++)
-      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
-  }
+  // Slot k-1 is done with (above), so it is emptied before the waits, under
+  // the peers' latency rather than after it.
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // in may be out: every thread's reads of in come before any write of out
+  // (advance's __syncthreads, which also counts the call: every thread read
+  // the epoch above). No barrier follows the waits, so a timeout (error
+  // record set) fails only the threads that waited.
   irisgen::advance();
+  irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
   }();
   irisgen::end(ctx);
 }
@@ -1045,23 +1037,22 @@ irisgen_all_reduce_one_shot_lamport_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
     T* row = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
-  __syncthreads();  // in may be out: every thread's reads of in come first
-  const T* rows[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  // A timeout (error record set) fails only the threads that waited; every
-  // thread still meets the others in advance's __syncthreads.
-  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int p = 0; p < w; p++)
-      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
-  }
+  // Slot k-1 is done with (above), so it is emptied before the waits, under
+  // the peers' latency rather than after it.
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // in may be out: every thread's reads of in come before any write of out
+  // (advance's __syncthreads, which also counts the call: every thread read
+  // the epoch above). No barrier follows the waits, so a timeout (error
+  // record set) fails only the threads that waited.
   irisgen::advance();
+  irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
   }();
   irisgen::end(ctx);
 }

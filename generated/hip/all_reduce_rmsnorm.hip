@@ -6,12 +6,12 @@
 // rsqrt(mean of residual^2 + eps) * weight (a transformer layer's all_reduce,
 // residual add and RMSNorm in one kernel; fp32 accumulation).
 //
-// Spec hash 4f29a2c9350733ef: the Go wrappers carry the same value, and the runtime
+// Spec hash bc7a86700dfba54d: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_reduce_rmsnorm[] = "4f29a2c9350733ef";
+extern "C" __device__ const char irisgen_spec_hash_all_reduce_rmsnorm[] = "bc7a86700dfba54d";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch
@@ -149,18 +149,24 @@ irisgen_all_reduce_rmsnorm_one_shot_lamport_bf16(const IRISGEN_GRID_CONSTANT iri
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (me + j) % w;  // spread the stores over the links
     T* dst = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)me * n;
     for (int64_t row = blockIdx.x; row < t; row += gridDim.x) irisgen::lamport_put(dst, in, row * h, (row + 1) * h);
   }
-  __syncthreads();  // input may be residual or output: every thread's reads of it come first
+  for (int64_t row = blockIdx.x; row < t; row += gridDim.x)
+    for (int p = 0; p < w; p++)
+      if (p != me) irisgen::lamport_clear(box + old + (int64_t)p * n, row * h, (row + 1) * h);
+  // input may be residual or output: every thread's reads of it come before
+  // any write of them (advance's __syncthreads, which also counts the call:
+  // every thread read the epoch above).
+  irisgen::advance();
   const T* mine = box + slot;  // rows[p] + i is rank p's element i in this rank's slot
   T* scratch = box + slot + (int64_t)me * n;
   // A timeout (error record set) ends only this thread's share of a row;
   // every thread still meets the others in each row's block_reduce.
-  const bool ok = irisgen::reduce_rows_n<T>(
+  irisgen::reduce_rows_n<T>(
       t, h, w,
       [&](int64_t o) {
         bool same = irisgen::aligned_as(in + o, res + o, out + o, wt, scratch + o);
@@ -186,13 +192,6 @@ irisgen_all_reduce_rmsnorm_one_shot_lamport_bf16(const IRISGEN_GRID_CONSTANT iri
       [&](int64_t o, const irisgen::span<T>& sp, float ss) {
         irisgen::rmsnorm_row<T>(sp, h, scratch + o, wt, irisgen::rms_scale(ss, h, eps), out + o, res + o);
       });
-  if (ok) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int64_t row = blockIdx.x; row < t; row += gridDim.x)
-      for (int p = 0; p < w; p++)
-        if (p != me) irisgen::lamport_clear(box + old + (int64_t)p * n, row * h, (row + 1) * h);
-  }
-  irisgen::advance();
   }();
   irisgen::end(ctx);
 }
@@ -218,18 +217,24 @@ irisgen_all_reduce_rmsnorm_one_shot_lamport_f16(const IRISGEN_GRID_CONSTANT iris
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (me + j) % w;  // spread the stores over the links
     T* dst = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)me * n;
     for (int64_t row = blockIdx.x; row < t; row += gridDim.x) irisgen::lamport_put(dst, in, row * h, (row + 1) * h);
   }
-  __syncthreads();  // input may be residual or output: every thread's reads of it come first
+  for (int64_t row = blockIdx.x; row < t; row += gridDim.x)
+    for (int p = 0; p < w; p++)
+      if (p != me) irisgen::lamport_clear(box + old + (int64_t)p * n, row * h, (row + 1) * h);
+  // input may be residual or output: every thread's reads of it come before
+  // any write of them (advance's __syncthreads, which also counts the call:
+  // every thread read the epoch above).
+  irisgen::advance();
   const T* mine = box + slot;  // rows[p] + i is rank p's element i in this rank's slot
   T* scratch = box + slot + (int64_t)me * n;
   // A timeout (error record set) ends only this thread's share of a row;
   // every thread still meets the others in each row's block_reduce.
-  const bool ok = irisgen::reduce_rows_n<T>(
+  irisgen::reduce_rows_n<T>(
       t, h, w,
       [&](int64_t o) {
         bool same = irisgen::aligned_as(in + o, res + o, out + o, wt, scratch + o);
@@ -255,13 +260,6 @@ irisgen_all_reduce_rmsnorm_one_shot_lamport_f16(const IRISGEN_GRID_CONSTANT iris
       [&](int64_t o, const irisgen::span<T>& sp, float ss) {
         irisgen::rmsnorm_row<T>(sp, h, scratch + o, wt, irisgen::rms_scale(ss, h, eps), out + o, res + o);
       });
-  if (ok) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int64_t row = blockIdx.x; row < t; row += gridDim.x)
-      for (int p = 0; p < w; p++)
-        if (p != me) irisgen::lamport_clear(box + old + (int64_t)p * n, row * h, (row + 1) * h);
-  }
-  irisgen::advance();
   }();
   irisgen::end(ctx);
 }
@@ -287,18 +285,24 @@ irisgen_all_reduce_rmsnorm_one_shot_lamport_f32(const IRISGEN_GRID_CONSTANT iris
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (me + j) % w;  // spread the stores over the links
     T* dst = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot + (int64_t)me * n;
     for (int64_t row = blockIdx.x; row < t; row += gridDim.x) irisgen::lamport_put(dst, in, row * h, (row + 1) * h);
   }
-  __syncthreads();  // input may be residual or output: every thread's reads of it come first
+  for (int64_t row = blockIdx.x; row < t; row += gridDim.x)
+    for (int p = 0; p < w; p++)
+      if (p != me) irisgen::lamport_clear(box + old + (int64_t)p * n, row * h, (row + 1) * h);
+  // input may be residual or output: every thread's reads of it come before
+  // any write of them (advance's __syncthreads, which also counts the call:
+  // every thread read the epoch above).
+  irisgen::advance();
   const T* mine = box + slot;  // rows[p] + i is rank p's element i in this rank's slot
   T* scratch = box + slot + (int64_t)me * n;
   // A timeout (error record set) ends only this thread's share of a row;
   // every thread still meets the others in each row's block_reduce.
-  const bool ok = irisgen::reduce_rows_n<T>(
+  irisgen::reduce_rows_n<T>(
       t, h, w,
       [&](int64_t o) {
         bool same = irisgen::aligned_as(in + o, res + o, out + o, wt, scratch + o);
@@ -324,13 +328,6 @@ irisgen_all_reduce_rmsnorm_one_shot_lamport_f32(const IRISGEN_GRID_CONSTANT iris
       [&](int64_t o, const irisgen::span<T>& sp, float ss) {
         irisgen::rmsnorm_row<T>(sp, h, scratch + o, wt, irisgen::rms_scale(ss, h, eps), out + o, res + o);
       });
-  if (ok) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int64_t row = blockIdx.x; row < t; row += gridDim.x)
-      for (int p = 0; p < w; p++)
-        if (p != me) irisgen::lamport_clear(box + old + (int64_t)p * n, row * h, (row + 1) * h);
-  }
-  irisgen::advance();
   }();
   irisgen::end(ctx);
 }

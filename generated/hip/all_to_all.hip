@@ -3,12 +3,12 @@
 // all_to_all: Exchange blocks between all ranks; block p of rank r's `input`
 // becomes block r of rank p's `output`.
 //
-// Spec hash a7d0cd3cdbdf86de: the Go wrappers carry the same value, and the runtime
+// Spec hash f13db5bac0597c11: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_to_all[] = "a7d0cd3cdbdf86de";
+extern "C" __device__ const char irisgen_spec_hash_all_to_all[] = "f13db5bac0597c11";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.
@@ -16,6 +16,7 @@ struct irisgen_all_to_all_args {
   irisgen_ctx ctx;
   void* t_input;  // in [world, n]
   void* t_output;  // out [world, n]
+  void* t_lamport;  // workspace [3, world, n]
   int64_t s_n;
 };
 
@@ -87,6 +88,122 @@ irisgen_all_to_all_push_f32(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args 
   irisgen::end(ctx);
 }
 
+// ---- variant push_overlap (template all_to_all_push_overlap.hip.tmpl) ----
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_to_all_push_overlap_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world, me = ctx.rank;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* out[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (p)) + (int64_t)me * n;
+  const int nb = gridDim.x, b = blockIdx.x;
+  const int nl = nb / 8 > 1 ? nb / 8 : 1;  // blocks of the local copy
+  int64_t lo, hi;
+  // Every peer has entered the call: its output may be overwritten.
+  if (!irisgen::barrier(ctx)) return;
+  if (w == 1 || nb == 1) {
+    irisgen::block_part<T>(0, n, &lo, &hi);
+    for (int k = 0; k < w; k++) {
+      const int p = (me + k) % w;
+      irisgen::copy_block(out[p], in + (int64_t)p * n, lo, hi);
+    }
+  } else if (b < nl) {
+    irisgen::chunk_part<T>(n, b, nl, &lo, &hi);
+    irisgen::copy_block(out[me], in + (int64_t)me * n, lo, hi);
+  } else {
+    irisgen::chunk_part<T>(n, b - nl, nb - nl, &lo, &hi);
+    for (int k = 1; k < w; k++) {
+      const int p = (me + k) % w;  // one peer at a time, ring order
+      irisgen::copy_block(out[p], in + (int64_t)p * n, lo, hi);
+    }
+  }
+  // Every block of this rank's output has been written by its sender.
+  if (!irisgen::barrier(ctx)) return;
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_to_all_push_overlap_f16(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args irisgen_a) {
+  typedef irisgen_f16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world, me = ctx.rank;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* out[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) out[p] = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (p)) + (int64_t)me * n;
+  const int nb = gridDim.x, b = blockIdx.x;
+  const int nl = nb / 8 > 1 ? nb / 8 : 1;  // blocks of the local copy
+  int64_t lo, hi;
+  // Every peer has entered the call: its output may be overwritten.
+  if (!irisgen::barrier(ctx)) return;
+  if (w == 1 || nb == 1) {
+    irisgen::block_part<T>(0, n, &lo, &hi);
+    for (int k = 0; k < w; k++) {
+      const int p = (me + k) % w;
+      irisgen::copy_block(out[p], in + (int64_t)p * n, lo, hi);
+    }
+  } else if (b < nl) {
+    irisgen::chunk_part<T>(n, b, nl, &lo, &hi);
+    irisgen::copy_block(out[me], in + (int64_t)me * n, lo, hi);
+  } else {
+    irisgen::chunk_part<T>(n, b - nl, nb - nl, &lo, &hi);
+    for (int k = 1; k < w; k++) {
+      const int p = (me + k) % w;  // one peer at a time, ring order
+      irisgen::copy_block(out[p], in + (int64_t)p * n, lo, hi);
+    }
+  }
+  // Every block of this rank's output has been written by its sender.
+  if (!irisgen::barrier(ctx)) return;
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_to_all_push_overlap_f32(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args irisgen_a) {
+  typedef float T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world, me = ctx.rank;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* out[IRISGEN_MAX_WORLD];
+  for (int p = 0; p < w; p++) out[p] = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_output, (p)) + (int64_t)me * n;
+  const int nb = gridDim.x, b = blockIdx.x;
+  const int nl = nb / 8 > 1 ? nb / 8 : 1;  // blocks of the local copy
+  int64_t lo, hi;
+  // Every peer has entered the call: its output may be overwritten.
+  if (!irisgen::barrier(ctx)) return;
+  if (w == 1 || nb == 1) {
+    irisgen::block_part<T>(0, n, &lo, &hi);
+    for (int k = 0; k < w; k++) {
+      const int p = (me + k) % w;
+      irisgen::copy_block(out[p], in + (int64_t)p * n, lo, hi);
+    }
+  } else if (b < nl) {
+    irisgen::chunk_part<T>(n, b, nl, &lo, &hi);
+    irisgen::copy_block(out[me], in + (int64_t)me * n, lo, hi);
+  } else {
+    irisgen::chunk_part<T>(n, b - nl, nb - nl, &lo, &hi);
+    for (int k = 1; k < w; k++) {
+      const int p = (me + k) % w;  // one peer at a time, ring order
+      irisgen::copy_block(out[p], in + (int64_t)p * n, lo, hi);
+    }
+  }
+  // Every block of this rank's output has been written by its sender.
+  if (!irisgen::barrier(ctx)) return;
+  }();
+  irisgen::end(ctx);
+}
+
 // ---- variant pull (template all_to_all_pull.hip.tmpl) ----
 
 extern "C" __global__ void __launch_bounds__(512)
@@ -145,6 +262,116 @@ irisgen_all_to_all_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args 
   }
   // Nobody reads this rank's input any more.
   if (!irisgen::barrier(ctx)) return;
+  }();
+  irisgen::end(ctx);
+}
+
+// ---- variant lamport (template all_to_all_lamport.hip.tmpl) ----
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_to_all_lamport_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world, me = ctx.rank;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* out = ((irisgen_bf16*)irisgen_a.t_output);
+  T* box = ((irisgen_bf16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    for (int r = 0; r < 3 * w; r++) irisgen::lamport_clear(box + (int64_t)r * n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
+  for (int j = 1; j < w; j++) {
+    const int p = (me + j) % w;  // spread the stores over the links
+    irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)me * n, in + (int64_t)p * n, lo, hi);
+  }
+  irisgen::copy_block(out + (int64_t)me * n, in + (int64_t)me * n, lo, hi);
+  for (int p = 0; p < w; p++)
+    if (p != me) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // Counts the call (every thread read the epoch above). No barrier follows
+  // the waits, so a timeout (error record set) fails only the threads that
+  // waited.
+  irisgen::advance();
+  irisgen::lamport_get(ctx, out, box + slot, n, w, lo, hi, k);
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_to_all_lamport_f16(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args irisgen_a) {
+  typedef irisgen_f16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world, me = ctx.rank;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* out = ((irisgen_f16*)irisgen_a.t_output);
+  T* box = ((irisgen_f16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    for (int r = 0; r < 3 * w; r++) irisgen::lamport_clear(box + (int64_t)r * n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
+  for (int j = 1; j < w; j++) {
+    const int p = (me + j) % w;  // spread the stores over the links
+    irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)me * n, in + (int64_t)p * n, lo, hi);
+  }
+  irisgen::copy_block(out + (int64_t)me * n, in + (int64_t)me * n, lo, hi);
+  for (int p = 0; p < w; p++)
+    if (p != me) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // Counts the call (every thread read the epoch above). No barrier follows
+  // the waits, so a timeout (error record set) fails only the threads that
+  // waited.
+  irisgen::advance();
+  irisgen::lamport_get(ctx, out, box + slot, n, w, lo, hi, k);
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_all_to_all_lamport_f32(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args irisgen_a) {
+  typedef float T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world, me = ctx.rank;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* out = ((float*)irisgen_a.t_output);
+  T* box = ((float*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    for (int r = 0; r < 3 * w; r++) irisgen::lamport_clear(box + (int64_t)r * n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
+  for (int j = 1; j < w; j++) {
+    const int p = (me + j) % w;  // spread the stores over the links
+    irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot + (int64_t)me * n, in + (int64_t)p * n, lo, hi);
+  }
+  irisgen::copy_block(out + (int64_t)me * n, in + (int64_t)me * n, lo, hi);
+  for (int p = 0; p < w; p++)
+    if (p != me) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // Counts the call (every thread read the epoch above). No barrier follows
+  // the waits, so a timeout (error record set) fails only the threads that
+  // waited.
+  irisgen::advance();
+  irisgen::lamport_get(ctx, out, box + slot, n, w, lo, hi, k);
   }();
   irisgen::end(ctx);
 }

@@ -22,6 +22,7 @@ type Config struct {
 	Warmup      int
 	Repeats     int // timed batches per cell: the median is reported, the spread kept
 	HeapBytes   int64
+	LinkGBps    float64   // link rate the MoE rows are compared with (0: DefaultLinkGBps)
 	Log         io.Writer // progress, one line a measurement
 }
 

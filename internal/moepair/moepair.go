@@ -1,7 +1,8 @@
 // Package moepair sets up moe_dispatch and moe_combine from the generated
 // catalogue as the pair they are used as: one plan each for the same sizes,
-// the tensors of both, and the identity expert between them (combine reads
-// the rows dispatch received). The capture probe and the benchmark use it.
+// the tensors of both (dispatch's outputs are combine's inputs of the same
+// name), and the identity expert between them. The capture probe and the
+// benchmark use it.
 package moepair
 
 import (
@@ -18,9 +19,11 @@ type Pair struct {
 	Dispatch, Combine collectives.AnyPlan
 	// DispatchArgs and CombineArgs are each plan's tensors in spec order.
 	DispatchArgs, CombineArgs []irisrt.Tensor
-	// Tensors holds every tensor by name (combine's expert_out is
-	// dispatch's recv_tokens).
+	// Tensors holds every tensor by name; a name both plans have is one
+	// tensor (recv_ids, recv_weights, recv_src, recv_counts, send_slot).
 	Tensors map[string]irisrt.Tensor
+	order   []irisrt.Tensor // Tensors in allocation order
+	k       int64
 	r       *irisrt.Rank
 }
 
@@ -33,7 +36,10 @@ func New(r *irisrt.Rank, dt irisrt.DType, sizes []int64) (*Pair, error) {
 	if !ok1 || !ok2 {
 		return nil, errors.New("the catalogue has no moe_dispatch/push or moe_combine/push")
 	}
-	p := &Pair{Tensors: map[string]irisrt.Tensor{}, r: r}
+	if len(sizes) != 5 {
+		return nil, fmt.Errorf("moe pair: %d sizes, want 5 (t, h, k, e, cap)", len(sizes))
+	}
+	p := &Pair{Tensors: map[string]irisrt.Tensor{}, k: sizes[2], r: r}
 	var err error
 	if p.Dispatch, err = disp.New(r, dt, "", sizes); err != nil {
 		return nil, fmt.Errorf("making the dispatch plan: %w", err)
@@ -47,17 +53,14 @@ func New(r *irisrt.Rank, dt irisrt.DType, sizes []int64) (*Pair, error) {
 		args *[]irisrt.Tensor
 	}{{disp, &p.DispatchArgs}, {comb, &p.CombineArgs}} {
 		for _, ti := range x.e.Tensors {
-			name := ti.Name
-			if name == "expert_out" {
-				name = "recv_tokens" // the identity expert
-			}
-			t, ok := p.Tensors[name]
+			t, ok := p.Tensors[ti.Name]
 			if !ok {
 				if t, err = r.Heap().Alloc(ti.ElemType(dt), ti.Numel(r.World(), sizes)); err != nil {
 					p.Close()
-					return nil, fmt.Errorf("allocating %s: %w", name, err)
+					return nil, fmt.Errorf("allocating %s: %w", ti.Name, err)
 				}
-				p.Tensors[name] = t
+				p.Tensors[ti.Name] = t
+				p.order = append(p.order, t)
 			}
 			*x.args = append(*x.args, t)
 		}
@@ -65,19 +68,37 @@ func New(r *irisrt.Rank, dt irisrt.DType, sizes []int64) (*Pair, error) {
 	return p, nil
 }
 
-// Launch enqueues dispatch, then combine, on s in mode.
+// Expert enqueues the identity expert on s: every one of the k planes of
+// expert_out ([k, world, cap, h]) gets the received rows (recv_tokens,
+// [world, cap, h]), so combine's output is each token times the sum of its
+// weights. Device-to-device copies only: capturable.
+func (p *Pair) Expert(s gpu.Stream) error {
+	rows, out := p.Tensors["recv_tokens"], p.Tensors["expert_out"]
+	for j := range p.k {
+		if err := p.r.Device().CopyDtoDAsync(out.Slice(j*rows.Len, rows.Len).Ptr, rows.Ptr, rows.Bytes(), s); err != nil {
+			return fmt.Errorf("identity expert: %w", err)
+		}
+	}
+	return nil
+}
+
+// Launch enqueues dispatch, the identity expert and combine on s in mode.
 func (p *Pair) Launch(s gpu.Stream, mode irisrt.Barrier) error {
 	if err := p.Dispatch.LaunchTensors(s, p.DispatchArgs, mode); err != nil {
+		return err
+	}
+	if err := p.Expert(s); err != nil {
 		return err
 	}
 	return p.Combine.LaunchTensors(s, p.CombineArgs, mode)
 }
 
-// Close frees the tensors and the plans (collective).
+// Close frees the tensors, newest first, and the plans (collective: every
+// rank frees in the same order).
 func (p *Pair) Close() error {
 	var errs []error
-	for _, t := range p.Tensors {
-		errs = append(errs, p.r.Heap().Free(t))
+	for i := len(p.order) - 1; i >= 0; i-- {
+		errs = append(errs, p.r.Heap().Free(p.order[i]))
 	}
 	for _, pl := range []collectives.AnyPlan{p.Combine, p.Dispatch} {
 		if pl != nil {

@@ -3,6 +3,7 @@ package moepair
 import (
 	"testing"
 	"testing/fstest"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -34,7 +35,8 @@ func fakeWorld(t *testing.T) (*irisrt.World, *fakegpu.Platform) {
 
 func TestPair(t *testing.T) {
 	w, p := fakeWorld(t)
-	sizes := []int64{33, 64, 2, 8, 66} // t, h, k, e, cap
+	const tk, h, k, e, cp = 33, 64, 3, 8, 40
+	sizes := []int64{tk, h, k, e, cp}
 	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
 		free := r.Heap().FreeBytesLeft()
 		pair, err := New(r, irisrt.BF16, sizes)
@@ -42,24 +44,56 @@ func TestPair(t *testing.T) {
 			return err
 		}
 		ts := pair.Tensors
-		assert.Equal(t, ts["recv_tokens"], pair.CombineArgs[0], "the identity expert: combine reads what dispatch received")
-		assert.Equal(t, ts["ids"], pair.CombineArgs[3], "combine gets dispatch's ids")
+		assert.Len(t, pair.DispatchArgs, 9)
+		assert.Len(t, pair.CombineArgs, 7)
+		// Dispatch's outputs are combine's inputs: the same tensors.
+		for i, name := range []string{"recv_ids", "recv_weights", "recv_src", "recv_counts", "send_slot"} {
+			assert.Equal(t, ts[name], pair.DispatchArgs[4+i], name)
+			assert.Equal(t, ts[name], pair.CombineArgs[1+i], name)
+		}
+		assert.Equal(t, ts["expert_out"], pair.CombineArgs[0])
 		assert.Equal(t, irisrt.I64, ts["ids"].DType)
 		assert.Equal(t, irisrt.F32, ts["weights"].DType)
-		assert.Equal(t, int64(2*66*64), ts["recv_tokens"].Len)
-		assert.Equal(t, int64(33*64), ts["output"].Len)
-		assert.Len(t, pair.DispatchArgs, 8)
-		assert.Len(t, pair.CombineArgs, 6)
+		assert.Equal(t, int64(2*cp*h), ts["recv_tokens"].Len)
+		assert.Equal(t, int64(k*2*cp*h), ts["expert_out"].Len)
+		assert.Equal(t, int64(2*cp*k), ts["recv_ids"].Len)
+		assert.Equal(t, int64(tk*2), ts["send_slot"].Len)
+		assert.Equal(t, int64(tk*h), ts["output"].Len)
+
+		// The identity expert copies the received rows into every plane.
+		rows := ts["recv_tokens"]
+		want := make([]byte, rows.Bytes())
+		for i := range want {
+			want[i] = byte(i*7 + r.Rank())
+		}
+		dev, s := r.Device(), r.Stream()
+		if err := dev.CopyHtoD(rows.Ptr, unsafe.Pointer(&want[0]), rows.Bytes()); err != nil {
+			return err
+		}
+		if err := pair.Expert(s); err != nil {
+			return err
+		}
+		if err := dev.StreamSynchronize(s); err != nil {
+			return err
+		}
+		got := make([]byte, ts["expert_out"].Bytes())
+		if err := dev.CopyDtoH(unsafe.Pointer(&got[0]), ts["expert_out"].Ptr, int64(len(got))); err != nil {
+			return err
+		}
+		for j := range k {
+			assert.Equal(t, want, got[j*len(want):(j+1)*len(want)], "plane %d of expert_out", j)
+		}
+
 		if r.Rank() == 0 {
 			p.ClearLaunches()
 		}
-		if err := r.HostBarrier(r.Stream()); err != nil {
+		if err := r.HostBarrier(s); err != nil {
 			return err
 		}
-		if err := pair.Launch(r.Stream(), irisrt.BarrierDevice); err != nil {
+		if err := pair.Launch(s, irisrt.BarrierDevice); err != nil {
 			return err
 		}
-		if err := r.HostBarrier(r.Stream()); err != nil {
+		if err := r.HostBarrier(s); err != nil {
 			return err
 		}
 		if err := pair.Close(); err != nil {
@@ -75,6 +109,15 @@ func TestPair(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"irisgen_moe_dispatch_push_bf16", "irisgen_moe_combine_push_bf16"}, names, "dispatch, then combine")
+}
+
+func TestPairSizes(t *testing.T) {
+	w, _ := fakeWorld(t)
+	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
+		_, err := New(r, irisrt.BF16, []int64{1, 2, 3})
+		assert.ErrorContains(t, err, "3 sizes, want 5")
+		return nil
+	}))
 }
 
 // Entry.Alloc, which New's allocation follows: one tensor per spec tensor,

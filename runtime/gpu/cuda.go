@@ -21,8 +21,28 @@ typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef struct { char reserved[64]; } CUipcMemHandle;
 
+// cuLaunchKernelEx's configuration (CUDA 12.0+), with room for one launch
+// attribute: CUlaunchAttribute is its id, 4 bytes of padding and a 64-byte
+// union, CUlaunchConfig the grid, the block, the shared bytes, the stream
+// and the attribute array.
+typedef struct {
+	int id;
+	char pad[4];
+	union { char bytes[64]; int value; unsigned long long align; } val;
+} IGCU_LaunchAttribute;
+typedef struct {
+	unsigned int gridDimX, gridDimY, gridDimZ;
+	unsigned int blockDimX, blockDimY, blockDimZ;
+	unsigned int sharedMemBytes;
+	CUstream hStream;
+	IGCU_LaunchAttribute *attrs;
+	unsigned int numAttrs;
+} IGCU_LaunchConfig;
+
 enum {
 	IGCU_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
+	IGCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+	IGCU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
 	IGCU_MEMHOSTALLOC_PORTABLE = 0x01,
 	IGCU_MEMHOSTALLOC_DEVICEMAP = 0x02,
 	IGCU_STREAM_NON_BLOCKING = 0x1,
@@ -35,7 +55,9 @@ enum {
 // Every driver entry point used, with its exact (versioned) symbol name.
 #define IGCU_SYMS(X) \
 	X(cuInit, (unsigned int flags)) \
+	X(cuDriverGetVersion, (int *version)) \
 	X(cuDeviceGetCount, (int *count)) \
+	X(cuDeviceGetAttribute, (int *value, int attrib, CUdevice dev)) \
 	X(cuDeviceGet, (CUdevice *dev, int ordinal)) \
 	X(cuDevicePrimaryCtxRetain, (CUcontext *ctx, CUdevice dev)) \
 	X(cuCtxSetCurrent, (CUcontext ctx)) \
@@ -85,6 +107,9 @@ IGCU_SYMS(IGCU_DECL)
 // cuEventElapsedTime_v2 (CUDA 12.8+) where the driver has it, else the original.
 static CUresult (*igcu_elapsed)(float *ms, CUevent a, CUevent b);
 static const char *igcu_elapsed_name;
+// cuLaunchKernelEx (CUDA 12.0+) where the driver has it: Programmatic
+// Dependent Launch. Optional: older drivers launch with cuLaunchKernel.
+static CUresult (*igcu_launch_ex)(const IGCU_LaunchConfig *config, CUfunction f, void **params, void **extra);
 
 // igcu_open loads the driver library and resolves every symbol. On failure it
 // returns the message (dlerror's, or the missing symbol's).
@@ -105,6 +130,7 @@ static const char *igcu_open(const char *lib) {
 		igcu_elapsed = (CUresult (*)(float *, CUevent, CUevent))dlsym(h, igcu_elapsed_name);
 	}
 	if (igcu_elapsed == NULL) return "missing symbol cuEventElapsedTime";
+	igcu_launch_ex = (CUresult (*)(const IGCU_LaunchConfig *, CUfunction, void **, void **))dlsym(h, "cuLaunchKernelEx");
 	return NULL;
 }
 
@@ -117,14 +143,19 @@ static const char *igcu_open(const char *lib) {
 } while (0)
 #define IGCU_CALL(name, args) (*call = #name, igcu_##name args)
 
-static CUresult igcu_init(int *count, const char **call) {
+static CUresult igcu_init(int *count, int *version, int *launch_ex, const char **call) {
 	CUresult r = IGCU_CALL(cuInit, (0));
 	if (r != 0) return r;
+	r = IGCU_CALL(cuDriverGetVersion, (version));
+	if (r != 0) return r;
+	*launch_ex = igcu_launch_ex != NULL;
 	return IGCU_CALL(cuDeviceGetCount, (count));
 }
 
-static CUresult igcu_device(int ordinal, CUdevice *dev, uintptr_t *ctx, const char **call) {
+static CUresult igcu_device(int ordinal, CUdevice *dev, uintptr_t *ctx, int *major, const char **call) {
 	CUresult r = IGCU_CALL(cuDeviceGet, (dev, ordinal));
+	if (r != 0) return r;
+	r = IGCU_CALL(cuDeviceGetAttribute, (major, IGCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, *dev));
 	if (r != 0) return r;
 	CUcontext c;
 	r = IGCU_CALL(cuDevicePrimaryCtxRetain, (&c, *dev));
@@ -288,18 +319,28 @@ static CUresult igcu_global(uintptr_t ctx, uintptr_t m, const char *name, CUdevi
 	return IGCU_CALL(cuModuleGetGlobal_v2, (p, bytes, (CUmodule)m, name));
 }
 
-// The kernel takes one by-value struct: kernelParams holds one pointer to a
-// C copy of its bytes (the driver copies the parameters before returning).
-static CUresult igcu_launch(uintptr_t ctx, uintptr_t f, unsigned int gx, unsigned int gy, unsigned int gz,
+// The kernel takes one by-value struct: kernelParams holds one pointer to
+// its bytes (the driver copies the parameters before it returns, so the
+// caller's buffer, Go memory pinned for the call, is used as is). With
+// dependent, cuLaunchKernelEx with the programmatic stream serialization
+// attribute: the kernel may start once the kernel before it on the stream
+// has triggered (griddepcontrol.launch_dependents) or ended, and waits for it
+// with griddepcontrol.wait; stream capture records the programmatic edge.
+static CUresult igcu_launch(uintptr_t ctx, int dependent, uintptr_t f, unsigned int gx, unsigned int gy, unsigned int gz,
 		unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, uintptr_t s,
 		const void *args, size_t n, const char **call) {
 	IGCU_BIND(ctx);
-	// The driver copies the parameter bytes before it returns, so the
-	// caller's buffer (Go memory, pinned for the call) is used as is.
 	void *params[1] = {(void *)args};
 	void **kp = n > 0 ? params : NULL;
-	CUresult r = IGCU_CALL(cuLaunchKernel, ((CUfunction)f, gx, gy, gz, bx, by, bz, shared, (CUstream)s, kp, NULL));
-	return r;
+	if (!dependent)
+		return IGCU_CALL(cuLaunchKernel, ((CUfunction)f, gx, gy, gz, bx, by, bz, shared, (CUstream)s, kp, NULL));
+	IGCU_LaunchAttribute attr;
+	memset(&attr, 0, sizeof attr);
+	attr.id = IGCU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+	attr.val.value = 1;
+	IGCU_LaunchConfig cfg = {gx, gy, gz, bx, by, bz, shared, (CUstream)s, &attr, 1};
+	*call = "cuLaunchKernelEx";
+	return igcu_launch_ex(&cfg, (CUfunction)f, kp, NULL);
 }
 
 static CUresult igcu_can_peer(CUdevice dev, CUdevice peer, int *can, const char **call) {
@@ -388,9 +429,14 @@ const cudaLibrary = "libcuda.so.1"
 // cudaPlatform is the CUDA driver, loaded and initialised.
 type cudaPlatform struct {
 	count int
+	pdl   bool // the driver does Programmatic Dependent Launch and IRISGEN_PDL allows it
 	mu    sync.Mutex
 	devs  map[int]*cudaDevice
 }
+
+// pdlDriver is the first driver version (CUDA 12.3) whose stream capture
+// records programmatic dependencies as graph edges.
+const pdlDriver = 12030
 
 // loadCUDA opens the driver and initialises it; the error says why not.
 func loadCUDA() (Platform, error) {
@@ -399,15 +445,20 @@ func loadCUDA() (Platform, error) {
 	if msg := C.igcu_open(lib); msg != nil {
 		return nil, fmt.Errorf("%s: %s", cudaLibrary, C.GoString(msg))
 	}
-	var count C.int
+	var count, version, launchEx C.int
 	var call *C.char
-	if r := C.igcu_init(&count, &call); r != 0 {
+	if r := C.igcu_init(&count, &version, &launchEx, &call); r != 0 {
 		return nil, fmt.Errorf("%s: %w", cudaLibrary, cudaError(call, r))
 	}
 	if count == 0 {
 		return nil, fmt.Errorf("%s: no CUDA devices", cudaLibrary)
 	}
-	return &cudaPlatform{count: int(count), devs: map[int]*cudaDevice{}}, nil
+	allowed, err := pdlAllowed()
+	if err != nil {
+		return nil, err
+	}
+	pdl := allowed && launchEx != 0 && version >= pdlDriver
+	return &cudaPlatform{count: int(count), pdl: pdl, devs: map[int]*cudaDevice{}}, nil
 }
 
 // cudaError turns a driver result into an *Error named by the driver.
@@ -448,11 +499,12 @@ func (p *cudaPlatform) Open(ordinal int) (Device, error) {
 	}
 	var dev C.CUdevice
 	var ctx C.uintptr_t
+	var major C.int
 	var call *C.char
-	if r := C.igcu_device(C.int(ordinal), &dev, &ctx, &call); r != 0 {
+	if r := C.igcu_device(C.int(ordinal), &dev, &ctx, &major, &call); r != 0 {
 		return nil, cudaError(call, r)
 	}
-	d := &cudaDevice{p: p, ord: ordinal, dev: dev, ctx: ctx}
+	d := &cudaDevice{p: p, ord: ordinal, dev: dev, ctx: ctx, pdl: p.pdl && major >= 9}
 	p.devs[ordinal] = d
 	return d, nil
 }
@@ -463,6 +515,7 @@ type cudaDevice struct {
 	ord int
 	dev C.CUdevice
 	ctx C.uintptr_t
+	pdl bool // LaunchDependent launches programmatic dependents
 }
 
 func (d *cudaDevice) Ordinal() int       { return d.ord }
@@ -659,16 +712,35 @@ func (d *cudaDevice) Global(m Module, name string) (DevicePtr, int64, error) {
 }
 
 func (d *cudaDevice) Launch(f Function, grid, block Dim3, sharedBytes uint32, s Stream, args []byte) error {
+	return d.launch(false, f, grid, block, sharedBytes, s, args)
+}
+
+// LaunchDependent launches f as a programmatic dependent of the kernel
+// before it on s where the device does that (DependentLaunches), else as
+// Launch does (gpu.DependentLauncher).
+func (d *cudaDevice) LaunchDependent(f Function, grid, block Dim3, sharedBytes uint32, s Stream, args []byte) error {
+	return d.launch(d.pdl, f, grid, block, sharedBytes, s, args)
+}
+
+func (d *cudaDevice) launch(dependent bool, f Function, grid, block Dim3, sharedBytes uint32, s Stream, args []byte) error {
 	var call *C.char
 	var ap unsafe.Pointer
 	if len(args) > 0 {
 		ap = unsafe.Pointer(&args[0]) // read by the driver during the call; not retained
 	}
-	r := C.igcu_launch(d.ctx, C.uintptr_t(f),
+	dep := C.int(0)
+	if dependent {
+		dep = 1
+	}
+	r := C.igcu_launch(d.ctx, dep, C.uintptr_t(f),
 		C.uint(grid.X), C.uint(grid.Y), C.uint(grid.Z), C.uint(block.X), C.uint(block.Y), C.uint(block.Z),
 		C.uint(sharedBytes), C.uintptr_t(s), ap, C.size_t(len(args)), &call)
 	return cudaCheck(call, r)
 }
+
+// DependentLaunches reports whether LaunchDependent overlaps kernels: an
+// sm_90 or later GPU, a CUDA 12.3 or later driver, and IRISGEN_PDL not 0.
+func (d *cudaDevice) DependentLaunches() bool { return d.pdl }
 
 func (d *cudaDevice) peer(peer Device) (*cudaDevice, error) {
 	pd, ok := peer.(*cudaDevice)

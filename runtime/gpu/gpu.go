@@ -7,6 +7,9 @@ package gpu
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"time"
 	"unsafe"
 )
@@ -180,4 +183,54 @@ type Device interface {
 // device inside its C call.
 type ThreadBinder interface {
 	BindThread() error
+}
+
+// DependentLauncher is implemented by devices that can launch a kernel as a
+// programmatic dependent of the kernel before it on the stream (NVIDIA's
+// Programmatic Dependent Launch, sm_90 and later): the kernel may be
+// scheduled once every block of that kernel has signalled
+// (griddepcontrol.launch_dependents) instead of when it has ended, so its
+// launch overlaps the previous kernel's tail. Such a kernel must wait
+// (griddepcontrol.wait, which returns once the previous kernel has ended and
+// its writes are visible) before it touches memory that kernel may write;
+// every irisgen kernel does, in irisgen::begin. A captured launch keeps the
+// programmatic edge in the graph.
+type DependentLauncher interface {
+	// LaunchDependent is Launch, as a programmatic dependent where
+	// DependentLaunches says so.
+	LaunchDependent(f Function, grid, block Dim3, sharedBytes uint32, s Stream, args []byte) error
+	// DependentLaunches reports whether LaunchDependent really launches
+	// programmatic dependents (the GPU, the driver and $IRISGEN_PDL allow
+	// it); when false it is Launch.
+	DependentLaunches() bool
+}
+
+// EnvPDL switches Programmatic Dependent Launch at run time, so one binary
+// and one set of kernels A/B it: 0 (or false) turns it off, 1 (or true, or
+// unset) uses it where the GPU (sm_90 and later) and the driver (CUDA 12.3
+// and later) support it. Read when the CUDA platform loads.
+const EnvPDL = "IRISGEN_PDL"
+
+// pdlAllowed reads EnvPDL; a value other than those above is an error that
+// says what to set.
+func pdlAllowed() (bool, error) {
+	switch v := os.Getenv(EnvPDL); strings.ToLower(v) {
+	case "", "1", "true":
+		return true, nil
+	case "0", "false":
+		return false, nil
+	default:
+		return false, fmt.Errorf("%s=%q: want 0 or false (off), 1 or true (on where supported, the default)", EnvPDL, v)
+	}
+}
+
+// LaunchDependent launches f on d as a programmatic dependent of the kernel
+// before it on s where d is a DependentLauncher, else with d.Launch. Only
+// for kernels that wait before touching memory a previous kernel may write
+// (irisgen's: irisgen::begin waits).
+func LaunchDependent(d Device, f Function, grid, block Dim3, sharedBytes uint32, s Stream, args []byte) error {
+	if dl, ok := d.(DependentLauncher); ok {
+		return dl.LaunchDependent(f, grid, block, sharedBytes, s, args)
+	}
+	return d.Launch(f, grid, block, sharedBytes, s, args)
 }

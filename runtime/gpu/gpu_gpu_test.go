@@ -396,10 +396,8 @@ func TestCaptureRules(t *testing.T) {
 	}
 }
 
-// compileModule builds a tiny module with the platform's compiler, or skips.
-func compileModule(t *testing.T, p gpu.Platform) []byte {
-	t.Helper()
-	const src = `
+// fillSrc is TestModuleLaunch's module.
+const fillSrc = `
 struct fill_args { unsigned long long p; int v; int n; };
 extern "C" __device__ int answer = 42;
 extern "C" __global__ void fill(const fill_args a) {
@@ -407,6 +405,11 @@ extern "C" __global__ void fill(const fill_args a) {
 	if (i < a.n) ((int *)a.p)[i] = a.v + i + answer;
 }
 `
+
+// compileModule builds a tiny module from src with the platform's
+// compiler, or skips.
+func compileModule(t *testing.T, p gpu.Platform, src string) []byte {
+	t.Helper()
 	dir := t.TempDir()
 	cu := filepath.Join(dir, "fill.cu")
 	must(t, os.WriteFile(cu, []byte(src), 0o644))
@@ -436,7 +439,7 @@ extern "C" __global__ void fill(const fill_args a) {
 
 func TestModuleLaunch(t *testing.T) {
 	p, d := device(t, 0)
-	img := compileModule(t, p)
+	img := compileModule(t, p, fillSrc)
 	m, err := d.LoadModule(img)
 	must(t, err)
 	defer d.UnloadModule(m)
@@ -506,4 +509,106 @@ func TestModuleLaunch(t *testing.T) {
 	check(100)
 	must(t, d.DestroyGraphExec(ge))
 	must(t, d.DestroyGraph(gr))
+}
+
+// pdlSrc: first signals its dependents at once, spins 200 us, then stores 42
+// into b[0] and its end time into b[1]; second notes its start time, waits
+// for first (griddepcontrol.wait) and copies b[0] into b[3], its start time
+// into b[2].
+const pdlSrc = `
+struct pdl_args { unsigned long long b; };
+__device__ unsigned long long now() {
+	unsigned long long t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+extern "C" __global__ void first(const pdl_args a) {
+	unsigned long long* b = (unsigned long long*)a.b;
+	asm volatile("griddepcontrol.launch_dependents;");
+	const unsigned long long t0 = now();
+	while (now() - t0 < 200000) {
+	}
+	b[0] = 42;
+	b[1] = now();
+}
+extern "C" __global__ void second(const pdl_args a) {
+	unsigned long long* b = (unsigned long long*)a.b;
+	const unsigned long long t = now();
+	asm volatile("griddepcontrol.wait;" ::: "memory");
+	b[2] = t;
+	b[3] = b[0];
+}
+`
+
+// TestDependentLaunch checks Programmatic Dependent Launch where the device
+// does it (sm_90+, CUDA 12.3+, IRISGEN_PDL not 0): a kernel launched with
+// gpu.LaunchDependent after one that signals at once starts before that one
+// ends, and its griddepcontrol.wait still sees every write of it; replayed
+// from a captured graph the same (the programmatic edge is captured). A
+// plain Launch of the same pair does not overlap, so the timing check
+// means something.
+func TestDependentLaunch(t *testing.T) {
+	p, d := device(t, 0)
+	if dl, ok := d.(gpu.DependentLauncher); !ok || !dl.DependentLaunches() {
+		t.Skipf("%s device 0 does not launch programmatic dependents (sm_90+, CUDA 12.3+ driver, %s=%q)", p.Name(), gpu.EnvPDL, os.Getenv(gpu.EnvPDL))
+	}
+	m, err := d.LoadModule(compileModule(t, p, pdlSrc))
+	must(t, err)
+	defer d.UnloadModule(m)
+	first, err := d.Function(m, "first")
+	must(t, err)
+	second, err := d.Function(m, "second")
+	must(t, err)
+	buf, err := d.Alloc(32, false)
+	must(t, err)
+	defer d.Free(buf)
+	s, err := d.NewStream()
+	must(t, err)
+	defer d.DestroyStream(s)
+	args := make([]byte, 8)
+	for i := range 8 {
+		args[i] = byte(uint64(buf) >> (8 * i))
+	}
+	one := gpu.Dim3{X: 1, Y: 1, Z: 1}
+	pair := func(dependent bool) {
+		must(t, d.Launch(first, one, one, 0, s, args))
+		if dependent {
+			must(t, gpu.LaunchDependent(d, second, one, one, 0, s, args))
+		} else {
+			must(t, d.Launch(second, one, one, 0, s, args))
+		}
+	}
+	// check runs launch on a zeroed buffer and returns whether second
+	// started before first ended; second must have seen first's 42.
+	check := func(what string, launch func()) bool {
+		t.Helper()
+		must(t, d.MemsetD8Async(buf, 0, 32, s))
+		launch()
+		must(t, d.StreamSynchronize(s))
+		var b [4]uint64
+		must(t, d.CopyDtoH(unsafe.Pointer(&b[0]), buf, 32))
+		if b[3] != 42 {
+			t.Fatalf("%s: second read %d after griddepcontrol.wait, want first's 42", what, b[3])
+		}
+		return b[2] < b[1]
+	}
+	if check("plain launches", func() { pair(false) }) {
+		t.Fatal("plain launches: second started before first ended")
+	}
+	if !check("dependent launch", func() { pair(true) }) {
+		t.Fatal("dependent launch: second started only after first ended (no programmatic launch)")
+	}
+	must(t, d.BeginCapture(s, gpu.CaptureGlobal))
+	pair(true)
+	g, err := d.EndCapture(s)
+	must(t, err)
+	defer d.DestroyGraph(g)
+	ge, err := d.Instantiate(g)
+	must(t, err)
+	defer d.DestroyGraphExec(ge)
+	for range 3 {
+		if !check("replayed graph", func() { must(t, d.LaunchGraph(ge, s)) }) {
+			t.Fatal("replayed graph: second started only after first ended (the capture lost the programmatic edge)")
+		}
+	}
 }

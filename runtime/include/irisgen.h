@@ -472,8 +472,32 @@ IRISGEN_DEV block_state& state() {
 // double-buffered slots (e.g. epoch() & 1).
 IRISGEN_DEV uint64_t epoch() { return state().epoch; }
 
-// begin loads the block's epoch (kernel entry, emitted by the generator).
+// Programmatic Dependent Launch (NVIDIA sm_90+; no-ops elsewhere). The
+// runtime launches every kernel as a programmatic dependent of the kernel
+// before it on the stream (gpu.LaunchDependent), so a kernel may start while
+// that one still runs: dep_wait returns once it has ended and its writes are
+// visible, and must come before any access to memory it may write;
+// dep_launch lets the next kernel start its launch (it waits in its own
+// dep_wait), effective once every block of this kernel has called it.
+IRISGEN_DEV void dep_wait() {
+#if defined(IRISGEN_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+IRISGEN_DEV void dep_launch() {
+#if defined(IRISGEN_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// begin waits for the kernel before it on the stream (every tensor, flag
+// and epoch may be its output), lets the next kernel launch (it waits in
+// turn, so this is safe this early, and a chain of launches stays one
+// kernel ahead), and loads the block's epoch (kernel entry, emitted by the
+// generator).
 IRISGEN_DEV void begin(const irisgen_ctx& c) {
+  dep_wait();
+  dep_launch();
   if (threadIdx.x == 0) {
     state().epoch = ((const uint64_t*)c.epochs)[blockIdx.x];
     state().gen = ((const uint64_t*)c.epochs)[gridDim.x + 1];
@@ -905,21 +929,22 @@ IRISGEN_DEV void lamport_clear(T* dst, int64_t i0, int64_t i1) {
 
 // lamport_reduce_w reduces elements [i0, i1) over the world in rank order,
 // in fp32, into out: this rank's own values from in, every peer's from its
-// row of the local slot (rows[p]), each load repeated until it has arrived.
-// The block's threads share the work; all loads of a thread's vectors are
-// issued before the first wait. False on timeout.
+// row of the local slot (row p at slot + p * stride), each load repeated
+// until it has arrived. The block's threads share the work; all loads of a
+// thread's vectors are issued before the first wait. False on timeout.
 template <typename T, typename Op, int W>
-IRISGEN_DEV bool lamport_reduce_w(const irisgen_ctx& c, T* out, const T* in, const T* const* rows, int w, int64_t i0, int64_t i1, uint64_t call) {
+IRISGEN_DEV bool lamport_reduce_w(const irisgen_ctx& c, T* out, const T* in, const T* slot, int64_t stride, int w, int64_t i0, int64_t i1, uint64_t call) {
   const int me = c.rank;
+  auto rows = [&](int p) { return slot + (int64_t)p * stride; };
   bool same = same_align(out + i0, in + i0);
-  for (int p = 0; p < w; p++) same = same && (p == me || same_align(rows[p] + i0, in + i0));
+  for (int p = 0; p < w; p++) same = same && (p == me || same_align(rows(p) + i0, in + i0));
   const span<T> sp(in + i0, i1 - i0, same);
   const int64_t tid = threadIdx.x, nt = blockDim.x;
   auto get = [&](int p, int64_t i, float* x) {
     uint32_t b;
     if (p == me) {
       *x = to_f32(in[i]);
-    } else if (lamport_wait1(c, rows[p] + i, &b, p, call)) {
+    } else if (lamport_wait1(c, rows(p) + i, &b, p, call)) {
       *x = to_f32(with_bits<T>(b));
     } else {
       return false;
@@ -930,8 +955,8 @@ IRISGEN_DEV bool lamport_reduce_w(const irisgen_ctx& c, T* out, const T* in, con
     if (!reduce_one<T, Op, W>(&out, 1, w, i0 + k, get)) return false;
   const bool ok = reduce_vecs<T, Op, W>(
       &out, 1, w, i0 + sp.head, sp.vecs, tid, nt,
-      [&](int p, int64_t i) { return p == me ? vload(in + i) : vload_volatile(rows[p] + i); },
-      [&](int p, int64_t i, v16& v) { return p == me || v16_arrived<T>(v) || lamport_wait(c, rows[p] + i, &v, p, call); });
+      [&](int p, int64_t i) { return p == me ? vload(in + i) : vload_volatile(rows(p) + i); },
+      [&](int p, int64_t i, v16& v) { return p == me || v16_arrived<T>(v) || lamport_wait(c, rows(p) + i, &v, p, call); });
   if (!ok) return false;
   for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt)
     if (!reduce_one<T, Op, W>(&out, 1, w, i0 + k, get)) return false;
@@ -941,13 +966,60 @@ IRISGEN_DEV bool lamport_reduce_w(const irisgen_ctx& c, T* out, const T* in, con
 // lamport_reduce dispatches lamport_reduce_w on the world size like
 // reduce_n.
 template <typename T, typename Op>
-IRISGEN_DEV bool lamport_reduce(const irisgen_ctx& c, T* out, const T* in, const T* const* rows, int w, int64_t i0, int64_t i1, uint64_t call) {
+IRISGEN_DEV bool lamport_reduce(const irisgen_ctx& c, T* out, const T* in, const T* slot, int64_t stride, int w, int64_t i0, int64_t i1, uint64_t call) {
   switch (w) {
-    case 1: return lamport_reduce_w<T, Op, 1>(c, out, in, rows, w, i0, i1, call);
-    case 2: return lamport_reduce_w<T, Op, 2>(c, out, in, rows, w, i0, i1, call);
-    case 4: return lamport_reduce_w<T, Op, 4>(c, out, in, rows, w, i0, i1, call);
-    default: return lamport_reduce_w<T, Op, IRISGEN_MAX_WORLD>(c, out, in, rows, w, i0, i1, call);
+    case 1: return lamport_reduce_w<T, Op, 1>(c, out, in, slot, stride, w, i0, i1, call);
+    case 2: return lamport_reduce_w<T, Op, 2>(c, out, in, slot, stride, w, i0, i1, call);
+    case 4: return lamport_reduce_w<T, Op, 4>(c, out, in, slot, stride, w, i0, i1, call);
+    default: return lamport_reduce_w<T, Op, IRISGEN_MAX_WORLD>(c, out, in, slot, stride, w, i0, i1, call);
   }
+}
+
+// lamport_get copies elements [i0, i1) of every peer's row of a local slot
+// (row p at slot + p * stride, p != c.rank) into out + p * stride, each load
+// repeated until no element of it is empty (the copies of all_gather and
+// all_to_all's lamport variants). The block's threads share the work; a
+// thread's loads from every peer are in flight before its first wait. False
+// on timeout (error record set).
+template <typename T>
+IRISGEN_DEV bool lamport_get(const irisgen_ctx& c, T* out, const T* slot, int64_t stride, int w, int64_t i0, int64_t i1, uint64_t call) {
+  const int me = c.rank;
+  if (w < 2) return true;
+  auto rows = [&](int p) { return slot + (int64_t)p * stride; };
+  auto dst = [&](int p) { return out + (int64_t)p * stride; };
+  const T* base = rows((me + 1) % w) + i0;
+  bool same = true;
+  for (int p = 0; p < w; p++) same = same && (p == me || (same_align(rows(p) + i0, base) && same_align(dst(p) + i0, base)));
+  const span<T> sp(base, i1 - i0, same);
+  const int64_t tid = threadIdx.x, nt = blockDim.x;
+  auto one = [&](int64_t i) {
+    for (int p = 0; p < w; p++) {
+      uint32_t b;
+      if (p == me) continue;
+      if (!lamport_wait1(c, rows(p) + i, &b, p, call)) return false;
+      dst(p)[i] = with_bits<T>(b);
+    }
+    return true;
+  };
+  for (int64_t k = tid; k < sp.head; k += nt)
+    if (!one(i0 + k)) return false;
+  for (int64_t j = tid; j < sp.vecs; j += nt) {
+    const int64_t i = i0 + sp.head + j * vec<T>::N;
+    v16 v[IRISGEN_MAX_WORLD];
+#pragma unroll
+    for (int p = 0; p < IRISGEN_MAX_WORLD; p++)
+      if (p < w && p != me) v[p] = vload_volatile(rows(p) + i);
+#pragma unroll
+    for (int p = 0; p < IRISGEN_MAX_WORLD; p++) {
+      if (p < w && p != me) {
+        if (!v16_arrived<T>(v[p]) && !lamport_wait(c, rows(p) + i, &v[p], p, call)) return false;
+        vstore(dst(p) + i, v[p]);
+      }
+    }
+  }
+  for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt)
+    if (!one(i0 + k)) return false;
+  return true;
 }
 
 // -------------------------------------------------- element atomics ----

@@ -467,7 +467,7 @@ func (p *Plan) Launch(s gpu.Stream, mode Barrier, a *Args) error {
 	}
 	grid := gpu.Dim3{X: uint32(p.spec.Blocks), Y: 1, Z: 1}
 	block := gpu.Dim3{X: uint32(p.spec.Threads), Y: 1, Z: 1}
-	if err := p.r.dev.Launch(p.fn, grid, block, 0, s, a.b); err != nil {
+	if err := p.r.launch(p.fn, grid, block, s, a.b); err != nil {
 		return platformErr(fmt.Sprintf("launching %s", p.spec.Kernel), err)
 	}
 	if mode == BarrierHost {
@@ -507,6 +507,20 @@ func Blocks(bytes int64, threads, vectorBytes, maxBlocks int) int {
 		n = (bytes-1)/per + 1
 	}
 	return int(min(n, int64(max(maxBlocks, 1))))
+}
+
+// launch launches one of the rank's kernels: as a programmatic dependent of
+// the kernel before it on s where the device does that (gpu.LaunchDependent;
+// every irisgen kernel waits for its predecessor in irisgen::begin), plainly
+// when ranks share the GPU: a rank's next kernel, resident early while it
+// waits, could hold the room that a peer's kernel on the same GPU needs to
+// start, and the two wait for each other (the grids are cut so that the
+// ranks' grids of one kernel fit together, not two kernels a rank).
+func (r *Rank) launch(f gpu.Function, grid, block gpu.Dim3, s gpu.Stream, args []byte) error {
+	if r.perGPU > 1 {
+		return r.dev.Launch(f, grid, block, 0, s, args)
+	}
+	return gpu.LaunchDependent(r.dev, f, grid, block, 0, s, args)
 }
 
 // sharedMaxBlocks is a variant's largest grid when perGPU ranks share a GPU

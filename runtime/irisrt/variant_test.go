@@ -260,6 +260,41 @@ func TestPlanShapeSharedGPUs(t *testing.T) {
 	}
 }
 
+// TestDependentLaunches: a plan launches its kernel as a programmatic
+// dependent where the device does them, plainly where it does not and where
+// ranks share a GPU (a rank's next kernel, resident early, could hold the
+// room a peer's kernel needs); enumerated over those cases.
+func TestDependentLaunches(t *testing.T) {
+	t.Setenv("IRISGEN_KERNELS", "")
+	for _, c := range []struct {
+		gpus, world int
+		on, want    bool
+	}{
+		{1, 1, true, true}, {2, 2, true, true}, {1, 1, false, false}, {1, 2, true, false}, {2, 4, true, false},
+	} {
+		what := fmt.Sprintf("%d GPUs, world %d, dependent launches %v", c.gpus, c.world, c.on)
+		tab := demoTable(fmt.Sprintf("example.com/%s/%d-%d-%v", t.Name(), c.gpus, c.world, c.on))
+		Register(tab)
+		p := fakegpu.New(c.gpus)
+		p.SetDependentLaunches(c.on)
+		addDemoModules(p, tab)
+		w := newFakeWorld(t, c.world, Options{Platform: p, ShareGPUs: c.world > c.gpus})
+		require.NoError(t, w.Run(func(r *Rank) error {
+			pl, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], F32, "sum", 16, 4)
+			if err != nil {
+				return err
+			}
+			ts := demoTensors(t, r, 16, 4, true, true, false, false)
+			return errors.Join(pl.LaunchTensors(r.Stream(), ts, BarrierDevice), r.Device().StreamSynchronize(r.Stream()), pl.Close())
+		}), what)
+		ls := p.Launches()
+		require.Len(t, ls, c.world, what)
+		for _, l := range ls {
+			assert.Equal(t, c.want, l.Dependent, "%s: device %d", what, l.Device)
+		}
+	}
+}
+
 // TestLaunchChecks enumerates the launch rules of both variants: each
 // refusal comes back typed, in the documented order, with nothing launched;
 // what passes is launched with the arguments in the kernel's layout.

@@ -238,7 +238,7 @@ func captureRank(r *irisrt.Rank) (int, error) {
 // TestCapture checks that every device-barrier variant is capturable: it
 // captures a launch (the stream really capturing), replays it with fresh
 // data before every replay, mixes eager launches in, and checks every
-// result; then one graph with all ten variants, replayed 100 times.
+// result; then one graph with every variant, replayed 100 times.
 func TestCapture(t *testing.T) {
 	cases := countCases(t)
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {

@@ -130,6 +130,10 @@ var catalogue = []variantCase{
 		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewReduceScatterPullPlan(r, dt, rsOp(op), n))
 		}},
+	{coll: "reduce_scatter", variant: "lamport", reduces: true, ordered: true, inLen: wnLen, outLen: nLen, ref: reduceScatterRef,
+		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
+			return asLauncher(collectives.NewReduceScatterLamportPlan(r, dt, rsOp(op), n))
+		}},
 	{coll: "all_gather", variant: "push", inLen: nLen, outLen: wnLen, heapOut: true, ref: allGatherRef,
 		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllGatherPushPlan(r, dt, n))
@@ -142,13 +146,25 @@ var catalogue = []variantCase{
 		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllGatherRingPlan(r, dt, n))
 		}},
+	{coll: "all_gather", variant: "lamport", inLen: nLen, outLen: wnLen, ref: allGatherRef,
+		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
+			return asLauncher(collectives.NewAllGatherLamportPlan(r, dt, n))
+		}},
 	{coll: "all_to_all", variant: "push", inLen: wnLen, outLen: wnLen, heapOut: true, ref: allToAllRef,
 		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllToAllPushPlan(r, dt, n))
 		}},
+	{coll: "all_to_all", variant: "push_overlap", inLen: wnLen, outLen: wnLen, heapOut: true, ref: allToAllRef,
+		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
+			return asLauncher(collectives.NewAllToAllPushOverlapPlan(r, dt, n))
+		}},
 	{coll: "all_to_all", variant: "pull", inLen: wnLen, outLen: wnLen, importIn: true, ref: allToAllRef,
 		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllToAllPullPlan(r, dt, n))
+		}},
+	{coll: "all_to_all", variant: "lamport", inLen: wnLen, outLen: wnLen, ref: allToAllRef,
+		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
+			return asLauncher(collectives.NewAllToAllLamportPlan(r, dt, n))
 		}},
 }
 

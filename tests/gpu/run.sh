@@ -60,7 +60,7 @@ full|catalogue-c|45|130|TestCatalogue at every size up to 64Mi: reduce_scatter, 
 full|large|45|90|TestLargeOffsets (1.25 GiB a rank past the first GiB), TestParamLargeOffsets
 full|params|70|150|TestParamCollectives up to 64Mi, TestParamRules, TestParamBackToBack, TestParamCapture
 full|rmsnorm|45|85|TestRMSNorm up to 2048 tokens, TestRMSNormRules, TestRMSNormBackToBack, TestRMSNormCapture
-full|moe|40|75|TestMoE (with 8192 x 7168, k 8), TestMoEGraph, TestMoEBadExpert
+full|moe|40|75|TestMoE (with 8192 x 7168, k 8), TestMoEGraph, TestMoEBadExpert, TestMoECapacity
 full|launches|55|100|TestBackToBack, TestCapture, TestGroups, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests, TestLaunchTail
 full|faults|60|85|the fault tests and TestBarrierVisibility and TestProbeProcessWorld in both worlds, the platform tests, irisgen probe in both worlds, the downstream example in both worlds
 full|proc-catalogue-a|50|95|irisgen run -n N: TestProcessWorld's catalogue up to 64Mi, the variants of catalogue-a
@@ -75,7 +75,7 @@ sanitize|memcheck-catalogue-c|60|170|memcheck: catalogue-c at full sizes
 sanitize|memcheck-large|60|120|memcheck: TestLargeOffsets, TestParamLargeOffsets
 sanitize|memcheck-params|70|170|memcheck: TestParamCollectives up to 64Mi, TestParamRules
 sanitize|memcheck-rmsnorm|50|100|memcheck: TestRMSNorm up to 2048 tokens, TestRMSNormRules
-sanitize|memcheck-moe|50|100|memcheck: TestMoE (with 8192 x 7168), TestMoEGraph, TestMoEBadExpert
+sanitize|memcheck-moe|50|100|memcheck: TestMoE (with 8192 x 7168), TestMoEGraph, TestMoEBadExpert, TestMoECapacity
 sanitize|memcheck-b2b|60|120|memcheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups
 sanitize|memcheck-capture|60|100|memcheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests
 sanitize|memcheck-processes-a|85|155|memcheck, irisgen run -n N, quick sizes: TestProcessWorld's barriers, catalogue, back-to-back and rules, convenience calls, capture and groups; TestRMSNormProcessWorld
@@ -83,7 +83,7 @@ sanitize|memcheck-processes-b|60|125|memcheck, irisgen run -n N, quick sizes: Te
 sanitize|racecheck-catalogue|40|90|racecheck: TestCatalogue at quick sizes
 sanitize|racecheck-params|60|150|racecheck: TestParamCollectives, TestParamRules at quick sizes
 sanitize|racecheck-rmsnorm|40|80|racecheck: TestRMSNorm, TestRMSNormRules at quick sizes
-sanitize|racecheck-moe|40|80|racecheck: TestMoE, TestMoEGraph, TestMoEBadExpert at quick sizes
+sanitize|racecheck-moe|40|80|racecheck: TestMoE, TestMoEGraph, TestMoEBadExpert, TestMoECapacity at quick sizes
 sanitize|racecheck-b2b|60|130|racecheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups at quick sizes
 sanitize|racecheck-capture|60|100|racecheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests
 sanitize|synccheck-catalogue|40|90|synccheck: as racecheck-catalogue
@@ -110,7 +110,7 @@ VARIANTS_A='^all_reduce/(one_shot|one_shot_staged|one_shot_push|one_shot_lamport
 VARIANTS_B='^all_reduce/(two_shot|atomic|spinlock|ring)$'
 VARIANTS_C='^(reduce_scatter|all_gather|all_to_all)/'
 LARGE='^(TestLargeOffsets|TestParamLargeOffsets)$'
-MOE='^(TestMoE|TestMoEGraph|TestMoEBadExpert)$'
+MOE='^(TestMoE|TestMoEGraph|TestMoEBadExpert|TestMoECapacity)$'
 LAUNCHES='^(TestBackToBack|TestCapture|TestGroups|TestConvenience|TestPlacementAndAliasing|TestHeapTranslation|TestHostBarrier|TestDeviceBarrier|TestBarrierTimeout|TestLaunchTail)$'
 FAULTS='^(TestFaultTimeoutRecovery|TestFaultKilledRank|TestFaultReplay|TestGraphUseGuard|TestBarrierVisibility|TestProbeProcessWorld)$'
 # The sanitizers' families: the kernel tests, without the timing and fault

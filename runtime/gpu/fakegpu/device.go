@@ -491,10 +491,34 @@ func (d *Device) Global(h gpu.Module, name string) (gpu.DevicePtr, int64, error)
 // Launch records the launch (see Launches); outside capture it then calls the
 // OnLaunch hook and returns its error.
 func (d *Device) Launch(f gpu.Function, grid, block gpu.Dim3, sharedBytes uint32, s gpu.Stream, args []byte) error {
-	const call = "cuLaunchKernel"
+	return d.launch(false, f, grid, block, sharedBytes, s, args)
+}
+
+// LaunchDependent is Launch, recorded as a programmatic dependent
+// (Launch.Dependent) when the platform does dependent launches
+// (gpu.DependentLauncher).
+func (d *Device) LaunchDependent(f gpu.Function, grid, block gpu.Dim3, sharedBytes uint32, s gpu.Stream, args []byte) error {
+	return d.launch(true, f, grid, block, sharedBytes, s, args)
+}
+
+// DependentLaunches reports Platform.SetDependentLaunches.
+func (d *Device) DependentLaunches() bool {
+	d.p.mu.Lock()
+	defer d.p.mu.Unlock()
+	return d.p.dependent
+}
+
+var _ gpu.DependentLauncher = (*Device)(nil)
+
+func (d *Device) launch(dependent bool, f gpu.Function, grid, block gpu.Dim3, sharedBytes uint32, s gpu.Stream, args []byte) error {
+	call := "cuLaunchKernel"
 	p := d.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	dependent = dependent && p.dependent
+	if dependent {
+		call = "cuLaunchKernelEx"
+	}
 	fn, ok := p.functions[f]
 	if !ok {
 		return fail(call, codeInvalidHandle, fmt.Sprintf("unknown function %#x", uintptr(f)))
@@ -513,7 +537,7 @@ func (d *Device) Launch(f gpu.Function, grid, block gpu.Dim3, sharedBytes uint32
 		return err
 	}
 	l := &Launch{Device: d.ord, Module: fn.mod, Function: fn.name, Grid: grid, Block: block,
-		Shared: sharedBytes, Stream: s, Args: append([]byte(nil), args...)}
+		Shared: sharedBytes, Stream: s, Args: append([]byte(nil), args...), Dependent: dependent}
 	o := op{kind: opLaunch, launch: l}
 	captured, err := p.enqueue(call, st, o)
 	if err != nil {

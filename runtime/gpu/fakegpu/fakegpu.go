@@ -105,6 +105,9 @@ type Launch struct {
 	// Captured is true when the launch was recorded into a stream capture
 	// instead of running; the hook is not called for it.
 	Captured bool
+	// Dependent is true for a LaunchDependent on a platform that does
+	// dependent launches (SetDependentLaunches).
+	Dependent bool
 	// Graph is the executable graph that replayed this launch, or 0.
 	Graph gpu.GraphExec
 }
@@ -222,6 +225,7 @@ type Platform struct {
 	limit     []int64 // per device; 0: none
 	used      []int64
 	canPeer   func(from, to int) bool
+	dependent bool // devices launch programmatic dependents (SetDependentLaunches)
 	clock     time.Duration
 	capturing int // streams with a strict (global or thread-local) capture active
 	ipcID     uint64
@@ -294,6 +298,17 @@ func (p *Platform) AddModule(image []byte, functions []string, globals map[strin
 func (p *Platform) OnLaunch(hook func(l Launch) error) {
 	p.mu.Lock()
 	p.onLaunch = hook
+	p.mu.Unlock()
+}
+
+// SetDependentLaunches makes every device launch programmatic dependents
+// (gpu.DependentLauncher: DependentLaunches reports on, LaunchDependent
+// records Launch.Dependent), as an sm_90 GPU with a CUDA 12.3+ driver does;
+// off (the default) they are plain launches, as on HIP or with IRISGEN_PDL=0.
+// Kernels run the same either way.
+func (p *Platform) SetDependentLaunches(on bool) {
+	p.mu.Lock()
+	p.dependent = on
 	p.mu.Unlock()
 }
 
