@@ -23,9 +23,6 @@ SHARD ?= all
 # The example downstream repository (its own module), built and tested
 # like a user's.
 DOWNSTREAM := tests/downstream
-# Tools each step needs (.ci/deps installs the missing ones).
-DEPS_BUILD ?= compiler
-DEPS_TEST  ?= cc hipcc clang-19 clang-tools-19 lld-19 llvm-19 libamdhip64
 
 .PHONY: all deps deps-test generate kernels test test-go test-check test-hip test-downstream gpu-build gpu-kernels test-gpu bench clean help
 
@@ -43,11 +40,13 @@ help:
 	@echo "make bench           gpu-build, then irisgen bench beside NCCL and torch symmetric memory into $(BUILD)/bench (needs GPUs)"
 	@echo "make clean           remove $(BUILD)/ and the compiled kernels"
 
+# What each step needs is said once, in .ci/deps, which installs what is
+# missing.
 deps:
-	@.ci/deps $(DEPS_BUILD)
+	@.ci/deps build
 
 deps-test:
-	@.ci/deps $(DEPS_TEST)
+	@.ci/deps test
 
 # go generate runs gen.go's line: irisgen generate with irisgen.yaml.
 generate:

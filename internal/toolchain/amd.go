@@ -158,14 +158,55 @@ func (c *Compiler) probe(ctx context.Context) error {
 	cmd := exec.CommandContext(ctx, c.Path, append(args, os.DevNull)...)
 	cmd.Env = append(os.Environ(), hipccEnv...)
 	out, err := cmd.CombinedOutput()
-	if err == nil {
+	if err != nil {
+		if m := invalidTargetRE.FindSubmatch(out); m != nil {
+			return fmt.Errorf("%s: does not know %s", c, m[1])
+		}
+		return fmt.Errorf("%s cannot compile for %s: %v: %s", c, strings.Join(c.Targets, ","), err, firstLine(errorLines(out)))
+	}
+	if c.Kind == Clang {
+		return c.helpers(ctx)
+	}
+	return nil
+}
+
+// clangHelpers are the programs a clang in HIP mode runs besides itself to
+// write an offload bundle, with the Debian package of LLVM NN that has
+// them: a syntax check does not run them, so a clang without them would
+// pass the probe and fail every compile.
+var clangHelpers = []struct{ prog, pkg string }{
+	{"clang-offload-bundler", "clang-tools"}, // writes the bundle
+	{"ld.lld", "lld"},                        // links each target's code object
+}
+
+// helpers asks the clang where its helper programs are (it answers with
+// the bare name when it has none) and says which are missing and what to
+// install.
+func (c *Compiler) helpers(ctx context.Context) error {
+	var missing, pkgs []string
+	for _, h := range clangHelpers {
+		out, err := exec.CommandContext(ctx, c.Path, "-print-prog-name="+h.prog).Output()
+		if err != nil {
+			return fmt.Errorf("%s -print-prog-name=%s: %v", c, h.prog, err)
+		}
+		if !filepath.IsAbs(strings.TrimSpace(string(out))) {
+			missing = append(missing, h.prog)
+			pkg := h.pkg
+			if m := clangMajorRE.FindStringSubmatch(c.Version); m != nil {
+				pkg += "-" + m[1]
+			}
+			pkgs = append(pkgs, pkg)
+		}
+	}
+	if len(missing) == 0 {
 		return nil
 	}
-	if m := invalidTargetRE.FindSubmatch(out); m != nil {
-		return fmt.Errorf("%s: does not know %s", c, m[1])
-	}
-	return fmt.Errorf("%s cannot compile for %s: %v: %s", c, strings.Join(c.Targets, ","), err, firstLine(errorLines(out)))
+	return fmt.Errorf("%s: has no %s, which it runs to write offload bundles (Debian and Ubuntu: apt-get install %s)",
+		c, strings.Join(missing, " or "), strings.Join(pkgs, " "))
 }
+
+// clangMajorRE finds the major version in Compiler.Version ("clang 19.1.7").
+var clangMajorRE = regexp.MustCompile(`^clang ([0-9]+)\.`)
 
 // hipArgs is the command line of hipcc or a clang for one file; devLibs is
 // the device-library directory a clang is given ("" to leave its default).

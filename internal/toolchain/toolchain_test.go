@@ -11,11 +11,19 @@ import (
 )
 
 // fakeCompiler writes a stand-in compiler that prints version for
-// --version and, like clang, rejects an --offload-arch outside known.
+// --version and, like clang, rejects an --offload-arch outside known and
+// answers -print-prog-name=P with a path (every helper program found).
 func fakeCompiler(t *testing.T, dir, name, version, known string) string {
+	return fakeCompilerLacking(t, dir, name, version, known, "")
+}
+
+// fakeCompilerLacking is fakeCompiler whose -print-prog-name answers with
+// the bare name, as clang does, for the programs of lacks.
+func fakeCompilerLacking(t *testing.T, dir, name, version, known, lacks string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	script := "#!/bin/sh\nif [ \"$1\" = --version ]; then cat <<'EOF'\n" + version + "\nEOF\nexit 0; fi\n" +
+		"case $1 in -print-prog-name=*) n=${1#-print-prog-name=}; case \" " + lacks + " \" in *\" $n \"*) echo $n;; *) echo /usr/lib/llvm/bin/$n;; esac; exit 0;; esac\n" +
 		"for a; do case $a in --offload-arch=*) t=${a#--offload-arch=}; case \" " + known + " \" in *\" $t \"*) ;; *)\n" +
 		"  echo \"clang: warning: -lamdhip64: 'linker' input unused\" >&2\n" +
 		"  echo \"clang: error: invalid target ID '$t'; format is a processor name followed by features\" >&2; exit 1;; esac;; esac; done\n" +
@@ -59,6 +67,12 @@ func TestFindHIP(t *testing.T) {
 		"clang++-19": debian["clang++-19"],
 	}
 	garbage := machine{"hipcc": fakeCompiler(t, dir, "garbage", "cc (GCC) 12.2.0", "")}
+	// clang-19 without clang-tools-19, without lld-19, without both; and
+	// hipcc, whose helpers are its own business.
+	noBundler := machine{"clang++-19": fakeCompilerLacking(t, dir, "clang19nb", debianClang, "gfx90a gfx940 gfx941 gfx942", "clang-offload-bundler")}
+	noLLD := machine{"clang++-19": fakeCompilerLacking(t, dir, "clang19nl", debianClang, "gfx90a gfx940 gfx941 gfx942", "ld.lld")}
+	noHelpers := machine{"clang++-19": fakeCompilerLacking(t, dir, "clang19nh", debianClang, "gfx90a gfx940 gfx941 gfx942", "clang-offload-bundler ld.lld")}
+	hipccAlone := machine{"hipcc": fakeCompilerLacking(t, dir, "hipcc52nh", debianHipcc, "gfx90a gfx940", "clang-offload-bundler ld.lld")}
 	for _, c := range []struct {
 		name     string
 		m        machine
@@ -103,6 +117,16 @@ func TestFindHIP(t *testing.T) {
 			errParts: []string{"neither hipcc nor clang++-17 or later found", "apt-get install clang-19 clang-tools-19 lld-19 llvm-19"}},
 		{name: "not a HIP compiler", m: garbage,
 			errParts: []string{"neither hipcc nor clang", "cc (GCC) 12.2.0"}},
+		{name: "clang without its bundler", m: noBundler,
+			errParts: []string{"clang19nb (clang 19.1.7): has no clang-offload-bundler, which it runs to write offload bundles", "apt-get install clang-tools-19"}},
+		{name: "clang without its linker", m: noLLD,
+			errParts: []string{"has no ld.lld,", "apt-get install lld-19"}},
+		{name: "clang without either", m: noHelpers,
+			errParts: []string{"has no clang-offload-bundler or ld.lld,", "apt-get install clang-tools-19 lld-19"}},
+		{name: "clang without its bundler, hipcc after it", m: machine{"hipcc": debian["hipcc"], "clang++-19": noBundler["clang++-19"]},
+			errParts: []string{"hipcc52 (HIP 5.2.21153, clang 15.0.6): does not know gfx942", "apt-get install clang-tools-19"}},
+		{name: "hipcc is not asked for helpers", m: hipccAlone, targets: []string{"gfx90a"},
+			kind: Hipcc, path: hipccAlone["hipcc"]},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o := c.m.options(HIP, c.targets...)
