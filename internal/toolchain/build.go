@@ -56,7 +56,9 @@ func (b *Build) Args(src, dst string) []string {
 
 // Compile builds src into dst and returns the compiler's output. An AMD
 // code object must pass Verify with the symbols, else it is an error. dst
-// is replaced only by a complete, checked file.
+// is replaced only by a complete, checked file, and a failure removes it:
+// a code object of an older source must not outlive a compile of the new
+// one (a program built afterwards would embed it).
 func (b *Build) Compile(ctx context.Context, src, dst string, symbols ...string) ([]byte, error) {
 	tmp := dst + ".tmp"
 	cmd := exec.CommandContext(ctx, b.c.Path, b.Args(src, tmp)...)
@@ -71,9 +73,15 @@ func (b *Build) Compile(ctx context.Context, src, dst string, symbols ...string)
 			ve.Path = dst // what the compiler made, under the name it was for
 		}
 	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
 	if err != nil {
 		os.Remove(tmp)
+		if rm := os.Remove(dst); rm != nil && !errors.Is(rm, fs.ErrNotExist) {
+			err = fmt.Errorf("%w; the previous %s could not be removed: %v", err, filepath.Base(dst), rm)
+		}
 		return out, err
 	}
-	return out, os.Rename(tmp, dst)
+	return out, nil
 }
