@@ -22,6 +22,11 @@ type Request struct {
 	// (TemplatesDir/<name>.hip.tmpl:line:col), as the user would type it,
 	// e.g. "templates"; empty: the bare file name.
 	TemplatesDir string
+	// OutDir names the output root as the user would type it, relative to
+	// the config (e.g. "generated"); the #line directives of the HIP
+	// sources name the generated file through it. Empty: paths relative to
+	// the output root.
+	OutDir string
 	// Package is the generated Go package's name; its files go to
 	// <Package>/ under the output root.
 	Package string

@@ -41,12 +41,12 @@ func Emit(req *emit.Request) (emit.Files, error) {
 	out := emit.Files{}
 	var errs diag.List
 	for _, c := range req.Collectives {
-		b, err := emitOne(c, req.Templates, req.TemplatesDir)
+		b, err := emitOne(c, req.Templates, req.TemplatesDir, req.OutDir)
 		if err != nil {
 			errs = append(errs, err...)
 			continue
 		}
-		out["hip/"+c.Name+".hip"] = b
+		out[HIPFile(c)] = b
 	}
 	if len(errs) > 0 {
 		errs.Sort()
@@ -56,8 +56,8 @@ func Emit(req *emit.Request) (emit.Files, error) {
 }
 
 // emitOne renders the .hip source of c.
-func emitOne(c *ir.Collective, templates fs.FS, templatesDir string) ([]byte, diag.List) {
-	e := &emitter{c: c, templates: templates, templatesDir: templatesDir}
+func emitOne(c *ir.Collective, templates fs.FS, templatesDir, outDir string) ([]byte, diag.List) {
+	e := &emitter{c: c, templates: templates, templatesDir: templatesDir, hipPath: path.Join(outDir, HIPFile(c))}
 	var b bytes.Buffer
 	e.fileHeader(&b)
 	for _, v := range c.Variants {
@@ -73,8 +73,12 @@ type emitter struct {
 	c            *ir.Collective
 	templates    fs.FS
 	templatesDir string
+	hipPath      string // the generated file, as #line directives name it
 	errs         diag.List
 }
+
+// HIPFile is where c's HIP source goes under the output root.
+func HIPFile(c *ir.Collective) string { return "hip/" + c.Name + ".hip" }
 
 // ArgsStruct is the C name of a collective's kernel argument struct.
 func ArgsStruct(c *ir.Collective) string { return ir.ArgsStructName(c.Name) }
@@ -203,7 +207,9 @@ func (e *emitter) variant(b *bytes.Buffer, v *ir.Variant) {
 		return
 	}
 	if prelude != "" {
-		fmt.Fprintf(b, "\nnamespace %s {\n%s\n}  // namespace %s\n", ns, prelude, ns)
+		fmt.Fprintf(b, "\nnamespace %s {\n%s\n", ns, prelude)
+		e.lineBack(b)
+		fmt.Fprintf(b, "}  // namespace %s\n", ns)
 	}
 	for _, k := range v.Kernels {
 		body, ok := e.render(v, src, &kernelCtx{k: k}, report)
@@ -279,7 +285,48 @@ func (e *emitter) render(v *ir.Variant, src *source, kc *kernelCtx, report func(
 		errs = append(errs, e.crossCheck(v, src, kc, record(r, h.calls))...)
 	}
 	report(errs)
-	return strings.Trim(r.text, "\n"), true
+	return src.mapped(r), true
+}
+
+// mapped is the rendered text without its leading and trailing empty
+// lines, with a #line directive before every line that does not follow the
+// one before it in the template, so that the C++ compiler reports its
+// errors at the template's lines (kernel.lineBack points it back at the
+// generated file after the body).
+func (s *source) mapped(r rendered) string {
+	lines := strings.Split(r.text, "\n")
+	lo, hi := 0, len(lines)
+	for lo < hi && lines[lo] == "" {
+		lo++
+	}
+	for hi > lo && lines[hi-1] == "" {
+		hi--
+	}
+	var b strings.Builder
+	prev := -1
+	for i := lo; i < hi; i++ {
+		line, _ := lineCol(s.text, r.lineAt[i])
+		if line != prev+1 {
+			fmt.Fprintf(&b, "#line %d %s\n", line, cString(s.path))
+		}
+		prev = line
+		b.WriteString(lines[i])
+		if i < hi-1 {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// lineBack ends a stretch of template lines: a #line directive that gives
+// the next line of b its own number in the generated file.
+func (e *emitter) lineBack(b *bytes.Buffer) {
+	fmt.Fprintf(b, "#line %d %s\n", bytes.Count(b.Bytes(), []byte("\n"))+2, cString(e.hipPath))
+}
+
+// cString quotes a path as a C string literal.
+func cString(p string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(p) + `"`
 }
 
 // maxRender bounds what one render may write: a kernel body is kilobytes,
@@ -399,6 +446,7 @@ func (e *emitter) kernel(b *bytes.Buffer, v *ir.Variant, k ir.Kernel, ns string,
 	if body != "" {
 		b.WriteString(body)
 		b.WriteString("\n")
+		e.lineBack(b)
 	}
 	b.WriteString("  }();\n")
 	b.WriteString("  irisgen::end(ctx);\n}\n")

@@ -77,6 +77,7 @@ func TestEmitParams(t *testing.T) {
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 1 "t.hip.tmpl"
   const int r =`)
 	require.Contains(t, src, "irisgen::copy(out, ((const float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))), irisgen_a.s_n);")
 

@@ -114,10 +114,14 @@ func markList(l *parse.ListNode) {
 // rendered is one resolved render.
 type rendered struct {
 	text string // the kernel text
-	own  []byte // the template's own text; helper calls appear as $h<call>(<arg>)
-	at   []int  // offset in the template of each byte of own
-	uses []use  // helper calls that reach the kernel text, in order
-	bad  []int  // offsets of control characters the template printed
+	// lineAt is the offset in the template of the first byte of each line
+	// of text (a helper's expansion counts as its action's offset), for the
+	// #line directives that point the compiler at the template.
+	lineAt []int
+	own    []byte // the template's own text; helper calls appear as $h<call>(<arg>)
+	at     []int  // offset in the template of each byte of own
+	uses   []use  // helper calls that reach the kernel text, in order
+	bad    []int  // offsets of control characters the template printed
 	// tooBig: the kernel text grew past maxRender (helper expansions are
 	// longer than their placeholders, which the output limit counts).
 	tooBig bool
@@ -179,6 +183,15 @@ func resolve(raw string, calls []helperCall) rendered {
 		r.own = append(r.own, b)
 		r.at = append(r.at, at)
 	}
+	// put writes b, from offset at of the template, into the text.
+	lineStart := true
+	put := func(b byte, at int) {
+		if lineStart {
+			r.lineAt = append(r.lineAt, at)
+		}
+		lineStart = b == '\n'
+		text.WriteByte(b)
+	}
 	// expand writes s, a helper's expansion, into the text, with the calls
 	// nested in it (below limit) expanded and used at pos.
 	var expand func(s string, limit int)
@@ -193,7 +206,7 @@ func resolve(raw string, calls []helperCall) rendered {
 			if isControl(s[i]) {
 				r.bad = append(r.bad, pos)
 			}
-			text.WriteByte(s[i])
+			put(s[i], pos)
 		}
 	}
 	// ownCall writes call n as the template's own text, "$h<n>(<arg>)",
@@ -246,7 +259,7 @@ func resolve(raw string, calls []helperCall) rendered {
 		if isControl(c) {
 			r.bad = append(r.bad, pos)
 		}
-		text.WriteByte(c)
+		put(c, pos)
 		own(c, pos)
 		if inText {
 			pos++
