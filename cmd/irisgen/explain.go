@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +13,7 @@ import (
 	"github.com/irisgen/irisgen/internal/cli"
 	"github.com/irisgen/irisgen/internal/config"
 	"github.com/irisgen/irisgen/internal/diag"
+	"github.com/irisgen/irisgen/internal/driver"
 	"github.com/irisgen/irisgen/internal/emit/goemit"
 	"github.com/irisgen/irisgen/internal/ir"
 )
@@ -138,7 +140,28 @@ func runExplain(env *cli.Env, args []string) error {
 		names = append(names, col.Name)
 	}
 	sort.Strings(names)
-	return cli.Fail(fmt.Errorf("no collective %q; the specs define: %s", name, strings.Join(names, ", ")))
+	// A collective of irisgen's catalogue that this repository does not
+	// generate: explained all the same, with how to generate it here.
+	for _, n := range config.CatalogueNames() {
+		if n != name && goemit.Exported(n) != name {
+			continue
+		}
+		cat, err := driver.CompileCatalogue([]string{n})
+		if err != nil {
+			return cli.Fail(err)
+		}
+		explain(env.Stdout, cat[0])
+		if p.Specs != nil || len(p.Catalogue) > 0 { // a repository's own package, not the whole catalogue
+			fmt.Fprintf(env.Stdout, "\n%s is in irisgen's catalogue, not in this repository's package (%s); to generate it there, list it in %s: catalogue: [%s]\n",
+				n, strings.Join(names, ", "), config.FileName, strings.Join(append(slices.Clone(p.Catalogue), n), ", "))
+		}
+		return nil
+	}
+	known := "the specs define " + strings.Join(names, ", ")
+	if !slices.Equal(names, config.CatalogueNames()) {
+		known += "; irisgen's catalogue has " + strings.Join(config.CatalogueNames(), ", ")
+	}
+	return cli.Fail(fmt.Errorf("no collective %q; %s", name, known))
 }
 
 // explain writes the derived rules of c, one table per variant.

@@ -27,6 +27,7 @@ irisgen_all_gather_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/all_gather_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
   T* out[IRISGEN_MAX_WORLD];
@@ -36,6 +37,7 @@ irisgen_all_gather_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args
   irisgen::copy_to(out, ctx.world, in, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Every slot of this rank's output has been written by its owner.
   if (!irisgen::barrier(ctx)) return;
+#line 41 "generated/hip/all_gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -46,6 +48,7 @@ irisgen_all_gather_push_f16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/all_gather_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
   T* out[IRISGEN_MAX_WORLD];
@@ -55,6 +58,7 @@ irisgen_all_gather_push_f16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   irisgen::copy_to(out, ctx.world, in, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Every slot of this rank's output has been written by its owner.
   if (!irisgen::barrier(ctx)) return;
+#line 62 "generated/hip/all_gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -65,6 +69,7 @@ irisgen_all_gather_push_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/all_gather_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const float*)irisgen_a.t_input);
   T* out[IRISGEN_MAX_WORLD];
@@ -74,6 +79,7 @@ irisgen_all_gather_push_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   irisgen::copy_to(out, ctx.world, in, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Every slot of this rank's output has been written by its owner.
   if (!irisgen::barrier(ctx)) return;
+#line 83 "generated/hip/all_gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -86,6 +92,7 @@ irisgen_all_gather_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 8 "templates/all_gather_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   // Every peer's input is ready (its earlier writes are published).
@@ -96,6 +103,7 @@ irisgen_all_gather_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args
   }
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
+#line 107 "generated/hip/all_gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -106,6 +114,7 @@ irisgen_all_gather_pull_f16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 8 "templates/all_gather_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   // Every peer's input is ready (its earlier writes are published).
@@ -116,6 +125,7 @@ irisgen_all_gather_pull_f16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   }
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
+#line 129 "generated/hip/all_gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -126,6 +136,7 @@ irisgen_all_gather_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 8 "templates/all_gather_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((float*)irisgen_a.t_output);
   // Every peer's input is ready (its earlier writes are published).
@@ -136,6 +147,7 @@ irisgen_all_gather_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   }
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
+#line 151 "generated/hip/all_gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -148,6 +160,7 @@ irisgen_all_gather_ring_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 12 "templates/all_gather_ring.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, r = ctx.rank;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -169,6 +182,7 @@ irisgen_all_gather_ring_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args
   }
   // Every slot of this rank's output has arrived.
   if (!irisgen::barrier(ctx)) return;
+#line 186 "generated/hip/all_gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -179,6 +193,7 @@ irisgen_all_gather_ring_f16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 12 "templates/all_gather_ring.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, r = ctx.rank;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -200,6 +215,7 @@ irisgen_all_gather_ring_f16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   }
   // Every slot of this rank's output has arrived.
   if (!irisgen::barrier(ctx)) return;
+#line 219 "generated/hip/all_gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -210,6 +226,7 @@ irisgen_all_gather_ring_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 12 "templates/all_gather_ring.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, r = ctx.rank;
   const T* in = ((const float*)irisgen_a.t_input);
@@ -231,6 +248,7 @@ irisgen_all_gather_ring_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   }
   // Every slot of this rank's output has arrived.
   if (!irisgen::barrier(ctx)) return;
+#line 252 "generated/hip/all_gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -243,6 +261,7 @@ irisgen_all_gather_lamport_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 13 "templates/all_gather_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, me = ctx.rank;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -269,6 +288,7 @@ irisgen_all_gather_lamport_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_a
   // waited.
   irisgen::advance();
   irisgen::lamport_get(ctx, out, box + slot, n, w, lo, hi, k);
+#line 292 "generated/hip/all_gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -279,6 +299,7 @@ irisgen_all_gather_lamport_f16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_ar
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 13 "templates/all_gather_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, me = ctx.rank;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -305,6 +326,7 @@ irisgen_all_gather_lamport_f16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_ar
   // waited.
   irisgen::advance();
   irisgen::lamport_get(ctx, out, box + slot, n, w, lo, hi, k);
+#line 330 "generated/hip/all_gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -315,6 +337,7 @@ irisgen_all_gather_lamport_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_ar
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 13 "templates/all_gather_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, me = ctx.rank;
   const T* in = ((const float*)irisgen_a.t_input);
@@ -341,6 +364,7 @@ irisgen_all_gather_lamport_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_ar
   // waited.
   irisgen::advance();
   irisgen::lamport_get(ctx, out, box + slot, n, w, lo, hi, k);
+#line 368 "generated/hip/all_gather.hip"
   }();
   irisgen::end(ctx);
 }

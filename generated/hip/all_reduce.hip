@@ -32,6 +32,7 @@ irisgen_all_reduce_one_shot_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_red
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/all_reduce_one_shot.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
@@ -41,6 +42,7 @@ irisgen_all_reduce_one_shot_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_red
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
+#line 46 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -52,6 +54,7 @@ irisgen_all_reduce_one_shot_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_red
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/all_reduce_one_shot.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
@@ -61,6 +64,7 @@ irisgen_all_reduce_one_shot_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_red
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
+#line 68 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -72,6 +76,7 @@ irisgen_all_reduce_one_shot_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_red
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/all_reduce_one_shot.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
@@ -81,6 +86,7 @@ irisgen_all_reduce_one_shot_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_red
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
+#line 90 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -92,6 +98,7 @@ irisgen_all_reduce_one_shot_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/all_reduce_one_shot.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
@@ -101,6 +108,7 @@ irisgen_all_reduce_one_shot_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
+#line 112 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -112,6 +120,7 @@ irisgen_all_reduce_one_shot_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/all_reduce_one_shot.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
@@ -121,6 +130,7 @@ irisgen_all_reduce_one_shot_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
+#line 134 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -132,6 +142,7 @@ irisgen_all_reduce_one_shot_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/all_reduce_one_shot.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
@@ -141,6 +152,7 @@ irisgen_all_reduce_one_shot_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
+#line 156 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -152,6 +164,7 @@ irisgen_all_reduce_one_shot_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/all_reduce_one_shot.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((float*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
@@ -161,6 +174,7 @@ irisgen_all_reduce_one_shot_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
+#line 178 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -172,6 +186,7 @@ irisgen_all_reduce_one_shot_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/all_reduce_one_shot.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((float*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
@@ -181,6 +196,7 @@ irisgen_all_reduce_one_shot_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
+#line 200 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -192,6 +208,7 @@ irisgen_all_reduce_one_shot_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/all_reduce_one_shot.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((float*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
@@ -201,6 +218,7 @@ irisgen_all_reduce_one_shot_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
+#line 222 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -214,6 +232,7 @@ irisgen_all_reduce_one_shot_staged_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 10 "templates/all_reduce_one_shot_staged.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int64_t slot = (int64_t)(irisgen::epoch() & 1) * n;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -228,6 +247,7 @@ irisgen_all_reduce_one_shot_staged_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_
   // two calls ago.
   if (!irisgen::sync(ctx)) return;
   irisgen::reduce_n<T, Op>(&out, 1, st, ctx.world, lo, hi, threadIdx.x, blockDim.x);
+#line 251 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -239,6 +259,7 @@ irisgen_all_reduce_one_shot_staged_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 10 "templates/all_reduce_one_shot_staged.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int64_t slot = (int64_t)(irisgen::epoch() & 1) * n;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -253,6 +274,7 @@ irisgen_all_reduce_one_shot_staged_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_
   // two calls ago.
   if (!irisgen::sync(ctx)) return;
   irisgen::reduce_n<T, Op>(&out, 1, st, ctx.world, lo, hi, threadIdx.x, blockDim.x);
+#line 278 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -264,6 +286,7 @@ irisgen_all_reduce_one_shot_staged_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 10 "templates/all_reduce_one_shot_staged.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int64_t slot = (int64_t)(irisgen::epoch() & 1) * n;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -278,6 +301,7 @@ irisgen_all_reduce_one_shot_staged_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_
   // two calls ago.
   if (!irisgen::sync(ctx)) return;
   irisgen::reduce_n<T, Op>(&out, 1, st, ctx.world, lo, hi, threadIdx.x, blockDim.x);
+#line 305 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -289,6 +313,7 @@ irisgen_all_reduce_one_shot_staged_f16_max(const IRISGEN_GRID_CONSTANT irisgen_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 10 "templates/all_reduce_one_shot_staged.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int64_t slot = (int64_t)(irisgen::epoch() & 1) * n;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -303,6 +328,7 @@ irisgen_all_reduce_one_shot_staged_f16_max(const IRISGEN_GRID_CONSTANT irisgen_a
   // two calls ago.
   if (!irisgen::sync(ctx)) return;
   irisgen::reduce_n<T, Op>(&out, 1, st, ctx.world, lo, hi, threadIdx.x, blockDim.x);
+#line 332 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -314,6 +340,7 @@ irisgen_all_reduce_one_shot_staged_f16_min(const IRISGEN_GRID_CONSTANT irisgen_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 10 "templates/all_reduce_one_shot_staged.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int64_t slot = (int64_t)(irisgen::epoch() & 1) * n;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -328,6 +355,7 @@ irisgen_all_reduce_one_shot_staged_f16_min(const IRISGEN_GRID_CONSTANT irisgen_a
   // two calls ago.
   if (!irisgen::sync(ctx)) return;
   irisgen::reduce_n<T, Op>(&out, 1, st, ctx.world, lo, hi, threadIdx.x, blockDim.x);
+#line 359 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -339,6 +367,7 @@ irisgen_all_reduce_one_shot_staged_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 10 "templates/all_reduce_one_shot_staged.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int64_t slot = (int64_t)(irisgen::epoch() & 1) * n;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -353,6 +382,7 @@ irisgen_all_reduce_one_shot_staged_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_a
   // two calls ago.
   if (!irisgen::sync(ctx)) return;
   irisgen::reduce_n<T, Op>(&out, 1, st, ctx.world, lo, hi, threadIdx.x, blockDim.x);
+#line 386 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -364,6 +394,7 @@ irisgen_all_reduce_one_shot_staged_f32_max(const IRISGEN_GRID_CONSTANT irisgen_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 10 "templates/all_reduce_one_shot_staged.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int64_t slot = (int64_t)(irisgen::epoch() & 1) * n;
   const T* in = ((const float*)irisgen_a.t_input);
@@ -378,6 +409,7 @@ irisgen_all_reduce_one_shot_staged_f32_max(const IRISGEN_GRID_CONSTANT irisgen_a
   // two calls ago.
   if (!irisgen::sync(ctx)) return;
   irisgen::reduce_n<T, Op>(&out, 1, st, ctx.world, lo, hi, threadIdx.x, blockDim.x);
+#line 413 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -389,6 +421,7 @@ irisgen_all_reduce_one_shot_staged_f32_min(const IRISGEN_GRID_CONSTANT irisgen_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 10 "templates/all_reduce_one_shot_staged.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int64_t slot = (int64_t)(irisgen::epoch() & 1) * n;
   const T* in = ((const float*)irisgen_a.t_input);
@@ -403,6 +436,7 @@ irisgen_all_reduce_one_shot_staged_f32_min(const IRISGEN_GRID_CONSTANT irisgen_a
   // two calls ago.
   if (!irisgen::sync(ctx)) return;
   irisgen::reduce_n<T, Op>(&out, 1, st, ctx.world, lo, hi, threadIdx.x, blockDim.x);
+#line 440 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -414,6 +448,7 @@ irisgen_all_reduce_one_shot_staged_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 10 "templates/all_reduce_one_shot_staged.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int64_t slot = (int64_t)(irisgen::epoch() & 1) * n;
   const T* in = ((const float*)irisgen_a.t_input);
@@ -428,6 +463,7 @@ irisgen_all_reduce_one_shot_staged_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_a
   // two calls ago.
   if (!irisgen::sync(ctx)) return;
   irisgen::reduce_n<T, Op>(&out, 1, st, ctx.world, lo, hi, threadIdx.x, blockDim.x);
+#line 467 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -441,6 +477,7 @@ irisgen_all_reduce_one_shot_push_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_al
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 10 "templates/all_reduce_one_shot_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const int64_t slot = (int64_t)(irisgen::epoch() & 1) * w * n;
@@ -459,6 +496,7 @@ irisgen_all_reduce_one_shot_push_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_al
   const T* rows[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) rows[p] = box + (int64_t)p * n;
   irisgen::reduce_n<T, Op>(&out, 1, rows, w, lo, hi, threadIdx.x, blockDim.x);
+#line 500 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -470,6 +508,7 @@ irisgen_all_reduce_one_shot_push_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_al
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 10 "templates/all_reduce_one_shot_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const int64_t slot = (int64_t)(irisgen::epoch() & 1) * w * n;
@@ -488,6 +527,7 @@ irisgen_all_reduce_one_shot_push_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_al
   const T* rows[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) rows[p] = box + (int64_t)p * n;
   irisgen::reduce_n<T, Op>(&out, 1, rows, w, lo, hi, threadIdx.x, blockDim.x);
+#line 531 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -499,6 +539,7 @@ irisgen_all_reduce_one_shot_push_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_al
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 10 "templates/all_reduce_one_shot_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const int64_t slot = (int64_t)(irisgen::epoch() & 1) * w * n;
@@ -517,6 +558,7 @@ irisgen_all_reduce_one_shot_push_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_al
   const T* rows[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) rows[p] = box + (int64_t)p * n;
   irisgen::reduce_n<T, Op>(&out, 1, rows, w, lo, hi, threadIdx.x, blockDim.x);
+#line 562 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -528,6 +570,7 @@ irisgen_all_reduce_one_shot_push_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 10 "templates/all_reduce_one_shot_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const int64_t slot = (int64_t)(irisgen::epoch() & 1) * w * n;
@@ -546,6 +589,7 @@ irisgen_all_reduce_one_shot_push_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all
   const T* rows[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) rows[p] = box + (int64_t)p * n;
   irisgen::reduce_n<T, Op>(&out, 1, rows, w, lo, hi, threadIdx.x, blockDim.x);
+#line 593 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -557,6 +601,7 @@ irisgen_all_reduce_one_shot_push_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 10 "templates/all_reduce_one_shot_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const int64_t slot = (int64_t)(irisgen::epoch() & 1) * w * n;
@@ -575,6 +620,7 @@ irisgen_all_reduce_one_shot_push_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all
   const T* rows[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) rows[p] = box + (int64_t)p * n;
   irisgen::reduce_n<T, Op>(&out, 1, rows, w, lo, hi, threadIdx.x, blockDim.x);
+#line 624 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -586,6 +632,7 @@ irisgen_all_reduce_one_shot_push_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 10 "templates/all_reduce_one_shot_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const int64_t slot = (int64_t)(irisgen::epoch() & 1) * w * n;
@@ -604,6 +651,7 @@ irisgen_all_reduce_one_shot_push_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all
   const T* rows[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) rows[p] = box + (int64_t)p * n;
   irisgen::reduce_n<T, Op>(&out, 1, rows, w, lo, hi, threadIdx.x, blockDim.x);
+#line 655 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -615,6 +663,7 @@ irisgen_all_reduce_one_shot_push_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 10 "templates/all_reduce_one_shot_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const int64_t slot = (int64_t)(irisgen::epoch() & 1) * w * n;
@@ -633,6 +682,7 @@ irisgen_all_reduce_one_shot_push_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all
   const T* rows[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) rows[p] = box + (int64_t)p * n;
   irisgen::reduce_n<T, Op>(&out, 1, rows, w, lo, hi, threadIdx.x, blockDim.x);
+#line 686 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -644,6 +694,7 @@ irisgen_all_reduce_one_shot_push_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 10 "templates/all_reduce_one_shot_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const int64_t slot = (int64_t)(irisgen::epoch() & 1) * w * n;
@@ -662,6 +713,7 @@ irisgen_all_reduce_one_shot_push_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all
   const T* rows[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) rows[p] = box + (int64_t)p * n;
   irisgen::reduce_n<T, Op>(&out, 1, rows, w, lo, hi, threadIdx.x, blockDim.x);
+#line 717 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -673,6 +725,7 @@ irisgen_all_reduce_one_shot_push_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 10 "templates/all_reduce_one_shot_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const int64_t slot = (int64_t)(irisgen::epoch() & 1) * w * n;
@@ -691,6 +744,7 @@ irisgen_all_reduce_one_shot_push_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all
   const T* rows[IRISGEN_MAX_WORLD];
   for (int p = 0; p < w; p++) rows[p] = box + (int64_t)p * n;
   irisgen::reduce_n<T, Op>(&out, 1, rows, w, lo, hi, threadIdx.x, blockDim.x);
+#line 748 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -704,6 +758,7 @@ irisgen_all_reduce_one_shot_lamport_bf16_max(const IRISGEN_GRID_CONSTANT irisgen
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 15 "templates/all_reduce_one_shot_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -733,6 +788,7 @@ irisgen_all_reduce_one_shot_lamport_bf16_max(const IRISGEN_GRID_CONSTANT irisgen
   // record set) fails only the threads that waited.
   irisgen::advance();
   irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
+#line 792 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -744,6 +800,7 @@ irisgen_all_reduce_one_shot_lamport_bf16_min(const IRISGEN_GRID_CONSTANT irisgen
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 15 "templates/all_reduce_one_shot_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -773,6 +830,7 @@ irisgen_all_reduce_one_shot_lamport_bf16_min(const IRISGEN_GRID_CONSTANT irisgen
   // record set) fails only the threads that waited.
   irisgen::advance();
   irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
+#line 834 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -784,6 +842,7 @@ irisgen_all_reduce_one_shot_lamport_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 15 "templates/all_reduce_one_shot_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -813,6 +872,7 @@ irisgen_all_reduce_one_shot_lamport_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen
   // record set) fails only the threads that waited.
   irisgen::advance();
   irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
+#line 876 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -824,6 +884,7 @@ irisgen_all_reduce_one_shot_lamport_f16_max(const IRISGEN_GRID_CONSTANT irisgen_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 15 "templates/all_reduce_one_shot_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -853,6 +914,7 @@ irisgen_all_reduce_one_shot_lamport_f16_max(const IRISGEN_GRID_CONSTANT irisgen_
   // record set) fails only the threads that waited.
   irisgen::advance();
   irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
+#line 918 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -864,6 +926,7 @@ irisgen_all_reduce_one_shot_lamport_f16_min(const IRISGEN_GRID_CONSTANT irisgen_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 15 "templates/all_reduce_one_shot_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -893,6 +956,7 @@ irisgen_all_reduce_one_shot_lamport_f16_min(const IRISGEN_GRID_CONSTANT irisgen_
   // record set) fails only the threads that waited.
   irisgen::advance();
   irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
+#line 960 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -904,6 +968,7 @@ irisgen_all_reduce_one_shot_lamport_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 15 "templates/all_reduce_one_shot_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -933,6 +998,7 @@ irisgen_all_reduce_one_shot_lamport_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_
   // record set) fails only the threads that waited.
   irisgen::advance();
   irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
+#line 1002 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -944,6 +1010,7 @@ irisgen_all_reduce_one_shot_lamport_f32_max(const IRISGEN_GRID_CONSTANT irisgen_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 15 "templates/all_reduce_one_shot_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const T* in = ((const float*)irisgen_a.t_input);
@@ -973,6 +1040,7 @@ irisgen_all_reduce_one_shot_lamport_f32_max(const IRISGEN_GRID_CONSTANT irisgen_
   // record set) fails only the threads that waited.
   irisgen::advance();
   irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
+#line 1044 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -984,6 +1052,7 @@ irisgen_all_reduce_one_shot_lamport_f32_min(const IRISGEN_GRID_CONSTANT irisgen_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 15 "templates/all_reduce_one_shot_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const T* in = ((const float*)irisgen_a.t_input);
@@ -1013,6 +1082,7 @@ irisgen_all_reduce_one_shot_lamport_f32_min(const IRISGEN_GRID_CONSTANT irisgen_
   // record set) fails only the threads that waited.
   irisgen::advance();
   irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
+#line 1086 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1024,6 +1094,7 @@ irisgen_all_reduce_one_shot_lamport_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 15 "templates/all_reduce_one_shot_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const T* in = ((const float*)irisgen_a.t_input);
@@ -1053,6 +1124,7 @@ irisgen_all_reduce_one_shot_lamport_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_
   // record set) fails only the threads that waited.
   irisgen::advance();
   irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
+#line 1128 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1066,6 +1138,7 @@ irisgen_all_reduce_two_shot_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_red
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/all_reduce_two_shot.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   T* out[IRISGEN_MAX_WORLD];
@@ -1080,6 +1153,7 @@ irisgen_all_reduce_two_shot_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_red
   irisgen::reduce_n<T, Op>(out, ctx.world, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // Every chunk of this rank's output is written; nobody reads its input.
   if (!irisgen::barrier(ctx)) return;
+#line 1157 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1091,6 +1165,7 @@ irisgen_all_reduce_two_shot_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_red
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/all_reduce_two_shot.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   T* out[IRISGEN_MAX_WORLD];
@@ -1105,6 +1180,7 @@ irisgen_all_reduce_two_shot_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_red
   irisgen::reduce_n<T, Op>(out, ctx.world, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // Every chunk of this rank's output is written; nobody reads its input.
   if (!irisgen::barrier(ctx)) return;
+#line 1184 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1116,6 +1192,7 @@ irisgen_all_reduce_two_shot_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_red
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/all_reduce_two_shot.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   T* out[IRISGEN_MAX_WORLD];
@@ -1130,6 +1207,7 @@ irisgen_all_reduce_two_shot_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_red
   irisgen::reduce_n<T, Op>(out, ctx.world, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // Every chunk of this rank's output is written; nobody reads its input.
   if (!irisgen::barrier(ctx)) return;
+#line 1211 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1141,6 +1219,7 @@ irisgen_all_reduce_two_shot_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/all_reduce_two_shot.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   T* out[IRISGEN_MAX_WORLD];
@@ -1155,6 +1234,7 @@ irisgen_all_reduce_two_shot_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   irisgen::reduce_n<T, Op>(out, ctx.world, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // Every chunk of this rank's output is written; nobody reads its input.
   if (!irisgen::barrier(ctx)) return;
+#line 1238 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1166,6 +1246,7 @@ irisgen_all_reduce_two_shot_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/all_reduce_two_shot.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   T* out[IRISGEN_MAX_WORLD];
@@ -1180,6 +1261,7 @@ irisgen_all_reduce_two_shot_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   irisgen::reduce_n<T, Op>(out, ctx.world, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // Every chunk of this rank's output is written; nobody reads its input.
   if (!irisgen::barrier(ctx)) return;
+#line 1265 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1191,6 +1273,7 @@ irisgen_all_reduce_two_shot_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/all_reduce_two_shot.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   T* out[IRISGEN_MAX_WORLD];
@@ -1205,6 +1288,7 @@ irisgen_all_reduce_two_shot_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   irisgen::reduce_n<T, Op>(out, ctx.world, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // Every chunk of this rank's output is written; nobody reads its input.
   if (!irisgen::barrier(ctx)) return;
+#line 1292 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1216,6 +1300,7 @@ irisgen_all_reduce_two_shot_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/all_reduce_two_shot.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   T* out[IRISGEN_MAX_WORLD];
@@ -1230,6 +1315,7 @@ irisgen_all_reduce_two_shot_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   irisgen::reduce_n<T, Op>(out, ctx.world, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // Every chunk of this rank's output is written; nobody reads its input.
   if (!irisgen::barrier(ctx)) return;
+#line 1319 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1241,6 +1327,7 @@ irisgen_all_reduce_two_shot_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/all_reduce_two_shot.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   T* out[IRISGEN_MAX_WORLD];
@@ -1255,6 +1342,7 @@ irisgen_all_reduce_two_shot_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   irisgen::reduce_n<T, Op>(out, ctx.world, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // Every chunk of this rank's output is written; nobody reads its input.
   if (!irisgen::barrier(ctx)) return;
+#line 1346 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1266,6 +1354,7 @@ irisgen_all_reduce_two_shot_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/all_reduce_two_shot.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   T* out[IRISGEN_MAX_WORLD];
@@ -1280,6 +1369,7 @@ irisgen_all_reduce_two_shot_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   irisgen::reduce_n<T, Op>(out, ctx.world, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // Every chunk of this rank's output is written; nobody reads its input.
   if (!irisgen::barrier(ctx)) return;
+#line 1373 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1293,6 +1383,7 @@ irisgen_all_reduce_atomic_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduc
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/all_reduce_atomic.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
@@ -1310,6 +1401,7 @@ irisgen_all_reduce_atomic_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduc
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
+#line 1405 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1321,6 +1413,7 @@ irisgen_all_reduce_atomic_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduc
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/all_reduce_atomic.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
@@ -1338,6 +1431,7 @@ irisgen_all_reduce_atomic_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduc
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
+#line 1435 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1349,6 +1443,7 @@ irisgen_all_reduce_atomic_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduc
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/all_reduce_atomic.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
@@ -1366,6 +1461,7 @@ irisgen_all_reduce_atomic_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduc
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
+#line 1465 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1377,6 +1473,7 @@ irisgen_all_reduce_atomic_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/all_reduce_atomic.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
   T* out = ((irisgen_f16*)irisgen_a.t_output);
@@ -1394,6 +1491,7 @@ irisgen_all_reduce_atomic_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
+#line 1495 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1405,6 +1503,7 @@ irisgen_all_reduce_atomic_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/all_reduce_atomic.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
   T* out = ((irisgen_f16*)irisgen_a.t_output);
@@ -1422,6 +1521,7 @@ irisgen_all_reduce_atomic_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
+#line 1525 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1433,6 +1533,7 @@ irisgen_all_reduce_atomic_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/all_reduce_atomic.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
   T* out = ((irisgen_f16*)irisgen_a.t_output);
@@ -1450,6 +1551,7 @@ irisgen_all_reduce_atomic_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
+#line 1555 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1461,6 +1563,7 @@ irisgen_all_reduce_atomic_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/all_reduce_atomic.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const float*)irisgen_a.t_input);
   T* out = ((float*)irisgen_a.t_output);
@@ -1478,6 +1581,7 @@ irisgen_all_reduce_atomic_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
+#line 1585 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1489,6 +1593,7 @@ irisgen_all_reduce_atomic_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/all_reduce_atomic.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const float*)irisgen_a.t_input);
   T* out = ((float*)irisgen_a.t_output);
@@ -1506,6 +1611,7 @@ irisgen_all_reduce_atomic_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
+#line 1615 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1517,6 +1623,7 @@ irisgen_all_reduce_atomic_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/all_reduce_atomic.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const float*)irisgen_a.t_input);
   T* out = ((float*)irisgen_a.t_output);
@@ -1534,6 +1641,7 @@ irisgen_all_reduce_atomic_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
+#line 1645 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1547,6 +1655,7 @@ irisgen_all_reduce_spinlock_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_red
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/all_reduce_spinlock.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
@@ -1579,6 +1688,7 @@ irisgen_all_reduce_spinlock_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_red
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
+#line 1692 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1590,6 +1700,7 @@ irisgen_all_reduce_spinlock_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_red
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/all_reduce_spinlock.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
@@ -1622,6 +1733,7 @@ irisgen_all_reduce_spinlock_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_red
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
+#line 1737 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1633,6 +1745,7 @@ irisgen_all_reduce_spinlock_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_red
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/all_reduce_spinlock.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
@@ -1665,6 +1778,7 @@ irisgen_all_reduce_spinlock_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_red
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
+#line 1782 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1676,6 +1790,7 @@ irisgen_all_reduce_spinlock_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/all_reduce_spinlock.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
   T* out = ((irisgen_f16*)irisgen_a.t_output);
@@ -1708,6 +1823,7 @@ irisgen_all_reduce_spinlock_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
+#line 1827 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1719,6 +1835,7 @@ irisgen_all_reduce_spinlock_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/all_reduce_spinlock.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
   T* out = ((irisgen_f16*)irisgen_a.t_output);
@@ -1751,6 +1868,7 @@ irisgen_all_reduce_spinlock_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
+#line 1872 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1762,6 +1880,7 @@ irisgen_all_reduce_spinlock_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/all_reduce_spinlock.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
   T* out = ((irisgen_f16*)irisgen_a.t_output);
@@ -1794,6 +1913,7 @@ irisgen_all_reduce_spinlock_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
+#line 1917 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1805,6 +1925,7 @@ irisgen_all_reduce_spinlock_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/all_reduce_spinlock.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const float*)irisgen_a.t_input);
   T* out = ((float*)irisgen_a.t_output);
@@ -1837,6 +1958,7 @@ irisgen_all_reduce_spinlock_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
+#line 1962 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1848,6 +1970,7 @@ irisgen_all_reduce_spinlock_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/all_reduce_spinlock.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const float*)irisgen_a.t_input);
   T* out = ((float*)irisgen_a.t_output);
@@ -1880,6 +2003,7 @@ irisgen_all_reduce_spinlock_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
+#line 2007 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1891,6 +2015,7 @@ irisgen_all_reduce_spinlock_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/all_reduce_spinlock.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const float*)irisgen_a.t_input);
   T* out = ((float*)irisgen_a.t_output);
@@ -1923,6 +2048,7 @@ irisgen_all_reduce_spinlock_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
+#line 2052 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1936,6 +2062,7 @@ irisgen_all_reduce_ring_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 22 "templates/all_reduce_ring.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, r = ctx.rank;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -1987,6 +2114,7 @@ irisgen_all_reduce_ring_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_
     // barrier mode).
     if (!irisgen::sync(ctx)) return;
   }
+#line 2118 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1998,6 +2126,7 @@ irisgen_all_reduce_ring_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 22 "templates/all_reduce_ring.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, r = ctx.rank;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -2049,6 +2178,7 @@ irisgen_all_reduce_ring_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_
     // barrier mode).
     if (!irisgen::sync(ctx)) return;
   }
+#line 2182 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -2060,6 +2190,7 @@ irisgen_all_reduce_ring_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 22 "templates/all_reduce_ring.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, r = ctx.rank;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -2111,6 +2242,7 @@ irisgen_all_reduce_ring_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_
     // barrier mode).
     if (!irisgen::sync(ctx)) return;
   }
+#line 2246 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -2122,6 +2254,7 @@ irisgen_all_reduce_ring_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 22 "templates/all_reduce_ring.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, r = ctx.rank;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -2173,6 +2306,7 @@ irisgen_all_reduce_ring_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
     // barrier mode).
     if (!irisgen::sync(ctx)) return;
   }
+#line 2310 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -2184,6 +2318,7 @@ irisgen_all_reduce_ring_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 22 "templates/all_reduce_ring.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, r = ctx.rank;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -2235,6 +2370,7 @@ irisgen_all_reduce_ring_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
     // barrier mode).
     if (!irisgen::sync(ctx)) return;
   }
+#line 2374 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -2246,6 +2382,7 @@ irisgen_all_reduce_ring_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 22 "templates/all_reduce_ring.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, r = ctx.rank;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -2297,6 +2434,7 @@ irisgen_all_reduce_ring_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
     // barrier mode).
     if (!irisgen::sync(ctx)) return;
   }
+#line 2438 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -2308,6 +2446,7 @@ irisgen_all_reduce_ring_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 22 "templates/all_reduce_ring.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, r = ctx.rank;
   const T* in = ((const float*)irisgen_a.t_input);
@@ -2359,6 +2498,7 @@ irisgen_all_reduce_ring_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
     // barrier mode).
     if (!irisgen::sync(ctx)) return;
   }
+#line 2502 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -2370,6 +2510,7 @@ irisgen_all_reduce_ring_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 22 "templates/all_reduce_ring.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, r = ctx.rank;
   const T* in = ((const float*)irisgen_a.t_input);
@@ -2421,6 +2562,7 @@ irisgen_all_reduce_ring_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
     // barrier mode).
     if (!irisgen::sync(ctx)) return;
   }
+#line 2566 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -2432,6 +2574,7 @@ irisgen_all_reduce_ring_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 22 "templates/all_reduce_ring.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, r = ctx.rank;
   const T* in = ((const float*)irisgen_a.t_input);
@@ -2483,6 +2626,7 @@ irisgen_all_reduce_ring_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
     // barrier mode).
     if (!irisgen::sync(ctx)) return;
   }
+#line 2630 "generated/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }

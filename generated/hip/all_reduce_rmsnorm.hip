@@ -36,6 +36,7 @@ irisgen_all_reduce_rmsnorm_one_shot_bf16(const IRISGEN_GRID_CONSTANT irisgen_all
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 12 "templates/all_reduce_rmsnorm_one_shot.hip.tmpl"
   const int64_t t = irisgen_a.s_tokens, h = irisgen_a.s_hidden;
   const float eps = ((float)irisgen_a.p_eps);
   const T* in[IRISGEN_MAX_WORLD];
@@ -58,6 +59,7 @@ irisgen_all_reduce_rmsnorm_one_shot_bf16(const IRISGEN_GRID_CONSTANT irisgen_all
       });
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
+#line 63 "generated/hip/all_reduce_rmsnorm.hip"
   }();
   irisgen::end(ctx);
 }
@@ -68,6 +70,7 @@ irisgen_all_reduce_rmsnorm_one_shot_f16(const IRISGEN_GRID_CONSTANT irisgen_all_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 12 "templates/all_reduce_rmsnorm_one_shot.hip.tmpl"
   const int64_t t = irisgen_a.s_tokens, h = irisgen_a.s_hidden;
   const float eps = ((float)irisgen_a.p_eps);
   const T* in[IRISGEN_MAX_WORLD];
@@ -90,6 +93,7 @@ irisgen_all_reduce_rmsnorm_one_shot_f16(const IRISGEN_GRID_CONSTANT irisgen_all_
       });
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
+#line 97 "generated/hip/all_reduce_rmsnorm.hip"
   }();
   irisgen::end(ctx);
 }
@@ -100,6 +104,7 @@ irisgen_all_reduce_rmsnorm_one_shot_f32(const IRISGEN_GRID_CONSTANT irisgen_all_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 12 "templates/all_reduce_rmsnorm_one_shot.hip.tmpl"
   const int64_t t = irisgen_a.s_tokens, h = irisgen_a.s_hidden;
   const float eps = ((float)irisgen_a.p_eps);
   const T* in[IRISGEN_MAX_WORLD];
@@ -122,6 +127,7 @@ irisgen_all_reduce_rmsnorm_one_shot_f32(const IRISGEN_GRID_CONSTANT irisgen_all_
       });
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
+#line 131 "generated/hip/all_reduce_rmsnorm.hip"
   }();
   irisgen::end(ctx);
 }
@@ -134,6 +140,7 @@ irisgen_all_reduce_rmsnorm_one_shot_lamport_bf16(const IRISGEN_GRID_CONSTANT iri
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 19 "templates/all_reduce_rmsnorm_one_shot_lamport.hip.tmpl"
   const int64_t t = irisgen_a.s_tokens, h = irisgen_a.s_hidden, n = t * h;
   const float eps = ((float)irisgen_a.p_eps);
   const int w = ctx.world, me = ctx.rank;
@@ -192,6 +199,7 @@ irisgen_all_reduce_rmsnorm_one_shot_lamport_bf16(const IRISGEN_GRID_CONSTANT iri
       [&](int64_t o, const irisgen::span<T>& sp, float ss) {
         irisgen::rmsnorm_row<T>(sp, h, scratch + o, wt, irisgen::rms_scale(ss, h, eps), out + o, res + o);
       });
+#line 203 "generated/hip/all_reduce_rmsnorm.hip"
   }();
   irisgen::end(ctx);
 }
@@ -202,6 +210,7 @@ irisgen_all_reduce_rmsnorm_one_shot_lamport_f16(const IRISGEN_GRID_CONSTANT iris
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 19 "templates/all_reduce_rmsnorm_one_shot_lamport.hip.tmpl"
   const int64_t t = irisgen_a.s_tokens, h = irisgen_a.s_hidden, n = t * h;
   const float eps = ((float)irisgen_a.p_eps);
   const int w = ctx.world, me = ctx.rank;
@@ -260,6 +269,7 @@ irisgen_all_reduce_rmsnorm_one_shot_lamport_f16(const IRISGEN_GRID_CONSTANT iris
       [&](int64_t o, const irisgen::span<T>& sp, float ss) {
         irisgen::rmsnorm_row<T>(sp, h, scratch + o, wt, irisgen::rms_scale(ss, h, eps), out + o, res + o);
       });
+#line 273 "generated/hip/all_reduce_rmsnorm.hip"
   }();
   irisgen::end(ctx);
 }
@@ -270,6 +280,7 @@ irisgen_all_reduce_rmsnorm_one_shot_lamport_f32(const IRISGEN_GRID_CONSTANT iris
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 19 "templates/all_reduce_rmsnorm_one_shot_lamport.hip.tmpl"
   const int64_t t = irisgen_a.s_tokens, h = irisgen_a.s_hidden, n = t * h;
   const float eps = ((float)irisgen_a.p_eps);
   const int w = ctx.world, me = ctx.rank;
@@ -328,6 +339,7 @@ irisgen_all_reduce_rmsnorm_one_shot_lamport_f32(const IRISGEN_GRID_CONSTANT iris
       [&](int64_t o, const irisgen::span<T>& sp, float ss) {
         irisgen::rmsnorm_row<T>(sp, h, scratch + o, wt, irisgen::rms_scale(ss, h, eps), out + o, res + o);
       });
+#line 343 "generated/hip/all_reduce_rmsnorm.hip"
   }();
   irisgen::end(ctx);
 }
@@ -340,6 +352,7 @@ irisgen_all_reduce_rmsnorm_two_shot_bf16(const IRISGEN_GRID_CONSTANT irisgen_all
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 14 "templates/all_reduce_rmsnorm_two_shot.hip.tmpl"
   const int64_t t = irisgen_a.s_tokens, h = irisgen_a.s_hidden;
   const float eps = ((float)irisgen_a.p_eps);
   const int w = ctx.world;
@@ -375,6 +388,7 @@ irisgen_all_reduce_rmsnorm_two_shot_bf16(const IRISGEN_GRID_CONSTANT irisgen_all
           irisgen::rmsnorm_row<T>(sp, h, res + o, wt, irisgen::rms_scale(ss, h, eps), out + o);
         });
   }
+#line 392 "generated/hip/all_reduce_rmsnorm.hip"
   }();
   irisgen::end(ctx);
 }
@@ -385,6 +399,7 @@ irisgen_all_reduce_rmsnorm_two_shot_f16(const IRISGEN_GRID_CONSTANT irisgen_all_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 14 "templates/all_reduce_rmsnorm_two_shot.hip.tmpl"
   const int64_t t = irisgen_a.s_tokens, h = irisgen_a.s_hidden;
   const float eps = ((float)irisgen_a.p_eps);
   const int w = ctx.world;
@@ -420,6 +435,7 @@ irisgen_all_reduce_rmsnorm_two_shot_f16(const IRISGEN_GRID_CONSTANT irisgen_all_
           irisgen::rmsnorm_row<T>(sp, h, res + o, wt, irisgen::rms_scale(ss, h, eps), out + o);
         });
   }
+#line 439 "generated/hip/all_reduce_rmsnorm.hip"
   }();
   irisgen::end(ctx);
 }
@@ -430,6 +446,7 @@ irisgen_all_reduce_rmsnorm_two_shot_f32(const IRISGEN_GRID_CONSTANT irisgen_all_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 14 "templates/all_reduce_rmsnorm_two_shot.hip.tmpl"
   const int64_t t = irisgen_a.s_tokens, h = irisgen_a.s_hidden;
   const float eps = ((float)irisgen_a.p_eps);
   const int w = ctx.world;
@@ -465,6 +482,7 @@ irisgen_all_reduce_rmsnorm_two_shot_f32(const IRISGEN_GRID_CONSTANT irisgen_all_
           irisgen::rmsnorm_row<T>(sp, h, res + o, wt, irisgen::rms_scale(ss, h, eps), out + o);
         });
   }
+#line 486 "generated/hip/all_reduce_rmsnorm.hip"
   }();
   irisgen::end(ctx);
 }

@@ -28,6 +28,7 @@ irisgen_all_to_all_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 5 "templates/all_to_all_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
   T* out[IRISGEN_MAX_WORLD];
@@ -40,6 +41,7 @@ irisgen_all_to_all_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args
   }
   // Every block of this rank's output has been written by its sender.
   if (!irisgen::barrier(ctx)) return;
+#line 45 "generated/hip/all_to_all.hip"
   }();
   irisgen::end(ctx);
 }
@@ -50,6 +52,7 @@ irisgen_all_to_all_push_f16(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args 
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 5 "templates/all_to_all_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
   T* out[IRISGEN_MAX_WORLD];
@@ -62,6 +65,7 @@ irisgen_all_to_all_push_f16(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args 
   }
   // Every block of this rank's output has been written by its sender.
   if (!irisgen::barrier(ctx)) return;
+#line 69 "generated/hip/all_to_all.hip"
   }();
   irisgen::end(ctx);
 }
@@ -72,6 +76,7 @@ irisgen_all_to_all_push_f32(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args 
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 5 "templates/all_to_all_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const float*)irisgen_a.t_input);
   T* out[IRISGEN_MAX_WORLD];
@@ -84,6 +89,7 @@ irisgen_all_to_all_push_f32(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args 
   }
   // Every block of this rank's output has been written by its sender.
   if (!irisgen::barrier(ctx)) return;
+#line 93 "generated/hip/all_to_all.hip"
   }();
   irisgen::end(ctx);
 }
@@ -96,6 +102,7 @@ irisgen_all_to_all_push_overlap_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_to_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 11 "templates/all_to_all_push_overlap.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, me = ctx.rank;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -124,6 +131,7 @@ irisgen_all_to_all_push_overlap_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_to_
   }
   // Every block of this rank's output has been written by its sender.
   if (!irisgen::barrier(ctx)) return;
+#line 135 "generated/hip/all_to_all.hip"
   }();
   irisgen::end(ctx);
 }
@@ -134,6 +142,7 @@ irisgen_all_to_all_push_overlap_f16(const IRISGEN_GRID_CONSTANT irisgen_all_to_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 11 "templates/all_to_all_push_overlap.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, me = ctx.rank;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -162,6 +171,7 @@ irisgen_all_to_all_push_overlap_f16(const IRISGEN_GRID_CONSTANT irisgen_all_to_a
   }
   // Every block of this rank's output has been written by its sender.
   if (!irisgen::barrier(ctx)) return;
+#line 175 "generated/hip/all_to_all.hip"
   }();
   irisgen::end(ctx);
 }
@@ -172,6 +182,7 @@ irisgen_all_to_all_push_overlap_f32(const IRISGEN_GRID_CONSTANT irisgen_all_to_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 11 "templates/all_to_all_push_overlap.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, me = ctx.rank;
   const T* in = ((const float*)irisgen_a.t_input);
@@ -200,6 +211,7 @@ irisgen_all_to_all_push_overlap_f32(const IRISGEN_GRID_CONSTANT irisgen_all_to_a
   }
   // Every block of this rank's output has been written by its sender.
   if (!irisgen::barrier(ctx)) return;
+#line 215 "generated/hip/all_to_all.hip"
   }();
   irisgen::end(ctx);
 }
@@ -212,6 +224,7 @@ irisgen_all_to_all_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 5 "templates/all_to_all_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   // Every peer's input is ready.
@@ -222,6 +235,7 @@ irisgen_all_to_all_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args
   }
   // Nobody reads this rank's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 239 "generated/hip/all_to_all.hip"
   }();
   irisgen::end(ctx);
 }
@@ -232,6 +246,7 @@ irisgen_all_to_all_pull_f16(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args 
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 5 "templates/all_to_all_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   // Every peer's input is ready.
@@ -242,6 +257,7 @@ irisgen_all_to_all_pull_f16(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args 
   }
   // Nobody reads this rank's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 261 "generated/hip/all_to_all.hip"
   }();
   irisgen::end(ctx);
 }
@@ -252,6 +268,7 @@ irisgen_all_to_all_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args 
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 5 "templates/all_to_all_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((float*)irisgen_a.t_output);
   // Every peer's input is ready.
@@ -262,6 +279,7 @@ irisgen_all_to_all_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_args 
   }
   // Nobody reads this rank's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 283 "generated/hip/all_to_all.hip"
   }();
   irisgen::end(ctx);
 }
@@ -274,6 +292,7 @@ irisgen_all_to_all_lamport_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/all_to_all_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, me = ctx.rank;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -300,6 +319,7 @@ irisgen_all_to_all_lamport_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_a
   // waited.
   irisgen::advance();
   irisgen::lamport_get(ctx, out, box + slot, n, w, lo, hi, k);
+#line 323 "generated/hip/all_to_all.hip"
   }();
   irisgen::end(ctx);
 }
@@ -310,6 +330,7 @@ irisgen_all_to_all_lamport_f16(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_ar
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/all_to_all_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, me = ctx.rank;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -336,6 +357,7 @@ irisgen_all_to_all_lamport_f16(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_ar
   // waited.
   irisgen::advance();
   irisgen::lamport_get(ctx, out, box + slot, n, w, lo, hi, k);
+#line 361 "generated/hip/all_to_all.hip"
   }();
   irisgen::end(ctx);
 }
@@ -346,6 +368,7 @@ irisgen_all_to_all_lamport_f32(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_ar
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/all_to_all_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, me = ctx.rank;
   const T* in = ((const float*)irisgen_a.t_input);
@@ -372,6 +395,7 @@ irisgen_all_to_all_lamport_f32(const IRISGEN_GRID_CONSTANT irisgen_all_to_all_ar
   // waited.
   irisgen::advance();
   irisgen::lamport_get(ctx, out, box + slot, n, w, lo, hi, k);
+#line 399 "generated/hip/all_to_all.hip"
   }();
   irisgen::end(ctx);
 }

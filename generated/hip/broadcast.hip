@@ -30,6 +30,7 @@ irisgen_broadcast_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args i
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/broadcast_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root);
   // Every output is free: its rank no longer reads the last broadcast.
@@ -45,6 +46,7 @@ irisgen_broadcast_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args i
   }
   // The stores are published.
   if (!irisgen::barrier(ctx)) return;
+#line 50 "generated/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }
@@ -55,6 +57,7 @@ irisgen_broadcast_push_f16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args ir
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/broadcast_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root);
   // Every output is free: its rank no longer reads the last broadcast.
@@ -70,6 +73,7 @@ irisgen_broadcast_push_f16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args ir
   }
   // The stores are published.
   if (!irisgen::barrier(ctx)) return;
+#line 77 "generated/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }
@@ -80,6 +84,7 @@ irisgen_broadcast_push_f32(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args ir
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/broadcast_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root);
   // Every output is free: its rank no longer reads the last broadcast.
@@ -95,6 +100,7 @@ irisgen_broadcast_push_f32(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args ir
   }
   // The stores are published.
   if (!irisgen::barrier(ctx)) return;
+#line 104 "generated/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }
@@ -111,10 +117,12 @@ irisgen_broadcast_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args i
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 6 "templates/broadcast_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   irisgen::copy(((irisgen_bf16*)irisgen_a.t_output), ((const irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))), n);
   // Nobody reads the root's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 126 "generated/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }
@@ -129,10 +137,12 @@ irisgen_broadcast_pull_f16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args ir
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 6 "templates/broadcast_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   irisgen::copy(((irisgen_f16*)irisgen_a.t_output), ((const irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))), n);
   // Nobody reads the root's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 146 "generated/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }
@@ -147,10 +157,12 @@ irisgen_broadcast_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args ir
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 6 "templates/broadcast_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   irisgen::copy(((float*)irisgen_a.t_output), ((const float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))), n);
   // Nobody reads the root's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 166 "generated/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }

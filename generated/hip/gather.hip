@@ -30,6 +30,7 @@ irisgen_gather_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_gather_args irisgen
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/gather_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   // Every rank's input is ready.
   if (!irisgen::barrier(ctx)) return;
@@ -44,6 +45,7 @@ irisgen_gather_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_gather_args irisgen
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 49 "generated/hip/gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -54,6 +56,7 @@ irisgen_gather_pull_f16(const IRISGEN_GRID_CONSTANT irisgen_gather_args irisgen_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/gather_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   // Every rank's input is ready.
   if (!irisgen::barrier(ctx)) return;
@@ -68,6 +71,7 @@ irisgen_gather_pull_f16(const IRISGEN_GRID_CONSTANT irisgen_gather_args irisgen_
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 75 "generated/hip/gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -78,6 +82,7 @@ irisgen_gather_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_gather_args irisgen_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/gather_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   // Every rank's input is ready.
   if (!irisgen::barrier(ctx)) return;
@@ -92,6 +97,7 @@ irisgen_gather_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_gather_args irisgen_
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 101 "generated/hip/gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -108,10 +114,12 @@ irisgen_gather_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_gather_args irisgen
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 6 "templates/gather_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   irisgen::copy(((irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x))) + (int64_t)ctx.rank * n, ((const irisgen_bf16*)irisgen_a.t_input), n);
   // The root's output is complete.
   if (!irisgen::barrier(ctx)) return;
+#line 123 "generated/hip/gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -126,10 +134,12 @@ irisgen_gather_push_f16(const IRISGEN_GRID_CONSTANT irisgen_gather_args irisgen_
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 6 "templates/gather_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   irisgen::copy(((irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x))) + (int64_t)ctx.rank * n, ((const irisgen_f16*)irisgen_a.t_input), n);
   // The root's output is complete.
   if (!irisgen::barrier(ctx)) return;
+#line 143 "generated/hip/gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -144,10 +154,12 @@ irisgen_gather_push_f32(const IRISGEN_GRID_CONSTANT irisgen_gather_args irisgen_
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 6 "templates/gather_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   irisgen::copy(((float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x))) + (int64_t)ctx.rank * n, ((const float*)irisgen_a.t_input), n);
   // The root's output is complete.
   if (!irisgen::barrier(ctx)) return;
+#line 163 "generated/hip/gather.hip"
   }();
   irisgen::end(ctx);
 }

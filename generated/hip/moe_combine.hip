@@ -36,6 +36,7 @@ struct irisgen_moe_combine_args {
 // ---- variant push (template moe_combine_push.hip.tmpl) ----
 
 namespace irisgen_moe_combine_push_prelude {
+#line 13 "templates/moe_combine_push.hip.tmpl"
 // load_f32 reads U elements of T at p as fp32 (one 16-byte vector, or one
 // element for U = 1); store_f32 writes them back in T.
 template <int U>
@@ -101,6 +102,7 @@ IRISGEN_DEV void token_sums(T* out, const T* back, const int64_t* sent, int w, i
     store_f32(out + t * hid + e0, acc, unit<U>());
   }
 }
+#line 106 "generated/hip/moe_combine.hip"
 }  // namespace irisgen_moe_combine_push_prelude
 
 extern "C" __global__ void __launch_bounds__(512)
@@ -110,6 +112,7 @@ irisgen_moe_combine_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_ar
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 79 "templates/moe_combine_push.hip.tmpl"
   const int64_t toks = irisgen_a.s_t, hid = irisgen_a.s_h, kk = irisgen_a.s_k, cap = irisgen_a.s_cap;
   const int w = ctx.world, me = ctx.rank;
   const T* y = ((const irisgen_bf16*)irisgen_a.t_expert_out);
@@ -137,6 +140,7 @@ irisgen_moe_combine_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_ar
   if (!irisgen::grid_sync(ctx, true)) return;
   if (vec) token_sums<T, N>(out, mine, sent, w, toks, hid);
   else token_sums<T, 1>(out, mine, sent, w, toks, hid);
+#line 144 "generated/hip/moe_combine.hip"
   }();
   irisgen::end(ctx);
 }
@@ -148,6 +152,7 @@ irisgen_moe_combine_push_f16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 79 "templates/moe_combine_push.hip.tmpl"
   const int64_t toks = irisgen_a.s_t, hid = irisgen_a.s_h, kk = irisgen_a.s_k, cap = irisgen_a.s_cap;
   const int w = ctx.world, me = ctx.rank;
   const T* y = ((const irisgen_f16*)irisgen_a.t_expert_out);
@@ -175,6 +180,7 @@ irisgen_moe_combine_push_f16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
   if (!irisgen::grid_sync(ctx, true)) return;
   if (vec) token_sums<T, N>(out, mine, sent, w, toks, hid);
   else token_sums<T, 1>(out, mine, sent, w, toks, hid);
+#line 184 "generated/hip/moe_combine.hip"
   }();
   irisgen::end(ctx);
 }
@@ -186,6 +192,7 @@ irisgen_moe_combine_push_f32(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 79 "templates/moe_combine_push.hip.tmpl"
   const int64_t toks = irisgen_a.s_t, hid = irisgen_a.s_h, kk = irisgen_a.s_k, cap = irisgen_a.s_cap;
   const int w = ctx.world, me = ctx.rank;
   const T* y = ((const float*)irisgen_a.t_expert_out);
@@ -213,6 +220,7 @@ irisgen_moe_combine_push_f32(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
   if (!irisgen::grid_sync(ctx, true)) return;
   if (vec) token_sums<T, N>(out, mine, sent, w, toks, hid);
   else token_sums<T, 1>(out, mine, sent, w, toks, hid);
+#line 224 "generated/hip/moe_combine.hip"
   }();
   irisgen::end(ctx);
 }

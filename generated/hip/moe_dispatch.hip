@@ -44,6 +44,7 @@ irisgen_moe_dispatch_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 16 "templates/moe_dispatch_push.hip.tmpl"
   const int64_t toks = irisgen_a.s_t, hid = irisgen_a.s_h, kk = irisgen_a.s_k, ne = irisgen_a.s_e, cap = irisgen_a.s_cap;
   const int w = ctx.world, me = ctx.rank;
   const int64_t per_rank = (ne + w - 1) / w;  // expert x lives on rank x / per_rank
@@ -134,6 +135,7 @@ irisgen_moe_dispatch_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_
   }
   // Every rank's rows and counts have arrived.
   if (!irisgen::grid_sync(ctx, true)) return;
+#line 139 "generated/hip/moe_dispatch.hip"
   }();
   irisgen::end(ctx);
 }
@@ -144,6 +146,7 @@ irisgen_moe_dispatch_push_f16(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 16 "templates/moe_dispatch_push.hip.tmpl"
   const int64_t toks = irisgen_a.s_t, hid = irisgen_a.s_h, kk = irisgen_a.s_k, ne = irisgen_a.s_e, cap = irisgen_a.s_cap;
   const int w = ctx.world, me = ctx.rank;
   const int64_t per_rank = (ne + w - 1) / w;  // expert x lives on rank x / per_rank
@@ -234,6 +237,7 @@ irisgen_moe_dispatch_push_f16(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_a
   }
   // Every rank's rows and counts have arrived.
   if (!irisgen::grid_sync(ctx, true)) return;
+#line 241 "generated/hip/moe_dispatch.hip"
   }();
   irisgen::end(ctx);
 }
@@ -244,6 +248,7 @@ irisgen_moe_dispatch_push_f32(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 16 "templates/moe_dispatch_push.hip.tmpl"
   const int64_t toks = irisgen_a.s_t, hid = irisgen_a.s_h, kk = irisgen_a.s_k, ne = irisgen_a.s_e, cap = irisgen_a.s_cap;
   const int w = ctx.world, me = ctx.rank;
   const int64_t per_rank = (ne + w - 1) / w;  // expert x lives on rank x / per_rank
@@ -334,6 +339,7 @@ irisgen_moe_dispatch_push_f32(const IRISGEN_GRID_CONSTANT irisgen_moe_dispatch_a
   }
   // Every rank's rows and counts have arrived.
   if (!irisgen::grid_sync(ctx, true)) return;
+#line 343 "generated/hip/moe_dispatch.hip"
   }();
   irisgen::end(ctx);
 }

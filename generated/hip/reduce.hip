@@ -31,6 +31,7 @@ irisgen_reduce_pull_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/reduce_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
@@ -42,6 +43,7 @@ irisgen_reduce_pull_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 47 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -53,6 +55,7 @@ irisgen_reduce_pull_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/reduce_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
@@ -64,6 +67,7 @@ irisgen_reduce_pull_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 71 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -75,6 +79,7 @@ irisgen_reduce_pull_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/reduce_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
@@ -86,6 +91,7 @@ irisgen_reduce_pull_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 95 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -97,6 +103,7 @@ irisgen_reduce_pull_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/reduce_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
@@ -108,6 +115,7 @@ irisgen_reduce_pull_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 119 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -119,6 +127,7 @@ irisgen_reduce_pull_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/reduce_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
@@ -130,6 +139,7 @@ irisgen_reduce_pull_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 143 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -141,6 +151,7 @@ irisgen_reduce_pull_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/reduce_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
@@ -152,6 +163,7 @@ irisgen_reduce_pull_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 167 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -163,6 +175,7 @@ irisgen_reduce_pull_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/reduce_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
@@ -174,6 +187,7 @@ irisgen_reduce_pull_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 191 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -185,6 +199,7 @@ irisgen_reduce_pull_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/reduce_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
@@ -196,6 +211,7 @@ irisgen_reduce_pull_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 215 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -207,6 +223,7 @@ irisgen_reduce_pull_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/reduce_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
@@ -218,6 +235,7 @@ irisgen_reduce_pull_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 239 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -235,6 +253,7 @@ irisgen_reduce_split_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 8 "templates/reduce_split.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
@@ -244,6 +263,7 @@ irisgen_reduce_split_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 267 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -259,6 +279,7 @@ irisgen_reduce_split_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 8 "templates/reduce_split.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
@@ -268,6 +289,7 @@ irisgen_reduce_split_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 293 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -283,6 +305,7 @@ irisgen_reduce_split_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 8 "templates/reduce_split.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
@@ -292,6 +315,7 @@ irisgen_reduce_split_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 319 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -307,6 +331,7 @@ irisgen_reduce_split_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 8 "templates/reduce_split.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
@@ -316,6 +341,7 @@ irisgen_reduce_split_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 345 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -331,6 +357,7 @@ irisgen_reduce_split_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 8 "templates/reduce_split.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
@@ -340,6 +367,7 @@ irisgen_reduce_split_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 371 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -355,6 +383,7 @@ irisgen_reduce_split_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 8 "templates/reduce_split.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
@@ -364,6 +393,7 @@ irisgen_reduce_split_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 397 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -379,6 +409,7 @@ irisgen_reduce_split_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 8 "templates/reduce_split.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
@@ -388,6 +419,7 @@ irisgen_reduce_split_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 423 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -403,6 +435,7 @@ irisgen_reduce_split_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 8 "templates/reduce_split.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
@@ -412,6 +445,7 @@ irisgen_reduce_split_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 449 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -427,6 +461,7 @@ irisgen_reduce_split_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 8 "templates/reduce_split.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
@@ -436,6 +471,7 @@ irisgen_reduce_split_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 475 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }

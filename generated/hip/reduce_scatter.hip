@@ -29,6 +29,7 @@ irisgen_reduce_scatter_pull_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 5 "templates/reduce_scatter_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
@@ -39,6 +40,7 @@ irisgen_reduce_scatter_pull_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Nobody reads this rank's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 44 "generated/hip/reduce_scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -50,6 +52,7 @@ irisgen_reduce_scatter_pull_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 5 "templates/reduce_scatter_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
@@ -60,6 +63,7 @@ irisgen_reduce_scatter_pull_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Nobody reads this rank's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 67 "generated/hip/reduce_scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -71,6 +75,7 @@ irisgen_reduce_scatter_pull_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 5 "templates/reduce_scatter_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
@@ -81,6 +86,7 @@ irisgen_reduce_scatter_pull_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Nobody reads this rank's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 90 "generated/hip/reduce_scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -92,6 +98,7 @@ irisgen_reduce_scatter_pull_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_s
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 5 "templates/reduce_scatter_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
@@ -102,6 +109,7 @@ irisgen_reduce_scatter_pull_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_s
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Nobody reads this rank's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 113 "generated/hip/reduce_scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -113,6 +121,7 @@ irisgen_reduce_scatter_pull_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_s
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 5 "templates/reduce_scatter_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
@@ -123,6 +132,7 @@ irisgen_reduce_scatter_pull_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_s
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Nobody reads this rank's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 136 "generated/hip/reduce_scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -134,6 +144,7 @@ irisgen_reduce_scatter_pull_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_s
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 5 "templates/reduce_scatter_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
@@ -144,6 +155,7 @@ irisgen_reduce_scatter_pull_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_s
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Nobody reads this rank's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 159 "generated/hip/reduce_scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -155,6 +167,7 @@ irisgen_reduce_scatter_pull_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_s
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 5 "templates/reduce_scatter_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((float*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
@@ -165,6 +178,7 @@ irisgen_reduce_scatter_pull_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_s
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Nobody reads this rank's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 182 "generated/hip/reduce_scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -176,6 +190,7 @@ irisgen_reduce_scatter_pull_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_s
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 5 "templates/reduce_scatter_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((float*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
@@ -186,6 +201,7 @@ irisgen_reduce_scatter_pull_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_s
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Nobody reads this rank's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 205 "generated/hip/reduce_scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -197,6 +213,7 @@ irisgen_reduce_scatter_pull_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_s
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 5 "templates/reduce_scatter_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((float*)irisgen_a.t_output);
   const T* in[IRISGEN_MAX_WORLD];
@@ -207,6 +224,7 @@ irisgen_reduce_scatter_pull_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_s
   irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Nobody reads this rank's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 228 "generated/hip/reduce_scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -220,6 +238,7 @@ irisgen_reduce_scatter_lamport_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/reduce_scatter_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, me = ctx.rank;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -245,6 +264,7 @@ irisgen_reduce_scatter_lamport_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_redu
   // waited.
   irisgen::advance();
   irisgen::lamport_reduce<T, Op>(ctx, out, in + (int64_t)me * n, box + slot, n, w, lo, hi, k);
+#line 268 "generated/hip/reduce_scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -256,6 +276,7 @@ irisgen_reduce_scatter_lamport_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/reduce_scatter_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, me = ctx.rank;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -281,6 +302,7 @@ irisgen_reduce_scatter_lamport_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_redu
   // waited.
   irisgen::advance();
   irisgen::lamport_reduce<T, Op>(ctx, out, in + (int64_t)me * n, box + slot, n, w, lo, hi, k);
+#line 306 "generated/hip/reduce_scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -292,6 +314,7 @@ irisgen_reduce_scatter_lamport_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_redu
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/reduce_scatter_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, me = ctx.rank;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -317,6 +340,7 @@ irisgen_reduce_scatter_lamport_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_redu
   // waited.
   irisgen::advance();
   irisgen::lamport_reduce<T, Op>(ctx, out, in + (int64_t)me * n, box + slot, n, w, lo, hi, k);
+#line 344 "generated/hip/reduce_scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -328,6 +352,7 @@ irisgen_reduce_scatter_lamport_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduc
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/reduce_scatter_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, me = ctx.rank;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -353,6 +378,7 @@ irisgen_reduce_scatter_lamport_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduc
   // waited.
   irisgen::advance();
   irisgen::lamport_reduce<T, Op>(ctx, out, in + (int64_t)me * n, box + slot, n, w, lo, hi, k);
+#line 382 "generated/hip/reduce_scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -364,6 +390,7 @@ irisgen_reduce_scatter_lamport_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduc
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/reduce_scatter_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, me = ctx.rank;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -389,6 +416,7 @@ irisgen_reduce_scatter_lamport_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduc
   // waited.
   irisgen::advance();
   irisgen::lamport_reduce<T, Op>(ctx, out, in + (int64_t)me * n, box + slot, n, w, lo, hi, k);
+#line 420 "generated/hip/reduce_scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -400,6 +428,7 @@ irisgen_reduce_scatter_lamport_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduc
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/reduce_scatter_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, me = ctx.rank;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -425,6 +454,7 @@ irisgen_reduce_scatter_lamport_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduc
   // waited.
   irisgen::advance();
   irisgen::lamport_reduce<T, Op>(ctx, out, in + (int64_t)me * n, box + slot, n, w, lo, hi, k);
+#line 458 "generated/hip/reduce_scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -436,6 +466,7 @@ irisgen_reduce_scatter_lamport_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduc
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/reduce_scatter_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, me = ctx.rank;
   const T* in = ((const float*)irisgen_a.t_input);
@@ -461,6 +492,7 @@ irisgen_reduce_scatter_lamport_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduc
   // waited.
   irisgen::advance();
   irisgen::lamport_reduce<T, Op>(ctx, out, in + (int64_t)me * n, box + slot, n, w, lo, hi, k);
+#line 496 "generated/hip/reduce_scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -472,6 +504,7 @@ irisgen_reduce_scatter_lamport_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduc
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/reduce_scatter_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, me = ctx.rank;
   const T* in = ((const float*)irisgen_a.t_input);
@@ -497,6 +530,7 @@ irisgen_reduce_scatter_lamport_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduc
   // waited.
   irisgen::advance();
   irisgen::lamport_reduce<T, Op>(ctx, out, in + (int64_t)me * n, box + slot, n, w, lo, hi, k);
+#line 534 "generated/hip/reduce_scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -508,6 +542,7 @@ irisgen_reduce_scatter_lamport_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduc
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 9 "templates/reduce_scatter_lamport.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world, me = ctx.rank;
   const T* in = ((const float*)irisgen_a.t_input);
@@ -533,6 +568,7 @@ irisgen_reduce_scatter_lamport_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduc
   // waited.
   irisgen::advance();
   irisgen::lamport_reduce<T, Op>(ctx, out, in + (int64_t)me * n, box + slot, n, w, lo, hi, k);
+#line 572 "generated/hip/reduce_scatter.hip"
   }();
   irisgen::end(ctx);
 }

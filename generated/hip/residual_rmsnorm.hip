@@ -36,6 +36,7 @@ irisgen_residual_rmsnorm_local_bf16(const IRISGEN_GRID_CONSTANT irisgen_residual
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 8 "templates/residual_rmsnorm_local.hip.tmpl"
   const int64_t t = irisgen_a.s_tokens, h = irisgen_a.s_hidden;
   const float eps = ((float)irisgen_a.p_eps);
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -49,6 +50,7 @@ irisgen_residual_rmsnorm_local_bf16(const IRISGEN_GRID_CONSTANT irisgen_residual
       [&](int64_t o, const irisgen::span<T>& sp, float ss) {
         irisgen::rmsnorm_row<T>(sp, h, res + o, wt, irisgen::rms_scale(ss, h, eps), out + o);
       });
+#line 54 "generated/hip/residual_rmsnorm.hip"
   }();
   irisgen::end(ctx);
 }
@@ -59,6 +61,7 @@ irisgen_residual_rmsnorm_local_f16(const IRISGEN_GRID_CONSTANT irisgen_residual_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 8 "templates/residual_rmsnorm_local.hip.tmpl"
   const int64_t t = irisgen_a.s_tokens, h = irisgen_a.s_hidden;
   const float eps = ((float)irisgen_a.p_eps);
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -72,6 +75,7 @@ irisgen_residual_rmsnorm_local_f16(const IRISGEN_GRID_CONSTANT irisgen_residual_
       [&](int64_t o, const irisgen::span<T>& sp, float ss) {
         irisgen::rmsnorm_row<T>(sp, h, res + o, wt, irisgen::rms_scale(ss, h, eps), out + o);
       });
+#line 79 "generated/hip/residual_rmsnorm.hip"
   }();
   irisgen::end(ctx);
 }
@@ -82,6 +86,7 @@ irisgen_residual_rmsnorm_local_f32(const IRISGEN_GRID_CONSTANT irisgen_residual_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 8 "templates/residual_rmsnorm_local.hip.tmpl"
   const int64_t t = irisgen_a.s_tokens, h = irisgen_a.s_hidden;
   const float eps = ((float)irisgen_a.p_eps);
   const T* in = ((const float*)irisgen_a.t_input);
@@ -95,6 +100,7 @@ irisgen_residual_rmsnorm_local_f32(const IRISGEN_GRID_CONSTANT irisgen_residual_
       [&](int64_t o, const irisgen::span<T>& sp, float ss) {
         irisgen::rmsnorm_row<T>(sp, h, res + o, wt, irisgen::rms_scale(ss, h, eps), out + o);
       });
+#line 104 "generated/hip/residual_rmsnorm.hip"
   }();
   irisgen::end(ctx);
 }

@@ -37,10 +37,12 @@ irisgen_send_recv_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_send_recv_args i
   if (ctx.rank == (int)irisgen_a.p_dst && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 6 "templates/send_recv_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   if (ctx.rank == ((int)irisgen_a.p_src)) irisgen::copy(((irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_dst] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x))), ((const irisgen_bf16*)irisgen_a.t_input), n);
   // dst's output is complete.
   if (!irisgen::barrier(ctx)) return;
+#line 46 "generated/hip/send_recv.hip"
   }();
   irisgen::end(ctx);
 }
@@ -55,10 +57,12 @@ irisgen_send_recv_push_f16(const IRISGEN_GRID_CONSTANT irisgen_send_recv_args ir
   if (ctx.rank == (int)irisgen_a.p_dst && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 6 "templates/send_recv_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   if (ctx.rank == ((int)irisgen_a.p_src)) irisgen::copy(((irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_dst] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x))), ((const irisgen_f16*)irisgen_a.t_input), n);
   // dst's output is complete.
   if (!irisgen::barrier(ctx)) return;
+#line 66 "generated/hip/send_recv.hip"
   }();
   irisgen::end(ctx);
 }
@@ -73,10 +77,12 @@ irisgen_send_recv_push_f32(const IRISGEN_GRID_CONSTANT irisgen_send_recv_args ir
   if (ctx.rank == (int)irisgen_a.p_dst && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 6 "templates/send_recv_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   if (ctx.rank == ((int)irisgen_a.p_src)) irisgen::copy(((float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_dst] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x))), ((const float*)irisgen_a.t_input), n);
   // dst's output is complete.
   if (!irisgen::barrier(ctx)) return;
+#line 86 "generated/hip/send_recv.hip"
   }();
   irisgen::end(ctx);
 }
@@ -93,10 +99,12 @@ irisgen_send_recv_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_send_recv_args i
   if (ctx.rank == (int)irisgen_a.p_src && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 6 "templates/send_recv_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   if (ctx.rank == ((int)irisgen_a.p_dst)) irisgen::copy(((irisgen_bf16*)irisgen_a.t_output), ((const irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_src] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))), n);
   // Nobody reads src's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 108 "generated/hip/send_recv.hip"
   }();
   irisgen::end(ctx);
 }
@@ -111,10 +119,12 @@ irisgen_send_recv_pull_f16(const IRISGEN_GRID_CONSTANT irisgen_send_recv_args ir
   if (ctx.rank == (int)irisgen_a.p_src && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 6 "templates/send_recv_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   if (ctx.rank == ((int)irisgen_a.p_dst)) irisgen::copy(((irisgen_f16*)irisgen_a.t_output), ((const irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_src] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))), n);
   // Nobody reads src's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 128 "generated/hip/send_recv.hip"
   }();
   irisgen::end(ctx);
 }
@@ -129,10 +139,12 @@ irisgen_send_recv_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_send_recv_args ir
   if (ctx.rank == (int)irisgen_a.p_src && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 6 "templates/send_recv_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   if (ctx.rank == ((int)irisgen_a.p_dst)) irisgen::copy(((float*)irisgen_a.t_output), ((const float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_src] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))), n);
   // Nobody reads src's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 148 "generated/hip/send_recv.hip"
   }();
   irisgen::end(ctx);
 }

@@ -30,6 +30,7 @@ irisgen_shift_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_shift_args irisgen_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/shift_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int64_t w = ctx.world;
   const int to = (int)((ctx.rank + (irisgen_a.p_offset) % w + w) % w);
@@ -39,6 +40,7 @@ irisgen_shift_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_shift_args irisgen_a
   irisgen::copy(out, ((const irisgen_bf16*)irisgen_a.t_input), n);
   // The stores are published.
   if (!irisgen::barrier(ctx)) return;
+#line 44 "generated/hip/shift.hip"
   }();
   irisgen::end(ctx);
 }
@@ -49,6 +51,7 @@ irisgen_shift_push_f16(const IRISGEN_GRID_CONSTANT irisgen_shift_args irisgen_a)
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/shift_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int64_t w = ctx.world;
   const int to = (int)((ctx.rank + (irisgen_a.p_offset) % w + w) % w);
@@ -58,6 +61,7 @@ irisgen_shift_push_f16(const IRISGEN_GRID_CONSTANT irisgen_shift_args irisgen_a)
   irisgen::copy(out, ((const irisgen_f16*)irisgen_a.t_input), n);
   // The stores are published.
   if (!irisgen::barrier(ctx)) return;
+#line 65 "generated/hip/shift.hip"
   }();
   irisgen::end(ctx);
 }
@@ -68,6 +72,7 @@ irisgen_shift_push_f32(const IRISGEN_GRID_CONSTANT irisgen_shift_args irisgen_a)
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/shift_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int64_t w = ctx.world;
   const int to = (int)((ctx.rank + (irisgen_a.p_offset) % w + w) % w);
@@ -77,6 +82,7 @@ irisgen_shift_push_f32(const IRISGEN_GRID_CONSTANT irisgen_shift_args irisgen_a)
   irisgen::copy(out, ((const float*)irisgen_a.t_input), n);
   // The stores are published.
   if (!irisgen::barrier(ctx)) return;
+#line 86 "generated/hip/shift.hip"
   }();
   irisgen::end(ctx);
 }
@@ -89,6 +95,7 @@ irisgen_shift_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_shift_args irisgen_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/shift_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int64_t w = ctx.world;
   const int from = (int)((ctx.rank - (irisgen_a.p_offset) % w + w) % w);
@@ -97,6 +104,7 @@ irisgen_shift_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_shift_args irisgen_a
   irisgen::copy(((irisgen_bf16*)irisgen_a.t_output), irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (from)), n);
   // Nobody reads this rank's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 108 "generated/hip/shift.hip"
   }();
   irisgen::end(ctx);
 }
@@ -107,6 +115,7 @@ irisgen_shift_pull_f16(const IRISGEN_GRID_CONSTANT irisgen_shift_args irisgen_a)
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/shift_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int64_t w = ctx.world;
   const int from = (int)((ctx.rank - (irisgen_a.p_offset) % w + w) % w);
@@ -115,6 +124,7 @@ irisgen_shift_pull_f16(const IRISGEN_GRID_CONSTANT irisgen_shift_args irisgen_a)
   irisgen::copy(((irisgen_f16*)irisgen_a.t_output), irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (from)), n);
   // Nobody reads this rank's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 128 "generated/hip/shift.hip"
   }();
   irisgen::end(ctx);
 }
@@ -125,6 +135,7 @@ irisgen_shift_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_shift_args irisgen_a)
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "templates/shift_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int64_t w = ctx.world;
   const int from = (int)((ctx.rank - (irisgen_a.p_offset) % w + w) % w);
@@ -133,6 +144,7 @@ irisgen_shift_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_shift_args irisgen_a)
   irisgen::copy(((float*)irisgen_a.t_output), irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (from)), n);
   // Nobody reads this rank's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 148 "generated/hip/shift.hip"
   }();
   irisgen::end(ctx);
 }

@@ -18,9 +18,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
+	"github.com/irisgen/irisgen"
 	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/internal/spec"
 )
@@ -52,6 +54,11 @@ type Config struct {
 	Specs string
 	// Templates is the directory of templates; "" is the built-in one.
 	Templates string
+	// Catalogue names collectives of irisgen's catalogue to generate into
+	// the package beside the specs' own, from irisgen's specs and
+	// templates. With no Specs and no Catalogue, the whole catalogue is
+	// generated.
+	Catalogue []string
 	// Out is the output root: Out/hip, Out/<Package>, Out/<Package>/kernels.
 	Out string
 	// Package is the generated Go package's name and directory under Out.
@@ -62,6 +69,9 @@ type Config struct {
 	ImportPath string
 	// Kernels is how the kernels are built.
 	Kernels Kernels
+	// Module is the module path of the go.mod in Dir or above it; "" when
+	// there is none.
+	Module string
 
 	// name is File as messages name it; pos and raw are where the file
 	// sets each key (KeySpecs, ...) and the value it writes there.
@@ -133,6 +143,17 @@ func Find(dir string) (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// CatalogueNames lists the collectives of irisgen's catalogue, sorted:
+// the spec files built into irisgen are named after their collective.
+func CatalogueNames() []string {
+	files, _ := fs.Glob(irisgen.Specs, "specs/*.yaml") // the pattern is constant
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = strings.TrimSuffix(path.Base(f), ".yaml")
+	}
+	return names
 }
 
 // MaxFileBytes bounds the size of every file irisgen reads: a config, a
@@ -286,6 +307,15 @@ func Resolve(file, wd string, o Overrides) (*Config, error) {
 		}
 		if *d.val == "" {
 			*d.dst = "" // explicitly the built-in catalogue
+			if d.flag == "specs" {
+				// The whole catalogue, with its own templates unless
+				// -templates says otherwise (the config's are for its
+				// own specs).
+				c.Catalogue = nil
+				if o.Templates == nil {
+					c.Templates = ""
+				}
+			}
 			continue
 		}
 		if strings.ContainsRune(*d.val, 0) {
@@ -372,6 +402,11 @@ func CheckPackage(name string) error {
 func (c *Config) derive() error {
 	if c.Kernels.Platform == "" {
 		c.Kernels.Platform = "auto"
+	}
+	if own, err := findModule(c.Dir); err != nil {
+		return err
+	} else if own != nil {
+		c.Module = own.path
 	}
 	if c.ImportPath != "" && c.Kernels.Command != "" {
 		return nil

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -46,6 +47,7 @@ func TestFullFile(t *testing.T) {
 	c, errs := load(t, dir, `version: 1
 specs: specs
 templates: tmpl
+catalogue: [all_reduce, moe_dispatch]
 out: internal/gen
 package: coll
 kernels:
@@ -58,9 +60,11 @@ kernels:
 	require.Equal(t, &Config{
 		File: filepath.Join(dir, FileName), Dir: dir,
 		Specs: filepath.Join(dir, "specs"), Templates: filepath.Join(dir, "tmpl"),
-		Out: filepath.Join(dir, "internal", "gen"), Package: "coll",
+		Catalogue: []string{"all_reduce", "moe_dispatch"},
+		Out:       filepath.Join(dir, "internal", "gen"), Package: "coll",
 		ImportPath: "example.com/stencil/internal/gen/coll",
 		Kernels:    Kernels{Platform: "hip", HIPArch: []string{"gfx90a", "gfx942:xnack+"}, CUDAArch: []string{"90"}, Command: "go tool irisgen kernels"},
+		Module:     "example.com/stencil",
 	}, c)
 	require.Equal(t, filepath.Join(dir, "internal", "gen", "coll", "kernels"), c.KernelsDir())
 	require.Equal(t, "specs", c.Rel(c.Specs))
@@ -120,14 +124,14 @@ func TestErrors(t *testing.T) {
 	cases := []struct{ name, src, want string }{
 		{"empty", "", "irisgen.yaml:1:1: error: irisgen.yaml is empty; start it with `version: 1` (see README.md, Downstream workflow)"},
 		{"only a comment", "# nothing\n", "irisgen.yaml:1:1: error: irisgen.yaml is empty"},
-		{"not a mapping", "- version\n", "irisgen.yaml:1:1: error: irisgen.yaml must be a mapping with the keys version, specs, templates, out, package, import_path, kernels; found a list"},
+		{"not a mapping", "- version\n", "irisgen.yaml:1:1: error: irisgen.yaml must be a mapping with the keys version, specs, templates, catalogue, out, package, import_path, kernels; found a list"},
 		{"invalid YAML", "version: 1\nout: [\n", "irisgen.yaml:3:1: error: invalid YAML: did not find expected node content"},
 		{"two documents", "version: 1\n---\nversion: 1\n", "irisgen.yaml:2:1: error: the file holds one YAML document; remove this one"},
 		{"no version", "out: gen\n", "irisgen.yaml:1:1: error: irisgen.yaml has no version; add `version: 1` as its first line"},
 		{"version 2", "version: 2\nout: x\n", "irisgen.yaml:1:10: error: version 2 is not one this irisgen reads (it reads version 1); upgrade irisgen or write version 1"},
 		{"version not a number", "version: one\n", "irisgen.yaml:1:10: error: version must be an integer, found the string \"one\""},
 		{"unknown key", "version: 1\npackge: coll\n", "irisgen.yaml:2:1: error: unknown key \"packge\" at the top level of irisgen.yaml (did you mean \"package\"?)"},
-		{"unknown key, no guess", "version: 1\nzz: 1\n", "irisgen.yaml:2:1: error: unknown key \"zz\" at the top level of irisgen.yaml (expected one of: version, specs, templates, out, package, import_path, kernels)"},
+		{"unknown key, no guess", "version: 1\nzz: 1\n", "irisgen.yaml:2:1: error: unknown key \"zz\" at the top level of irisgen.yaml (expected one of: version, specs, templates, catalogue, out, package, import_path, kernels)"},
 		{"duplicate key", "version: 1\nout: a\nout: b\n", "irisgen.yaml:3:1: error: duplicate key \"out\" at the top level of irisgen.yaml (first at 2:1); keep only one"},
 		{"duplicate version", "version: 1\nversion: 1\n", "irisgen.yaml:2:1: error: duplicate key \"version\""},
 		{"specs missing", "version: 1\nspecs: nope\n", "irisgen.yaml:2:8: error: specs: nope: no such directory (paths are relative to irisgen.yaml)"},
@@ -149,6 +153,11 @@ func TestErrors(t *testing.T) {
 		{"arch bad name", "version: 1\nkernels: {cuda_arch: [\"9 0\"]}\n", "irisgen.yaml:2:23: error: kernels.cuda_arch: \"9 0\" is not a target name (e.g. gfx90a, gfx942:xnack+, 90)"},
 		{"arch empty", "version: 1\nkernels: {hip_arch: []}\n", "irisgen.yaml:2:21: error: kernels.hip_arch is empty; list targets or omit the key for the compiler's defaults"},
 		{"command empty", "version: 1\nkernels: {command: ' '}\n", "irisgen.yaml:2:20: error: kernels.command is empty; omit it to derive it from go.mod"},
+		{"catalogue typo", "version: 1\ncatalogue: [all_reduce, moe_dispach]\n", "irisgen.yaml:2:25: error: catalogue: \"moe_dispach\" is not a collective of irisgen's catalogue (did you mean \"moe_dispatch\"?)"},
+		{"catalogue unknown", "version: 1\ncatalogue: [fft]\n", "irisgen.yaml:2:13: error: catalogue: \"fft\" is not a collective of irisgen's catalogue (irisgen's catalogue has all_gather, all_reduce, "},
+		{"catalogue twice", "version: 1\ncatalogue: [barrier, barrier]\n", "irisgen.yaml:2:22: error: catalogue: barrier is listed twice; list it once"},
+		{"catalogue empty", "version: 1\ncatalogue: []\n", "irisgen.yaml:2:12: error: catalogue is empty; list irisgen's collectives this repository uses (e.g. [all_reduce]), or omit the key"},
+		{"catalogue a string", "version: 1\ncatalogue: all_reduce\n", "irisgen.yaml:2:12: error: catalogue must be a list of irisgen's collectives, e.g. [all_reduce, moe_dispatch, moe_combine]; found the string \"all_reduce\""},
 		{"several, sorted", "version: 1\npackage: ''\nout: ''\n", "irisgen.yaml:2:10: error: package \"\": want the generated Go package's name, e.g. collectives\nirisgen.yaml:3:6: error: out is empty; omit the key for generated"},
 	}
 	for _, tc := range cases {
@@ -224,6 +233,32 @@ func TestResolve(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "", c.Specs, "-specs '' is the built-in catalogue")
 
+	// A repository that uses part of the catalogue: its own specs and
+	// templates, and the names; -specs '' alone is the whole catalogue
+	// with its own templates, -templates still overrides.
+	cat := repo(t, map[string]string{
+		"go.mod":       "module example.com/cat\n",
+		"irisgen.yaml": "version: 1\nspecs: specs\ntemplates: templates\ncatalogue: [moe_dispatch, all_reduce]\n",
+		"specs/a.yaml": "name: a\n",
+		"templates/":   "",
+		"mine/b.yaml":  "name: b\n",
+	})
+	c, err = Resolve("", cat, Overrides{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"moe_dispatch", "all_reduce"}, c.Catalogue)
+	require.Equal(t, filepath.Join(cat, "templates"), c.Templates)
+	c, err = Resolve("", cat, Overrides{Specs: str("")})
+	require.NoError(t, err)
+	require.Equal(t, "", c.Specs)
+	require.Equal(t, "", c.Templates, "-specs '' takes the catalogue's templates with it")
+	require.Nil(t, c.Catalogue, "-specs '' is the whole catalogue")
+	c, err = Resolve("", cat, Overrides{Specs: str(""), Templates: str("mine")})
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(cat, "mine"), c.Templates, "-templates given beside -specs ''")
+	c, err = Resolve("", cat, Overrides{Specs: str("mine")})
+	require.NoError(t, err)
+	require.Equal(t, []string{"moe_dispatch", "all_reduce"}, c.Catalogue, "other specs keep the catalogue key")
+
 	// -config names a file; relative to the working directory.
 	c, err = Resolve("../../irisgen.yaml", wd, Overrides{})
 	require.NoError(t, err)
@@ -255,6 +290,16 @@ func TestResolve(t *testing.T) {
 		require.ErrorAs(t, err, &fe)
 		require.ErrorContains(t, err, tc.want)
 	}
+}
+
+// TestCatalogueNames: the catalogue's collectives, from the spec files
+// built into irisgen.
+func TestCatalogueNames(t *testing.T) {
+	names := CatalogueNames()
+	require.Contains(t, names, "all_reduce")
+	require.Contains(t, names, "moe_combine")
+	require.NotContains(t, names, "tuning")
+	require.True(t, slices.IsSorted(names))
 }
 
 // TestReadFile: only regular files, up to MaxFileBytes.

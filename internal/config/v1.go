@@ -14,7 +14,7 @@ import (
 
 // Keys of version 1, in the order the docs list them.
 var (
-	topKeys    = []string{"version", "specs", "templates", "out", "package", "import_path", "kernels"}
+	topKeys    = []string{"version", "specs", "templates", "catalogue", "out", "package", "import_path", "kernels"}
 	kernelKeys = []string{"platform", "hip_arch", "cuda_arch", "command"}
 )
 
@@ -23,6 +23,7 @@ type fileV1 struct {
 	Specs, Templates, Out, Package, ImportPath spec.Str
 	Platform, Command                          spec.Str
 	HIPArch, CUDAArch                          spec.List
+	Catalogue                                  spec.List
 }
 
 // parse reads the file and converts it into a Config with paths resolved
@@ -76,6 +77,8 @@ func readV1(r *spec.Reader, root *yaml.Node) *fileV1 {
 			f.Specs = r.Str(k, v, "specs")
 		case "templates":
 			f.Templates = r.Str(k, v, "templates")
+		case "catalogue":
+			f.Catalogue = r.List(k, v, "catalogue", "a list of irisgen's collectives, e.g. [all_reduce, moe_dispatch, moe_combine]")
 		case "out":
 			f.Out = r.Str(k, v, "out")
 		case "package":
@@ -144,6 +147,7 @@ func (f *fileV1) config(r *spec.Reader, dir string) *Config {
 	}
 	c.Specs = dirOf(f.Specs, "specs")
 	c.Templates = dirOf(f.Templates, "templates")
+	c.Catalogue = catalogue(r, f.Catalogue)
 	if p := path(f.Out, "out", "omit the key for "+DefaultOut); p != "" {
 		c.Out = p
 	}
@@ -205,4 +209,35 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// catalogue checks the names of the catalogue key: collectives of irisgen's
+// catalogue, each once.
+func catalogue(r *spec.Reader, l spec.List) []string {
+	if !l.OK() {
+		return nil
+	}
+	if len(l.Items) == 0 {
+		r.Errorf(l.Pos, "catalogue is empty; list irisgen's collectives this repository uses (e.g. [all_reduce]), or omit the key")
+		return nil
+	}
+	known := CatalogueNames()
+	var out []string
+	seen := map[string]bool{}
+	for _, it := range l.Items {
+		switch {
+		case !contains(known, it.Value):
+			hint := "irisgen's catalogue has " + strings.Join(known, ", ")
+			if s := spec.Closest(it.Value, known); s != "" {
+				hint = fmt.Sprintf("did you mean %q?", s)
+			}
+			r.Errorf(it.Pos, "catalogue: %q is not a collective of irisgen's catalogue (%s)", it.Value, hint)
+		case seen[it.Value]:
+			r.Errorf(it.Pos, "catalogue: %s is listed twice; list it once", it.Value)
+		default:
+			seen[it.Value] = true
+			out = append(out, it.Value)
+		}
+	}
+	return out
 }

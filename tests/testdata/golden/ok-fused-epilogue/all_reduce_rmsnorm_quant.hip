@@ -33,6 +33,7 @@ irisgen_all_reduce_rmsnorm_quant_one_shot_bf16(const IRISGEN_GRID_CONSTANT irisg
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 8 "case_rmsnorm_quant.hip.tmpl"
   const int64_t t = irisgen_a.s_tokens, h = irisgen_a.s_hidden;
   const float eps = ((float)irisgen_a.p_eps);
   const T* in[IRISGEN_MAX_WORLD];
@@ -67,6 +68,7 @@ irisgen_all_reduce_rmsnorm_quant_one_shot_bf16(const IRISGEN_GRID_CONSTANT irisg
       });
   // Nobody reads this rank's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 72 "hip/all_reduce_rmsnorm_quant.hip"
   }();
   irisgen::end(ctx);
 }
@@ -77,6 +79,7 @@ irisgen_all_reduce_rmsnorm_quant_one_shot_f16(const IRISGEN_GRID_CONSTANT irisge
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 8 "case_rmsnorm_quant.hip.tmpl"
   const int64_t t = irisgen_a.s_tokens, h = irisgen_a.s_hidden;
   const float eps = ((float)irisgen_a.p_eps);
   const T* in[IRISGEN_MAX_WORLD];
@@ -111,6 +114,7 @@ irisgen_all_reduce_rmsnorm_quant_one_shot_f16(const IRISGEN_GRID_CONSTANT irisge
       });
   // Nobody reads this rank's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 118 "hip/all_reduce_rmsnorm_quant.hip"
   }();
   irisgen::end(ctx);
 }
@@ -121,6 +125,7 @@ irisgen_all_reduce_rmsnorm_quant_one_shot_f32(const IRISGEN_GRID_CONSTANT irisge
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 8 "case_rmsnorm_quant.hip.tmpl"
   const int64_t t = irisgen_a.s_tokens, h = irisgen_a.s_hidden;
   const float eps = ((float)irisgen_a.p_eps);
   const T* in[IRISGEN_MAX_WORLD];
@@ -155,6 +160,7 @@ irisgen_all_reduce_rmsnorm_quant_one_shot_f32(const IRISGEN_GRID_CONSTANT irisge
       });
   // Nobody reads this rank's input any more.
   if (!irisgen::barrier(ctx)) return;
+#line 164 "hip/all_reduce_rmsnorm_quant.hip"
   }();
   irisgen::end(ctx);
 }

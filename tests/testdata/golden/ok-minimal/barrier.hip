@@ -22,7 +22,9 @@ irisgen_barrier_device(const IRISGEN_GRID_CONSTANT irisgen_barrier_args irisgen_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "barrier_device.hip.tmpl"
   if (!irisgen::barrier(ctx)) return;
+#line 28 "hip/barrier.hip"
   }();
   irisgen::end(ctx);
 }

@@ -28,9 +28,11 @@ irisgen_nested_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_nested_args irisgen_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 1 "case.hip.tmpl"
   if (!irisgen::barrier(ctx)) return;
   irisgen::copy(((float*)irisgen_a.t_output), irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (((int)irisgen_a.p_root))), irisgen_a.s_n);
   if (!irisgen::barrier(ctx)) return;
+#line 36 "hip/nested.hip"
   }();
   irisgen::end(ctx);
 }

@@ -37,6 +37,7 @@ irisgen_rooted_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_rooted_args irisgen
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 1 "case_pull.hip.tmpl"
   const float s = ((float)irisgen_a.p_scale);
   const int64_t steps = (irisgen_a.p_steps);
   if (ctx.rank == ((int)irisgen_a.p_dst)) {
@@ -46,6 +47,7 @@ irisgen_rooted_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_rooted_args irisgen
       out[i] = irisgen::from_f32<T>(irisgen::to_f32(in[i]) * s * (float)steps);
   }
   if (!irisgen::barrier(ctx)) return;
+#line 51 "hip/rooted.hip"
   }();
   irisgen::end(ctx);
 }
@@ -60,6 +62,7 @@ irisgen_rooted_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_rooted_args irisgen_
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 1 "case_pull.hip.tmpl"
   const float s = ((float)irisgen_a.p_scale);
   const int64_t steps = (irisgen_a.p_steps);
   if (ctx.rank == ((int)irisgen_a.p_dst)) {
@@ -69,6 +72,7 @@ irisgen_rooted_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_rooted_args irisgen_
       out[i] = irisgen::from_f32<T>(irisgen::to_f32(in[i]) * s * (float)steps);
   }
   if (!irisgen::barrier(ctx)) return;
+#line 76 "hip/rooted.hip"
   }();
   irisgen::end(ctx);
 }
@@ -81,11 +85,13 @@ irisgen_rooted_local_bf16(const IRISGEN_GRID_CONSTANT irisgen_rooted_args irisge
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 1 "case_local.hip.tmpl"
   if (!irisgen::barrier(ctx)) return;
   if (ctx.rank == ((int)irisgen_a.p_root) && ctx.rank == ((int)irisgen_a.p_dst) && (irisgen_a.p_steps) > 0)
     irisgen::copy(((irisgen_bf16*)irisgen_a.t_output), ((const irisgen_bf16*)irisgen_a.t_input), irisgen_a.s_n);
   (void)((float)irisgen_a.p_scale);
   if (!irisgen::barrier(ctx)) return;
+#line 95 "hip/rooted.hip"
   }();
   irisgen::end(ctx);
 }
@@ -96,11 +102,13 @@ irisgen_rooted_local_f32(const IRISGEN_GRID_CONSTANT irisgen_rooted_args irisgen
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 1 "case_local.hip.tmpl"
   if (!irisgen::barrier(ctx)) return;
   if (ctx.rank == ((int)irisgen_a.p_root) && ctx.rank == ((int)irisgen_a.p_dst) && (irisgen_a.p_steps) > 0)
     irisgen::copy(((float*)irisgen_a.t_output), ((const float*)irisgen_a.t_input), irisgen_a.s_n);
   (void)((float)irisgen_a.p_scale);
   if (!irisgen::barrier(ctx)) return;
+#line 112 "hip/rooted.hip"
   }();
   irisgen::end(ctx);
 }

@@ -28,11 +28,13 @@ irisgen_relay_boxed_f32(const IRISGEN_GRID_CONSTANT irisgen_relay_args irisgen_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 1 "case_boxed.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   irisgen::copy(((float*)irisgen_a.t_box), ((const float*)irisgen_a.t_input), n);
   if (!irisgen::barrier(ctx)) return;
   irisgen::copy(((float*)irisgen_a.t_output), irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_box, ((ctx.rank + ctx.world - 1) % ctx.world)), n);
   if (!irisgen::barrier(ctx)) return;
+#line 38 "hip/relay.hip"
   }();
   irisgen::end(ctx);
 }
@@ -45,9 +47,11 @@ irisgen_relay_direct_f32(const IRISGEN_GRID_CONSTANT irisgen_relay_args irisgen_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 1 "case_direct.hip.tmpl"
   if (!irisgen::barrier(ctx)) return;
   irisgen::copy(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_output, ((ctx.rank + 1) % ctx.world)), ((const float*)irisgen_a.t_input), irisgen_a.s_n);
   if (!irisgen::barrier(ctx)) return;
+#line 55 "hip/relay.hip"
   }();
   irisgen::end(ctx);
 }

@@ -28,12 +28,14 @@ irisgen_scale_local_f32(const IRISGEN_GRID_CONSTANT irisgen_scale_args irisgen_a
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 1 "case_local.hip.tmpl"
   const T* in = ((const float*)irisgen_a.t_input);
   const float* f = ((const float*)irisgen_a.t_factor);
   T* out = ((float*)irisgen_a.t_output);
   const float s = f ? f[0] : 1.f;
   for (int64_t i = irisgen::thread_id(); i < irisgen_a.s_n; i += irisgen::thread_count())
     out[i] = irisgen::from_f32<T>(s * irisgen::to_f32(in[i]));
+#line 39 "hip/scale.hip"
   }();
   irisgen::end(ctx);
 }

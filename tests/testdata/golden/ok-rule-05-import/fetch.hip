@@ -26,9 +26,11 @@ irisgen_fetch_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_fetch_args irisgen_a)
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 1 "case_pull.hip.tmpl"
   if (!irisgen::barrier(ctx)) return;
   irisgen::copy(((float*)irisgen_a.t_output), irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, ((ctx.rank + 1) % ctx.world)), irisgen_a.s_n);
   if (!irisgen::barrier(ctx)) return;
+#line 34 "hip/fetch.hip"
   }();
   irisgen::end(ctx);
 }

@@ -26,10 +26,12 @@ irisgen_negate_local_f32(const IRISGEN_GRID_CONSTANT irisgen_negate_args irisgen
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 1 "case_negate.hip.tmpl"
   const T* in = ((const float*)irisgen_a.t_input);
   T* out = ((float*)irisgen_a.t_output);
   for (int64_t i = irisgen::thread_id(); i < irisgen_a.s_n; i += irisgen::thread_count())
     out[i] = irisgen::from_f32<T>(-irisgen::to_f32(in[i]));
+#line 35 "hip/negate.hip"
   }();
   irisgen::end(ctx);
 }

@@ -27,11 +27,13 @@ irisgen_publish_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_publish_args irisge
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 1 "case_publish.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   irisgen::copy(((float*)irisgen_a.t_box), ((const float*)irisgen_a.t_input), n);
   if (!irisgen::barrier(ctx)) return;
   irisgen::copy(((float*)irisgen_a.t_output), irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_box, ((ctx.rank + 1) % ctx.world)), n);
   if (!irisgen::barrier(ctx)) return;
+#line 37 "hip/publish.hip"
   }();
   irisgen::end(ctx);
 }

@@ -28,6 +28,7 @@ irisgen_scatter_push_f32(const IRISGEN_GRID_CONSTANT irisgen_scatter_args irisge
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 1 "case_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const float*)irisgen_a.t_input);
   const uint64_t* seen = ((const uint64_t*)irisgen_a.t_hits);
@@ -37,6 +38,7 @@ irisgen_scatter_push_f32(const IRISGEN_GRID_CONSTANT irisgen_scatter_args irisge
     if (irisgen::thread_id() == 0) irisgen::fetch_add(irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_hits, (p)), seen[0] * 0 + 1);
   }
   if (!irisgen::barrier(ctx)) return;
+#line 42 "hip/scatter.hip"
   }();
   irisgen::end(ctx);
 }

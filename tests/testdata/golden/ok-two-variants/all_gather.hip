@@ -26,6 +26,7 @@ irisgen_all_gather_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "all_gather_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
   T* out[IRISGEN_MAX_WORLD];
@@ -35,6 +36,7 @@ irisgen_all_gather_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args
   irisgen::copy_to(out, ctx.world, in, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Every slot of this rank's output has been written by its owner.
   if (!irisgen::barrier(ctx)) return;
+#line 40 "hip/all_gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -45,6 +47,7 @@ irisgen_all_gather_push_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 6 "all_gather_push.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const T* in = ((const float*)irisgen_a.t_input);
   T* out[IRISGEN_MAX_WORLD];
@@ -54,6 +57,7 @@ irisgen_all_gather_push_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   irisgen::copy_to(out, ctx.world, in, 0, n, irisgen::thread_id(), irisgen::thread_count());
   // Every slot of this rank's output has been written by its owner.
   if (!irisgen::barrier(ctx)) return;
+#line 61 "hip/all_gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -66,6 +70,7 @@ irisgen_all_gather_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 8 "all_gather_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   // Every peer's input is ready (its earlier writes are published).
@@ -76,6 +81,7 @@ irisgen_all_gather_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args
   }
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
+#line 85 "hip/all_gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -86,6 +92,7 @@ irisgen_all_gather_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 8 "all_gather_pull.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   T* out = ((float*)irisgen_a.t_output);
   // Every peer's input is ready (its earlier writes are published).
@@ -96,6 +103,7 @@ irisgen_all_gather_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_all_gather_args 
   }
   // Nobody reads this rank's input any more: the caller may overwrite it.
   if (!irisgen::barrier(ctx)) return;
+#line 107 "hip/all_gather.hip"
   }();
   irisgen::end(ctx);
 }

@@ -41,8 +41,8 @@
 //
 // Collectives:
 //
-//   - Shift (specs/shift.yaml; variants push): Send `input` to the next rank on the ring; `output`
-//     receives the previous rank's input.
+//   - RingShift (specs/ring_shift.yaml; variants push): Send `input` to the next rank on the ring;
+//     `output` receives the previous rank's input.
 //
 // Do not edit these files: change the specs and regenerate; `irisgen check` fails when they are stale.
 package ring

@@ -45,7 +45,7 @@ var table = irisrt.Table{
 	KernelsCommand: "go run github.com/irisgen/irisgen/cmd/irisgen kernels",
 	Embedded:       kernelFiles,
 	Collectives: []irisrt.Collective{{
-		Name: "shift", SpecHash: ShiftSpecHash,
+		Name: "ring_shift", SpecHash: RingShiftSpecHash,
 		DTypes: []irisrt.DType{irisrt.F32, irisrt.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: 0}},
 		Tensors: []irisrt.TensorDesc{
