@@ -176,6 +176,9 @@ func runGenerate(env *cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if underGoGenerate() {
+		chs = driver.KeepListed(chs)
+	}
 	if err := p.Write(chs); err != nil {
 		var fe *driver.ForeignError
 		if errors.As(err, &fe) {
@@ -194,15 +197,21 @@ func runGenerate(env *cli.Env, args []string) error {
 			fmt.Fprintf(env.Stdout, "updated %s\n", path)
 		case driver.Remove:
 			fmt.Fprintf(env.Stdout, "removed %s (stale)\n", path)
+		case driver.Empty:
+			fmt.Fprintf(env.Stdout, "emptied %s (stale; `go generate` had listed it, so it stays, out of every build, until the next generate removes it)\n", path)
 		}
-		if ch.Kind != driver.Remove {
+		if ch.Kind != driver.Remove && ch.Kind != driver.Empty {
 			files++
 		}
 	}
 	fmt.Fprintf(env.Stdout, "%s: %d files, %d created, %d updated, %d removed, %d unchanged\n",
-		shown(p.Out), files, count[driver.Create], count[driver.Update], count[driver.Remove], count[driver.Unchanged])
+		shown(p.Out), files, count[driver.Create], count[driver.Update], count[driver.Remove]+count[driver.Empty], count[driver.Unchanged])
 	return nil
 }
+
+// underGoGenerate reports whether `go generate` runs this irisgen (it sets
+// GOFILE and GOPACKAGE for the generators it runs).
+func underGoGenerate() bool { return os.Getenv("GOFILE") != "" && os.Getenv("GOPACKAGE") != "" }
 
 func runCheck(env *cli.Env, args []string) error {
 	p, chs, err := changes(env, "check", args)

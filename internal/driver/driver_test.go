@@ -3,6 +3,7 @@ package driver
 import (
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -341,4 +342,51 @@ func TestNeverRemovesAnInput(t *testing.T) {
 		require.Contains(t, err.Error(), "refusing to overwrite or remove what irisgen did not generate or this run read as an input")
 		require.Equal(t, before, snapshot(t, root), "the write changed the output")
 	}
+}
+
+// TestKeepListed enumerates what a generate under `go generate` does with
+// each stale file: a Go file the build sees becomes a tombstone (written
+// all or nothing with the rest), a tombstone is removed, anything else is
+// removed; other changes are left alone.
+func TestKeepListed(t *testing.T) {
+	out := t.TempDir()
+	tomb := string(Tombstone("coll"))
+	disk(t, out, map[string]string{
+		"hip/gone.hip":    gen + "gone",
+		"coll/errors.go":  gen + "package coll\n",
+		"coll/gone.go":    tomb,
+		"coll/keep.go":    gen + "old",
+		"coll/kernels/x":  gen + "stale placeholder",
+		"coll/README.txt": gen + "stale",
+	})
+	p := &Project{Out: out, Package: "coll"}
+	chs, err := p.Compare(emit.Files{"coll/keep.go": []byte(gen + "new")})
+	require.NoError(t, err)
+	kept := KeepListed(chs)
+	require.Equal(t, map[string]Kind{
+		"hip/gone.hip":    Remove,
+		"coll/errors.go":  Empty,
+		"coll/gone.go":    Remove,
+		"coll/keep.go":    Update,
+		"coll/kernels/x":  Remove,
+		"coll/README.txt": Remove,
+	}, kinds(kept))
+	require.Equal(t, Remove, kinds(chs)["coll/errors.go"], "KeepListed copies the changes")
+	require.NoError(t, p.Write(kept))
+	got := snapshot(t, out)
+	dirs := map[string]string{"./": "", "coll/": "", "coll/kernels/": "", "hip/": ""}
+	want := maps.Clone(dirs)
+	want["coll/errors.go"], want["coll/keep.go"] = tomb, gen+"new"
+	require.Equal(t, want, got)
+	require.True(t, IsTombstone([]byte(tomb)))
+	require.False(t, IsTombstone([]byte(gen+"//go:build ignore\n")), "a generated file with a constraint is not a tombstone")
+	require.Equal(t, "no longer generated", Empty.String())
+
+	// The next run (under go generate or not) removes the tombstone.
+	chs, err = p.Compare(emit.Files{"coll/keep.go": []byte(gen + "new")})
+	require.NoError(t, err)
+	require.Equal(t, map[string]Kind{"coll/errors.go": Remove, "coll/keep.go": Unchanged}, kinds(KeepListed(chs)))
+	require.NoError(t, p.Write(KeepListed(chs)))
+	delete(want, "coll/errors.go")
+	require.Equal(t, want, snapshot(t, out))
 }

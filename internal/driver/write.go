@@ -55,7 +55,7 @@ func (p *Project) Write(changes []Change) error {
 	if len(foreign) > 0 {
 		return &ForeignError{Out: p.Out, Changes: foreign}
 	}
-	t := &txn{}
+	t := &txn{pkg: p.Package}
 	if err := t.run(p.Out, changes); err != nil {
 		if uerr := t.undo(); uerr != nil {
 			return fmt.Errorf("%w; undoing the partial write also failed, check %s by hand: %v", err, p.Out, uerr)
@@ -68,6 +68,7 @@ func (p *Project) Write(changes []Change) error {
 
 // txn is one Write: what it did, so that it can be undone.
 type txn struct {
+	pkg     string   // the generated package, named by tombstones
 	dirs    []string // created, outermost first
 	temps   []string // new contents not yet in place
 	undos   []func() error
@@ -82,11 +83,15 @@ func (t *txn) run(out string, changes []Change) error {
 	for _, c := range changes {
 		target := filepath.Join(out, filepath.FromSlash(c.Path))
 		switch c.Kind {
-		case Create, Update:
+		case Create, Update, Empty:
 			if err := t.mkdirAll(filepath.Dir(target)); err != nil {
 				return err
 			}
-			tmp, err := writeTemp(filepath.Dir(target), filepath.Base(target), c.New)
+			b := c.New
+			if c.Kind == Empty {
+				b = Tombstone(t.pkg)
+			}
+			tmp, err := writeTemp(filepath.Dir(target), filepath.Base(target), b)
 			if err != nil {
 				return err
 			}
