@@ -1,7 +1,10 @@
-// Command stencil runs this repository's generated collectives, the halo
-// exchange and the broadcast, on the GPUs and checks every result against a
-// CPU reference (package exchange): both variants of each, f32, f16 and
-// bf16, several sizes, eagerly and replayed from a captured graph.
+// Command stencil runs this repository's generated collectives on the GPUs
+// and checks every result against a CPU reference (package exchange): its
+// own halo exchange and broadcast from a root (both variants of each), and
+// the catalogue's all_reduce (every variant and auto) and MoE dispatch and
+// combine, which irisgen.yaml's catalogue key generates into the same
+// package; f32, f16 and bf16, several sizes, eagerly and replayed from a
+// captured graph.
 //
 // In-process world (one goroutine a GPU):
 //

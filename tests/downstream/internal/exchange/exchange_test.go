@@ -47,24 +47,34 @@ func TestValuesExact(t *testing.T) {
 	}
 }
 
-// fakeWorld is an in-process world of n fake GPUs that serve this
-// repository's two modules with their spec hashes.
+// fakeWorld is an in-process world of n fake GPUs that serve every module
+// of this repository's generated package (its own collectives and the
+// catalogue's it generates) with their kernels and spec hashes, as the
+// code objects of `go tool irisgen kernels` would.
 func fakeWorld(t *testing.T, n int) (*irisrt.World, *fakegpu.Platform) {
 	t.Helper()
 	p := fakegpu.New(n)
 	kernels := fstest.MapFS{}
-	for module, hash := range map[string]string{"halo_exchange": coll.HaloExchangeSpecHash, "broadcast": coll.BroadcastSpecHash} {
+	table := irisrt.Registered("example.com/stencil/internal/gen/coll")
+	require.NotNil(t, table, "package coll registers its table")
+	for _, c := range table.Collectives {
 		var fns []string
-		for _, v := range []string{"push", "pull"} {
-			for _, dt := range DTypes {
-				fns = append(fns, "irisgen_"+module+"_"+v+"_"+dt.String())
+		ops := c.Ops
+		if len(ops) == 0 {
+			ops = []string{""}
+		}
+		for _, v := range c.Variants {
+			for _, dt := range c.DTypes {
+				for _, op := range ops {
+					fns = append(fns, v.Kernel(dt, op))
+				}
 			}
 		}
-		image := []byte("fake code object of " + module)
-		p.AddModule(image, fns, map[string][]byte{irisrt.SpecHashSymbol(module): append([]byte(hash), 0)})
-		kernels[irisrt.KernelFile(p.Name(), module)] = &fstest.MapFile{Data: image}
+		image := []byte("fake code object of " + c.Name)
+		p.AddModule(image, fns, map[string][]byte{irisrt.SpecHashSymbol(c.Name): append([]byte(c.SpecHash), 0)})
+		kernels[irisrt.KernelFile(p.Name(), c.Name)] = &fstest.MapFile{Data: image}
 	}
-	w, err := irisrt.NewLocalWorld(n, irisrt.Options{Platform: p, Kernels: kernels, HeapBytes: 1 << 20})
+	w, err := irisrt.NewLocalWorld(n, irisrt.Options{Platform: p, Kernels: kernels, HeapBytes: 64 << 20})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, w.Close()) })
 	return w, p
@@ -155,10 +165,10 @@ func TestBroadcastPlansOnFake(t *testing.T) {
 	w, p := fakeWorld(t, 2)
 	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
 		const n = 9
-		push, err := coll.NewBroadcastPushPlan(r, irisrt.F16, n)
+		push, err := coll.NewRootBroadcastPushPlan(r, irisrt.F16, n)
 		require.NoError(t, err)
 		defer push.Close()
-		pull, err := coll.NewBroadcastPullPlan(r, irisrt.F16, n)
+		pull, err := coll.NewRootBroadcastPullPlan(r, irisrt.F16, n)
 		require.NoError(t, err)
 		defer pull.Close()
 		in, err := r.Heap().Alloc(irisrt.F16, n)
@@ -193,8 +203,8 @@ func TestBroadcastPlansOnFake(t *testing.T) {
 		require.NoError(t, pull.Launch(r.Stream(), input, out, 1, irisrt.BarrierDevice))
 		ls := launchesOf(p, r, before)
 		require.Len(t, ls, 2)
-		require.Equal(t, "irisgen_broadcast_push_f16", ls[0].Function)
-		require.Equal(t, "irisgen_broadcast_pull_f16", ls[1].Function)
+		require.Equal(t, "irisgen_root_broadcast_push_f16", ls[0].Function)
+		require.Equal(t, "irisgen_root_broadcast_pull_f16", ls[1].Function)
 		for _, l := range ls {
 			require.Len(t, l.Args, 8*(ctxWords+5), "context, input, output, n, root, input's address slots")
 			require.Equal(t, []uint64{uint64(input.Ptr), uint64(out.Ptr), n, 1},
@@ -205,4 +215,120 @@ func TestBroadcastPlansOnFake(t *testing.T) {
 		require.True(t, r.Heap().Contains(slots, 8), "pull: the plan's address slots, on the heap")
 		return errors.Join(r.Heap().Free(in), r.Heap().Free(out), r.Device().Free(dev))
 	}))
+}
+
+// TestAllOnFake runs the program's whole matrix (All, as cmd/stencil does)
+// on a fake world of 2: every plan is made and closed, every launch passes
+// its checks (placement, staging, aliasing, parameters), every capture and
+// replay works, and every kernel of every case is launched. The fake GPU
+// runs no kernels, so results are not compared here; the GPUs do that.
+func TestAllOnFake(t *testing.T) {
+	checkValues = false
+	defer func() { checkValues = true }()
+	w, p := fakeWorld(t, 2)
+	sizes := []int64{1, 4096 + 3}
+	var cases [2]int
+	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
+		n, err := All(r, sizes)
+		cases[r.Rank()] = n
+		return err
+	}))
+	perDType := len(sizes)*len(AllReduceVariants)*2 + len(moeCases(irisrt.F32, 2)) + len(sizes)*(2*2+2*2*2)
+	require.Equal(t, [2]int{len(DTypes) * perDType, len(DTypes) * perDType}, cases)
+
+	launched := map[string]int{}
+	for _, l := range p.Launches() {
+		if !l.Captured {
+			launched[l.Function]++
+		}
+	}
+	for _, dt := range DTypes {
+		for _, v := range AllReduceVariants[:len(AllReduceVariants)-1] {
+			k := "irisgen_all_reduce_" + string(v) + "_" + dt.String() + "_sum"
+			// Per rank: 2 sizes x input on and off the heap x (eager + replays).
+			require.GreaterOrEqual(t, launched[k], 2*2*2*(1+Replays), k)
+		}
+		for _, k := range []string{"irisgen_moe_dispatch_push_", "irisgen_moe_combine_push_", "irisgen_halo_exchange_push_", "irisgen_root_broadcast_pull_"} {
+			require.Positive(t, launched[k+dt.String()], k+dt.String())
+		}
+	}
+}
+
+// TestAllReduceArgsOnFake: the argument layout of the catalogue's
+// all_reduce in this package: after the context, one pointer per tensor in
+// spec order, its five workspace tensors included (the plan's buffer where
+// the variant uses it, else 0), then n. An input off the heap is staged
+// onto the heap for one_shot, whose peers read it, and passed as it is to
+// one_shot_staged, which copies it into its stage workspace itself.
+func TestAllReduceArgsOnFake(t *testing.T) {
+	w, p := fakeWorld(t, 2)
+	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
+		const n = 100
+		dev, err := r.Device().Alloc(n*2, false)
+		require.NoError(t, err)
+		in := irisrt.Tensor{Ptr: dev, DType: irisrt.BF16, Len: n}
+		out, err := r.Heap().Alloc(irisrt.BF16, n)
+		require.NoError(t, err)
+		oneShot, err := coll.NewAllReduceOneShotPlan(r, irisrt.BF16, coll.AllReduceOpSum, n)
+		require.NoError(t, err)
+		defer oneShot.Close()
+		staged, err := coll.NewAllReduceOneShotStagedPlan(r, irisrt.BF16, coll.AllReduceOpSum, n)
+		require.NoError(t, err)
+		defer staged.Close()
+		before := len(p.Launches())
+		require.NoError(t, oneShot.Launch(r.Stream(), in, out, irisrt.BarrierDevice))
+		require.NoError(t, staged.Launch(r.Stream(), in, out, irisrt.BarrierDevice))
+		ls := launchesOf(p, r, before)
+		require.Len(t, ls, 2)
+		require.Equal(t, "irisgen_all_reduce_one_shot_bf16_sum", ls[0].Function)
+		require.Equal(t, "irisgen_all_reduce_one_shot_staged_bf16_sum", ls[1].Function)
+		// input, output, ring, locks, stage, inbox, lamport, n
+		for _, l := range ls {
+			require.Len(t, l.Args, 8*(ctxWords+8))
+			require.Equal(t, uint64(out.Ptr), word(l.Args, ctxWords+1))
+			require.Equal(t, uint64(n), word(l.Args, ctxWords+7))
+		}
+		a := ls[0].Args
+		require.NotEqual(t, uint64(in.Ptr), word(a, ctxWords), "one_shot: input staged")
+		require.True(t, r.Heap().Contains(gpu.DevicePtr(word(a, ctxWords)), in.Bytes()), "onto the heap")
+		require.Equal(t, []uint64{0, 0, 0, 0, 0}, []uint64{word(a, ctxWords+2), word(a, ctxWords+3), word(a, ctxWords+4), word(a, ctxWords+5), word(a, ctxWords+6)},
+			"one_shot uses no workspace")
+		a = ls[1].Args
+		require.Equal(t, uint64(in.Ptr), word(a, ctxWords), "one_shot_staged reads input where it is")
+		stage := gpu.DevicePtr(word(a, ctxWords+4))
+		require.True(t, r.Heap().Contains(stage, 2*n*2), "its stage workspace [2, n] on the heap")
+		require.Equal(t, []uint64{0, 0, 0, 0}, []uint64{word(a, ctxWords+2), word(a, ctxWords+3), word(a, ctxWords+5), word(a, ctxWords+6)})
+		return errors.Join(r.Heap().Free(out), r.Device().Free(dev))
+	}))
+}
+
+// TestMoEReference: the CPU reference's routing sends every pair
+// somewhere, each token's experts differ, and the weights are applied.
+func TestMoEReference(t *testing.T) {
+	for _, world := range []int{1, 2, 3, 4, 8} {
+		for _, c := range moeCases(irisrt.F32, world) {
+			var total int64
+			for r := 0; r < world; r++ {
+				for _, n := range c.WantCounts(r, world) {
+					total += n
+				}
+				for tok := int64(0); tok < c.T; tok++ {
+					if c.E > 3 {
+						require.NotEqual(t, c.Expert(r, tok, 0), c.Expert(r, tok, 1))
+					}
+					for j := int64(0); j < c.K; j++ {
+						require.Less(t, c.Owner(c.Expert(r, tok, j), world), world)
+					}
+				}
+			}
+			require.Equal(t, int64(world)*c.T*c.K, total, "world %d %s", world, c)
+			tok, want := c.Tokens(0), c.Want(0)
+			w := float32(c.K)
+			if c.Weights {
+				w = 0.75
+			}
+			require.Equal(t, w*tok[3], want[3])
+		}
+	}
+	require.Equal(t, AllReduceInput(0, 5)[2]+AllReduceInput(1, 5)[2], AllReduceWant(2, 5)[2])
 }

@@ -45,21 +45,47 @@ var table = irisrt.Table{
 	KernelsCommand: "go tool irisgen kernels",
 	Embedded:       kernelFiles,
 	Collectives: []irisrt.Collective{{
-		Name: "broadcast", SpecHash: BroadcastSpecHash,
+		Name: "all_reduce", SpecHash: AllReduceSpecHash,
 		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
-		Sizes:  []irisrt.SizeParam{{Name: "n", From: 1}},
-		Params: []irisrt.ParamDesc{
-			{Name: "root", Kind: irisrt.ParamRank}, // 0 <= root < world
-		},
+		Ops:    []string{"sum", "max", "min"},
+		Sizes:  []irisrt.SizeParam{{Name: "n", From: 0}},
 		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}, Owner: "root"}, // [n]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0)}},              // [n]
+			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                              // [n]
+			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                            // [n]
+			{Name: "ring", Dir: irisrt.Workspace, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                        // [n]
+			{Name: "locks", Dir: irisrt.Workspace, Shape: []irisrt.Dim{irisrt.DimBlocks}, DType: irisrt.U64},     // [blocks]
+			{Name: "stage", Dir: irisrt.Workspace, Shape: []irisrt.Dim{2, irisrt.DimSize(0)}},                    // [2, n]
+			{Name: "inbox", Dir: irisrt.Workspace, Shape: []irisrt.Dim{2, irisrt.DimWorld, irisrt.DimSize(0)}},   // [2, world, n]
+			{Name: "lamport", Dir: irisrt.Workspace, Shape: []irisrt.Dim{3, irisrt.DimWorld, irisrt.DimSize(0)}}, // [3, world, n]
 		},
 		Variants: []irisrt.Variant{
-			{Name: "pull", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal},
-				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 64, VectorBytes: 16},
-			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap},
-				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 64, VectorBytes: 16},
+			{Name: "one_shot", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "one_shot_staged", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.Unused, irisrt.Unused, irisrt.UseLocal, irisrt.Unused, irisrt.Unused}, InPlace: true,
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "one_shot_push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.UseLocal, irisrt.Unused}, InPlace: true,
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "one_shot_lamport", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.UseLocal}, InPlace: true,
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "two_shot", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseHeap, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "atomic", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 32, VectorBytes: 16},
+			{Name: "spinlock", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap, irisrt.Unused, irisrt.UseLocal, irisrt.Unused, irisrt.Unused, irisrt.Unused},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 32, VectorBytes: 16},
+			{Name: "ring", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused}, InPlace: true,
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+		},
+		Auto: []irisrt.AutoRule{
+			{World: 2, MaxBytes: 4194304, Variant: "one_shot_lamport"},
+			{World: 2, MaxBytes: 16777216, Variant: "one_shot"},
+			{World: 2, Variant: "ring"},
+			{World: 4, MaxBytes: 131072, Variant: "one_shot_staged"},
+			{World: 4, MaxBytes: 4194304, Variant: "two_shot"},
+			{World: 4, Variant: "ring"},
+			{MaxBytes: 131072, Variant: "one_shot_staged"},
+			{MaxBytes: 4194304, Variant: "two_shot"},
+			{Variant: "ring"},
 		},
 	}, {
 		Name: "halo_exchange", SpecHash: HaloExchangeSpecHash,
@@ -74,6 +100,59 @@ var table = irisrt.Table{
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 256, MaxBlocks: 32, VectorBytes: 16},
 			{Name: "pull", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 256, MaxBlocks: 32, VectorBytes: 16},
+		},
+	}, {
+		Name: "moe_combine", SpecHash: MoeCombineSpecHash,
+		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		Sizes:  []irisrt.SizeParam{{Name: "t", From: 5}, {Name: "h", From: 0}, {Name: "k", From: 3}, {Name: "e", From: -1}, {Name: "cap", From: 1}},
+		Tensors: []irisrt.TensorDesc{
+			{Name: "expert_out", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(1)}},                                           // [world, cap, h]
+			{Name: "recv_src", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4)}, DType: irisrt.I64},                                             // [world, cap]
+			{Name: "recv_counts", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld}, DType: irisrt.I64},                                                             // [world]
+			{Name: "ids", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(2)}, DType: irisrt.I64, Index: []irisrt.DType{irisrt.I64, irisrt.I32}}, // [t, k]
+			{Name: "weights", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(2)}, DType: irisrt.F32, Optional: true},                            // [t, k]
+			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},                                                               // [t, h]
+			{Name: "back", Dir: irisrt.Workspace, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(2), irisrt.DimSize(1)}},                                        // [t, k, h]
+		},
+		Variants: []irisrt.Variant{
+			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+		},
+	}, {
+		Name: "moe_dispatch", SpecHash: MoeDispatchSpecHash,
+		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		Sizes:  []irisrt.SizeParam{{Name: "t", From: 0}, {Name: "h", From: 3}, {Name: "k", From: 1}, {Name: "e", From: -1}, {Name: "cap", From: 4}},
+		Tensors: []irisrt.TensorDesc{
+			{Name: "tokens", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},                                                                // [t, h]
+			{Name: "ids", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(2)}, DType: irisrt.I64, Index: []irisrt.DType{irisrt.I64, irisrt.I32}}, // [t, k]
+			{Name: "weights", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(2)}, DType: irisrt.F32, Optional: true},                            // [t, k]
+			{Name: "recv_tokens", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(1)}},                                         // [world, cap, h]
+			{Name: "recv_ids", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4)}, DType: irisrt.I64},                                            // [world, cap]
+			{Name: "recv_weights", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4)}, DType: irisrt.F32},                                        // [world, cap]
+			{Name: "recv_src", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4)}, DType: irisrt.I64},                                            // [world, cap]
+			{Name: "recv_counts", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld}, DType: irisrt.I64},                                                            // [world]
+			{Name: "counters", Dir: irisrt.Workspace, Shape: []irisrt.Dim{2, irisrt.DimWorld}, DType: irisrt.U64},                                                      // [2, world]
+		},
+		Variants: []irisrt.Variant{
+			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseHeap, irisrt.UseHeap, irisrt.UseHeap, irisrt.UseHeap, irisrt.UseHeap, irisrt.UseLocal},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+		},
+	}, {
+		Name: "root_broadcast", SpecHash: RootBroadcastSpecHash,
+		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		Sizes:  []irisrt.SizeParam{{Name: "n", From: 1}},
+		Params: []irisrt.ParamDesc{
+			{Name: "root", Kind: irisrt.ParamRank}, // 0 <= root < world
+		},
+		Tensors: []irisrt.TensorDesc{
+			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}, Owner: "root"}, // [n]
+			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0)}},              // [n]
+		},
+		Variants: []irisrt.Variant{
+			{Name: "pull", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 64, VectorBytes: 16},
+			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 64, VectorBytes: 16},
 		},
 	}},
 }

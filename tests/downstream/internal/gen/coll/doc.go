@@ -41,12 +41,23 @@
 //
 // Collectives:
 //
-//   - Broadcast (specs/broadcast.yaml; variants pull, push): Copy rank `root`'s `input` into `output`
-//     on every rank.
+//   - AllReduce (github.com/irisgen/irisgen/specs/all_reduce.yaml; variants one_shot, one_shot_staged,
+//     one_shot_push, one_shot_lamport, two_shot, atomic, spinlock, ring): Reduce `input` over all
+//     ranks into `output` on every rank.
 //   - HaloExchange (specs/halo_exchange.yaml; variants push, pull): Send `send[0]` to the left
 //     neighbour and `send[1]` to the right one, and receive the left neighbour's `send[1]` into
 //     `recv[0]` and the right neighbour's `send[0]` into `recv[1]` (neighbours on a ring of the
 //     ranks).
+//   - MoeCombine (github.com/irisgen/irisgen/specs/moe_combine.yaml; variants push): Return every
+//     expert output row of a mixture-of-experts layer to its source rank and pair, and restore the
+//     token order: out[t] = sum over k of weights[t,k] * row(t,k) (fp32), with pairs whose expert id
+//     was out of range left out.
+//   - MoeDispatch (github.com/irisgen/irisgen/specs/moe_dispatch.yaml; variants push): Send every
+//     (token, k) pair of a mixture-of-experts layer to the rank that owns its expert, with counts
+//     computed and exchanged on the GPU, so no shape depends on data and the whole path can be
+//     captured in a graph.
+//   - RootBroadcast (specs/root_broadcast.yaml; variants pull, push): Copy rank `root`'s `input` into
+//     `output` on every rank.
 //
 // Do not edit these files: change the specs and regenerate; `irisgen check` fails when they are stale.
 package coll

@@ -29,6 +29,7 @@ irisgen_halo_exchange_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_halo_exchang
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/halo_exchange_push.hip.tmpl"
   const int64_t h = irisgen_a.s_h;
   const int left = (ctx.rank + ctx.world - 1) % ctx.world;
   const int right = (ctx.rank + 1) % ctx.world;
@@ -39,6 +40,7 @@ irisgen_halo_exchange_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_halo_exchang
   irisgen::copy(to_left, send, h);
   irisgen::copy(to_right, send + h, h);
   if (!irisgen::barrier(ctx)) return;
+#line 44 "internal/gen/hip/halo_exchange.hip"
   }();
   irisgen::end(ctx);
 }
@@ -49,6 +51,7 @@ irisgen_halo_exchange_push_f16(const IRISGEN_GRID_CONSTANT irisgen_halo_exchange
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/halo_exchange_push.hip.tmpl"
   const int64_t h = irisgen_a.s_h;
   const int left = (ctx.rank + ctx.world - 1) % ctx.world;
   const int right = (ctx.rank + 1) % ctx.world;
@@ -59,6 +62,7 @@ irisgen_halo_exchange_push_f16(const IRISGEN_GRID_CONSTANT irisgen_halo_exchange
   irisgen::copy(to_left, send, h);
   irisgen::copy(to_right, send + h, h);
   if (!irisgen::barrier(ctx)) return;
+#line 66 "internal/gen/hip/halo_exchange.hip"
   }();
   irisgen::end(ctx);
 }
@@ -69,6 +73,7 @@ irisgen_halo_exchange_push_f32(const IRISGEN_GRID_CONSTANT irisgen_halo_exchange
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/halo_exchange_push.hip.tmpl"
   const int64_t h = irisgen_a.s_h;
   const int left = (ctx.rank + ctx.world - 1) % ctx.world;
   const int right = (ctx.rank + 1) % ctx.world;
@@ -79,6 +84,7 @@ irisgen_halo_exchange_push_f32(const IRISGEN_GRID_CONSTANT irisgen_halo_exchange
   irisgen::copy(to_left, send, h);
   irisgen::copy(to_right, send + h, h);
   if (!irisgen::barrier(ctx)) return;
+#line 88 "internal/gen/hip/halo_exchange.hip"
   }();
   irisgen::end(ctx);
 }
@@ -91,6 +97,7 @@ irisgen_halo_exchange_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_halo_exchang
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/halo_exchange_pull.hip.tmpl"
   const int64_t h = irisgen_a.s_h;
   const int left = (ctx.rank + ctx.world - 1) % ctx.world;
   const int right = (ctx.rank + 1) % ctx.world;
@@ -101,6 +108,7 @@ irisgen_halo_exchange_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_halo_exchang
   irisgen::copy(recv, from_left, h);
   irisgen::copy(recv + h, from_right, h);
   if (!irisgen::barrier(ctx)) return;
+#line 112 "internal/gen/hip/halo_exchange.hip"
   }();
   irisgen::end(ctx);
 }
@@ -111,6 +119,7 @@ irisgen_halo_exchange_pull_f16(const IRISGEN_GRID_CONSTANT irisgen_halo_exchange
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/halo_exchange_pull.hip.tmpl"
   const int64_t h = irisgen_a.s_h;
   const int left = (ctx.rank + ctx.world - 1) % ctx.world;
   const int right = (ctx.rank + 1) % ctx.world;
@@ -121,6 +130,7 @@ irisgen_halo_exchange_pull_f16(const IRISGEN_GRID_CONSTANT irisgen_halo_exchange
   irisgen::copy(recv, from_left, h);
   irisgen::copy(recv + h, from_right, h);
   if (!irisgen::barrier(ctx)) return;
+#line 134 "internal/gen/hip/halo_exchange.hip"
   }();
   irisgen::end(ctx);
 }
@@ -131,6 +141,7 @@ irisgen_halo_exchange_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_halo_exchange
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
+#line 7 "templates/halo_exchange_pull.hip.tmpl"
   const int64_t h = irisgen_a.s_h;
   const int left = (ctx.rank + ctx.world - 1) % ctx.world;
   const int right = (ctx.rank + 1) % ctx.world;
@@ -141,6 +152,7 @@ irisgen_halo_exchange_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_halo_exchange
   irisgen::copy(recv, from_left, h);
   irisgen::copy(recv + h, from_right, h);
   if (!irisgen::barrier(ctx)) return;
+#line 156 "internal/gen/hip/halo_exchange.hip"
   }();
   irisgen::end(ctx);
 }
