@@ -3,6 +3,8 @@ package exchange
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"testing/fstest"
 
@@ -156,12 +158,12 @@ func TestHaloPlansOnFake(t *testing.T) {
 	}))
 }
 
-// TestBroadcastPlansOnFake: the root is a launch parameter, checked
+// TestRootBroadcastPlansOnFake: the root is a launch parameter, checked
 // against the world before anything is enqueued and passed after n; only
 // the root's input is checked and passed (the others get a null pointer),
 // and pull, whose peers read it, gets the address slots where the root
 // publishes it.
-func TestBroadcastPlansOnFake(t *testing.T) {
+func TestRootBroadcastPlansOnFake(t *testing.T) {
 	w, p := fakeWorld(t, 2)
 	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
 		const n = 9
@@ -331,4 +333,88 @@ func TestMoEReference(t *testing.T) {
 		}
 	}
 	require.Equal(t, AllReduceInput(0, 5)[2]+AllReduceInput(1, 5)[2], AllReduceWant(2, 5)[2])
+}
+
+// TestHaloPushEmulatedOnFake runs halo_exchange's push variant on a fake
+// world of 3 with a Go stand-in for its kernel (fakegpu's OnLaunch hook),
+// which finds everything in the kernel's argument bytes as the real kernel
+// does: the context (the heap bases of every rank, this rank and the
+// world), then send, recv and h. It stores send[0] into the left
+// neighbour's recv[1] and send[1] into the right one's recv[0] through the
+// heap's address translation. So the test checks the wrappers' argument
+// layout, the heap's symmetric offsets and the CPU reference together,
+// with no GPU. docs/testing.md walks through it.
+func TestHaloPushEmulatedOnFake(t *testing.T) {
+	const world, h = 3, 5
+	w, p := fakeWorld(t, world)
+	p.OnLaunch(func(l fakegpu.Launch) error {
+		if l.Function != "irisgen_halo_exchange_push_f32" {
+			return fmt.Errorf("unexpected kernel %s", l.Function)
+		}
+		a := l.Args
+		var base [8]uint64 // ctx.base: every rank's heap base, as mapped on this device
+		for i := range base {
+			base[i] = word(a, i)
+		}
+		rank := int(binary.LittleEndian.Uint32(a[96:])) // ctx.rank, after base, flags, epochs, err, timeout_ns
+		n := int(binary.LittleEndian.Uint32(a[100:]))   // ctx.world
+		send, recv, hh := word(a, ctxWords), word(a, ctxWords+1), int64(word(a, ctxWords+2))
+		peer := func(r int, ptr uint64) gpu.DevicePtr { return gpu.DevicePtr(base[r] + ptr - base[rank]) }
+		data, err := p.Read(gpu.DevicePtr(send), 2*hh*4)
+		if err != nil {
+			return err
+		}
+		left, right := (rank+n-1)%n, (rank+1)%n
+		if err := p.Write(peer(left, recv)+gpu.DevicePtr(hh*4), data[:hh*4]); err != nil { // left's recv[1]
+			return err
+		}
+		return p.Write(peer(right, recv), data[hh*4:]) // right's recv[0]
+	})
+	defer p.OnLaunch(nil)
+	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
+		plan, err := coll.NewHaloExchangePushPlan(r, irisrt.F32, h)
+		if err != nil {
+			return err
+		}
+		defer plan.Close()
+		send, err := r.Heap().Alloc(irisrt.F32, 2*h) // collective: every rank, same order
+		if err != nil {
+			return err
+		}
+		recv, err := r.Heap().Alloc(irisrt.F32, 2*h)
+		if err != nil {
+			return err
+		}
+		in, err := irisrt.Encode(irisrt.F32, HaloSend(r.Rank(), h))
+		if err != nil {
+			return err
+		}
+		if err := upload(r, send, in); err != nil {
+			return err
+		}
+		// Every rank's send is in place before any kernel reads it: the
+		// real kernel's first barrier, done here on the host.
+		if err := r.HostBarrier(r.Stream()); err != nil {
+			return err
+		}
+		if err := plan.Launch(r.Stream(), send, recv, irisrt.BarrierDevice); err != nil {
+			return err
+		}
+		// Every neighbour has stored into this rank's recv.
+		if err := r.HostBarrier(r.Stream()); err != nil {
+			return err
+		}
+		got, err := download(r, recv)
+		if err != nil {
+			return err
+		}
+		vals, err := irisrt.Decode(irisrt.F32, got)
+		if err != nil {
+			return err
+		}
+		if want := HaloWant(r.Rank(), r.World(), h); !slices.Equal(vals, want) {
+			return fmt.Errorf("rank %d: recv %v, want %v", r.Rank(), vals, want)
+		}
+		return errors.Join(r.Heap().Free(send), r.Heap().Free(recv))
+	}))
 }

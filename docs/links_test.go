@@ -1,0 +1,242 @@
+// Package docs holds the repository's documentation; its test keeps the
+// documentation, and every other file, self-contained: no link or reference
+// to a file outside the repository, which every clone would have broken.
+package docs
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// outside are references to files outside the repository, in any text
+// file: the workplace's shared notes next to the checkout, and absolute
+// paths of the machines the project is developed on.
+var outside = []*regexp.Regexp{
+	regexp.MustCompile(`(^|[^\w.])(\.\./)+shared\b`),
+	regexp.MustCompile(`\bshared/(DESIGN|GPU|STYLE)\.md\b`),
+	regexp.MustCompile(`(^|[\s"'(\x60])/work/`),
+}
+
+// pending are references in files of other owners, each to be replaced
+// by the text given; listed so that this test passes until they are, and
+// fails once one is gone (then its entry goes too).
+var pending = []struct{ file, text, by string }{
+	{"docs/performance.md", "on 2026-11-23 the same way (../shared/GPU.md), NCCL", "on 2026-11-23 the same way (docs/gpu-machines.md), NCCL"},
+	{"docs/performance.md", "takes 1.3 us a round, ../shared/GPU.md)", "takes 1.3 us a round, docs/gpu-machines.md)"},
+	{"docs/performance.md", "launches (Go, cgo, cuLaunchKernel; ../shared/GPU.md measured", "launches (Go, cgo, cuLaunchKernel; docs/gpu-machines.md has"},
+	{"internal/bench/nccl.go", "// NVLink multicast stays off on shared machines (../shared/GPU.md);", "// NVLink multicast stays off on shared machines (docs/gpu-machines.md);"},
+	{"internal/bench/baselines.py", "# No NVLink multicast on shared machines (see shared/GPU.md); set before torch loads.", "# No NVLink multicast on shared machines (see docs/gpu-machines.md); set before torch loads."},
+	{"runtime/include/irisgen.h", "// NVIDIA: they do not build against CUDA 13 (see shared/GPU.md).", "// NVIDIA: they do not build against CUDA 13 (see docs/gpu-machines.md)."},
+	{"tests/gpu/run.sh", "# Never use NVLink multicast on shared machines (see shared/GPU.md).", "# Never use NVLink multicast on shared machines (see docs/gpu-machines.md)."},
+}
+
+// root is the repository's root directory.
+const root = ".."
+
+// skipDir: directories that are not the repository's text: git's store,
+// build output.
+func skipDir(rel string) bool {
+	switch rel {
+	case ".git", "build", ".carry":
+		return true
+	}
+	return false
+}
+
+// textFiles returns every text file of the repository (slash paths relative
+// to the root) with its contents; binary files (a NUL byte) are left out.
+func textFiles(t *testing.T) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		switch {
+		case d.IsDir() && rel != "." && skipDir(rel):
+			return filepath.SkipDir
+		case d.IsDir(), rel == ".git": // a worktree's .git is a file
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if !bytes.ContainsRune(b, 0) {
+			files[rel] = b
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 100 {
+		t.Fatalf("only %d text files under %s: is the test running in docs/?", len(files), root)
+	}
+	return files
+}
+
+// TestNoReferenceOutside: no file of the repository refers to a file
+// outside it, by a relative path that climbs out of it or by a path of the
+// machines it is developed on (but for the pending entries).
+func TestNoReferenceOutside(t *testing.T) {
+	files := textFiles(t)
+	self := "docs/links_test.go"
+	for _, p := range pending {
+		if !bytes.Contains(files[p.file], []byte(p.text)) {
+			t.Errorf("%s no longer holds %q: remove its entry from pending", p.file, p.text)
+		}
+	}
+	for name, b := range files {
+		if name == self {
+			continue
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, re := range outside {
+				if !re.MatchString(line) || isPending(name, line) {
+					continue
+				}
+				t.Errorf("%s:%d: refers to a file outside the repository (%s): %s\n\tthe docs users need live in docs/ (design.md, gpu-machines.md): point there", name, i+1, re, strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
+func isPending(file, line string) bool {
+	for _, p := range pending {
+		if p.file == file && strings.Contains(line, p.text) {
+			return true
+		}
+	}
+	return false
+}
+
+// mdLink is a markdown link or image: [text](target) or [text](target "title").
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
+
+// TestMarkdownLinks: every relative link of every markdown file names a
+// file or directory that exists inside the repository; links to the web
+// and to anchors of the same page are left alone.
+func TestMarkdownLinks(t *testing.T) {
+	files := textFiles(t)
+	n := 0
+	for name, b := range files {
+		if !strings.HasSuffix(name, ".md") {
+			continue
+		}
+		for _, l := range links(string(b)) {
+			target, _, _ := strings.Cut(l.target, "#")
+			switch {
+			case strings.Contains(l.target, "://"), strings.HasPrefix(l.target, "mailto:"), target == "":
+				continue
+			case path.IsAbs(target):
+				t.Errorf("%s:%d: link %q is an absolute path; link relative to the file", name, l.line, l.target)
+				continue
+			}
+			n++
+			p := path.Join(path.Dir(name), target)
+			if p == ".." || strings.HasPrefix(p, "../") {
+				t.Errorf("%s:%d: link %q leaves the repository; what users need belongs in docs/", name, l.line, l.target)
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(p))); err != nil {
+				t.Errorf("%s:%d: link %q: no %s in the repository", name, l.line, l.target, p)
+			}
+		}
+	}
+	if n < 20 {
+		t.Errorf("only %d relative links checked", n)
+	}
+}
+
+type link struct {
+	line   int
+	target string
+}
+
+// links returns the links of a markdown text outside code: fenced blocks
+// and inline code spans are skipped (C++ lambdas look like links).
+func links(md string) []link {
+	var out []link
+	fenced := false
+	for i, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		for _, m := range mdLink.FindAllStringSubmatch(stripCode(line), -1) {
+			out = append(out, link{i + 1, m[1]})
+		}
+	}
+	return out
+}
+
+// stripCode removes inline code spans from a line of markdown, keeping a
+// link whose text is code ([`x`](y)).
+func stripCode(line string) string {
+	var b strings.Builder
+	in := false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		if c == '`' {
+			in = !in
+			continue
+		}
+		if !in {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// TestCheckerFindsWhatItShould: each rule catches a sample and passes the
+// near misses.
+func TestCheckerFindsWhatItShould(t *testing.T) {
+	up := ".." + "/"
+	for _, c := range []struct {
+		line string
+		want bool
+	}{
+		{"see [the design](" + up + "shared/DESIGN.md)", true},
+		{"measured there (" + up + up + "shared/GPU.md)", true},
+		{"# see shared/" + "GPU.md", true},
+		{"cat /" + "work/shared/x", true},
+		{"the machines are shared; see docs/gpu-machines.md", false},
+		{"replace github.com/irisgen/irisgen => " + up + "..", false},
+		{"sharedmem/GPU.md", false},
+	} {
+		got := false
+		for _, re := range outside {
+			got = got || re.MatchString(c.line)
+		}
+		if got != c.want {
+			t.Errorf("%q: flagged %v, want %v", c.line, got, c.want)
+		}
+	}
+	md := "a [x](y.md) and `[no](code)` and [`z`](z.md)\n```\n[no](fenced)\n```\n[w](http://e.com) [a](#b) [img](p.png \"t\")\n"
+	var got []string
+	for _, l := range links(md) {
+		got = append(got, fmt.Sprintf("%d:%s", l.line, l.target))
+	}
+	if want := "1:y.md 1:z.md 5:http://e.com 5:#b 5:p.png"; strings.Join(got, " ") != want {
+		t.Errorf("links = %q, want %q", got, want)
+	}
+}
