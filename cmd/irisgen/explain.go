@@ -46,6 +46,9 @@ and for every variant a table of its tensors (direction, shape, the rank
 that alone uses it, access, the placement rule the Go wrapper enforces, the
 aliasing rule), the barrier modes (default first), whether each mode can be
 captured in a GPU graph and why not, the launch shape and the kernels.
+NAME is a collective of the config's specs or catalogue, or any collective
+of irisgen's catalogue (with the catalogue: line that would generate it
+into the repository's package); -specs "" means the whole catalogue.
 
 Examples:
   irisgen explain all_gather

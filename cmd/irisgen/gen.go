@@ -116,9 +116,11 @@ without one it uses the catalogue built into irisgen and writes to ./generated.
 
 It only ever overwrites or removes files that carry irisgen's "Code generated"
 header: a file of yours where an output goes is an error naming it, and
-generated files no longer produced are removed. Writes are atomic: every file
-is written beside its target first and renamed into place, and on any failure
-the output is left as it was.
+generated files no longer produced are removed (under go generate, a Go file
+is emptied out of every build instead, since go generate has listed it and
+would fail to read it; the next generate removes it). Writes are atomic:
+every file is written beside its target first and renamed into place, and on
+any failure the output is left as it was.
 
 Examples:
   irisgen generate
