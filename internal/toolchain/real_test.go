@@ -19,12 +19,26 @@ import (
 )
 
 // llvm19 finds a tool of Debian's LLVM 19 (clang-tools-19, llvm-19), or
-// skips: `make test` needs them anyway and fails without them.
+// skips: `make test` needs them anyway and fails without them. It returns
+// the tool's path in LLVM 19's own directory, not /usr/bin's versioned
+// link: clang-offload-bundler looks for llvm-objcopy beside itself, then
+// on PATH as plain llvm-objcopy, which only an unversioned llvm package
+// installs (a machine that had one passed; a fresh one did not).
 func llvm19(t *testing.T, tool string) string {
 	t.Helper()
 	p, err := exec.LookPath(tool + "-19")
 	if err != nil {
 		t.Skipf("%s-19 not installed (apt-get install clang-19 clang-tools-19 lld-19 llvm-19)", tool)
+	}
+	// The directory of the link's target, and the tool's own name there
+	// (llvm-readelf is itself a link to llvm-readobj, which behaves by the
+	// name it is called by).
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		if own := filepath.Join(filepath.Dir(real), tool); own != p {
+			if _, err := os.Stat(own); err == nil {
+				p = own
+			}
+		}
 	}
 	return p
 }
