@@ -100,11 +100,12 @@ func RunAllReduce(r *irisrt.Rank, c AllReduce) (err error) {
 	return run(r, c.String(), bf, in, want, launch)
 }
 
-// MoE is one case of the MoE pair: moe_dispatch sends every (token, k)
-// pair to the rank that owns its expert, an identity expert leaves the
-// rows as they came, and moe_combine returns them and sums each token's k
-// rows with its weights: output[t] = sum over k of weights[t,k] *
-// tokens[t] (a plain sum without weights).
+// MoE is one case of the MoE pair: moe_dispatch sends every token once to
+// each rank that owns one of its K experts, an identity expert gives every
+// expert's output as the received row, and moe_combine sums each token's
+// weighted outputs on the experts' ranks and then over the ranks:
+// output[t] = sum over j of weights[t,j] * tokens[t] (a plain sum without
+// weights).
 type MoE struct {
 	DType irisrt.DType
 	// T tokens of H elements, K experts a token; E experts in all.
@@ -119,9 +120,9 @@ func (c MoE) String() string {
 	return fmt.Sprintf("moe_dispatch+moe_combine %s t=%d h=%d k=%d e=%d ids %s weights=%v", c.DType, c.T, c.H, c.K, c.E, c.IDs, c.Weights)
 }
 
-// Cap is the receive capacity per source rank: every pair of a rank may go
-// to one rank, so nothing overflows.
-func (c MoE) Cap() int64 { return c.T * c.K }
+// Cap is the receive capacity per source rank: a token goes to a rank at
+// most once, so T rows never overflow.
+func (c MoE) Cap() int64 { return c.T }
 
 // Expert is the expert of pair (t, j) on rank: in range, different for the
 // K pairs of a token, spread over the ranks.
@@ -166,8 +167,8 @@ func (c MoE) Want(rank int) []float32 {
 	return v
 }
 
-// WantCounts is the CPU reference of rank's recv_counts: how many pairs
-// each source rank sends it.
+// WantCounts is the CPU reference of rank's recv_counts: how many tokens
+// each source rank sends it (those with at least one expert here).
 func (c MoE) WantCounts(rank, world int) []int64 {
 	v := make([]int64, world)
 	for s := 0; s < world; s++ {
@@ -175,6 +176,7 @@ func (c MoE) WantCounts(rank, world int) []int64 {
 			for j := int64(0); j < c.K; j++ {
 				if c.Owner(c.Expert(s, t, j), world) == rank {
 					v[s]++
+					break
 				}
 			}
 		}
@@ -184,12 +186,12 @@ func (c MoE) WantCounts(rank, world int) []int64 {
 
 // moeTensors are the pair's tensors on one rank, all on the heap.
 type moeTensors struct {
-	tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts, output irisrt.Tensor
+	tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts, sendSlot, expertOut, output irisrt.Tensor
 }
 
-// RunMoE makes the two plans, launches dispatch then combine once eagerly,
-// then captures both in one graph and replays it, checking the combined
-// output and the receive counts after each.
+// RunMoE makes the two plans, launches dispatch, the identity expert and
+// combine once eagerly, then captures the three in one graph and replays
+// it, checking the combined output and the receive counts after each.
 func RunMoE(r *irisrt.Rank, c MoE) (err error) {
 	world := int64(r.World())
 	disp, err := coll.NewMoeDispatchPushPlan(r, c.DType, c.T, c.H, c.K, c.E, c.Cap())
@@ -215,9 +217,10 @@ func RunMoE(r *irisrt.Rank, c MoE) (err error) {
 		n  int64
 	}{
 		{&x.tokens, c.DType, c.T * c.H}, {&x.ids, c.IDs, c.T * c.K}, {&x.weights, irisrt.F32, c.T * c.K},
-		{&x.recvTokens, c.DType, world * c.Cap() * c.H}, {&x.recvIds, irisrt.I64, world * c.Cap()},
-		{&x.recvWeights, irisrt.F32, world * c.Cap()}, {&x.recvSrc, irisrt.I64, world * c.Cap()},
-		{&x.recvCounts, irisrt.I64, world}, {&x.output, c.DType, c.T * c.H},
+		{&x.recvTokens, c.DType, world * c.Cap() * c.H}, {&x.recvIds, irisrt.I64, world * c.Cap() * c.K},
+		{&x.recvWeights, irisrt.F32, world * c.Cap() * c.K}, {&x.recvSrc, irisrt.I64, world * c.Cap()},
+		{&x.recvCounts, irisrt.I64, world}, {&x.sendSlot, irisrt.I64, c.T * world},
+		{&x.expertOut, c.DType, c.K * world * c.Cap() * c.H}, {&x.output, c.DType, c.T * c.H},
 	} {
 		if *a.t, err = r.Heap().Alloc(a.dt, a.n); err != nil {
 			return err
@@ -230,12 +233,19 @@ func RunMoE(r *irisrt.Rank, c MoE) (err error) {
 	}
 	launch := func() error {
 		s := r.Stream()
-		if err := disp.Launch(s, x.tokens, x.ids, weights, x.recvTokens, x.recvIds, x.recvWeights, x.recvSrc, x.recvCounts, irisrt.BarrierDevice); err != nil {
+		if err := disp.Launch(s, x.tokens, x.ids, weights, x.recvTokens, x.recvIds, x.recvWeights, x.recvSrc, x.recvCounts, x.sendSlot, irisrt.BarrierDevice); err != nil {
 			return err
 		}
-		// The identity expert: combine takes the received rows as the
-		// experts' output.
-		return comb.Launch(s, x.recvTokens, x.recvSrc, x.recvCounts, x.ids, weights, x.output, irisrt.BarrierDevice)
+		// The identity expert: each of the K planes of expert_out
+		// ([K, world, cap, H]) is the received rows ([world, cap, H]).
+		// Device-to-device copies on the stream: capturable.
+		for j := int64(0); j < c.K; j++ {
+			plane := x.expertOut.Slice(j*x.recvTokens.Len, x.recvTokens.Len)
+			if err := r.Device().CopyDtoDAsync(plane.Ptr, x.recvTokens.Ptr, x.recvTokens.Bytes(), s); err != nil {
+				return err
+			}
+		}
+		return comb.Launch(s, x.expertOut, x.recvIds, x.recvWeights, x.recvSrc, x.recvCounts, x.sendSlot, x.output, irisrt.BarrierDevice)
 	}
 
 	tokens, err := irisrt.Encode(c.DType, c.Tokens(r.Rank()))

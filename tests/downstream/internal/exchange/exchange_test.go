@@ -304,12 +304,14 @@ func TestAllReduceArgsOnFake(t *testing.T) {
 	}))
 }
 
-// TestMoEReference: the CPU reference's routing sends every pair
-// somewhere, each token's experts differ, and the weights are applied.
+// TestMoEReference: the CPU reference's routing sends every token to each
+// rank that holds one of its experts, once (a token with both experts on
+// one rank counts once there), each token's experts differ, and the
+// weights are applied.
 func TestMoEReference(t *testing.T) {
 	for _, world := range []int{1, 2, 3, 4, 8} {
 		for _, c := range moeCases(irisrt.F32, world) {
-			var total int64
+			var total, want int64
 			for r := 0; r < world; r++ {
 				for _, n := range c.WantCounts(r, world) {
 					total += n
@@ -318,18 +320,24 @@ func TestMoEReference(t *testing.T) {
 					if c.E > 3 {
 						require.NotEqual(t, c.Expert(r, tok, 0), c.Expert(r, tok, 1))
 					}
+					ranks := map[int]bool{}
 					for j := int64(0); j < c.K; j++ {
-						require.Less(t, c.Owner(c.Expert(r, tok, j), world), world)
+						o := c.Owner(c.Expert(r, tok, j), world)
+						require.Less(t, o, world)
+						ranks[o] = true
 					}
+					want += int64(len(ranks))
 				}
 			}
-			require.Equal(t, int64(world)*c.T*c.K, total, "world %d %s", world, c)
-			tok, want := c.Tokens(0), c.Want(0)
+			require.Equal(t, want, total, "world %d %s", world, c)
+			require.LessOrEqual(t, total, int64(world)*c.T*c.K)
+			require.GreaterOrEqual(t, total, int64(world)*c.T)
+			tok, wantOut := c.Tokens(0), c.Want(0)
 			w := float32(c.K)
 			if c.Weights {
 				w = 0.75
 			}
-			require.Equal(t, w*tok[3], want[3])
+			require.Equal(t, w*tok[3], wantOut[3])
 		}
 	}
 	require.Equal(t, AllReduceInput(0, 5)[2]+AllReduceInput(1, 5)[2], AllReduceWant(2, 5)[2])

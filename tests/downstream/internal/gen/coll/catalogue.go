@@ -104,37 +104,39 @@ var table = irisrt.Table{
 	}, {
 		Name: "moe_combine", SpecHash: MoeCombineSpecHash,
 		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
-		Sizes:  []irisrt.SizeParam{{Name: "t", From: 5}, {Name: "h", From: 0}, {Name: "k", From: 3}, {Name: "e", From: -1}, {Name: "cap", From: 1}},
+		Sizes:  []irisrt.SizeParam{{Name: "t", From: 5}, {Name: "h", From: 6}, {Name: "k", From: 0}, {Name: "e", From: -1}, {Name: "cap", From: 3}},
 		Tensors: []irisrt.TensorDesc{
-			{Name: "expert_out", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(1)}},                                           // [world, cap, h]
-			{Name: "recv_src", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4)}, DType: irisrt.I64},                                             // [world, cap]
-			{Name: "recv_counts", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld}, DType: irisrt.I64},                                                             // [world]
-			{Name: "ids", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(2)}, DType: irisrt.I64, Index: []irisrt.DType{irisrt.I64, irisrt.I32}}, // [t, k]
-			{Name: "weights", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(2)}, DType: irisrt.F32, Optional: true},                            // [t, k]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},                                                               // [t, h]
-			{Name: "back", Dir: irisrt.Workspace, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(2), irisrt.DimSize(1)}},                                        // [t, k, h]
+			{Name: "expert_out", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(2), irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(1)}},   // [k, world, cap, h]
+			{Name: "recv_ids", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(2)}, DType: irisrt.I64},     // [world, cap, k]
+			{Name: "recv_weights", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(2)}, DType: irisrt.F32}, // [world, cap, k]
+			{Name: "recv_src", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4)}, DType: irisrt.I64},                        // [world, cap]
+			{Name: "recv_counts", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld}, DType: irisrt.I64},                                        // [world]
+			{Name: "send_slot", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimWorld}, DType: irisrt.I64},                       // [t, world]
+			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},                                          // [t, h]
+			{Name: "back", Dir: irisrt.Workspace, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(0), irisrt.DimSize(1)}},                     // [world, t, h]
 		},
 		Variants: []irisrt.Variant{
-			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal},
+			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 		},
 	}, {
 		Name: "moe_dispatch", SpecHash: MoeDispatchSpecHash,
 		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
-		Sizes:  []irisrt.SizeParam{{Name: "t", From: 0}, {Name: "h", From: 3}, {Name: "k", From: 1}, {Name: "e", From: -1}, {Name: "cap", From: 4}},
+		Sizes:  []irisrt.SizeParam{{Name: "t", From: 8}, {Name: "h", From: 0}, {Name: "k", From: 1}, {Name: "e", From: -1}, {Name: "cap", From: 3}},
 		Tensors: []irisrt.TensorDesc{
 			{Name: "tokens", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},                                                                // [t, h]
 			{Name: "ids", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(2)}, DType: irisrt.I64, Index: []irisrt.DType{irisrt.I64, irisrt.I32}}, // [t, k]
 			{Name: "weights", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(2)}, DType: irisrt.F32, Optional: true},                            // [t, k]
 			{Name: "recv_tokens", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(1)}},                                         // [world, cap, h]
-			{Name: "recv_ids", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4)}, DType: irisrt.I64},                                            // [world, cap]
-			{Name: "recv_weights", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4)}, DType: irisrt.F32},                                        // [world, cap]
+			{Name: "recv_ids", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(2)}, DType: irisrt.I64},                         // [world, cap, k]
+			{Name: "recv_weights", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(2)}, DType: irisrt.F32},                     // [world, cap, k]
 			{Name: "recv_src", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4)}, DType: irisrt.I64},                                            // [world, cap]
 			{Name: "recv_counts", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld}, DType: irisrt.I64},                                                            // [world]
+			{Name: "send_slot", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimWorld}, DType: irisrt.I64},                                           // [t, world]
 			{Name: "counters", Dir: irisrt.Workspace, Shape: []irisrt.Dim{2, irisrt.DimWorld}, DType: irisrt.U64},                                                      // [2, world]
 		},
 		Variants: []irisrt.Variant{
-			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseHeap, irisrt.UseHeap, irisrt.UseHeap, irisrt.UseHeap, irisrt.UseHeap, irisrt.UseLocal},
+			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseHeap, irisrt.UseHeap, irisrt.UseHeap, irisrt.UseHeap, irisrt.UseHeap, irisrt.UseLocal, irisrt.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 		},
 	}, {

@@ -48,14 +48,15 @@
 //     neighbour and `send[1]` to the right one, and receive the left neighbour's `send[1]` into
 //     `recv[0]` and the right neighbour's `send[0]` into `recv[1]` (neighbours on a ring of the
 //     ranks).
-//   - MoeCombine (github.com/irisgen/irisgen/specs/moe_combine.yaml; variants push): Return every
-//     expert output row of a mixture-of-experts layer to its source rank and pair, and restore the
-//     token order: out[t] = sum over k of weights[t,k] * row(t,k) (fp32), with pairs whose expert id
-//     was out of range left out.
+//   - MoeCombine (github.com/irisgen/irisgen/specs/moe_combine.yaml; variants push): Return the expert
+//     outputs of a mixture-of-experts layer to the tokens' ranks, reduced on the way: every rank sums
+//     in fp32 the weighted outputs of its own experts for each row moe_dispatch brought it and sends
+//     that one row back; the token's rank sums the rows of the ranks it went to, in rank order: out[t]
+//     = sum over j of weights[t,j] * (output of expert ids[t,j] for token t).
 //   - MoeDispatch (github.com/irisgen/irisgen/specs/moe_dispatch.yaml; variants push): Send every
-//     (token, k) pair of a mixture-of-experts layer to the rank that owns its expert, with counts
-//     computed and exchanged on the GPU, so no shape depends on data and the whole path can be
-//     captured in a graph.
+//     token of a mixture-of-experts layer once to each rank that owns at least one of its k experts,
+//     with the list of that rank's experts it goes to and their weights; counts are computed and
+//     exchanged on the GPU, so no shape depends on data and the whole path can be captured in a graph.
 //   - RootBroadcast (specs/root_broadcast.yaml; variants pull, push): Copy rank `root`'s `input` into
 //     `output` on every rank.
 //

@@ -10,7 +10,7 @@ import (
 // MoeCombineSpecHash is the hash of github.com/irisgen/irisgen/specs/moe_combine.yaml and the
 // templates it uses; the runtime refuses a code object of moe_combine made from other ones
 // (*irisrt.KernelError).
-const MoeCombineSpecHash = "846c880e45dc8525"
+const MoeCombineSpecHash = "1985784458ef0ddd"
 
 // moeCombineDesc is moe_combine in the package's descriptor table.
 var moeCombineDesc = &table.Collectives[2]
@@ -24,12 +24,14 @@ const (
 )
 
 // MoeCombine runs a variant of moe_combine through the rank's plan cache (see the package doc), with
-// the sizes read from the tensors (cap from recv_src [world, cap], h from expert_out [world, cap, h],
-// t from output [t, h], k from ids [t, k]). Return every expert output row of a mixture-of-experts
-// layer to its source rank and pair, and restore the token order: out[t] = sum over k of weights[t,k]
-// * row(t,k) (fp32), with pairs whose expert id was out of range left out.
-func MoeCombine(r *irisrt.Rank, s gpu.Stream, variant MoeCombineVariant, dt irisrt.DType, e int64, expertOut, recvSrc, recvCounts, ids, weights, output irisrt.Tensor, mode irisrt.Barrier) error {
-	return moeCombineDesc.Run(r, s, string(variant), dt, "", []int64{e}, []irisrt.Tensor{expertOut, recvSrc, recvCounts, ids, weights, output}, mode)
+// the sizes read from the tensors (t from send_slot [t, world], h from output [t, h], cap from
+// recv_src [world, cap], k from expert_out [k, world, cap, h]). Return the expert outputs of a
+// mixture-of-experts layer to the tokens' ranks, reduced on the way: every rank sums in fp32 the
+// weighted outputs of its own experts for each row moe_dispatch brought it and sends that one row
+// back; the token's rank sums the rows of the ranks it went to, in rank order: out[t] = sum over j of
+// weights[t,j] * (output of expert ids[t,j] for token t).
+func MoeCombine(r *irisrt.Rank, s gpu.Stream, variant MoeCombineVariant, dt irisrt.DType, e int64, expertOut, recvIds, recvWeights, recvSrc, recvCounts, sendSlot, output irisrt.Tensor, mode irisrt.Barrier) error {
+	return moeCombineDesc.Run(r, s, string(variant), dt, "", []int64{e}, []irisrt.Tensor{expertOut, recvIds, recvWeights, recvSrc, recvCounts, sendSlot, output}, mode)
 }
 
 // MoeCombinePushPlan is variant push of moe_combine
@@ -37,14 +39,16 @@ func MoeCombine(r *irisrt.Rank, s gpu.Stream, variant MoeCombineVariant, dt iris
 //
 // Tensors, in the order Launch takes them:
 //
-//   - expert_out (in [world, cap, h]): local_read; only this rank touches it: any device memory.
+//   - expert_out (in [k, world, cap, h]): local_read; only this rank touches it: any device memory.
+//   - recv_ids (in [world, cap, k], i64): local_read; only this rank touches it: any device memory.
+//   - recv_weights (in [world, cap, k], f32): local_read; only this rank touches it: any device
+//     memory.
 //   - recv_src (in [world, cap], i64): local_read; only this rank touches it: any device memory.
 //   - recv_counts (in [world], i64): local_read; only this rank touches it: any device memory.
-//   - ids (in [t, k], i64 or i32): local_read; only this rank touches it: any device memory.
-//   - weights (in [t, k], f32, optional): local_read; only this rank touches it: any device memory.
+//   - send_slot (in [t, world], i64): local_read; only this rank touches it: any device memory.
 //   - output (out [t, h]): local_write; only this rank touches it: any device memory.
 //
-// Workspace, on the heap and zeroed by the plan: back [t, k, h] (local_read + remote_write).
+// Workspace, on the heap and zeroed by the plan: back [world, t, h] (local_read + remote_write).
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
@@ -58,6 +62,6 @@ func NewMoeCombinePushPlan(r *irisrt.Rank, dt irisrt.DType, t int64, h int64, k 
 
 // Launch checks the tensors by the rules above and launches moe_combine/push on s in barrier mode
 // mode.
-func (p *MoeCombinePushPlan) Launch(s gpu.Stream, expertOut, recvSrc, recvCounts, ids, weights, output irisrt.Tensor, mode irisrt.Barrier) error {
-	return p.LaunchTensors(s, []irisrt.Tensor{expertOut, recvSrc, recvCounts, ids, weights, output}, mode)
+func (p *MoeCombinePushPlan) Launch(s gpu.Stream, expertOut, recvIds, recvWeights, recvSrc, recvCounts, sendSlot, output irisrt.Tensor, mode irisrt.Barrier) error {
+	return p.LaunchTensors(s, []irisrt.Tensor{expertOut, recvIds, recvWeights, recvSrc, recvCounts, sendSlot, output}, mode)
 }

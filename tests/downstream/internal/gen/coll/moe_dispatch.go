@@ -10,7 +10,7 @@ import (
 // MoeDispatchSpecHash is the hash of github.com/irisgen/irisgen/specs/moe_dispatch.yaml and the
 // templates it uses; the runtime refuses a code object of moe_dispatch made from other ones
 // (*irisrt.KernelError).
-const MoeDispatchSpecHash = "f98c37964882cf16"
+const MoeDispatchSpecHash = "f36a6392f35af59e"
 
 // moeDispatchDesc is moe_dispatch in the package's descriptor table.
 var moeDispatchDesc = &table.Collectives[3]
@@ -24,12 +24,13 @@ const (
 )
 
 // MoeDispatch runs a variant of moe_dispatch through the rank's plan cache (see the package doc), with
-// the sizes read from the tensors (cap from recv_ids [world, cap], h from recv_tokens [world, cap, h],
-// t from tokens [t, h], k from ids [t, k]). Send every (token, k) pair of a mixture-of-experts layer
-// to the rank that owns its expert, with counts computed and exchanged on the GPU, so no shape depends
-// on data and the whole path can be captured in a graph.
-func MoeDispatch(r *irisrt.Rank, s gpu.Stream, variant MoeDispatchVariant, dt irisrt.DType, e int64, tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts irisrt.Tensor, mode irisrt.Barrier) error {
-	return moeDispatchDesc.Run(r, s, string(variant), dt, "", []int64{e}, []irisrt.Tensor{tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts}, mode)
+// the sizes read from the tensors (t from send_slot [t, world], h from tokens [t, h], k from ids [t,
+// k], cap from recv_tokens [world, cap, h]). Send every token of a mixture-of-experts layer once to
+// each rank that owns at least one of its k experts, with the list of that rank's experts it goes to
+// and their weights; counts are computed and exchanged on the GPU, so no shape depends on data and the
+// whole path can be captured in a graph.
+func MoeDispatch(r *irisrt.Rank, s gpu.Stream, variant MoeDispatchVariant, dt irisrt.DType, e int64, tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts, sendSlot irisrt.Tensor, mode irisrt.Barrier) error {
+	return moeDispatchDesc.Run(r, s, string(variant), dt, "", []int64{e}, []irisrt.Tensor{tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts, sendSlot}, mode)
 }
 
 // MoeDispatchPushPlan is variant push of moe_dispatch
@@ -41,11 +42,13 @@ func MoeDispatch(r *irisrt.Rank, s gpu.Stream, variant MoeDispatchVariant, dt ir
 //   - ids (in [t, k], i64 or i32): local_read; only this rank touches it: any device memory.
 //   - weights (in [t, k], f32, optional): local_read; only this rank touches it: any device memory.
 //   - recv_tokens (out [world, cap, h]): remote_write; peers write it: must be on the symmetric heap.
-//   - recv_ids (out [world, cap], i64): remote_write; peers write it: must be on the symmetric heap.
-//   - recv_weights (out [world, cap], f32): remote_write; peers write it: must be on the symmetric
+//   - recv_ids (out [world, cap, k], i64): remote_write; peers write it: must be on the symmetric
+//     heap.
+//   - recv_weights (out [world, cap, k], f32): remote_write; peers write it: must be on the symmetric
 //     heap.
 //   - recv_src (out [world, cap], i64): remote_write; peers write it: must be on the symmetric heap.
 //   - recv_counts (out [world], i64): remote_write; peers write it: must be on the symmetric heap.
+//   - send_slot (out [t, world], i64): local_write; only this rank touches it: any device memory.
 //
 // Workspace, on the heap and zeroed by the plan: counters [2, world] (local_read + local_write).
 //
@@ -61,6 +64,6 @@ func NewMoeDispatchPushPlan(r *irisrt.Rank, dt irisrt.DType, t int64, h int64, k
 
 // Launch checks the tensors by the rules above and launches moe_dispatch/push on s in barrier mode
 // mode.
-func (p *MoeDispatchPushPlan) Launch(s gpu.Stream, tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts irisrt.Tensor, mode irisrt.Barrier) error {
-	return p.LaunchTensors(s, []irisrt.Tensor{tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts}, mode)
+func (p *MoeDispatchPushPlan) Launch(s gpu.Stream, tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts, sendSlot irisrt.Tensor, mode irisrt.Barrier) error {
+	return p.LaunchTensors(s, []irisrt.Tensor{tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts, sendSlot}, mode)
 }

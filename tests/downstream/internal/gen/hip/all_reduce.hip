@@ -2,12 +2,12 @@
 //
 // all_reduce: Reduce `input` over all ranks into `output` on every rank.
 //
-// Spec hash eaa2e929f07a796c: the Go wrappers carry the same value, and the runtime
+// Spec hash 7d68aab7ac412e97: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_reduce[] = "eaa2e929f07a796c";
+extern "C" __device__ const char irisgen_spec_hash_all_reduce[] = "7d68aab7ac412e97";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.
@@ -772,24 +772,23 @@ irisgen_all_reduce_one_shot_lamport_bf16_max(const IRISGEN_GRID_CONSTANT irisgen
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
     T* row = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
-  __syncthreads();  // in may be out: every thread's reads of in come first
-  const T* rows[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  // A timeout (error record set) fails only the threads that waited; every
-  // thread still meets the others in advance's __syncthreads.
-  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int p = 0; p < w; p++)
-      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
-  }
+  // Slot k-1 is done with (above), so it is emptied before the waits, under
+  // the peers' latency rather than after it.
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // in may be out: every thread's reads of in come before any write of out
+  // (advance's __syncthreads, which also counts the call: every thread read
+  // the epoch above). No barrier follows the waits, so a timeout (error
+  // record set) fails only the threads that waited.
   irisgen::advance();
-#line 793 "internal/gen/hip/all_reduce.hip"
+  irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
+#line 792 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -815,24 +814,23 @@ irisgen_all_reduce_one_shot_lamport_bf16_min(const IRISGEN_GRID_CONSTANT irisgen
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
     T* row = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
-  __syncthreads();  // in may be out: every thread's reads of in come first
-  const T* rows[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  // A timeout (error record set) fails only the threads that waited; every
-  // thread still meets the others in advance's __syncthreads.
-  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int p = 0; p < w; p++)
-      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
-  }
+  // Slot k-1 is done with (above), so it is emptied before the waits, under
+  // the peers' latency rather than after it.
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // in may be out: every thread's reads of in come before any write of out
+  // (advance's __syncthreads, which also counts the call: every thread read
+  // the epoch above). No barrier follows the waits, so a timeout (error
+  // record set) fails only the threads that waited.
   irisgen::advance();
-#line 836 "internal/gen/hip/all_reduce.hip"
+  irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
+#line 834 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -858,24 +856,23 @@ irisgen_all_reduce_one_shot_lamport_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
     T* row = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
-  __syncthreads();  // in may be out: every thread's reads of in come first
-  const T* rows[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  // A timeout (error record set) fails only the threads that waited; every
-  // thread still meets the others in advance's __syncthreads.
-  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int p = 0; p < w; p++)
-      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
-  }
+  // Slot k-1 is done with (above), so it is emptied before the waits, under
+  // the peers' latency rather than after it.
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // in may be out: every thread's reads of in come before any write of out
+  // (advance's __syncthreads, which also counts the call: every thread read
+  // the epoch above). No barrier follows the waits, so a timeout (error
+  // record set) fails only the threads that waited.
   irisgen::advance();
-#line 879 "internal/gen/hip/all_reduce.hip"
+  irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
+#line 876 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -901,24 +898,23 @@ irisgen_all_reduce_one_shot_lamport_f16_max(const IRISGEN_GRID_CONSTANT irisgen_
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
     T* row = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
-  __syncthreads();  // in may be out: every thread's reads of in come first
-  const T* rows[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  // A timeout (error record set) fails only the threads that waited; every
-  // thread still meets the others in advance's __syncthreads.
-  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int p = 0; p < w; p++)
-      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
-  }
+  // Slot k-1 is done with (above), so it is emptied before the waits, under
+  // the peers' latency rather than after it.
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // in may be out: every thread's reads of in come before any write of out
+  // (advance's __syncthreads, which also counts the call: every thread read
+  // the epoch above). No barrier follows the waits, so a timeout (error
+  // record set) fails only the threads that waited.
   irisgen::advance();
-#line 922 "internal/gen/hip/all_reduce.hip"
+  irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
+#line 918 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -944,24 +940,23 @@ irisgen_all_reduce_one_shot_lamport_f16_min(const IRISGEN_GRID_CONSTANT irisgen_
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
     T* row = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
-  __syncthreads();  // in may be out: every thread's reads of in come first
-  const T* rows[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  // A timeout (error record set) fails only the threads that waited; every
-  // thread still meets the others in advance's __syncthreads.
-  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int p = 0; p < w; p++)
-      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
-  }
+  // Slot k-1 is done with (above), so it is emptied before the waits, under
+  // the peers' latency rather than after it.
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // in may be out: every thread's reads of in come before any write of out
+  // (advance's __syncthreads, which also counts the call: every thread read
+  // the epoch above). No barrier follows the waits, so a timeout (error
+  // record set) fails only the threads that waited.
   irisgen::advance();
-#line 965 "internal/gen/hip/all_reduce.hip"
+  irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
+#line 960 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -987,24 +982,23 @@ irisgen_all_reduce_one_shot_lamport_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
     T* row = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
-  __syncthreads();  // in may be out: every thread's reads of in come first
-  const T* rows[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  // A timeout (error record set) fails only the threads that waited; every
-  // thread still meets the others in advance's __syncthreads.
-  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int p = 0; p < w; p++)
-      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
-  }
+  // Slot k-1 is done with (above), so it is emptied before the waits, under
+  // the peers' latency rather than after it.
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // in may be out: every thread's reads of in come before any write of out
+  // (advance's __syncthreads, which also counts the call: every thread read
+  // the epoch above). No barrier follows the waits, so a timeout (error
+  // record set) fails only the threads that waited.
   irisgen::advance();
-#line 1008 "internal/gen/hip/all_reduce.hip"
+  irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
+#line 1002 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1030,24 +1024,23 @@ irisgen_all_reduce_one_shot_lamport_f32_max(const IRISGEN_GRID_CONSTANT irisgen_
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
     T* row = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
-  __syncthreads();  // in may be out: every thread's reads of in come first
-  const T* rows[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  // A timeout (error record set) fails only the threads that waited; every
-  // thread still meets the others in advance's __syncthreads.
-  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int p = 0; p < w; p++)
-      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
-  }
+  // Slot k-1 is done with (above), so it is emptied before the waits, under
+  // the peers' latency rather than after it.
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // in may be out: every thread's reads of in come before any write of out
+  // (advance's __syncthreads, which also counts the call: every thread read
+  // the epoch above). No barrier follows the waits, so a timeout (error
+  // record set) fails only the threads that waited.
   irisgen::advance();
-#line 1051 "internal/gen/hip/all_reduce.hip"
+  irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
+#line 1044 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1073,24 +1066,23 @@ irisgen_all_reduce_one_shot_lamport_f32_min(const IRISGEN_GRID_CONSTANT irisgen_
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
     T* row = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
-  __syncthreads();  // in may be out: every thread's reads of in come first
-  const T* rows[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  // A timeout (error record set) fails only the threads that waited; every
-  // thread still meets the others in advance's __syncthreads.
-  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int p = 0; p < w; p++)
-      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
-  }
+  // Slot k-1 is done with (above), so it is emptied before the waits, under
+  // the peers' latency rather than after it.
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // in may be out: every thread's reads of in come before any write of out
+  // (advance's __syncthreads, which also counts the call: every thread read
+  // the epoch above). No barrier follows the waits, so a timeout (error
+  // record set) fails only the threads that waited.
   irisgen::advance();
-#line 1094 "internal/gen/hip/all_reduce.hip"
+  irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
+#line 1086 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1116,24 +1108,23 @@ irisgen_all_reduce_one_shot_lamport_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_
     if (!irisgen::sync(ctx)) return;
     k = 1;
   }
-  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int64_t slot = (int64_t)(k % 3) * w * n, old = (int64_t)((k + 2) % 3) * w * n;
   for (int j = 1; j < w; j++) {
     const int p = (ctx.rank + j) % w;  // spread the stores over the links
     T* row = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot + (int64_t)ctx.rank * n;
     irisgen::lamport_put(row, in, lo, hi);
   }
-  __syncthreads();  // in may be out: every thread's reads of in come first
-  const T* rows[IRISGEN_MAX_WORLD];
-  for (int p = 0; p < w; p++) rows[p] = box + slot + (int64_t)p * n;
-  // A timeout (error record set) fails only the threads that waited; every
-  // thread still meets the others in advance's __syncthreads.
-  if (irisgen::lamport_reduce<T, Op>(ctx, out, in, rows, w, lo, hi, k)) {
-    const int64_t old = (int64_t)((k + 2) % 3) * w * n;
-    for (int p = 0; p < w; p++)
-      if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
-  }
+  // Slot k-1 is done with (above), so it is emptied before the waits, under
+  // the peers' latency rather than after it.
+  for (int p = 0; p < w; p++)
+    if (p != ctx.rank) irisgen::lamport_clear(box + old + (int64_t)p * n, lo, hi);
+  // in may be out: every thread's reads of in come before any write of out
+  // (advance's __syncthreads, which also counts the call: every thread read
+  // the epoch above). No barrier follows the waits, so a timeout (error
+  // record set) fails only the threads that waited.
   irisgen::advance();
-#line 1137 "internal/gen/hip/all_reduce.hip"
+  irisgen::lamport_reduce<T, Op>(ctx, out, in, box + slot, n, w, lo, hi, k);
+#line 1128 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1162,7 +1153,7 @@ irisgen_all_reduce_two_shot_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_red
   irisgen::reduce_n<T, Op>(out, ctx.world, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // Every chunk of this rank's output is written; nobody reads its input.
   if (!irisgen::barrier(ctx)) return;
-#line 1166 "internal/gen/hip/all_reduce.hip"
+#line 1157 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1189,7 +1180,7 @@ irisgen_all_reduce_two_shot_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_red
   irisgen::reduce_n<T, Op>(out, ctx.world, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // Every chunk of this rank's output is written; nobody reads its input.
   if (!irisgen::barrier(ctx)) return;
-#line 1193 "internal/gen/hip/all_reduce.hip"
+#line 1184 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1216,7 +1207,7 @@ irisgen_all_reduce_two_shot_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_red
   irisgen::reduce_n<T, Op>(out, ctx.world, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // Every chunk of this rank's output is written; nobody reads its input.
   if (!irisgen::barrier(ctx)) return;
-#line 1220 "internal/gen/hip/all_reduce.hip"
+#line 1211 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1243,7 +1234,7 @@ irisgen_all_reduce_two_shot_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   irisgen::reduce_n<T, Op>(out, ctx.world, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // Every chunk of this rank's output is written; nobody reads its input.
   if (!irisgen::barrier(ctx)) return;
-#line 1247 "internal/gen/hip/all_reduce.hip"
+#line 1238 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1270,7 +1261,7 @@ irisgen_all_reduce_two_shot_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   irisgen::reduce_n<T, Op>(out, ctx.world, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // Every chunk of this rank's output is written; nobody reads its input.
   if (!irisgen::barrier(ctx)) return;
-#line 1274 "internal/gen/hip/all_reduce.hip"
+#line 1265 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1297,7 +1288,7 @@ irisgen_all_reduce_two_shot_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   irisgen::reduce_n<T, Op>(out, ctx.world, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // Every chunk of this rank's output is written; nobody reads its input.
   if (!irisgen::barrier(ctx)) return;
-#line 1301 "internal/gen/hip/all_reduce.hip"
+#line 1292 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1324,7 +1315,7 @@ irisgen_all_reduce_two_shot_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   irisgen::reduce_n<T, Op>(out, ctx.world, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // Every chunk of this rank's output is written; nobody reads its input.
   if (!irisgen::barrier(ctx)) return;
-#line 1328 "internal/gen/hip/all_reduce.hip"
+#line 1319 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1351,7 +1342,7 @@ irisgen_all_reduce_two_shot_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   irisgen::reduce_n<T, Op>(out, ctx.world, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // Every chunk of this rank's output is written; nobody reads its input.
   if (!irisgen::barrier(ctx)) return;
-#line 1355 "internal/gen/hip/all_reduce.hip"
+#line 1346 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1378,7 +1369,7 @@ irisgen_all_reduce_two_shot_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   irisgen::reduce_n<T, Op>(out, ctx.world, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
   // Every chunk of this rank's output is written; nobody reads its input.
   if (!irisgen::barrier(ctx)) return;
-#line 1382 "internal/gen/hip/all_reduce.hip"
+#line 1373 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1410,7 +1401,7 @@ irisgen_all_reduce_atomic_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduc
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 1414 "internal/gen/hip/all_reduce.hip"
+#line 1405 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1440,7 +1431,7 @@ irisgen_all_reduce_atomic_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduc
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 1444 "internal/gen/hip/all_reduce.hip"
+#line 1435 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1470,7 +1461,7 @@ irisgen_all_reduce_atomic_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduc
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 1474 "internal/gen/hip/all_reduce.hip"
+#line 1465 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1500,7 +1491,7 @@ irisgen_all_reduce_atomic_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 1504 "internal/gen/hip/all_reduce.hip"
+#line 1495 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1530,7 +1521,7 @@ irisgen_all_reduce_atomic_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 1534 "internal/gen/hip/all_reduce.hip"
+#line 1525 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1560,7 +1551,7 @@ irisgen_all_reduce_atomic_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 1564 "internal/gen/hip/all_reduce.hip"
+#line 1555 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1590,7 +1581,7 @@ irisgen_all_reduce_atomic_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 1594 "internal/gen/hip/all_reduce.hip"
+#line 1585 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1620,7 +1611,7 @@ irisgen_all_reduce_atomic_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 1624 "internal/gen/hip/all_reduce.hip"
+#line 1615 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1650,7 +1641,7 @@ irisgen_all_reduce_atomic_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 1654 "internal/gen/hip/all_reduce.hip"
+#line 1645 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1697,7 +1688,7 @@ irisgen_all_reduce_spinlock_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_red
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 1701 "internal/gen/hip/all_reduce.hip"
+#line 1692 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1742,7 +1733,7 @@ irisgen_all_reduce_spinlock_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_red
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 1746 "internal/gen/hip/all_reduce.hip"
+#line 1737 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1787,7 +1778,7 @@ irisgen_all_reduce_spinlock_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_red
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 1791 "internal/gen/hip/all_reduce.hip"
+#line 1782 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1832,7 +1823,7 @@ irisgen_all_reduce_spinlock_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 1836 "internal/gen/hip/all_reduce.hip"
+#line 1827 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1877,7 +1868,7 @@ irisgen_all_reduce_spinlock_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 1881 "internal/gen/hip/all_reduce.hip"
+#line 1872 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1922,7 +1913,7 @@ irisgen_all_reduce_spinlock_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 1926 "internal/gen/hip/all_reduce.hip"
+#line 1917 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1967,7 +1958,7 @@ irisgen_all_reduce_spinlock_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 1971 "internal/gen/hip/all_reduce.hip"
+#line 1962 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -2012,7 +2003,7 @@ irisgen_all_reduce_spinlock_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 2016 "internal/gen/hip/all_reduce.hip"
+#line 2007 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -2057,7 +2048,7 @@ irisgen_all_reduce_spinlock_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_redu
   }
   // Every peer's contribution to this rank's output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 2061 "internal/gen/hip/all_reduce.hip"
+#line 2052 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -2123,7 +2114,7 @@ irisgen_all_reduce_ring_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_
     // barrier mode).
     if (!irisgen::sync(ctx)) return;
   }
-#line 2127 "internal/gen/hip/all_reduce.hip"
+#line 2118 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -2187,7 +2178,7 @@ irisgen_all_reduce_ring_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_
     // barrier mode).
     if (!irisgen::sync(ctx)) return;
   }
-#line 2191 "internal/gen/hip/all_reduce.hip"
+#line 2182 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -2251,7 +2242,7 @@ irisgen_all_reduce_ring_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_
     // barrier mode).
     if (!irisgen::sync(ctx)) return;
   }
-#line 2255 "internal/gen/hip/all_reduce.hip"
+#line 2246 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -2315,7 +2306,7 @@ irisgen_all_reduce_ring_f16_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
     // barrier mode).
     if (!irisgen::sync(ctx)) return;
   }
-#line 2319 "internal/gen/hip/all_reduce.hip"
+#line 2310 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -2379,7 +2370,7 @@ irisgen_all_reduce_ring_f16_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
     // barrier mode).
     if (!irisgen::sync(ctx)) return;
   }
-#line 2383 "internal/gen/hip/all_reduce.hip"
+#line 2374 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -2443,7 +2434,7 @@ irisgen_all_reduce_ring_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
     // barrier mode).
     if (!irisgen::sync(ctx)) return;
   }
-#line 2447 "internal/gen/hip/all_reduce.hip"
+#line 2438 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -2507,7 +2498,7 @@ irisgen_all_reduce_ring_f32_max(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
     // barrier mode).
     if (!irisgen::sync(ctx)) return;
   }
-#line 2511 "internal/gen/hip/all_reduce.hip"
+#line 2502 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -2571,7 +2562,7 @@ irisgen_all_reduce_ring_f32_min(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
     // barrier mode).
     if (!irisgen::sync(ctx)) return;
   }
-#line 2575 "internal/gen/hip/all_reduce.hip"
+#line 2566 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -2635,7 +2626,7 @@ irisgen_all_reduce_ring_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_all_reduce_a
     // barrier mode).
     if (!irisgen::sync(ctx)) return;
   }
-#line 2639 "internal/gen/hip/all_reduce.hip"
+#line 2630 "internal/gen/hip/all_reduce.hip"
   }();
   irisgen::end(ctx);
 }
