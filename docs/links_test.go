@@ -31,9 +31,6 @@ var pending = []struct{ file, text, by string }{
 	{"docs/performance.md", "on 2026-11-23 the same way (../shared/GPU.md), NCCL", "on 2026-11-23 the same way (docs/gpu-machines.md), NCCL"},
 	{"docs/performance.md", "takes 1.3 us a round, ../shared/GPU.md)", "takes 1.3 us a round, docs/gpu-machines.md)"},
 	{"docs/performance.md", "launches (Go, cgo, cuLaunchKernel; ../shared/GPU.md measured", "launches (Go, cgo, cuLaunchKernel; docs/gpu-machines.md has"},
-	{"internal/bench/moe.go", "// H200 NV18 pair (shared/GPU.md).", "// H200 NV18 pair (docs/gpu-machines.md)."},
-	{"internal/bench/baselines.py", "# No NVLink multicast on shared machines (see shared/GPU.md); set before torch loads.", "# No NVLink multicast on shared machines (see docs/gpu-machines.md); set before torch loads."},
-	{"runtime/include/irisgen.h", "// NVIDIA: they do not build against CUDA 13 (see shared/GPU.md).", "// NVIDIA: they do not build against CUDA 13 (see docs/gpu-machines.md)."},
 }
 
 // root is the repository's root directory.

@@ -14,7 +14,7 @@ import datetime
 import os
 import sys
 
-# No NVLink multicast on shared machines (see shared/GPU.md); set before torch loads.
+# No NVLink multicast on shared machines (see docs/gpu-machines.md); set before torch loads.
 os.environ["NCCL_NVLS_ENABLE"] = "0"
 os.environ["TORCH_SYMM_MEM_DISABLE_MULTICAST"] = "1"
 os.environ["NVSHMEM_DISABLE_NVLS"] = "1"

@@ -22,7 +22,7 @@ const moeExpertsPerRank = 8
 
 // DefaultLinkGBps is the link rate the MoE rows are compared with unless
 // Config says otherwise: a plain copy kernel writing into the peer over one
-// H200 NV18 pair (shared/GPU.md).
+// H200 NV18 pair (docs/gpu-machines.md).
 const DefaultLinkGBps = 370
 
 // runMoE times moe_dispatch and moe_combine (each alone; combine on the

@@ -3,7 +3,7 @@
 // One source, two platforms: on AMD it sits on HIP (clang's __hip_atomic_*
 // builtins with explicit memory scopes, wavefront 64); on NVIDIA it sits on
 // CUDA (PTX with .sys scope, warp 32). HIP's host headers are not used on
-// NVIDIA: they do not build against CUDA 13 (see shared/GPU.md).
+// NVIDIA: they do not build against CUDA 13 (see docs/gpu-machines.md).
 //
 // It gives the kernels: the ABI structs (docs/internals.md), address
 // translation between ranks, 16-byte vector loads and stores, fp32
