@@ -54,8 +54,8 @@
 //   - AllToAll (specs/all_to_all.yaml; variants push, push_overlap, pull, lamport): Exchange blocks
 //     between all ranks; block p of rank r's `input` becomes block r of rank p's `output`.
 //   - Barrier (specs/barrier.yaml; variants device): Wait until every rank has reached the barrier.
-//   - Broadcast (specs/broadcast.yaml; variants push, pull): Copy rank `root`'s `input` into `output`
-//     on every rank (NCCL's ncclBroadcast).
+//   - Broadcast (specs/broadcast.yaml; variants push, pull, scatter_gather): Copy rank `root`'s
+//     `input` into `output` on every rank (NCCL's ncclBroadcast).
 //   - Gather (specs/gather.yaml; variants pull, push): Gather every rank's `input` into `output` on
 //     rank `root`; output[r] is rank r's input (NCCL's ncclGather).
 //   - MoeCombine (specs/moe_combine.yaml; variants push): Return the expert outputs of a
