@@ -482,7 +482,7 @@ func writeReport(env *cmdEnv, rows []bench.Row, out string) error {
 	}
 	shown := bench.BestNCCL(rows) // NCCL at its best in tables and plots; the CSV keeps both buffer kinds
 	md := filepath.Join(out, "results.md")
-	if err := os.WriteFile(md, []byte(bench.Markdown(shown)+bench.FusionTable(shown)), 0o644); err != nil {
+	if err := os.WriteFile(md, []byte(bench.VersusNCCL(shown)+bench.Markdown(shown)+bench.FusionTable(shown)), 0o644); err != nil {
 		return err
 	}
 	files, err := bench.Plot(shown, out)

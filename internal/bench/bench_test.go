@@ -135,6 +135,19 @@ func TestTune(t *testing.T) {
 	require.Equal(t, []string{"staged@2<=8192", "one_shot@2<=1048576", "two_shot@2", "two_shot@4", "two_shot"}, rulesOf(a), "unmeasured worlds follow world 4")
 	_, err = Tune(rows, "all_gather", "bf16", "graph")
 	require.ErrorContains(t, err, "needs two or more")
+
+	// A variant whose cell stalled (a repeat over 3x its fastest) is never
+	// chosen over one that did not, however fast its median; where every
+	// variant stalled, the fastest is.
+	stall := []Row{
+		{Impl: "irisgen", Collective: "all_reduce", Variant: "lamport", DType: "bf16", World: 2, Bytes: 8 << 10, Mode: "graph", TimeUS: 1, MinUS: 1, MaxUS: 900},
+		{Impl: "irisgen", Collective: "all_reduce", Variant: "one_shot", DType: "bf16", World: 2, Bytes: 8 << 10, Mode: "graph", TimeUS: 3, MinUS: 3, MaxUS: 3.1},
+		{Impl: "irisgen", Collective: "all_reduce", Variant: "lamport", DType: "bf16", World: 2, Bytes: 1 << 20, Mode: "graph", TimeUS: 5, MinUS: 5, MaxUS: 900},
+		{Impl: "irisgen", Collective: "all_reduce", Variant: "one_shot", DType: "bf16", World: 2, Bytes: 1 << 20, Mode: "graph", TimeUS: 9, MinUS: 8, MaxUS: 800},
+	}
+	a, err = Tune(stall, "all_reduce", "bf16", "graph")
+	require.NoError(t, err)
+	require.Equal(t, []string{"one_shot@2<=8192", "lamport@2", "one_shot<=8192", "lamport"}, rulesOf(a))
 }
 
 func rulesOf(a *ir.Auto) []string {
@@ -240,4 +253,29 @@ func TestTails(t *testing.T) {
 	require.NoError(t, WriteTailsCSV(&b, []Tail{many}))
 	require.Contains(t, b.String(), "all_reduce,one_shot_lamport,bf16,4,524288,10000,20.000,20.300,")
 	require.Contains(t, b.String(), ",1000.000,1000.000,true,")
+}
+
+// TestVersusNCCL: the best variant is the fastest one that did not stall,
+// a stalled variant counts only where every variant stalled (and is
+// marked), and the geometric mean covers the sizes up to 1 MiB.
+func TestVersusNCCL(t *testing.T) {
+	row := func(impl, v string, bytes int64, med, lo, hi float64) Row {
+		return Row{Impl: impl, Collective: "all_reduce", Variant: v, DType: "bf16", World: 2, Bytes: bytes, Mode: "graph", TimeUS: med, MinUS: lo, MaxUS: hi}
+	}
+	rows := []Row{
+		row("irisgen", "lamport", 8<<10, 2, 2, 100), // faster but stalled
+		row("irisgen", "one_shot", 8<<10, 4, 4, 4.5),
+		row("nccl", "best", 8<<10, 5, 5, 5),
+		row("irisgen", "lamport", 1<<20, 20, 19, 900), // every variant stalled
+		row("nccl", "best", 1<<20, 10, 10, 10),
+		row("irisgen", "ring", 64<<20, 300, 290, 310),
+		row("nccl", "best", 64<<20, 200, 200, 200),
+		row("irisgen", "ring", 128<<20, 300, 290, 310), // no NCCL cell: not shown
+	}
+	md := VersusNCCL(rows)
+	require.Contains(t, md, "### 2 GPUs, graph")
+	require.Contains(t, md, "| collective | 8 KiB | 1 MiB | 64 MiB | geomean <= 1 MiB |")
+	require.Contains(t, md, "| all_reduce | 0.80 | 2.00 (!) | 1.50 | 1.26 |")
+	require.Contains(t, md, "2 of 3 cells slower than NCCL, 1 stalled.")
+	require.Empty(t, VersusNCCL(rows[:2]))
 }

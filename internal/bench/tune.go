@@ -12,7 +12,8 @@ import (
 
 // Tune builds the auto variant's table of a collective from irisgen's rows
 // of one dtype and mode: for every world size measured, the fastest variant
-// at each size, as rules with size thresholds at the largest size a variant
+// at each size whose cell did not stall (Row.Stalled: a repeat over 3x its
+// fastest; where every variant stalled, the fastest of them), as rules with size thresholds at the largest size a variant
 // won; then the largest world's rules again without a world, for world
 // sizes not measured (the closest guess: more ranks behave more like the
 // most ranks measured than like fewer). It needs two or more variants
@@ -37,7 +38,7 @@ func Tune(rows []Row, collective, dtype, mode string) (*ir.Auto, error) {
 			dates = append(dates, r.Date)
 		}
 		k := key{r.World, r.Bytes}
-		if b, ok := best[k]; !ok || r.TimeUS < b.TimeUS {
+		if b, ok := best[k]; !ok || (b.Stalled() && !r.Stalled()) || (b.Stalled() == r.Stalled() && r.TimeUS < b.TimeUS) {
 			best[k] = r
 		}
 	}
