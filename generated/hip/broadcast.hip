@@ -179,6 +179,7 @@ irisgen_broadcast_scatter_gather_bf16(const IRISGEN_GRID_CONSTANT irisgen_broadc
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 13 "templates/broadcast_scatter_gather.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
@@ -208,6 +209,7 @@ irisgen_broadcast_scatter_gather_bf16(const IRISGEN_GRID_CONSTANT irisgen_broadc
   }
   // Nobody reads the root's input or another rank's output any more.
   if (!irisgen::barrier(ctx)) return;
+#line 213 "generated/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }
@@ -222,6 +224,7 @@ irisgen_broadcast_scatter_gather_f16(const IRISGEN_GRID_CONSTANT irisgen_broadca
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 13 "templates/broadcast_scatter_gather.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   T* out = ((irisgen_f16*)irisgen_a.t_output);
@@ -251,6 +254,7 @@ irisgen_broadcast_scatter_gather_f16(const IRISGEN_GRID_CONSTANT irisgen_broadca
   }
   // Nobody reads the root's input or another rank's output any more.
   if (!irisgen::barrier(ctx)) return;
+#line 258 "generated/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }
@@ -265,6 +269,7 @@ irisgen_broadcast_scatter_gather_f32(const IRISGEN_GRID_CONSTANT irisgen_broadca
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
+#line 13 "templates/broadcast_scatter_gather.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   T* out = ((float*)irisgen_a.t_output);
@@ -294,6 +299,7 @@ irisgen_broadcast_scatter_gather_f32(const IRISGEN_GRID_CONSTANT irisgen_broadca
   }
   // Nobody reads the root's input or another rank's output any more.
   if (!irisgen::barrier(ctx)) return;
+#line 303 "generated/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }
