@@ -73,6 +73,7 @@ enum {
 	X(cuMemcpyHtoDAsync_v2, (CUdeviceptr dst, const void *src, size_t n, CUstream s)) \
 	X(cuMemcpyDtoHAsync_v2, (void *dst, CUdeviceptr src, size_t n, CUstream s)) \
 	X(cuMemsetD8Async, (CUdeviceptr dst, unsigned char v, size_t n, CUstream s)) \
+	X(cuMemsetD32Async, (CUdeviceptr dst, unsigned int v, size_t n, CUstream s)) \
 	X(cuStreamCreate, (CUstream *s, unsigned int flags)) \
 	X(cuStreamDestroy_v2, (CUstream s)) \
 	X(cuStreamSynchronize, (CUstream s)) \
@@ -232,6 +233,11 @@ static CUresult igcu_dtoh_async(uintptr_t ctx, void *dst, CUdeviceptr src, size_
 static CUresult igcu_memset_async(uintptr_t ctx, CUdeviceptr dst, unsigned char v, size_t n, uintptr_t s, const char **call) {
 	IGCU_BIND(ctx);
 	return IGCU_CALL(cuMemsetD8Async, (dst, v, n, (CUstream)s));
+}
+
+static CUresult igcu_memset32_async(uintptr_t ctx, CUdeviceptr dst, unsigned int v, size_t n, uintptr_t s, const char **call) {
+	IGCU_BIND(ctx);
+	return IGCU_CALL(cuMemsetD32Async, (dst, v, n, (CUstream)s));
 }
 
 static CUresult igcu_bind(uintptr_t ctx, const char **call) {
@@ -590,6 +596,12 @@ func (d *cudaDevice) CopyDtoHAsync(dst unsafe.Pointer, src DevicePtr, bytes int6
 func (d *cudaDevice) MemsetD8Async(dst DevicePtr, v byte, bytes int64, s Stream) error {
 	var call *C.char
 	r := C.igcu_memset_async(d.ctx, C.CUdeviceptr(dst), C.uchar(v), C.size_t(bytes), C.uintptr_t(s), &call)
+	return cudaCheck(call, r)
+}
+
+func (d *cudaDevice) MemsetD32Async(dst DevicePtr, v uint32, n int64, s Stream) error {
+	var call *C.char
+	r := C.igcu_memset32_async(d.ctx, C.CUdeviceptr(dst), C.uint(v), C.size_t(n), C.uintptr_t(s), &call)
 	return cudaCheck(call, r)
 }
 

@@ -137,6 +137,9 @@ type Device interface {
 	CopyHtoDAsync(dst DevicePtr, src unsafe.Pointer, bytes int64, s Stream) error
 	CopyDtoHAsync(dst unsafe.Pointer, src DevicePtr, bytes int64, s Stream) error
 	MemsetD8Async(dst DevicePtr, v byte, bytes int64, s Stream) error
+	// MemsetD32Async sets n 32-bit words from dst (4-byte aligned) to v,
+	// each with one store: a reader never sees a word in part.
+	MemsetD32Async(dst DevicePtr, v uint32, n int64, s Stream) error
 	Synchronize() error
 
 	NewStream() (Stream, error) // non-blocking with respect to the legacy stream

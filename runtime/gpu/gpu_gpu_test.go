@@ -261,6 +261,13 @@ func TestIPCChild(t *testing.T) {
 	must(t, err)
 	got := make([]byte, 64)
 	must(t, d.CopyDtoH(unsafe.Pointer(&got[0]), ptr, 64))
+	// A word written through the mapping, as a rank tells a peer process
+	// that it refused a launch (irisrt's control blocks).
+	s, err := d.NewStream()
+	must(t, err)
+	must(t, d.MemsetD32Async(ptr+64, 0xC0FFEE01, 2, s))
+	must(t, d.StreamSynchronize(s))
+	must(t, d.DestroyStream(s))
 	must(t, d.IPCCloseHandle(ptr))
 	os.Stdout.WriteString("IPC-DATA:" + hex.EncodeToString(got) + "\n")
 }
@@ -293,6 +300,65 @@ func TestIPC(t *testing.T) {
 	want := "IPC-DATA:" + hex.EncodeToString(src)
 	if !strings.Contains(string(out), want) {
 		t.Fatalf("child did not read the exported memory:\n%s", out)
+	}
+	words := make([]byte, 12)
+	must(t, d.CopyDtoH(unsafe.Pointer(&words[0]), a+64, 12))
+	if got := hex.EncodeToString(words); got != "01eeffc001eeffc000000000" {
+		t.Fatalf("the child's MemsetD32Async through the IPC mapping wrote %s, want 01eeffc001eeffc000000000", got)
+	}
+}
+
+// TestMemsetD32Peer: MemsetD32Async on a stream of its own writes a peer
+// GPU's memory (peer access enabled) while another stream of the device
+// captures in global mode, without breaking the capture: how irisrt tells
+// the peers that a rank refused a launch, at capture time too.
+func TestMemsetD32Peer(t *testing.T) {
+	p, d0 := device(t, 0)
+	d1 := d0
+	if n, _ := p.DeviceCount(); n > 1 {
+		_, d1 = device(t, 1)
+		ok, err := d0.CanAccessPeer(d1)
+		must(t, err)
+		if !ok {
+			t.Skip("devices 0 and 1 cannot access each other")
+		}
+		must(t, d0.EnablePeerAccess(d1))
+	}
+	buf, err := d1.Alloc(64, true)
+	must(t, err)
+	defer d1.Free(buf)
+	must(t, d1.MemsetD8Async(buf, 0, 64, 0))
+	must(t, d1.Synchronize())
+	capturing, err := d0.NewStream()
+	must(t, err)
+	defer d0.DestroyStream(capturing)
+	side, err := d0.NewStream()
+	must(t, err)
+	defer d0.DestroyStream(side)
+	scratch, err := d0.Alloc(8, false)
+	must(t, err)
+	defer d0.Free(scratch)
+	must(t, d0.BeginCapture(capturing, gpu.CaptureGlobal))
+	must(t, d0.MemsetD8Async(scratch, 1, 8, capturing))
+	setErr := d0.MemsetD32Async(buf+8, 7, 1, side)
+	if setErr == nil {
+		setErr = d0.MemsetD32Async(buf+12, 0xAABBCCDD, 1, side)
+	}
+	st, _ := d0.CaptureStatus(capturing)
+	g, endErr := d0.EndCapture(capturing)
+	if endErr == nil {
+		d0.DestroyGraph(g)
+	}
+	must(t, setErr)
+	must(t, endErr)
+	if st != gpu.CaptureActive {
+		t.Fatalf("capture status after the memsets: %v, want active", st)
+	}
+	must(t, d0.StreamSynchronize(side))
+	got := make([]byte, 16)
+	must(t, d1.CopyDtoH(unsafe.Pointer(&got[0]), buf, 16))
+	if h := hex.EncodeToString(got); h != "000000000000000007000000ddccbbaa" {
+		t.Fatalf("peer memory holds %s after the memsets", h)
 	}
 }
 

@@ -159,6 +159,11 @@ static hipError_t ighip_memset_async(int dev, uintptr_t dst, unsigned char v, si
 	return IGHIP_CALL(hipMemsetD8Async, ((hipDeviceptr_t)dst, v, n, (hipStream_t)s));
 }
 
+static hipError_t ighip_memset32_async(int dev, uintptr_t dst, unsigned int v, size_t n, uintptr_t s, const char **call) {
+	IGHIP_BIND(dev);
+	return IGHIP_CALL(hipMemsetD32Async, ((hipDeviceptr_t)dst, (int)v, n, (hipStream_t)s));
+}
+
 static hipError_t ighip_sync(int dev, const char **call) {
 	IGHIP_BIND(dev);
 	return IGHIP_CALL(hipDeviceSynchronize, ());
@@ -515,6 +520,12 @@ func (d *hipDevice) CopyDtoHAsync(dst unsafe.Pointer, src DevicePtr, bytes int64
 func (d *hipDevice) MemsetD8Async(dst DevicePtr, v byte, bytes int64, s Stream) error {
 	var call *C.char
 	r := C.ighip_memset_async(d.dev, C.uintptr_t(dst), C.uchar(v), C.size_t(bytes), C.uintptr_t(s), &call)
+	return hipCheck(call, r)
+}
+
+func (d *hipDevice) MemsetD32Async(dst DevicePtr, v uint32, n int64, s Stream) error {
+	var call *C.char
+	r := C.ighip_memset32_async(d.dev, C.uintptr_t(dst), C.uint(v), C.size_t(n), C.uintptr_t(s), &call)
 	return hipCheck(call, r)
 }
 

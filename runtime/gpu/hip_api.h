@@ -95,6 +95,7 @@ IGHIP_SAME(IGHIP_CAPTURE_STATUS_INVALIDATED, hipStreamCaptureStatusInvalidated);
 	X(hipMemcpyHtoDAsync, (hipDeviceptr_t dst, void *src, size_t sizeBytes, hipStream_t stream)) \
 	X(hipMemcpyDtoHAsync, (void *dst, hipDeviceptr_t src, size_t sizeBytes, hipStream_t stream)) \
 	X(hipMemsetD8Async, (hipDeviceptr_t dest, unsigned char value, size_t count, hipStream_t stream)) \
+	X(hipMemsetD32Async, (hipDeviceptr_t dest, int value, size_t count, hipStream_t stream)) \
 	X(hipStreamCreateWithFlags, (hipStream_t *stream, unsigned int flags)) \
 	X(hipStreamDestroy, (hipStream_t stream)) \
 	X(hipStreamSynchronize, (hipStream_t stream)) \

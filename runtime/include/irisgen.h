@@ -44,12 +44,17 @@ typedef struct {
   uint64_t flags;       // this plan's barrier flags on this rank's heap: uint64[blocks+1][IRISGEN_MAX_WORLD] (the last row: grid_sync)
   uint64_t epochs;      // this plan's per-block epoch counters on this rank's heap: uint64[blocks+2] (the last two: grid_sync)
   uint64_t err;         // this rank's two irisgen_error records (host-mapped): [0] world, [1] call
-  uint64_t timeout_ns;  // limit of every spin
+  uint32_t timeout_us;  // limit of every spin, in microseconds
+  uint32_t launch;      // the launch's number among its rank's launches (1, 2, ...); 0: a kernel that never meets its peers
   int32_t rank;
   int32_t world;
   int32_t barrier;  // 1: the kernel runs its device barriers (mode device); 0: host or none
-  int32_t reserved;
+  uint32_t check;   // the launch's fingerprint: a hash of its number, plan, parameters and barrier mode
 } irisgen_ctx;
+
+// Every heap (a group's too) starts with a control block
+// (irisgen::detail::control, below), which the runtime reserves and zeroes.
+#define IRISGEN_RING 32
 
 // irisgen_error is the error record a kernel fills when it gives up; the host
 // reads it after the stream (irisrt.Rank.Check). A rank has two: record 0
@@ -59,17 +64,19 @@ typedef struct {
 // capacity exceeded: the kernel goes on and meets its peers; the host
 // reports it once).
 typedef struct {
-  uint32_t code;  // 0 none, 1 barrier timeout, 2 index out of range, 3 capacity exceeded
+  uint32_t code;  // 0 none, 1 barrier timeout, 2 index out of range, 3 capacity exceeded, 4 mismatch, 5 peer refused
   uint32_t rank;  // rank that saw it
   uint32_t peer;  // peer that did not arrive
   uint32_t block;
-  uint64_t epoch;  // epoch waited for
-  uint64_t info;   // code-specific
+  uint64_t epoch;  // epoch waited for; the launch number (4); this rank's heap base (5)
+  uint64_t info;   // code-specific: (peer's check << 32) | check (4); (launch << 32) | reason (5)
 } irisgen_error;
 
 #define IRISGEN_ERR_TIMEOUT 1u
 #define IRISGEN_ERR_INDEX 2u
 #define IRISGEN_ERR_CAPACITY 3u
+#define IRISGEN_ERR_MISMATCH 4u
+#define IRISGEN_ERR_REFUSED 5u
 
 // ---------------------------------------------------------- data types ----
 
@@ -411,9 +418,10 @@ IRISGEN_DEV uint64_t now_ns() {
 // ---------------------------------------------------------- errors ----
 
 // fail records the first error of its record (later ones are dropped: the
-// first is the cause): a timeout in record 0, other codes in record 1.
+// first is the cause): an index out of range or a capacity exceeded in
+// record 1 (a call fault), the others in record 0 (a world fault).
 IRISGEN_DEV void fail(const irisgen_ctx& c, uint32_t code, uint32_t peer, uint64_t epoch, uint64_t info) {
-  irisgen_error* e = (irisgen_error*)c.err + (code == IRISGEN_ERR_TIMEOUT ? 0 : 1);
+  irisgen_error* e = (irisgen_error*)c.err + (code == IRISGEN_ERR_INDEX || code == IRISGEN_ERR_CAPACITY ? 1 : 0);
   if (cas32(&e->code, 0, 0xffffffffu) == 0) {
     e->rank = (uint32_t)c.rank;
     e->peer = peer;
@@ -427,11 +435,37 @@ IRISGEN_DEV void fail(const irisgen_ctx& c, uint32_t code, uint32_t peer, uint64
 
 // ----------------------------------------------------------- barrier ----
 
+namespace detail {
+// control is the control block at offset 0 of every heap. A launch's
+// fingerprint (launch, check) is the same on every rank exactly when the
+// ranks launched the same plan with the same parameters and mode as the
+// same launch, so the kernels compare it where they meet (sync) and where
+// they wait long (spin).
+struct control {
+  // refused[p]: rank p refused its launch `launch` on the host (written
+  // there by that rank's host through its peer mapping): (reason << 32) |
+  // launch. A kernel of that launch waiting for p gives up at once.
+  uint64_t refused[IRISGEN_MAX_WORLD];
+  // begun[n % IRISGEN_RING]: this rank began launch n: (n << 32) | check.
+  uint64_t begun[IRISGEN_RING];
+};
+}  // namespace detail
+
 // spin calls done() until it returns true, within the time limit (times
 // `slack`); on timeout it records the error (naming peer, epoch and info)
-// and returns false. Once the rank's record 0 holds an error (this or an
-// earlier kernel timed out: the peers are out of step), it gives up at once
-// instead of waiting the limit again. Every wait of the header is one.
+// and returns false. Every 256 polls it also gives up at once: once the
+// rank's record 0 holds an error (this or an earlier kernel timed out: the
+// peers are out of step), instead of waiting the limit again; when peer
+// refused this launch on the host (its refused word in this rank's control
+// block); and, after 1 ms (or half the limit), when peer began this launch
+// with another fingerprint (it launched something else as this launch).
+// Every wait of the header is one; each waits for one peer (its own rank
+// for the waits among its blocks), and the waits of a launch between them
+// wait for every peer. The checks are two loads in the slow path, inline,
+// with the one fail of before (nvcc 11.8, sm_90: an out-of-line call there
+// kept more registers live, up to a spill in all_reduce_rmsnorm's Lamport
+// kernel; a fail per check made the Lamport kernels half as large again;
+// a reference to the ctx made every ctx access a memory load).
 template <typename Done>
 IRISGEN_DEV bool spin(const irisgen_ctx& c, Done done, uint32_t peer, uint64_t epoch, uint64_t info, uint64_t slack = 1) {
   if (done()) return true;
@@ -440,8 +474,25 @@ IRISGEN_DEV bool spin(const irisgen_ctx& c, Done done, uint32_t peer, uint64_t e
     if (done()) return true;
     if ((i & 255) == 0) {
       if (*(volatile uint32_t*)&((irisgen_error*)c.err)->code != 0) return false;
-      if (now_ns() - t0 > slack * c.timeout_ns) {
-        fail(c, IRISGEN_ERR_TIMEOUT, peer, epoch, info);
+      const uint64_t waited = now_ns() - t0, limit = slack * 1000ull * c.timeout_us;
+      uint32_t code = waited > limit ? IRISGEN_ERR_TIMEOUT : 0;
+      if (c.launch != 0 && peer < (uint32_t)c.world && (int)peer != c.rank) {
+        const uint64_t r = load_relaxed(&((const detail::control*)c.base[c.rank])->refused[peer]);
+        if ((uint32_t)r == c.launch) {
+          code = IRISGEN_ERR_REFUSED;
+          epoch = c.base[c.rank];
+          info = ((uint64_t)c.launch << 32) | (r >> 32);
+        } else if (waited > 1000000u || 2 * waited > limit) {
+          const uint64_t b = load_relaxed(&((const detail::control*)c.base[peer])->begun[c.launch % IRISGEN_RING]);
+          if ((uint32_t)(b >> 32) == c.launch && (uint32_t)b != c.check) {
+            code = IRISGEN_ERR_MISMATCH;
+            epoch = c.launch;
+            info = (b << 32) | c.check;
+          }
+        }
+      }
+      if (code != 0) {
+        fail(c, code, peer, epoch, info);
         return false;
       }
     }
@@ -494,7 +545,8 @@ IRISGEN_DEV void dep_launch() {
 // and epoch may be its output), lets the next kernel launch (it waits in
 // turn, so this is safe this early, and a chain of launches stays one
 // kernel ahead), and loads the block's epoch (kernel entry, emitted by the
-// generator).
+// generator); block 0 records the launch's fingerprint in the rank's
+// control block, where a peer that waits long for this rank reads it.
 IRISGEN_DEV void begin(const irisgen_ctx& c) {
   dep_wait();
   dep_launch();
@@ -502,6 +554,8 @@ IRISGEN_DEV void begin(const irisgen_ctx& c) {
     state().epoch = ((const uint64_t*)c.epochs)[blockIdx.x];
     state().gen = ((const uint64_t*)c.epochs)[gridDim.x + 1];
     state().failed = 0;
+    if (blockIdx.x == 0 && c.launch != 0)
+      ((detail::control*)c.base[c.rank])->begun[c.launch % IRISGEN_RING] = ((uint64_t)c.launch << 32) | c.check;
   }
   __syncthreads();
 }
@@ -523,9 +577,11 @@ IRISGEN_DEV void advance() {
 // sync pairs this block with the same block on every peer: every write the
 // block made before it (local or to a peer's heap) is visible to the peers'
 // blocks after it, and the other way round. Epochs only grow, and waits use a
-// wrap-safe >=, so nobody ever resets a flag. Returns false on timeout (the
-// error record is set); every thread of the block gets the same answer.
-// Kernels use it between their own internal steps, in every barrier mode.
+// wrap-safe >= (on the low 32 bits), so nobody ever resets a flag. Returns
+// false on timeout, or when a peer's flag of this sync carries another
+// launch check (a mismatch; the error record is set either way); every
+// thread of the block gets the same answer. Kernels use it between their
+// own internal steps, in every barrier mode.
 IRISGEN_DEV bool sync(const irisgen_ctx& c) {
 #ifdef IRISGEN_HIP
   // AMD: a release by one thread only waits for its own wave's stores, so
@@ -538,10 +594,21 @@ IRISGEN_DEV bool sync(const irisgen_ctx& c) {
   const int t = threadIdx.x;
   if (t < c.world && t != c.rank) {
     uint64_t* flags = (uint64_t*)c.flags + (uint64_t)blockIdx.x * IRISGEN_MAX_WORLD;
+    // A flag holds the launch's check above the epoch's low 32 bits.
     // Release is cumulative: it publishes the block's writes that the
     // __syncthreads above ordered before this thread.
-    store_release(detail::peer_ptr(c, flags + c.rank, t), e);
-    if (!wait_at_least(c, flags + t, e, (uint32_t)t, 0)) s.failed = 1;
+    store_release(detail::peer_ptr(c, flags + c.rank, t), ((uint64_t)c.check << 32) | (uint32_t)e);
+    uint64_t v = 0;
+    if (!spin(c, [&] { v = load_acquire(flags + t); return (int32_t)((uint32_t)v - (uint32_t)e) >= 0; }, (uint32_t)t, e, 0)) {
+      s.failed = 1;
+    } else if ((uint32_t)v == (uint32_t)e && (uint32_t)(v >> 32) != c.check) {
+      // The peer's flag of this very sync carries another check: it
+      // launched this plan with other parameters or mode, or as another
+      // launch. (Past this sync it holds a later one, compared there: of
+      // two ranks, the first to pass a sync sees the other's exactly.)
+      fail(c, IRISGEN_ERR_MISMATCH, (uint32_t)t, c.launch, (v & 0xffffffff00000000ull) | c.check);
+      s.failed = 1;
+    }
   }
   __syncthreads();
 #ifdef IRISGEN_HIP

@@ -31,6 +31,7 @@ const (
 	whyPastEnd = "runs past the end of its allocation"
 	whyEdge    = "runs over an edge of the heap"
 	whyPlan    = "lies in a plan's own buffers (barrier flags, workspace or staging): a stale tensor whose memory a plan now uses"
+	whyControl = "lies in the heap's control block, which the runtime's kernels use"
 	whyGroup   = "lies in a group's reservation (Rank.NewGroup), where each peer holds its own group's memory: launch a plan made on the group"
 )
 
@@ -57,7 +58,7 @@ func (h *Heap) check(t Tensor, shared bool) string {
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	if h.closed {
+	if h.isClosed() {
 		return whyClosed
 	}
 	i, ok := h.a.holding(off, bytes)
@@ -72,6 +73,8 @@ func (h *Heap) check(t Tensor, shared bool) string {
 		return whyPastEnd
 	case h.a.live[i].kind == kindPlan:
 		return whyPlan
+	case h.a.live[i].kind == kindControl:
+		return whyControl
 	case h.a.live[i].kind == kindGroup && shared:
 		return whyGroup
 	}

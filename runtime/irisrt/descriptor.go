@@ -61,6 +61,7 @@ type Collective struct {
 	t     *Table
 	user  []int // indices of the user tensors in Tensors
 	owner []int // per tensor: the index in Params of its Owner, -1 for none
+	meets bool  // some variant meets its peers (Variant.meets)
 }
 
 // SizeParam is a size parameter of a collective.
@@ -173,6 +174,9 @@ type Variant struct {
 	// exchanged: the tensors only one rank uses that peers touch, which get
 	// address slots.
 	exchanged []int
+	// meets: the kernel may wait for or touch a peer (a tensor peers use, or
+	// a barrier mode other than none): its launches are numbered (launch.go).
+	meets bool
 }
 
 // aliasPair is a pair of user positions a launch checks for overlap;
@@ -284,11 +288,13 @@ func (t *Table) build() error {
 				return bad("%s: size %s: %v", c.Name, s.Name, err)
 			}
 		}
+		c.meets = false
 		for vi := range c.Variants {
 			v := &c.Variants[vi]
 			if err := c.prepareVariant(v); err != nil {
 				return bad("%s/%s: %v", c.Name, v.Name, err)
 			}
+			c.meets = c.meets || v.meets
 		}
 		for _, r := range c.Auto {
 			if c.Variant(r.Variant) == nil {
@@ -377,6 +383,9 @@ func (c *Collective) checkSize(i int, s SizeParam) error {
 	if c.Tensors[s.From].Owner != "" {
 		return fmt.Errorf("read from tensor %s, which only rank %s passes", c.Tensors[s.From].Name, c.Tensors[s.From].Owner)
 	}
+	if c.Tensors[s.From].Optional {
+		return fmt.Errorf("read from tensor %s, which a launch may leave out", c.Tensors[s.From].Name)
+	}
 	n := 0
 	for _, d := range c.Tensors[s.From].Shape {
 		if d.size() == i {
@@ -413,9 +422,13 @@ func (c *Collective) prepareVariant(v *Variant) error {
 		return fmt.Errorf("launch shape %d threads, %d blocks, %d-byte vectors", v.Threads, v.MaxBlocks, v.VectorBytes)
 	}
 	v.heap, v.pairs, v.exchanged = nil, nil, nil
+	v.meets = !slices.Equal(v.Barriers, []Barrier{BarrierNone})
 	for ti := range c.Tensors {
 		if c.owner[ti] >= 0 && v.Uses[ti] >= UseImport {
 			v.exchanged = append(v.exchanged, ti)
+		}
+		if v.Uses[ti] >= UseImport {
+			v.meets = true
 		}
 	}
 	writes := func(d Dir) bool { return d == Out || d == InOut }

@@ -11,6 +11,16 @@
 //
 // The generated wrappers in generated/collectives call exactly the API listed
 // in docs/internals.md ("Runtime API that generated wrappers call").
+//
+// Plans and launches are collective: every rank makes the same calls in the
+// same order. Each rank numbers its launch calls, and every kernel carries
+// its number and a fingerprint of the launch, which the kernels compare
+// where they meet (launch.go): a launch one rank refuses on the host makes
+// its peers' kernels of it give up at once (*PeerRefusedError), launches
+// that differ are found (*MismatchError), both world faults like a timeout
+// (faults.go): close the world and start a new one. After a world, plan,
+// group or graph is closed, every call that would reach the GPU returns a
+// *ClosedError.
 package irisrt
 
 import (

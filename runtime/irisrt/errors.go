@@ -25,6 +25,9 @@ var (
 	ErrInUse          = errors.New("in use")
 	ErrParam          = errors.New("launch parameter out of range")
 	ErrSharedGPU      = errors.New("group splits the ranks of a shared GPU")
+	ErrMismatch       = errors.New("ranks launched different things")
+	ErrPeerRefused    = errors.New("a peer refused the launch")
+	ErrClosed         = errors.New("world, rank, plan or graph closed")
 )
 
 // PlacementError: a tensor that peers write (or read without an import) is
@@ -405,3 +408,81 @@ func (e *SharedGPUGroupError) Error() string {
 
 // Is matches ErrSharedGPU.
 func (e *SharedGPUGroupError) Is(target error) bool { return target == ErrSharedGPU }
+
+// MismatchError: the ranks' launches did not match: this rank's launch
+// Launch (its number among the rank's launches) and peer's launch of the
+// same number were not the same plan with the same parameters and barrier
+// mode. The kernels compare a fingerprint of every launch where they meet
+// (a device barrier) and where one waits long for a peer (after 1 ms);
+// the host compares it at the host barrier of a launch in mode host.
+type MismatchError struct {
+	Rank, Peer int
+	Launch     uint32
+	Block      int    // the block that saw it; -1: the host barrier
+	Check      uint32 // this rank's launch fingerprint
+	PeerCheck  uint32 // the peer's
+	// World: found by a kernel (the world fault record): the peers are out
+	// of step, and the world must be restarted. Else found at the host
+	// barrier before the kernel, on every rank, and nothing was launched.
+	World bool
+}
+
+func (e *MismatchError) Error() string {
+	where := fmt.Sprintf("rank %d's kernel (block %d) found", e.Rank, e.Block)
+	after := "The world's device state is now undefined: close the world and start it again"
+	if !e.World {
+		where = fmt.Sprintf("at the host barrier before the kernel, rank %d found", e.Rank)
+		after = "Nothing was launched"
+	}
+	return fmt.Sprintf("launches do not match: %s that its launch %d (fingerprint %08x) and rank %d's launch %d (fingerprint %08x) differ: "+
+		"the ranks launched different collectives, plans, parameters (a root, a source, an offset, eps) or barrier modes, "+
+		"or one rank made a launch call that the others did not (launches are collective: every rank makes the same calls "+
+		"in the same order with the same parameters, a refused one included). %s",
+		where, e.Launch, e.Check, e.Peer, e.Launch, e.PeerCheck, after)
+}
+
+// Is matches ErrMismatch.
+func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
+
+// PeerRefusedError: rank Peer refused its launch Launch on the host (a
+// tensor of the wrong dtype, shape or placement, aliasing, a parameter out
+// of range, its own world fault...), and this rank's kernel of that launch,
+// which was waiting for it, gave up at once. The world's device state is
+// undefined afterwards (the ranks' barrier epochs are out of step): close
+// the world and start it again, as after a timeout.
+type PeerRefusedError struct {
+	Rank   int // the rank whose kernel gave up
+	Peer   int // the rank that refused
+	Launch uint32
+	Reason RefusalReason
+	// Err is the peer's own error, where it travels (an in-process world);
+	// nil in a multi-process world, where Reason says what kind it was.
+	Err error
+}
+
+func (e *PeerRefusedError) Error() string {
+	why := e.Reason.String()
+	if e.Err != nil {
+		why += ": " + e.Err.Error()
+	}
+	return fmt.Sprintf("rank %d refused its launch %d on the host (%s), so rank %d's kernel of that launch, which waited for it, gave up; "+
+		"fix rank %d's launch (that rank returned the error). The world's device state is now undefined: close the world and start it again",
+		e.Peer, e.Launch, why, e.Rank, e.Peer)
+}
+
+// Is matches ErrPeerRefused.
+func (e *PeerRefusedError) Is(target error) bool { return target == ErrPeerRefused }
+
+// ClosedError: a call on a world, rank, group, plan, heap or graph that
+// was closed (or whose world was closed). Nothing reached the GPU.
+type ClosedError struct {
+	Op   string // what was called
+	What string // what is closed: "the world", "plan all_gather push", ...
+}
+
+func (e *ClosedError) Error() string {
+	return fmt.Sprintf("%s: %s is closed: make a new one (a world closed by World.Close or Rank.Close releases its ranks, groups, heaps, plans and graphs)", e.Op, e.What)
+}
+
+// Is matches ErrClosed.
+func (e *ClosedError) Is(target error) bool { return target == ErrClosed }

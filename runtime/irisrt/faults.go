@@ -16,7 +16,9 @@ import (
 // (host-mapped irisgen_error, docs/internals.md):
 //
 //   - record 0, world faults: a timeout in a device barrier or any other
-//     wait. The peers' barrier epochs are out of step, so the record is
+//     wait, a launch that does not match a peer's (*MismatchError), a
+//     launch a peer refused on the host (*PeerRefusedError; launch.go).
+//     The peers' barrier epochs are out of step, so the record is
 //     sticky: every later spin of the rank's kernels gives up at once,
 //     launches and Rank.Check return the error, and the world must be
 //     closed and started again (World.Close / Rank.Close release
@@ -43,11 +45,20 @@ func (r *Rank) record(i int) error {
 		return nil
 	}
 	le := binary.LittleEndian
-	if code == errCodeTimeout {
-		return &BarrierTimeoutError{Rank: int(le.Uint32(b[4:])), Peer: int(le.Uint32(b[8:])),
-			Block: int(le.Uint32(b[12:])), Epoch: le.Uint64(b[16:])}
+	rank, peer, block, epoch, info := int(le.Uint32(b[4:])), int(le.Uint32(b[8:])), int(le.Uint32(b[12:])), le.Uint64(b[16:]), le.Uint64(b[24:])
+	switch {
+	case code == errCodeTimeout:
+		return &BarrierTimeoutError{Rank: rank, Peer: peer, Block: block, Epoch: epoch}
+	case code == errCodeMatch && i == 0:
+		return &MismatchError{Rank: rank, Peer: peer, Block: block, Launch: uint32(epoch), Check: uint32(info), PeerCheck: uint32(info >> 32), World: true}
+	case code == errCodeRefused && i == 0:
+		e := &PeerRefusedError{Rank: rank, Peer: peer, Launch: uint32(info >> 32), Reason: RefusalReason(uint32(info))}
+		if r.local != nil {
+			e.Err = r.local.refusal(refusalKey{gpu.DevicePtr(epoch), e.Launch})
+		}
+		return e
 	}
-	return &DeviceFaultError{Code: code, Rank: int(le.Uint32(b[4:])), Block: int(le.Uint32(b[12:])), Info: le.Uint64(b[24:]), World: i == 0}
+	return &DeviceFaultError{Code: code, Rank: rank, Block: block, Info: info, World: i == 0}
 }
 
 // poisoned returns the rank's world fault (record 0), which stays set.
@@ -61,6 +72,9 @@ func (r *Rank) poisoned() error { return r.record(0) }
 // does not wait for the GPU: synchronize the stream first to see the
 // errors of launched kernels (Graph.Replay does both).
 func (r *Rank) Check() error {
+	if err := r.usable("Check"); err != nil {
+		return err // the records were freed with the rank
+	}
 	if err := r.poisoned(); err != nil {
 		return err
 	}
@@ -91,6 +105,15 @@ type Graph struct {
 	plans []*Plan
 	pins  []pin
 	gone  bool
+	// firsts: the first launch number the graph replays, per rank (its
+	// world rank, groups): a refused replay reaches the peers with it.
+	firsts []graphLaunch
+}
+
+// graphLaunch is a launch number of a rank (a world rank or a group).
+type graphLaunch struct {
+	r *Rank
+	n uint32
 }
 
 // pin is one heap allocation a graph holds.
@@ -107,11 +130,26 @@ func (g *Graph) Exec() gpu.GraphExec { return g.exec }
 
 // Launch replays the graph on s, asynchronously. It refuses (returning the
 // error) once the rank has a world fault: the replay's barriers would give
-// up at once anyway. Errors the replay raises come back from Rank.Check
-// once s has finished.
+// up at once anyway. A refused replay reaches the peers as a refused
+// launch does (Plan.Launch): their replay's first kernel that waits for
+// this rank gives up at once. Errors the replay raises come back from
+// Rank.Check once s has finished.
 func (g *Graph) Launch(s gpu.Stream) error {
+	if err := g.r.usable("Graph.Launch"); err != nil {
+		return err
+	}
+	if err := g.launch(s); err != nil {
+		for _, f := range g.firsts {
+			err = f.r.refuse(s, f.n, err)
+		}
+		return err
+	}
+	return nil
+}
+
+func (g *Graph) launch(s gpu.Stream) error {
 	if g.gone {
-		return errors.New("launch of a destroyed graph")
+		return &ClosedError{Op: "Graph.Launch", What: "the graph (Graph.Destroy)"}
 	}
 	if err := g.r.poisoned(); err != nil {
 		return err
@@ -164,9 +202,12 @@ func (g *Graph) release() {
 	g.plans, g.pins = nil, nil
 }
 
-// use records that a launch of p with arguments a went into the graph.
+// use records that launch n of p with arguments a went into the graph.
 // Capture is not the steady-state launch path: the lists may grow here.
-func (g *Graph) use(p *Plan, a *Args) {
+func (g *Graph) use(p *Plan, a *Args, n uint32) {
+	if n != 0 && !slices.ContainsFunc(g.firsts, func(f graphLaunch) bool { return f.r == p.r }) {
+		g.firsts = append(g.firsts, graphLaunch{p.r, n})
+	}
 	if !slices.Contains(g.plans, p) {
 		g.plans = append(g.plans, p)
 		p.graphs.Add(1)
@@ -205,7 +246,7 @@ func (h *Heap) pin(p gpu.DevicePtr) (int64, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	i, _ := h.a.holding(off, 0)
-	if h.closed || i < 0 || h.a.live[i].kind == kindPlan {
+	if h.isClosed() || i < 0 || h.a.live[i].kind == kindPlan || h.a.live[i].kind == kindControl {
 		return 0, false
 	}
 	h.a.live[i].pins++
@@ -230,7 +271,7 @@ func (h *Heap) pinned(off int64, all bool) int32 {
 func (h *Heap) unpin(off int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if i, ok := h.a.starting(off); ok && !h.closed && h.a.live[i].pins > 0 {
+	if i, ok := h.a.starting(off); ok && !h.isClosed() && h.a.live[i].pins > 0 {
 		h.a.live[i].pins--
 	}
 }
@@ -254,6 +295,9 @@ func (r *Rank) CaptureMode() gpu.CaptureMode {
 // and the heap tensors it launches them with, are held by the graph until
 // it is destroyed.
 func (r *Rank) Capture(s gpu.Stream, fn func() error) (*Graph, error) {
+	if err := r.usable("Capture"); err != nil {
+		return nil, err
+	}
 	mode := r.CaptureMode()
 	g := &Graph{r: r}
 	if !r.graphs.capturing.CompareAndSwap(nil, g) {

@@ -39,6 +39,9 @@ func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
 	if r.parent != nil {
 		return nil, errors.New("NewGroup: make groups from a rank of the world, not from a group")
 	}
+	if err := r.usable("NewGroup"); err != nil {
+		return nil, err
+	}
 	local := validGroup(r.rank, r.world, members, heapBytes)
 	// The first member of a multi-process group listens before the ranks
 	// exchange their lists, so its port can travel with them.
@@ -84,13 +87,27 @@ func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
 	}
 	base := r.heap.base + gpu.DevicePtr(res.off)
 	g := &Rank{rank: slices.Index(members, r.rank), world: len(members), opts: r.opts, dev: r.dev,
-		stream: r.stream, errHost: r.errHost, errDev: r.errDev, kernels: r.kernels, graphs: r.graphs, local: r.local, perGPU: r.perGPU, parent: r, reserved: base}
+		stream: r.stream, control: r.control, errHost: r.errHost, errDev: r.errDev, kernels: r.kernels, graphs: r.graphs, local: r.local, perGPU: r.perGPU, parent: r, reserved: base}
 	g.plans = &PlanCache{r: g, m: map[string]any{}}
 	bases := make([]gpu.DevicePtr, len(members))
 	for i, m := range members {
 		bases[i] = r.heap.Peer(base, m)
 	}
-	g.heap = &Heap{rank: g.rank, dev: r.dev, base: base, size: heapBytes, a: newAllocator(heapBytes), bases: bases}
+	if g.heap, err = newHeap(g.rank, r.dev, base, heapBytes, bases); err == nil {
+		g.heap.parent = r.heap
+		// The reservation held other memory before: the control block
+		// starts zeroed, as a world's heap does, before any member launches.
+		if err = r.dev.MemsetD8Async(base, 0, ControlBytes, r.stream); err == nil {
+			err = r.dev.StreamSynchronize(r.stream)
+		}
+		if err != nil {
+			err = platformErr("zeroing the group's control block", err)
+		}
+	}
+	if err != nil {
+		r.heap.free(base, 0, kindGroup)
+		return nil, err
+	}
 	g.setBases(bases)
 	switch {
 	case r.local != nil:
@@ -118,6 +135,12 @@ func (r *Rank) Parent() *Rank { return r.parent }
 // frees the group's reservation on the world's heap and its rendezvous. It
 // refuses (*InUseError) while a live graph holds the group's tensors.
 func (r *Rank) closeGroup() error {
+	if r.closed.Load() {
+		return nil
+	}
+	if err := r.usable("close of a group"); err != nil {
+		return err // the world's release freed the reservation with its heap
+	}
 	if r.reserved != 0 {
 		off, _ := r.parent.heap.Offset(r.reserved)
 		if n := r.heap.pinned(0, true) + r.parent.heap.pinned(off, false); n > 0 {
@@ -135,6 +158,7 @@ func (r *Rank) closeGroup() error {
 	if r.groupKey != "" {
 		r.local.dropGroup(r.groupKey)
 	}
+	r.closed.Store(true)
 	return errors.Join(err, r.group.Close())
 }
 

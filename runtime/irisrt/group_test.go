@@ -85,7 +85,7 @@ func TestGroupsInProcess(t *testing.T) {
 		return errors.Join(a[r.Rank()].Close(), b[r.Rank()].Close(), groups[r.Rank()].Close())
 	}))
 	for _, r := range w.Ranks() {
-		assert.Equal(t, r.Heap().Size(), r.Heap().FreeBytesLeft(), "Close frees the reservations")
+		assert.Equal(t, r.Heap().Size()-ControlBytes, r.Heap().FreeBytesLeft(), "Close frees the reservations")
 	}
 }
 
@@ -103,7 +103,7 @@ func TestGroupErrors(t *testing.T) {
 	require.ErrorAs(t, err, &we)
 	assert.Contains(t, err.Error(), "every member of a group must pass the same list")
 	for _, r := range w.Ranks() {
-		assert.Equal(t, r.Heap().Size(), r.Heap().FreeBytesLeft(), "nothing reserved when the lists disagree")
+		assert.Equal(t, r.Heap().Size()-ControlBytes, r.Heap().FreeBytesLeft(), "nothing reserved when the lists disagree")
 	}
 	err = w.Run(func(r *Rank) error {
 		_, err := r.NewGroup(pairOf(r.Rank()), int64(1<<12+r.Rank()*256))
@@ -344,7 +344,7 @@ func TestSharedGPUGroupsInProcess(t *testing.T) {
 					assert.Equal(t, k, se.Rank)
 				}
 				for k, r := range w.Ranks() {
-					require.Equal(t, r.Heap().Size(), r.Heap().FreeBytesLeft(), "%s: rank %d's heap", what, k)
+					require.Equal(t, r.Heap().Size()-ControlBytes, r.Heap().FreeBytesLeft(), "%s: rank %d's heap", what, k)
 				}
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
 )
@@ -35,7 +36,20 @@ type Heap struct {
 
 	mu     sync.RWMutex
 	a      *allocator
-	closed bool // the rank was released: the memory is gone
+	closed atomic.Bool // the rank was released (a group's heap: the group closed): the memory is gone
+	parent *Heap       // a group's heap: the world's heap its reservation lies on
+}
+
+// isClosed reports whether the heap's memory is gone: its rank was
+// released, or (a group's heap) its group closed or its world released.
+func (h *Heap) isClosed() bool { return h.closed.Load() || (h.parent != nil && h.parent.closed.Load()) }
+
+// usable returns a *ClosedError for op on a closed heap.
+func (h *Heap) usable(op string) error {
+	if h.isClosed() {
+		return &ClosedError{Op: op, What: fmt.Sprintf("the heap of rank %d (its world or group)", h.rank)}
+	}
+	return nil
 }
 
 // Alloc allocates a tensor of n elements of dt, 256-byte aligned, from the
@@ -67,11 +81,11 @@ func (h *Heap) AllocBytes(bytes int64) (gpu.DevicePtr, error) {
 
 // alloc makes an allocation of kind.
 func (h *Heap) alloc(bytes int64, kind allocKind) (allocation, error) {
+	if err := h.usable("Heap.Alloc"); err != nil {
+		return allocation{}, err
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed {
-		return allocation{}, &HeapError{Rank: h.rank, Op: "alloc", Msg: "the heap's world was closed"}
-	}
 	a, ok := h.a.alloc(bytes, kind)
 	if !ok {
 		if bytes < 0 {
@@ -102,11 +116,11 @@ func (h *Heap) free(p gpu.DevicePtr, id uint64, kind allocKind) error {
 	if !ok {
 		return &HeapError{Rank: h.rank, Op: "free", Msg: fmt.Sprintf("Free of %#x, which is not on the heap", uint64(p))}
 	}
+	if err := h.usable("Heap.Free"); err != nil {
+		return err
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed {
-		return nil // the whole heap is gone already
-	}
 	i, ok := h.a.starting(off)
 	switch {
 	case !ok:
@@ -124,9 +138,10 @@ func (h *Heap) free(p gpu.DevicePtr, id uint64, kind allocKind) error {
 
 // kindOwner says who owns an allocation of a kind, for a refused Free.
 var kindOwner = [...]string{
-	kindUser:  "was allocated with Alloc",
-	kindPlan:  "belongs to a plan: close the plan instead",
-	kindGroup: "is a group's reservation: close the group instead",
+	kindUser:    "was allocated with Alloc",
+	kindPlan:    "belongs to a plan: close the plan instead",
+	kindGroup:   "is a group's reservation: close the group instead",
+	kindControl: "is the heap's control block, which the runtime owns",
 }
 
 // Contains reports whether [p, p+bytes) lies entirely inside this rank's heap.
@@ -178,9 +193,7 @@ func (h *Heap) digest() []byte {
 // close marks the heap's memory gone (its rank was released): later checks
 // of its tensors say so.
 func (h *Heap) close() {
-	h.mu.Lock()
-	h.closed = true
-	h.mu.Unlock()
+	h.closed.Store(true)
 }
 
 // maxBytes is the largest allocation, and the largest tensor a plan is made
@@ -192,10 +205,24 @@ const maxBytes = 1 << 62
 type allocKind uint8
 
 const (
-	kindUser  allocKind = iota // Heap.Alloc, Heap.AllocBytes
-	kindPlan                   // a plan's flags, epochs, workspace and staging
-	kindGroup                  // a group's reservation (Rank.NewGroup)
+	kindUser    allocKind = iota // Heap.Alloc, Heap.AllocBytes
+	kindPlan                     // a plan's flags, epochs, workspace and staging
+	kindGroup                    // a group's reservation (Rank.NewGroup)
+	kindControl                  // the heap's control block (ControlBytes at offset 0)
 )
+
+// newHeap is the heap of size bytes at base with every rank's base as
+// mapped on dev (bases[rank] = base), its control block reserved at
+// offset 0 (the caller zeroes the memory). A heap too small for the
+// control block is an error.
+func newHeap(rank int, dev gpu.Device, base gpu.DevicePtr, size int64, bases []gpu.DevicePtr) (*Heap, error) {
+	h := &Heap{rank: rank, dev: dev, base: base, size: size, a: newAllocator(size), bases: bases}
+	if _, ok := h.a.alloc(ControlBytes, kindControl); !ok {
+		return nil, &HeapError{Rank: rank, Op: "create", Size: size, Msg: fmt.Sprintf(
+			"a heap of %d bytes has no room for its %d-byte control block: make it larger", size, ControlBytes)}
+	}
+	return h, nil
+}
 
 // allocation is one live allocation.
 type allocation struct {

@@ -129,6 +129,9 @@ func (c *kernelCache) unload(dev gpu.Device) error {
 // the command that rebuilds them. Plans call it at creation, never in a
 // launch.
 func (r *Rank) Function(pkg, module, specHash, kernel string) (gpu.Function, error) {
+	if r.isClosed() {
+		return 0, r.closedErr("Function " + kernel)
+	}
 	c := r.kernels // a group shares its world rank's
 	c.mu.Lock()
 	defer c.mu.Unlock()

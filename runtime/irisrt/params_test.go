@@ -345,6 +345,7 @@ func TestOwnedTableRules(t *testing.T) {
 		}, "is a workspace or optional"},
 		{"owned optional", func(c *Collective) { c.Tensors[0].Optional = true }, "is a workspace or optional"},
 		{"size from an owned tensor", func(c *Collective) { c.Sizes[0].From = 0 }, "which only rank root passes"},
+		{"size from an optional tensor", func(c *Collective) { c.Tensors[2].Optional = true }, "read from tensor shared, which a launch may leave out"},
 		{"unnamed parameter", func(c *Collective) { c.Params[1].Name = "" }, "parameter 1 has no name"},
 		{"unknown kind", func(c *Collective) { c.Params[1].Kind = 0 }, "parameter k has unknown kind 0"},
 		{"empty range", func(c *Collective) { c.Params[1].Min = 5 }, "parameter k has min 5 above max 4"},

@@ -24,6 +24,13 @@ type PlanSpec struct {
 	Capturable       []Barrier // modes whose launch may be captured
 	Workspace        []Buffer  // heap, zeroed at plan creation
 	Staging          []Buffer  // heap, for tensors with placement import
+	// Sizes are the size parameters the plan was made for: like the rest
+	// of the spec, every rank must make the plan with the same ones.
+	Sizes []int64
+	// Local: the kernel never waits for or touches a peer (all its tensors
+	// local, barrier mode none only), so a rank may launch it alone; its
+	// launches are not numbered (see launch.go).
+	Local bool
 }
 
 // Buffer is a named heap buffer of a plan.
@@ -59,6 +66,7 @@ type Plan struct {
 	refused Args         // what Args returns while busy: its err says so; never written after NewPlan
 	closed  bool         // read and written only while busy is held
 	graphs  atomic.Int32 // live graphs (Rank.Capture) that launch the plan
+	id      uint64       // the plan in its launches' checks: its spec and heap offset
 }
 
 type planBuf struct {
@@ -170,8 +178,8 @@ func (s *PlanSpec) validate() error {
 
 // digest identifies a plan across ranks: every rank must make the same one.
 func (s *PlanSpec) digest() []byte {
-	d := fmt.Sprintf("%s|%s|%s|%s|%s|%s|%d|%d|%v|%v|%v|%v", s.Package, s.Op, s.Variant, s.Module, s.SpecHash, s.Kernel,
-		s.Threads, s.Blocks, s.Barriers, s.Capturable, s.Workspace, s.Staging)
+	d := fmt.Sprintf("%s|%s|%s|%s|%s|%s|%d|%d|%v|%v|%v|%v|sizes %v|local %v", s.Package, s.Op, s.Variant, s.Module, s.SpecHash, s.Kernel,
+		s.Threads, s.Blocks, s.Barriers, s.Capturable, s.Workspace, s.Staging, s.Sizes, s.Local)
 	return []byte(d)
 }
 
@@ -183,14 +191,21 @@ func (s *PlanSpec) digest() []byte {
 // plan on every rank. It refuses with a *CaptureError while r's stream
 // captures.
 func NewPlan(r *Rank, s PlanSpec) (*Plan, error) {
+	if r.isClosed() {
+		return nil, r.closedErr(fmt.Sprintf("NewPlan %s %s", s.Op, s.Variant))
+	}
 	p := &Plan{r: r, spec: s, bufs: map[string]planBuf{}}
-	s.Barriers, s.Capturable = slices.Clone(s.Barriers), slices.Clone(s.Capturable)
+	s.Barriers, s.Capturable, s.Sizes = slices.Clone(s.Barriers), slices.Clone(s.Capturable), slices.Clone(s.Sizes)
 	p.spec = s
 	err := p.setup()
 	if serr := r.syncRanks(fmt.Sprintf("plan %s %s", s.Op, s.Variant), err, s.digest()); serr != nil {
 		p.freeAll()
 		return nil, serr
 	}
+	// The plan in its launches' checks: its spec and where its flags lie on
+	// the heap, the same on every rank (two plans of one spec differ).
+	flagsOff, _ := r.heap.Offset(p.flags)
+	p.id = digestHash(s.digest()) ^ mix64(uint64(flagsOff))
 	p.ctx = r.ctx
 	binary.LittleEndian.PutUint64(p.ctx[ctxOffFlags:], uint64(p.flags))
 	binary.LittleEndian.PutUint64(p.ctx[ctxOffEpochs:], uint64(p.epochs))
@@ -278,6 +293,10 @@ func (p *Plan) Close() error {
 	defer p.busy.Store(false)
 	if p.closed {
 		return nil
+	}
+	if p.r.isClosed() {
+		// The world's release freed the plan's memory with its heap.
+		return p.r.closedErr(fmt.Sprintf("close of plan %s %s", p.spec.Op, p.spec.Variant))
 	}
 	err := p.closeRefusal()
 	if p.r.perGPU > 1 {
@@ -378,15 +397,28 @@ func (p *Plan) Args() *Args {
 	return &p.args
 }
 
-// checkLaunch reports whether a launch of the plan on s in mode may go
-// ahead: the plan is open, the variant supports mode, s is not capturing
-// when mode cannot be captured (*CaptureError), and the rank has no world
-// fault (in mode host the host barrier reports it, on every rank). Launch
-// asks it before anything reaches the stream (imports included), so a
-// refused launch leaves nothing behind in a capture.
-func (p *Plan) checkLaunch(s gpu.Stream, mode Barrier) error {
+// usable returns a *ClosedError for a launch of a closed plan (or of one
+// whose world was closed).
+func (p *Plan) usable() error {
+	if p.r.isClosed() {
+		return p.r.closedErr(fmt.Sprintf("launch of %s %s", p.spec.Op, p.spec.Variant))
+	}
 	if p.closed {
-		return fmt.Errorf("%s %s: launch of a closed plan", p.spec.Op, p.spec.Variant)
+		return &ClosedError{Op: fmt.Sprintf("launch of %s %s", p.spec.Op, p.spec.Variant), What: "the plan (Plan.Close: a closed plan cannot be launched)"}
+	}
+	return nil
+}
+
+// checkLaunch reports whether a launch of the plan on s in mode may go
+// ahead: the plan and its world are open (*ClosedError), the variant
+// supports mode, s is not capturing when mode cannot be captured
+// (*CaptureError), and the rank has no world fault (in mode host the host
+// barrier reports it, on every rank). Launch asks it before anything
+// reaches the stream (imports included), so a refused launch leaves
+// nothing behind in a capture.
+func (p *Plan) checkLaunch(s gpu.Stream, mode Barrier) error {
+	if err := p.usable(); err != nil {
+		return err
 	}
 	if !slices.Contains(p.spec.Barriers, mode) {
 		return &BarrierModeError{Op: p.spec.Op, Variant: p.spec.Variant, Mode: mode, Supported: p.spec.Barriers}
@@ -410,8 +442,21 @@ func (p *Plan) checkLaunch(s gpu.Stream, mode Barrier) error {
 
 // Skip is the launch of a plan with nothing to do (every tensor empty): it
 // makes Launch's checks of the plan, the mode and the stream, and enqueues
-// nothing (no kernel, no host barrier).
+// nothing (no kernel, no host barrier). Like a launch it is collective and
+// numbered, and a refusal reaches the peers (see Launch).
 func (p *Plan) Skip(s gpu.Stream, mode Barrier) error {
+	if p.r.isClosed() {
+		return p.usable()
+	}
+	n := p.r.nextLaunch(!p.spec.Local)
+	if err := p.skip(s, mode); err != nil {
+		return p.r.refuse(s, n, err)
+	}
+	return nil
+}
+
+// skip is Skip's checks.
+func (p *Plan) skip(s gpu.Stream, mode Barrier) error {
 	if !p.busy.CompareAndSwap(false, true) {
 		return p.refused.err
 	}
@@ -426,54 +471,97 @@ func (p *Plan) Skip(s gpu.Stream, mode Barrier) error {
 // Rank.Check) every launch returns it until the world is restarted. A
 // launch made while Rank.Capture captures is held by the graph, with the
 // heap tensors it is given (see Graph).
+//
+// Launches are collective and numbered on each rank in call order (a
+// refused call included): a refused launch (any error before the kernel
+// is enqueued) makes every peer's kernel of the same launch, which would
+// wait for this rank, give up at once with a *PeerRefusedError, and
+// kernels of launches that do not match (another plan, parameters or
+// barrier mode as the same launch) give up with a *MismatchError (see
+// "Faults" in docs/collectives.md).
 func (p *Plan) Launch(s gpu.Stream, mode Barrier, a *Args) error {
+	if p.r.isClosed() {
+		if a == &p.args {
+			p.busy.Store(false)
+		}
+		return p.usable()
+	}
+	n := p.r.nextLaunch(!p.spec.Local)
+	if enqueued, err := p.launch(s, mode, a, n, p.check(n, mode, nil)); err != nil {
+		if !enqueued {
+			return p.r.refuse(s, n, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// launch is Launch of launch number n with fingerprint check; enqueued
+// says whether the kernel reached the stream (an error after it is no
+// refusal: the peers met the kernel).
+func (p *Plan) launch(s gpu.Stream, mode Barrier, a *Args, n, check uint32) (enqueued bool, err error) {
 	if a != &p.args {
 		if a == &p.refused {
-			return a.err
+			return false, a.err
 		}
-		return fmt.Errorf("%s %s: launch arguments must come from this plan's Args", p.spec.Op, p.spec.Variant)
+		return false, fmt.Errorf("%s %s: launch arguments must come from this plan's Args", p.spec.Op, p.spec.Variant)
 	}
 	defer p.busy.Store(false)
 	if a.err != nil {
-		return a.err
+		return false, a.err
 	}
 	if err := p.checkLaunch(s, mode); err != nil {
-		return err
+		return false, err
 	}
 	if mode == BarrierNone && len(a.stages) > 0 {
 		// Nothing would order the copy before the peers' reads.
 		st := a.stages[0]
-		return &PlacementError{Op: p.spec.Op, Name: st.name, Rank: p.r.rank, Tensor: st.t, Unordered: true}
+		return false, &PlacementError{Op: p.spec.Op, Name: st.name, Rank: p.r.rank, Tensor: st.t, Unordered: true}
 	}
 	// Imports reach the stream only once the launch is sure to go ahead, so
 	// a refused launch leaves nothing in a capture.
 	for _, st := range a.stages {
 		if err := p.copyIn(s, st); err != nil {
-			return err
+			return false, err
 		}
 	}
 	var flag uint32
 	if mode == BarrierDevice {
 		flag = 1
 	}
-	binary.LittleEndian.PutUint32(a.b[ctxOffBarrier:], flag)
+	le := binary.LittleEndian
+	le.PutUint32(a.b[ctxOffBarrier:], flag)
+	le.PutUint32(a.b[ctxOffLaunch:], n)
+	le.PutUint32(a.b[ctxOffCheck:], check)
 	if mode == BarrierHost {
-		if err := p.r.HostBarrier(s); err != nil {
-			return err
+		// The ranks compare the launch at the barrier; a peer that launched
+		// it in another mode and waits for this rank's kernel finds it
+		// recorded in the control block.
+		if n != 0 {
+			if err := p.r.begun(n, check, s); err != nil {
+				return false, err
+			}
+		}
+		var fp []byte
+		if n != 0 {
+			fp = launchDigest(n, check)
+		}
+		if err := p.r.hostBarrier(s, fp); err != nil {
+			return false, err
 		}
 	}
 	if g := p.r.graphs.capturing.Load(); g != nil {
-		g.use(p, a)
+		g.use(p, a, n)
 	}
 	grid := gpu.Dim3{X: uint32(p.spec.Blocks), Y: 1, Z: 1}
 	block := gpu.Dim3{X: uint32(p.spec.Threads), Y: 1, Z: 1}
 	if err := p.r.launch(p.fn, grid, block, s, a.b); err != nil {
-		return platformErr(fmt.Sprintf("launching %s", p.spec.Kernel), err)
+		return false, platformErr(fmt.Sprintf("launching %s", p.spec.Kernel), err)
 	}
 	if mode == BarrierHost {
-		return p.r.HostBarrier(s)
+		return true, p.r.HostBarrier(s)
 	}
-	return nil
+	return true, nil
 }
 
 func capturableWhy(mode Barrier) string {

@@ -3,6 +3,7 @@ package irisrt
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -95,7 +96,7 @@ func TestLaunchArgsLayout(t *testing.T) {
 		plans[r.Rank()] = pl
 		return err
 	}))
-	for _, mode := range []Barrier{BarrierDevice, BarrierHost, BarrierNone} {
+	for i, mode := range []Barrier{BarrierDevice, BarrierHost, BarrierNone} {
 		fake.ClearLaunches()
 		require.NoError(t, w.Run(func(r *Rank) error {
 			pl := plans[r.Rank()]
@@ -123,7 +124,9 @@ func TestLaunchArgsLayout(t *testing.T) {
 			assert.Equal(t, uint64(pl.Flags()), le.Uint64(a[64:]))
 			assert.Equal(t, uint64(pl.Epochs()), le.Uint64(a[72:]))
 			assert.Equal(t, uint64(r.errDev), le.Uint64(a[80:]))
-			assert.Equal(t, uint64(DefaultTimeout), le.Uint64(a[88:]))
+			assert.Equal(t, uint32(DefaultTimeout/1000), le.Uint32(a[88:]), "timeout_us")
+			n := uint32(i + 1)
+			assert.Equal(t, n, le.Uint32(a[92:]), "launch: the rank's launches counted from 1")
 			assert.Equal(t, uint32(l.Device), le.Uint32(a[96:]))
 			assert.Equal(t, uint32(2), le.Uint32(a[100:]))
 			wantBarrier := uint32(0)
@@ -131,7 +134,8 @@ func TestLaunchArgsLayout(t *testing.T) {
 				wantBarrier = 1
 			}
 			assert.Equal(t, wantBarrier, le.Uint32(a[104:]), mode.String())
-			assert.Equal(t, uint32(0), le.Uint32(a[108:]))
+			assert.Equal(t, pl.check(n, mode, nil), le.Uint32(a[108:]), "check")
+			assert.Equal(t, plans[0].check(n, mode, nil), le.Uint32(a[108:]), "the same on every rank")
 			assert.Equal(t, uint64(0x1234_5678_9abc), le.Uint64(a[112:]))
 			assert.Equal(t, uint64(0x42), le.Uint64(a[120:]))
 			assert.Equal(t, int64(-7), int64(le.Uint64(a[128:])))
@@ -209,7 +213,7 @@ func TestNewPlanRefusedWhileCapturing(t *testing.T) {
 	assert.Contains(t, ce.Error(), "make the plan before capture")
 	_, err = r.Device().EndCapture(r.Stream())
 	require.NoError(t, err, "refusing did not break the capture")
-	assert.Equal(t, r.Heap().Size(), r.Heap().FreeBytesLeft())
+	assert.Equal(t, r.Heap().Size()-ControlBytes, r.Heap().FreeBytesLeft())
 }
 
 func TestStagedImport(t *testing.T) {
@@ -288,6 +292,29 @@ func TestPlansMustAgree(t *testing.T) {
 	require.ErrorContains(t, err, "made a different plan")
 	// Both ranks freed what they allocated, so the heaps still agree.
 	require.NoError(t, w.Run(func(r *Rank) error { return r.HostBarrier(r.Stream()) }))
+}
+
+// TestPlansMustAgreeOnSizes (issue 25 family 11): ranks that make a plan
+// of one variant for other sizes fail on every rank, with the plans named
+// (not a heap mismatch, although their buffers differ too), where the
+// grids and buffers agree (n 1000 and 1001) and where they do not.
+func TestPlansMustAgreeOnSizes(t *testing.T) {
+	w, tab, _ := demoWorld(t, 2)
+	for _, ns := range [][2]int64{{1000, 1001}, {1000, 100000}} {
+		errs := make([]error, 2)
+		_ = w.Run(func(r *Rank) error {
+			_, errs[r.Rank()] = NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], F32, "sum", ns[r.Rank()], 3)
+			return nil
+		})
+		for k, err := range errs {
+			var we *WorldError
+			require.ErrorAs(t, err, &we, "rank %d, sizes %v", k, ns)
+			assert.Equal(t, 1-k, we.Peer)
+			assert.Contains(t, err.Error(), fmt.Sprintf("sizes [%d 3]", ns[1-k]))
+			assert.Contains(t, err.Error(), "(variant, dtype, op, sizes)")
+		}
+		require.NoError(t, w.Run(func(r *Rank) error { return r.HostBarrier(r.Stream()) }), "nothing left allocated")
+	}
 }
 
 func TestKernelErrors(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
@@ -17,11 +18,12 @@ const (
 	ctxOffFlags   = 8 * MaxWorld
 	ctxOffEpochs  = ctxOffFlags + 8
 	ctxOffErr     = ctxOffEpochs + 8
-	ctxOffTimeout = ctxOffErr + 8
-	ctxOffRank    = ctxOffTimeout + 8
+	ctxOffTimeout = ctxOffErr + 8     // uint32 microseconds
+	ctxOffLaunch  = ctxOffTimeout + 4 // uint32: the launch's number (launch.go)
+	ctxOffRank    = ctxOffLaunch + 4
 	ctxOffWorld   = ctxOffRank + 4
 	ctxOffBarrier = ctxOffWorld + 4
-	ctxOffReserve = ctxOffBarrier + 4
+	ctxOffCheck   = ctxOffBarrier + 4 // uint32: the launch's fingerprint
 
 	errCodeTimeout  = 1
 	errCodeIndex    = 2
@@ -38,6 +40,7 @@ type Rank struct {
 	dev         gpu.Device
 	heap        *Heap
 	stream      gpu.Stream
+	control     gpu.Stream // the rank's own stream for the control blocks (refusals reach the peers on it)
 	group       Group
 	errHost     unsafe.Pointer
 	errDev      gpu.DevicePtr
@@ -54,6 +57,9 @@ type Rank struct {
 	reserved gpu.DevicePtr // a group's reservation on the parent's heap
 	groupKey string        // a group's rendezvous in an in-process world
 	groups   int           // NewGroup calls so far (names in-process groups)
+
+	launches atomic.Uint32 // the last launch number (launch.go)
+	closed   atomic.Bool   // released (a world rank), or closed (a group)
 
 	releaseOnce sync.Once
 	releaseErr  error
@@ -73,14 +79,20 @@ func newRank(rank, world int, dev gpu.Device, opts Options) (r *Rank, err error)
 	if r.stream, err = dev.NewStream(); err != nil {
 		return nil, platformErr(fmt.Sprintf("rank %d creating its stream", rank), err)
 	}
+	if r.control, err = dev.NewStream(); err != nil {
+		return nil, platformErr(fmt.Sprintf("rank %d creating its control stream", rank), err)
+	}
 	base, err := dev.Alloc(opts.HeapBytes, true)
 	if err != nil {
 		return nil, &HeapError{Rank: rank, Op: "create", Err: err, Msg: fmt.Sprintf(
 			"cannot allocate a %d-byte heap on GPU %d; lower Options.HeapBytes / IRISGEN_HEAP_BYTES", opts.HeapBytes, dev.Ordinal())}
 	}
-	r.heap = &Heap{rank: rank, dev: dev, base: base, size: opts.HeapBytes, a: newAllocator(opts.HeapBytes)}
-	r.heap.bases = make([]gpu.DevicePtr, world)
-	r.heap.bases[rank] = base
+	bases := make([]gpu.DevicePtr, world)
+	bases[rank] = base
+	if r.heap, err = newHeap(rank, dev, base, opts.HeapBytes, bases); err != nil {
+		_ = dev.Free(base)
+		return nil, err
+	}
 	host, errDev, err := dev.AllocHostMapped(errRecords * errRecordBytes)
 	if err != nil {
 		return nil, platformErr(fmt.Sprintf("rank %d allocating its error records", rank), err)
@@ -107,7 +119,7 @@ func (r *Rank) setBases(bases []gpu.DevicePtr) {
 		le.PutUint64(r.ctx[8*i:], uint64(b))
 	}
 	le.PutUint64(r.ctx[ctxOffErr:], uint64(r.errDev))
-	le.PutUint64(r.ctx[ctxOffTimeout:], uint64(r.opts.Timeout.Nanoseconds()))
+	le.PutUint32(r.ctx[ctxOffTimeout:], timeoutMicros(r.opts.Timeout))
 	le.PutUint32(r.ctx[ctxOffRank:], uint32(r.rank))
 	le.PutUint32(r.ctx[ctxOffWorld:], uint32(r.world))
 }
@@ -118,6 +130,7 @@ func (r *Rank) setBases(bases []gpu.DevicePtr) {
 // the error records and the stream, whatever state a fault left them in.
 func (r *Rank) release() error {
 	r.releaseOnce.Do(func() {
+		r.closed.Store(true)
 		_ = r.dev.Synchronize() // best effort: a failed device is freed all the same
 		var errs []error
 		errs = append(errs, r.graphs.destroyAll(r.dev))
@@ -134,6 +147,9 @@ func (r *Rank) release() error {
 		}
 		if r.stream != 0 {
 			errs = append(errs, r.dev.DestroyStream(r.stream))
+		}
+		if r.control != 0 {
+			errs = append(errs, r.dev.DestroyStream(r.control))
 		}
 		r.releaseErr = errors.Join(errs...)
 	})
@@ -154,10 +170,43 @@ func (r *Rank) Close() error {
 	if r.local != nil {
 		return fmt.Errorf("rank %d belongs to an in-process world: close the World instead", r.rank)
 	}
+	if r.isClosed() {
+		return nil
+	}
 	_ = r.dev.StreamSynchronize(r.stream)
 	_ = r.group.Barrier() // a failed world cannot be waited for; free anyway
 	err := r.release()
 	return errors.Join(err, r.group.Close())
+}
+
+// isClosed reports whether r was closed: a world rank released (World.Close,
+// Rank.Close), a group closed or its world rank released.
+func (r *Rank) isClosed() bool {
+	return r.closed.Load() || (r.parent != nil && r.parent.closed.Load())
+}
+
+// usable returns a *ClosedError for a call op on a closed rank, else nil:
+// every entry point that would reach the GPU asks first (through
+// isClosed where op would have to be built: the launch path allocates
+// nothing).
+func (r *Rank) usable(op string) error {
+	if !r.isClosed() {
+		return nil
+	}
+	return r.closedErr(op)
+}
+
+// closedErr is the *ClosedError of a call op on r, which is closed.
+func (r *Rank) closedErr(op string) error {
+	switch {
+	case r.parent != nil && r.parent.closed.Load():
+		return &ClosedError{Op: op, What: fmt.Sprintf("the world of rank %d's group", r.parent.rank)}
+	case r.closed.Load() && r.parent != nil:
+		return &ClosedError{Op: op, What: fmt.Sprintf("rank %d's group", r.parent.rank)}
+	case r.closed.Load():
+		return &ClosedError{Op: op, What: fmt.Sprintf("the world of rank %d", r.rank)}
+	}
+	return nil
 }
 
 // Rank is this rank's index in the world.
@@ -190,6 +239,9 @@ func (r *Rank) Ctx() []byte { return bytes.Clone(r.ctx[:]) }
 // Capturing reports whether s is capturing (or a capture on it was
 // invalidated and not yet ended).
 func (r *Rank) Capturing(s gpu.Stream) (bool, error) {
+	if err := r.usable("Capturing"); err != nil {
+		return false, err
+	}
 	st, err := r.dev.CaptureStatus(s)
 	if err != nil {
 		return false, platformErr("querying the stream's capture status", err)
@@ -203,7 +255,12 @@ func (r *Rank) Capturing(s gpu.Stream) (bool, error) {
 // rank gets it, the others a *WorldError naming the rank, and all stay in
 // step. It also checks that every rank's heap holds the same allocations.
 // Not allowed while s is capturing.
-func (r *Rank) HostBarrier(s gpu.Stream) error {
+func (r *Rank) HostBarrier(s gpu.Stream) error { return r.hostBarrier(s, nil) }
+
+// hostBarrier is HostBarrier where the ranks also compare launch, the
+// fingerprint of the launch in mode host the barrier precedes (a
+// *MismatchError on every rank when they differ), or nil.
+func (r *Rank) hostBarrier(s gpu.Stream, launch []byte) error {
 	capturing, err := r.Capturing(s)
 	if err != nil {
 		return err
@@ -219,7 +276,26 @@ func (r *Rank) HostBarrier(s gpu.Stream) error {
 	} else {
 		local = r.Check()
 	}
-	return r.syncRanks("host barrier", local, nil)
+	if launch == nil {
+		return r.syncRanks("host barrier", local, nil)
+	}
+	parts, err := r.exchange("host barrier", local, append(r.heap.digest(), launch...))
+	if err != nil {
+		return err
+	}
+	if err := r.sameHeaps("host barrier", parts); err != nil {
+		return err
+	}
+	le := binary.LittleEndian
+	for p, b := range parts {
+		if len(b) != 16+8 {
+			return &WorldError{Rank: r.rank, Op: "host barrier", Peer: p, Msg: "sent a malformed message"}
+		}
+		if !bytes.Equal(b[16:], launch) {
+			return &MismatchError{Rank: r.rank, Peer: p, Launch: le.Uint32(launch), Block: -1, Check: le.Uint32(launch[4:]), PeerCheck: le.Uint32(b[20:])}
+		}
+	}
+	return nil
 }
 
 // syncRanks is one host rendezvous that also carries each rank's outcome and
@@ -227,23 +303,41 @@ func (r *Rank) HostBarrier(s gpu.Stream) error {
 // an optional digest of what the ranks are doing together (a plan). Every
 // rank returns an error when any rank failed or the fingerprints differ.
 func (r *Rank) syncRanks(op string, localErr error, digest []byte) error {
+	if err := r.usable(op); err != nil {
+		return err
+	}
 	mine := append(r.heap.digest(), digest...)
 	parts, err := r.exchange(op, localErr, mine)
 	if err != nil {
 		return err
 	}
+	// The plans first: ranks that made different plans hold different
+	// allocations too, and the plans say why.
 	for p, b := range parts {
 		if len(b) < 16 {
 			return &WorldError{Rank: r.rank, Op: op, Peer: p, Msg: "sent a malformed message"}
 		}
-		if !bytes.Equal(b[:16], mine[:16]) {
+		if !bytes.Equal(b[16:], digest) {
+			return &WorldError{Rank: r.rank, Op: op, Peer: p, Msg: fmt.Sprintf(
+				"made a different %s than rank %d (rank %d: %s; rank %d: %s): plans are collective, every rank must make the same plans "+
+					"with the same arguments (variant, dtype, op, sizes) in the same order", op, r.rank, p, b[16:], r.rank, digest)}
+		}
+	}
+	return r.sameHeaps(op, parts)
+}
+
+// sameHeaps checks that every rank's heap digest (the first 16 bytes of
+// its part) equals this rank's.
+func (r *Rank) sameHeaps(op string, parts [][]byte) error {
+	mine := r.heap.digest()
+	for p, b := range parts {
+		if len(b) < 16 {
+			return &WorldError{Rank: r.rank, Op: op, Peer: p, Msg: "sent a malformed message"}
+		}
+		if !bytes.Equal(b[:16], mine) {
 			return &HeapError{Rank: r.rank, Op: "collective", Msg: fmt.Sprintf(
 				"at the %s, rank %d's heap holds different allocations than rank %d's: Alloc and Free are collective, "+
 					"every rank must make the same calls with the same sizes in the same order", op, p, r.rank)}
-		}
-		if !bytes.Equal(b[16:], digest) {
-			return &WorldError{Rank: r.rank, Op: op, Peer: p, Msg: fmt.Sprintf(
-				"made a different %s than rank %d (plans are collective: every rank must make the same plans with the same arguments in the same order)", op, r.rank)}
 		}
 	}
 	return nil
@@ -266,6 +360,9 @@ type PlanCache struct {
 // Making a plan allocates and zeroes heap memory and waits for the other
 // ranks, so it refuses with a *CaptureError while s is capturing.
 func (c *PlanCache) GetOrCreate(key string, s gpu.Stream, create func() (any, error)) (any, error) {
+	if c.r.isClosed() {
+		return nil, c.r.closedErr(fmt.Sprintf("plan %q from the plan cache", key))
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if v, ok := c.m[key]; ok {

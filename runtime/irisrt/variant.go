@@ -176,7 +176,7 @@ func newVariantPlan(r *Rank, v *Variant, dt DType, op string, sizes []int64) (*V
 	blocks := Blocks(largest, v.Threads, v.VectorBytes, sharedMaxBlocks(v.MaxBlocks, r.perGPU))
 	spec := PlanSpec{
 		Package: c.t.ImportPath, Op: c.Name, Variant: v.Name, Module: c.Name, SpecHash: c.SpecHash, Kernel: v.Kernel(dt, op),
-		Threads: v.Threads, Blocks: blocks, Barriers: v.Barriers, Capturable: v.Capturable,
+		Threads: v.Threads, Blocks: blocks, Barriers: v.Barriers, Capturable: v.Capturable, Sizes: p.sizes, Local: !v.meets,
 	}
 	var workspace []int // the tensors of spec.Workspace
 	u := 0              // position among the user tensors
@@ -241,18 +241,38 @@ func (p *VariantPlan) LaunchParams(s gpu.Stream, ts []Tensor, ps []Param, mode B
 	if p.plan == nil {
 		return errors.New("irisrt: launch of a plan that was never made: make plans with their New...Plan constructor")
 	}
+	r := p.plan.r
+	if r.isClosed() {
+		return r.closedErr("launch of " + p.v.label)
+	}
+	return p.launch(s, ts, ps, mode, r.nextLaunch(p.v.meets))
+}
+
+// launch is LaunchParams as launch number n: a refusal (any error before
+// the kernel is enqueued) reaches the peers (Rank.refuse).
+func (p *VariantPlan) launch(s gpu.Stream, ts []Tensor, ps []Param, mode Barrier, n uint32) error {
+	enqueued, err := p.launchChecked(s, ts, ps, mode, n)
+	if err != nil && !enqueued {
+		return p.plan.r.refuse(s, n, err)
+	}
+	return err
+}
+
+// launchChecked makes LaunchParams' checks and launches; enqueued says
+// whether the kernel reached the stream.
+func (p *VariantPlan) launchChecked(s gpu.Stream, ts []Tensor, ps []Param, mode Barrier, n uint32) (enqueued bool, err error) {
 	v := p.v
 	c := v.c
 	if len(ts) != len(c.user) {
-		return c.countError(v.label, len(ts))
+		return false, c.countError(v.label, len(ts))
 	}
 	if len(ps) != len(c.Params) {
-		return c.paramCountError(v.label, len(ps))
+		return false, c.paramCountError(v.label, len(ps))
 	}
 	r := p.plan.r
 	for i := range c.Params {
 		if err := c.Params[i].check(v.label, ps[i], r.World()); err != nil {
-			return err
+			return false, err
 		}
 	}
 	// mine reports whether this rank uses tensor ti.
@@ -275,13 +295,13 @@ func (p *VariantPlan) LaunchParams(s gpu.Stream, ts []Tensor, ps []Param, mode B
 			err = CheckLive(v.label, td.Name, r, t)
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 	}
 	for _, i := range v.heap {
 		if ti := c.user[i]; mine(ti) {
 			if err := CheckHeap(v.label, c.Tensors[ti].Name, r, ts[i]); err != nil {
-				return err
+				return false, err
 			}
 		}
 	}
@@ -295,11 +315,11 @@ func (p *VariantPlan) LaunchParams(s gpu.Stream, ts []Tensor, ps []Param, mode B
 			check = CheckInPlace
 		}
 		if err := check(v.label, c.Tensors[ta].Name, ts[pr.a], c.Tensors[tb].Name, ts[pr.b]); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if p.empty {
-		return p.plan.Skip(s, mode)
+		return false, p.plan.skip(s, mode)
 	}
 	// The kernel's argument struct: a pointer per tensor in spec order (0
 	// for a tensor this rank does not use), the sizes, the parameters, the
@@ -342,7 +362,7 @@ func (p *VariantPlan) LaunchParams(s gpu.Stream, ts []Tensor, ps []Param, mode B
 			a.Ptr(p.bufs[ti]) // the slots where peers touch it, else 0
 		}
 	}
-	return p.plan.Launch(s, mode, a)
+	return p.plan.launch(s, mode, a, n, p.plan.check(n, mode, ps))
 }
 
 // paramCountError reports a launch of what with got parameters instead of
@@ -377,32 +397,43 @@ func (c *Collective) Run(r *Rank, s gpu.Stream, variant string, dt DType, op str
 
 // RunParams launches a variant of c through r's plan cache: the convenience call
 // <Collective>(r, s, variant, ...) of the generated package. The sizes are
-// read from the tensors (SizeParam.From) except those given, in order, by
-// the caller; variant AutoVariant picks one from the tuning table by the
-// bytes of the largest tensor. The first call with a variant, dtype, op and
-// sizes makes the plan (collective, and refused while s is capturing:
-// *CaptureError), later ones reuse it; a call that finds its plan does not
-// allocate. The parameters ps are the launch's (LaunchParams).
+// read from the tensors every rank passes (SizeParam.From) except those
+// given, in order, by the caller; variant AutoVariant picks one from the
+// tuning table by the bytes of the largest user tensor as its shape gives
+// it with these sizes, which every rank works out alike (a tensor only the
+// root passes counts on every rank). The first call with a variant, dtype,
+// op and sizes makes the plan (collective, and refused while s is
+// capturing: *CaptureError), later ones reuse it; a call that finds its
+// plan does not allocate. The parameters ps are the launch's
+// (LaunchParams); like a launch, the call is numbered, and its refusal
+// reaches the peers.
 func (c *Collective) RunParams(r *Rank, s gpu.Stream, variant string, dt DType, op string, given []int64, ts []Tensor, ps []Param, mode Barrier) error {
 	if c.t == nil {
 		return errors.New("irisrt: Run on a collective whose table was never registered")
 	}
+	if r.isClosed() {
+		return r.closedErr("Run of " + c.Name)
+	}
+	p, v, err := c.plan(r, s, variant, dt, op, given, ts)
+	meets := c.meets
+	if v != nil {
+		meets = v.meets
+	}
+	n := r.nextLaunch(meets)
+	if err != nil {
+		return r.refuse(s, n, err)
+	}
+	return p.launch(s, ts, ps, mode, n)
+}
+
+// plan finds (or makes) RunParams' plan: the variant (nil when unknown)
+// and its plan for the sizes the tensors give.
+func (c *Collective) plan(r *Rank, s gpu.Stream, variant string, dt DType, op string, given []int64, ts []Tensor) (*VariantPlan, *Variant, error) {
 	if err := c.t.usable(); err != nil {
-		return err
+		return nil, nil, err
 	}
 	if len(ts) != len(c.user) {
-		return c.countError(c.Name, len(ts))
-	}
-	if variant == AutoVariant && len(c.Auto) > 0 {
-		var largest int64
-		for _, t := range ts {
-			largest = max(largest, t.Bytes())
-		}
-		variant = c.Choose(r.World(), largest)
-	}
-	v := c.Variant(variant)
-	if v == nil {
-		return c.unknownVariant(variant)
+		return nil, nil, c.countError(c.Name, len(ts))
 	}
 	var buf [8]int64
 	sizes := buf[:0]
@@ -411,13 +442,35 @@ func (c *Collective) RunParams(r *Rank, s gpu.Stream, variant string, dt DType, 
 	}
 	sizes = sizes[:len(c.Sizes)]
 	if err := c.inferSizes(sizes, int64(r.World()), given, ts); err != nil {
-		return err
+		return nil, nil, err
+	}
+	if variant == AutoVariant && len(c.Auto) > 0 {
+		variant = c.Choose(r.World(), c.largestBytes(int64(r.World()), dt, sizes))
+	}
+	v := c.Variant(variant)
+	if v == nil {
+		return nil, nil, c.unknownVariant(variant)
 	}
 	p, err := r.plans.variant(s, v, dt, op, sizes)
-	if err != nil {
-		return err
+	return p, v, err
+}
+
+// largestBytes is the bytes of c's largest user tensor on world ranks for
+// dt and the sizes, from the shapes alone (an index tensor at its first
+// dtype): what Choose compares, the same on every rank whatever tensors
+// each passes. A shape that overflows counts as the largest.
+func (c *Collective) largestBytes(world int64, dt DType, sizes []int64) int64 {
+	var largest int64
+	for _, ti := range c.user {
+		td := &c.Tensors[ti]
+		n, ok := numel(td.Shape, world, 0, sizes)
+		es := max(elemType(td, dt).Size(), 1)
+		if !ok || n > (1<<63-1)/es {
+			return 1<<63 - 1
+		}
+		largest = max(largest, n*es)
 	}
-	return p.LaunchParams(s, ts, ps, mode)
+	return largest
 }
 
 func (c *Collective) unknownVariant(name string) error {

@@ -190,7 +190,7 @@ func TestConstructorChecks(t *testing.T) {
 	require.ErrorContains(t, err, `tensor "input": shape [n] does not fit in 2^63 bytes`)
 	_, err = NewPlanOf[VariantPlan](r, nil, F32, "sum", 8, 2)
 	require.ErrorContains(t, err, "never registered")
-	assert.Equal(t, r.Heap().Size(), r.Heap().FreeBytesLeft(), "refused constructors allocate nothing")
+	assert.Equal(t, r.Heap().Size()-ControlBytes, r.Heap().FreeBytesLeft(), "refused constructors allocate nothing")
 
 	// Without dtypes and ops both are ignored.
 	b, err := NewPlanOf[VariantPlan](r, &tab.Collectives[1].Variants[0], BF16, "max")
@@ -212,7 +212,7 @@ func TestPlanShape(t *testing.T) {
 		s := p.Plan().Spec()
 		assert.Equal(t, PlanSpec{Package: tab.ImportPath, Op: "demo", Variant: "push", Module: "demo", SpecHash: "h1",
 			Kernel: "irisgen_demo_push_f32_max", Threads: 256, Blocks: 2, Barriers: allModes, Capturable: deviceNone,
-			Workspace: []Buffer{{"scratch", 2 * 2 * 4 * 8}}}, s)
+			Workspace: []Buffer{{"scratch", 2 * 2 * 4 * 8}}, Sizes: []int64{1000, 3}}, s)
 		assert.True(t, r.Heap().Contains(p.Plan().Buffer("scratch"), 2*2*4*8))
 		// pull, bf16: 2*1000*2 bytes of 512*4-byte blocks: 2; staging for
 		// input; neither workspace.

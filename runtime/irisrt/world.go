@@ -25,6 +25,16 @@ const (
 	DefaultRendezvousTimeout       = 5 * time.Minute
 )
 
+// MaxTimeout is the largest Options.Timeout: the kernels get it in 32 bits
+// of microseconds (irisgen_ctx.timeout_us).
+const MaxTimeout = (1<<32 - 1) * time.Microsecond
+
+// timeoutMicros is d in whole microseconds, rounded up (resolve keeps it
+// within MaxTimeout).
+func timeoutMicros(d time.Duration) uint32 {
+	return uint32((d + time.Microsecond - 1) / time.Microsecond)
+}
+
 // Options configure a world. The zero value is usable: every field has a
 // default, and for HeapBytes, Timeout and RendezvousTimeout an environment
 // variable is consulted when the field is zero.
@@ -38,8 +48,9 @@ type Options struct {
 	// $IRISGEN_KERNELS when set; then the code objects the generated
 	// package embeds.
 	Kernels fs.FS
-	// Timeout limits every device-side spin (barrier waits). Zero:
-	// $IRISGEN_TIMEOUT (a Go duration such as 30s, or seconds), else 10s.
+	// Timeout limits every device-side spin (barrier waits), to the
+	// microsecond (at most MaxTimeout). Zero: $IRISGEN_TIMEOUT (a Go
+	// duration such as 30s, or seconds), else 10s.
 	Timeout time.Duration
 	// RendezvousTimeout limits joining a world and every host rendezvous
 	// (host barriers, plan creation). Zero: $IRISGEN_RENDEZVOUS_TIMEOUT,
@@ -74,13 +85,16 @@ func (o Options) resolve() (Options, error) {
 			o.HeapBytes = n
 		}
 	}
-	if o.HeapBytes < HeapAlign {
-		return o, fmt.Errorf("heap size %d bytes is too small (at least %d)", o.HeapBytes, HeapAlign)
+	if o.HeapBytes < ControlBytes+HeapAlign {
+		return o, fmt.Errorf("heap size %d bytes is too small (at least %d)", o.HeapBytes, ControlBytes+HeapAlign)
 	}
 	o.HeapBytes &^= HeapAlign - 1
 	var err error
 	if o.Timeout, err = durationOpt(o.Timeout, "IRISGEN_TIMEOUT", DefaultTimeout); err != nil {
 		return o, err
+	}
+	if o.Timeout > MaxTimeout {
+		return o, fmt.Errorf("device timeout %v is longer than the kernels can count (%v): lower Options.Timeout / IRISGEN_TIMEOUT", o.Timeout, MaxTimeout)
 	}
 	if o.RendezvousTimeout, err = durationOpt(o.RendezvousTimeout, "IRISGEN_RENDEZVOUS_TIMEOUT", DefaultRendezvousTimeout); err != nil {
 		return o, err
@@ -173,6 +187,8 @@ type World struct {
 	mu      sync.Mutex
 	running bool
 	closed  bool
+
+	refused refusals // the ranks' latest refusals (launch.go)
 }
 
 // NewLocalWorld opens devices 0..n-1 of the platform, enables peer access
@@ -272,9 +288,13 @@ func (w *World) Rank(i int) *Rank { return w.ranks[i] }
 // inside a device barrier leaves the device state undefined (see Rank.Check).
 func (w *World) Run(fn func(r *Rank) error) error {
 	w.mu.Lock()
-	if w.closed || w.running {
+	if w.closed {
 		w.mu.Unlock()
-		return errors.New("World.Run: the world is closed or already running")
+		return &ClosedError{Op: "World.Run", What: "the world"}
+	}
+	if w.running {
+		w.mu.Unlock()
+		return errors.New("World.Run: the world is already running: call Run from one goroutine at a time")
 	}
 	w.running = true
 	w.mu.Unlock()

@@ -52,10 +52,12 @@ func TestLocalWorld(t *testing.T) {
 			assert.Equal(t, uint64(0), le.Uint64(ctx[64:]), "flags: per plan")
 			assert.Equal(t, uint64(0), le.Uint64(ctx[72:]), "epochs: per plan")
 			assert.Equal(t, uint64(r.errDev), le.Uint64(ctx[80:]))
-			assert.Equal(t, uint64(3e9), le.Uint64(ctx[88:]), "timeout_ns")
+			assert.Equal(t, uint32(3e6), le.Uint32(ctx[88:]), "timeout_us")
+			assert.Equal(t, uint32(0), le.Uint32(ctx[92:]), "launch: per launch")
 			assert.Equal(t, uint32(k), le.Uint32(ctx[96:]))
 			assert.Equal(t, uint32(n), le.Uint32(ctx[100:]))
 			assert.Equal(t, uint32(0), le.Uint32(ctx[104:]))
+			assert.Equal(t, uint32(0), le.Uint32(ctx[108:]), "check: per launch")
 		}
 		require.NoError(t, w.Run(func(r *Rank) error {
 			for i := 0; i < 50; i++ {

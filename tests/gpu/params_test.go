@@ -347,13 +347,15 @@ func checkParamCase(r *irisrt.Rank, pc *paramCase, dt irisrt.DType, op string, n
 			}
 			if mode == irisrt.BarrierNone && pc.importIn && !pl.heapIn && n > 0 {
 				// Nothing would order the import before the peers' reads: the
-				// ranks that import refuse; the others do not launch either
-				// (they would wait for the refused ones).
+				// ranks that import refuse; the others make the call refused
+				// too (see refuseToo).
 				if pc.usesIn(me, a) {
 					var pe *irisrt.PlacementError
 					if err := g.p.launch(s, in, out, a, mode); !errors.As(err, &pe) || !pe.Unordered {
 						return fmt.Errorf("%s %s: import in mode none: got %v, want an unordered *irisrt.PlacementError", a, mode, err)
 					}
+				} else if err := refuseToo(func(m irisrt.Barrier) error { return g.p.launch(s, in, out, a, m) }); err != nil {
+					return err
 				}
 				if err := r.HostBarrier(s); err != nil {
 					return err
@@ -504,8 +506,8 @@ func checkParamRules(r *irisrt.Rank, pc *paramCase) error {
 		return err
 	}
 	// A one-rank tensor of another dtype, and an output peers write off the
-	// heap: refused on the owner, who alone launches (the others would
-	// wait for it); every rank where every rank uses the output.
+	// heap: refused on the owner; the others make the call refused too
+	// (see refuseToo); every rank where every rank uses the output.
 	off, freeOff, err := tensor(r, dt, g.out.Len, false)
 	if err != nil {
 		return err
@@ -534,6 +536,8 @@ func checkParamRules(r *irisrt.Rank, pc *paramCase) error {
 			if err := g.p.launch(s, c.in, c.out, base, irisrt.BarrierDevice); !errors.As(err, c.target) {
 				return fmt.Errorf("%s: got %v, want %T", c.what, err, c.target)
 			}
+		} else if err := refuseToo(func(m irisrt.Barrier) error { return g.p.launch(s, c.in, c.out, base, m) }); err != nil {
+			return err
 		}
 		if err := poisoned(); err != nil {
 			return err
@@ -838,4 +842,20 @@ func paramProcessRank(r *irisrt.Rank) (int, error) {
 	}
 	replays, err := paramCaptureRank(r)
 	return cases + replays, err
+}
+
+// refuseToo makes, on a rank whose call a test knows a peer refuses, the
+// same call refused here too (an unknown barrier mode, refused before
+// anything reaches the stream), so that no rank launches: a launch is
+// collective and numbered in call order on every rank, and a launch that
+// went ahead while a peer refused it would give up with a
+// *irisrt.PeerRefusedError, a world fault (TestFaultRefusedLaunch), and
+// one skipped would put the rank's later launches out of step with its
+// peers'.
+func refuseToo(launch func(mode irisrt.Barrier) error) error {
+	var be *irisrt.BarrierModeError
+	if err := launch(irisrt.Barrier(99)); !errors.As(err, &be) {
+		return fmt.Errorf("a call refused alongside a peer's refusal: got %v, want *irisrt.BarrierModeError", err)
+	}
+	return nil
 }

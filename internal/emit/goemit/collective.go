@@ -421,7 +421,8 @@ type inference struct {
 // infer finds, for every size it can, a user tensor whose shape determines
 // it once world and the sizes inferred before are known (the runtime reads
 // them in as many rounds, Collective.Run). Sizes it cannot infer (used only
-// by workspace, or never alone, or only by tensors one rank passes) stay
+// by workspace, or never alone, or only by tensors one rank passes or a
+// launch may leave out: every rank must read the same sizes) stay
 // parameters of the convenience call.
 func (g *gen) infer() (inferred map[string]inference, order []string) {
 	inferred = map[string]inference{}
@@ -434,8 +435,8 @@ func (g *gen) infer() (inferred map[string]inference, order []string) {
 			}
 		tensors:
 			for _, t := range g.c.UserTensors() {
-				if t.Ranks != "" {
-					continue // the other ranks pass the zero tensor
+				if t.Ranks != "" || t.Optional {
+					continue // the other ranks (or a launch) may pass the zero tensor
 				}
 				count := 0
 				for _, d := range t.Shape {

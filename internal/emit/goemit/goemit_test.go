@@ -367,6 +367,27 @@ func TestNames(t *testing.T) {
 	}
 }
 
+// TestSizesFromTensorsEveryRankPasses (issue 25 family 11): the
+// convenience call reads a size only from a tensor every rank passes:
+// never from one a launch may leave out (optional) or only one rank passes
+// (ranks:), where a rank would read 0; such a size is the call's own
+// argument, which the runtime's table check insists on too.
+func TestSizesFromTensorsEveryRankPasses(t *testing.T) {
+	c := allGather()
+	c.Variants = c.Variants[:1]
+	c.Symbols = append(c.Symbols, "k")
+	wts := &ir.Tensor{Name: "wts", Dir: ir.In, Shape: []ir.Dim{{Symbol: "k"}}, DType: ir.F32, Optional: true, Pos: pos(8)}
+	c.Tensors = append(c.Tensors, wts)
+	c.Variants[0].Uses = append(c.Variants[0].Uses, use(wts, ir.LocalRead))
+	out := emitPkg(t, c)
+	if tab := table(t, out); !contains(tab, `Sizes: []irisrt.SizeParam{{Name: "n", From: 0}, {Name: "k", From: -1}}`) {
+		t.Errorf("k is read from the optional tensor:\n%s", tab)
+	}
+	if s := string(out["collectives/all_gather.go"]); !contains(s, "k int64") {
+		t.Errorf("the convenience call does not take k:\n%s", s)
+	}
+}
+
 // TestGeneratedCodeCompiles builds the generated package against the real
 // runtime.
 func TestGeneratedCodeCompiles(t *testing.T) {

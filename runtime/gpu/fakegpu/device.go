@@ -213,6 +213,14 @@ func (d *Device) MemsetD8Async(dst gpu.DevicePtr, v byte, bytes int64, s gpu.Str
 	return d.streamOp("cuMemsetD8Async", s, op{kind: opMemset, dst: dst, value: v, bytes: bytes})
 }
 
+// MemsetD32Async sets n 32-bit words at dst (4-byte aligned) to v.
+func (d *Device) MemsetD32Async(dst gpu.DevicePtr, v uint32, n int64, s gpu.Stream) error {
+	if dst%4 != 0 || n < 0 || n > 1<<61 {
+		return fail("cuMemsetD32Async", codeInvalidValue, fmt.Sprintf("%#x is not 4-byte aligned, or %d words", uint64(dst), n))
+	}
+	return d.streamOp("cuMemsetD32Async", s, op{kind: opMemset32, dst: dst, word: v, bytes: 4 * n})
+}
+
 // Synchronize waits for the device: nothing is pending, but it is illegal
 // during capture.
 func (d *Device) Synchronize() error {

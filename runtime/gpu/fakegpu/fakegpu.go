@@ -182,6 +182,7 @@ const (
 	opGraph
 	opEvent
 	opMemset
+	opMemset32
 	opHtoD
 	opDtoH
 	opDtoD
@@ -196,6 +197,7 @@ type op struct {
 	src    gpu.DevicePtr
 	host   []byte // HtoD source or DtoH destination: the caller's memory, used when the op runs
 	value  byte
+	word   uint32 // opMemset32's value
 	bytes  int64
 	event  gpu.Event
 	sub    []op // a captured graph launch
@@ -577,6 +579,15 @@ func (p *Platform) runOne(dev int, o op, s gpu.Stream, g gpu.GraphExec) error {
 		}
 		for i := range b {
 			b[i] = o.value
+		}
+		return nil
+	case opMemset32:
+		b, err := p.span("cuMemsetD32Async", dev, o.dst, o.bytes)
+		if err != nil {
+			return err
+		}
+		for i := 0; i < len(b); i += 4 {
+			binary.LittleEndian.PutUint32(b[i:], o.word)
 		}
 		return nil
 	case opHtoD:

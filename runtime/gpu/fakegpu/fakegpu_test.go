@@ -132,6 +132,15 @@ func TestCopiesAndMemset(t *testing.T) {
 	if !bytes.Equal(out, []byte{61, 9, 9, 9}) {
 		t.Fatalf("async round trip: %v", out)
 	}
+	// 32-bit words, little-endian; aligned only.
+	must(t, d.MemsetD32Async(b+16, 0x01020304, 2, s))
+	w := make([]byte, 10)
+	must(t, d.CopyDtoH(unsafe.Pointer(&w[0]), b+15, 10))
+	if !bytes.Equal(w, []byte{want[15], 4, 3, 2, 1, 4, 3, 2, 1, want[24]}) {
+		t.Fatalf("MemsetD32Async: %v", w)
+	}
+	wantCode(t, d.MemsetD32Async(b+2, 0, 1, s), "CUDA_ERROR_INVALID_VALUE")
+	wantCode(t, d.MemsetD32Async(a+60, 0, 2, s), "CUDA_ERROR_ILLEGAL_ADDRESS")
 	// Past the end of an allocation.
 	wantCode(t, d.MemsetD8Async(a+60, 0, 8, s), "CUDA_ERROR_ILLEGAL_ADDRESS")
 	wantCode(t, d.CopyHtoD(0x42, unsafe.Pointer(&h[0]), 1), "CUDA_ERROR_ILLEGAL_ADDRESS")
