@@ -251,6 +251,7 @@ func capture(r *irisrt.Rank, res Result, launch func() error) (exec gpu.GraphExe
 		return 0, res, false
 	}
 	dev, s := r.Device(), r.Stream()
+	defer gpu.PinCaptureThread(r.CaptureMode())()
 	if err := dev.BeginCapture(s, r.CaptureMode()); err != nil {
 		return fail("BeginCapture: %v", err)
 	}

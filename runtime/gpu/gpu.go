@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 	"unsafe"
@@ -61,6 +62,20 @@ const (
 	// another rank's capture.
 	CaptureRelaxed
 )
+
+// PinCaptureThread keeps the calling goroutine on its OS thread for a
+// capture in mode and returns what lets it go (call it after EndCapture).
+// CUDA and HIP end a global or thread-local capture only on the thread that
+// began it (CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD), and Go moves a
+// goroutine between threads whenever it blocks; a relaxed capture may end
+// anywhere, so it pins nothing.
+func PinCaptureThread(mode CaptureMode) (unpin func()) {
+	if mode == CaptureRelaxed {
+		return func() {}
+	}
+	runtime.LockOSThread()
+	return runtime.UnlockOSThread
+}
 
 // Dim3 is a launch dimension.
 type Dim3 struct{ X, Y, Z uint32 }

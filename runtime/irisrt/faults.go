@@ -304,6 +304,7 @@ func (r *Rank) Capture(s gpu.Stream, fn func() error) (*Graph, error) {
 		return nil, errors.New("capture: a capture through Rank.Capture is already running on this rank (or its world rank or groups)")
 	}
 	defer r.graphs.capturing.Store(nil)
+	defer gpu.PinCaptureThread(mode)()
 	if err := r.dev.BeginCapture(s, mode); err != nil {
 		return nil, platformErr("beginning a stream capture", err)
 	}

@@ -394,3 +394,38 @@ func TestShareGPUsCloseWaitsForCaptures(t *testing.T) {
 		return errors.Join(g.Destroy(), a.Close(), b.Close())
 	}))
 }
+
+// TestProcessWorldCaptureKeepsItsThread: a rank of a process world captures
+// in global mode, which CUDA ends only on the thread that began it; a
+// capture whose launches block (here: a host rendezvous, as a host-side
+// step of any launch can) must still end there, capture after capture (a
+// 4-process probe on H200s failed with CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD
+// before Capture pinned its thread).
+func TestProcessWorldCaptureKeepsItsThread(t *testing.T) {
+	p := fakegpu.New(2)
+	ranks := joinFakeProcesses(t, p, 2, Options{HeapBytes: 1 << 16, RendezvousTimeout: 10 * time.Second})
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for k, r := range ranks {
+		require.Equal(t, gpu.CaptureGlobal, r.CaptureMode())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 30 && errs[k] == nil; i++ {
+				var g *Graph
+				g, errs[k] = r.Capture(r.Stream(), func() error {
+					for range 3 { // block: the goroutine may wake on another thread
+						time.Sleep(100 * time.Microsecond)
+					}
+					return nil
+				})
+				if errs[k] == nil {
+					errs[k] = g.Destroy()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+	closeAll(t, ranks)
+}

@@ -708,8 +708,10 @@ func (d *Device) BeginCapture(s gpu.Stream, mode gpu.CaptureMode) error {
 	st.capture = gpu.CaptureActive
 	st.captured = nil
 	st.strict = mode != gpu.CaptureRelaxed
+	st.thread = 0
 	if st.strict {
 		p.capturing++
+		st.thread = osThread()
 	}
 	return nil
 }
@@ -724,6 +726,10 @@ func (d *Device) EndCapture(s gpu.Stream) (gpu.Graph, error) {
 	st, err := p.stream(call, d.ord, s)
 	if err != nil {
 		return 0, err
+	}
+	if st.capture != gpu.CaptureNone && st.strict && st.thread != 0 && st.thread != osThread() {
+		// Refused; the capture is left as it was.
+		return 0, fail(call, codeStreamCaptureWrongThread, "a global or thread-local capture ends on the thread that began it")
 	}
 	switch st.capture {
 	case gpu.CaptureNone:

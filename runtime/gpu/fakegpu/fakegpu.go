@@ -55,6 +55,7 @@ const (
 	codeStreamCaptureUnsupported               = 900
 	codeStreamCaptureInvalidated               = 901
 	codeStreamCaptureUnmatched                 = 903
+	codeStreamCaptureWrongThread               = 908
 	codeIllegalState                           = 401
 	fakeEventTick                              = time.Microsecond
 	addressAlign                               = 256
@@ -77,6 +78,7 @@ var codeNames = map[int][2]string{
 	codeStreamCaptureUnsupported: {"CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
 	codeStreamCaptureInvalidated: {"CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture"},
 	codeStreamCaptureUnmatched:   {"CUDA_ERROR_STREAM_CAPTURE_UNMATCHED", "capture was not initiated in this stream"},
+	codeStreamCaptureWrongThread: {"CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD", "attempt to terminate a thread-local capture sequence from another thread"},
 }
 
 func fail(call string, code int, detail string) *gpu.Error {
@@ -158,6 +160,7 @@ type stream struct {
 	dev       int
 	capture   gpu.CaptureStatus
 	strict    bool // capturing in global or thread-local mode (not relaxed)
+	thread    int  // the OS thread that began a strict capture (0: not known)
 	captured  []op
 	destroyed bool
 }
