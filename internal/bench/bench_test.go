@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -148,6 +149,13 @@ func TestTune(t *testing.T) {
 	a, err = Tune(stall, "all_reduce", "bf16", "graph")
 	require.NoError(t, err)
 	require.Equal(t, []string{"one_shot@2<=8192", "lamport@2", "one_shot<=8192", "lamport"}, rulesOf(a))
+	// A stall in the other mode counts too.
+	stall = append(stall[:2:2], Row{Impl: "irisgen", Collective: "all_reduce", Variant: "one_shot", DType: "bf16", World: 2, Bytes: 8 << 10, Mode: "eager", TimeUS: 4, MinUS: 4, MaxUS: 40},
+		Row{Impl: "irisgen", Collective: "all_reduce", Variant: "lamport", DType: "bf16", World: 2, Bytes: 8 << 10, Mode: "eager", TimeUS: 2, MinUS: 2, MaxUS: 2.1})
+	stall[0].MaxUS = 1.1 // lamport's graph cell is clean now, one_shot's eager one stalled
+	a, err = Tune(stall, "all_reduce", "bf16", "graph")
+	require.NoError(t, err)
+	require.Equal(t, []string{"lamport@2", "lamport"}, rulesOf(a))
 }
 
 func rulesOf(a *ir.Auto) []string {
@@ -278,4 +286,31 @@ func TestVersusNCCL(t *testing.T) {
 	require.Contains(t, md, "| all_reduce | 0.80 | 2.00 (!) | 1.50 | 1.26 |")
 	require.Contains(t, md, "2 of 3 cells slower than NCCL, 1 stalled.")
 	require.Empty(t, VersusNCCL(rows[:2]))
+}
+
+// TestMarkSlow: a cell stalled from its first launch to its last (p99.9
+// near its min) is caught by its median against the other variants of the
+// collective at the same size and world, and only there.
+func TestMarkSlow(t *testing.T) {
+	tail := func(v string, world int, bytes int64, med float64) Tail {
+		return Tail{Collective: "all_reduce", Variant: v, DType: "bf16", World: world, Bytes: bytes, Launches: 1000, Min: med * 0.9, Median: med, P99: med * 1.1, P999: med * 1.2, Max: med * 1.3}
+	}
+	tails := []Tail{
+		tail("one_shot", 4, 1<<20, 20),
+		tail("lamport", 4, 1<<20, 2000), // stalled throughout
+		tail("lamport", 4, 4<<20, 45),   // another size: compared with nothing slower
+		tail("ring", 4, 4<<20, 60),
+		tail("lamport", 2, 1<<20, 2000), // another world: nothing to compare with
+	}
+	for _, x := range tails {
+		require.False(t, x.Stalled(), "p99.9 within 20x the min")
+	}
+	MarkSlow(tails)
+	var slow []string
+	for _, x := range tails {
+		if x.Stalled() {
+			slow = append(slow, fmt.Sprintf("%s@%d/%d", x.Variant, x.World, x.Bytes))
+		}
+	}
+	require.Equal(t, []string{"lamport@4/1048576"}, slow)
 }

@@ -47,10 +47,38 @@ type Tail struct {
 	Launches                    int
 	Min, Median, P99, P999, Max float64
 	Device, Date                string
+	// Slow: the median launch took more than StallFactor times the fastest
+	// median of the collective's variants at this size and world (set by
+	// MarkSlow): a cell stalled from its first launch to its last has a
+	// p99.9 close to its min, and only the other variants show it.
+	Slow bool
 }
 
-// Stalled reports whether t breaks the scenario's rule (StallFactor).
-func (t Tail) Stalled() bool { return t.P999 > StallFactor*t.Min }
+// Stalled reports whether t breaks one of the scenario's rules: its 99.9th
+// percentile launch took more than StallFactor times its fastest, or it is
+// Slow.
+func (t Tail) Stalled() bool { return t.P999 > StallFactor*t.Min || t.Slow }
+
+// MarkSlow sets Slow on every tail whose median exceeds StallFactor times
+// the smallest median among the tails of the same collective, dtype, world
+// and size.
+func MarkSlow(tails []Tail) {
+	type key struct {
+		coll, dtype string
+		world       int
+		bytes       int64
+	}
+	fastest := map[key]float64{}
+	for _, t := range tails {
+		k := key{t.Collective, t.DType, t.World, t.Bytes}
+		if f, ok := fastest[k]; !ok || t.Median < f {
+			fastest[k] = t.Median
+		}
+	}
+	for i, t := range tails {
+		tails[i].Slow = t.Median > StallFactor*fastest[key{t.Collective, t.DType, t.World, t.Bytes}]
+	}
+}
 
 // Percentile is the p-th percentile (0 <= p <= 1) of sorted values, by the
 // nearest rank.
@@ -82,8 +110,15 @@ type TailConfig struct {
 
 // RunTails times cfg.Launches back-to-back launches of every selected
 // variant at every size on every rank of w, each between two GPU events
-// (the previous launch's end and its own), and returns one Tail per cell.
+// (the previous launch's end and its own), and returns one Tail per cell,
+// the slow ones marked (MarkSlow).
 func RunTails(w *irisrt.World, cfg TailConfig, device, date string) ([]Tail, error) {
+	out, err := runTails(w, cfg, device, date)
+	MarkSlow(out)
+	return out, err
+}
+
+func runTails(w *irisrt.World, cfg TailConfig, device, date string) ([]Tail, error) {
 	if w.SharesGPUs() {
 		return nil, fmt.Errorf("bench: the world of %d ranks shares GPUs (IRISGEN_SHARE_GPUS), so its timings would mean nothing", w.Size())
 	}
@@ -285,6 +320,6 @@ func TailsMarkdown(tails []Tail) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %d | %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f%s |\n", t.Collective, t.Variant, t.DType,
 			t.World, HumanBytes(t.Bytes), t.Launches, t.Min, t.Median, t.P99, t.P999, t.Max, t.Max/t.Min, mark)
 	}
-	fmt.Fprintf(&b, "\n%d of %d cells stalled (%s: the 99.9th percentile launch took more than %gx the fastest).\n", stalled, len(tails), stallMark, StallFactor)
+	fmt.Fprintf(&b, "\n%d of %d cells stalled (%s: the 99.9th percentile launch took more than %gx the fastest, or the median more than %gx the fastest median of the collective's variants at that size).\n", stalled, len(tails), stallMark, StallFactor, StallFactor)
 	return b.String()
 }

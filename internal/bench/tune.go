@@ -12,8 +12,9 @@ import (
 
 // Tune builds the auto variant's table of a collective from irisgen's rows
 // of one dtype and mode: for every world size measured, the fastest variant
-// at each size whose cell did not stall (Row.Stalled: a repeat over 3x its
-// fastest; where every variant stalled, the fastest of them), as rules with size thresholds at the largest size a variant
+// at each size whose cells did not stall in any mode (Row.Stalled: a
+// repeat over 3x its fastest; where every variant stalled, the fastest of
+// them), as rules with size thresholds at the largest size a variant
 // won; then the largest world's rules again without a world, for world
 // sizes not measured (the closest guess: more ranks behave more like the
 // most ranks measured than like fewer). It needs two or more variants
@@ -23,6 +24,22 @@ func Tune(rows []Row, collective, dtype, mode string) (*ir.Auto, error) {
 		world int
 		bytes int64
 	}
+	// A variant that stalled at a size in any mode is taken as stalled there
+	// in every mode: the stalls come and go between runs (the Lamport
+	// variants' on 4 GPUs in eager launches, graph replays or both), so one
+	// mode's clean cell is no promise for the other.
+	type cell struct {
+		variant string
+		world   int
+		bytes   int64
+	}
+	stalled := map[cell]bool{}
+	for _, r := range rows {
+		if r.Impl == "irisgen" && r.Collective == collective && r.DType == dtype && r.Stalled() {
+			stalled[cell{r.Variant, r.World, r.Bytes}] = true
+		}
+	}
+	isStalled := func(r Row) bool { return stalled[cell{r.Variant, r.World, r.Bytes}] }
 	best := map[key]Row{}
 	variants := map[string]bool{}
 	var devices, dates []string
@@ -38,7 +55,7 @@ func Tune(rows []Row, collective, dtype, mode string) (*ir.Auto, error) {
 			dates = append(dates, r.Date)
 		}
 		k := key{r.World, r.Bytes}
-		if b, ok := best[k]; !ok || (b.Stalled() && !r.Stalled()) || (b.Stalled() == r.Stalled() && r.TimeUS < b.TimeUS) {
+		if b, ok := best[k]; !ok || (isStalled(b) && !isStalled(r)) || (isStalled(b) == isStalled(r) && r.TimeUS < b.TimeUS) {
 			best[k] = r
 		}
 	}

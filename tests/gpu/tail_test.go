@@ -31,11 +31,19 @@ const (
 // tailBytes are the sizes of a rank's input: where the stalls were seen.
 var tailBytes = []int64{512 << 10, 4 << 20}
 
-// tailEntries are the variants the guard times.
+// tailEntries are the variants the guard times: every variant of
+// all_reduce and of every collective with a Lamport variant (the others
+// are what a Lamport variant stalled throughout is compared with).
 func tailEntries() []irisrt.Entry {
+	lamport := map[string]bool{"all_reduce": true}
+	for _, e := range collectives.Catalogue {
+		if strings.Contains(e.Variant, "lamport") {
+			lamport[e.Collective] = true
+		}
+	}
 	var out []irisrt.Entry
 	for _, e := range collectives.Catalogue {
-		if e.Collective == "all_reduce" || strings.Contains(e.Variant, "lamport") {
+		if lamport[e.Collective] {
 			out = append(out, e)
 		}
 	}
@@ -138,14 +146,27 @@ func tailTimes(r *irisrt.Rank, e irisrt.Entry, sizes []int64, k int) (_ []float6
 // all_reduce variant and every Lamport variant (all_reduce_rmsnorm's
 // included) at 512 KiB and 4 MiB a rank (bf16) in every world; a launch's
 // time is its slowest rank's. It logs min, median, p99.9 and max per cell
-// and fails a cell whose p99.9 exceeds bench.StallFactor times its min.
-// Worlds whose ranks share GPUs are skipped: their timings mean nothing.
+// and fails a cell whose p99.9 exceeds bench.StallFactor times its min,
+// or whose median exceeds bench.StallFactor times the fastest median of
+// its collective's variants at that size (a cell stalled from its first
+// launch to its last; bench.MarkSlow). Worlds whose ranks share GPUs are
+// skipped: their timings mean nothing.
 func TestLaunchTail(t *testing.T) {
 	cases := countCases(t)
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		if w.SharesGPUs() {
 			t.Skip("the ranks share GPUs (IRISGEN_SHARE_GPUS): launch times mean nothing")
 		}
+		var cells []bench.Tail
+		defer func() {
+			bench.MarkSlow(cells)
+			for _, c := range cells {
+				if c.Slow {
+					t.Errorf("stall: %s/%s at %s: the median launch took %.2f us, more than %gx the fastest median of %s's variants there",
+						c.Collective, c.Variant, bench.HumanBytes(c.Bytes), c.Median, bench.StallFactor, c.Collective)
+				}
+			}
+		}()
 		for _, e := range tailEntries() {
 			for _, bytes := range tailBytes {
 				sizes, err := tailSizes(e, w.Size(), bytes)
@@ -170,6 +191,7 @@ func TestLaunchTail(t *testing.T) {
 					lo, med, p999, hi := us[0], bench.Percentile(us, 0.5), bench.Percentile(us, 0.999), us[len(us)-1]
 					t.Logf("%d launches, sizes %v, bf16: min %.2f median %.2f p99.9 %.2f max %.2f us (p99.9 / min %.1f)",
 						tailLaunches, sizes, lo, med, p999, hi, p999/lo)
+					cells = append(cells, bench.Tail{Collective: e.Collective, Variant: e.Variant, DType: "bf16", World: w.Size(), Bytes: bytes, Median: med})
 					if p999 > bench.StallFactor*lo {
 						t.Errorf("stall: the 99.9th percentile launch took %.2f us, more than %gx the fastest (%.2f us)", p999, bench.StallFactor, lo)
 					}
