@@ -29,14 +29,16 @@ const (
 
 // AllToAllChoose is the variant AllToAllAuto runs on world ranks when the launch's largest tensor has
 // the given bytes, from specs/tuning/all_to_all.yaml (measured: 2x NVIDIA H200 and 4x NVIDIA H200,
-// 2026-11-22, bf16, graph, irisgen bench). The first matching rule wins:
+// 2026-11-26, bf16, graph, irisgen bench). The first matching rule wins:
 //
-//   - world == 2 and bytes <= 16777216: push
-//   - world == 2: pull
-//   - world == 4 and bytes <= 16777216: push
-//   - world == 4: pull
-//   - bytes <= 16777216: push
-//   - otherwise: pull
+//   - world == 2 and bytes <= 32768: lamport
+//   - world == 2: push_overlap
+//   - world == 4 and bytes <= 131072: lamport
+//   - world == 4 and bytes <= 4194304: push_overlap
+//   - world == 4: push
+//   - bytes <= 131072: lamport
+//   - bytes <= 4194304: push_overlap
+//   - otherwise: push
 func AllToAllChoose(world int, bytes int64) AllToAllVariant {
 	return AllToAllVariant(allToAllDesc.Choose(world, bytes))
 }

@@ -139,13 +139,17 @@ func TestTune(t *testing.T) {
 
 	// A variant whose cell stalled (a repeat over 3x its fastest) is never
 	// chosen over one that did not, however fast its median; where every
-	// variant stalled, the fastest is.
+	// variant stalled, the one whose slowest repeat was the least slow.
 	stall := []Row{
 		{Impl: "irisgen", Collective: "all_reduce", Variant: "lamport", DType: "bf16", World: 2, Bytes: 8 << 10, Mode: "graph", TimeUS: 1, MinUS: 1, MaxUS: 900},
 		{Impl: "irisgen", Collective: "all_reduce", Variant: "one_shot", DType: "bf16", World: 2, Bytes: 8 << 10, Mode: "graph", TimeUS: 3, MinUS: 3, MaxUS: 3.1},
 		{Impl: "irisgen", Collective: "all_reduce", Variant: "lamport", DType: "bf16", World: 2, Bytes: 1 << 20, Mode: "graph", TimeUS: 5, MinUS: 5, MaxUS: 900},
 		{Impl: "irisgen", Collective: "all_reduce", Variant: "one_shot", DType: "bf16", World: 2, Bytes: 1 << 20, Mode: "graph", TimeUS: 9, MinUS: 8, MaxUS: 800},
 	}
+	a, err = Tune(stall, "all_reduce", "bf16", "graph")
+	require.NoError(t, err)
+	require.Equal(t, []string{"one_shot@2", "one_shot"}, rulesOf(a), "1 MiB: one_shot's worst repeat (800) beats lamport's (900)")
+	stall[2].MaxUS = 700
 	a, err = Tune(stall, "all_reduce", "bf16", "graph")
 	require.NoError(t, err)
 	require.Equal(t, []string{"one_shot@2<=8192", "lamport@2", "one_shot<=8192", "lamport"}, rulesOf(a))

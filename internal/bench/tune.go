@@ -11,35 +11,55 @@ import (
 )
 
 // Tune builds the auto variant's table of a collective from irisgen's rows
-// of one dtype and mode: for every world size measured, the fastest variant
-// at each size whose cells did not stall in any mode (Row.Stalled: a
-// repeat over 3x its fastest; where every variant stalled, the fastest of
-// them), as rules with size thresholds at the largest size a variant
-// won; then the largest world's rules again without a world, for world
-// sizes not measured (the closest guess: more ranks behave more like the
-// most ranks measured than like fewer). It needs two or more variants
-// measured.
+// of one dtype and mode (any number of runs): for every world size
+// measured, the variant with the fastest median at each size among those
+// that never stalled badly there (Bad), as rules with size thresholds at
+// the largest size a variant won; then the largest world's rules again
+// without a world, for world sizes not measured (the closest guess: more
+// ranks behave more like the most ranks measured than like fewer). It
+// needs two or more variants measured.
 func Tune(rows []Row, collective, dtype, mode string) (*ir.Auto, error) {
 	type key struct {
 		world int
 		bytes int64
 	}
-	// A variant that stalled at a size in any mode is taken as stalled there
-	// in every mode: the stalls come and go between runs (the Lamport
-	// variants' on 4 GPUs in eager launches, graph replays or both), so one
-	// mode's clean cell is no promise for the other.
+	// A variant's worst repeat at a size counts in any mode and run: the
+	// stalls come and go between runs (the Lamport variants' on 4 GPUs in
+	// eager launches, graph replays or both), so a clean cell in one mode
+	// is no promise for the other.
 	type cell struct {
 		variant string
 		world   int
 		bytes   int64
 	}
-	stalled := map[cell]bool{}
+	worst := map[cell]float64{}
+	fastest := map[key]float64{} // the best median at a size, any variant, mode or run
 	for _, r := range rows {
-		if r.Impl == "irisgen" && r.Collective == collective && r.DType == dtype && r.Stalled() {
-			stalled[cell{r.Variant, r.World, r.Bytes}] = true
+		if r.Impl != "irisgen" || r.Collective != collective || r.DType != dtype || math.IsNaN(r.TimeUS) || r.TimeUS <= 0 {
+			continue
+		}
+		c, k := cell{r.Variant, r.World, r.Bytes}, key{r.World, r.Bytes}
+		if !math.IsNaN(r.MaxUS) {
+			worst[c] = max(worst[c], r.MaxUS)
+		}
+		if f, ok := fastest[k]; !ok || r.TimeUS < f {
+			fastest[k] = r.TimeUS
 		}
 	}
-	isStalled := func(r Row) bool { return stalled[cell{r.Variant, r.World, r.Bytes}] }
+	bad := func(r Row) bool { return Bad(worst[cell{r.Variant, r.World, r.Bytes}], fastest[key{r.World, r.Bytes}]) }
+	// better: a variant that never stalled badly beats one that did; among
+	// those that never did the faster median wins, among those that did the
+	// smaller worst repeat.
+	better := func(r, b Row) bool {
+		rb, bb := bad(r), bad(b)
+		switch {
+		case rb != bb:
+			return !rb
+		case rb:
+			return worst[cell{r.Variant, r.World, r.Bytes}] < worst[cell{b.Variant, b.World, b.Bytes}]
+		}
+		return r.TimeUS < b.TimeUS
+	}
 	best := map[key]Row{}
 	variants := map[string]bool{}
 	var devices, dates []string
@@ -55,7 +75,7 @@ func Tune(rows []Row, collective, dtype, mode string) (*ir.Auto, error) {
 			dates = append(dates, r.Date)
 		}
 		k := key{r.World, r.Bytes}
-		if b, ok := best[k]; !ok || (isStalled(b) && !isStalled(r)) || (isStalled(b) == isStalled(r) && r.TimeUS < b.TimeUS) {
+		if b, ok := best[k]; !ok || better(r, b) {
 			best[k] = r
 		}
 	}
@@ -93,3 +113,11 @@ func Tune(rows []Row, collective, dtype, mode string) (*ir.Auto, error) {
 	a.Rules = append(a.Rules, largest...)
 	return a, nil
 }
+
+// Bad reports whether a variant whose slowest repeat at a size took worst
+// stalled badly there: over StallFactor times the fastest median any
+// variant reached at that size. The stalls every variant has now and then
+// on these machines (a repeat at 3-20x its fastest, whatever the variant:
+// see docs/performance.md) do not decide the choice; a millisecond stall
+// of a 5 us kernel does.
+func Bad(worst, fastest float64) bool { return worst > StallFactor*fastest }
