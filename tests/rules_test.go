@@ -451,7 +451,7 @@ func TestProbeOnFake(t *testing.T) {
 			t.Errorf("no probe of %s", want)
 		}
 	}
-	if len(results[0]) != 2*3*12 {
-		t.Errorf("%d results, want 72 (12 variants, 3 modes, 2 sets of parameters)", len(results[0]))
+	if len(results[0]) != 2*3*13 {
+		t.Errorf("%d results, want 78 (13 variants, 3 modes, 2 sets of parameters)", len(results[0]))
 	}
 }

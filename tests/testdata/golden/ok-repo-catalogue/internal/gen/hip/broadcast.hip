@@ -3,12 +3,12 @@
 // broadcast: Copy rank `root`'s `input` into `output` on every rank (NCCL's
 // ncclBroadcast).
 //
-// Spec hash 5f5a0e0fe2bb5c7d: the Go wrappers carry the same value, and the runtime
+// Spec hash 4d3d3542d0680619: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_broadcast[] = "5f5a0e0fe2bb5c7d";
+extern "C" __device__ const char irisgen_spec_hash_broadcast[] = "4d3d3542d0680619";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch
@@ -163,6 +163,143 @@ irisgen_broadcast_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args ir
   // Nobody reads the root's input any more.
   if (!irisgen::barrier(ctx)) return;
 #line 166 "internal/gen/hip/broadcast.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+// ---- variant scatter_gather (template broadcast_scatter_gather.hip.tmpl) ----
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_broadcast_scatter_gather_bf16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  // input is passed on rank root only: tell every rank where it is.
+  if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
+    irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
+  if (!irisgen::sync(ctx)) return;
+#line 13 "github.com/irisgen/irisgen/templates/broadcast_scatter_gather.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  T* out = ((irisgen_bf16*)irisgen_a.t_output);
+  if (ctx.rank == ((int)irisgen_a.p_root)) {
+    irisgen::copy(out, ((const irisgen_bf16*)irisgen_a.t_input), n);
+  } else {
+    const int root = ((int)irisgen_a.p_root);
+    const int c = ctx.rank < root ? ctx.rank : ctx.rank - 1;  // this rank's chunk
+    int64_t lo, hi, a, z;
+    irisgen::chunk_part<T>(n, c, w - 1, &lo, &hi);
+    irisgen::block_part<T>(lo, hi, &a, &z);
+    irisgen::copy_block(out, ((const irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))), a, z);
+  }
+  // Every rank's chunk is in its output.
+  if (!irisgen::sync(ctx)) return;
+  if (ctx.rank != ((int)irisgen_a.p_root)) {
+    const int root = ((int)irisgen_a.p_root);
+    for (int j = 1; j < w; j++) {
+      const int q = (ctx.rank + j) % w;  // spread the loads over the links
+      if (q == root) continue;
+      const int c = q < root ? q : q - 1;
+      int64_t lo, hi, a, z;
+      irisgen::chunk_part<T>(n, c, w - 1, &lo, &hi);
+      irisgen::block_part<T>(lo, hi, &a, &z);
+      irisgen::copy_block(out, irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_output, (q)), a, z);
+    }
+  }
+  // Nobody reads the root's input or another rank's output any more.
+  if (!irisgen::barrier(ctx)) return;
+#line 213 "internal/gen/hip/broadcast.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_broadcast_scatter_gather_f16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args irisgen_a) {
+  typedef irisgen_f16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  // input is passed on rank root only: tell every rank where it is.
+  if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
+    irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
+  if (!irisgen::sync(ctx)) return;
+#line 13 "github.com/irisgen/irisgen/templates/broadcast_scatter_gather.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  T* out = ((irisgen_f16*)irisgen_a.t_output);
+  if (ctx.rank == ((int)irisgen_a.p_root)) {
+    irisgen::copy(out, ((const irisgen_f16*)irisgen_a.t_input), n);
+  } else {
+    const int root = ((int)irisgen_a.p_root);
+    const int c = ctx.rank < root ? ctx.rank : ctx.rank - 1;  // this rank's chunk
+    int64_t lo, hi, a, z;
+    irisgen::chunk_part<T>(n, c, w - 1, &lo, &hi);
+    irisgen::block_part<T>(lo, hi, &a, &z);
+    irisgen::copy_block(out, ((const irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))), a, z);
+  }
+  // Every rank's chunk is in its output.
+  if (!irisgen::sync(ctx)) return;
+  if (ctx.rank != ((int)irisgen_a.p_root)) {
+    const int root = ((int)irisgen_a.p_root);
+    for (int j = 1; j < w; j++) {
+      const int q = (ctx.rank + j) % w;  // spread the loads over the links
+      if (q == root) continue;
+      const int c = q < root ? q : q - 1;
+      int64_t lo, hi, a, z;
+      irisgen::chunk_part<T>(n, c, w - 1, &lo, &hi);
+      irisgen::block_part<T>(lo, hi, &a, &z);
+      irisgen::copy_block(out, irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_output, (q)), a, z);
+    }
+  }
+  // Nobody reads the root's input or another rank's output any more.
+  if (!irisgen::barrier(ctx)) return;
+#line 258 "internal/gen/hip/broadcast.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_broadcast_scatter_gather_f32(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args irisgen_a) {
+  typedef float T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  // input is passed on rank root only: tell every rank where it is.
+  if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
+    irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
+  if (!irisgen::sync(ctx)) return;
+#line 13 "github.com/irisgen/irisgen/templates/broadcast_scatter_gather.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int w = ctx.world;
+  T* out = ((float*)irisgen_a.t_output);
+  if (ctx.rank == ((int)irisgen_a.p_root)) {
+    irisgen::copy(out, ((const float*)irisgen_a.t_input), n);
+  } else {
+    const int root = ((int)irisgen_a.p_root);
+    const int c = ctx.rank < root ? ctx.rank : ctx.rank - 1;  // this rank's chunk
+    int64_t lo, hi, a, z;
+    irisgen::chunk_part<T>(n, c, w - 1, &lo, &hi);
+    irisgen::block_part<T>(lo, hi, &a, &z);
+    irisgen::copy_block(out, ((const float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))), a, z);
+  }
+  // Every rank's chunk is in its output.
+  if (!irisgen::sync(ctx)) return;
+  if (ctx.rank != ((int)irisgen_a.p_root)) {
+    const int root = ((int)irisgen_a.p_root);
+    for (int j = 1; j < w; j++) {
+      const int q = (ctx.rank + j) % w;  // spread the loads over the links
+      if (q == root) continue;
+      const int c = q < root ? q : q - 1;
+      int64_t lo, hi, a, z;
+      irisgen::chunk_part<T>(n, c, w - 1, &lo, &hi);
+      irisgen::block_part<T>(lo, hi, &a, &z);
+      irisgen::copy_block(out, irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_output, (q)), a, z);
+    }
+  }
+  // Nobody reads the root's input or another rank's output any more.
+  if (!irisgen::barrier(ctx)) return;
+#line 303 "internal/gen/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }

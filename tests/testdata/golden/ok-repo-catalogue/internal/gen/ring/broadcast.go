@@ -9,7 +9,7 @@ import (
 
 // BroadcastSpecHash is the hash of github.com/irisgen/irisgen/specs/broadcast.yaml and the templates
 // it uses; the runtime refuses a code object of broadcast made from other ones (*irisrt.KernelError).
-const BroadcastSpecHash = "5f5a0e0fe2bb5c7d"
+const BroadcastSpecHash = "4d3d3542d0680619"
 
 // broadcastDesc is broadcast in the package's descriptor table.
 var broadcastDesc = &table.Collectives[1]
@@ -19,8 +19,9 @@ type BroadcastVariant string
 
 // The variants of broadcast; each has a plan type <Variant>Plan with its rules.
 const (
-	BroadcastPush BroadcastVariant = "push"
-	BroadcastPull BroadcastVariant = "pull"
+	BroadcastPush          BroadcastVariant = "push"
+	BroadcastPull          BroadcastVariant = "pull"
+	BroadcastScatterGather BroadcastVariant = "scatter_gather"
 )
 
 // Broadcast runs a variant of broadcast through the rank's plan cache (see the package doc), with the
@@ -82,5 +83,36 @@ func NewBroadcastPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*BroadcastP
 // Launch checks the parameters and the tensors by the rules above and launches broadcast/pull on s in
 // barrier mode mode.
 func (p *BroadcastPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
+}
+
+// BroadcastScatterGatherPlan is variant scatter_gather of broadcast
+// (github.com/irisgen/irisgen/specs/broadcast.yaml).
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in [n], on rank root only): local_read + remote_read; peers read it: on the symmetric
+//     heap, or else copied into the plan's staging on s; checked on rank root only, the other ranks
+//     pass the zero irisrt.Tensor (the kernel tells them where rank root's is).
+//   - output (out [n]): local_write + remote_read; written here and read by peers: must be on the
+//     symmetric heap.
+//
+// Parameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):
+//
+//   - root (int): a rank, 0 <= root < world.
+//
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+type BroadcastScatterGatherPlan struct{ irisrt.VariantPlan }
+
+// NewBroadcastScatterGatherPlan makes a plan of broadcast/scatter_gather for dt (f32, f16, bf16) and
+// size n.
+func NewBroadcastScatterGatherPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*BroadcastScatterGatherPlan, error) {
+	return irisrt.NewPlanOf[BroadcastScatterGatherPlan](r, &broadcastDesc.Variants[2], dt, "", n)
+}
+
+// Launch checks the parameters and the tensors by the rules above and launches
+// broadcast/scatter_gather on s in barrier mode mode.
+func (p *BroadcastScatterGatherPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
 	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
 }

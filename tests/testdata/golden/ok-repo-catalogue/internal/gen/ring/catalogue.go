@@ -65,6 +65,8 @@ var table = irisrt.Table{
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 			{Name: "pull", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "scatter_gather", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseHeap},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 		},
 	}, {
 		Name: "ring_shift", SpecHash: RingShiftSpecHash,
