@@ -135,7 +135,7 @@ func runTails(w *irisrt.World, cfg TailConfig, device, date string) ([]Tail, err
 				return err
 			}
 			defer done()
-			perRank[r.Rank()], err = launchTimes(r, k, cfg.Warmup, call)
+			perRank[r.Rank()], err = LaunchTimes(r, k, cfg.Warmup, call)
 			return err
 		})
 		if err != nil {
@@ -230,12 +230,12 @@ func entryCall(r *irisrt.Rank, e collectives.Entry, dt irisrt.DType, op string, 
 	return func() error { return p.LaunchParams(s, passed, ps, irisrt.BarrierDevice) }, func() { free(); p.Close() }, nil
 }
 
-// launchTimes warms up, meets the other ranks, then launches call k times
+// LaunchTimes warms up, meets the other ranks, then launches call k times
 // back to back with an event after each (and one before the first), and
 // returns each launch's time: the span between its event and the one
 // before. The launches queue up faster than they run, so a span is the
 // launch's time on the GPU.
-func launchTimes(r *irisrt.Rank, k, warmup int, call func() error) (_ []float64, err error) {
+func LaunchTimes(r *irisrt.Rank, k, warmup int, call func() error) (_ []float64, err error) {
 	dev, s := r.Device(), r.Stream()
 	for range warmup {
 		if err := call(); err != nil {

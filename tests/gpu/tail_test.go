@@ -11,7 +11,6 @@ import (
 
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/internal/bench"
-	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -67,11 +66,8 @@ func tailSizes(e irisrt.Entry, w int, bytes int64) ([]int64, error) {
 	return nil, fmt.Errorf("%s/%s: sizes %v: the stall guard has no rule for them; add one to tailSizes", e.Collective, e.Variant, e.Sizes)
 }
 
-// tailTimes launches e k times back to back on r (after a warm-up and a
-// host barrier) with an event after each launch and one before the first,
-// and returns each launch's time in microseconds: the span between its
-// event and the one before. The launches queue faster than they run, so a
-// span is the launch's time on the GPU.
+// tailTimes launches e k times back to back on r, each launch timed alone
+// (bench.LaunchTimes), its tensors zeroed.
 func tailTimes(r *irisrt.Rank, e irisrt.Entry, sizes []int64, k int) (_ []float64, err error) {
 	op := ""
 	if len(e.Ops) > 0 {
@@ -95,56 +91,12 @@ func tailTimes(r *irisrt.Rank, e irisrt.Entry, sizes []int64, k int) (_ []float6
 	}
 	ps := e.SampleParams(r.World(), 0)
 	passed := e.TensorsFor(r.Rank(), ts, ps)
-	launch := func() error { return p.LaunchParams(s, passed, ps, irisrt.BarrierDevice) }
-	for range tailWarmup {
-		if err := launch(); err != nil {
-			return nil, err
-		}
-	}
-	evs := make([]gpu.Event, 0, k+1)
-	defer func() {
-		for _, ev := range evs {
-			err = errors.Join(err, dev.DestroyEvent(ev))
-		}
-	}()
-	for range k + 1 {
-		ev, err := dev.NewEvent(true)
-		if err != nil {
-			return nil, err
-		}
-		evs = append(evs, ev)
-	}
-	if err := r.HostBarrier(s); err != nil {
-		return nil, err
-	}
-	if err := dev.RecordEvent(evs[0], s); err != nil {
-		return nil, err
-	}
-	for i := range k {
-		if err := launch(); err != nil {
-			return nil, fmt.Errorf("launch %d: %w", i, err)
-		}
-		if err := dev.RecordEvent(evs[i+1], s); err != nil {
-			return nil, err
-		}
-	}
-	if err := r.HostBarrier(s); err != nil {
-		return nil, err
-	}
-	us := make([]float64, k)
-	for i := range k {
-		d, err := dev.Elapsed(evs[i], evs[i+1])
-		if err != nil {
-			return nil, err
-		}
-		us[i] = float64(d.Nanoseconds()) / 1e3
-	}
-	return us, nil
+	return bench.LaunchTimes(r, k, tailWarmup, func() error { return p.LaunchParams(s, passed, ps, irisrt.BarrierDevice) })
 }
 
 // TestLaunchTail is the stall guard: tailLaunches timed launches of every
-// all_reduce variant and every Lamport variant (all_reduce_rmsnorm's
-// included) at 512 KiB and 4 MiB a rank (bf16) in every world; a launch's
+// variant of tailEntries (all_reduce_rmsnorm's Lamport variant included)
+// at 512 KiB and 4 MiB a rank (bf16) in every world; a launch's
 // time is its slowest rank's. It logs min, median, p99.9 and max per cell
 // and fails a cell whose p99.9 exceeds bench.StallFactor times its min,
 // or whose median exceeds bench.StallFactor times the fastest median of
