@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Sentinels for errors.Is; every typed error below matches one of them.
@@ -294,6 +296,34 @@ func (e *WorldError) Error() string {
 
 // Is matches ErrWorld.
 func (e *WorldError) Is(target error) bool { return target == ErrWorld }
+
+// maxPeerText bounds how much of a message from another rank (its error,
+// its plan's fingerprint) an error quotes: a peer's error may quote its own
+// peers', and ranks out of step may send anything at all, so an unbounded
+// quote grows with every step they take.
+const maxPeerText = 256
+
+// peerText is b, a message from another rank, as an error quotes it: at
+// most maxPeerText bytes (and how many more there were), quoted when it is
+// not plain text.
+func peerText(b []byte) string {
+	more := 0
+	if len(b) > maxPeerText {
+		n := maxPeerText
+		for n > 0 && !utf8.RuneStart(b[n]) {
+			n-- // cut before a rune, not inside it
+		}
+		more, b = len(b)-n, b[:n]
+	}
+	s := string(b)
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == utf8.RuneError }) {
+		s = strconv.Quote(s)
+	}
+	if more > 0 {
+		s += fmt.Sprintf(" ... (%d bytes more)", more)
+	}
+	return s
+}
 
 func (e *WorldError) Unwrap() error { return e.Err }
 

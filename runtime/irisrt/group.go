@@ -269,7 +269,7 @@ func (r *Rank) exchange(op string, localErr error, payload []byte) ([][]byte, er
 	out := make([][]byte, len(parts))
 	for p, b := range parts {
 		if len(b) == 0 || b[0] == 0 {
-			return nil, &WorldError{Rank: r.rank, Op: op, Peer: p, Msg: "failed: " + string(b[min(1, len(b)):])}
+			return nil, &WorldError{Rank: r.rank, Op: op, Peer: p, Msg: "failed: " + peerText(b[min(1, len(b)):])}
 		}
 		out[p] = b[1:]
 	}

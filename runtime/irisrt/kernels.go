@@ -8,6 +8,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -71,6 +73,20 @@ func Registered(importPath string) *Table {
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
 	return registry.tables[importPath]
+}
+
+// Tables returns the tables of every generated package registered in the
+// program, sorted by import path: what tools that take any generated
+// package (irisgen bench and probe, through gputools) work on.
+func Tables() []*Table {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	out := make([]*Table, 0, len(registry.tables))
+	for _, t := range registry.tables {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b *Table) int { return strings.Compare(a.ImportPath, b.ImportPath) })
+	return out
 }
 
 // usable reports why no plan of t can be made: an invalid table or a

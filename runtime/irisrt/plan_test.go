@@ -1,11 +1,14 @@
 package irisrt
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -405,4 +408,63 @@ func TestRankCapture(t *testing.T) {
 	})
 	require.ErrorContains(t, err, "already running")
 	require.NoError(t, pl.Close(), "failed captures hold nothing")
+}
+
+// TestPeerText enumerates how an error quotes another rank's message: as
+// it is when short plain text, quoted when it is not text, cut to
+// maxPeerText bytes (before a rune, never inside one) with the count of
+// the bytes left out.
+func TestPeerText(t *testing.T) {
+	long := strings.Repeat("x", maxPeerText+100)
+	runes := strings.Repeat("x", maxPeerText-1) + "é" + "tail" // é straddles the cut
+	for _, c := range []struct{ in, want string }{
+		{"", ""},
+		{"rank 1: out of memory", "rank 1: out of memory"},
+		{"\x01\x00\xff", `"\x01\x00\xff"`},
+		{"two\nlines", `"two\nlines"`},
+		{long, strings.Repeat("x", maxPeerText) + " ... (100 bytes more)"},
+		{runes, strings.Repeat("x", maxPeerText-1) + " ... (6 bytes more)"},
+	} {
+		assert.Equal(t, c.want, peerText([]byte(c.in)), "%q", c.in)
+	}
+}
+
+// TestPeerErrorsStayBounded: a rank that fails with a long error, or that
+// is out of step and sends something else entirely (a megabyte of it),
+// reaches its peers as an error of bounded length: errors that quote
+// peers' errors, which quote theirs, do not grow step after step.
+func TestPeerErrorsStayBounded(t *testing.T) {
+	w := kernelWorld(t, 3, testHash)
+	huge := strings.Repeat("nested error: ", 1<<16) // 900 KB
+	errs := make([]error, 3)
+	_ = w.Run(func(r *Rank) error {
+		var local error
+		if r.Rank() == 1 {
+			local = errors.New(huge)
+		}
+		errs[r.Rank()] = r.syncRanks("step", local, nil)
+		return nil
+	})
+	for k, err := range errs {
+		require.Error(t, err, "rank %d", k)
+		if k != 1 {
+			assert.ErrorContains(t, err, "world: rank "+strconv.Itoa(k)+": step: rank 1: failed: nested error: ")
+			assert.Less(t, len(err.Error()), 2*maxPeerText, "rank %d: %d bytes", k, len(err.Error()))
+		}
+	}
+	// Rank 2 out of step: a raw all-gather of binary bytes where its peers
+	// make a plan.
+	_ = w.Run(func(r *Rank) error {
+		if r.Rank() == 2 {
+			_, errs[2] = r.Group().AllGather(append([]byte{1}, bytes.Repeat([]byte{0, 0xff}, 1<<19)...))
+			return nil
+		}
+		errs[r.Rank()] = r.syncRanks("plan x", nil, []byte("plan digest"))
+		return nil
+	})
+	for k, err := range errs[:2] {
+		require.ErrorContains(t, err, "made a different plan x than rank", "rank %d", k)
+		assert.Contains(t, err.Error(), `"\x00\xff`)
+		assert.Less(t, len(err.Error()), 4*maxPeerText+300, "rank %d: %d bytes", k, len(err.Error()))
+	}
 }

@@ -320,7 +320,7 @@ func (r *Rank) syncRanks(op string, localErr error, digest []byte) error {
 		if !bytes.Equal(b[16:], digest) {
 			return &WorldError{Rank: r.rank, Op: op, Peer: p, Msg: fmt.Sprintf(
 				"made a different %s than rank %d (rank %d: %s; rank %d: %s): plans are collective, every rank must make the same plans "+
-					"with the same arguments (variant, dtype, op, sizes) in the same order", op, r.rank, p, b[16:], r.rank, digest)}
+					"with the same arguments (variant, dtype, op, sizes) in the same order", op, r.rank, p, peerText(b[16:]), r.rank, peerText(digest))}
 		}
 	}
 	return r.sameHeaps(op, parts)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -516,6 +518,16 @@ func TestRegistry(t *testing.T) {
 	Register(other)
 	require.NoError(t, other.usable())
 	assert.Nil(t, Registered("example.com/never"))
+	// Tables lists each import path once, sorted: the first registration
+	// of a conflicting path.
+	var paths []string
+	for _, tab := range Tables() {
+		paths = append(paths, tab.ImportPath)
+	}
+	assert.True(t, slices.IsSorted(paths), "%v", paths)
+	assert.Equal(t, 1, strings.Count(strings.Join(paths, " "), "example.com/dup"))
+	assert.Contains(t, paths, "example.com/other")
+	assert.Contains(t, Tables(), a)
 }
 
 // TestKernelSources: Options.Kernels, then $IRISGEN_KERNELS, then the
