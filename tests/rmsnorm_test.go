@@ -292,7 +292,7 @@ func TestProbeRMSNormOnFake(t *testing.T) {
 	results := make([][]probe.Result, 2)
 	err := w.Run(func(r *irisrt.Rank) error {
 		var err error
-		results[r.Rank()], err = probe.RunRank(r, probe.Config{N: 4096 + 3, Replays: 2, Collectives: []string{"all_reduce_rmsnorm", "residual_rmsnorm"}})
+		results[r.Rank()], err = probe.RunRank(r, probe.Config{Entries: collectives.Catalogue, N: 4096 + 3, Replays: 2, Collectives: []string{"all_reduce_rmsnorm", "residual_rmsnorm"}})
 		return err
 	})
 	if err != nil {
@@ -322,7 +322,7 @@ func TestRMSNormBenchOnFake(t *testing.T) {
 	w := fakeWorld(t, 2, fake, fakeKernels(fake))
 	defer func(ts []int64) { bench.RMSNormTokens = ts }(bench.RMSNormTokens)
 	bench.RMSNormTokens = []int64{1, 7, 64} // the fake's heap is small
-	rows, err := bench.RunOn(w, bench.Config{Collectives: []string{"all_reduce_rmsnorm"}, Modes: []string{"eager", "graph"}, Warmup: 1, Repeats: 1}, "fake", "today")
+	rows, err := bench.RunOn(w, bench.Config{Entries: collectives.Catalogue, Collectives: []string{"all_reduce_rmsnorm"}, Modes: []string{"eager", "graph"}, Warmup: 1, Repeats: 1}, "fake", "today")
 	if err != nil {
 		t.Fatal(err)
 	}

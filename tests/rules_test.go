@@ -16,6 +16,7 @@ import (
 	"github.com/irisgen/irisgen/internal/probe"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/gpu/fakegpu/fakekernels"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -23,22 +24,9 @@ import (
 // generated package, with every kernel its variants name and its spec hash,
 // served from the returned file system (Options.Kernels).
 func fakeKernels(p *fakegpu.Platform) fstest.MapFS {
-	fsys := fstest.MapFS{}
-	tab := irisrt.Registered("github.com/irisgen/irisgen/generated/collectives")
-	for ci := range tab.Collectives {
-		c := &tab.Collectives[ci]
-		var names []string
-		for vi := range c.Variants {
-			v := &c.Variants[vi]
-			for _, dt := range append([]irisrt.DType{0}, c.DTypes...) {
-				for _, op := range append([]string{""}, c.Ops...) {
-					names = append(names, v.Kernel(dt, op))
-				}
-			}
-		}
-		image := []byte("fake code object of " + c.Name)
-		p.AddModule(image, names, map[string][]byte{irisrt.SpecHashSymbol(c.Name): append([]byte(c.SpecHash), 0)})
-		fsys[irisrt.KernelFile(p.Name(), c.Name)] = &fstest.MapFile{Data: image}
+	fsys, err := fakekernels.For(p, irisrt.Registered("github.com/irisgen/irisgen/generated/collectives"))
+	if err != nil {
+		panic(err) // one table: no conflict
 	}
 	return fsys
 }
@@ -432,7 +420,7 @@ func TestProbeOnFake(t *testing.T) {
 	results := make([][]probe.Result, 2)
 	err := w.Run(func(r *irisrt.Rank) error {
 		var err error
-		results[r.Rank()], err = probe.RunRank(r, probe.Config{N: 7, Replays: 2,
+		results[r.Rank()], err = probe.RunRank(r, probe.Config{Entries: collectives.Catalogue, N: 7, Replays: 2,
 			Collectives: []string{"broadcast", "reduce", "gather", "scatter", "send_recv", "shift"}})
 		return err
 	})

@@ -6,14 +6,17 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/irisgen/irisgen/generated/collectives"
-	"github.com/irisgen/irisgen/internal/ir"
+	"github.com/irisgen/irisgen/internal/tuning"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 func sample() []Row {
@@ -162,7 +165,7 @@ func TestTune(t *testing.T) {
 	require.Equal(t, []string{"lamport@2", "lamport"}, rulesOf(a))
 }
 
-func rulesOf(a *ir.Auto) []string {
+func rulesOf(a *tuning.Table) []string {
 	var out []string
 	for _, r := range a.Rules {
 		s := r.Variant
@@ -190,16 +193,184 @@ func TestParamCollectiveSizes(t *testing.T) {
 		n := int64(-1)
 		for _, e := range collectives.Catalogue {
 			if e.Collective == coll {
-				n = elems(e, bytes, world, es)
+				sizes, ok := sweepSizes(e, bytes, world, es)
+				require.True(t, ok)
+				n = sizes[0]
 				require.NotEmpty(t, e.SampleParams(world, 0), coll)
 			}
 		}
 		require.Equal(t, want, n, coll)
-		require.Contains(t, NCCLCollectives, coll)
+		require.NotNil(t, knownCollectives[coll].nccl, coll)
 	}
 	for coll, f := range map[string]float64{"broadcast": 1, "reduce": 1, "send_recv": 1, "shift": 1, "gather": 0.75, "scatter": 0.75} {
 		require.Equal(t, f, BusFactor(coll, world), coll)
 	}
+}
+
+// TestNCCLBaselinesMatchShapes: the per-rank buffers of every NCCL
+// baseline are those the catalogue's tensor shapes give at the same size:
+// at nccl-tests' size B, a buffer is per rank (B/world) exactly where the
+// catalogue's input (send) or output (recv) holds B/world bytes, and the
+// in-place offsets follow.
+func TestNCCLBaselinesMatchShapes(t *testing.T) {
+	const world, bytes, es = 4, 1 << 20, 2
+	n := 0
+	for coll, k := range knownCollectives {
+		if k.nccl == nil {
+			continue
+		}
+		i := slices.IndexFunc(collectives.Catalogue, func(e irisrt.Entry) bool { return e.Collective == coll })
+		require.GreaterOrEqual(t, i, 0, "%s has an NCCL baseline but no catalogue collective", coll)
+		e := collectives.Catalogue[i]
+		sizes, ok := sweepSizes(e, bytes, world, es)
+		require.True(t, ok, coll)
+		held := map[string]int64{}
+		for _, ti := range e.Tensors {
+			held[ti.Name] = ti.Numel(world, sizes) * es
+		}
+		perRank := func(b bool) int64 {
+			if b {
+				return bytes / world
+			}
+			return bytes
+		}
+		assert.Equal(t, perRank(k.nccl.sendPerRank), held["input"], "%s: send", coll)
+		assert.Equal(t, perRank(k.nccl.recvPerRank), held["output"], "%s: recv", coll)
+		assert.NotEqual(t, busUnknown, k.bus, "%s: a baseline without a bus bandwidth rule", coll)
+		n++
+	}
+	assert.Equal(t, 10, n)
+}
+
+// TestSweepSizes enumerates the size rule: nccl-tests' sizes from the
+// shapes for every collective of the catalogue the sweep times, and for
+// other shapes the last size the largest that fits, the others 1.
+func TestSweepSizes(t *testing.T) {
+	const world, bytes, es = 4, 1 << 20, 2
+	want := map[string]int64{ // elements of n at 1 MiB of bf16 on 4 ranks
+		"all_reduce": bytes / es, "broadcast": bytes / es, "reduce": bytes / es, "send_recv": bytes / es, "shift": bytes / es,
+		"all_gather": bytes / es / world, "gather": bytes / es / world, "reduce_scatter": bytes / es / world,
+		"scatter": bytes / es / world, "all_to_all": bytes / es / world,
+	}
+	sel := Config{Entries: collectives.Catalogue}.selection()
+	seen := map[string]bool{}
+	for _, e := range sel.sweep {
+		sizes, ok := sweepSizes(e, bytes, world, es)
+		require.True(t, ok, e.Collective)
+		require.Equal(t, []int64{want[e.Collective]}, sizes, "%s/%s", e.Collective, e.Variant)
+		seen[e.Collective] = true
+	}
+	require.Len(t, seen, len(want), "the sweep times every single-size collective of the catalogue")
+
+	entry := func(sizes []string, shapes ...string) irisrt.Entry {
+		tab := &irisrt.Table{ImportPath: "example.com/sizes", Collectives: []irisrt.Collective{{
+			Name: "c", SpecHash: "h", DTypes: []irisrt.DType{irisrt.BF16},
+			Variants: []irisrt.Variant{{Name: "v", Barriers: []irisrt.Barrier{irisrt.BarrierDevice}, Threads: 64, MaxBlocks: 1, VectorBytes: 16}},
+		}}}
+		c := &tab.Collectives[0]
+		for _, s := range sizes {
+			c.Sizes = append(c.Sizes, irisrt.SizeParam{Name: s, From: -1})
+		}
+		for i, sh := range shapes {
+			var dims []irisrt.Dim
+			for _, d := range strings.Fields(sh) {
+				switch d {
+				case "world":
+					dims = append(dims, irisrt.DimWorld)
+				case "a":
+					dims = append(dims, irisrt.DimSize(0))
+				case "b":
+					dims = append(dims, irisrt.DimSize(1))
+				default:
+					k, err := strconv.Atoi(d)
+					require.NoError(t, err)
+					dims = append(dims, irisrt.Dim(k))
+				}
+			}
+			c.Tensors = append(c.Tensors, irisrt.TensorDesc{Name: fmt.Sprintf("t%d", i), Dir: irisrt.InOut, Shape: dims})
+			c.Variants[0].Uses = append(c.Variants[0].Uses, irisrt.UseLocal)
+		}
+		es := tab.Entries()
+		require.Len(t, es, 1)
+		return es[0]
+	}
+	for _, c := range []struct {
+		sizes  []string
+		shapes []string
+		bytes  int64
+		want   []int64
+		ok     bool
+	}{
+		{[]string{"a"}, []string{"2 a"}, 1000, []int64{250}, true},              // halo-like [2, a]: 2*250 elements of 2 bytes
+		{[]string{"a"}, []string{"a", "world a"}, 1000, []int64{125}, true},     // the larger tensor decides
+		{[]string{"a"}, []string{"a a"}, 1 << 20, []int64{724}, true},           // a square: 724^2*2 <= 1 MiB < 725^2*2
+		{[]string{"a", "b"}, []string{"a b", "b"}, 1000, []int64{1, 500}, true}, // the last size takes it, the others 1
+		{[]string{"a", "b"}, []string{"3 a b"}, 1000, []int64{1, 166}, true},    //
+		{[]string{"a"}, []string{"world a"}, 6, []int64{0}, false},              // below one element per rank
+		{[]string{"a"}, []string{"16"}, 1000, []int64{500}, true},               // a size no user tensor has: all of it
+		{[]string{"a", "b"}, []string{"a 1024"}, 1000, []int64{1, 500}, false},  // even 1 is too much
+	} {
+		got, ok := sweepSizes(entry(c.sizes, c.shapes...), c.bytes, 4, 2)
+		assert.Equal(t, c.ok, ok, "%v %v", c.sizes, c.shapes)
+		if c.ok {
+			assert.Equal(t, c.want, got, "%v %v", c.sizes, c.shapes)
+		}
+	}
+}
+
+// TestSelection: the catalogue's barrier is timed without a size, the
+// collectives of the scenarios only by them, everything else by the
+// sweep; a scenario is selected by its name or by a collective it times,
+// and applies only where the package holds every collective it launches.
+func TestSelection(t *testing.T) {
+	names := func(es []irisrt.Entry) []string {
+		var out []string
+		for _, e := range es {
+			if !slices.Contains(out, e.Collective) {
+				out = append(out, e.Collective)
+			}
+		}
+		return out
+	}
+	scen := func(sel selection) []string {
+		var out []string
+		for _, sc := range sel.scenarios {
+			out = append(out, sc.name)
+		}
+		return out
+	}
+	sel := Config{Entries: collectives.Catalogue}.selection()
+	assert.Equal(t, []string{"barrier"}, names(sel.fixed))
+	assert.Equal(t, []string{"all_gather", "all_reduce", "all_to_all", "broadcast", "gather", "reduce", "reduce_scatter", "scatter", "send_recv", "shift"}, names(sel.sweep))
+	assert.Equal(t, []string{"all_reduce_rmsnorm", "moe"}, scen(sel))
+	for _, c := range []struct {
+		colls        []string
+		sweep, scens []string
+	}{
+		{[]string{"moe"}, nil, []string{"moe"}},
+		{[]string{"moe_combine"}, nil, []string{"moe"}},
+		{[]string{"residual_rmsnorm", "shift"}, []string{"shift"}, []string{"all_reduce_rmsnorm"}},
+		{[]string{"all_reduce"}, []string{"all_reduce"}, nil},
+	} {
+		sel := Config{Entries: collectives.Catalogue, Collectives: c.colls}.selection()
+		assert.Equal(t, c.sweep, names(sel.sweep), "%v", c.colls)
+		assert.Equal(t, c.scens, scen(sel), "%v", c.colls)
+		assert.Empty(t, sel.fixed, "%v", c.colls)
+	}
+	// Without all_reduce_rmsnorm, its scenario does not apply and the sweep
+	// takes residual_rmsnorm (two sizes: the last takes the size).
+	var part []irisrt.Entry
+	for _, e := range collectives.Catalogue {
+		if e.Collective != "all_reduce_rmsnorm" && e.Collective != "moe_combine" {
+			part = append(part, e)
+		}
+	}
+	sel = Config{Entries: part}.selection()
+	assert.Contains(t, names(sel.sweep), "residual_rmsnorm")
+	assert.Contains(t, names(sel.sweep), "moe_dispatch")
+	assert.Empty(t, scen(sel))
+	assert.Equal(t, append(names(collectives.Catalogue), "moe"), Names(collectives.Catalogue), "all_reduce_rmsnorm is a collective and a scenario")
+	assert.NotContains(t, Names(part), "moe")
 }
 
 // TestFusionTable: per world, mode and size, the fastest fused variant

@@ -25,6 +25,16 @@ const moeExpertsPerRank = 8
 // H200 NV18 pair (docs/gpu-machines.md).
 const DefaultLinkGBps = 370
 
+// moeScenario times the package's moe_dispatch and moe_combine as the pair
+// they are used as (moepair): at MoETokens tokens of MoEHidden bf16
+// elements, MoEK experts a token, each alone (combine on the rows of one
+// dispatch). Not a chain: the routing and the expert between the two are
+// its own.
+func moeScenario() scenario {
+	return scenario{name: "moe", needs: []string{moepair.Dispatch, moepair.Combine}, owns: []string{moepair.Dispatch, moepair.Combine},
+		torch: true, time: runMoE}
+}
+
 // runMoE times moe_dispatch and moe_combine (each alone; combine on the
 // rows of one dispatch). Rows: Bytes is the token bytes per rank (t*h*2),
 // Collective "moe_dispatch_k<K>" or "moe_combine_k<K>"; Note gives the bytes
@@ -52,16 +62,16 @@ func runMoE(w *irisrt.World, cfg Config, add func(Row)) error {
 					us[i] = make([][]float64, w.Size())
 				}
 				err := w.Run(func(r *irisrt.Rank) error {
-					d, c, err := timeMoE(r, routes[r.Rank()], t, k, mode, cfg.Warmup, cfg.repeats())
+					d, c, err := timeMoE(r, cfg.Entries, routes[r.Rank()], t, k, mode, cfg.Warmup, cfg.repeats())
 					us[0][r.Rank()], us[1][r.Rank()] = d, c
 					return err
 				})
 				if err != nil {
 					return fmt.Errorf("moe t=%d k=%d %s: %w", t, k, mode, err)
 				}
-				for i, coll := range []string{"moe_dispatch", "moe_combine"} {
+				for i, coll := range []string{moepair.Dispatch, moepair.Combine} {
 					// k in the collective's name: tables compare like with like.
-					row := Row{Collective: fmt.Sprintf("%s_k%d", coll, k), Variant: "push", DType: "bf16", Bytes: t * MoEHidden * 2, Mode: mode}
+					row := Row{Collective: fmt.Sprintf("%s_k%d", coll, k), Variant: moepair.Variant, DType: "bf16", Bytes: t * MoEHidden * 2, Mode: mode}
 					Summarize(slowestBatches(us[i])).set(&row)
 					row.Note = linkNote(moved[i], row.TimeUS, link)
 					add(row)
@@ -125,9 +135,9 @@ func MoELinkBytes(routes [][]int64, k, e, rowBytes int64) int64 {
 	return most
 }
 
-func timeMoE(r *irisrt.Rank, ids []int64, t, k int64, mode string, warmup, repeats int) ([]float64, []float64, error) {
+func timeMoE(r *irisrt.Rank, entries []irisrt.Entry, ids []int64, t, k int64, mode string, warmup, repeats int) ([]float64, []float64, error) {
 	e := moeExpertsPerRank * int64(r.World())
-	pair, err := moepair.New(r, irisrt.BF16, []int64{t, MoEHidden, k, e, t})
+	pair, err := moepair.New(r, entries, irisrt.BF16, []int64{t, MoEHidden, k, e, t})
 	if err != nil {
 		return nil, nil, err
 	}

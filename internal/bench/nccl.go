@@ -9,20 +9,9 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/internal/nccl"
 	"github.com/irisgen/irisgen/runtime/gpu"
 )
-
-// NCCLCollectives are the collectives RunNCCL can measure, in nccl-tests'
-// sizes: all_gather and gather the output, reduce_scatter and scatter the
-// input, all_to_all the per-rank total, the others the buffer. Their names
-// are irisgen's, and they do what irisgen's bench launches: the rooted ones
-// use root 0; send_recv is rank 0 sending to rank 1 (ncclSend and ncclRecv
-// in a group, the other ranks idle); shift is nccl-tests' sendrecv, a ring
-// shift (every rank sends to the next and receives from the previous).
-var NCCLCollectives = []string{"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-	"broadcast", "reduce", "gather", "scatter", "send_recv", "shift"}
 
 // ncclBuffers are the two ways RunNCCL allocates: plain device memory, and
 // ncclMemAlloc memory registered as symmetric windows (NCCL's low-latency
@@ -52,22 +41,13 @@ func NCCLVersion(lib string) (path, version string, err error) {
 	return path, nccl.VersionString(v), nil
 }
 
-// ncclSelected lists the collectives of cfg that RunNCCL measures: those
-// asked for, or by default those the catalogue ships.
+// ncclSelected lists the collectives cfg times that have an NCCL
+// baseline (knownCollectives).
 func ncclSelected(cfg Config) []string {
 	var out []string
-	for _, c := range NCCLCollectives {
-		if len(cfg.Collectives) > 0 {
-			if selected(cfg.Collectives, c) {
-				out = append(out, c)
-			}
-			continue
-		}
-		for _, e := range collectives.Catalogue {
-			if e.Collective == c {
-				out = append(out, c)
-				break
-			}
+	for _, c := range cfg.selectedNames() {
+		if knownCollectives[c].nccl != nil {
+			out = append(out, c)
 		}
 	}
 	return out
@@ -92,7 +72,7 @@ func ncclCells(cfg Config, colls []string) []ncclCell {
 							continue
 						}
 						for _, in := range []bool{false, true} {
-							if in && !ncclHasInPlace(c) {
+							if in && !knownCollectives[c].nccl.inPlace {
 								continue
 							}
 							cells = append(cells, ncclCell{coll: c, dtype: dt, mode: mode, buffers: buf, bytes: size, inPlace: in})
@@ -103,14 +83,6 @@ func ncclCells(cfg Config, colls []string) []ncclCell {
 		}
 	}
 	return cells
-}
-
-func ncclHasInPlace(coll string) bool {
-	switch coll {
-	case "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce":
-		return true
-	}
-	return false
 }
 
 func ncclType(dt string) (nccl.DataType, int64, error) {
@@ -292,35 +264,35 @@ func ncclCellTimes(cfg Config, dev gpu.Device, s gpu.Stream, comm *nccl.Comm, c 
 	if err != nil {
 		return nil, err
 	}
+	base := knownCollectives[c.coll].nccl
 	w := int64(comm.World())
 	rank := comm.Rank()
-	per := c.bytes / es / w // elements per rank of the collectives sized by a total
-	count := c.bytes / es
-	// send and recv bytes of the cell.
-	sendB, recvB := c.bytes, c.bytes
-	switch c.coll {
-	case "all_gather", "gather":
-		sendB = per * es
-	case "reduce_scatter", "scatter":
-		recvB = per * es
-	}
+	per := c.bytes / es / w // elements of one rank's share
 	if per < 1 {
 		return nil, nil // below one element per rank: no measurement, on every rank alike
+	}
+	// send and recv bytes of the cell.
+	sendB, recvB := c.bytes, c.bytes
+	if base.sendPerRank {
+		sendB = per * es
+	}
+	if base.recvPerRank {
+		recvB = per * es
 	}
 	var b ncclBufs
 	defer func() { err = errors.Join(err, b.release()) }()
 	if c.inPlace {
-		big := max(sendB, recvB)
-		p, err := ncclAlloc(dev, s, comm, c.buffers, big, &b)
+		p, err := ncclAlloc(dev, s, comm, c.buffers, max(sendB, recvB), &b)
 		if err != nil {
 			return nil, err
 		}
 		b.send, b.recv = p, p
-		switch c.coll {
-		case "all_gather":
-			b.send = p + gpu.DevicePtr(int64(rank)*per*es)
-		case "reduce_scatter":
-			b.recv = p + gpu.DevicePtr(int64(rank)*per*es)
+		at := p + gpu.DevicePtr(int64(rank)*per*es) // the rank's share in place
+		if base.sendPerRank {
+			b.send = at
+		}
+		if base.recvPerRank {
+			b.recv = at
 		}
 	} else {
 		if b.send, err = ncclAlloc(dev, s, comm, c.buffers, sendB, &b); err != nil {
@@ -330,49 +302,8 @@ func ncclCellTimes(cfg Config, dev gpu.Device, s gpu.Stream, comm *nccl.Comm, c 
 			return nil, err
 		}
 	}
-	call := func() error {
-		switch c.coll {
-		case "all_reduce":
-			return comm.AllReduce(b.send, b.recv, count, dt, nccl.Sum, s)
-		case "all_gather":
-			return comm.AllGather(b.send, b.recv, per, dt, s)
-		case "reduce_scatter":
-			return comm.ReduceScatter(b.send, b.recv, per, dt, nccl.Sum, s)
-		case "all_to_all":
-			return comm.AllToAll(b.send, b.recv, per, dt, es, s)
-		case "broadcast":
-			return comm.Broadcast(b.send, b.recv, count, dt, 0, s)
-		case "reduce":
-			return comm.Reduce(b.send, b.recv, count, dt, nccl.Sum, 0, s)
-		case "gather":
-			return comm.Gather(b.send, b.recv, per, dt, 0, s)
-		case "scatter":
-			return comm.Scatter(b.send, b.recv, per, dt, 0, s)
-		case "send_recv":
-			if rank > 1 {
-				return nil // idle, as irisgen's other ranks (which only meet at its barriers)
-			}
-			if err := nccl.GroupStart(); err != nil {
-				return err
-			}
-			var e1 error
-			if rank == 0 {
-				e1 = comm.Send(b.send, count, dt, 1, s)
-			} else {
-				e1 = comm.Recv(b.recv, count, dt, 0, s)
-			}
-			return errors.Join(e1, nccl.GroupEnd())
-		case "shift":
-			n := int(w)
-			if err := nccl.GroupStart(); err != nil {
-				return err
-			}
-			e1 := comm.Send(b.send, count, dt, (rank+1)%n, s)
-			e2 := comm.Recv(b.recv, count, dt, (rank-1+n)%n, s)
-			return errors.Join(e1, e2, nccl.GroupEnd())
-		}
-		return fmt.Errorf("nccl: no collective %q", c.coll)
-	}
+	args := ncclArgs{send: b.send, recv: b.recv, count: c.bytes / es, per: per, dt: dt, es: es, s: s}
+	call := func() error { return base.run(comm, args) }
 	k := Iterations(c.bytes)
 	sync := func() error { return dev.StreamSynchronize(s) }
 	barrier := func() error {

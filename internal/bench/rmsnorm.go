@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -23,130 +22,29 @@ var (
 // the auto tables (Tune) among no variant of all_reduce_rmsnorm.
 const UnfusedImpl = "irisgen_unfused"
 
-// rmsnormEps is every timed launch's eps: the time does not depend on it.
-const rmsnormEps = 1e-6
-
-// runRMSNorm times every variant of all_reduce_rmsnorm and the unfused
-// path, with every all_reduce variant not slow by design; the unfused row
-// is the fastest of those, its note naming the all_reduce. Rows: Bytes is
-// one rank's input (tokens x hidden x 2), Collective all_reduce_rmsnorm.
-func runRMSNorm(w *irisrt.World, cfg Config, add func(Row)) error {
-	var fused, allReduce []collectives.Entry
-	for _, e := range collectives.Catalogue {
-		switch {
-		case e.Collective == "all_reduce_rmsnorm":
-			fused = append(fused, e)
-		case e.Collective == "all_reduce" && slowByDesign["all_reduce/"+e.Variant] == 0:
-			allReduce = append(allReduce, e)
-		}
+// rmsnormScenario times every variant of all_reduce_rmsnorm at
+// RMSNormTokens tokens of RMSNormHidden bf16 elements (a row's Bytes: one
+// rank's input), beside the unfused path: each all_reduce variant not slow
+// by design into a heap buffer, then residual_rmsnorm of that sum, the
+// fastest reported (its note naming the all_reduce). -tails times the
+// fused variants at TailTokens.
+func rmsnormScenario() scenario {
+	th := [][]string{{"tokens"}, {"hidden"}}
+	return scenario{
+		name: "all_reduce_rmsnorm", needs: []string{"all_reduce_rmsnorm", "residual_rmsnorm", "all_reduce"},
+		owns: []string{"all_reduce_rmsnorm", "residual_rmsnorm"}, torch: true,
+		chain: &chain{
+			dtype: irisrt.BF16,
+			grid:  []axis{{"tokens", RMSNormTokens}, {"hidden", []int64{RMSNormHidden}}},
+			tails: []axis{{"tokens", TailTokens}, {"hidden", []int64{RMSNormHidden}}},
+			call:  []link{{collective: "all_reduce_rmsnorm", sizes: th}},
+			baseline: []link{
+				{collective: "all_reduce", sizes: [][]string{{"tokens", "hidden"}}},
+				{collective: "residual_rmsnorm", variant: "local", sizes: th, from: map[string]tensorRef{"input": {0, "output"}}},
+			},
+			baselineImpl: UnfusedImpl, baselineVariant: "all_reduce+residual_rmsnorm",
+		},
 	}
-	norm, ok := collectives.Lookup("residual_rmsnorm", "local")
-	if !ok || len(fused) == 0 {
-		return fmt.Errorf("the catalogue lacks all_reduce_rmsnorm or residual_rmsnorm/local")
-	}
-	for _, t := range RMSNormTokens {
-		bytes := t * RMSNormHidden * 2
-		for _, mode := range cfg.Modes {
-			for _, e := range fused {
-				st, err := slowest(w, func(r *irisrt.Rank) ([]float64, error) {
-					return timeFused(r, e, t, mode, cfg.Warmup, cfg.repeats())
-				})
-				if err != nil {
-					return fmt.Errorf("all_reduce_rmsnorm %s tokens=%d %s: %w", e.Variant, t, mode, err)
-				}
-				row := Row{Collective: "all_reduce_rmsnorm", Variant: e.Variant, DType: "bf16", Bytes: bytes, Mode: mode}
-				st.set(&row)
-				add(row)
-			}
-			best := Row{Impl: UnfusedImpl, Collective: "all_reduce_rmsnorm", Variant: "all_reduce+residual_rmsnorm", DType: "bf16", Bytes: bytes, Mode: mode, TimeUS: math.Inf(1)}
-			for _, ar := range allReduce {
-				st, err := slowest(w, func(r *irisrt.Rank) ([]float64, error) {
-					return timeUnfused(r, ar, norm, t, mode, cfg.Warmup, cfg.repeats())
-				})
-				if err != nil {
-					return fmt.Errorf("all_reduce %s + residual_rmsnorm tokens=%d %s: %w", ar.Variant, t, mode, err)
-				}
-				if st.Median < best.TimeUS {
-					st.set(&best)
-					best.Note = "all_reduce " + ar.Variant + ", then residual_rmsnorm local"
-				}
-			}
-			add(best)
-		}
-	}
-	return nil
-}
-
-// zeroed allocates e's tensors for sizes on the heap and zeroes them (an
-// input of zeros keeps every residual and output finite, launch after
-// launch).
-func zeroed(r *irisrt.Rank, e collectives.Entry, sizes []int64) ([]irisrt.Tensor, func(), error) {
-	ts, free, err := e.Alloc(r, irisrt.BF16, sizes)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, x := range ts {
-		if err := r.Device().MemsetD8Async(x.Ptr, 0, x.Bytes(), r.Stream()); err != nil {
-			free()
-			return nil, nil, err
-		}
-	}
-	return ts, free, nil
-}
-
-// timeFused times one variant of all_reduce_rmsnorm on one rank.
-func timeFused(r *irisrt.Rank, e collectives.Entry, t int64, mode string, warmup, repeats int) ([]float64, error) {
-	sizes := []int64{t, RMSNormHidden}
-	p, err := e.New(r, irisrt.BF16, "", sizes)
-	if err != nil {
-		return nil, err
-	}
-	defer p.Close()
-	ts, free, err := zeroed(r, e, sizes)
-	if err != nil {
-		return nil, err
-	}
-	defer free()
-	s, ps := r.Stream(), []irisrt.Param{irisrt.F32Param(rmsnormEps)}
-	return timeCalls(r, mode, Iterations(t*RMSNormHidden*2), warmup, repeats, func() error {
-		return p.LaunchParams(s, ts, ps, irisrt.BarrierDevice)
-	})
-}
-
-// timeUnfused times the unfused path on one rank: all_reduce variant ar of
-// the input into a heap buffer, then residual_rmsnorm of that sum, each
-// call both launches.
-func timeUnfused(r *irisrt.Rank, ar, norm collectives.Entry, t int64, mode string, warmup, repeats int) ([]float64, error) {
-	n, sizes := t*RMSNormHidden, []int64{t, RMSNormHidden}
-	pa, err := ar.New(r, irisrt.BF16, "sum", []int64{n})
-	if err != nil {
-		return nil, err
-	}
-	defer pa.Close()
-	pn, err := norm.New(r, irisrt.BF16, "", sizes)
-	if err != nil {
-		return nil, err
-	}
-	defer pn.Close()
-	ta, freeA, err := zeroed(r, ar, []int64{n}) // input, output (the sum)
-	if err != nil {
-		return nil, err
-	}
-	defer freeA()
-	tn, freeN, err := zeroed(r, norm, sizes) // input (unused: the sum instead), residual, weight, output
-	if err != nil {
-		return nil, err
-	}
-	defer freeN()
-	tn = slices.Clone(tn)
-	tn[0] = ta[1]
-	s, ps := r.Stream(), []irisrt.Param{irisrt.F32Param(rmsnormEps)}
-	return timeCalls(r, mode, Iterations(n*2), warmup, repeats, func() error {
-		if err := pa.LaunchParams(s, ta, nil, irisrt.BarrierDevice); err != nil {
-			return err
-		}
-		return pn.LaunchParams(s, tn, ps, irisrt.BarrierNone)
-	})
 }
 
 // FusionTable is the Markdown table of fusing's speed-up per size and

@@ -1,7 +1,14 @@
-// Package bench times irisgen's collectives beside NCCL and PyTorch symmetric
-// memory and reports the results as CSV, Markdown and plots. The Go runner
-// (Run) times the generated collectives; the baselines come from
-// baselines.py, which writes the same CSV schema.
+// Package bench times the collectives of any generated package (irisgen's
+// catalogue, or a downstream repository's) beside NCCL and PyTorch
+// symmetric memory, and reports the results as CSV, Markdown and plots.
+// The Go runner (RunOn) times every variant it is given from its table
+// alone: a size sweep at nccl-tests' sizes, the size parameters derived
+// from the tensor shapes. What it knows about collectives by name is data
+// (knownCollectives: bus bandwidth rules, NCCL baselines, variants slow by
+// design), and so are the scenarios that time collectives as programs use
+// them together (scenarios: MoE dispatch and combine, the fused
+// all_reduce + RMSNorm beside the unfused path). The torch baselines come
+// from baselines.py, which writes the same CSV schema.
 package bench
 
 import (
@@ -17,7 +24,7 @@ import (
 // dtype, world size and mode, timed on the slowest rank.
 type Row struct {
 	Impl       string // irisgen, irisgen_unfused (UnfusedImpl), nccl (its C API), torch_nccl (NCCL through torch.distributed), torch_symm_mem, torch
-	Collective string // all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, gather, scatter, send_recv, shift, barrier, moe_*, all_reduce_rmsnorm
+	Collective string // the collective (all_reduce, ...), or the scenario's rows' name (moe_dispatch_k8, all_reduce_rmsnorm)
 	Variant    string
 	DType      string
 	World      int
@@ -42,15 +49,17 @@ var Header = []string{"impl", "collective", "variant", "dtype", "world", "bytes"
 // bench timed repeats lack; ReadCSV reads those as unknown.
 var optionalColumns = map[string]bool{"time_min_us": true, "time_max_us": true, "repeats": true}
 
-// BusFactor is nccl-tests' ratio of bus bandwidth to algorithm bandwidth.
+// BusFactor is nccl-tests' ratio of bus bandwidth to algorithm bandwidth
+// for a collective (knownCollectives); 0 for one nccl-tests has no rule
+// for.
 func BusFactor(collective string, world int) float64 {
 	w := float64(world)
-	switch collective {
-	case "all_reduce", "all_reduce_rmsnorm":
+	switch knownCollectives[collective].bus {
+	case busAllReduce:
 		return 2 * (w - 1) / w
-	case "all_gather", "reduce_scatter", "all_to_all", "gather", "scatter":
+	case busShared:
 		return (w - 1) / w
-	case "broadcast", "reduce", "send_recv", "shift":
+	case busOne:
 		return 1
 	}
 	return 0

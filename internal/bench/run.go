@@ -5,20 +5,25 @@ import (
 	"io"
 	"math"
 	"slices"
-	"time"
 
-	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
-// Config says what Run measures.
+// Config says what RunOn measures.
 type Config struct {
-	World       int
-	Sizes       []int64  // nccl-tests sizes in bytes
-	DTypes      []string // f32, f16, bf16
-	Modes       []string // eager, graph
-	Collectives []string // empty: all
+	World int
+	// Entries are the variants to time: the catalogue of one or more
+	// generated packages (irisrt.Table.Entries), every collective with a
+	// distinct name.
+	Entries []irisrt.Entry
+	Sizes   []int64  // nccl-tests sizes in bytes
+	DTypes  []string // f32, f16, bf16
+	Modes   []string // eager, graph
+	// Collectives selects collectives of Entries and scenarios by name
+	// (Names lists them); a collective a scenario times selects it. Empty:
+	// all.
+	Collectives []string
 	Warmup      int
 	Repeats     int // timed batches per cell: the median is reported, the spread kept
 	HeapBytes   int64
@@ -26,24 +31,54 @@ type Config struct {
 	Log         io.Writer // progress, one line a measurement
 }
 
-// slowByDesign caps the sizes of variants whose algorithm is not meant for
-// large messages (element atomics, lock-protected read-modify-write).
-var slowByDesign = map[string]int64{"all_reduce/atomic": 4 << 20, "all_reduce/spinlock": 4 << 20}
-
-// elems is the size parameter of e for an nccl-tests size: the largest user
-// tensor holds `bytes` (all_gather's and gather's output, reduce_scatter's
+// sweepSizes are e's size parameters at an nccl-tests size of bytes, the
+// rule for any collective: the last is the largest value at which e's
+// largest user tensor holds at most bytes in the plan's data type (es
+// bytes an element), the others 1. From the shapes alone this gives
+// nccl-tests' sizes: all_gather's and gather's output, reduce_scatter's
 // and scatter's input, all_to_all's per-rank total, the buffer of
-// all_reduce, broadcast, reduce, shift and send_recv); e has one size
-// parameter (Run benchmarks no other).
-func elems(e collectives.Entry, bytes int64, world int, es int64) int64 {
-	per := int64(0)
-	for _, t := range e.Tensors {
-		per = max(per, t.Numel(world, []int64{1}))
+// all_reduce, broadcast, reduce, shift and send_recv. ok is false when not
+// even 1 fits (the size is below one element per rank).
+func sweepSizes(e irisrt.Entry, bytes int64, world int, es int64) (sizes []int64, ok bool) {
+	sizes = make([]int64, len(e.Sizes))
+	for i := range sizes {
+		sizes[i] = 1
 	}
-	if per == 0 {
-		return 0
+	if len(sizes) == 0 {
+		return sizes, true
 	}
-	return bytes / es / per
+	fits := func(n int64) bool {
+		sizes[len(sizes)-1] = n
+		for _, t := range e.Tensors {
+			if k := t.Numel(world, sizes); k < 0 || k > bytes/es {
+				return false
+			}
+		}
+		return true
+	}
+	// The largest n in [1, bytes/es] that fits (a tensor grows with n).
+	lo, hi := int64(0), bytes/es
+	for lo < hi {
+		if mid := hi - (hi-lo)/2; fits(mid) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	sizes[len(sizes)-1] = lo
+	return sizes, lo >= 1
+}
+
+// benchMode is the barrier mode e is timed in: device where it has it,
+// else its first capturable mode, else its default.
+func benchMode(e irisrt.Entry) irisrt.Barrier {
+	switch {
+	case slices.Contains(e.Barriers, irisrt.BarrierDevice):
+		return irisrt.BarrierDevice
+	case len(e.Capturable) > 0:
+		return e.Capturable[0]
+	}
+	return e.Barriers[0]
 }
 
 // Iterations is how many calls one timed batch holds: many for small
@@ -57,6 +92,10 @@ func Iterations(bytes int64) int {
 	}
 	return 8
 }
+
+// fixedIterations is the calls of a batch of a collective without a size
+// (the barrier).
+const fixedIterations = 1000
 
 // DefaultRepeats is how many timed batches a cell gets unless Config says.
 const DefaultRepeats = 7
@@ -92,23 +131,20 @@ func (c Config) repeats() int {
 	return DefaultRepeats
 }
 
-// Run times every selected irisgen variant in an in-process world of
-// cfg.World GPUs and returns one row per measurement.
-func Run(cfg Config, device, date string) ([]Row, error) {
-	w, err := irisrt.NewLocalWorld(cfg.World, irisrt.Options{HeapBytes: cfg.HeapBytes, Timeout: 20 * time.Second})
-	if err != nil {
-		return nil, err
-	}
-	defer w.Close()
-	return RunOn(w, cfg, device, date)
-}
-
-// RunOn is Run in the world w (cfg.World and cfg.HeapBytes are w's).
+// RunOn times every selected variant in the in-process world w (cfg.World
+// and cfg.HeapBytes are w's) and returns one row per measurement: first
+// the collectives without a size (the barrier), then the size sweep of
+// every other collective no scenario takes, dtype by dtype, then the
+// scenarios.
 func RunOn(w *irisrt.World, cfg Config, device, date string) ([]Row, error) {
 	cfg.World = w.Size()
 	if w.SharesGPUs() {
 		return nil, fmt.Errorf("bench: the world of %d ranks shares GPUs (IRISGEN_SHARE_GPUS), so its timings would mean nothing; unset IRISGEN_SHARE_GPUS and bench on as many GPUs as ranks", cfg.World)
 	}
+	if len(cfg.Entries) == 0 {
+		return nil, fmt.Errorf("bench: no collectives to time (Config.Entries is empty)")
+	}
+	sel := cfg.selection()
 	var rows []Row
 	add := func(r Row) {
 		if r.Impl == "" {
@@ -121,14 +157,16 @@ func RunOn(w *irisrt.World, cfg Config, device, date string) ([]Row, error) {
 			fmt.Fprintf(cfg.Log, "%s %-14s %-9s %-4s %10d %-5s %10.2f us %s\n", r.Impl, r.Collective, r.Variant, r.DType, r.Bytes, r.Mode, r.TimeUS, r.Note)
 		}
 	}
-	if selected(cfg.Collectives, "barrier") {
+	for _, e := range sel.fixed {
+		dt, dts := irisrt.DType(0), "-"
+		if len(e.DTypes) > 0 {
+			dt, dts = e.DTypes[0], e.DTypes[0].String()
+		}
 		for _, mode := range cfg.Modes {
-			st, err := slowest(w, func(r *irisrt.Rank) ([]float64, error) { return timeBarrier(r, mode, cfg.Warmup, cfg.repeats()) })
-			if err != nil {
-				return rows, fmt.Errorf("barrier %s: %w", mode, err)
+			row := Row{Collective: e.Collective, Variant: e.Variant, DType: dts, Mode: mode, TimeUS: math.NaN()}
+			if err := timeCell(w, cfg, &row, []step{{e: e, dt: dt, sizes: []int64{}}}, fixedIterations); err != nil {
+				return rows, err
 			}
-			row := Row{Collective: "barrier", Variant: "device", DType: "-", Mode: mode}
-			st.set(&row)
 			add(row)
 		}
 	}
@@ -137,64 +175,129 @@ func RunOn(w *irisrt.World, cfg Config, device, date string) ([]Row, error) {
 		if err != nil {
 			return rows, err
 		}
-		for _, e := range collectives.Catalogue {
-			if e.Collective == "barrier" || len(e.Sizes) != 1 || !selected(cfg.Collectives, e.Collective) || !slices.Contains(e.DTypes, dt) {
+		for _, e := range sel.sweep {
+			if !slices.Contains(e.DTypes, dt) {
 				continue
-			}
-			op := ""
-			if len(e.Ops) > 0 {
-				op = e.Ops[0]
 			}
 			for _, size := range cfg.Sizes {
 				for _, mode := range cfg.Modes {
 					row := Row{Collective: e.Collective, Variant: e.Variant, DType: dts, Bytes: size, Mode: mode, TimeUS: math.NaN()}
-					n := elems(e, size, cfg.World, dt.Size())
-					limit := slowByDesign[e.Collective+"/"+e.Variant]
-					switch {
+					sizes, ok := sweepSizes(e, size, cfg.World, dt.Size())
+					switch limit := slowLimit(e); {
 					case limit > 0 && size > limit:
 						row.Note = fmt.Sprintf("skipped above %s (slow by design)", HumanBytes(limit))
-						add(row)
-						continue
-					case n < 1:
+					case !ok:
 						row.Note = "size below one element per rank"
-						add(row)
-						continue
+					default:
+						if err := timeCell(w, cfg, &row, []step{{e: e, dt: dt, sizes: sizes}}, Iterations(size)); err != nil {
+							return rows, err
+						}
 					}
-					st, err := slowest(w, func(r *irisrt.Rank) ([]float64, error) {
-						return timeEntry(r, e, dt, op, n, size, mode, cfg.Warmup, cfg.repeats())
-					})
-					if err != nil {
-						return rows, fmt.Errorf("%s %s %s %d bytes %s: %w", e.Collective, e.Variant, dts, size, mode, err)
-					}
-					st.set(&row)
 					add(row)
 				}
 			}
 		}
 	}
-	if selected(cfg.Collectives, "all_reduce_rmsnorm") {
-		if err := runRMSNorm(w, cfg, add); err != nil {
-			return rows, err
-		}
-	}
-	if selected(cfg.Collectives, "moe") {
-		if err := runMoE(w, cfg, add); err != nil {
+	for _, sc := range sel.scenarios {
+		if err := sc.run(w, cfg, add); err != nil {
 			return rows, err
 		}
 	}
 	return rows, nil
 }
 
-func selected(list []string, c string) bool {
-	if len(list) == 0 {
-		return true
-	}
-	for _, x := range list {
-		if x == c {
-			return true
+// timeCell times the call of steps in row's mode, k calls a batch, and
+// records the times in row; a mode the steps cannot be captured in leaves
+// row without a time and says why.
+func timeCell(w *irisrt.World, cfg Config, row *Row, steps []step, k int) error {
+	if row.Mode == "graph" {
+		for _, st := range steps {
+			if m := benchMode(st.e); !slices.Contains(st.e.Capturable, m) {
+				row.Note = fmt.Sprintf("%s %s cannot be captured in mode %s", st.e.Collective, st.e.Variant, m)
+				return nil
+			}
 		}
 	}
-	return false
+	st, err := slowest(w, func(r *irisrt.Rank) ([]float64, error) {
+		call, done, err := prepare(r, steps)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		return timeCalls(r, row.Mode, k, cfg.Warmup, cfg.repeats(), call)
+	})
+	if err != nil {
+		return fmt.Errorf("%s %s %s %d bytes %s: %w", row.Collective, row.Variant, row.DType, row.Bytes, row.Mode, err)
+	}
+	st.set(row)
+	return nil
+}
+
+// selection is what a Config times.
+type selection struct {
+	fixed, sweep []irisrt.Entry // collectives without and with size parameters
+	scenarios    []scenario
+}
+
+// selection sorts cfg.Entries into the collectives without a size, the
+// size sweep and the scenarios that apply to them, keeping those selected.
+func (cfg Config) selection() selection {
+	var sel selection
+	owned := map[string]bool{}
+	for _, sc := range applicable(cfg.Entries) {
+		for _, c := range sc.owns {
+			owned[c] = true
+		}
+		if selected(cfg.Collectives, sc.name) || slices.ContainsFunc(sc.owns, func(c string) bool { return slices.Contains(cfg.Collectives, c) }) {
+			sel.scenarios = append(sel.scenarios, sc)
+		}
+	}
+	for _, e := range cfg.Entries {
+		switch {
+		case owned[e.Collective] || !selected(cfg.Collectives, e.Collective):
+		case len(e.Sizes) == 0:
+			sel.fixed = append(sel.fixed, e)
+		default:
+			sel.sweep = append(sel.sweep, e)
+		}
+	}
+	return sel
+}
+
+// Names lists what Config.Collectives may name for entries: their
+// collectives, and the scenarios that apply to them.
+func Names(entries []irisrt.Entry) []string {
+	var names []string
+	for _, e := range entries {
+		if !slices.Contains(names, e.Collective) {
+			names = append(names, e.Collective)
+		}
+	}
+	for _, sc := range applicable(entries) {
+		if !slices.Contains(names, sc.name) {
+			names = append(names, sc.name)
+		}
+	}
+	return names
+}
+
+// selectedNames lists the collectives and scenarios cfg times.
+func (cfg Config) selectedNames() []string {
+	sel := cfg.selection()
+	var names []string
+	for _, e := range append(sel.fixed, sel.sweep...) {
+		if !slices.Contains(names, e.Collective) {
+			names = append(names, e.Collective)
+		}
+	}
+	for _, sc := range sel.scenarios {
+		names = append(names, sc.name)
+	}
+	return names
+}
+
+func selected(list []string, c string) bool {
+	return len(list) == 0 || slices.Contains(list, c)
 }
 
 // slowest runs fn on every rank, each returning the per-call time of every
@@ -222,41 +325,6 @@ func slowestBatches(perRank [][]float64) []float64 {
 		}
 	}
 	return out
-}
-
-// timeEntry times one variant on one rank, its tensors on the heap, with
-// the parameters of Entry.SampleParams 0 (root 0; src 0, dst 1; a ring
-// shift of +1, as NCCL's cells): a rank passes the zero Tensor for a
-// tensor only another rank uses.
-func timeEntry(r *irisrt.Rank, e collectives.Entry, dt irisrt.DType, op string, n, size int64, mode string, warmup, repeats int) ([]float64, error) {
-	p, err := e.New(r, dt, op, []int64{n})
-	if err != nil {
-		return nil, err
-	}
-	defer p.Close()
-	ts, free, err := e.Alloc(r, dt, []int64{n})
-	if err != nil {
-		return nil, err
-	}
-	defer free()
-	s := r.Stream()
-	ps := e.SampleParams(r.World(), 0)
-	passed := e.TensorsFor(r.Rank(), ts, ps)
-	return timeCalls(r, mode, Iterations(size), warmup, repeats, func() error { return p.LaunchParams(s, passed, ps, irisrt.BarrierDevice) })
-}
-
-func timeBarrier(r *irisrt.Rank, mode string, warmup, repeats int) ([]float64, error) {
-	e, ok := collectives.Lookup("barrier", "device")
-	if !ok {
-		return nil, fmt.Errorf("the catalogue has no barrier/device")
-	}
-	p, err := e.New(r, 0, "", nil)
-	if err != nil {
-		return nil, err
-	}
-	defer p.Close()
-	s := r.Stream()
-	return timeCalls(r, mode, 1000, warmup, repeats, func() error { return p.LaunchTensors(s, nil, irisrt.BarrierDevice) })
 }
 
 // timeCalls times call on r's stream with GPU events and returns the

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -100,10 +99,11 @@ func tailOf(us []float64) Tail {
 
 // TailConfig says what RunTails measures.
 type TailConfig struct {
-	Sizes       []int64  // bytes, as Config.Sizes
-	DTypes      []string // f32, f16, bf16
-	Collectives []string // empty: all (all_reduce_rmsnorm included; moe and the barrier are not)
-	Launches    int      // per cell; 0: DefaultTailLaunches
+	Entries     []irisrt.Entry // the variants, as Config.Entries
+	Sizes       []int64        // bytes, as Config.Sizes
+	DTypes      []string       // f32, f16, bf16
+	Collectives []string       // as Config.Collectives; empty: all (the sweep, and the chain scenarios with a tails grid: all_reduce_rmsnorm)
+	Launches    int            // per cell; 0: DefaultTailLaunches
 	Warmup      int
 	Log         io.Writer
 }
@@ -127,10 +127,10 @@ func runTails(w *irisrt.World, cfg TailConfig, device, date string) ([]Tail, err
 		launches = DefaultTailLaunches
 	}
 	var out []Tail
-	cell := func(e collectives.Entry, dts string, bytes int64, k int, prep func(r *irisrt.Rank) (func() error, func(), error)) error {
+	cell := func(coll, variant, dts string, bytes int64, k int, steps []step) error {
 		perRank := make([][]float64, w.Size())
 		err := w.Run(func(r *irisrt.Rank) error {
-			call, done, err := prep(r)
+			call, done, err := prepare(r, steps)
 			if err != nil {
 				return err
 			}
@@ -139,10 +139,10 @@ func runTails(w *irisrt.World, cfg TailConfig, device, date string) ([]Tail, err
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("%s %s %s %d bytes: %w", e.Collective, e.Variant, dts, bytes, err)
+			return fmt.Errorf("%s %s %s %d bytes: %w", coll, variant, dts, bytes, err)
 		}
 		t := tailOf(slowestBatches(perRank))
-		t.Collective, t.Variant, t.DType, t.World, t.Bytes, t.Device, t.Date = e.Collective, e.Variant, dts, w.Size(), bytes, device, date
+		t.Collective, t.Variant, t.DType, t.World, t.Bytes, t.Device, t.Date = coll, variant, dts, w.Size(), bytes, device, date
 		out = append(out, t)
 		if cfg.Log != nil {
 			fmt.Fprintf(cfg.Log, "tails %-18s %-16s %-4s %9d %6d launches: min %8.2f median %8.2f p99.9 %9.2f max %9.2f us%s\n",
@@ -150,84 +150,49 @@ func runTails(w *irisrt.World, cfg TailConfig, device, date string) ([]Tail, err
 		}
 		return nil
 	}
+	sel := Config{Entries: cfg.Entries, Collectives: cfg.Collectives}.selection()
 	for _, dts := range cfg.DTypes {
 		dt, err := irisrt.ParseDType(dts)
 		if err != nil {
 			return out, err
 		}
-		for _, e := range collectives.Catalogue {
-			if len(e.Sizes) != 1 || !selected(cfg.Collectives, e.Collective) || !slices.Contains(e.DTypes, dt) {
+		for _, e := range sel.sweep {
+			if !slices.Contains(e.DTypes, dt) {
 				continue
 			}
-			op := ""
-			if len(e.Ops) > 0 {
-				op = e.Ops[0]
-			}
 			k := launches
-			if slowByDesign[e.Collective+"/"+e.Variant] > 0 {
+			if slowLimit(e) > 0 {
 				k = max(launches/10, 1)
 			}
 			for _, size := range cfg.Sizes {
-				n := elems(e, size, w.Size(), dt.Size())
-				if n < 1 {
+				sizes, ok := sweepSizes(e, size, w.Size(), dt.Size())
+				if !ok {
 					continue
 				}
-				err := cell(e, dts, size, k, func(r *irisrt.Rank) (func() error, func(), error) {
-					return entryCall(r, e, dt, op, []int64{n})
-				})
-				if err != nil {
+				if err := cell(e.Collective, e.Variant, dts, size, k, []step{{e: e, dt: dt, sizes: sizes}}); err != nil {
 					return out, err
 				}
 			}
 		}
 	}
-	if !selected(cfg.Collectives, "all_reduce_rmsnorm") || !slices.Contains(cfg.DTypes, "bf16") {
-		return out, nil
-	}
-	for _, e := range collectives.Catalogue {
-		if e.Collective != "all_reduce_rmsnorm" {
+	for _, sc := range sel.scenarios {
+		c := sc.chain
+		if c == nil || c.tails == nil || !slices.Contains(cfg.DTypes, c.dtype.String()) {
 			continue
 		}
-		for _, t := range TailTokens {
-			sizes := []int64{t, RMSNormHidden}
-			err := cell(e, "bf16", t*RMSNormHidden*2, launches, func(r *irisrt.Rank) (func() error, func(), error) {
-				p, err := e.New(r, irisrt.BF16, "", sizes)
+		for _, v := range choices(cfg.Entries, c.call) {
+			for _, p := range points(c.tails) {
+				steps, err := resolve(cfg.Entries, c.call, c.dtype, p, v)
 				if err != nil {
-					return nil, nil, err
+					return out, fmt.Errorf("%s: %w", sc.name, err)
 				}
-				ts, free, err := zeroed(r, e, sizes)
-				if err != nil {
-					p.Close()
-					return nil, nil, err
+				if err := cell(sc.name, steps[0].e.Variant, c.dtype.String(), bytesOf(steps[0], w.Size()), launches, steps); err != nil {
+					return out, err
 				}
-				s, ps := r.Stream(), []irisrt.Param{irisrt.F32Param(rmsnormEps)}
-				return func() error { return p.LaunchParams(s, ts, ps, irisrt.BarrierDevice) }, func() { free(); p.Close() }, nil
-			})
-			if err != nil {
-				return out, err
 			}
 		}
 	}
 	return out, nil
-}
-
-// entryCall makes a plan of e and its tensors on r's heap, with the
-// parameters of Entry.SampleParams 0, and returns one launch of it and
-// what frees them.
-func entryCall(r *irisrt.Rank, e collectives.Entry, dt irisrt.DType, op string, sizes []int64) (func() error, func(), error) {
-	p, err := e.New(r, dt, op, sizes)
-	if err != nil {
-		return nil, nil, err
-	}
-	ts, free, err := e.Alloc(r, dt, sizes)
-	if err != nil {
-		p.Close()
-		return nil, nil, err
-	}
-	s := r.Stream()
-	ps := e.SampleParams(r.World(), 0)
-	passed := e.TensorsFor(r.Rank(), ts, ps)
-	return func() error { return p.LaunchParams(s, passed, ps, irisrt.BarrierDevice) }, func() { free(); p.Close() }, nil
 }
 
 // LaunchTimes warms up, meets the other ranks, then launches call k times

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/irisgen/irisgen/internal/ir"
+	"github.com/irisgen/irisgen/internal/tuning"
 )
 
 // Tune builds the auto variant's table of a collective from irisgen's rows
@@ -18,7 +18,7 @@ import (
 // without a world, for world sizes not measured (the closest guess: more
 // ranks behave more like the most ranks measured than like fewer). It
 // needs two or more variants measured.
-func Tune(rows []Row, collective, dtype, mode string) (*ir.Auto, error) {
+func Tune(rows []Row, collective, dtype, mode string) (*tuning.Table, error) {
 	type key struct {
 		world int
 		bytes int64
@@ -91,8 +91,8 @@ func Tune(rows []Row, collective, dtype, mode string) (*ir.Auto, error) {
 		worlds = append(worlds, w)
 	}
 	sort.Ints(worlds)
-	a := &ir.Auto{Measured: fmt.Sprintf("%s, %s, %s, %s, irisgen bench", strings.Join(devices, " and "), strings.Join(dates, " and "), dtype, mode)}
-	var largest []ir.AutoRule
+	a := &tuning.Table{Measured: fmt.Sprintf("%s, %s, %s, %s, irisgen bench", strings.Join(devices, " and "), strings.Join(dates, " and "), dtype, mode)}
+	var largest []tuning.Rule
 	for _, w := range worlds {
 		largest = largest[:0]
 		rs := byWorld[w]
@@ -101,7 +101,7 @@ func Tune(rows []Row, collective, dtype, mode string) (*ir.Auto, error) {
 			if i+1 < len(rs) && rs[i+1].Variant == r.Variant {
 				continue // the run goes on
 			}
-			rule := ir.AutoRule{World: w, Variant: r.Variant}
+			rule := tuning.Rule{World: w, Variant: r.Variant}
 			if i+1 < len(rs) {
 				rule.MaxBytes = r.Bytes
 			}

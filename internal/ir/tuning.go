@@ -14,17 +14,16 @@
 package ir
 
 import (
-	"bytes"
 	"fmt"
 	"io/fs"
 	"path"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/internal/spec"
+	"github.com/irisgen/irisgen/internal/tuning"
 )
 
 // TuningDir is where tuning tables live under the specs directory.
@@ -208,34 +207,12 @@ func checkRuleOrder(rd *spec.Reader, rules []AutoRule) {
 	}
 }
 
-// FormatTuning writes a table in the file format, with a header comment.
+// FormatTuning writes a table in the file format, with a header comment
+// (tuning.Format, the format's writer).
 func FormatTuning(collective string, a *Auto) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "# The auto variant of %s: written by `irisgen bench -tune` from a benchmark\n", collective)
-	b.WriteString("# run; the first rule that matches a launch picks its variant. Regenerate the\n")
-	b.WriteString("# Go code (irisgen generate) after changing it.\n")
-	var worlds []string
-	seen := map[int]bool{}
+	t := tuning.Table{Measured: a.Measured}
 	for _, r := range a.Rules {
-		if r.World > 0 && !seen[r.World] {
-			seen[r.World] = true
-			worlds = append(worlds, strconv.Itoa(r.World))
-		}
+		t.Rules = append(t.Rules, tuning.Rule{World: r.World, MaxBytes: r.MaxBytes, Variant: r.Variant})
 	}
-	if len(worlds) > 0 {
-		fmt.Fprintf(&b, "# Measured world sizes: %s; other world sizes take the rules without a world (the largest measured world's).\n", strings.Join(worlds, ", "))
-	}
-	fmt.Fprintf(&b, "collective: %s\nmeasured: %q\nrules:\n", collective, a.Measured)
-	for _, r := range a.Rules {
-		var parts []string
-		if r.World > 0 {
-			parts = append(parts, fmt.Sprintf("world: %d", r.World))
-		}
-		if r.MaxBytes > 0 {
-			parts = append(parts, fmt.Sprintf("max_bytes: %d", r.MaxBytes))
-		}
-		parts = append(parts, "variant: "+r.Variant)
-		fmt.Fprintf(&b, "  - {%s}\n", strings.Join(parts, ", "))
-	}
-	return b.Bytes()
+	return tuning.Format(collective, t)
 }

@@ -1,22 +1,46 @@
-// Package moepair sets up moe_dispatch and moe_combine from the generated
-// catalogue as the pair they are used as: one plan each for the same sizes,
-// the tensors of both (dispatch's outputs are combine's inputs of the same
-// name), and the identity expert between them. The capture probe and the
-// benchmark use it.
+// Package moepair sets up the catalogue's moe_dispatch and moe_combine, from
+// whichever generated package holds them (irisgen's, or a downstream one
+// that names them in its catalogue key), as the pair they are used as: one
+// plan each for the same sizes, the tensors of both (dispatch's outputs are
+// combine's inputs of the same name), and the identity expert between
+// them. The capture probe's and the benchmark's MoE scenarios use it.
 package moepair
 
 import (
 	"errors"
 	"fmt"
+	"slices"
 
-	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
+// Dispatch and Combine are the collectives of the pair, each used through
+// its Variant.
+const (
+	Dispatch = "moe_dispatch"
+	Combine  = "moe_combine"
+	Variant  = "push"
+)
+
+// Find returns the pair's variants among entries (one generated package's
+// catalogue); ok is false when it lacks either.
+func Find(entries []irisrt.Entry) (dispatch, combine irisrt.Entry, ok bool) {
+	find := func(coll string) (irisrt.Entry, bool) {
+		i := slices.IndexFunc(entries, func(e irisrt.Entry) bool { return e.Collective == coll && e.Variant == Variant })
+		if i < 0 {
+			return irisrt.Entry{}, false
+		}
+		return entries[i], true
+	}
+	d, ok1 := find(Dispatch)
+	c, ok2 := find(Combine)
+	return d, c, ok1 && ok2
+}
+
 // Pair is one rank's dispatch and combine plans and their tensors.
 type Pair struct {
-	Dispatch, Combine collectives.AnyPlan
+	Dispatch, Combine irisrt.AnyPlan
 	// DispatchArgs and CombineArgs are each plan's tensors in spec order.
 	DispatchArgs, CombineArgs []irisrt.Tensor
 	// Tensors holds every tensor by name; a name both plans have is one
@@ -27,14 +51,13 @@ type Pair struct {
 	r       *irisrt.Rank
 }
 
-// New makes the plans for data type dt and sizes (t, h, k, e, cap) and
-// allocates every tensor on r's heap, each in its own dtype (index tensors
-// in their first). Collective, like the plans.
-func New(r *irisrt.Rank, dt irisrt.DType, sizes []int64) (*Pair, error) {
-	disp, ok1 := collectives.Lookup("moe_dispatch", "push")
-	comb, ok2 := collectives.Lookup("moe_combine", "push")
-	if !ok1 || !ok2 {
-		return nil, errors.New("the catalogue has no moe_dispatch/push or moe_combine/push")
+// New makes the plans of the pair in entries for data type dt and sizes
+// (t, h, k, e, cap) and allocates every tensor on r's heap, each in its own
+// dtype (index tensors in their first). Collective, like the plans.
+func New(r *irisrt.Rank, entries []irisrt.Entry, dt irisrt.DType, sizes []int64) (*Pair, error) {
+	disp, comb, ok := Find(entries)
+	if !ok {
+		return nil, fmt.Errorf("moe pair: the package has no %s/%s or %s/%s", Dispatch, Variant, Combine, Variant)
 	}
 	if len(sizes) != 5 {
 		return nil, fmt.Errorf("moe pair: %d sizes, want 5 (t, h, k, e, cap)", len(sizes))
@@ -49,7 +72,7 @@ func New(r *irisrt.Rank, dt irisrt.DType, sizes []int64) (*Pair, error) {
 		return nil, fmt.Errorf("making the combine plan: %w", err)
 	}
 	for _, x := range []struct {
-		e    collectives.Entry
+		e    irisrt.Entry
 		args *[]irisrt.Tensor
 	}{{disp, &p.DispatchArgs}, {comb, &p.CombineArgs}} {
 		for _, ti := range x.e.Tensors {
@@ -100,7 +123,7 @@ func (p *Pair) Close() error {
 	for i := len(p.order) - 1; i >= 0; i-- {
 		errs = append(errs, p.r.Heap().Free(p.order[i]))
 	}
-	for _, pl := range []collectives.AnyPlan{p.Combine, p.Dispatch} {
+	for _, pl := range []irisrt.AnyPlan{p.Combine, p.Dispatch} {
 		if pl != nil {
 			errs = append(errs, pl.Close())
 		}

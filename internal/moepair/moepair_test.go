@@ -2,7 +2,6 @@ package moepair
 
 import (
 	"testing"
-	"testing/fstest"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
@@ -10,23 +9,16 @@ import (
 
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/gpu/fakegpu/fakekernels"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
-// fakeWorld is a 2-GPU fake world serving the real MoE modules' bf16
-// kernels with their spec hashes (the fake runs no code: it records
-// launches).
+// fakeWorld is a 2-GPU fake world serving the catalogue's kernels with
+// their spec hashes (the fake runs no code: it records launches).
 func fakeWorld(t *testing.T) (*irisrt.World, *fakegpu.Platform) {
 	p := fakegpu.New(2)
-	kernels := fstest.MapFS{}
-	for module, k := range map[string]struct{ kernel, hash string }{
-		"moe_dispatch": {"irisgen_moe_dispatch_push_bf16", collectives.MoeDispatchSpecHash},
-		"moe_combine":  {"irisgen_moe_combine_push_bf16", collectives.MoeCombineSpecHash},
-	} {
-		image := []byte("fake " + module)
-		p.AddModule(image, []string{k.kernel}, map[string][]byte{irisrt.SpecHashSymbol(module): append([]byte(k.hash), 0)})
-		kernels[irisrt.KernelFile("fake", module)] = &fstest.MapFile{Data: image}
-	}
+	kernels, err := fakekernels.For(p, irisrt.Registered("github.com/irisgen/irisgen/generated/collectives"))
+	require.NoError(t, err)
 	w, err := irisrt.NewLocalWorld(2, irisrt.Options{Platform: p, Kernels: kernels, HeapBytes: 64 << 20})
 	require.NoError(t, err)
 	t.Cleanup(func() { w.Close() })
@@ -39,7 +31,7 @@ func TestPair(t *testing.T) {
 	sizes := []int64{tk, h, k, e, cp}
 	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
 		free := r.Heap().FreeBytesLeft()
-		pair, err := New(r, irisrt.BF16, sizes)
+		pair, err := New(r, collectives.Catalogue, irisrt.BF16, sizes)
 		if err != nil {
 			return err
 		}
@@ -114,10 +106,28 @@ func TestPair(t *testing.T) {
 func TestPairSizes(t *testing.T) {
 	w, _ := fakeWorld(t)
 	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
-		_, err := New(r, irisrt.BF16, []int64{1, 2, 3})
+		_, err := New(r, collectives.Catalogue, irisrt.BF16, []int64{1, 2, 3})
 		assert.ErrorContains(t, err, "3 sizes, want 5")
 		return nil
 	}))
+}
+
+// TestFind: the pair is found in any package's catalogue that holds both
+// push variants, and only there.
+func TestFind(t *testing.T) {
+	d, c, ok := Find(collectives.Catalogue)
+	require.True(t, ok)
+	assert.Equal(t, [2]string{"moe_dispatch/push", "moe_combine/push"}, [2]string{d.Collective + "/" + d.Variant, c.Collective + "/" + c.Variant})
+	var noCombine []irisrt.Entry
+	for _, e := range collectives.Catalogue {
+		if e.Collective != Combine {
+			noCombine = append(noCombine, e)
+		}
+	}
+	_, _, ok = Find(noCombine)
+	assert.False(t, ok)
+	_, _, ok = Find(nil)
+	assert.False(t, ok)
 }
 
 // Entry.Alloc, which New's allocation follows: one tensor per spec tensor,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/irisgen/irisgen/internal/moepair"
 	"github.com/irisgen/irisgen/runtime/irisrt"
@@ -19,6 +20,31 @@ const (
 	moePerRank = 4
 )
 
+// scenario probes collectives that a comparison with an eager launch
+// cannot check, as data: the collectives it needs (all in the package,
+// else it does not apply), those it probes instead of the comparison, and
+// its probe of one case.
+type scenario struct {
+	needs, owns []string
+	probe       func(st *stepper, res Result, mode irisrt.Barrier, dt irisrt.DType, cfg Config) (Result, error)
+}
+
+// scenarios are the probe's: the MoE pair.
+var scenarios = []scenario{{needs: []string{moepair.Dispatch, moepair.Combine}, owns: []string{moepair.Dispatch, moepair.Combine}, probe: probeMoE}}
+
+// applicable lists the scenarios whose collectives entries hold.
+func applicable(entries []irisrt.Entry) []scenario {
+	var out []scenario
+	for _, sc := range scenarios {
+		if !slices.ContainsFunc(sc.needs, func(c string) bool {
+			return !slices.ContainsFunc(entries, func(e irisrt.Entry) bool { return e.Collective == c })
+		}) {
+			out = append(out, sc)
+		}
+	}
+	return out
+}
+
 // probeMoE probes moe_dispatch and moe_combine as the pair they are used
 // as: one graph holds dispatch, the identity expert (copies of the rows
 // dispatch received) and combine. Every replay gets new tokens, new random
@@ -29,24 +55,29 @@ const (
 // 1/64 of magnitude at most 2, exact in every dt. Dispatch alone cannot be
 // compared byte for byte with an eager launch: the order of received rows
 // depends on which block takes a row first.
-func probeMoE(r *irisrt.Rank, res Result, mode irisrt.Barrier, dt irisrt.DType, cfg Config) Result {
-	fail := func(format string, a ...any) Result {
-		res.Failed, res.Reason = true, fmt.Sprintf(format, a...)
-		return res
-	}
+func probeMoE(st *stepper, res Result, mode irisrt.Barrier, dt irisrt.DType, cfg Config) (Result, error) {
+	r := st.r
 	experts := int64(moePerRank * r.World())
-	pair, err := moepair.New(r, dt, []int64{moeTokens, moeHidden, moeK, experts, moeTokens})
-	if err != nil {
-		return fail("%v", err)
+	var pair *moepair.Pair
+	err := st.step(func() (err error) {
+		pair, err = moepair.New(r, cfg.Entries, dt, []int64{moeTokens, moeHidden, moeK, experts, moeTokens})
+		return err
+	})
+	if pair != nil {
+		defer pair.Close()
 	}
-	defer pair.Close()
+	if res, done, fatal := verdict(res, err, "making the pair"); done {
+		return res, fatal
+	}
 	dev, s := r.Device(), r.Stream()
 	tensors := pair.Tensors
 	exec, res, ok := capture(r, res, func() error { return pair.Launch(s, mode) })
-	if !ok {
-		return res
+	if exec != 0 {
+		defer dev.DestroyGraphExec(exec)
 	}
-	defer dev.DestroyGraphExec(exec)
+	if res, done, fatal := agreeCapture(st, res, ok); done {
+		return res, fatal
+	}
 	rng := rand.New(rand.NewPCG(uint64(r.Rank())+1, 0x30e))
 	out := tensors["output"]
 	for k := 0; k < cfg.Replays; k++ {
@@ -56,33 +87,36 @@ func probeMoE(r *irisrt.Rank, res Result, mode irisrt.Barrier, dt irisrt.DType, 
 		for i := range moeTokens * moeK {
 			binary.LittleEndian.PutUint64(ids[8*i:], uint64(rng.Int64N(experts)))
 		}
-		for name, b := range map[string][]byte{"tokens": x, "weights": wts, "ids": ids} {
-			if err := put(r, tensors[name], b); err != nil {
-				return fail("replay %d: writing %s: %v", k, name, err)
+		write := func() error {
+			for name, b := range map[string][]byte{"tokens": x, "weights": wts, "ids": ids} {
+				if err := put(r, tensors[name], b); err != nil {
+					return fmt.Errorf("writing %s: %w", name, err)
+				}
 			}
+			if err := dev.MemsetD8Async(out.Ptr, 0xA5, out.Bytes(), s); err != nil {
+				return fmt.Errorf("poisoning the output: %w", err)
+			}
+			return nil
 		}
-		if err := dev.MemsetD8Async(out.Ptr, 0xA5, out.Bytes(), s); err != nil {
-			return fail("replay %d: poisoning the output: %v", k, err)
+		barrier := func() error { return r.HostBarrier(s) } // every rank's routing written; then done everywhere, error record read
+		check := func() error {
+			got, err := get(r, out)
+			if err != nil {
+				return fmt.Errorf("reading the output: %w", err)
+			}
+			if i := moeMismatch(dt, got, x, wts); i >= 0 {
+				return fmt.Errorf("output element %d (token %d) is not the token times the sum of its weights", i, i/moeHidden)
+			}
+			return nil
 		}
-		if err := r.HostBarrier(s); err != nil { // every rank's routing written
-			return fail("replay %d: %v", k, err)
-		}
-		if err := dev.LaunchGraph(exec, s); err != nil {
-			return fail("replay %d: %v", k, err)
-		}
-		if err := r.HostBarrier(s); err != nil { // done everywhere, error record read
-			return fail("replay %d: %v", k, err)
-		}
-		got, err := get(r, out)
-		if err != nil {
-			return fail("replay %d: reading the output: %v", k, err)
-		}
-		if i := moeMismatch(dt, got, x, wts); i >= 0 {
-			return fail("replay %d: output element %d (token %d) is not the token times the sum of its weights", k, i, i/moeHidden)
+		for _, f := range []func() error{write, barrier, func() error { return dev.LaunchGraph(exec, s) }, barrier, check} {
+			if res, done, fatal := verdict(res, st.step(f), "replay %d", k); done {
+				return res, fatal
+			}
 		}
 		res.Replays++
 	}
-	return res
+	return res, nil
 }
 
 // moeMismatch returns the first element of out (dt) that differs from

@@ -1,15 +1,18 @@
 // Package probe proves graph capture on real GPUs: for every variant and
-// barrier mode of the generated catalogue it captures a launch, checks that
-// the stream really was capturing, and replays the graph with fresh input
-// between replays, comparing each replay with an eager launch on the same
-// input (moe_dispatch and moe_combine: as a pair against a CPU reference,
-// see probeMoE). A mode the generator derived as capturable must pass; one
-// derived as not capturable must be refused with a *irisrt.CaptureError.
-// A collective with launch parameters is probed twice: a graph replays
-// the parameters it captured, so one capture with the first values (root
-// 0, say) must replay their results, and a second capture with other
-// values (root 1) theirs; the ranks that do not use a tensor pass the zero
-// Tensor for it.
+// barrier mode of any generated package (irisgen's catalogue, or a
+// downstream repository's) it captures a launch, checks that the stream
+// really was capturing, and replays the graph with fresh input between
+// replays, comparing each replay with an eager launch on the same input. A
+// mode the generator derived as capturable must pass; one derived as not
+// capturable must be refused with a *irisrt.CaptureError. A collective
+// with launch parameters is probed twice: a graph replays the parameters
+// it captured, so one capture with the first values (root 0, say) must
+// replay their results, and a second capture with other values (root 1)
+// theirs; the ranks that do not use a tensor pass the zero Tensor for it.
+// Everything it does to a variant comes from its table; what a comparison
+// with an eager launch cannot check is a scenario (scenarios: MoE dispatch
+// and combine as a pair against a CPU reference). The ranks stay in step
+// through every failure (step.go).
 package probe
 
 import (
@@ -24,7 +27,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -43,8 +45,10 @@ type Result struct {
 
 // Config says what to probe.
 type Config struct {
-	World       int
-	N           int64 // elements per size parameter
+	// Entries are the variants to probe: the catalogue of one or more
+	// generated packages (irisrt.Table.Entries).
+	Entries     []irisrt.Entry
+	N           int64 // elements of the last size parameter
 	Replays     int
 	Collectives []string // empty: all
 }
@@ -52,23 +56,24 @@ type Config struct {
 // Options are the world options the probe uses.
 func Options() irisrt.Options { return irisrt.Options{Timeout: 20 * time.Second} }
 
-// Run probes every selected variant and mode in an in-process world of
-// cfg.World GPUs (captures in relaxed mode).
-func Run(cfg Config) ([]Result, error) {
-	w, err := irisrt.NewLocalWorld(cfg.World, Options())
-	if err != nil {
-		return nil, err
+// Run probes every selected variant and mode in the in-process world w
+// (captures in relaxed mode). It stops early, with the results so far and
+// an error wrapping ErrOutOfStep, when its ranks cannot be kept in step.
+func Run(w *irisrt.World, cfg Config) ([]Result, error) {
+	steppers := make([]*stepper, w.Size())
+	for i := range steppers {
+		steppers[i] = &stepper{r: w.Rank(i)}
 	}
-	defer w.Close()
 	var out []Result
 	for _, c := range cases(cfg, w.Size()) {
 		res := make([]Result, w.Size())
 		err := w.Run(func(r *irisrt.Rank) error {
-			res[r.Rank()] = probe(r, c, cfg)
-			return nil
+			var err error
+			res[r.Rank()], err = probe(steppers[r.Rank()], c, cfg)
+			return err
 		})
 		if err != nil {
-			return out, err
+			return out, stopped(c, err)
 		}
 		out = append(out, merge(res))
 	}
@@ -77,64 +82,57 @@ func Run(cfg Config) ([]Result, error) {
 
 // RunRank probes every selected variant and mode as rank r of a
 // multi-process world (irisrt.JoinProcessWorld, captures in global mode):
-// every rank of the world calls it with the same cfg (cfg.World is
-// ignored), and every rank gets the same results, merged like Run's (the
-// worst rank's).
+// every rank of the world calls it with the same cfg, and every rank gets
+// the same results, merged like Run's (the worst rank's). It stops early
+// like Run.
 func RunRank(r *irisrt.Rank, cfg Config) ([]Result, error) {
+	st := &stepper{r: r}
 	var out []Result
 	for _, c := range cases(cfg, r.World()) {
-		res, err := shareResult(r, probe(r, c, cfg))
+		res, err := probe(st, c, cfg)
+		if err == nil {
+			res, err = st.shareResult(res)
+		}
 		if err != nil {
-			return out, err
+			return out, stopped(c, err)
 		}
 		out = append(out, res)
 	}
 	return out, nil
 }
 
-// shareResult merges one case's result over the ranks of r's world.
-func shareResult(r *irisrt.Rank, res Result) (Result, error) {
-	msg := []byte{0, 0}
-	if res.Failed {
-		msg[0] = 1
-	}
-	if res.Captured {
-		msg[1] = 1
-	}
-	msg = binary.LittleEndian.AppendUint32(msg, uint32(res.Replays))
-	parts, err := r.Group().AllGather(append(msg, res.Reason...))
-	if err != nil {
-		return res, err
-	}
-	all := make([]Result, len(parts))
-	for i, b := range parts {
-		if len(b) < 6 {
-			return res, fmt.Errorf("probe: rank %d sent a malformed result", i)
-		}
-		all[i] = res
-		all[i].Failed, all[i].Captured = b[0] == 1, b[1] == 1
-		all[i].Replays, all[i].Reason = int(binary.LittleEndian.Uint32(b[2:])), string(b[6:])
-	}
-	return merge(all), nil
+// stopped says where the probe stopped.
+func stopped(c probeCase, err error) error {
+	return fmt.Errorf("probe stopped at %s %s %s%s: %w", c.e.Collective, c.e.Variant, c.mode, map[bool]string{true: " " + paramText(c.e, c.params)}[len(c.params) > 0], err)
 }
 
 type probeCase struct {
-	e      collectives.Entry
+	e      irisrt.Entry
 	mode   irisrt.Barrier
 	params []irisrt.Param
+	// scenario, when set, probes the case instead of the comparison with
+	// an eager launch.
+	scenario *scenario
 }
 
-// cases lists the selected variants and modes in catalogue order, a
-// variant with parameters once for each of paramSets.
+// cases lists the selected variants and modes in table order, a variant
+// with parameters once for each of paramSets.
 func cases(cfg Config, world int) []probeCase {
 	var out []probeCase
-	for _, e := range collectives.Catalogue {
+	scs := applicable(cfg.Entries)
+	for _, e := range cfg.Entries {
 		if len(cfg.Collectives) > 0 && !slices.Contains(cfg.Collectives, e.Collective) {
 			continue
 		}
+		var sc *scenario
+		for i := range scs {
+			if slices.Contains(scs[i].owns, e.Collective) {
+				sc = &scs[i]
+			}
+		}
 		for _, mode := range e.Barriers {
 			for _, ps := range paramSets(e, world) {
-				out = append(out, probeCase{e, mode, ps})
+				out = append(out, probeCase{e, mode, ps, sc})
 			}
 		}
 	}
@@ -144,7 +142,7 @@ func cases(cfg Config, world int) []probeCase {
 // paramSets are the two sets of parameter values a variant with
 // parameters is captured with (Entry.SampleParams 0 and 1), one empty set
 // for a variant without parameters.
-func paramSets(e collectives.Entry, world int) [][]irisrt.Param {
+func paramSets(e irisrt.Entry, world int) [][]irisrt.Param {
 	if len(e.Params) == 0 {
 		return [][]irisrt.Param{nil}
 	}
@@ -152,7 +150,7 @@ func paramSets(e collectives.Entry, world int) [][]irisrt.Param {
 }
 
 // paramText names the values of ps, e.g. "src=0 dst=1".
-func paramText(e collectives.Entry, ps []irisrt.Param) string {
+func paramText(e irisrt.Entry, ps []irisrt.Param) string {
 	parts := make([]string, len(ps))
 	for i, p := range ps {
 		parts[i] = e.Params[i].Name + "=" + p.String()
@@ -172,54 +170,99 @@ func merge(rs []Result) Result {
 	return m
 }
 
-func probe(r *irisrt.Rank, c probeCase, cfg Config) Result {
-	e, mode, ps := c.e, c.mode, c.params
-	res := Result{Collective: e.Collective, Variant: e.Variant, Mode: mode, Params: paramText(e, ps), Claimed: slices.Contains(e.Capturable, mode)}
-	fail := func(format string, a ...any) Result {
-		res.Failed, res.Reason = true, fmt.Sprintf(format, a...)
-		return res
+// verdict turns the outcome of a step (agree's answer) into the case's
+// end: done is false when the case goes on. A rank that did fine leaves
+// the case as it stands when a peer failed; a fatal error stops the probe.
+func verdict(res Result, err error, format string, a ...any) (_ Result, done bool, fatal error) {
+	var fe *fatalError
+	switch {
+	case err == nil:
+		return res, false, nil
+	case errors.As(err, &fe):
+		res.Failed, res.Reason = true, fmt.Sprintf(format, a...)+": "+err.Error()
+		return res, true, err
+	case errors.Is(err, errPeerFailed):
+		return res, true, nil
 	}
+	res.Failed, res.Reason = true, fmt.Sprintf(format, a...)+": "+err.Error()
+	return res, true, nil
+}
+
+// agreeCapture ends the capture step (capture's answer res, ok): the
+// ranks agree on whether any failed; done when the case ends there (a
+// failure anywhere, or the refusal the generator derived).
+func agreeCapture(st *stepper, res Result, ok bool) (_ Result, done bool, fatal error) {
+	var failed error
+	if res.Failed {
+		failed = errors.New(res.Reason)
+	}
+	out, done, fatal := verdict(res, st.agree(failed), "capture")
+	if res.Failed {
+		out = res // the reason as capture gave it
+	}
+	return out, done || !ok, fatal
+}
+
+// probe probes one case on one rank. Every rank leaves it at the same
+// step; an error says the probe cannot go on.
+func probe(st *stepper, c probeCase, cfg Config) (Result, error) {
+	r, e, mode, ps := st.r, c.e, c.mode, c.params
+	res := Result{Collective: e.Collective, Variant: e.Variant, Mode: mode, Params: paramText(e, ps), Claimed: slices.Contains(e.Capturable, mode)}
 	dt := irisrt.BF16
 	if len(e.DTypes) > 0 && !slices.Contains(e.DTypes, dt) {
 		dt = e.DTypes[0]
 	}
-	if e.Collective == "moe_dispatch" || e.Collective == "moe_combine" {
-		return probeMoE(r, res, mode, dt, cfg)
+	if c.scenario != nil {
+		return c.scenario.probe(st, res, mode, dt, cfg)
 	}
 	op := ""
 	if len(e.Ops) > 0 {
 		op = e.Ops[0]
 	}
-	p, err := e.New(r, dt, op, probeSizes(len(e.Sizes), cfg.N))
-	if err != nil {
-		return fail("making the plan: %v", err)
+	sizes := probeSizes(len(e.Sizes), cfg.N)
+	var p irisrt.AnyPlan
+	err := st.step(func() (err error) { p, err = e.New(r, dt, op, sizes); return err })
+	if res, done, fatal := verdict(res, err, "making the plan"); done {
+		if p != nil {
+			p.Close()
+		}
+		return res, fatal
 	}
 	defer p.Close()
 	dev, s := r.Device(), r.Stream()
-	ts, free, err := e.Alloc(r, dt, probeSizes(len(e.Sizes), cfg.N))
-	if err != nil {
-		return fail("%v", err)
+	var ts []irisrt.Tensor
+	var free func()
+	err = st.step(func() (err error) { ts, free, err = e.Alloc(r, dt, sizes); return err })
+	if free != nil {
+		defer free()
 	}
-	defer free()
+	if res, done, fatal := verdict(res, err, "allocating the tensors"); done {
+		return res, fatal
+	}
 	passed := e.TensorsFor(r.Rank(), ts, ps)
 	launch := func() error { return p.LaunchParams(s, passed, ps, mode) }
 	exec, res, ok := capture(r, res, launch)
-	if !ok {
-		return res
+	if exec != 0 {
+		defer dev.DestroyGraphExec(exec)
 	}
-	defer dev.DestroyGraphExec(exec)
+	if res, done, fatal := agreeCapture(st, res, ok); done {
+		return res, fatal
+	}
 	rng := rand.New(rand.NewPCG(uint64(r.Rank())+1, 0x5eed))
 	for k := 0; k < cfg.Replays; k++ {
-		got, want, err := round(r, e, ts, launch, exec, rng)
-		if err != nil {
-			return fail("replay %d: %v", k, err)
+		got, want, err := round(st, e, ts, launch, exec, rng)
+		if err == nil {
+			if i := firstDiff(got, want); i >= 0 {
+				err = fmt.Errorf("output byte %d differs from an eager launch on the same input (stale or wrong result)", i)
+			}
+			err = st.agree(err)
 		}
-		if i := firstDiff(got, want); i >= 0 {
-			return fail("replay %d: output byte %d differs from an eager launch on the same input (stale or wrong result)", k, i)
+		if res, done, fatal := verdict(res, err, "replay %d", k); done {
+			return res, fatal
 		}
 		res.Replays++
 	}
-	return res
+	return res, nil
 }
 
 // probeSizes are the values of k size parameters: the last is n, the
@@ -290,10 +333,12 @@ func capture(r *irisrt.Rank, res Result, launch func() error) (exec gpu.GraphExe
 
 // round writes fresh input, launches eagerly and keeps the output, poisons
 // the output, writes the same input again, replays the graph and returns
-// both outputs. Inputs are multiples of 1/8 in [-1, 1], so every sum is
-// exact in every dtype and any order: equal outputs are required.
-func round(r *irisrt.Rank, e collectives.Entry, ts []irisrt.Tensor, launch func() error,
+// both outputs, the ranks agreeing after every step. Inputs are multiples
+// of 1/8 in [-1, 1], so every sum is exact in every dtype and any order:
+// equal outputs are required.
+func round(st *stepper, e irisrt.Entry, ts []irisrt.Tensor, launch func() error,
 	exec gpu.GraphExec, rng *rand.Rand) (got, want []byte, err error) {
+	r := st.r
 	s := r.Stream()
 	inputs := map[int][]byte{}
 	for i, ti := range e.Tensors {
@@ -307,10 +352,16 @@ func round(r *irisrt.Rank, e collectives.Entry, ts []irisrt.Tensor, launch func(
 				return err
 			}
 		}
+		for i, ti := range e.Tensors { // poison the outputs
+			if ti.Dir != "in" {
+				if err := r.Device().MemsetD8Async(ts[i].Ptr, 0xA5, ts[i].Bytes(), s); err != nil {
+					return err
+				}
+			}
+		}
 		return nil
 	}
-	outputs := func() ([]byte, error) {
-		var all []byte
+	outputs := func() (all []byte, err error) {
 		for i, ti := range e.Tensors {
 			if ti.Dir == "in" {
 				continue
@@ -323,41 +374,34 @@ func round(r *irisrt.Rank, e collectives.Entry, ts []irisrt.Tensor, launch func(
 		}
 		return all, nil
 	}
-	poison := func() error {
-		for i, ti := range e.Tensors {
-			if ti.Dir != "in" {
-				if err := r.Device().MemsetD8Async(ts[i].Ptr, 0xA5, ts[i].Bytes(), s); err != nil {
-					return err
-				}
+	barrier := func() error { return r.HostBarrier(s) } // every rank's inputs written (mode none needs it), error record read
+	run := func(launch func() error) (out []byte, err error) {
+		for _, f := range []func() error{write, barrier, launch, barrier, func() error { out, err = outputs(); return err }} {
+			if err := st.step(f); err != nil {
+				return nil, err
 			}
 		}
-		return nil
+		return out, nil
 	}
-	step := func(launch func() error) ([]byte, error) {
-		if err := write(); err != nil {
-			return nil, err
-		}
-		if err := poison(); err != nil {
-			return nil, err
-		}
-		if err := r.HostBarrier(s); err != nil { // every rank's inputs written (mode none needs it), error record read
-			return nil, err
-		}
-		if err := launch(); err != nil {
-			return nil, err
-		}
-		if err := r.HostBarrier(s); err != nil { // the call done everywhere, error record read
-			return nil, err
-		}
-		return outputs()
+	if want, err = run(launch); err != nil {
+		return nil, nil, wrapStep("eager launch", err)
 	}
-	if want, err = step(launch); err != nil {
-		return nil, nil, fmt.Errorf("eager launch: %w", err)
-	}
-	if got, err = step(func() error { return r.Device().LaunchGraph(exec, s) }); err != nil {
-		return nil, nil, fmt.Errorf("graph replay: %w", err)
+	if got, err = run(func() error { return r.Device().LaunchGraph(exec, s) }); err != nil {
+		return nil, nil, wrapStep("graph replay", err)
 	}
 	return got, want, nil
+}
+
+// wrapStep names the step an error of agree came from, keeping its kind.
+func wrapStep(what string, err error) error {
+	if errors.Is(err, errPeerFailed) {
+		return err
+	}
+	var fe *fatalError
+	if errors.As(err, &fe) {
+		return &fatalError{fmt.Errorf("%s: %w", what, fe.err)}
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 func put(r *irisrt.Rank, t irisrt.Tensor, b []byte) error {

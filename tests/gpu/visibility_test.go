@@ -206,7 +206,7 @@ func TestProbeProcessWorld(t *testing.T) {
 		if mode := r.CaptureMode(); mode != gpu.CaptureGlobal {
 			t.Fatalf("a process world captures in mode %d, want global", mode)
 		}
-		res, err := probe.RunRank(r, probe.Config{N: 4096 + 3, Replays: 10})
+		res, err := probe.RunRank(r, probe.Config{Entries: collectives.Catalogue, N: 4096 + 3, Replays: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

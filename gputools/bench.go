@@ -1,65 +1,72 @@
-package main
+package gputools
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/irisgen/irisgen/internal/bench"
-	"github.com/irisgen/irisgen/internal/ir"
+	"github.com/irisgen/irisgen/internal/cli"
 	"github.com/irisgen/irisgen/internal/nccl"
-	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/internal/tuning"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
-func init() {
-	register(&command{
-		name:    "bench",
-		summary: "time the collectives beside NCCL and torch symmetric memory; CSV, Markdown, plots",
-		usage:   "bench [-n N] [-sizes LIST] [-dtypes LIST] [-modes LIST] [-collectives LIST] [-repeats R] [-baselines=false] [-compare BASE.csv] [-out DIR] | bench -tails [-n N] [-launches L] [-sizes LIST] [-collectives LIST] [-out DIR] | bench -report CSV[,CSV...] [-compare BASE.csv] [-out DIR]",
-		help: `
-Bench times every variant of the catalogue on N GPUs of this machine (an
-in-process world), eagerly (back-to-back launches) and under graph replay (a
-graph of many launches), with GPU events after a warm-up. Every cell is
-timed in -repeats batches, each starting after a barrier of the ranks and
-taking its slowest rank's time; the median is reported, the range kept.
-Then it runs the baselines in the same run: NCCL through its own C API
-(libnccl.so.2, or librccl, loaded like the GPU platform; one thread and
-communicator per GPU as nccl-tests; plain buffers and buffers registered as
-symmetric windows, in and out of place; the reports show the better as
-"nccl best", the CSV keeps both), then NCCL through torch.distributed
-(torch_nccl) and PyTorch symmetric memory (python3 with torch; the script is
-built into irisgen), same sizes, modes, timing and CSV schema. Sizes follow
-nccl-tests (all_gather and gather: the output, reduce_scatter and scatter:
-the input, all_to_all: per rank, the others the buffer), as do algbw and
-busbw. The collectives with parameters run with root 0 (broadcast, reduce,
-gather, scatter), rank 0 sending to rank 1 (send_recv: NCCL's ncclSend and
-ncclRecv) and a ring shift of +1 (shift: nccl-tests' sendrecv), on both
-sides.
+const (
+	benchSummary = "time the collectives beside NCCL and torch symmetric memory; CSV, Markdown, plots"
+	benchUsage   = "bench [-package PATH] [-n N] [-sizes LIST] [-dtypes LIST] [-modes LIST] [-collectives LIST] [-repeats R] [-baselines=false] [-compare BASE.csv] [-out DIR] | bench -tails [-n N] [-launches L] [-sizes LIST] [-collectives LIST] [-out DIR] | bench -report CSV[,CSV...] [-compare BASE.csv] [-out DIR]"
+	benchHelp    = `
+Bench times every variant of the generated packages the program links
+(irisgen-gpu: irisgen's catalogue; -package picks one) on N GPUs of this
+machine (an in-process world), eagerly (back-to-back launches) and under
+graph replay (a graph of many launches), with GPU events after a warm-up.
+Every cell is timed in -repeats batches, each starting after a barrier of
+the ranks and taking its slowest rank's time; the median is reported, the
+range kept. Everything it launches comes from the package's table: sizes
+follow nccl-tests, derived from the tensor shapes (the size is the largest
+tensor: all_gather and gather the output, reduce_scatter and scatter the
+input, all_to_all the per-rank total, the others the buffer; with several
+size parameters the last takes the size and the others are 1), as do
+algbw and busbw; launch parameters are the package's samples (root 0;
+rank 0 sending to rank 1; a ring shift of +1), tensors start zeroed, and
+every launch uses barrier mode device where the variant has it.
+
+Then it runs the baselines in the same run, for the collectives that have
+one: NCCL through its own C API (libnccl.so.2, or librccl, loaded like the
+GPU platform; one thread and communicator per GPU as nccl-tests; plain
+buffers and buffers registered as symmetric windows, in and out of place;
+the reports show the better as "nccl best", the CSV keeps both; send_recv
+is NCCL's ncclSend and ncclRecv, shift nccl-tests' sendrecv), then NCCL
+through torch.distributed (torch_nccl) and PyTorch symmetric memory
+(python3 with torch; the script is built into irisgen), same sizes,
+modes, timing and CSV schema. A collective NCCL has no call for (one of
+your own) is timed alone.
 
 -compare BASE.csv is the regression gate: it pairs every cell with the same
 cell of an earlier run and exits 1 when any is slower than the base beyond
 the two runs' measured spreads (half the range of each one's repeats) plus
 -tolerance. With -report it compares CSV files without a GPU.
 
-MoE (-collectives moe): moe_dispatch and moe_combine at t = 128, 512, 4096
-tokens of 7168 bf16 elements, k = 1 and 8, beside torch's all_to_all_single
-path (counts, host sync for the splits, rows), which cannot be captured.
-Each MoE row's note gives the bytes the protocol must move over the busiest
+Scenarios time collectives as programs use them together, where the
+package has them (-collectives names a scenario, or one of its
+collectives):
+
+MoE (moe): moe_dispatch and moe_combine at t = 128, 512, 4096 tokens of
+7168 bf16 elements, k = 1 and 8, beside torch's all_to_all_single path
+(counts, host sync for the splits, rows), which cannot be captured. Each
+MoE row's note gives the bytes the protocol must move over the busiest
 rank's links (a token once per destination rank) and the time's share of
 -link-gbps.
 
-Fused all_reduce + residual add + RMSNorm (-collectives all_reduce_rmsnorm):
-every variant of all_reduce_rmsnorm at 1, 2, 4, ..., 2048 tokens of 7168
-bf16 elements (-sizes and -dtypes do not apply), beside the unfused path in
-the same run: each all_reduce variant (but atomic and spinlock), then
+Fused all_reduce + residual add + RMSNorm (all_reduce_rmsnorm): every
+variant of all_reduce_rmsnorm at 1, 2, 4, ..., 2048 tokens of 7168 bf16
+elements (-sizes and -dtypes do not apply), beside the unfused path in the
+same run: each all_reduce variant (but atomic and spinlock), then
 residual_rmsnorm (the residual add and the norm in one kernel), the
 fastest reported as irisgen_unfused with the all_reduce in its note; and
 torch's (NCCL's all_reduce through torch.distributed, the residual add,
@@ -69,7 +76,8 @@ The tables show each cell as the median and the maximum of its repeats and
 mark "(!)" a cell whose slowest repeat took more than 3x its fastest.
 
 -tails is the stall scenario: -launches (10,000) back-to-back eager
-launches of every variant (all_reduce_rmsnorm at 32 to 1024 tokens too),
+launches of every variant (all_reduce_rmsnorm at 32 to 1024 tokens too;
+not the barrier, not MoE),
 each timed alone between two GPU events (its slowest rank's), at 512 KiB,
 1, 2 and 4 MiB of bf16 unless -sizes and -dtypes say otherwise. It writes
 OUT/tails.csv and OUT/tails.md (min, median, p99, p99.9, max) and exits 1
@@ -85,27 +93,27 @@ NVLink multicast stays off (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST
 
 Examples:
   irisgen bench -n 2 -out bench-out
+  go run ./cmd/stencil-gpu bench -n 2 -collectives halo_exchange   # a repository's own package (see gputools)
   irisgen bench -n 2 -collectives all_reduce -dtypes bf16 -sizes 8KiB,1MiB,64MiB
   irisgen bench -n 2 -collectives all_reduce_rmsnorm -out bench-rmsnorm
   irisgen bench -n 4 -tails -collectives all_reduce,all_reduce_rmsnorm -out tails   # stalls in the tail
   irisgen bench -n 1 -baselines=false -collectives barrier,all_reduce -sizes 8KiB   # fixed cost, no peers
   irisgen bench -n 2 -collectives all_reduce -torch=false -compare docs/perf/h200x2/results.csv
   irisgen bench -report new/results.csv -compare old/results.csv -out cmp   # A/B of two runs
-  irisgen bench -report h200x2/results.csv,h200x4/results.csv -out docs/perf -tune specs/tuning`,
-		run: runBench,
-	})
-}
+  irisgen bench -report h200x2/results.csv,h200x4/results.csv -out docs/perf -tune specs/tuning`
+)
 
 const defaultSizes = "8KiB,32KiB,128KiB,512KiB,1MiB,4MiB,16MiB,64MiB,256MiB"
 
-func runBench(env *cmdEnv, args []string) error {
-	c := find("bench")
-	fs := env.flags(c)
+func (p Program) runBench(env *cli.Env, args []string) error {
+	c := env.Program.Find("bench")
+	fs := env.Flags(c)
+	pkg := fs.String("package", "", packageFlag)
 	n := fs.Int("n", 0, "GPUs (world size); 0: every GPU of the machine")
 	sizes := fs.String("sizes", defaultSizes, "comma-separated sizes (bytes, or with KiB, MiB, GiB)")
 	dtypes := fs.String("dtypes", "bf16,f32", "comma-separated dtypes")
 	modes := fs.String("modes", "eager,graph", "eager, graph or both")
-	colls := fs.String("collectives", "", "comma-separated subset of barrier, all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce, gather, scatter, send_recv, shift, moe, all_reduce_rmsnorm (default: all)")
+	colls := fs.String("collectives", "", "comma-separated collectives and scenarios (moe, all_reduce_rmsnorm) of the package (default: all)")
 	baselines := fs.Bool("baselines", true, "also run the baselines: NCCL through its own API, and (-torch) through torch")
 	torch := fs.Bool("torch", true, "with -baselines, also NCCL through torch.distributed and torch symmetric memory (python3 with torch)")
 	ncclLib := fs.String("nccl", "", "path of libnccl.so.2 (or librccl); default: $IRISGEN_NCCL, the loader's path, then the nvidia-nccl package of -python")
@@ -123,23 +131,22 @@ func runBench(env *cmdEnv, args []string) error {
 	tuneMode := fs.String("tune-mode", "graph", "mode the tables are chosen by (eager or graph)")
 	tails := fs.Bool("tails", false, "the stall scenario instead: -launches back-to-back launches of every variant, each timed alone; min, median, p99, p99.9, max")
 	launches := fs.Int("launches", bench.DefaultTailLaunches, "with -tails: launches per cell (slow-by-design variants a tenth)")
-	if err := env.parse(c, fs, args); err != nil {
+	if err := env.Parse(c, fs, args); err != nil {
 		return err
 	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	given := cli.Set(fs)
 	if fs.NArg() > 0 {
-		return usageErr("unexpected arguments %q", fs.Args())
-	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
+		return cli.UsageErr("unexpected arguments %q", fs.Args())
 	}
 	if *report != "" {
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return err
+		}
 		var rows []bench.Row // read all before writing: OUT/results.csv may be one of them
-		for _, f := range splitList(*report) {
+		for _, f := range cli.SplitList(*report) {
 			rs, err := readRows(f)
 			if err != nil {
-				return &exitError{code: 1, err: err}
+				return cli.Fail(err)
 			}
 			rows = append(rows, rs...)
 		}
@@ -151,17 +158,24 @@ func runBench(env *cmdEnv, args []string) error {
 		}
 		return compareWith(env, rows, *compare, *tolerance, *out)
 	}
+	entries, pkgs, err := entries(*pkg)
+	if err != nil {
+		return err
+	}
+	if err := checkNames(cli.SplitList(*colls), bench.Names(entries), pkgs); err != nil {
+		return err
+	}
 	if *repeats < 1 {
-		return usageErr("-repeats %d: want at least 1", *repeats)
+		return cli.UsageErr("-repeats %d: want at least 1", *repeats)
 	}
 	sz, err := parseSizes(*sizes)
 	if err != nil {
-		return usageErr("-sizes: %v", err)
+		return cli.UsageErr("-sizes: %v", err)
 	}
-	ms := splitList(*modes)
+	ms := cli.SplitList(*modes)
 	for _, m := range ms {
 		if m != "eager" && m != "graph" {
-			return usageErr("-modes: %q is not eager or graph", m)
+			return cli.UsageErr("-modes: %q is not eager or graph", m)
 		}
 	}
 	// One GPU without baselines measures each kernel's fixed cost (launch,
@@ -170,12 +184,16 @@ func runBench(env *cmdEnv, args []string) error {
 	if !*baselines {
 		least = 1
 	}
-	world, err := worldSize(*n, least, false)
+	world, err := p.worldSize(*n, least, false)
 	if err != nil {
 		return err
 	}
-	device := deviceName(world)
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	device := p.deviceName(world)
 	date := time.Now().UTC().Format("2006-01-02")
+	opts := p.options(irisrt.Options{HeapBytes: *heap, Timeout: 20 * time.Second})
 	if *tails {
 		if !given["sizes"] {
 			sz = bench.TailSizes
@@ -185,30 +203,39 @@ func runBench(env *cmdEnv, args []string) error {
 			dts = *dtypes
 		}
 		if *launches < 1 {
-			return usageErr("-launches %d: want at least 1", *launches)
+			return cli.UsageErr("-launches %d: want at least 1", *launches)
 		}
-		return runTails(env, bench.TailConfig{Sizes: sz, DTypes: splitList(dts), Collectives: splitList(*colls), Launches: *launches,
-			Warmup: *warmup, Log: env.stdout}, world, *heap, device, date, *out)
+		return runTails(env, bench.TailConfig{Entries: entries, Sizes: sz, DTypes: cli.SplitList(dts), Collectives: cli.SplitList(*colls),
+			Launches: *launches, Warmup: *warmup, Log: env.Stdout}, world, opts, device, date, *out)
 	}
-	cfg := bench.Config{World: world, Sizes: sz, DTypes: splitList(*dtypes), Modes: ms, Collectives: splitList(*colls),
-		Warmup: *warmup, Repeats: *repeats, HeapBytes: *heap, LinkGBps: *link, Log: env.stdout}
-	fmt.Fprintf(env.stdout, "irisgen bench: %d GPUs (%s), %s\n", world, device, date)
-	rows, err := bench.Run(cfg, device, date)
+	cfg := bench.Config{World: world, Entries: entries, Sizes: sz, DTypes: cli.SplitList(*dtypes), Modes: ms, Collectives: cli.SplitList(*colls),
+		Warmup: *warmup, Repeats: *repeats, HeapBytes: *heap, LinkGBps: *link, Log: env.Stdout}
+	fmt.Fprintf(env.Stdout, "irisgen bench: %d GPUs (%s), %s; %s\n", world, device, date, pkgs)
+	w, err := irisrt.NewLocalWorld(world, opts)
 	if err != nil {
-		return &exitError{code: 1, err: fmt.Errorf("irisgen run: %w", err)}
+		return cli.Fail(err)
 	}
-	if *baselines {
+	rows, err := bench.RunOn(w, cfg, device, date)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return cli.Fail(fmt.Errorf("irisgen run: %w", err))
+	}
+	if *baselines && p.Platform != nil {
+		fmt.Fprintf(env.Stderr, "irisgen bench: no baselines on the %s platform\n", p.Platform.Name())
+	} else if *baselines {
 		rows = append(rows, runNCCL(env, *ncclLib, *python, cfg, device, date)...)
-	}
-	if *baselines && *torch {
-		base, err := runBaselines(env, *python, cfg, *out)
-		if err != nil {
-			fmt.Fprintf(env.stderr, "irisgen bench: torch baselines failed (%v); the report has no torch rows\n", err)
+		if *torch {
+			base, err := runBaselines(env, *python, cfg, *out)
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "irisgen bench: torch baselines failed (%v); the report has no torch rows\n", err)
+			}
+			for i := range base {
+				base[i].Device = device // same machine, same run: one label for the tables
+			}
+			rows = append(rows, base...)
 		}
-		for i := range base {
-			base[i].Device = device // same machine, same run: one label for the tables
-		}
-		rows = append(rows, base...)
 	}
 	if err := writeReport(env, rows, *out); err != nil {
 		return err
@@ -221,11 +248,11 @@ func runBench(env *cmdEnv, args []string) error {
 
 // runTails runs the stall scenario in a world of n GPUs and writes
 // OUT/tails.csv and OUT/tails.md; exit 1 when a cell stalled.
-func runTails(env *cmdEnv, cfg bench.TailConfig, n int, heap int64, device, date, out string) error {
-	fmt.Fprintf(env.stdout, "irisgen bench -tails: %d GPUs (%s), %s\n", n, device, date)
-	w, err := irisrt.NewLocalWorld(n, irisrt.Options{HeapBytes: heap, Timeout: 20 * time.Second})
+func runTails(env *cli.Env, cfg bench.TailConfig, n int, opts irisrt.Options, device, date, out string) error {
+	fmt.Fprintf(env.Stdout, "irisgen bench -tails: %d GPUs (%s), %s\n", n, device, date)
+	w, err := irisrt.NewLocalWorld(n, opts)
 	if err != nil {
-		return &exitError{code: 1, err: err}
+		return cli.Fail(err)
 	}
 	tails, runErr := bench.RunTails(w, cfg, device, date)
 	if err := w.Close(); err != nil && runErr == nil {
@@ -242,13 +269,13 @@ func runTails(env *cmdEnv, cfg bench.TailConfig, n int, heap int64, device, date
 	if err := os.WriteFile(filepath.Join(out, "tails.md"), []byte(md), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprint(env.stdout, md)
+	fmt.Fprint(env.Stdout, md)
 	if runErr != nil {
-		return &exitError{code: 1, err: fmt.Errorf("irisgen bench -tails: %w", runErr)}
+		return cli.Fail(fmt.Errorf("irisgen bench -tails: %w", runErr))
 	}
 	for _, t := range tails {
 		if t.Stalled() {
-			return &exitError{code: 1, err: fmt.Errorf("a cell stalled (see %s)", filepath.Join(out, "tails.md"))}
+			return cli.Fail(fmt.Errorf("a cell stalled (see %s)", filepath.Join(out, "tails.md")))
 		}
 	}
 	return nil
@@ -256,19 +283,19 @@ func runTails(env *cmdEnv, cfg bench.TailConfig, n int, heap int64, device, date
 
 // runNCCL measures NCCL through its own API (bench.RunNCCL); a failure is
 // reported and leaves the rows it has.
-func runNCCL(env *cmdEnv, lib, python string, cfg bench.Config, device, date string) []bench.Row {
+func runNCCL(env *cli.Env, lib, python string, cfg bench.Config, device, date string) []bench.Row {
 	if lib == "" && os.Getenv(nccl.EnvLibrary) == "" {
 		lib = pythonNCCL(python)
 	}
 	path, version, err := bench.NCCLVersion(lib)
 	if err != nil {
-		fmt.Fprintf(env.stderr, "irisgen bench: no NCCL baseline: %v\n", err)
+		fmt.Fprintf(env.Stderr, "irisgen bench: no NCCL baseline: %v\n", err)
 		return nil
 	}
-	fmt.Fprintf(env.stdout, "NCCL %s (%s) through its own API\n", version, path)
+	fmt.Fprintf(env.Stdout, "NCCL %s (%s) through its own API\n", version, path)
 	rows, err := bench.RunNCCL(cfg, device, date)
 	if err != nil {
-		fmt.Fprintf(env.stderr, "irisgen bench: NCCL baseline failed (%v); the report has its rows up to there\n", err)
+		fmt.Fprintf(env.Stderr, "irisgen bench: NCCL baseline failed (%v); the report has its rows up to there\n", err)
 	}
 	for i := range rows {
 		rows[i].Note = strings.TrimSpace("NCCL " + version + ", " + rows[i].Note)
@@ -293,27 +320,27 @@ func pythonNCCL(python string) string {
 // compareWith prints rows against the base CSV (nothing when base is empty),
 // writes OUT/compare.md, and fails (exit 1) when a cell is slower beyond the
 // measured spread.
-func compareWith(env *cmdEnv, rows []bench.Row, base string, tolerance float64, out string) error {
+func compareWith(env *cli.Env, rows []bench.Row, base string, tolerance float64, out string) error {
 	if base == "" {
 		return nil
 	}
 	b, err := readRows(base)
 	if err != nil {
-		return &exitError{code: 1, err: err}
+		return cli.Fail(err)
 	}
 	ds := bench.Compare(b, rows, tolerance)
 	md := bench.FormatCompare(ds)
-	fmt.Fprint(env.stdout, md)
+	fmt.Fprint(env.Stdout, md)
 	p := filepath.Join(out, "compare.md")
 	if err := os.WriteFile(p, []byte(md), 0o644); err != nil {
 		return err
 	}
 	if len(ds) == 0 {
-		return &exitError{code: 1, err: fmt.Errorf("-compare %s: no cell of this run is in the base", base)}
+		return cli.Fail(fmt.Errorf("-compare %s: no cell of this run is in the base", base))
 	}
 	for _, d := range ds {
 		if d.Regressed {
-			return &exitError{code: 1, err: fmt.Errorf("slower than %s beyond the measured spread (see %s)", base, p)}
+			return cli.Fail(fmt.Errorf("slower than %s beyond the measured spread (see %s)", base, p))
 		}
 	}
 	return nil
@@ -321,7 +348,7 @@ func compareWith(env *cmdEnv, rows []bench.Row, base string, tolerance float64, 
 
 // writeTuning writes dir/<collective>.yaml for every collective with two or
 // more irisgen variants in rows (nothing when dir is empty).
-func writeTuning(env *cmdEnv, rows []bench.Row, dir, dtype, mode string) error {
+func writeTuning(env *cli.Env, rows []bench.Row, dir, dtype, mode string) error {
 	if dir == "" {
 		return nil
 	}
@@ -336,65 +363,25 @@ func writeTuning(env *cmdEnv, rows []bench.Row, dir, dtype, mode string) error {
 		seen[r.Collective] = true
 		a, err := bench.Tune(rows, r.Collective, dtype, mode)
 		if err != nil {
-			fmt.Fprintf(env.stdout, "no auto table for %s: %v\n", r.Collective, err)
+			fmt.Fprintf(env.Stdout, "no auto table for %s: %v\n", r.Collective, err)
 			continue
 		}
 		p := filepath.Join(dir, r.Collective+".yaml")
-		if err := os.WriteFile(p, ir.FormatTuning(r.Collective, a), 0o644); err != nil {
+		if err := os.WriteFile(p, tuning.Format(r.Collective, *a), 0o644); err != nil {
 			return err
 		}
-		fmt.Fprintf(env.stdout, "wrote %s (%d rules); run `irisgen generate` to use it\n", p, len(a.Rules))
+		fmt.Fprintf(env.Stdout, "wrote %s (%d rules); run `irisgen generate` to use it\n", p, len(a.Rules))
 	}
 	return nil
 }
 
-// worldSize resolves -n against this machine's GPUs (0: all of them); at
-// least `least` ranks. Where share allows it and IRISGEN_SHARE_GPUS is set,
-// ranks may share GPUs (up to irisrt.MaxWorld).
-func worldSize(n, least int, share bool) (int, error) {
-	p, err := gpu.Load()
-	if err != nil {
-		return 0, &exitError{code: 1, err: err}
-	}
-	count, err := p.DeviceCount()
-	if err != nil {
-		return 0, &exitError{code: 1, err: err}
-	}
-	if n == 0 {
-		n = count
-	}
-	if share {
-		ok, err := irisrt.ShareGPUsEnv()
-		if err != nil {
-			return 0, usageErr("%v", err)
-		}
-		if ok && n >= least && n <= irisrt.MaxWorld {
-			return n, nil
-		}
-	}
-	if n < least || n > count {
-		return 0, usageErr("-n %d: this machine has %d GPUs, and this command needs %d to %d", n, count, least, count)
-	}
-	return n, nil
-}
-
-// deviceName is e.g. "2x NVIDIA H200" from nvidia-smi ("2x GPU" when
-// nvidia-smi is missing).
-func deviceName(world int) string {
-	name := "GPU"
-	if b, err := exec.Command("nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", "0").Output(); err == nil {
-		name = strings.TrimSpace(string(b))
-	}
-	return fmt.Sprintf("%dx %s", world, name)
-}
-
-func runBaselines(env *cmdEnv, python string, cfg bench.Config, out string) ([]bench.Row, error) {
+func runBaselines(env *cli.Env, python string, cfg bench.Config, out string) ([]bench.Row, error) {
 	script := filepath.Join(out, "baselines.py")
 	if err := os.WriteFile(script, bench.BaselinesScript, 0o644); err != nil {
 		return nil, err
 	}
 	csvPath := filepath.Join(out, "baselines.csv")
-	args := baselineArgs(script, csvPath, cfg)
+	args := bench.BaselineArgs(script, csvPath, cfg)
 	if args == nil {
 		return nil, nil // only the barrier: no baseline
 	}
@@ -406,7 +393,7 @@ func runBaselines(env *cmdEnv, python string, cfg bench.Config, out string) ([]b
 	go func() {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
-			fmt.Fprintf(env.stdout, "baseline: %s\n", sc.Text())
+			fmt.Fprintf(env.Stdout, "baseline: %s\n", sc.Text())
 		}
 		close(done)
 	}()
@@ -423,38 +410,6 @@ func runBaselines(env *cmdEnv, python string, cfg bench.Config, out string) ([]b
 	return rows, err
 }
 
-// baselineArgs is the command line of baselines.py for cfg (nil when cfg
-// measures only the barrier, which has no baseline).
-func baselineArgs(script, csvPath string, cfg bench.Config) []string {
-	args := []string{script, "--world", strconv.Itoa(cfg.World), "--sizes", joinInts(cfg.Sizes),
-		"--dtypes", strings.Join(cfg.DTypes, ","), "--modes", strings.Join(cfg.Modes, ","),
-		"--warmup", strconv.Itoa(cfg.Warmup), "--repeats", strconv.Itoa(max(cfg.Repeats, 1)), "--out", csvPath,
-		"--moe-tokens", joinInts(bench.MoETokens), "--moe-hidden", strconv.FormatInt(bench.MoEHidden, 10),
-		"--moe-k", joinInts(bench.MoEK),
-		"--rmsnorm-tokens", joinInts(bench.RMSNormTokens), "--rmsnorm-hidden", strconv.FormatInt(bench.RMSNormHidden, 10)}
-	var colls []string
-	for _, c := range cfg.Collectives {
-		if c != "barrier" {
-			colls = append(colls, c)
-		}
-	}
-	if len(cfg.Collectives) > 0 && len(colls) == 0 {
-		return nil
-	}
-	if len(colls) > 0 {
-		args = append(args, "--collectives", strings.Join(colls, ","))
-	}
-	return args
-}
-
-func joinInts(v []int64) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.FormatInt(x, 10)
-	}
-	return strings.Join(s, ",")
-}
-
 func readRows(path string) ([]bench.Row, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -468,7 +423,7 @@ func readRows(path string) ([]bench.Row, error) {
 	return rows, nil
 }
 
-func writeReport(env *cmdEnv, rows []bench.Row, out string) error {
+func writeReport(env *cli.Env, rows []bench.Row, out string) error {
 	f, err := os.Create(filepath.Join(out, "results.csv"))
 	if err != nil {
 		return err
@@ -487,16 +442,16 @@ func writeReport(env *cmdEnv, rows []bench.Row, out string) error {
 	}
 	files, err := bench.Plot(shown, out)
 	if err != nil {
-		return &exitError{code: 1, err: fmt.Errorf("plotting: %w", err)}
+		return cli.Fail(fmt.Errorf("plotting: %w", err))
 	}
-	fmt.Fprintf(env.stdout, "wrote %s, %s and %d plots\n", filepath.Join(out, "results.csv"), md, len(files))
+	fmt.Fprintf(env.Stdout, "wrote %s, %s and %d plots\n", filepath.Join(out, "results.csv"), md, len(files))
 	return nil
 }
 
 // parseSizes reads "8KiB,1MiB,4096" (irisrt.ParseBytes for each).
 func parseSizes(s string) ([]int64, error) {
 	var out []int64
-	for _, f := range splitList(s) {
+	for _, f := range cli.SplitList(s) {
 		v, err := irisrt.ParseBytes(f)
 		if err != nil || v < 1 {
 			return nil, fmt.Errorf("%q is not a positive size (e.g. 8KiB, 1MiB, 4096)", f)
