@@ -34,7 +34,7 @@ help:
 	@echo "make kernels         compile generated/hip/*.hip (nvcc if installed, else hipcc or clang) into generated/collectives/kernels"
 	@echo "make test            go vet, go test -race, irisgen check, every kernel built by $(HIP_CLANG) ($(HIP_ARCH)) and hipcc ($(HIPCC_ARCH)), tests/downstream"
 	@echo "make test-downstream only tests/downstream: go generate + check, vet, test, AMD compile of its kernels ($(HIP_ARCH))"
-	@echo "make gpu-build       build irisgen, irisgen-gpu, the GPU test binaries and the downstream program into $(BUILD)/ (they embed the kernels built so far)"
+	@echo "make gpu-build       build irisgen, irisgen-gpu, the GPU test binaries and the downstream programs into $(BUILD)/ (they embed the kernels built so far)"
 	@echo "make gpu-kernels     compile every kernel with nvcc next to its generated package (this repository's and tests/downstream's)"
 	@echo "make test-gpu        gpu-kernels, gpu-build, then tests/gpu/run.sh TIER SHARD (TIER=$(TIER): quick, full, sanitize; SHARD=$(SHARD); needs nvcc and GPUs; docs/testing-gpu.md)"
 	@echo "make bench           gpu-build, then irisgen bench beside NCCL and torch symmetric memory into $(BUILD)/bench (needs GPUs)"
@@ -93,6 +93,7 @@ gpu-build:
 	$(GO) build -o $(BUILD)/irisgen ./cmd/irisgen
 	$(GO) build -o $(BUILD)/irisgen-gpu ./cmd/irisgen-gpu
 	cd $(DOWNSTREAM) && $(GO) build -o $(abspath $(BUILD))/stencil ./cmd/stencil
+	cd $(DOWNSTREAM) && $(GO) build -o $(abspath $(BUILD))/stencil-gpu ./cmd/stencil-gpu
 	@set -e; for t in $(GPU_TESTS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "$(GO) test -c -tags gpu -o $(BUILD)/$$name.test $$pkg"; \

@@ -5,7 +5,9 @@
 // internal/driver; this package is the command line.
 //
 // It links no GPU code and not the generated package: `irisgen bench` and
-// `irisgen probe` run the sibling program irisgen-gpu (cmd/irisgen-gpu).
+// `irisgen probe` run in a program that links the package they time
+// (irisgen-gpu for the catalogue, or one built for a repository's own
+// package; internal/gpurun).
 //
 // Run `irisgen help` for the commands and `irisgen <command> -h` for each
 // command's flags and examples.

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"testing/fstest"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/gpu/fakegpu/fakekernels"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 
 	"example.com/stencil/internal/gen/coll"
@@ -56,26 +56,8 @@ func TestValuesExact(t *testing.T) {
 func fakeWorld(t *testing.T, n int) (*irisrt.World, *fakegpu.Platform) {
 	t.Helper()
 	p := fakegpu.New(n)
-	kernels := fstest.MapFS{}
-	table := irisrt.Registered("example.com/stencil/internal/gen/coll")
-	require.NotNil(t, table, "package coll registers its table")
-	for _, c := range table.Collectives {
-		var fns []string
-		ops := c.Ops
-		if len(ops) == 0 {
-			ops = []string{""}
-		}
-		for _, v := range c.Variants {
-			for _, dt := range c.DTypes {
-				for _, op := range ops {
-					fns = append(fns, v.Kernel(dt, op))
-				}
-			}
-		}
-		image := []byte("fake code object of " + c.Name)
-		p.AddModule(image, fns, map[string][]byte{irisrt.SpecHashSymbol(c.Name): append([]byte(c.SpecHash), 0)})
-		kernels[irisrt.KernelFile(p.Name(), c.Name)] = &fstest.MapFile{Data: image}
-	}
+	kernels, err := fakekernels.For(p, irisrt.Registered("example.com/stencil/internal/gen/coll"))
+	require.NoError(t, err)
 	w, err := irisrt.NewLocalWorld(n, irisrt.Options{Platform: p, Kernels: kernels, HeapBytes: 64 << 20})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, w.Close()) })
