@@ -77,9 +77,9 @@ mark "(!)" a cell whose slowest repeat took more than 3x its fastest.
 
 -tails is the stall scenario: -launches (10,000) back-to-back eager
 launches of every variant (all_reduce_rmsnorm at 32 to 1024 tokens too;
-not the barrier, not MoE),
-each timed alone between two GPU events (its slowest rank's), at 512 KiB,
-1, 2 and 4 MiB of bf16 unless -sizes and -dtypes say otherwise. It writes
+not the barrier, not MoE), each timed alone between two GPU events (its
+slowest rank's), at 512 KiB, 1, 2 and 4 MiB of bf16 unless -sizes and
+-dtypes say otherwise. It writes
 OUT/tails.csv and OUT/tails.md (min, median, p99, p99.9, max) and exits 1
 when a cell's 99.9th percentile launch took more than 20x its fastest.
 

@@ -96,3 +96,37 @@ func TestUsage(t *testing.T) {
 	require.Equal(t, 0, prog.Run([]string{"help"}))
 	assert.True(t, strings.HasPrefix(stdout.String(), "tools runs irisgen's GPU commands on the generated packages it links ("+catalogue+")"), stdout.String())
 }
+
+// TestTailsOnFake runs the stall scenario's planning and dispatch on the
+// fake: every variant of the sweep at each size, and the chain scenario's
+// fused variants at its token counts.
+func TestTailsOnFake(t *testing.T) {
+	defer func(ts []int64) { bench.TailTokens = ts }(bench.TailTokens)
+	bench.TailTokens = []int64{1, 3} // the fake backs the heap with host memory
+	prog, stdout, stderr := fake(t, 2)
+	out := t.TempDir()
+	code := prog.Run([]string{"bench", "-tails", "-n", "2", "-launches", "20", "-warmup", "1", "-sizes", "8KiB", "-heap", "67108864",
+		"-collectives", "all_gather,all_reduce_rmsnorm", "-out", out})
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	md, err := os.ReadFile(filepath.Join(out, "tails.md"))
+	require.NoError(t, err)
+	assert.Equal(t, 4+3*2, strings.Count(string(md), "| bf16 | 2 |"), "all_gather's 4 variants at 8 KiB, all_reduce_rmsnorm's 3 at 1 and 3 tokens:\n%s", md)
+	assert.Contains(t, string(md), "| all_reduce_rmsnorm | one_shot | bf16 | 2 | 42 KiB | 20 |")
+}
+
+// TestMoEOnFake runs the MoE scenario's planning and dispatch on the fake
+// (shrunk: the fake backs the heap with host memory): the pair from the
+// package's own entries, a row for dispatch and one for combine per k,
+// tokens and mode.
+func TestMoEOnFake(t *testing.T) {
+	defer func(ts, ks []int64, h int64) { bench.MoETokens, bench.MoEK, bench.MoEHidden = ts, ks, h }(bench.MoETokens, bench.MoEK, bench.MoEHidden)
+	bench.MoETokens, bench.MoEK, bench.MoEHidden = []int64{5, 9}, []int64{1, 2}, 64
+	prog, stdout, stderr := fake(t, 2)
+	out := t.TempDir()
+	code := prog.Run([]string{"bench", "-n", "2", "-repeats", "1", "-warmup", "1", "-heap", "67108864", "-collectives", "moe_dispatch", "-out", out})
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	csv, err := os.ReadFile(filepath.Join(out, "results.csv"))
+	require.NoError(t, err)
+	assert.Equal(t, 1+2*2*2*2, strings.Count(string(csv), "\n"), "dispatch and combine x 2 k x 2 token counts x 2 modes:\n%s", csv)
+	assert.Contains(t, string(csv), "irisgen,moe_combine_k2,push,bf16,2,1152,graph,")
+}

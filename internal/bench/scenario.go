@@ -208,10 +208,12 @@ func resolve(entries []irisrt.Entry, links []link, dt irisrt.DType, p point, cho
 			st.sizes = append(st.sizes, n)
 		}
 		for name, ref := range l.from {
-			ti := slices.IndexFunc(st.e.Tensors, func(t irisrt.TensorInfo) bool { return t.Name == name })
-			ri := slices.IndexFunc(steps[ref.link].e.Tensors, func(t irisrt.TensorInfo) bool { return t.Name == ref.tensor })
-			if ti < 0 || ri < 0 || ref.link >= i {
-				return nil, fmt.Errorf("chain: %s.%s from link %d's %s: no such tensor", l.collective, name, ref.link, ref.tensor)
+			ti, ri := slices.IndexFunc(st.e.Tensors, func(t irisrt.TensorInfo) bool { return t.Name == name }), -1
+			if ref.link >= 0 && ref.link < i {
+				ri = slices.IndexFunc(steps[ref.link].e.Tensors, func(t irisrt.TensorInfo) bool { return t.Name == ref.tensor })
+			}
+			if ti < 0 || ri < 0 {
+				return nil, fmt.Errorf("chain: %s.%s from link %d's %s: no such tensor in an earlier link", l.collective, name, ref.link, ref.tensor)
 			}
 			st.from[ti] = stepTensor{ref.link, ri}
 		}
