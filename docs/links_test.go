@@ -27,8 +27,7 @@ var outside = []*regexp.Regexp{
 // pending are references in files of other owners, each to be replaced
 // by the text given; listed so that this test passes until they are, and
 // fails once one is gone (then its entry goes too).
-var pending = []struct{ file, text, by string }{
-}
+var pending = []struct{ file, text, by string }{}
 
 // root is the repository's root directory.
 const root = ".."
