@@ -61,7 +61,7 @@ test-go test-hip test-downstream: | deps-test
 
 test-go:
 	@# Every Go file gofmt'd (generated ones are by construction).
-	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt -l: not formatted (run gofmt -w on them):"; echo "$$out"; exit 1; fi
+	@out=$$("$$($(GO) env GOROOT)/bin/gofmt" -l .) || exit 1; if [ -n "$$out" ]; then echo "gofmt -l: not formatted (run gofmt -w on them):"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -race ./...
 	@# Say so when the GPU suite is left out (no `gpu` tag, no GPUs here).
