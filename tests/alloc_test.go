@@ -6,6 +6,7 @@ import (
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -45,24 +46,24 @@ func TestLaunchPathDoesNotAllocate(t *testing.T) {
 	dev := r.Device().(*quietDevice)
 	s := r.Stream()
 	const n = 1000
-	heap := func(dt irisrt.DType, n int64) irisrt.Tensor {
+	heap := func(dt irismodel.DType, n int64) irisrt.Tensor {
 		x, err := r.Heap().Alloc(dt, n)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return x
 	}
-	in, out := heap(irisrt.BF16, n), heap(irisrt.BF16, n)
+	in, out := heap(irismodel.BF16, n), heap(irismodel.BF16, n)
 	ptr, err := r.Device().Alloc(2*n, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	offIn := irisrt.Tensor{Ptr: ptr, DType: irisrt.BF16, Len: n}
-	push, err := collectives.NewAllGatherPushPlan(r, irisrt.BF16, n)
+	offIn := irisrt.Tensor{Ptr: ptr, DType: irismodel.BF16, Len: n}
+	push, err := collectives.NewAllGatherPushPlan(r, irismodel.BF16, n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pull, err := collectives.NewAllGatherPullPlan(r, irisrt.BF16, n)
+	pull, err := collectives.NewAllGatherPullPlan(r, irismodel.BF16, n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,36 +71,36 @@ func TestLaunchPathDoesNotAllocate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bcast, err := collectives.NewBroadcastPullPlan(r, irisrt.BF16, n)
+	bcast, err := collectives.NewBroadcastPullPlan(r, irismodel.BF16, n)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// MoE dispatch: t=4 tokens of h=8, k=2, e=4 experts, cap=8.
-	tokens, ids, wts := heap(irisrt.BF16, 4*8), heap(irisrt.I32, 4*2), heap(irisrt.F32, 4*2)
-	rt, rid, rw, rs, rc := heap(irisrt.BF16, 8*8), heap(irisrt.I64, 8*2), heap(irisrt.F32, 8*2), heap(irisrt.I64, 8), heap(irisrt.I64, 1)
-	ss := heap(irisrt.I64, 4)
+	tokens, ids, wts := heap(irismodel.BF16, 4*8), heap(irismodel.I32, 4*2), heap(irismodel.F32, 4*2)
+	rt, rid, rw, rs, rc := heap(irismodel.BF16, 8*8), heap(irismodel.I64, 8*2), heap(irismodel.F32, 8*2), heap(irismodel.I64, 8), heap(irismodel.I64, 1)
+	ss := heap(irismodel.I64, 4)
 	calls := map[string]func() error{
-		"typed Launch":         func() error { return push.Launch(s, in, out, irisrt.BarrierDevice) },
-		"typed Launch, staged": func() error { return pull.Launch(s, offIn, out, irisrt.BarrierDevice) },
-		"no tensors":           func() error { return bar.Launch(s, irisrt.BarrierDevice) },
+		"typed Launch":         func() error { return push.Launch(s, in, out, irismodel.BarrierDevice) },
+		"typed Launch, staged": func() error { return pull.Launch(s, offIn, out, irismodel.BarrierDevice) },
+		"no tensors":           func() error { return bar.Launch(s, irismodel.BarrierDevice) },
 		"typed Launch, a parameter and a one-rank tensor, staged": func() error {
-			return bcast.Launch(s, offIn, out.Slice(0, n), 0, irisrt.BarrierDevice)
+			return bcast.Launch(s, offIn, out.Slice(0, n), 0, irismodel.BarrierDevice)
 		},
 		"Shift, an int parameter": func() error {
-			return collectives.Shift(r, s, collectives.ShiftPull, irisrt.BF16, offIn, out, 1, irisrt.BarrierDevice)
+			return collectives.Shift(r, s, collectives.ShiftPull, irismodel.BF16, offIn, out, 1, irismodel.BarrierDevice)
 		},
 		"SendRecv, two rank parameters, n given": func() error {
-			return collectives.SendRecv(r, s, collectives.SendRecvPush, irisrt.BF16, n, in, out, 0, 0, irisrt.BarrierNone)
+			return collectives.SendRecv(r, s, collectives.SendRecvPush, irismodel.BF16, n, in, out, 0, 0, irismodel.BarrierNone)
 		},
 		"AllGather": func() error {
-			return collectives.AllGather(r, s, collectives.AllGatherPull, irisrt.BF16, offIn, out, irisrt.BarrierDevice)
+			return collectives.AllGather(r, s, collectives.AllGatherPull, irismodel.BF16, offIn, out, irismodel.BarrierDevice)
 		},
 		"AllReduce auto": func() error {
-			return collectives.AllReduce(r, s, collectives.AllReduceAuto, irisrt.BF16, collectives.AllReduceOpSum, in, out, irisrt.BarrierDevice)
+			return collectives.AllReduce(r, s, collectives.AllReduceAuto, irismodel.BF16, collectives.AllReduceOpSum, in, out, irismodel.BarrierDevice)
 		},
-		"Barrier": func() error { return collectives.Barrier(r, s, collectives.BarrierDevice, irisrt.BarrierDevice) },
+		"Barrier": func() error { return collectives.Barrier(r, s, collectives.BarrierDevice, irismodel.BarrierDevice) },
 		"MoeDispatch, e given": func() error {
-			return collectives.MoeDispatch(r, s, collectives.MoeDispatchPush, irisrt.BF16, 4, tokens, ids, wts, rt, rid, rw, rs, rc, ss, irisrt.BarrierDevice)
+			return collectives.MoeDispatch(r, s, collectives.MoeDispatchPush, irismodel.BF16, 4, tokens, ids, wts, rt, rid, rw, rs, rc, ss, irismodel.BarrierDevice)
 		},
 	}
 	for name, call := range calls {

@@ -15,6 +15,7 @@ import (
 	"github.com/irisgen/irisgen/internal/probe"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -34,9 +35,9 @@ func TestRMSNormDerivedRules(t *testing.T) {
 	type want struct {
 		placement map[string]ir.Placement
 		inPlace   [][2]string // the pairs that may be the same tensor; every other pair must not overlap
-		barriers  []ir.BarrierMode
+		barriers  []irismodel.Barrier
 	}
-	fused := []ir.BarrierMode{ir.BarrierDevice, ir.BarrierHost, ir.BarrierNone}
+	fused := []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost, irismodel.BarrierNone}
 	cases := map[string]want{
 		// Peers read input: imported; everything else is this rank's.
 		"all_reduce_rmsnorm/one_shot": {placement: map[string]ir.Placement{
@@ -51,12 +52,12 @@ func TestRMSNormDerivedRules(t *testing.T) {
 		"all_reduce_rmsnorm/two_shot": {placement: map[string]ir.Placement{
 			"input": ir.PlaceImport, "residual": ir.PlaceAny, "weight": ir.PlaceAny, "output": ir.PlaceHeap, "lamport": ir.PlacePlan}, barriers: fused},
 		"residual_rmsnorm/local": {placement: map[string]ir.Placement{
-			"input": ir.PlaceAny, "residual": ir.PlaceAny, "weight": ir.PlaceAny, "output": ir.PlaceAny}, barriers: []ir.BarrierMode{ir.BarrierNone}},
+			"input": ir.PlaceAny, "residual": ir.PlaceAny, "weight": ir.PlaceAny, "output": ir.PlaceAny}, barriers: []irismodel.Barrier{irismodel.BarrierNone}},
 	}
 	seen := 0
 	for _, name := range []string{"all_reduce_rmsnorm", "residual_rmsnorm"} {
 		c := find(name)
-		if len(c.Params) != 1 || c.Params[0].Name != "eps" || c.Params[0].Type != ir.ParamF32 {
+		if len(c.Params) != 1 || c.Params[0].Name != "eps" || c.Params[0].Kind != irismodel.ParamF32 {
 			t.Errorf("%s: parameters %v, want eps f32", name, c.Params)
 		}
 		if !slices.Equal(c.Symbols, []string{"tokens", "hidden"}) {
@@ -91,7 +92,7 @@ func TestRMSNormDerivedRules(t *testing.T) {
 				t.Errorf("%s: barrier modes %v, want %v", label, v.Barriers, w.barriers)
 			}
 			for _, cp := range v.Capture {
-				if cp.Capturable != (cp.Mode != ir.BarrierHost) {
+				if cp.Capturable != (cp.Mode != irismodel.BarrierHost) {
 					t.Errorf("%s: mode %s capturable %v", label, cp.Mode, cp.Capturable)
 				}
 			}
@@ -112,7 +113,7 @@ func TestRMSNormDerivedRules(t *testing.T) {
 
 // rmsnormLauncher is what every plan of the two collectives offers.
 type rmsnormLauncher interface {
-	Launch(s gpu.Stream, input, residual, weight, output irisrt.Tensor, eps float32, mode irisrt.Barrier) error
+	Launch(s gpu.Stream, input, residual, weight, output irisrt.Tensor, eps float32, mode irismodel.Barrier) error
 	Close() error
 }
 
@@ -132,21 +133,21 @@ func TestRMSNormLaunchArgs(t *testing.T) {
 		name      string
 		remote    bool // peers read input: staged off the heap
 		lamport   bool
-		mode      irisrt.Barrier
+		mode      irismodel.Barrier
 		maxBlocks int
-		plan      func(r *irisrt.Rank, dt irisrt.DType) (rmsnormLauncher, error)
+		plan      func(r *irisrt.Rank, dt irismodel.DType) (rmsnormLauncher, error)
 	}
 	variants := []variant{
-		{"all_reduce_rmsnorm_one_shot", true, false, irisrt.BarrierDevice, 128, func(r *irisrt.Rank, dt irisrt.DType) (rmsnormLauncher, error) {
+		{"all_reduce_rmsnorm_one_shot", true, false, irismodel.BarrierDevice, 128, func(r *irisrt.Rank, dt irismodel.DType) (rmsnormLauncher, error) {
 			return collectives.NewAllReduceRmsnormOneShotPlan(r, dt, tokens, hidden)
 		}},
-		{"all_reduce_rmsnorm_one_shot_lamport", false, true, irisrt.BarrierDevice, 128, func(r *irisrt.Rank, dt irisrt.DType) (rmsnormLauncher, error) {
+		{"all_reduce_rmsnorm_one_shot_lamport", false, true, irismodel.BarrierDevice, 128, func(r *irisrt.Rank, dt irismodel.DType) (rmsnormLauncher, error) {
 			return collectives.NewAllReduceRmsnormOneShotLamportPlan(r, dt, tokens, hidden)
 		}},
-		{"all_reduce_rmsnorm_two_shot", true, false, irisrt.BarrierDevice, 128, func(r *irisrt.Rank, dt irisrt.DType) (rmsnormLauncher, error) {
+		{"all_reduce_rmsnorm_two_shot", true, false, irismodel.BarrierDevice, 128, func(r *irisrt.Rank, dt irismodel.DType) (rmsnormLauncher, error) {
 			return collectives.NewAllReduceRmsnormTwoShotPlan(r, dt, tokens, hidden)
 		}},
-		{"residual_rmsnorm_local", false, false, irisrt.BarrierNone, 1024, func(r *irisrt.Rank, dt irisrt.DType) (rmsnormLauncher, error) {
+		{"residual_rmsnorm_local", false, false, irismodel.BarrierNone, 1024, func(r *irisrt.Rank, dt irismodel.DType) (rmsnormLauncher, error) {
 			return collectives.NewResidualRmsnormLocalPlan(r, dt, tokens, hidden)
 		}},
 	}
@@ -163,7 +164,7 @@ func TestRMSNormLaunchArgs(t *testing.T) {
 	err := w.Run(func(r *irisrt.Rank) error {
 		s := r.Stream()
 		for _, v := range variants {
-			for _, dt := range []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16} {
+			for _, dt := range []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16} {
 				p, err := v.plan(r, dt)
 				if err != nil {
 					return err
@@ -222,7 +223,7 @@ func TestRMSNormLaunchArgs(t *testing.T) {
 			}
 		}
 		// The convenience call: sizes from the tensors.
-		dt := irisrt.BF16
+		dt := irismodel.BF16
 		ts, free, err := allocTensors(r, dt, []int64{tokens * hidden, tokens * hidden, hidden, tokens * hidden}, false)
 		if err != nil {
 			return err
@@ -231,7 +232,7 @@ func TestRMSNormLaunchArgs(t *testing.T) {
 		if err := r.HostBarrier(s); err != nil {
 			return err
 		}
-		if err := collectives.AllReduceRmsnorm(r, s, collectives.AllReduceRmsnormOneShot, dt, ts[0], ts[1], ts[2], ts[3], 1e-6, irisrt.BarrierDevice); err != nil {
+		if err := collectives.AllReduceRmsnorm(r, s, collectives.AllReduceRmsnormOneShot, dt, ts[0], ts[1], ts[2], ts[3], 1e-6, irismodel.BarrierDevice); err != nil {
 			return fmt.Errorf("convenience call: %w", err)
 		}
 		l, _ := last(r)
@@ -240,7 +241,7 @@ func TestRMSNormLaunchArgs(t *testing.T) {
 		}
 		short := ts[2].Slice(0, hidden-1) // the rows of input are not whole rows of weight
 		var se *irisrt.ShapeError
-		if err := collectives.AllReduceRmsnorm(r, s, collectives.AllReduceRmsnormOneShot, dt, ts[0], ts[1], short, ts[3], 1e-6, irisrt.BarrierDevice); !errors.As(err, &se) {
+		if err := collectives.AllReduceRmsnorm(r, s, collectives.AllReduceRmsnormOneShot, dt, ts[0], ts[1], short, ts[3], 1e-6, irismodel.BarrierDevice); !errors.As(err, &se) {
 			return fmt.Errorf("convenience call with a weight shorter than a row: got %v, want *irisrt.ShapeError", err)
 		}
 		return r.HostBarrier(s)
@@ -252,7 +253,7 @@ func TestRMSNormLaunchArgs(t *testing.T) {
 
 // allocTensors allocates tensors of the given lengths; with offHeap the
 // first (an input peers read) lives off the heap, so launches stage it.
-func allocTensors(r *irisrt.Rank, dt irisrt.DType, lens []int64, offHeap bool) ([]irisrt.Tensor, func(), error) {
+func allocTensors(r *irisrt.Rank, dt irismodel.DType, lens []int64, offHeap bool) ([]irisrt.Tensor, func(), error) {
 	var ts []irisrt.Tensor
 	var frees []func()
 	free := func() {
@@ -300,7 +301,7 @@ func TestProbeRMSNormOnFake(t *testing.T) {
 	}
 	seen := map[string]int{}
 	for _, res := range results[0] {
-		if res.Failed || res.Claimed != (res.Mode != irisrt.BarrierHost) || res.Captured != res.Claimed || (res.Claimed && res.Replays != 2) {
+		if res.Failed || res.Claimed != (res.Mode != irismodel.BarrierHost) || res.Captured != res.Claimed || (res.Claimed && res.Replays != 2) {
 			t.Errorf("%s/%s %s %s: %+v", res.Collective, res.Variant, res.Params, res.Mode, res)
 		}
 		seen[res.Params]++

@@ -17,6 +17,7 @@ import (
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu/fakekernels"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -54,24 +55,24 @@ func entrySizes(e collectives.Entry) []int64 {
 // entryParams are e's parameters for a launch: rank parameters 0 (so rank
 // 0 owns every tensor only one rank uses), int parameters their least
 // value (at least 1), f32 ones 1.
-func entryParams(e collectives.Entry) []irisrt.Param {
-	ps := make([]irisrt.Param, len(e.Params))
+func entryParams(e collectives.Entry) []irismodel.Param {
+	ps := make([]irismodel.Param, len(e.Params))
 	for i, d := range e.Params {
 		switch d.Kind {
-		case irisrt.ParamRank:
-			ps[i] = irisrt.IntParam(0)
-		case irisrt.ParamInt:
-			ps[i] = irisrt.IntParam(min(max(1, d.Min), d.Max))
+		case irismodel.ParamRank:
+			ps[i] = irismodel.IntParam(0)
+		case irismodel.ParamInt:
+			ps[i] = irismodel.IntParam(min(max(1, d.Min), d.Max))
 		default:
-			ps[i] = irisrt.F32Param(1)
+			ps[i] = irismodel.F32Param(1)
 		}
 	}
 	return ps
 }
 
 // otherDType is a dtype a tensor of ti may not have.
-func otherDType(ti collectives.TensorInfo, dt irisrt.DType) irisrt.DType {
-	for _, d := range []irisrt.DType{irisrt.F16, irisrt.U64, irisrt.F32} {
+func otherDType(ti collectives.TensorInfo, dt irismodel.DType) irismodel.DType {
+	for _, d := range []irismodel.DType{irismodel.F16, irismodel.U64, irismodel.F32} {
 		if d != ti.ElemType(dt) && !slices.Contains(ti.IndexDTypes, d) {
 			return d
 		}
@@ -110,7 +111,7 @@ func TestGeneratedRules(t *testing.T) {
 }
 
 func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (int, error) {
-	dt, op := irisrt.DType(0), ""
+	dt, op := irismodel.DType(0), ""
 	if len(e.DTypes) > 0 {
 		dt = e.DTypes[len(e.DTypes)-1]
 	}
@@ -162,7 +163,7 @@ func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (in
 	}
 	// refusedWith checks that a launch with ts2 and ps2 in mode fails with
 	// target's type and launches nothing.
-	refusedWith := func(what string, ts2 []irisrt.Tensor, ps2 []irisrt.Param, mode irisrt.Barrier, target any) error {
+	refusedWith := func(what string, ts2 []irisrt.Tensor, ps2 []irismodel.Param, mode irismodel.Barrier, target any) error {
 		count++
 		before := launched()
 		err := p.LaunchParams(s, ts2, ps2, mode)
@@ -174,7 +175,7 @@ func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (in
 		}
 		return nil
 	}
-	refused := func(what string, ts2 []irisrt.Tensor, mode irisrt.Barrier, target any) error {
+	refused := func(what string, ts2 []irisrt.Tensor, mode irismodel.Barrier, target any) error {
 		return refusedWith(what, ts2, ps, mode, target)
 	}
 	// ignored checks, on a rank that does not use tensor i, that the launch
@@ -203,7 +204,7 @@ func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (in
 
 	// Every rank launches the same plan in step: a host barrier before each
 	// passing launch keeps the fake's launches of the ranks apart.
-	ok := func(what string, ts2 []irisrt.Tensor, mode irisrt.Barrier) ([]byte, error) {
+	ok := func(what string, ts2 []irisrt.Tensor, mode irismodel.Barrier) ([]byte, error) {
 		count++
 		if err := r.HostBarrier(s); err != nil {
 			return nil, err
@@ -250,9 +251,9 @@ func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (in
 	for i, d := range e.Params {
 		var bad []int64
 		switch d.Kind {
-		case irisrt.ParamRank:
+		case irismodel.ParamRank:
 			bad = []int64{-1, int64(r.World())}
-		case irisrt.ParamInt:
+		case irismodel.ParamInt:
 			if d.Min > math.MinInt64 {
 				bad = append(bad, d.Min-1)
 			}
@@ -262,7 +263,7 @@ func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (in
 		}
 		for _, x := range bad {
 			wrong := slices.Clone(ps)
-			wrong[i] = irisrt.IntParam(x)
+			wrong[i] = irismodel.IntParam(x)
 			if err := refusedWith(fmt.Sprintf("%s = %d", d.Name, x), ts, wrong, e.Barriers[0], &pa); err != nil {
 				return count, err
 			}
@@ -314,8 +315,8 @@ func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (in
 		case !mine(ti):
 		case ti.Heap:
 			err = refused(ti.Name+" off the heap", with(i, off), e.Barriers[0], &pe)
-		case slices.Contains(e.Barriers, irisrt.BarrierNone):
-			if err = refused(ti.Name+" imported in mode none", with(i, off), irisrt.BarrierNone, &pe); err == nil && !pe.Unordered {
+		case slices.Contains(e.Barriers, irismodel.BarrierNone):
+			if err = refused(ti.Name+" imported in mode none", with(i, off), irismodel.BarrierNone, &pe); err == nil && !pe.Unordered {
 				err = fmt.Errorf("%s imported in mode none: %v is not the unordered placement error", ti.Name, pe)
 			}
 		}
@@ -345,7 +346,7 @@ func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (in
 		}
 		// b over a part of a's memory, with b's dtype and length: a
 		// tensor long enough for both, on the heap.
-		big, err := r.Heap().Alloc(irisrt.U64, (ts[a].Bytes()+ts[b].Bytes())/8+2)
+		big, err := r.Heap().Alloc(irismodel.U64, (ts[a].Bytes()+ts[b].Bytes())/8+2)
 		if err != nil {
 			return count, err
 		}
@@ -362,7 +363,7 @@ func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (in
 			return count, err
 		}
 	}
-	for _, mode := range []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone} {
+	for _, mode := range []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost, irismodel.BarrierNone} {
 		if !slices.Contains(e.Barriers, mode) {
 			if err := refused("mode "+mode.String(), ts, mode, &me); err != nil {
 				return count, err
@@ -393,7 +394,7 @@ func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (in
 func TestMissingKernelsNameTheCommand(t *testing.T) {
 	t.Setenv("IRISGEN_KERNELS", "")
 	w := fakeWorld(t, 1, fakegpu.New(1), nil)
-	_, err := collectives.NewAllGatherPushPlan(w.Rank(0), irisrt.BF16, 16)
+	_, err := collectives.NewAllGatherPushPlan(w.Rank(0), irismodel.BF16, 16)
 	var ke *irisrt.KernelError
 	if !errors.As(err, &ke) {
 		t.Fatalf("got %v, want a *irisrt.KernelError", err)

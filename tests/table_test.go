@@ -2,12 +2,14 @@ package tests
 
 import (
 	"io/fs"
+	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/irisgen/irisgen"
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/internal/ir"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -29,10 +31,6 @@ func catalogueIR(t *testing.T) ([]*ir.Collective, fs.FS) {
 	}
 	return cs, tmpl
 }
-
-var irDTypes = map[ir.DType]irisrt.DType{ir.F32: irisrt.F32, ir.F16: irisrt.F16, ir.BF16: irisrt.BF16, ir.I32: irisrt.I32, ir.I64: irisrt.I64, ir.U64: irisrt.U64}
-
-var irModes = map[ir.BarrierMode]irisrt.Barrier{ir.BarrierDevice: irisrt.BarrierDevice, ir.BarrierHost: irisrt.BarrierHost, ir.BarrierNone: irisrt.BarrierNone}
 
 // TestTableMatchesIR checks the descriptor table that generated/collectives
 // registers against the IR of the catalogue, variant by variant: what the
@@ -66,10 +64,6 @@ func TestTableMatchesIR(t *testing.T) {
 		if tc.SpecHash != c.SpecHash {
 			t.Errorf("%s: spec hash %s, IR %s", c.Name, tc.SpecHash, c.SpecHash)
 		}
-		var dts []irisrt.DType
-		for _, d := range c.DTypes {
-			dts = append(dts, irDTypes[d])
-		}
 		var ops, sizes []string
 		for _, o := range c.Ops {
 			ops = append(ops, string(o))
@@ -77,21 +71,16 @@ func TestTableMatchesIR(t *testing.T) {
 		for _, s := range tc.Sizes {
 			sizes = append(sizes, s.Name)
 		}
-		if !slices.Equal(tc.DTypes, dts) || !slices.Equal(tc.Ops, ops) || !slices.Equal(sizes, c.Symbols) {
+		if !slices.Equal(tc.DTypes, c.DTypes) || !slices.Equal(tc.Ops, ops) || !slices.Equal(sizes, c.Symbols) {
 			t.Errorf("%s: dtypes %v ops %v sizes %v; IR %v %v %v", c.Name, tc.DTypes, tc.Ops, sizes, c.DTypes, c.Ops, c.Symbols)
 		}
 		if len(tc.Tensors) != len(c.Tensors) {
 			t.Fatalf("%s: %d tensors, IR %d", c.Name, len(tc.Tensors), len(c.Tensors))
 		}
+		// The table's tensors are the IR's descriptors (one model, irismodel).
 		for i, it := range c.Tensors {
-			tt := tc.Tensors[i]
-			var index []irisrt.DType
-			for _, d := range it.IndexDTypes {
-				index = append(index, irDTypes[d])
-			}
-			if tt.Name != it.Name || string(tt.Dir) != string(it.Dir) || tc.ShapeString(tt.Shape) != it.ShapeString() ||
-				tt.DType != irDTypes[it.DType] || !slices.Equal(tt.Index, index) || tt.Optional != it.Optional {
-				t.Errorf("%s: tensor %d is %+v, IR %s %s %s %s %v optional=%v", c.Name, i, tt, it.Name, it.Dir, it.ShapeString(), it.DType, it.IndexDTypes, it.Optional)
+			if tt := tc.Tensors[i]; !reflect.DeepEqual(tt, it.TensorDesc) {
+				t.Errorf("%s: tensor %d is %+v, IR %+v", c.Name, i, tt, it.TensorDesc)
 			}
 		}
 		for _, v := range c.Variants {
@@ -104,8 +93,8 @@ func TestTableMatchesIR(t *testing.T) {
 			var names []string
 			for _, k := range v.Kernels {
 				names = append(names, k.Name)
-				got := tv.Kernel(irDTypes[k.DType], string(k.Op))
-				if got != k.Name || got != ir.KernelName(c.Name, v.Name, k.DType, k.Op) {
+				got := tv.Kernel(k.DType, string(k.Op))
+				if got != k.Name || got != irismodel.KernelName(c.Name, v.Name, k.DType, string(k.Op)) {
 					t.Errorf("%s/%s %s %s: the runtime names the kernel %s, the IR %s", c.Name, v.Name, k.DType, k.Op, got, k.Name)
 				}
 				kernels++
@@ -118,7 +107,7 @@ func TestTableMatchesIR(t *testing.T) {
 			for i, u := range v.Uses {
 				// A workspace the plan owns (PlacePlan) needs no check: UseLocal.
 				want := map[ir.Placement]irisrt.Use{ir.PlaceAny: irisrt.UseLocal, ir.PlacePlan: irisrt.UseLocal, ir.PlaceImport: irisrt.UseImport, ir.PlaceHeap: irisrt.UseHeap}[u.Placement]
-				if c.Tensors[i].Dir == ir.Workspace && u.Access == 0 {
+				if c.Tensors[i].Dir == irismodel.Workspace && u.Access == 0 {
 					want = irisrt.Unused
 				}
 				if tv.Uses[i] != want {
@@ -134,17 +123,14 @@ func TestTableMatchesIR(t *testing.T) {
 				t.Errorf("%s/%s: alias pairs %v, IR %v", c.Name, v.Name, got, pairs)
 			}
 			// Barrier modes and capture.
-			var modes, capt []irisrt.Barrier
-			for _, m := range v.Barriers {
-				modes = append(modes, irModes[m])
-			}
+			var capt []irismodel.Barrier
 			for _, cp := range v.Capture {
 				if cp.Capturable {
-					capt = append(capt, irModes[cp.Mode])
+					capt = append(capt, cp.Mode)
 				}
 			}
-			if !slices.Equal(tv.Barriers, modes) || !slices.Equal(tv.Capturable, capt) {
-				t.Errorf("%s/%s: modes %v capturable %v; IR %v %v", c.Name, v.Name, tv.Barriers, tv.Capturable, modes, capt)
+			if !slices.Equal(tv.Barriers, v.Barriers) || !slices.Equal(tv.Capturable, capt) {
+				t.Errorf("%s/%s: modes %v capturable %v; IR %v %v", c.Name, v.Name, tv.Barriers, tv.Capturable, v.Barriers, capt)
 			}
 			if tv.Threads != v.Launch.Threads || tv.MaxBlocks != v.Launch.MaxBlocks || tv.VectorBytes != v.Launch.VectorBytes {
 				t.Errorf("%s/%s: launch %d/%d/%d, IR %+v", c.Name, v.Name, tv.Threads, tv.MaxBlocks, tv.VectorBytes, v.Launch)
@@ -167,5 +153,5 @@ func TestTableMatchesIR(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d kernel names of %d collectives agree with ir.KernelName", kernels, len(cs))
+	t.Logf("%d kernel names of %d collectives agree with irismodel.KernelName", kernels, len(cs))
 }

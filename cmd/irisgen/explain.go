@@ -16,6 +16,7 @@ import (
 	"github.com/irisgen/irisgen/internal/driver"
 	"github.com/irisgen/irisgen/internal/emit/goemit"
 	"github.com/irisgen/irisgen/internal/ir"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 func init() {
@@ -172,7 +173,7 @@ func explain(w io.Writer, c *ir.Collective) {
 	fmt.Fprintf(w, "%s (%s): %s\n", c.Name, c.SpecFile, strings.Join(strings.Fields(c.Summary), " "))
 	dts := make([]string, len(c.DTypes))
 	for i, d := range c.DTypes {
-		dts[i] = string(d)
+		dts[i] = d.String()
 	}
 	ops := make([]string, len(c.Ops))
 	for i, o := range c.Ops {
@@ -183,7 +184,7 @@ func explain(w io.Writer, c *ir.Collective) {
 	if len(c.Params) > 0 {
 		ps := make([]string, len(c.Params))
 		for i, p := range c.Params {
-			ps[i] = fmt.Sprintf("%s %s (%s)", p.Name, p.Type, p.Range())
+			ps[i] = fmt.Sprintf("%s %s (%s)", p.Name, p.Kind, p.Range(0))
 		}
 		fmt.Fprintf(w, "  params (per launch, checked before it): %s\n", strings.Join(ps, ", "))
 	}
@@ -194,7 +195,7 @@ func explain(w io.Writer, c *ir.Collective) {
 			fmt.Fprintln(tw, "  tensor\tdir\tshape\taccess\tplacement\taliasing")
 			for i, t := range c.Tensors {
 				u := v.Uses[i]
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Dir, shape(t), u.Access, placement(t, u), aliasing(c, v, t))
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Dir, shape(c, t), u.Access, placement(t, u), aliasing(c, v, t))
 			}
 			tw.Flush()
 		} else {
@@ -202,7 +203,7 @@ func explain(w io.Writer, c *ir.Collective) {
 		}
 		modes := make([]string, len(v.Barriers))
 		for i, m := range v.Barriers {
-			modes[i] = string(m)
+			modes[i] = m.String()
 			if i == 0 {
 				modes[i] += " (default)"
 			}
@@ -225,7 +226,7 @@ func explain(w io.Writer, c *ir.Collective) {
 		fmt.Fprintf(w, "  kernels: %s\n", strings.Join(names, ", "))
 	}
 	if a := c.Auto; a != nil {
-		fmt.Fprintf(w, "\nvariant %s (Go: %sAuto, %sChoose): from %s, measured: %s\n", ir.AutoVariant, goemit.Exported(c.Name), goemit.Exported(c.Name), a.File, a.Measured)
+		fmt.Fprintf(w, "\nvariant %s (Go: %sAuto, %sChoose): from %s, measured: %s\n", irismodel.AutoVariant, goemit.Exported(c.Name), goemit.Exported(c.Name), a.File, a.Measured)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  world\tlargest tensor\tvariant")
 		for _, r := range a.Rules {
@@ -249,28 +250,28 @@ func orDash(s string) string {
 	return s
 }
 
-func shape(t *ir.Tensor) string {
-	s := t.ShapeString()
+func shape(c *ir.Collective, t *ir.Tensor) string {
+	s := c.ShapeString(t)
 	switch {
-	case len(t.IndexDTypes) > 0:
-		s += " " + ir.DTypeList(t.IndexDTypes, "|")
-	case t.DType != "":
-		s += " " + string(t.DType)
+	case len(t.Index) > 0:
+		s += " " + irismodel.JoinDTypes(t.Index, "|")
+	case t.DType != 0:
+		s += " " + t.DType.String()
 	}
 	if t.Optional {
 		s += " optional"
 	}
-	if t.Ranks != "" {
-		s += " on rank " + t.Ranks + " only"
+	if t.Owner != "" {
+		s += " on rank " + t.Owner + " only"
 	}
 	return s
 }
 
 func placement(t *ir.Tensor, u ir.Use) string {
-	if t.Dir == ir.Workspace && u.Access == 0 {
+	if t.Dir == irismodel.Workspace && u.Access == 0 {
 		return "unused: not allocated"
 	}
-	if t.Dir == ir.Workspace {
+	if t.Dir == irismodel.Workspace {
 		return "plan workspace (heap)"
 	}
 	p := "any"
@@ -282,15 +283,15 @@ func placement(t *ir.Tensor, u ir.Use) string {
 	}
 	switch {
 	case u.Exchanged():
-		p += " (on rank " + t.Ranks + "; its address is sent to the peers)"
-	case t.Ranks != "":
-		p += " (on rank " + t.Ranks + ")"
+		p += " (on rank " + t.Owner + "; its address is sent to the peers)"
+	case t.Owner != "":
+		p += " (on rank " + t.Owner + ")"
 	}
 	return p
 }
 
 func aliasing(c *ir.Collective, v *ir.Variant, t *ir.Tensor) string {
-	if t.Dir == ir.Workspace {
+	if t.Dir == irismodel.Workspace {
 		return "-"
 	}
 	var others []string

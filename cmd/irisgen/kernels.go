@@ -16,6 +16,7 @@ import (
 	"github.com/irisgen/irisgen"
 	"github.com/irisgen/irisgen/internal/cli"
 	"github.com/irisgen/irisgen/internal/toolchain"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 func init() {
@@ -137,7 +138,7 @@ func runKernels(env *cli.Env, args []string) error {
 		// The runtime's name for the code object is irisrt.KernelFile (a test
 		// keeps the two in step without linking the runtime in here); every
 		// module defines its spec hash, which the runtime reads at load.
-		return b.Compile(ctx, src, filepath.Join(dst, base+cc.Ext()), "irisgen_spec_hash_"+base)
+		return b.Compile(ctx, src, filepath.Join(dst, base+cc.Ext()), irismodel.SpecHashSymbol(base))
 	})
 	if failed > 0 {
 		return cli.Fail(fmt.Errorf("%d of %d kernel files failed to compile", failed, len(srcs)))

@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -50,7 +51,7 @@ func AllGatherChoose(world int, bytes int64) AllGatherVariant {
 // AllGather runs a variant of all_gather through the rank's plan cache (see the package doc), with the
 // sizes read from the tensors (n from input [n]). Gather every rank's `input` into `output` on every
 // rank.
-func AllGather(r *irisrt.Rank, s gpu.Stream, variant AllGatherVariant, dt irisrt.DType, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func AllGather(r *irisrt.Rank, s gpu.Stream, variant AllGatherVariant, dt irismodel.DType, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return allGatherDesc.Run(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -66,12 +67,12 @@ func AllGather(r *irisrt.Rank, s gpu.Stream, variant AllGatherVariant, dt irisrt
 type AllGatherPushPlan struct{ irisrt.VariantPlan }
 
 // NewAllGatherPushPlan makes a plan of all_gather/push for dt (f32, f16, bf16) and size n.
-func NewAllGatherPushPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllGatherPushPlan, error) {
+func NewAllGatherPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllGatherPushPlan, error) {
 	return irisrt.NewPlanOf[AllGatherPushPlan](r, &allGatherDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_gather/push on s in barrier mode mode.
-func (p *AllGatherPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *AllGatherPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -88,12 +89,12 @@ func (p *AllGatherPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mo
 type AllGatherPullPlan struct{ irisrt.VariantPlan }
 
 // NewAllGatherPullPlan makes a plan of all_gather/pull for dt (f32, f16, bf16) and size n.
-func NewAllGatherPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllGatherPullPlan, error) {
+func NewAllGatherPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllGatherPullPlan, error) {
 	return irisrt.NewPlanOf[AllGatherPullPlan](r, &allGatherDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_gather/pull on s in barrier mode mode.
-func (p *AllGatherPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *AllGatherPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -110,12 +111,12 @@ func (p *AllGatherPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mo
 type AllGatherRingPlan struct{ irisrt.VariantPlan }
 
 // NewAllGatherRingPlan makes a plan of all_gather/ring for dt (f32, f16, bf16) and size n.
-func NewAllGatherRingPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllGatherRingPlan, error) {
+func NewAllGatherRingPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllGatherRingPlan, error) {
 	return irisrt.NewPlanOf[AllGatherRingPlan](r, &allGatherDesc.Variants[2], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_gather/ring on s in barrier mode mode.
-func (p *AllGatherRingPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *AllGatherRingPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -134,12 +135,12 @@ func (p *AllGatherRingPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mo
 type AllGatherLamportPlan struct{ irisrt.VariantPlan }
 
 // NewAllGatherLamportPlan makes a plan of all_gather/lamport for dt (f32, f16, bf16) and size n.
-func NewAllGatherLamportPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllGatherLamportPlan, error) {
+func NewAllGatherLamportPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllGatherLamportPlan, error) {
 	return irisrt.NewPlanOf[AllGatherLamportPlan](r, &allGatherDesc.Variants[3], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_gather/lamport on s in barrier mode
 // mode.
-func (p *AllGatherLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *AllGatherLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }

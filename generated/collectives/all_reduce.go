@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -66,7 +67,7 @@ const (
 // AllReduce runs a variant of all_reduce through the rank's plan cache (see the package doc), with the
 // sizes read from the tensors (n from input [n]). Reduce `input` over all ranks into `output` on every
 // rank.
-func AllReduce(r *irisrt.Rank, s gpu.Stream, variant AllReduceVariant, dt irisrt.DType, op AllReduceOp, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func AllReduce(r *irisrt.Rank, s gpu.Stream, variant AllReduceVariant, dt irismodel.DType, op AllReduceOp, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return allReduceDesc.Run(r, s, string(variant), dt, string(op), nil, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -84,13 +85,13 @@ type AllReduceOneShotPlan struct{ irisrt.VariantPlan }
 
 // NewAllReduceOneShotPlan makes a plan of all_reduce/one_shot for dt (f32, f16, bf16), op (sum, max,
 // min) and size n.
-func NewAllReduceOneShotPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceOneShotPlan, error) {
+func NewAllReduceOneShotPlan(r *irisrt.Rank, dt irismodel.DType, op AllReduceOp, n int64) (*AllReduceOneShotPlan, error) {
 	return irisrt.NewPlanOf[AllReduceOneShotPlan](r, &allReduceDesc.Variants[0], dt, string(op), n)
 }
 
 // Launch checks the tensors by the rules above and launches all_reduce/one_shot on s in barrier mode
 // mode.
-func (p *AllReduceOneShotPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *AllReduceOneShotPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -110,13 +111,13 @@ type AllReduceOneShotStagedPlan struct{ irisrt.VariantPlan }
 
 // NewAllReduceOneShotStagedPlan makes a plan of all_reduce/one_shot_staged for dt (f32, f16, bf16), op
 // (sum, max, min) and size n.
-func NewAllReduceOneShotStagedPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceOneShotStagedPlan, error) {
+func NewAllReduceOneShotStagedPlan(r *irisrt.Rank, dt irismodel.DType, op AllReduceOp, n int64) (*AllReduceOneShotStagedPlan, error) {
 	return irisrt.NewPlanOf[AllReduceOneShotStagedPlan](r, &allReduceDesc.Variants[1], dt, string(op), n)
 }
 
 // Launch checks the tensors by the rules above and launches all_reduce/one_shot_staged on s in barrier
 // mode mode.
-func (p *AllReduceOneShotStagedPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *AllReduceOneShotStagedPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -136,13 +137,13 @@ type AllReduceOneShotPushPlan struct{ irisrt.VariantPlan }
 
 // NewAllReduceOneShotPushPlan makes a plan of all_reduce/one_shot_push for dt (f32, f16, bf16), op
 // (sum, max, min) and size n.
-func NewAllReduceOneShotPushPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceOneShotPushPlan, error) {
+func NewAllReduceOneShotPushPlan(r *irisrt.Rank, dt irismodel.DType, op AllReduceOp, n int64) (*AllReduceOneShotPushPlan, error) {
 	return irisrt.NewPlanOf[AllReduceOneShotPushPlan](r, &allReduceDesc.Variants[2], dt, string(op), n)
 }
 
 // Launch checks the tensors by the rules above and launches all_reduce/one_shot_push on s in barrier
 // mode mode.
-func (p *AllReduceOneShotPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *AllReduceOneShotPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -163,13 +164,13 @@ type AllReduceOneShotLamportPlan struct{ irisrt.VariantPlan }
 
 // NewAllReduceOneShotLamportPlan makes a plan of all_reduce/one_shot_lamport for dt (f32, f16, bf16),
 // op (sum, max, min) and size n.
-func NewAllReduceOneShotLamportPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceOneShotLamportPlan, error) {
+func NewAllReduceOneShotLamportPlan(r *irisrt.Rank, dt irismodel.DType, op AllReduceOp, n int64) (*AllReduceOneShotLamportPlan, error) {
 	return irisrt.NewPlanOf[AllReduceOneShotLamportPlan](r, &allReduceDesc.Variants[3], dt, string(op), n)
 }
 
 // Launch checks the tensors by the rules above and launches all_reduce/one_shot_lamport on s in
 // barrier mode mode.
-func (p *AllReduceOneShotLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *AllReduceOneShotLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -187,13 +188,13 @@ type AllReduceTwoShotPlan struct{ irisrt.VariantPlan }
 
 // NewAllReduceTwoShotPlan makes a plan of all_reduce/two_shot for dt (f32, f16, bf16), op (sum, max,
 // min) and size n.
-func NewAllReduceTwoShotPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceTwoShotPlan, error) {
+func NewAllReduceTwoShotPlan(r *irisrt.Rank, dt irismodel.DType, op AllReduceOp, n int64) (*AllReduceTwoShotPlan, error) {
 	return irisrt.NewPlanOf[AllReduceTwoShotPlan](r, &allReduceDesc.Variants[4], dt, string(op), n)
 }
 
 // Launch checks the tensors by the rules above and launches all_reduce/two_shot on s in barrier mode
 // mode.
-func (p *AllReduceTwoShotPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *AllReduceTwoShotPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -210,13 +211,13 @@ type AllReduceAtomicPlan struct{ irisrt.VariantPlan }
 
 // NewAllReduceAtomicPlan makes a plan of all_reduce/atomic for dt (f32, f16, bf16), op (sum, max, min)
 // and size n.
-func NewAllReduceAtomicPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceAtomicPlan, error) {
+func NewAllReduceAtomicPlan(r *irisrt.Rank, dt irismodel.DType, op AllReduceOp, n int64) (*AllReduceAtomicPlan, error) {
 	return irisrt.NewPlanOf[AllReduceAtomicPlan](r, &allReduceDesc.Variants[5], dt, string(op), n)
 }
 
 // Launch checks the tensors by the rules above and launches all_reduce/atomic on s in barrier mode
 // mode.
-func (p *AllReduceAtomicPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *AllReduceAtomicPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -236,13 +237,13 @@ type AllReduceSpinlockPlan struct{ irisrt.VariantPlan }
 
 // NewAllReduceSpinlockPlan makes a plan of all_reduce/spinlock for dt (f32, f16, bf16), op (sum, max,
 // min) and size n.
-func NewAllReduceSpinlockPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceSpinlockPlan, error) {
+func NewAllReduceSpinlockPlan(r *irisrt.Rank, dt irismodel.DType, op AllReduceOp, n int64) (*AllReduceSpinlockPlan, error) {
 	return irisrt.NewPlanOf[AllReduceSpinlockPlan](r, &allReduceDesc.Variants[6], dt, string(op), n)
 }
 
 // Launch checks the tensors by the rules above and launches all_reduce/spinlock on s in barrier mode
 // mode.
-func (p *AllReduceSpinlockPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *AllReduceSpinlockPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -262,11 +263,11 @@ type AllReduceRingPlan struct{ irisrt.VariantPlan }
 
 // NewAllReduceRingPlan makes a plan of all_reduce/ring for dt (f32, f16, bf16), op (sum, max, min) and
 // size n.
-func NewAllReduceRingPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceRingPlan, error) {
+func NewAllReduceRingPlan(r *irisrt.Rank, dt irismodel.DType, op AllReduceOp, n int64) (*AllReduceRingPlan, error) {
 	return irisrt.NewPlanOf[AllReduceRingPlan](r, &allReduceDesc.Variants[7], dt, string(op), n)
 }
 
 // Launch checks the tensors by the rules above and launches all_reduce/ring on s in barrier mode mode.
-func (p *AllReduceRingPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *AllReduceRingPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }

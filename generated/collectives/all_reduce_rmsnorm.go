@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -30,8 +31,8 @@ const (
 // residual into `output`, per row of `hidden` elements: residual += sum over ranks of input; output =
 // residual * rsqrt(mean of residual^2 + eps) * weight (a transformer layer's all_reduce, residual add
 // and RMSNorm in one kernel; fp32 accumulation).
-func AllReduceRmsnorm(r *irisrt.Rank, s gpu.Stream, variant AllReduceRmsnormVariant, dt irisrt.DType, input, residual, weight, output irisrt.Tensor, eps float32, mode irisrt.Barrier) error {
-	return allReduceRmsnormDesc.RunParams(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, residual, weight, output}, []irisrt.Param{irisrt.F32Param(eps)}, mode)
+func AllReduceRmsnorm(r *irisrt.Rank, s gpu.Stream, variant AllReduceRmsnormVariant, dt irismodel.DType, input, residual, weight, output irisrt.Tensor, eps float32, mode irismodel.Barrier) error {
+	return allReduceRmsnormDesc.RunParams(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, residual, weight, output}, []irismodel.Param{irismodel.F32Param(eps)}, mode)
 }
 
 // AllReduceRmsnormOneShotPlan is variant one_shot of all_reduce_rmsnorm
@@ -56,14 +57,14 @@ type AllReduceRmsnormOneShotPlan struct{ irisrt.VariantPlan }
 
 // NewAllReduceRmsnormOneShotPlan makes a plan of all_reduce_rmsnorm/one_shot for dt (f32, f16, bf16)
 // and sizes tokens, hidden.
-func NewAllReduceRmsnormOneShotPlan(r *irisrt.Rank, dt irisrt.DType, tokens int64, hidden int64) (*AllReduceRmsnormOneShotPlan, error) {
+func NewAllReduceRmsnormOneShotPlan(r *irisrt.Rank, dt irismodel.DType, tokens int64, hidden int64) (*AllReduceRmsnormOneShotPlan, error) {
 	return irisrt.NewPlanOf[AllReduceRmsnormOneShotPlan](r, &allReduceRmsnormDesc.Variants[0], dt, "", tokens, hidden)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches
 // all_reduce_rmsnorm/one_shot on s in barrier mode mode.
-func (p *AllReduceRmsnormOneShotPlan) Launch(s gpu.Stream, input, residual, weight, output irisrt.Tensor, eps float32, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, residual, weight, output}, []irisrt.Param{irisrt.F32Param(eps)}, mode)
+func (p *AllReduceRmsnormOneShotPlan) Launch(s gpu.Stream, input, residual, weight, output irisrt.Tensor, eps float32, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, residual, weight, output}, []irismodel.Param{irismodel.F32Param(eps)}, mode)
 }
 
 // AllReduceRmsnormOneShotLamportPlan is variant one_shot_lamport of all_reduce_rmsnorm
@@ -91,14 +92,14 @@ type AllReduceRmsnormOneShotLamportPlan struct{ irisrt.VariantPlan }
 
 // NewAllReduceRmsnormOneShotLamportPlan makes a plan of all_reduce_rmsnorm/one_shot_lamport for dt
 // (f32, f16, bf16) and sizes tokens, hidden.
-func NewAllReduceRmsnormOneShotLamportPlan(r *irisrt.Rank, dt irisrt.DType, tokens int64, hidden int64) (*AllReduceRmsnormOneShotLamportPlan, error) {
+func NewAllReduceRmsnormOneShotLamportPlan(r *irisrt.Rank, dt irismodel.DType, tokens int64, hidden int64) (*AllReduceRmsnormOneShotLamportPlan, error) {
 	return irisrt.NewPlanOf[AllReduceRmsnormOneShotLamportPlan](r, &allReduceRmsnormDesc.Variants[1], dt, "", tokens, hidden)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches
 // all_reduce_rmsnorm/one_shot_lamport on s in barrier mode mode.
-func (p *AllReduceRmsnormOneShotLamportPlan) Launch(s gpu.Stream, input, residual, weight, output irisrt.Tensor, eps float32, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, residual, weight, output}, []irisrt.Param{irisrt.F32Param(eps)}, mode)
+func (p *AllReduceRmsnormOneShotLamportPlan) Launch(s gpu.Stream, input, residual, weight, output irisrt.Tensor, eps float32, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, residual, weight, output}, []irismodel.Param{irismodel.F32Param(eps)}, mode)
 }
 
 // AllReduceRmsnormTwoShotPlan is variant two_shot of all_reduce_rmsnorm
@@ -124,12 +125,12 @@ type AllReduceRmsnormTwoShotPlan struct{ irisrt.VariantPlan }
 
 // NewAllReduceRmsnormTwoShotPlan makes a plan of all_reduce_rmsnorm/two_shot for dt (f32, f16, bf16)
 // and sizes tokens, hidden.
-func NewAllReduceRmsnormTwoShotPlan(r *irisrt.Rank, dt irisrt.DType, tokens int64, hidden int64) (*AllReduceRmsnormTwoShotPlan, error) {
+func NewAllReduceRmsnormTwoShotPlan(r *irisrt.Rank, dt irismodel.DType, tokens int64, hidden int64) (*AllReduceRmsnormTwoShotPlan, error) {
 	return irisrt.NewPlanOf[AllReduceRmsnormTwoShotPlan](r, &allReduceRmsnormDesc.Variants[2], dt, "", tokens, hidden)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches
 // all_reduce_rmsnorm/two_shot on s in barrier mode mode.
-func (p *AllReduceRmsnormTwoShotPlan) Launch(s gpu.Stream, input, residual, weight, output irisrt.Tensor, eps float32, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, residual, weight, output}, []irisrt.Param{irisrt.F32Param(eps)}, mode)
+func (p *AllReduceRmsnormTwoShotPlan) Launch(s gpu.Stream, input, residual, weight, output irisrt.Tensor, eps float32, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, residual, weight, output}, []irismodel.Param{irismodel.F32Param(eps)}, mode)
 }

@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -46,7 +47,7 @@ func AllToAllChoose(world int, bytes int64) AllToAllVariant {
 // AllToAll runs a variant of all_to_all through the rank's plan cache (see the package doc), with the
 // sizes read from the tensors (n from input [world, n]). Exchange blocks between all ranks; block p of
 // rank r's `input` becomes block r of rank p's `output`.
-func AllToAll(r *irisrt.Rank, s gpu.Stream, variant AllToAllVariant, dt irisrt.DType, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func AllToAll(r *irisrt.Rank, s gpu.Stream, variant AllToAllVariant, dt irismodel.DType, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return allToAllDesc.Run(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -62,12 +63,12 @@ func AllToAll(r *irisrt.Rank, s gpu.Stream, variant AllToAllVariant, dt irisrt.D
 type AllToAllPushPlan struct{ irisrt.VariantPlan }
 
 // NewAllToAllPushPlan makes a plan of all_to_all/push for dt (f32, f16, bf16) and size n.
-func NewAllToAllPushPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllToAllPushPlan, error) {
+func NewAllToAllPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllToAllPushPlan, error) {
 	return irisrt.NewPlanOf[AllToAllPushPlan](r, &allToAllDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_to_all/push on s in barrier mode mode.
-func (p *AllToAllPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *AllToAllPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -84,13 +85,13 @@ type AllToAllPushOverlapPlan struct{ irisrt.VariantPlan }
 
 // NewAllToAllPushOverlapPlan makes a plan of all_to_all/push_overlap for dt (f32, f16, bf16) and size
 // n.
-func NewAllToAllPushOverlapPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllToAllPushOverlapPlan, error) {
+func NewAllToAllPushOverlapPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllToAllPushOverlapPlan, error) {
 	return irisrt.NewPlanOf[AllToAllPushOverlapPlan](r, &allToAllDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_to_all/push_overlap on s in barrier
 // mode mode.
-func (p *AllToAllPushOverlapPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *AllToAllPushOverlapPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -107,12 +108,12 @@ func (p *AllToAllPushOverlapPlan) Launch(s gpu.Stream, input, output irisrt.Tens
 type AllToAllPullPlan struct{ irisrt.VariantPlan }
 
 // NewAllToAllPullPlan makes a plan of all_to_all/pull for dt (f32, f16, bf16) and size n.
-func NewAllToAllPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllToAllPullPlan, error) {
+func NewAllToAllPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllToAllPullPlan, error) {
 	return irisrt.NewPlanOf[AllToAllPullPlan](r, &allToAllDesc.Variants[2], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_to_all/pull on s in barrier mode mode.
-func (p *AllToAllPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *AllToAllPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -131,12 +132,12 @@ func (p *AllToAllPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mod
 type AllToAllLamportPlan struct{ irisrt.VariantPlan }
 
 // NewAllToAllLamportPlan makes a plan of all_to_all/lamport for dt (f32, f16, bf16) and size n.
-func NewAllToAllLamportPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllToAllLamportPlan, error) {
+func NewAllToAllLamportPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllToAllLamportPlan, error) {
 	return irisrt.NewPlanOf[AllToAllLamportPlan](r, &allToAllDesc.Variants[3], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_to_all/lamport on s in barrier mode
 // mode.
-func (p *AllToAllLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *AllToAllLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }

@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -24,7 +25,7 @@ const (
 
 // Barrier runs a variant of barrier through the rank's plan cache (see the package doc). Wait until
 // every rank has reached the barrier.
-func Barrier(r *irisrt.Rank, s gpu.Stream, variant BarrierVariant, mode irisrt.Barrier) error {
+func Barrier(r *irisrt.Rank, s gpu.Stream, variant BarrierVariant, mode irismodel.Barrier) error {
 	return barrierDesc.Run(r, s, string(variant), 0, "", nil, nil, mode)
 }
 
@@ -40,6 +41,6 @@ func NewBarrierDevicePlan(r *irisrt.Rank) (*BarrierDevicePlan, error) {
 }
 
 // Launch launches barrier/device on s in barrier mode mode.
-func (p *BarrierDevicePlan) Launch(s gpu.Stream, mode irisrt.Barrier) error {
+func (p *BarrierDevicePlan) Launch(s gpu.Stream, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, nil, mode)
 }

@@ -4,6 +4,7 @@
 package collectives
 
 import (
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 	"math"
 )
@@ -49,12 +50,12 @@ var table = irisrt.Table{
 	Embedded:       kernelFiles,
 	Collectives: []irisrt.Collective{{
 		Name: "all_gather", SpecHash: AllGatherSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: 0}},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                              // [n]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(0)}},           // [world, n]
-			{Name: "lamport", Dir: irisrt.Workspace, Shape: []irisrt.Dim{3, irisrt.DimWorld, irisrt.DimSize(0)}}, // [3, world, n]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}},                                 // [n]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(0)}},           // [world, n]
+			{Name: "lamport", Dir: irismodel.Workspace, Shape: irismodel.Shape{3, irismodel.DimWorld, irismodel.DimSize(0)}}, // [3, world, n]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap, irisrt.Unused},
@@ -66,7 +67,7 @@ var table = irisrt.Table{
 			{Name: "lamport", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 		},
-		Auto: []irisrt.AutoRule{
+		Auto: []irismodel.AutoRule{
 			{World: 2, MaxBytes: 131072, Variant: "lamport"},
 			{World: 2, MaxBytes: 524288, Variant: "ring"},
 			{World: 2, MaxBytes: 1048576, Variant: "pull"},
@@ -82,17 +83,17 @@ var table = irisrt.Table{
 		},
 	}, {
 		Name: "all_reduce", SpecHash: AllReduceSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
 		Ops:    []string{"sum", "max", "min"},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: 0}},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                              // [n]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                            // [n]
-			{Name: "ring", Dir: irisrt.Workspace, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                        // [n]
-			{Name: "locks", Dir: irisrt.Workspace, Shape: []irisrt.Dim{irisrt.DimBlocks}, DType: irisrt.U64},     // [blocks]
-			{Name: "stage", Dir: irisrt.Workspace, Shape: []irisrt.Dim{2, irisrt.DimSize(0)}},                    // [2, n]
-			{Name: "inbox", Dir: irisrt.Workspace, Shape: []irisrt.Dim{2, irisrt.DimWorld, irisrt.DimSize(0)}},   // [2, world, n]
-			{Name: "lamport", Dir: irisrt.Workspace, Shape: []irisrt.Dim{3, irisrt.DimWorld, irisrt.DimSize(0)}}, // [3, world, n]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}},                                 // [n]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}},                               // [n]
+			{Name: "ring", Dir: irismodel.Workspace, Shape: irismodel.Shape{irismodel.DimSize(0)}},                           // [n]
+			{Name: "locks", Dir: irismodel.Workspace, Shape: irismodel.Shape{irismodel.DimBlocks}, DType: irismodel.U64},     // [blocks]
+			{Name: "stage", Dir: irismodel.Workspace, Shape: irismodel.Shape{2, irismodel.DimSize(0)}},                       // [2, n]
+			{Name: "inbox", Dir: irismodel.Workspace, Shape: irismodel.Shape{2, irismodel.DimWorld, irismodel.DimSize(0)}},   // [2, world, n]
+			{Name: "lamport", Dir: irismodel.Workspace, Shape: irismodel.Shape{3, irismodel.DimWorld, irismodel.DimSize(0)}}, // [3, world, n]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "one_shot", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused},
@@ -112,7 +113,7 @@ var table = irisrt.Table{
 			{Name: "ring", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused}, InPlace: true,
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 		},
-		Auto: []irisrt.AutoRule{
+		Auto: []irismodel.AutoRule{
 			{World: 2, MaxBytes: 32768, Variant: "one_shot_lamport"},
 			{World: 2, MaxBytes: 524288, Variant: "one_shot_staged"},
 			{World: 2, MaxBytes: 1048576, Variant: "one_shot_push"},
@@ -130,17 +131,17 @@ var table = irisrt.Table{
 		},
 	}, {
 		Name: "all_reduce_rmsnorm", SpecHash: AllReduceRmsnormSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "tokens", From: 0}, {Name: "hidden", From: 2}},
-		Params: []irisrt.ParamDesc{
-			{Name: "eps", Kind: irisrt.ParamF32}, // any f32
+		Params: []irismodel.ParamDesc{
+			{Name: "eps", Kind: irismodel.ParamF32}, // any f32
 		},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},                              // [tokens, hidden]
-			{Name: "residual", Dir: irisrt.InOut, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},                        // [tokens, hidden]
-			{Name: "weight", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(1)}},                                                // [hidden]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},                            // [tokens, hidden]
-			{Name: "lamport", Dir: irisrt.Workspace, Shape: []irisrt.Dim{3, irisrt.DimWorld, irisrt.DimSize(0), irisrt.DimSize(1)}}, // [3, world, tokens, hidden]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimSize(1)}},                                 // [tokens, hidden]
+			{Name: "residual", Dir: irismodel.InOut, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimSize(1)}},                           // [tokens, hidden]
+			{Name: "weight", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(1)}},                                                      // [hidden]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimSize(1)}},                               // [tokens, hidden]
+			{Name: "lamport", Dir: irismodel.Workspace, Shape: irismodel.Shape{3, irismodel.DimWorld, irismodel.DimSize(0), irismodel.DimSize(1)}}, // [3, world, tokens, hidden]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "one_shot", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.Unused},
@@ -152,12 +153,12 @@ var table = irisrt.Table{
 		},
 	}, {
 		Name: "all_to_all", SpecHash: AllToAllSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: 0}},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(0)}},             // [world, n]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(0)}},           // [world, n]
-			{Name: "lamport", Dir: irisrt.Workspace, Shape: []irisrt.Dim{3, irisrt.DimWorld, irisrt.DimSize(0)}}, // [3, world, n]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(0)}},             // [world, n]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(0)}},           // [world, n]
+			{Name: "lamport", Dir: irismodel.Workspace, Shape: irismodel.Shape{3, irismodel.DimWorld, irismodel.DimSize(0)}}, // [3, world, n]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap, irisrt.Unused},
@@ -169,7 +170,7 @@ var table = irisrt.Table{
 			{Name: "lamport", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 		},
-		Auto: []irisrt.AutoRule{
+		Auto: []irismodel.AutoRule{
 			{World: 2, MaxBytes: 32768, Variant: "lamport"},
 			{World: 2, Variant: "push_overlap"},
 			{World: 4, MaxBytes: 131072, Variant: "lamport"},
@@ -186,14 +187,14 @@ var table = irisrt.Table{
 		},
 	}, {
 		Name: "broadcast", SpecHash: BroadcastSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: 1}},
-		Params: []irisrt.ParamDesc{
-			{Name: "root", Kind: irisrt.ParamRank}, // 0 <= root < world
+		Params: []irismodel.ParamDesc{
+			{Name: "root", Kind: irismodel.ParamRank}, // 0 <= root < world
 		},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}, Owner: "root"}, // [n]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0)}},              // [n]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}, Owner: "root"}, // [n]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}},              // [n]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap},
@@ -205,14 +206,14 @@ var table = irisrt.Table{
 		},
 	}, {
 		Name: "gather", SpecHash: GatherSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: 0}},
-		Params: []irisrt.ParamDesc{
-			{Name: "root", Kind: irisrt.ParamRank}, // 0 <= root < world
+		Params: []irismodel.ParamDesc{
+			{Name: "root", Kind: irismodel.ParamRank}, // 0 <= root < world
 		},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                                   // [n]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(0)}, Owner: "root"}, // [world, n]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}},                                      // [n]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(0)}, Owner: "root"}, // [world, n]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "pull", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal},
@@ -222,17 +223,17 @@ var table = irisrt.Table{
 		},
 	}, {
 		Name: "moe_combine", SpecHash: MoeCombineSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "t", From: 5}, {Name: "h", From: 6}, {Name: "k", From: 0}, {Name: "e", From: -1}, {Name: "cap", From: 3}},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "expert_out", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(2), irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(1)}},   // [k, world, cap, h]
-			{Name: "recv_ids", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(2)}, DType: irisrt.I64},     // [world, cap, k]
-			{Name: "recv_weights", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(2)}, DType: irisrt.F32}, // [world, cap, k]
-			{Name: "recv_src", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4)}, DType: irisrt.I64},                        // [world, cap]
-			{Name: "recv_counts", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld}, DType: irisrt.I64},                                        // [world]
-			{Name: "send_slot", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimWorld}, DType: irisrt.I64},                       // [t, world]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},                                          // [t, h]
-			{Name: "back", Dir: irisrt.Workspace, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(0), irisrt.DimSize(1)}},                     // [world, t, h]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "expert_out", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(2), irismodel.DimWorld, irismodel.DimSize(4), irismodel.DimSize(1)}},   // [k, world, cap, h]
+			{Name: "recv_ids", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(4), irismodel.DimSize(2)}, DType: irismodel.I64},     // [world, cap, k]
+			{Name: "recv_weights", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(4), irismodel.DimSize(2)}, DType: irismodel.F32}, // [world, cap, k]
+			{Name: "recv_src", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(4)}, DType: irismodel.I64},                           // [world, cap]
+			{Name: "recv_counts", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimWorld}, DType: irismodel.I64},                                              // [world]
+			{Name: "send_slot", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimWorld}, DType: irismodel.I64},                          // [t, world]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimSize(1)}},                                                // [t, h]
+			{Name: "back", Dir: irismodel.Workspace, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(0), irismodel.DimSize(1)}},                        // [world, t, h]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal},
@@ -240,19 +241,19 @@ var table = irisrt.Table{
 		},
 	}, {
 		Name: "moe_dispatch", SpecHash: MoeDispatchSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "t", From: 8}, {Name: "h", From: 0}, {Name: "k", From: 1}, {Name: "e", From: -1}, {Name: "cap", From: 3}},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "tokens", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},                                                                // [t, h]
-			{Name: "ids", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(2)}, DType: irisrt.I64, Index: []irisrt.DType{irisrt.I64, irisrt.I32}}, // [t, k]
-			{Name: "weights", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(2)}, DType: irisrt.F32, Optional: true},                            // [t, k]
-			{Name: "recv_tokens", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(1)}},                                         // [world, cap, h]
-			{Name: "recv_ids", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(2)}, DType: irisrt.I64},                         // [world, cap, k]
-			{Name: "recv_weights", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(2)}, DType: irisrt.F32},                     // [world, cap, k]
-			{Name: "recv_src", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4)}, DType: irisrt.I64},                                            // [world, cap]
-			{Name: "recv_counts", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld}, DType: irisrt.I64},                                                            // [world]
-			{Name: "send_slot", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimWorld}, DType: irisrt.I64},                                           // [t, world]
-			{Name: "counters", Dir: irisrt.Workspace, Shape: []irisrt.Dim{2, irisrt.DimWorld}, DType: irisrt.U64},                                                      // [2, world]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "tokens", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimSize(1)}},                                                                            // [t, h]
+			{Name: "ids", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimSize(2)}, DType: irismodel.I64, Index: []irismodel.DType{irismodel.I64, irismodel.I32}}, // [t, k]
+			{Name: "weights", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimSize(2)}, DType: irismodel.F32, Optional: true},                                     // [t, k]
+			{Name: "recv_tokens", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(4), irismodel.DimSize(1)}},                                                  // [world, cap, h]
+			{Name: "recv_ids", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(4), irismodel.DimSize(2)}, DType: irismodel.I64},                               // [world, cap, k]
+			{Name: "recv_weights", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(4), irismodel.DimSize(2)}, DType: irismodel.F32},                           // [world, cap, k]
+			{Name: "recv_src", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(4)}, DType: irismodel.I64},                                                     // [world, cap]
+			{Name: "recv_counts", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimWorld}, DType: irismodel.I64},                                                                        // [world]
+			{Name: "send_slot", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimWorld}, DType: irismodel.I64},                                                    // [t, world]
+			{Name: "counters", Dir: irismodel.Workspace, Shape: irismodel.Shape{2, irismodel.DimWorld}, DType: irismodel.U64},                                                                  // [2, world]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseHeap, irisrt.UseHeap, irisrt.UseHeap, irisrt.UseHeap, irisrt.UseHeap, irisrt.UseLocal, irisrt.UseLocal},
@@ -260,15 +261,15 @@ var table = irisrt.Table{
 		},
 	}, {
 		Name: "reduce", SpecHash: ReduceSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
 		Ops:    []string{"sum", "max", "min"},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: 0}},
-		Params: []irisrt.ParamDesc{
-			{Name: "root", Kind: irisrt.ParamRank}, // 0 <= root < world
+		Params: []irismodel.ParamDesc{
+			{Name: "root", Kind: irismodel.ParamRank}, // 0 <= root < world
 		},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                  // [n]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0)}, Owner: "root"}, // [n]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}},                  // [n]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}, Owner: "root"}, // [n]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "pull", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal},
@@ -278,13 +279,13 @@ var table = irisrt.Table{
 		},
 	}, {
 		Name: "reduce_scatter", SpecHash: ReduceScatterSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
 		Ops:    []string{"sum", "max", "min"},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: 0}},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(0)}},             // [world, n]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                            // [n]
-			{Name: "lamport", Dir: irisrt.Workspace, Shape: []irisrt.Dim{3, irisrt.DimWorld, irisrt.DimSize(0)}}, // [3, world, n]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(0)}},             // [world, n]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}},                               // [n]
+			{Name: "lamport", Dir: irismodel.Workspace, Shape: irismodel.Shape{3, irismodel.DimWorld, irismodel.DimSize(0)}}, // [3, world, n]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "pull", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal, irisrt.Unused},
@@ -294,16 +295,16 @@ var table = irisrt.Table{
 		},
 	}, {
 		Name: "residual_rmsnorm", SpecHash: ResidualRmsnormSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "tokens", From: 0}, {Name: "hidden", From: 2}},
-		Params: []irisrt.ParamDesc{
-			{Name: "eps", Kind: irisrt.ParamF32}, // any f32
+		Params: []irismodel.ParamDesc{
+			{Name: "eps", Kind: irismodel.ParamF32}, // any f32
 		},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},       // [tokens, hidden]
-			{Name: "residual", Dir: irisrt.InOut, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}}, // [tokens, hidden]
-			{Name: "weight", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(1)}},                         // [hidden]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},     // [tokens, hidden]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimSize(1)}},       // [tokens, hidden]
+			{Name: "residual", Dir: irismodel.InOut, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimSize(1)}}, // [tokens, hidden]
+			{Name: "weight", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(1)}},                            // [hidden]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimSize(1)}},     // [tokens, hidden]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "local", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal},
@@ -311,14 +312,14 @@ var table = irisrt.Table{
 		},
 	}, {
 		Name: "scatter", SpecHash: ScatterSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: 1}},
-		Params: []irisrt.ParamDesc{
-			{Name: "root", Kind: irisrt.ParamRank}, // 0 <= root < world
+		Params: []irismodel.ParamDesc{
+			{Name: "root", Kind: irismodel.ParamRank}, // 0 <= root < world
 		},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(0)}, Owner: "root"}, // [world, n]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                               // [n]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(0)}, Owner: "root"}, // [world, n]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}},                                  // [n]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap},
@@ -328,15 +329,15 @@ var table = irisrt.Table{
 		},
 	}, {
 		Name: "send_recv", SpecHash: SendRecvSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: -1}},
-		Params: []irisrt.ParamDesc{
-			{Name: "src", Kind: irisrt.ParamRank}, // 0 <= src < world
-			{Name: "dst", Kind: irisrt.ParamRank}, // 0 <= dst < world
+		Params: []irismodel.ParamDesc{
+			{Name: "src", Kind: irismodel.ParamRank}, // 0 <= src < world
+			{Name: "dst", Kind: irismodel.ParamRank}, // 0 <= dst < world
 		},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}, Owner: "src"},   // [n]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0)}, Owner: "dst"}, // [n]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}, Owner: "src"},   // [n]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}, Owner: "dst"}, // [n]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap},
@@ -346,14 +347,14 @@ var table = irisrt.Table{
 		},
 	}, {
 		Name: "shift", SpecHash: ShiftSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: 0}},
-		Params: []irisrt.ParamDesc{
-			{Name: "offset", Kind: irisrt.ParamInt, Min: math.MinInt64, Max: math.MaxInt64}, // any int64
+		Params: []irismodel.ParamDesc{
+			{Name: "offset", Kind: irismodel.ParamInt, Min: math.MinInt64, Max: math.MaxInt64}, // any int64
 		},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}},   // [n]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0)}}, // [n]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}},   // [n]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}}, // [n]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap},
@@ -366,9 +367,9 @@ var table = irisrt.Table{
 
 // Barrier modes of the variants (the default first), and those they can be captured in.
 var (
-	modesDeviceHostNone = []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone}
-	modesDeviceNone     = []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone}
-	modesDeviceHost     = []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost}
-	modesDevice         = []irisrt.Barrier{irisrt.BarrierDevice}
-	modesNone           = []irisrt.Barrier{irisrt.BarrierNone}
+	modesDeviceHostNone = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost, irismodel.BarrierNone}
+	modesDeviceNone     = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierNone}
+	modesDeviceHost     = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost}
+	modesDevice         = []irismodel.Barrier{irismodel.BarrierDevice}
+	modesNone           = []irismodel.Barrier{irismodel.BarrierNone}
 )

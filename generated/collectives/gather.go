@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -26,8 +27,8 @@ const (
 // Gather runs a variant of gather through the rank's plan cache (see the package doc), with the sizes
 // read from the tensors (n from input [n]). Gather every rank's `input` into `output` on rank `root`;
 // output[r] is rank r's input (NCCL's ncclGather).
-func Gather(r *irisrt.Rank, s gpu.Stream, variant GatherVariant, dt irisrt.DType, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
-	return gatherDesc.RunParams(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
+func Gather(r *irisrt.Rank, s gpu.Stream, variant GatherVariant, dt irismodel.DType, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return gatherDesc.RunParams(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }
 
 // GatherPullPlan is variant pull of gather (specs/gather.yaml).
@@ -48,14 +49,14 @@ func Gather(r *irisrt.Rank, s gpu.Stream, variant GatherVariant, dt irisrt.DType
 type GatherPullPlan struct{ irisrt.VariantPlan }
 
 // NewGatherPullPlan makes a plan of gather/pull for dt (f32, f16, bf16) and size n.
-func NewGatherPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*GatherPullPlan, error) {
+func NewGatherPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*GatherPullPlan, error) {
 	return irisrt.NewPlanOf[GatherPullPlan](r, &gatherDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches gather/pull on s in
 // barrier mode mode.
-func (p *GatherPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
+func (p *GatherPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }
 
 // GatherPushPlan is variant push of gather (specs/gather.yaml).
@@ -76,12 +77,12 @@ func (p *GatherPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root 
 type GatherPushPlan struct{ irisrt.VariantPlan }
 
 // NewGatherPushPlan makes a plan of gather/push for dt (f32, f16, bf16) and size n.
-func NewGatherPushPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*GatherPushPlan, error) {
+func NewGatherPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*GatherPushPlan, error) {
 	return irisrt.NewPlanOf[GatherPushPlan](r, &gatherDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches gather/push on s in
 // barrier mode mode.
-func (p *GatherPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
+func (p *GatherPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }

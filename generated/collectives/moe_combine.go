@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -29,7 +30,7 @@ const (
 // weighted outputs of its own experts for each row moe_dispatch brought it and sends that one row
 // back; the token's rank sums the rows of the ranks it went to, in rank order: out[t] = sum over j of
 // weights[t,j] * (output of expert ids[t,j] for token t).
-func MoeCombine(r *irisrt.Rank, s gpu.Stream, variant MoeCombineVariant, dt irisrt.DType, e int64, expertOut, recvIds, recvWeights, recvSrc, recvCounts, sendSlot, output irisrt.Tensor, mode irisrt.Barrier) error {
+func MoeCombine(r *irisrt.Rank, s gpu.Stream, variant MoeCombineVariant, dt irismodel.DType, e int64, expertOut, recvIds, recvWeights, recvSrc, recvCounts, sendSlot, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return moeCombineDesc.Run(r, s, string(variant), dt, "", []int64{e}, []irisrt.Tensor{expertOut, recvIds, recvWeights, recvSrc, recvCounts, sendSlot, output}, mode)
 }
 
@@ -54,12 +55,12 @@ type MoeCombinePushPlan struct{ irisrt.VariantPlan }
 
 // NewMoeCombinePushPlan makes a plan of moe_combine/push for dt (f32, f16, bf16) and sizes t, h, k, e,
 // cap.
-func NewMoeCombinePushPlan(r *irisrt.Rank, dt irisrt.DType, t int64, h int64, k int64, e int64, cap int64) (*MoeCombinePushPlan, error) {
+func NewMoeCombinePushPlan(r *irisrt.Rank, dt irismodel.DType, t int64, h int64, k int64, e int64, cap int64) (*MoeCombinePushPlan, error) {
 	return irisrt.NewPlanOf[MoeCombinePushPlan](r, &moeCombineDesc.Variants[0], dt, "", t, h, k, e, cap)
 }
 
 // Launch checks the tensors by the rules above and launches moe_combine/push on s in barrier mode
 // mode.
-func (p *MoeCombinePushPlan) Launch(s gpu.Stream, expertOut, recvIds, recvWeights, recvSrc, recvCounts, sendSlot, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *MoeCombinePushPlan) Launch(s gpu.Stream, expertOut, recvIds, recvWeights, recvSrc, recvCounts, sendSlot, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{expertOut, recvIds, recvWeights, recvSrc, recvCounts, sendSlot, output}, mode)
 }

@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -28,7 +29,7 @@ const (
 // each rank that owns at least one of its k experts, with the list of that rank's experts it goes to
 // and their weights; counts are computed and exchanged on the GPU, so no shape depends on data and the
 // whole path can be captured in a graph.
-func MoeDispatch(r *irisrt.Rank, s gpu.Stream, variant MoeDispatchVariant, dt irisrt.DType, e int64, tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts, sendSlot irisrt.Tensor, mode irisrt.Barrier) error {
+func MoeDispatch(r *irisrt.Rank, s gpu.Stream, variant MoeDispatchVariant, dt irismodel.DType, e int64, tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts, sendSlot irisrt.Tensor, mode irismodel.Barrier) error {
 	return moeDispatchDesc.Run(r, s, string(variant), dt, "", []int64{e}, []irisrt.Tensor{tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts, sendSlot}, mode)
 }
 
@@ -56,12 +57,12 @@ type MoeDispatchPushPlan struct{ irisrt.VariantPlan }
 
 // NewMoeDispatchPushPlan makes a plan of moe_dispatch/push for dt (f32, f16, bf16) and sizes t, h, k,
 // e, cap.
-func NewMoeDispatchPushPlan(r *irisrt.Rank, dt irisrt.DType, t int64, h int64, k int64, e int64, cap int64) (*MoeDispatchPushPlan, error) {
+func NewMoeDispatchPushPlan(r *irisrt.Rank, dt irismodel.DType, t int64, h int64, k int64, e int64, cap int64) (*MoeDispatchPushPlan, error) {
 	return irisrt.NewPlanOf[MoeDispatchPushPlan](r, &moeDispatchDesc.Variants[0], dt, "", t, h, k, e, cap)
 }
 
 // Launch checks the tensors by the rules above and launches moe_dispatch/push on s in barrier mode
 // mode.
-func (p *MoeDispatchPushPlan) Launch(s gpu.Stream, tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts, sendSlot irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *MoeDispatchPushPlan) Launch(s gpu.Stream, tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts, sendSlot irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{tokens, ids, weights, recvTokens, recvIds, recvWeights, recvSrc, recvCounts, sendSlot}, mode)
 }

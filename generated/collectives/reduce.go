@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -36,8 +37,8 @@ const (
 // Reduce runs a variant of reduce through the rank's plan cache (see the package doc), with the sizes
 // read from the tensors (n from input [n]). Reduce `input` over all ranks into `output` on rank `root`
 // (NCCL's ncclReduce).
-func Reduce(r *irisrt.Rank, s gpu.Stream, variant ReduceVariant, dt irisrt.DType, op ReduceOp, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
-	return reduceDesc.RunParams(r, s, string(variant), dt, string(op), nil, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
+func Reduce(r *irisrt.Rank, s gpu.Stream, variant ReduceVariant, dt irismodel.DType, op ReduceOp, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return reduceDesc.RunParams(r, s, string(variant), dt, string(op), nil, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }
 
 // ReducePullPlan is variant pull of reduce (specs/reduce.yaml).
@@ -59,14 +60,14 @@ type ReducePullPlan struct{ irisrt.VariantPlan }
 
 // NewReducePullPlan makes a plan of reduce/pull for dt (f32, f16, bf16), op (sum, max, min) and size
 // n.
-func NewReducePullPlan(r *irisrt.Rank, dt irisrt.DType, op ReduceOp, n int64) (*ReducePullPlan, error) {
+func NewReducePullPlan(r *irisrt.Rank, dt irismodel.DType, op ReduceOp, n int64) (*ReducePullPlan, error) {
 	return irisrt.NewPlanOf[ReducePullPlan](r, &reduceDesc.Variants[0], dt, string(op), n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches reduce/pull on s in
 // barrier mode mode.
-func (p *ReducePullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
+func (p *ReducePullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }
 
 // ReduceSplitPlan is variant split of reduce (specs/reduce.yaml).
@@ -89,12 +90,12 @@ type ReduceSplitPlan struct{ irisrt.VariantPlan }
 
 // NewReduceSplitPlan makes a plan of reduce/split for dt (f32, f16, bf16), op (sum, max, min) and size
 // n.
-func NewReduceSplitPlan(r *irisrt.Rank, dt irisrt.DType, op ReduceOp, n int64) (*ReduceSplitPlan, error) {
+func NewReduceSplitPlan(r *irisrt.Rank, dt irismodel.DType, op ReduceOp, n int64) (*ReduceSplitPlan, error) {
 	return irisrt.NewPlanOf[ReduceSplitPlan](r, &reduceDesc.Variants[1], dt, string(op), n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches reduce/split on s in
 // barrier mode mode.
-func (p *ReduceSplitPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
+func (p *ReduceSplitPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }

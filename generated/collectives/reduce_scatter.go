@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -36,7 +37,7 @@ const (
 // ReduceScatter runs a variant of reduce_scatter through the rank's plan cache (see the package doc),
 // with the sizes read from the tensors (n from input [world, n]). Reduce `input` over all ranks and
 // keep this rank's 1/world slice in `output` (NCCL and torch semantics).
-func ReduceScatter(r *irisrt.Rank, s gpu.Stream, variant ReduceScatterVariant, dt irisrt.DType, op ReduceScatterOp, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func ReduceScatter(r *irisrt.Rank, s gpu.Stream, variant ReduceScatterVariant, dt irismodel.DType, op ReduceScatterOp, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return reduceScatterDesc.Run(r, s, string(variant), dt, string(op), nil, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -54,13 +55,13 @@ type ReduceScatterPullPlan struct{ irisrt.VariantPlan }
 
 // NewReduceScatterPullPlan makes a plan of reduce_scatter/pull for dt (f32, f16, bf16), op (sum, max,
 // min) and size n.
-func NewReduceScatterPullPlan(r *irisrt.Rank, dt irisrt.DType, op ReduceScatterOp, n int64) (*ReduceScatterPullPlan, error) {
+func NewReduceScatterPullPlan(r *irisrt.Rank, dt irismodel.DType, op ReduceScatterOp, n int64) (*ReduceScatterPullPlan, error) {
 	return irisrt.NewPlanOf[ReduceScatterPullPlan](r, &reduceScatterDesc.Variants[0], dt, string(op), n)
 }
 
 // Launch checks the tensors by the rules above and launches reduce_scatter/pull on s in barrier mode
 // mode.
-func (p *ReduceScatterPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *ReduceScatterPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -80,12 +81,12 @@ type ReduceScatterLamportPlan struct{ irisrt.VariantPlan }
 
 // NewReduceScatterLamportPlan makes a plan of reduce_scatter/lamport for dt (f32, f16, bf16), op (sum,
 // max, min) and size n.
-func NewReduceScatterLamportPlan(r *irisrt.Rank, dt irisrt.DType, op ReduceScatterOp, n int64) (*ReduceScatterLamportPlan, error) {
+func NewReduceScatterLamportPlan(r *irisrt.Rank, dt irismodel.DType, op ReduceScatterOp, n int64) (*ReduceScatterLamportPlan, error) {
 	return irisrt.NewPlanOf[ReduceScatterLamportPlan](r, &reduceScatterDesc.Variants[1], dt, string(op), n)
 }
 
 // Launch checks the tensors by the rules above and launches reduce_scatter/lamport on s in barrier
 // mode mode.
-func (p *ReduceScatterLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *ReduceScatterLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }

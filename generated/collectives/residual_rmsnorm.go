@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -28,8 +29,8 @@ const (
 // each rank alone (vLLM's fused_add_rms_norm): residual += input; output = residual * rsqrt(mean of
 // residual^2 + eps) * weight, per row of `hidden` elements, fp32 accumulation. No communication: the
 // second kernel of the unfused path (an all_reduce, then this) that all_reduce_rmsnorm fuses into one.
-func ResidualRmsnorm(r *irisrt.Rank, s gpu.Stream, variant ResidualRmsnormVariant, dt irisrt.DType, input, residual, weight, output irisrt.Tensor, eps float32, mode irisrt.Barrier) error {
-	return residualRmsnormDesc.RunParams(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, residual, weight, output}, []irisrt.Param{irisrt.F32Param(eps)}, mode)
+func ResidualRmsnorm(r *irisrt.Rank, s gpu.Stream, variant ResidualRmsnormVariant, dt irismodel.DType, input, residual, weight, output irisrt.Tensor, eps float32, mode irismodel.Barrier) error {
+	return residualRmsnormDesc.RunParams(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, residual, weight, output}, []irismodel.Param{irismodel.F32Param(eps)}, mode)
 }
 
 // ResidualRmsnormLocalPlan is variant local of residual_rmsnorm (specs/residual_rmsnorm.yaml).
@@ -52,12 +53,12 @@ type ResidualRmsnormLocalPlan struct{ irisrt.VariantPlan }
 
 // NewResidualRmsnormLocalPlan makes a plan of residual_rmsnorm/local for dt (f32, f16, bf16) and sizes
 // tokens, hidden.
-func NewResidualRmsnormLocalPlan(r *irisrt.Rank, dt irisrt.DType, tokens int64, hidden int64) (*ResidualRmsnormLocalPlan, error) {
+func NewResidualRmsnormLocalPlan(r *irisrt.Rank, dt irismodel.DType, tokens int64, hidden int64) (*ResidualRmsnormLocalPlan, error) {
 	return irisrt.NewPlanOf[ResidualRmsnormLocalPlan](r, &residualRmsnormDesc.Variants[0], dt, "", tokens, hidden)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches residual_rmsnorm/local
 // on s in barrier mode mode.
-func (p *ResidualRmsnormLocalPlan) Launch(s gpu.Stream, input, residual, weight, output irisrt.Tensor, eps float32, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, residual, weight, output}, []irisrt.Param{irisrt.F32Param(eps)}, mode)
+func (p *ResidualRmsnormLocalPlan) Launch(s gpu.Stream, input, residual, weight, output irisrt.Tensor, eps float32, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, residual, weight, output}, []irismodel.Param{irismodel.F32Param(eps)}, mode)
 }

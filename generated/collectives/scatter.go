@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -26,8 +27,8 @@ const (
 // Scatter runs a variant of scatter through the rank's plan cache (see the package doc), with the
 // sizes read from the tensors (n from output [n]). Send slice r of rank `root`'s `input` to rank r's
 // `output` (NCCL's ncclScatter).
-func Scatter(r *irisrt.Rank, s gpu.Stream, variant ScatterVariant, dt irisrt.DType, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
-	return scatterDesc.RunParams(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
+func Scatter(r *irisrt.Rank, s gpu.Stream, variant ScatterVariant, dt irismodel.DType, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return scatterDesc.RunParams(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }
 
 // ScatterPushPlan is variant push of scatter (specs/scatter.yaml).
@@ -47,14 +48,14 @@ func Scatter(r *irisrt.Rank, s gpu.Stream, variant ScatterVariant, dt irisrt.DTy
 type ScatterPushPlan struct{ irisrt.VariantPlan }
 
 // NewScatterPushPlan makes a plan of scatter/push for dt (f32, f16, bf16) and size n.
-func NewScatterPushPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*ScatterPushPlan, error) {
+func NewScatterPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*ScatterPushPlan, error) {
 	return irisrt.NewPlanOf[ScatterPushPlan](r, &scatterDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches scatter/push on s in
 // barrier mode mode.
-func (p *ScatterPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
+func (p *ScatterPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }
 
 // ScatterPullPlan is variant pull of scatter (specs/scatter.yaml).
@@ -75,12 +76,12 @@ func (p *ScatterPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root
 type ScatterPullPlan struct{ irisrt.VariantPlan }
 
 // NewScatterPullPlan makes a plan of scatter/pull for dt (f32, f16, bf16) and size n.
-func NewScatterPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*ScatterPullPlan, error) {
+func NewScatterPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*ScatterPullPlan, error) {
 	return irisrt.NewPlanOf[ScatterPullPlan](r, &scatterDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches scatter/pull on s in
 // barrier mode mode.
-func (p *ScatterPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
+func (p *ScatterPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }

@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -26,8 +27,8 @@ const (
 // SendRecv runs a variant of send_recv through the rank's plan cache (see the package doc). Rank `src`
 // sends its `input` to rank `dst`'s `output` (NCCL's ncclSend and ncclRecv); every rank launches it,
 // the others only meet the two at the barriers. src may equal dst.
-func SendRecv(r *irisrt.Rank, s gpu.Stream, variant SendRecvVariant, dt irisrt.DType, n int64, input, output irisrt.Tensor, src, dst int, mode irisrt.Barrier) error {
-	return sendRecvDesc.RunParams(r, s, string(variant), dt, "", []int64{n}, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(src)), irisrt.IntParam(int64(dst))}, mode)
+func SendRecv(r *irisrt.Rank, s gpu.Stream, variant SendRecvVariant, dt irismodel.DType, n int64, input, output irisrt.Tensor, src, dst int, mode irismodel.Barrier) error {
+	return sendRecvDesc.RunParams(r, s, string(variant), dt, "", []int64{n}, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(src)), irismodel.IntParam(int64(dst))}, mode)
 }
 
 // SendRecvPushPlan is variant push of send_recv (specs/send_recv.yaml).
@@ -50,14 +51,14 @@ func SendRecv(r *irisrt.Rank, s gpu.Stream, variant SendRecvVariant, dt irisrt.D
 type SendRecvPushPlan struct{ irisrt.VariantPlan }
 
 // NewSendRecvPushPlan makes a plan of send_recv/push for dt (f32, f16, bf16) and size n.
-func NewSendRecvPushPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*SendRecvPushPlan, error) {
+func NewSendRecvPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*SendRecvPushPlan, error) {
 	return irisrt.NewPlanOf[SendRecvPushPlan](r, &sendRecvDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches send_recv/push on s in
 // barrier mode mode.
-func (p *SendRecvPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, src, dst int, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(src)), irisrt.IntParam(int64(dst))}, mode)
+func (p *SendRecvPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, src, dst int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(src)), irismodel.IntParam(int64(dst))}, mode)
 }
 
 // SendRecvPullPlan is variant pull of send_recv (specs/send_recv.yaml).
@@ -80,12 +81,12 @@ func (p *SendRecvPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, src
 type SendRecvPullPlan struct{ irisrt.VariantPlan }
 
 // NewSendRecvPullPlan makes a plan of send_recv/pull for dt (f32, f16, bf16) and size n.
-func NewSendRecvPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*SendRecvPullPlan, error) {
+func NewSendRecvPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*SendRecvPullPlan, error) {
 	return irisrt.NewPlanOf[SendRecvPullPlan](r, &sendRecvDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches send_recv/pull on s in
 // barrier mode mode.
-func (p *SendRecvPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, src, dst int, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(src)), irisrt.IntParam(int64(dst))}, mode)
+func (p *SendRecvPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, src, dst int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(src)), irismodel.IntParam(int64(dst))}, mode)
 }

@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -27,8 +28,8 @@ const (
 // read from the tensors (n from input [n]). A ring shift: every rank sends its `input` to rank (rank +
 // offset) mod world and receives into `output` from rank (rank - offset) mod world, in one launch (the
 // step of a pipeline; offset 1 is nccl-tests' sendrecv).
-func Shift(r *irisrt.Rank, s gpu.Stream, variant ShiftVariant, dt irisrt.DType, input, output irisrt.Tensor, offset int64, mode irisrt.Barrier) error {
-	return shiftDesc.RunParams(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(offset)}, mode)
+func Shift(r *irisrt.Rank, s gpu.Stream, variant ShiftVariant, dt irismodel.DType, input, output irisrt.Tensor, offset int64, mode irismodel.Barrier) error {
+	return shiftDesc.RunParams(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(offset)}, mode)
 }
 
 // ShiftPushPlan is variant push of shift (specs/shift.yaml).
@@ -47,14 +48,14 @@ func Shift(r *irisrt.Rank, s gpu.Stream, variant ShiftVariant, dt irisrt.DType, 
 type ShiftPushPlan struct{ irisrt.VariantPlan }
 
 // NewShiftPushPlan makes a plan of shift/push for dt (f32, f16, bf16) and size n.
-func NewShiftPushPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*ShiftPushPlan, error) {
+func NewShiftPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*ShiftPushPlan, error) {
 	return irisrt.NewPlanOf[ShiftPushPlan](r, &shiftDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches shift/push on s in
 // barrier mode mode.
-func (p *ShiftPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, offset int64, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(offset)}, mode)
+func (p *ShiftPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, offset int64, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(offset)}, mode)
 }
 
 // ShiftPullPlan is variant pull of shift (specs/shift.yaml).
@@ -74,12 +75,12 @@ func (p *ShiftPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, offset
 type ShiftPullPlan struct{ irisrt.VariantPlan }
 
 // NewShiftPullPlan makes a plan of shift/pull for dt (f32, f16, bf16) and size n.
-func NewShiftPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*ShiftPullPlan, error) {
+func NewShiftPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*ShiftPullPlan, error) {
 	return irisrt.NewPlanOf[ShiftPullPlan](r, &shiftDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches shift/pull on s in
 // barrier mode mode.
-func (p *ShiftPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, offset int64, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(offset)}, mode)
+func (p *ShiftPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, offset int64, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(offset)}, mode)
 }

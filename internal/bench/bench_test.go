@@ -16,6 +16,7 @@ import (
 
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/internal/tuning"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -264,30 +265,30 @@ func TestSweepSizes(t *testing.T) {
 
 	entry := func(sizes []string, shapes ...string) irisrt.Entry {
 		tab := &irisrt.Table{ImportPath: "example.com/sizes", Collectives: []irisrt.Collective{{
-			Name: "c", SpecHash: "h", DTypes: []irisrt.DType{irisrt.BF16},
-			Variants: []irisrt.Variant{{Name: "v", Barriers: []irisrt.Barrier{irisrt.BarrierDevice}, Threads: 64, MaxBlocks: 1, VectorBytes: 16}},
+			Name: "c", SpecHash: "h", DTypes: []irismodel.DType{irismodel.BF16},
+			Variants: []irisrt.Variant{{Name: "v", Barriers: []irismodel.Barrier{irismodel.BarrierDevice}, Threads: 64, MaxBlocks: 1, VectorBytes: 16}},
 		}}}
 		c := &tab.Collectives[0]
 		for _, s := range sizes {
 			c.Sizes = append(c.Sizes, irisrt.SizeParam{Name: s, From: -1})
 		}
 		for i, sh := range shapes {
-			var dims []irisrt.Dim
+			var dims []irismodel.Dim
 			for _, d := range strings.Fields(sh) {
 				switch d {
 				case "world":
-					dims = append(dims, irisrt.DimWorld)
+					dims = append(dims, irismodel.DimWorld)
 				case "a":
-					dims = append(dims, irisrt.DimSize(0))
+					dims = append(dims, irismodel.DimSize(0))
 				case "b":
-					dims = append(dims, irisrt.DimSize(1))
+					dims = append(dims, irismodel.DimSize(1))
 				default:
 					k, err := strconv.Atoi(d)
 					require.NoError(t, err)
-					dims = append(dims, irisrt.Dim(k))
+					dims = append(dims, irismodel.Dim(k))
 				}
 			}
-			c.Tensors = append(c.Tensors, irisrt.TensorDesc{Name: fmt.Sprintf("t%d", i), Dir: irisrt.InOut, Shape: dims})
+			c.Tensors = append(c.Tensors, irismodel.TensorDesc{Name: fmt.Sprintf("t%d", i), Dir: irismodel.InOut, Shape: dims})
 			c.Variants[0].Uses = append(c.Variants[0].Uses, irisrt.UseLocal)
 		}
 		es := tab.Entries()

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/irisgen/irisgen/internal/moepair"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -137,7 +138,7 @@ func MoELinkBytes(routes [][]int64, k, e, rowBytes int64) int64 {
 
 func timeMoE(r *irisrt.Rank, entries []irisrt.Entry, ids []int64, t, k int64, mode string, warmup, repeats int) ([]float64, []float64, error) {
 	e := moeExpertsPerRank * int64(r.World())
-	pair, err := moepair.New(r, entries, irisrt.BF16, []int64{t, MoEHidden, k, e, t})
+	pair, err := moepair.New(r, entries, irismodel.BF16, []int64{t, MoEHidden, k, e, t})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -158,14 +159,14 @@ func timeMoE(r *irisrt.Rank, entries []irisrt.Entry, ids []int64, t, k int64, mo
 	if err := dev.MemsetD8Async(tensors["tokens"].Ptr, 0, tensors["tokens"].Bytes(), s); err != nil {
 		return nil, nil, err
 	}
-	dUS, err := timeCalls(r, mode, Iterations(t*MoEHidden*2), warmup, repeats, func() error { return pair.Dispatch.LaunchTensors(s, pair.DispatchArgs, irisrt.BarrierDevice) })
+	dUS, err := timeCalls(r, mode, Iterations(t*MoEHidden*2), warmup, repeats, func() error { return pair.Dispatch.LaunchTensors(s, pair.DispatchArgs, irismodel.BarrierDevice) })
 	if err != nil {
 		return nil, nil, fmt.Errorf("dispatch: %w", err)
 	}
 	if err := pair.Expert(s); err != nil { // combine sums real rows
 		return nil, nil, err
 	}
-	cUS, err := timeCalls(r, mode, Iterations(t*MoEHidden*2), warmup, repeats, func() error { return pair.Combine.LaunchTensors(s, pair.CombineArgs, irisrt.BarrierDevice) })
+	cUS, err := timeCalls(r, mode, Iterations(t*MoEHidden*2), warmup, repeats, func() error { return pair.Combine.LaunchTensors(s, pair.CombineArgs, irismodel.BarrierDevice) })
 	if err != nil {
 		return nil, nil, fmt.Errorf("combine: %w", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/irisgen/irisgen/runtime/irisrt"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // Fused all_reduce + residual add + RMSNorm (issue 18): tokens per rank at
@@ -34,7 +34,7 @@ func rmsnormScenario() scenario {
 		name: "all_reduce_rmsnorm", needs: []string{"all_reduce_rmsnorm", "residual_rmsnorm", "all_reduce"},
 		owns: []string{"all_reduce_rmsnorm", "residual_rmsnorm"}, torch: true,
 		chain: &chain{
-			dtype: irisrt.BF16,
+			dtype: irismodel.BF16,
 			grid:  []axis{{"tokens", RMSNormTokens}, {"hidden", []int64{RMSNormHidden}}},
 			tails: []axis{{"tokens", TailTokens}, {"hidden", []int64{RMSNormHidden}}},
 			call:  []link{{collective: "all_reduce_rmsnorm", sizes: th}},

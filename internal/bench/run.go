@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -71,10 +72,10 @@ func sweepSizes(e irisrt.Entry, bytes int64, world int, es int64) (sizes []int64
 
 // benchMode is the barrier mode e is timed in: device where it has it,
 // else its first capturable mode, else its default.
-func benchMode(e irisrt.Entry) irisrt.Barrier {
+func benchMode(e irisrt.Entry) irismodel.Barrier {
 	switch {
-	case slices.Contains(e.Barriers, irisrt.BarrierDevice):
-		return irisrt.BarrierDevice
+	case slices.Contains(e.Barriers, irismodel.BarrierDevice):
+		return irismodel.BarrierDevice
 	case len(e.Capturable) > 0:
 		return e.Capturable[0]
 	}
@@ -158,7 +159,7 @@ func RunOn(w *irisrt.World, cfg Config, device, date string) ([]Row, error) {
 		}
 	}
 	for _, e := range sel.fixed {
-		dt, dts := irisrt.DType(0), "-"
+		dt, dts := irismodel.DType(0), "-"
 		if len(e.DTypes) > 0 {
 			dt, dts = e.DTypes[0], e.DTypes[0].String()
 		}
@@ -171,7 +172,7 @@ func RunOn(w *irisrt.World, cfg Config, device, date string) ([]Row, error) {
 		}
 	}
 	for _, dts := range cfg.DTypes {
-		dt, err := irisrt.ParseDType(dts)
+		dt, err := irismodel.ParseDType(dts)
 		if err != nil {
 			return rows, err
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -59,7 +60,7 @@ func (sc scenario) run(w *irisrt.World, cfg Config, add func(Row)) error {
 // fastest of its variants. Tensors start zeroed, parameters are
 // Entry.SampleParams 0, every launch is in its benchMode.
 type chain struct {
-	dtype irisrt.DType
+	dtype irismodel.DType
 	grid  []axis // rows: the first axis outermost
 	tails []axis // the -tails grid (nil: none)
 	call  []link
@@ -100,7 +101,7 @@ type tensorRef struct {
 // step is one resolved launch of a timed call.
 type step struct {
 	e     irisrt.Entry
-	dt    irisrt.DType
+	dt    irismodel.DType
 	sizes []int64
 	from  map[int]stepTensor // tensor index -> an earlier step's tensor
 }
@@ -188,7 +189,7 @@ func points(grid []axis) []point {
 
 // resolve turns links into steps at p, with each link of variant ""
 // taking the variant of choice (one chain has at most one such link).
-func resolve(entries []irisrt.Entry, links []link, dt irisrt.DType, p point, choice string) ([]step, error) {
+func resolve(entries []irisrt.Entry, links []link, dt irismodel.DType, p point, choice string) ([]step, error) {
 	steps := make([]step, len(links))
 	for i, l := range links {
 		v := l.variant

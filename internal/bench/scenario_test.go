@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/irisgen/irisgen/generated/collectives"
-	"github.com/irisgen/irisgen/runtime/irisrt"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // TestChain: the rmsnorm scenario's description resolves against the
@@ -35,8 +35,8 @@ func TestChain(t *testing.T) {
 	fused, err := resolve(collectives.Catalogue, c.call, c.dtype, p, "one_shot")
 	require.NoError(t, err)
 	assert.Equal(t, int64(3*7168*2), bytesOf(fused[0], 2), "one rank's input")
-	assert.Equal(t, irisrt.BarrierNone, benchMode(steps[1].e), "residual_rmsnorm has mode none only")
-	assert.Equal(t, irisrt.BarrierDevice, benchMode(steps[0].e))
+	assert.Equal(t, irismodel.BarrierNone, benchMode(steps[1].e), "residual_rmsnorm has mode none only")
+	assert.Equal(t, irismodel.BarrierDevice, benchMode(steps[0].e))
 
 	_, err = resolve(collectives.Catalogue, c.call, c.dtype, p, "nope")
 	require.ErrorContains(t, err, "the package has no all_reduce_rmsnorm/nope")

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -152,7 +153,7 @@ func runTails(w *irisrt.World, cfg TailConfig, device, date string) ([]Tail, err
 	}
 	sel := Config{Entries: cfg.Entries, Collectives: cfg.Collectives}.selection()
 	for _, dts := range cfg.DTypes {
-		dt, err := irisrt.ParseDType(dts)
+		dt, err := irismodel.ParseDType(dts)
 		if err != nil {
 			return out, err
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/internal/spec"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // ABIVersion is hashed into every SpecHash: bump it when the kernel ABI
@@ -28,10 +29,10 @@ const TemplateExt = ".hip.tmpl"
 const HostCaptureReason = "the host barrier synchronises the stream and waits on the CPU"
 
 var (
-	allDTypes   = []DType{F32, F16, BF16, I32, I64, U64}
+	allDTypes   = []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16, irismodel.I32, irismodel.I64, irismodel.U64}
 	allOps      = []Op{OpSum, OpMax, OpMin}
-	allDirs     = []Dir{In, Out, InOut, Workspace}
-	allBarriers = []BarrierMode{BarrierDevice, BarrierHost, BarrierNone}
+	allDirs     = []irismodel.Dir{irismodel.In, irismodel.Out, irismodel.InOut, irismodel.Workspace}
+	allBarriers = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost, irismodel.BarrierNone}
 	// accessNone is the spelling of "this variant does not touch the tensor".
 	accessNone = "none"
 )
@@ -161,7 +162,7 @@ func (b *builder) collective(f *spec.File) *Collective {
 
 	data := ""
 	for _, t := range c.Tensors {
-		if t.DType == "" {
+		if t.DType == 0 {
 			data = t.Name
 			break
 		}
@@ -234,19 +235,19 @@ func (b *builder) overflow(c *Collective) {
 	for _, t := range c.Tensors {
 		elems, wrapped := uint64(1), false
 		for _, d := range t.Shape {
-			if d.Symbol == "" {
-				hi, lo := bits.Mul64(elems, uint64(d.Const))
+			if d > 0 {
+				hi, lo := bits.Mul64(elems, uint64(d))
 				wrapped = wrapped || hi != 0
 				elems = lo
 			}
 		}
 		size := uint64(0)
 		switch {
-		case len(t.IndexDTypes) > 0:
-			for _, d := range t.IndexDTypes {
+		case len(t.Index) > 0:
+			for _, d := range t.Index {
 				size = max(size, uint64(d.Size()))
 			}
-		case t.DType != "":
+		case t.DType != 0:
 			size = uint64(t.DType.Size())
 		default:
 			for _, d := range c.DTypes {
@@ -307,7 +308,7 @@ func (b *builder) sizes(f *spec.File, c *Collective) map[string]bool {
 	sizes := map[string]bool{}
 	first := map[string]Pos{}
 	for _, s := range f.Sizes.Items {
-		if s.Value == SymWorld || s.Value == SymBlocks {
+		if s.Value == irismodel.WorldSymbol || s.Value == irismodel.BlocksSymbol {
 			b.errorf(s.Pos, "size %q is built in; remove it from sizes", s.Value)
 			continue
 		}
@@ -332,16 +333,16 @@ func (b *builder) sizes(f *spec.File, c *Collective) map[string]bool {
 // on a broken file.
 func (b *builder) tensors(f *spec.File, c *Collective, sizes map[string]bool) bool {
 	ok := !f.Tensors.Bad && !f.Sizes.Bad
-	symbols := append([]string{SymWorld, SymBlocks}, c.Symbols...)
+	symbols := append([]string{irismodel.WorldSymbol, irismodel.BlocksSymbol}, c.Symbols...)
 	for _, st := range f.Tensors.List {
-		t := &Tensor{Name: st.Name.Value, Pos: st.Name.Pos}
+		t := &Tensor{TensorDesc: irismodel.TensorDesc{Name: st.Name.Value}, Pos: st.Name.Pos}
 		c.Tensors = append(c.Tensors, t)
 		if st.Bad || st.Shape.Bad || st.Dir.Bad || st.DType.Bad {
 			ok = false
 		}
 		if !b.identifier(st.Name, "tensor name", true) {
 			ok = false
-		} else if t.Name == SymWorld || t.Name == SymBlocks || sizes[t.Name] {
+		} else if t.Name == irismodel.WorldSymbol || t.Name == irismodel.BlocksSymbol || sizes[t.Name] {
 			b.errorf(st.Name.Pos, "tensor %q has the name of a size symbol; rename the tensor", t.Name)
 		} else if c.Param(t.Name) != nil {
 			b.errorf(st.Name.Pos, "tensor %q has the name of a parameter; rename the tensor or the parameter", t.Name)
@@ -366,7 +367,7 @@ func (b *builder) tensors(f *spec.File, c *Collective, sizes map[string]bool) bo
 			ok = b.indexDTypes(st, t, where) && ok
 		}
 		if st.Optional.OK() && st.Optional.Value {
-			if t.Dir != In {
+			if t.Dir != irismodel.In {
 				b.errorf(st.Optional.Pos, "%s is optional but dir: %s; only dir: in tensors may be left out of a launch", where, t.Dir)
 				ok = false
 			}
@@ -395,14 +396,17 @@ func (b *builder) tensors(f *spec.File, c *Collective, sizes map[string]bool) bo
 					b.errorf(d.Pos, "dimension %d of %s must be positive", d.Const, where)
 					continue
 				}
-				t.Shape = append(t.Shape, Dim{Const: d.Const})
+				t.Shape = append(t.Shape, irismodel.Dim(d.Const))
 				continue
 			}
+			dim, known := irismodel.ParseDim(d.Symbol, c.Symbols)
 			switch {
-			case d.Symbol == SymBlocks && t.Dir != Workspace:
+			case d.Symbol == irismodel.BlocksSymbol && t.Dir != irismodel.Workspace:
 				b.errorf(d.Pos, "%s uses blocks in its shape, but only workspace shapes may: the plan picks blocks, the caller does not know it", where)
-			case d.Symbol == SymWorld || d.Symbol == SymBlocks || sizes[d.Symbol]:
-				t.Shape = append(t.Shape, Dim{Symbol: d.Symbol})
+			case known:
+				t.Shape = append(t.Shape, dim)
+			case sizes[d.Symbol]:
+				// a size whose bad name was reported: no error on top
 			default:
 				b.errorf(d.Pos, "%s", undefinedDim(f, c, st, d.Symbol, where, symbols))
 			}
@@ -417,7 +421,7 @@ func (b *builder) tensors(f *spec.File, c *Collective, sizes map[string]bool) bo
 // which a user can paste as it is: the whole sizes list or shape.
 func undefinedDim(f *spec.File, c *Collective, st *spec.Tensor, sym, where string, symbols []string) string {
 	msg := fmt.Sprintf("undefined size symbol %q in the shape of %s", sym, where)
-	taken := map[string]bool{SymWorld: true, SymBlocks: true}
+	taken := map[string]bool{irismodel.WorldSymbol: true, irismodel.BlocksSymbol: true}
 	var sizes []string
 	for _, s := range f.Sizes.Items {
 		sizes = append(sizes, s.Value)
@@ -541,7 +545,7 @@ func contains(list []string, s string) bool {
 // params resolves the launch parameters: identifiers, unique, distinct
 // from the sizes, of a known type, with a range only for int.
 func (b *builder) params(f *spec.File, c *Collective, sizes map[string]bool) {
-	types := []ParamType{ParamRank, ParamInt, ParamF32}
+	types := irismodel.ParamKinds()
 	first := map[string]Pos{}
 	for _, sp := range f.Params.List {
 		if !b.identifier(sp.Name, "parameter name", true) {
@@ -549,14 +553,14 @@ func (b *builder) params(f *spec.File, c *Collective, sizes map[string]bool) {
 		}
 		name := sp.Name.Value
 		switch {
-		case name == SymWorld || name == SymBlocks || sizes[name]:
+		case name == irismodel.WorldSymbol || name == irismodel.BlocksSymbol || sizes[name]:
 			b.errorf(sp.Name.Pos, "parameter %q has the name of a size symbol; rename the parameter", name)
 			continue
 		case first[name] != Pos{}:
 			continue // reported by the parser
 		}
 		first[name] = sp.Name.Pos
-		p := &Param{Name: name, Pos: sp.Name.Pos}
+		p := &Param{ParamDesc: irismodel.Unbounded(name, 0), Pos: sp.Name.Pos}
 		where := fmt.Sprintf("parameter %q", name)
 		switch {
 		case sp.Bad:
@@ -572,28 +576,27 @@ func (b *builder) params(f *spec.File, c *Collective, sizes map[string]bool) {
 			b.errorf(sp.Type.Pos, "unknown type %q of %s%s", sp.Type.Value, where, hint(sp.Type.Value, names(types), oneOf(names(types))))
 			continue
 		}
-		p.Type = t
+		p.Kind = t
 		for _, bound := range []struct {
 			n   spec.Int
 			key string
-			to  **int64
+			to  *int64
 		}{{sp.Min, "min", &p.Min}, {sp.Max, "max", &p.Max}} {
 			if !bound.n.OK() {
 				continue
 			}
-			if t != ParamInt {
+			if t != irismodel.ParamInt {
 				why := "a rank is always checked against the world: 0 <= p < world"
-				if t == ParamF32 {
+				if t == irismodel.ParamF32 {
 					why = "f32 parameters are not range-checked"
 				}
 				b.errorf(bound.n.KeyPos, "%s of %s: only int parameters take a range (%s); remove it", bound.key, where, why)
 				continue
 			}
-			v := bound.n.Value
-			*bound.to = &v
+			*bound.to = bound.n.Value
 		}
-		if p.Min != nil && p.Max != nil && *p.Min > *p.Max {
-			b.errorf(sp.Max.Pos, "%s has min %d above max %d; no value would pass", where, *p.Min, *p.Max)
+		if p.Min > p.Max {
+			b.errorf(sp.Max.Pos, "%s has min %d above max %d; no value would pass", where, p.Min, p.Max)
 		}
 		c.Params = append(c.Params, p)
 	}
@@ -607,7 +610,7 @@ func (b *builder) ranks(c *Collective, st *spec.Tensor, t *Tensor, where string)
 	p := c.Param(r.Value)
 	var rankParams []string
 	for _, q := range c.Params {
-		if q.Type == ParamRank {
+		if q.Kind == irismodel.ParamRank {
 			rankParams = append(rankParams, q.Name)
 		}
 	}
@@ -618,11 +621,11 @@ func (b *builder) ranks(c *Collective, st *spec.Tensor, t *Tensor, where string)
 	case p == nil:
 		b.errorf(r.Pos, "ranks of %s names %q, which is not a rank parameter%s", where, r.Value, hint(r.Value, rankParams, "rank parameters: "+strings.Join(rankParams, ", ")))
 		return false
-	case p.Type != ParamRank:
-		b.errorf(r.Pos, "ranks of %s names %s parameter %q; it must name a rank parameter (type rank), whose rank alone uses the tensor", where, p.Type, r.Value)
+	case p.Kind != irismodel.ParamRank:
+		b.errorf(r.Pos, "ranks of %s names %s parameter %q; it must name a rank parameter (type rank), whose rank alone uses the tensor", where, p.Kind, r.Value)
 		return false
 	}
-	t.Ranks, t.RanksPos = p.Name, r.Pos
+	t.Owner, t.OwnerPos = p.Name, r.Pos
 	return true
 }
 
@@ -725,7 +728,7 @@ func (b *builder) variant(c *Collective, sv *spec.Variant) *Variant {
 	b.launch(sv, v, where)
 
 	for _, m := range v.Barriers {
-		cp := Capture{Mode: m, Capturable: m != BarrierHost}
+		cp := Capture{Mode: m, Capturable: m != irismodel.BarrierHost}
 		if !cp.Capturable {
 			cp.Reason = HostCaptureReason
 		}
@@ -808,7 +811,7 @@ func (b *builder) uses(c *Collective, sv *spec.Variant, v *Variant, where string
 			continue
 		}
 		u := Use{Tensor: t, Access: acc, Placement: rule.Placement, Rule: rule, Pos: a.Tensor.Pos}
-		if t.Ranks != "" {
+		if t.Owner != "" {
 			u.Owned = ClassifyOwned(RoleOf(t), acc)
 		}
 		v.Uses = append(v.Uses, u)
@@ -839,9 +842,9 @@ func (b *builder) ownedRefusal(t *Tensor, o *OwnedRule) {
 	b.refusedOwned[t] = true
 	switch o.Refused {
 	case OwnedWorkspace:
-		b.errorf(t.RanksPos, "tensor %q is a workspace, which the plan allocates on every rank; remove ranks: %s", t.Name, t.Ranks)
+		b.errorf(t.OwnerPos, "tensor %q is a workspace, which the plan allocates on every rank; remove ranks: %s", t.Name, t.Owner)
 	case OwnedOptional:
-		b.errorf(t.RanksPos, "tensor %q is optional and ranks: %s; optional already lets every rank leave it out: keep one of the two", t.Name, t.Ranks)
+		b.errorf(t.OwnerPos, "tensor %q is optional and ranks: %s; optional already lets every rank leave it out: keep one of the two", t.Name, t.Owner)
 	}
 }
 
@@ -908,14 +911,14 @@ func (b *builder) indexDTypes(st *spec.Tensor, t *Tensor, where string) bool {
 		return false
 	}
 	ok := true
-	seen := map[DType]bool{}
+	seen := map[irismodel.DType]bool{}
 	for _, it := range l.Items {
 		d, found := lookup(allDTypes, it.Value)
 		switch {
 		case !found:
 			b.errorf(it.Pos, "unknown dtype %q of %s%s", it.Value, where, hint(it.Value, names(allDTypes), oneOf(names(allDTypes))))
 			ok = false
-		case d != I32 && d != I64:
+		case d != irismodel.I32 && d != irismodel.I64:
 			b.errorf(it.Pos, "a dtype list of %s may hold only index types (i32, i64), not %s; give one dtype instead", where, d)
 			ok = false
 		case seen[d]:
@@ -923,7 +926,7 @@ func (b *builder) indexDTypes(st *spec.Tensor, t *Tensor, where string) bool {
 			ok = false
 		default:
 			seen[d] = true
-			t.IndexDTypes = append(t.IndexDTypes, d)
+			t.Index = append(t.Index, d)
 		}
 	}
 	switch {
@@ -931,14 +934,14 @@ func (b *builder) indexDTypes(st *spec.Tensor, t *Tensor, where string) bool {
 	case len(l.Items) == 0:
 		b.errorf(l.Pos, "the dtype list of %s is empty; give one dtype (e.g. dtype: i32), or a list of index types such as [i64, i32]", where)
 		ok = false
-	case len(t.IndexDTypes) < 2:
-		b.errorf(l.Pos, "the dtype list of %s has one entry; write dtype: %s", where, t.IndexDTypes[0])
+	case len(t.Index) < 2:
+		b.errorf(l.Pos, "the dtype list of %s has one entry; write dtype: %s", where, t.Index[0])
 		ok = false
-	case t.Dir != In:
+	case t.Dir != irismodel.In:
 		b.errorf(l.Pos, "%s has a dtype list but dir: %s; only dir: in tensors may come in several index types", where, t.Dir)
 		ok = false
 	default:
-		t.DType = t.IndexDTypes[0]
+		t.DType = t.Index[0]
 	}
 	return ok
 }
@@ -976,7 +979,7 @@ func (b *builder) aliasingSafe(v *Variant, a spec.Str, where string) {
 func (b *builder) barriers(sv *spec.Variant, v *Variant, where string) {
 	l := sv.Barriers
 	if !l.Set {
-		v.Barriers = append([]BarrierMode(nil), allBarriers...)
+		v.Barriers = append([]irismodel.Barrier(nil), allBarriers...)
 		return
 	}
 	if !l.Bad && len(l.Items) == 0 {
@@ -1033,7 +1036,7 @@ func (b *builder) launch(sv *spec.Variant, v *Variant, where string) {
 func kernels(c *Collective, v *Variant) []Kernel {
 	dts := c.DTypes
 	if len(dts) == 0 {
-		dts = []DType{""}
+		dts = []irismodel.DType{0}
 	}
 	ops := c.Ops
 	if len(ops) == 0 {
@@ -1043,7 +1046,7 @@ func kernels(c *Collective, v *Variant) []Kernel {
 	var ks []Kernel
 	for _, dt := range dts {
 		for _, op := range ops {
-			k := Kernel{Name: KernelName(c.Name, v.Name, dt, op), DType: dt, Op: op}
+			k := Kernel{Name: irismodel.KernelName(c.Name, v.Name, dt, string(op)), DType: dt, Op: op}
 			if !seen[k.Name] {
 				seen[k.Name] = true
 				ks = append(ks, k)
@@ -1106,9 +1109,9 @@ func hint(word string, candidates []string, valid string) string {
 	return " (" + valid + ")"
 }
 
-func lookup[T ~string](all []T, s string) (T, bool) {
+func lookup[T fmt.Stringer](all []T, s string) (T, bool) {
 	for _, x := range all {
-		if string(x) == s {
+		if x.String() == s {
 			return x, true
 		}
 	}
@@ -1116,10 +1119,10 @@ func lookup[T ~string](all []T, s string) (T, bool) {
 	return zero, false
 }
 
-func names[T ~string](all []T) []string {
+func names[T fmt.Stringer](all []T) []string {
 	out := make([]string, len(all))
 	for i, x := range all {
-		out[i] = string(x)
+		out[i] = x.String()
 	}
 	return out
 }

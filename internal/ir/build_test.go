@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/irisgen/irisgen/internal/diag"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // reduceSpec exercises every derivation: all access kinds, a workspace,
@@ -58,15 +59,15 @@ func TestCompileDerivations(t *testing.T) {
 	assert.Equal(t, "A reduction with every kind of access.", c.Summary)
 	assert.Equal(t, "specs/x.yaml", c.SpecFile)
 	assert.Equal(t, Pos{File: "specs/x.yaml", Line: 1, Col: 7}, c.Pos)
-	assert.Equal(t, []DType{F32, BF16}, c.DTypes)
+	assert.Equal(t, []irismodel.DType{irismodel.F32, irismodel.BF16}, c.DTypes)
 	assert.Equal(t, []Op{OpSum, OpMax}, c.Ops)
 	assert.Equal(t, []string{"n", "k"}, c.Symbols, "declaration order, not alphabetical")
 	assert.Len(t, c.SpecHash, 16)
 
 	require.Len(t, c.Tensors, 5)
-	assert.Equal(t, []Dim{{Symbol: "k"}, {Const: 2}}, c.Tensors[2].Shape)
-	assert.Equal(t, I32, c.Tensors[3].DType)
-	assert.Equal(t, Workspace, c.Tensors[4].Dir)
+	assert.Equal(t, irismodel.Shape{irismodel.DimSize(1), 2}, c.Tensors[2].Shape)
+	assert.Equal(t, irismodel.I32, c.Tensors[3].DType)
+	assert.Equal(t, irismodel.Workspace, c.Tensors[4].Dir)
 	assert.Equal(t, Pos{File: "specs/x.yaml", Line: 11, Col: 3}, c.Tensors[4].Pos)
 
 	one := c.Variant("one")
@@ -74,7 +75,7 @@ func TestCompileDerivations(t *testing.T) {
 	assert.Equal(t, "t_a", one.Template)
 	assert.Equal(t, Pos{File: "specs/x.yaml", Line: 13, Col: 3}, one.Pos)
 	assert.Equal(t, AliasForbid, one.Aliasing, "forbid is the default")
-	assert.Equal(t, []BarrierMode{BarrierNone, BarrierDevice}, one.Barriers, "order kept: first is the default")
+	assert.Equal(t, []irismodel.Barrier{irismodel.BarrierNone, irismodel.BarrierDevice}, one.Barriers, "order kept: first is the default")
 	assert.Equal(t, Launch{Threads: 256, MaxBlocks: 8, VectorBytes: 8}, one.Launch)
 
 	type useWant struct {
@@ -101,7 +102,7 @@ func TestCompileDerivations(t *testing.T) {
 	two := c.Variant("two")
 	require.NotNil(t, two)
 	assert.Equal(t, AliasAllow, two.Aliasing)
-	assert.Equal(t, []BarrierMode{BarrierDevice, BarrierHost, BarrierNone}, two.Barriers, "default modes")
+	assert.Equal(t, []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost, irismodel.BarrierNone}, two.Barriers, "default modes")
 	assert.Equal(t, Launch{Threads: 512, MaxBlocks: 16, VectorBytes: 16}, two.Launch, "default launch")
 	assert.Equal(t, Access(0), two.Use("ids").Access, "none is the empty access")
 	assert.Equal(t, PlaceAny, two.Use("ids").Placement)
@@ -109,20 +110,20 @@ func TestCompileDerivations(t *testing.T) {
 	assert.Equal(t, 9, two.Use("acc").Rule.Row)
 
 	assert.Equal(t, []Capture{
-		{Mode: BarrierNone, Capturable: true},
-		{Mode: BarrierDevice, Capturable: true},
+		{Mode: irismodel.BarrierNone, Capturable: true},
+		{Mode: irismodel.BarrierDevice, Capturable: true},
 	}, one.Capture)
 	assert.Equal(t, []Capture{
-		{Mode: BarrierDevice, Capturable: true},
-		{Mode: BarrierHost, Capturable: false, Reason: "the host barrier synchronises the stream and waits on the CPU"},
-		{Mode: BarrierNone, Capturable: true},
+		{Mode: irismodel.BarrierDevice, Capturable: true},
+		{Mode: irismodel.BarrierHost, Capturable: false, Reason: "the host barrier synchronises the stream and waits on the CPU"},
+		{Mode: irismodel.BarrierNone, Capturable: true},
 	}, two.Capture)
 
 	assert.Equal(t, []Kernel{
-		{Name: "irisgen_red_one_bf16_max", DType: BF16, Op: OpMax},
-		{Name: "irisgen_red_one_bf16_sum", DType: BF16, Op: OpSum},
-		{Name: "irisgen_red_one_f32_max", DType: F32, Op: OpMax},
-		{Name: "irisgen_red_one_f32_sum", DType: F32, Op: OpSum},
+		{Name: "irisgen_red_one_bf16_max", DType: irismodel.BF16, Op: OpMax},
+		{Name: "irisgen_red_one_bf16_sum", DType: irismodel.BF16, Op: OpSum},
+		{Name: "irisgen_red_one_f32_max", DType: irismodel.F32, Op: OpMax},
+		{Name: "irisgen_red_one_f32_sum", DType: irismodel.F32, Op: OpSum},
 	}, one.Kernels)
 }
 
@@ -138,7 +139,7 @@ func TestCompileCatalogue(t *testing.T) {
 	require.NotNil(t, ag)
 	assert.Equal(t, "specs/all_gather.yaml", ag.SpecFile)
 	assert.Equal(t, []string{"n"}, ag.Symbols)
-	assert.Equal(t, "[world, n]", ag.Tensor("output").ShapeString())
+	assert.Equal(t, "[world, n]", ag.ShapeString(ag.Tensor("output")))
 	push, pull := ag.Variant("push"), ag.Variant("pull")
 	require.NotNil(t, push)
 	require.NotNil(t, pull)
@@ -160,7 +161,7 @@ func TestCompileCatalogue(t *testing.T) {
 	dev := b.Variant("device")
 	require.NotNil(t, dev)
 	assert.Equal(t, []Kernel{{Name: "irisgen_barrier_device"}}, dev.Kernels)
-	assert.Equal(t, []BarrierMode{BarrierDevice, BarrierHost}, dev.Barriers)
+	assert.Equal(t, []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost}, dev.Barriers)
 	assert.Empty(t, dev.Uses)
 }
 
@@ -226,10 +227,4 @@ func TestCompileAll(t *testing.T) {
 func TestCompileNilTemplates(t *testing.T) {
 	_, err := Compile("s.yaml", []byte("name: a\nsummary: s\nvariants:\n  v: {template: t_a}\n"), nil)
 	assert.EqualError(t, err, `s.yaml:4:17: error: template "t_a" of variant "v" not found: there is no templates/t_a.hip.tmpl (add the file or name an existing template)`)
-}
-
-func TestKernelName(t *testing.T) {
-	assert.Equal(t, "irisgen_all_gather_push_f32", KernelName("all_gather", "push", F32, OpNone))
-	assert.Equal(t, "irisgen_all_reduce_one_shot_bf16_sum", KernelName("all_reduce", "one_shot", BF16, OpSum))
-	assert.Equal(t, "irisgen_barrier_device", KernelName("barrier", "device", "", OpNone))
 }

@@ -2,12 +2,14 @@ package ir
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/irisgen/irisgen/internal/diag"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // FuzzCompile checks that no input makes Compile panic or stall, and that
@@ -129,13 +131,13 @@ func checkCollective(t *testing.T, c *Collective) {
 	}
 	// Parameters: distinct names, none a size or tensor; a range only on an
 	// int, never empty; every tensor's ranks a rank parameter.
-	names := map[string]bool{SymWorld: true, SymBlocks: true}
+	names := map[string]bool{irismodel.WorldSymbol: true, irismodel.BlocksSymbol: true}
 	for _, s := range c.Symbols {
 		names[s] = true
 	}
 	for _, p := range c.Params {
-		if names[p.Name] || (p.Type != ParamInt && (p.Min != nil || p.Max != nil)) ||
-			(p.Min != nil && p.Max != nil && *p.Min > *p.Max) {
+		if names[p.Name] || (p.Kind != irismodel.ParamInt && (p.Min != math.MinInt64 || p.Max != math.MaxInt64)) ||
+			p.Min > p.Max {
 			t.Fatalf("bad parameter %+v", p)
 		}
 		names[p.Name] = true
@@ -144,11 +146,11 @@ func checkCollective(t *testing.T, c *Collective) {
 		if names[tn.Name] {
 			t.Fatalf("tensor %q has the name of a size or parameter", tn.Name)
 		}
-		if p := c.Param(tn.Ranks); tn.Ranks != "" && (p == nil || p.Type != ParamRank || tn.Optional || tn.Dir == Workspace) {
-			t.Fatalf("tensor %q: bad ranks %q", tn.Name, tn.Ranks)
+		if p := c.Param(tn.Owner); tn.Owner != "" && (p == nil || p.Kind != irismodel.ParamRank || tn.Optional || tn.Dir == irismodel.Workspace) {
+			t.Fatalf("tensor %q: bad ranks %q", tn.Name, tn.Owner)
 		}
 	}
-	symbols := map[string]bool{ArgsStructName(c.Name): true, SpecHashSymbol(c.Name): true}
+	symbols := map[string]bool{ArgsStructName(c.Name): true, irismodel.SpecHashSymbol(c.Name): true}
 	claim := func(s string) {
 		if symbols[s] {
 			t.Fatalf("HIP symbol %s generated twice", s)
@@ -168,7 +170,7 @@ func checkCollective(t *testing.T, c *Collective) {
 			if u.Tensor != c.Tensors[i] || u.Rule != Classify(RoleOf(u.Tensor), u.Access) || u.Placement != u.Rule.Placement || u.Rule.Refused != NotRefused {
 				t.Fatalf("variant %q: bad use %d: %+v", v.Name, i, u)
 			}
-			if (u.Owned != nil) != (u.Tensor.Ranks != "") || u.Owned != nil && (u.Owned != ClassifyOwned(RoleOf(u.Tensor), u.Access) ||
+			if (u.Owned != nil) != (u.Tensor.Owner != "") || u.Owned != nil && (u.Owned != ClassifyOwned(RoleOf(u.Tensor), u.Access) ||
 				u.Owned.Refused != OwnedOK || u.Exchanged() != u.Access.Remote()) {
 				t.Fatalf("variant %q: bad owned use %d: %+v", v.Name, i, u)
 			}

@@ -1,8 +1,7 @@
 package ir
 
 import (
-	"math/bits"
-	"strings"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // Variant returns the variant called name, or nil.
@@ -44,66 +43,12 @@ func (c *Collective) UserTensors() []*Tensor {
 // its plans and kernels take an op).
 func (c *Collective) Reduces() bool { return len(c.Ops) > 0 }
 
-// User reports whether the caller passes the tensor to a launch; workspace
-// tensors are allocated by the plan instead.
-func (t *Tensor) User() bool { return t.Dir != Workspace }
+// ShapeString is t's shape as written in the spec, e.g. "[world, n]".
+func (c *Collective) ShapeString(t *Tensor) string { return t.Shape.String(c.Symbols) }
 
-// ElemType is the tensor's element type in a kernel for data type dt: its
-// fixed DType when it has one, else dt.
-func (t *Tensor) ElemType(dt DType) DType {
-	if t.DType != "" {
-		return t.DType
-	}
-	return dt
-}
-
-// DTypeList joins dtypes with sep, e.g. "i64 or i32".
-func DTypeList(ds []DType, sep string) string {
-	s := make([]string, len(ds))
-	for i, d := range ds {
-		s[i] = string(d)
-	}
-	return strings.Join(s, sep)
-}
-
-// ShapeString is the shape as written in the spec, e.g. "[world, n]".
-func (t *Tensor) ShapeString() string {
-	return "[" + t.dims(", ") + "]"
-}
-
-// NumelString is the element count as a product for messages and comments,
+// NumelString is t's element count as a product for messages and comments,
 // e.g. "world*n".
-func (t *Tensor) NumelString() string { return t.dims("*") }
-
-func (t *Tensor) dims(sep string) string {
-	parts := make([]string, len(t.Shape))
-	for i, d := range t.Shape {
-		parts[i] = d.String()
-	}
-	return strings.Join(parts, sep)
-}
-
-// Numel evaluates the element count, taking each symbol's value from size
-// (world, blocks and the user sizes). ok is false when a value is negative
-// or the product does not fit in an int64.
-func (t *Tensor) Numel(size func(symbol string) int64) (n int64, ok bool) {
-	n = 1
-	for _, d := range t.Shape {
-		f := d.Const
-		if d.Symbol != "" {
-			f = size(d.Symbol)
-		}
-		if f < 0 {
-			return 0, false
-		}
-		hi, lo := bits.Mul64(uint64(n), uint64(f))
-		if hi != 0 || lo > 1<<63-1 {
-			return 0, false
-		}
-		n = int64(lo)
-	}
-	return n, true
-}
+func (c *Collective) NumelString(t *Tensor) string { return t.Shape.Product(c.Symbols) }
 
 // Use returns how the variant touches the tensor called name, or nil.
 func (v *Variant) Use(name string) *Use {
@@ -116,7 +61,7 @@ func (v *Variant) Use(name string) *Use {
 }
 
 // Supports reports whether a launch of the variant may ask for mode.
-func (v *Variant) Supports(mode BarrierMode) bool {
+func (v *Variant) Supports(mode irismodel.Barrier) bool {
 	for _, m := range v.Barriers {
 		if m == mode {
 			return true
@@ -126,11 +71,11 @@ func (v *Variant) Supports(mode BarrierMode) bool {
 }
 
 // DefaultBarrier is the mode a launch gets when it asks for none.
-func (v *Variant) DefaultBarrier() BarrierMode { return v.Barriers[0] }
+func (v *Variant) DefaultBarrier() irismodel.Barrier { return v.Barriers[0] }
 
 // CaptureOf returns the capture claim of mode; ok is false when the variant
 // does not support mode.
-func (v *Variant) CaptureOf(mode BarrierMode) (c Capture, ok bool) {
+func (v *Variant) CaptureOf(mode irismodel.Barrier) (c Capture, ok bool) {
 	for _, c := range v.Capture {
 		if c.Mode == mode {
 			return c, true
@@ -141,7 +86,7 @@ func (v *Variant) CaptureOf(mode BarrierMode) (c Capture, ok bool) {
 
 // Kernel returns the entry point for dt and op (dt "" for a collective
 // without dtypes, OpNone for one without ops).
-func (v *Variant) Kernel(dt DType, op Op) (Kernel, bool) {
+func (v *Variant) Kernel(dt irismodel.DType, op Op) (Kernel, bool) {
 	for _, k := range v.Kernels {
 		if k.DType == dt && k.Op == op {
 			return k, true
@@ -161,7 +106,7 @@ func (v *Variant) AliasPairs() [][2]*Tensor {
 	for i, a := range v.Uses {
 		for _, b := range v.Uses[i+1:] {
 			ta, tb := a.Tensor, b.Tensor
-			if ta.User() && tb.User() && (ta.Dir != In || tb.Dir != In) {
+			if ta.User() && tb.User() && (ta.Dir != irismodel.In || tb.Dir != irismodel.In) {
 				pairs = append(pairs, [2]*Tensor{ta, tb})
 			}
 		}
@@ -174,5 +119,5 @@ func (v *Variant) AliasPairs() [][2]*Tensor {
 // wrapper checks such a pair with irisrt.CheckInPlace (the same tensor or
 // disjoint) and every other pair of AliasPairs with irisrt.CheckNoAlias.
 func (v *Variant) InPlace(a, b *Tensor) bool {
-	return v.Aliasing == AliasAllow && (a.Dir == In) != (b.Dir == In)
+	return v.Aliasing == AliasAllow && (a.Dir == irismodel.In) != (b.Dir == irismodel.In)
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,52 +24,55 @@ func TestHelpers(t *testing.T) {
 	assert.Equal(t, []string{"input", "output", "acc", "ids"}, users)
 	assert.False(t, c.Tensor("flags").User())
 
-	assert.Equal(t, BF16, c.Tensor("input").ElemType(BF16))
-	assert.Equal(t, I32, c.Tensor("ids").ElemType(BF16), "a fixed dtype wins")
+	assert.Equal(t, irismodel.BF16, c.Tensor("input").ElemType(irismodel.BF16))
+	assert.Equal(t, irismodel.I32, c.Tensor("ids").ElemType(irismodel.BF16), "a fixed dtype wins")
 
 	out := c.Tensor("output")
-	assert.Equal(t, "[world, n]", out.ShapeString())
-	assert.Equal(t, "world*n", out.NumelString())
-	assert.Equal(t, "[k, 2]", c.Tensor("acc").ShapeString())
+	assert.Equal(t, "[world, n]", c.ShapeString(out))
+	assert.Equal(t, "world*n", c.NumelString(out))
+	assert.Equal(t, "[k, 2]", c.ShapeString(c.Tensor("acc")))
 
-	sizes := map[string]int64{"world": 8, "n": 1000, "k": 3, "blocks": 16}
-	get := func(s string) int64 { return sizes[s] }
-	n, ok := out.Numel(get)
+	numel := func(tn *Tensor, n int64) (int64, bool) {
+		vals := map[string]int64{"n": n, "k": 3}
+		sizes := make([]int64, len(c.Symbols))
+		for i, s := range c.Symbols {
+			sizes[i] = vals[s]
+		}
+		return tn.Shape.Numel(8, 16, sizes)
+	}
+	n, ok := numel(out, 1000)
 	assert.True(t, ok)
 	assert.EqualValues(t, 8000, n)
-	n, ok = c.Tensor("acc").Numel(get)
+	n, ok = numel(c.Tensor("acc"), 1000)
 	assert.True(t, ok)
 	assert.EqualValues(t, 6, n)
-	sizes["n"] = math.MaxInt64 / 4
-	_, ok = out.Numel(get)
+	_, ok = numel(out, math.MaxInt64/4)
 	assert.False(t, ok, "overflow")
-	sizes["n"] = -1
-	_, ok = out.Numel(get)
+	_, ok = numel(out, -1)
 	assert.False(t, ok, "negative size")
-	sizes["n"] = 0
-	n, ok = out.Numel(get)
+	n, ok = numel(out, 0)
 	assert.True(t, ok)
 	assert.EqualValues(t, 0, n)
 
 	one, two := c.Variant("one"), c.Variant("two")
 	assert.Nil(t, one.Use("nope"))
 	assert.Equal(t, RemoteRead, one.Use("input").Access)
-	assert.True(t, one.Supports(BarrierNone))
-	assert.False(t, one.Supports(BarrierHost))
-	assert.Equal(t, BarrierNone, one.DefaultBarrier())
-	assert.Equal(t, BarrierDevice, two.DefaultBarrier())
+	assert.True(t, one.Supports(irismodel.BarrierNone))
+	assert.False(t, one.Supports(irismodel.BarrierHost))
+	assert.Equal(t, irismodel.BarrierNone, one.DefaultBarrier())
+	assert.Equal(t, irismodel.BarrierDevice, two.DefaultBarrier())
 
-	cp, ok := two.CaptureOf(BarrierHost)
+	cp, ok := two.CaptureOf(irismodel.BarrierHost)
 	assert.True(t, ok)
 	assert.False(t, cp.Capturable)
 	assert.Equal(t, HostCaptureReason, cp.Reason)
-	_, ok = one.CaptureOf(BarrierHost)
+	_, ok = one.CaptureOf(irismodel.BarrierHost)
 	assert.False(t, ok)
 
-	k, ok := one.Kernel(F32, OpSum)
+	k, ok := one.Kernel(irismodel.F32, OpSum)
 	assert.True(t, ok)
 	assert.Equal(t, "irisgen_red_one_f32_sum", k.Name)
-	_, ok = one.Kernel(F16, OpSum)
+	_, ok = one.Kernel(irismodel.F16, OpSum)
 	assert.False(t, ok)
 
 	var pairs [][2]string
@@ -97,7 +101,7 @@ variants:
 `, testTemplates())
 	assert.False(t, c.Reduces())
 	require.Len(t, c.Variants, 1)
-	k, ok := c.Variants[0].Kernel("", OpNone)
+	k, ok := c.Variants[0].Kernel(0, OpNone)
 	assert.True(t, ok)
 	assert.Equal(t, "irisgen_b_device", k.Name)
 }

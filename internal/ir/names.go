@@ -3,6 +3,8 @@ package ir
 import (
 	"fmt"
 	"strings"
+
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // The names a spec chooses become file names, HIP symbols and Go
@@ -32,9 +34,6 @@ const (
 
 // ArgsStructName is the C name of a collective's kernel argument struct.
 func ArgsStructName(collective string) string { return "irisgen_" + collective + "_args" }
-
-// SpecHashSymbol is the device symbol holding a collective's spec hash.
-func SpecHashSymbol(collective string) string { return "irisgen_spec_hash_" + collective }
 
 // PreludeNamespace is the namespace of a variant's template prelude. The
 // suffix keeps it apart from the variant's kernel when the collective has
@@ -124,7 +123,7 @@ func (b *builder) hipSymbols(c *Collective) {
 		return true
 	}
 	claim(ArgsStructName(c.Name), "the kernel argument struct", c.Pos)
-	claim(SpecHashSymbol(c.Name), "the spec hash symbol", c.Pos)
+	claim(irismodel.SpecHashSymbol(c.Name), "the spec hash symbol", c.Pos)
 	for _, v := range c.Variants {
 		if !claim(PreludeNamespace(c.Name, v.Name), fmt.Sprintf("the prelude namespace of variant %q", v.Name), v.Pos) {
 			continue

@@ -3,6 +3,8 @@ package ir
 import (
 	"fmt"
 	"strings"
+
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // The rule table: what irisgen derives for one tensor of one variant from
@@ -30,9 +32,9 @@ var Roles = []Role{RoleIn, RoleInOptional, RoleOut, RoleInOut, RoleWorkspace}
 // RoleOf is the role of t.
 func RoleOf(t *Tensor) Role {
 	switch {
-	case t.Dir == In && t.Optional:
+	case t.Dir == irismodel.In && t.Optional:
 		return RoleInOptional
-	case t.Dir == Workspace:
+	case t.Dir == irismodel.Workspace:
 		return RoleWorkspace
 	}
 	return Role(t.Dir)

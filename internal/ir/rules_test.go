@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/irisgen/irisgen/internal/diag"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // allAccessSets is every subset of the five access kinds (0 is none).
@@ -157,9 +158,9 @@ func TestRuleTableInTheIR(t *testing.T) {
 					assert.Equal(t, w.placement, u.Placement, name)
 					assert.Equal(t, Classify(r, a), u.Rule, name)
 					assert.Equal(t, []Capture{
-						{Mode: BarrierDevice, Capturable: true},
-						{Mode: BarrierHost, Reason: HostCaptureReason},
-						{Mode: BarrierNone, Capturable: true},
+						{Mode: irismodel.BarrierDevice, Capturable: true},
+						{Mode: irismodel.BarrierHost, Reason: HostCaptureReason},
+						{Mode: irismodel.BarrierNone, Capturable: true},
 					}, v.Capture, name)
 					if r != RoleWorkspace {
 						require.Len(t, v.AliasPairs(), 1, name)
@@ -276,7 +277,7 @@ func TestOwnedTableInTheIR(t *testing.T) {
 			if base.refused == NotRefused && refused == OwnedOK {
 				require.NoError(t, err, name)
 				u := c.Variants[0].Use("x")
-				assert.Equal(t, "root", u.Tensor.Ranks, name)
+				assert.Equal(t, "root", u.Tensor.Owner, name)
 				assert.Equal(t, ClassifyOwned(r, a), u.Owned, name)
 				assert.Equal(t, exchange, u.Exchanged(), name)
 				assert.Nil(t, c.Variants[0].Use("y").Owned, "%s: y is every rank's", name)

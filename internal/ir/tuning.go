@@ -24,6 +24,7 @@ import (
 	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/internal/spec"
 	"github.com/irisgen/irisgen/internal/tuning"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // TuningDir is where tuning tables live under the specs directory.
@@ -116,8 +117,8 @@ func ParseTuning(file string, src []byte, c *Collective) (*Auto, diag.List) {
 		rd.Errorf(collective.Pos, "collective %q, but the file is named after %q; they must agree", collective.Value, c.Name)
 	}
 	a.Measured = measured.Value
-	if v := c.Variant(AutoVariant); v != nil {
-		rd.Errorf(v.Pos, "variant %q is the name of the tuned variant, and %s has a tuning table; rename the variant", AutoVariant, file)
+	if v := c.Variant(irismodel.AutoVariant); v != nil {
+		rd.Errorf(v.Pos, "variant %q is the name of the tuned variant, and %s has a tuning table; rename the variant", irismodel.AutoVariant, file)
 	}
 	if rules != nil {
 		items, ok := rd.Seq(rules, "rules", "a non-empty list of {world, max_bytes, variant}")

@@ -12,6 +12,7 @@ import (
 	"slices"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -54,7 +55,7 @@ type Pair struct {
 // New makes the plans of the pair in entries for data type dt and sizes
 // (t, h, k, e, cap) and allocates every tensor on r's heap, each in its own
 // dtype (index tensors in their first). Collective, like the plans.
-func New(r *irisrt.Rank, entries []irisrt.Entry, dt irisrt.DType, sizes []int64) (*Pair, error) {
+func New(r *irisrt.Rank, entries []irisrt.Entry, dt irismodel.DType, sizes []int64) (*Pair, error) {
 	disp, comb, ok := Find(entries)
 	if !ok {
 		return nil, fmt.Errorf("moe pair: the package has no %s/%s or %s/%s", Dispatch, Variant, Combine, Variant)
@@ -106,7 +107,7 @@ func (p *Pair) Expert(s gpu.Stream) error {
 }
 
 // Launch enqueues dispatch, the identity expert and combine on s in mode.
-func (p *Pair) Launch(s gpu.Stream, mode irisrt.Barrier) error {
+func (p *Pair) Launch(s gpu.Stream, mode irismodel.Barrier) error {
 	if err := p.Dispatch.LaunchTensors(s, p.DispatchArgs, mode); err != nil {
 		return err
 	}

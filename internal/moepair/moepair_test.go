@@ -10,6 +10,7 @@ import (
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu/fakekernels"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -31,7 +32,7 @@ func TestPair(t *testing.T) {
 	sizes := []int64{tk, h, k, e, cp}
 	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
 		free := r.Heap().FreeBytesLeft()
-		pair, err := New(r, collectives.Catalogue, irisrt.BF16, sizes)
+		pair, err := New(r, collectives.Catalogue, irismodel.BF16, sizes)
 		if err != nil {
 			return err
 		}
@@ -44,8 +45,8 @@ func TestPair(t *testing.T) {
 			assert.Equal(t, ts[name], pair.CombineArgs[1+i], name)
 		}
 		assert.Equal(t, ts["expert_out"], pair.CombineArgs[0])
-		assert.Equal(t, irisrt.I64, ts["ids"].DType)
-		assert.Equal(t, irisrt.F32, ts["weights"].DType)
+		assert.Equal(t, irismodel.I64, ts["ids"].DType)
+		assert.Equal(t, irismodel.F32, ts["weights"].DType)
 		assert.Equal(t, int64(2*cp*h), ts["recv_tokens"].Len)
 		assert.Equal(t, int64(k*2*cp*h), ts["expert_out"].Len)
 		assert.Equal(t, int64(2*cp*k), ts["recv_ids"].Len)
@@ -82,7 +83,7 @@ func TestPair(t *testing.T) {
 		if err := r.HostBarrier(s); err != nil {
 			return err
 		}
-		if err := pair.Launch(s, irisrt.BarrierDevice); err != nil {
+		if err := pair.Launch(s, irismodel.BarrierDevice); err != nil {
 			return err
 		}
 		if err := r.HostBarrier(s); err != nil {
@@ -106,7 +107,7 @@ func TestPair(t *testing.T) {
 func TestPairSizes(t *testing.T) {
 	w, _ := fakeWorld(t)
 	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
-		_, err := New(r, collectives.Catalogue, irisrt.BF16, []int64{1, 2, 3})
+		_, err := New(r, collectives.Catalogue, irismodel.BF16, []int64{1, 2, 3})
 		assert.ErrorContains(t, err, "3 sizes, want 5")
 		return nil
 	}))
@@ -138,16 +139,16 @@ func TestEntryAlloc(t *testing.T) {
 	require.True(t, ok)
 	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
 		free := r.Heap().FreeBytesLeft()
-		ts, release, err := e.Alloc(r, irisrt.F16, []int64{5, 16, 2, 8, 10})
+		ts, release, err := e.Alloc(r, irismodel.F16, []int64{5, 16, 2, 8, 10})
 		if err != nil {
 			return err
 		}
 		require.Len(t, ts, len(e.Tensors))
 		for i, ti := range e.Tensors {
-			assert.Equal(t, ti.ElemType(irisrt.F16), ts[i].DType, ti.Name)
+			assert.Equal(t, ti.ElemType(irismodel.F16), ts[i].DType, ti.Name)
 			assert.Equal(t, ti.Numel(2, []int64{5, 16, 2, 8, 10}), ts[i].Len, ti.Name)
 		}
-		assert.Equal(t, irisrt.I64, ts[1].DType, "ids: the first index type")
+		assert.Equal(t, irismodel.I64, ts[1].DType, "ids: the first index type")
 		release()
 		assert.Equal(t, free, r.Heap().FreeBytesLeft())
 		return nil

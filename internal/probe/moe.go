@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/irisgen/irisgen/internal/moepair"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -26,7 +27,7 @@ const (
 // its probe of one case.
 type scenario struct {
 	needs, owns []string
-	probe       func(st *stepper, res Result, mode irisrt.Barrier, dt irisrt.DType, cfg Config) (Result, error)
+	probe       func(st *stepper, res Result, mode irismodel.Barrier, dt irismodel.DType, cfg Config) (Result, error)
 }
 
 // scenarios are the probe's: the MoE pair.
@@ -55,7 +56,7 @@ func applicable(entries []irisrt.Entry) []scenario {
 // 1/64 of magnitude at most 2, exact in every dt. Dispatch alone cannot be
 // compared byte for byte with an eager launch: the order of received rows
 // depends on which block takes a row first.
-func probeMoE(st *stepper, res Result, mode irisrt.Barrier, dt irisrt.DType, cfg Config) (Result, error) {
+func probeMoE(st *stepper, res Result, mode irismodel.Barrier, dt irismodel.DType, cfg Config) (Result, error) {
 	r := st.r
 	experts := int64(moePerRank * r.World())
 	var pair *moepair.Pair
@@ -82,7 +83,7 @@ func probeMoE(st *stepper, res Result, mode irisrt.Barrier, dt irisrt.DType, cfg
 	out := tensors["output"]
 	for k := 0; k < cfg.Replays; k++ {
 		x := eighths(dt, moeTokens*moeHidden, rng)
-		wts := eighths(irisrt.F32, moeTokens*moeK, rng)
+		wts := eighths(irismodel.F32, moeTokens*moeK, rng)
 		ids := make([]byte, 8*moeTokens*moeK)
 		for i := range moeTokens * moeK {
 			binary.LittleEndian.PutUint64(ids[8*i:], uint64(rng.Int64N(experts)))
@@ -121,7 +122,7 @@ func probeMoE(st *stepper, res Result, mode irisrt.Barrier, dt irisrt.DType, cfg
 
 // moeMismatch returns the first element of out (dt) that differs from
 // x (dt) times the sum of its token's moeK weights (f32), or -1.
-func moeMismatch(dt irisrt.DType, out, x, wts []byte) int {
+func moeMismatch(dt irismodel.DType, out, x, wts []byte) int {
 	es := int(dt.Size())
 	for i := range len(out) / es {
 		t := i / moeHidden
@@ -138,8 +139,8 @@ func moeMismatch(dt irisrt.DType, out, x, wts []byte) int {
 }
 
 // decode reads one element of dt.
-func decode(dt irisrt.DType, b []byte) float32 {
-	v, err := irisrt.Decode(dt, b[:dt.Size()])
+func decode(dt irismodel.DType, b []byte) float32 {
+	v, err := irismodel.Decode(dt, b[:dt.Size()])
 	if err != nil {
 		panic(err) // the probe only decodes f32, f16 and bf16
 	}

@@ -28,13 +28,14 @@ import (
 	"unsafe"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // Result is one line of the probe's table.
 type Result struct {
 	Collective, Variant string
-	Mode                irisrt.Barrier
+	Mode                irismodel.Barrier
 	Params              string // the launch parameters captured, e.g. "root=1"; "" for none
 	Claimed             bool   // the generator's derived claim
 	Captured            bool   // the launch was captured into a graph
@@ -108,8 +109,8 @@ func stopped(c probeCase, err error) error {
 
 type probeCase struct {
 	e      irisrt.Entry
-	mode   irisrt.Barrier
-	params []irisrt.Param
+	mode   irismodel.Barrier
+	params []irismodel.Param
 	// scenario, when set, probes the case instead of the comparison with
 	// an eager launch.
 	scenario *scenario
@@ -142,15 +143,15 @@ func cases(cfg Config, world int) []probeCase {
 // paramSets are the two sets of parameter values a variant with
 // parameters is captured with (Entry.SampleParams 0 and 1), one empty set
 // for a variant without parameters.
-func paramSets(e irisrt.Entry, world int) [][]irisrt.Param {
+func paramSets(e irisrt.Entry, world int) [][]irismodel.Param {
 	if len(e.Params) == 0 {
-		return [][]irisrt.Param{nil}
+		return [][]irismodel.Param{nil}
 	}
-	return [][]irisrt.Param{e.SampleParams(world, 0), e.SampleParams(world, 1)}
+	return [][]irismodel.Param{e.SampleParams(world, 0), e.SampleParams(world, 1)}
 }
 
 // paramText names the values of ps, e.g. "src=0 dst=1".
-func paramText(e irisrt.Entry, ps []irisrt.Param) string {
+func paramText(e irisrt.Entry, ps []irismodel.Param) string {
 	parts := make([]string, len(ps))
 	for i, p := range ps {
 		parts[i] = e.Params[i].Name + "=" + p.String()
@@ -208,7 +209,7 @@ func agreeCapture(st *stepper, res Result, ok bool) (_ Result, done bool, fatal 
 func probe(st *stepper, c probeCase, cfg Config) (Result, error) {
 	r, e, mode, ps := st.r, c.e, c.mode, c.params
 	res := Result{Collective: e.Collective, Variant: e.Variant, Mode: mode, Params: paramText(e, ps), Claimed: slices.Contains(e.Capturable, mode)}
-	dt := irisrt.BF16
+	dt := irismodel.BF16
 	if len(e.DTypes) > 0 && !slices.Contains(e.DTypes, dt) {
 		dt = e.DTypes[0]
 	}
@@ -420,18 +421,18 @@ func get(r *irisrt.Rank, t irisrt.Tensor) ([]byte, error) {
 }
 
 // eighths returns n random multiples of 1/8 in [-1, 1] encoded as dt.
-func eighths(dt irisrt.DType, n int64, rng *rand.Rand) []byte {
+func eighths(dt irismodel.DType, n int64, rng *rand.Rand) []byte {
 	b := make([]byte, n*dt.Size())
 	for i := int64(0); i < n; i++ {
 		f := float32(rng.IntN(17)-8) / 8
 		bits := math.Float32bits(f)
 		switch dt {
-		case irisrt.F32:
+		case irismodel.F32:
 			binary.LittleEndian.PutUint32(b[i*4:], bits)
-		case irisrt.BF16:
+		case irismodel.BF16:
 			binary.LittleEndian.PutUint16(b[i*2:], uint16(bits>>16))
-		case irisrt.F16:
-			binary.LittleEndian.PutUint16(b[i*2:], irisrt.F32ToF16(f)) // exact: multiples of 1/8
+		case irismodel.F16:
+			binary.LittleEndian.PutUint16(b[i*2:], irismodel.F32ToF16(f)) // exact: multiples of 1/8
 		default: // index types: small non-negative integers (b is zeroed)
 			b[i*dt.Size()] = byte(rng.IntN(4))
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu/fakekernels"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -26,14 +27,14 @@ import (
 // exact halves.
 func TestEighthsInHalf(t *testing.T) {
 	for k, want := range map[int]uint16{8: 0x3c00, 1: 0x3000, -8: 0xbc00, 0: 0, 3: 0x3600, -5: 0xb900} {
-		require.Equal(t, want, irisrt.F32ToF16(float32(k)/8), "k=%d", k)
-		require.Equal(t, float32(k)/8, irisrt.F16ToF32(want), "k=%d", k)
+		require.Equal(t, want, irismodel.F32ToF16(float32(k)/8), "k=%d", k)
+		require.Equal(t, float32(k)/8, irismodel.F16ToF32(want), "k=%d", k)
 	}
 }
 
 func TestEighths(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	b := eighths(irisrt.BF16, 1000, rng)
+	b := eighths(irismodel.BF16, 1000, rng)
 	require.Len(t, b, 2000)
 	for i := 0; i < 1000; i++ {
 		h := binary.LittleEndian.Uint16(b[2*i:])
@@ -57,10 +58,10 @@ func TestFirstDiff(t *testing.T) {
 }
 
 func TestMoEReference(t *testing.T) {
-	for _, dt := range []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16} {
+	for _, dt := range []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16} {
 		rng := rand.New(rand.NewPCG(3, 4))
 		x := eighths(dt, moeTokens*moeHidden, rng)
-		wts := eighths(irisrt.F32, moeTokens*moeK, rng)
+		wts := eighths(irismodel.F32, moeTokens*moeK, rng)
 		// The exact product, encoded like the GPU would round it.
 		out := make([]byte, len(x))
 		es := int(dt.Size())
@@ -68,7 +69,7 @@ func TestMoEReference(t *testing.T) {
 			tok := i / moeHidden
 			var sum float32
 			for j := range moeK {
-				sum += decode(irisrt.F32, wts[4*(tok*moeK+j):])
+				sum += decode(irismodel.F32, wts[4*(tok*moeK+j):])
 			}
 			encode(t, dt, out[i*es:], decode(dt, x[i*es:])*sum)
 		}
@@ -79,17 +80,17 @@ func TestMoEReference(t *testing.T) {
 }
 
 // encode writes v (exactly representable in dt) as dt.
-func encode(t *testing.T, dt irisrt.DType, b []byte, v float32) {
+func encode(t *testing.T, dt irismodel.DType, b []byte, v float32) {
 	bits := math.Float32bits(v)
 	switch dt {
-	case irisrt.F32:
+	case irismodel.F32:
 		binary.LittleEndian.PutUint32(b, bits)
-	case irisrt.BF16:
+	case irismodel.BF16:
 		require.Zero(t, bits&0xffff, "%g is not exact in bf16", v)
 		binary.LittleEndian.PutUint16(b, uint16(bits>>16))
-	case irisrt.F16:
-		binary.LittleEndian.PutUint16(b, irisrt.F32ToF16(v))
-		require.Equal(t, v, decode(irisrt.F16, b), "%g is not exact in f16", v)
+	case irismodel.F16:
+		binary.LittleEndian.PutUint16(b, irismodel.F32ToF16(v))
+		require.Equal(t, v, decode(irismodel.F16, b), "%g is not exact in f16", v)
 	}
 }
 
@@ -299,7 +300,7 @@ func TestParamSets(t *testing.T) {
 	require.Equal(t, []string{"src=0 dst=1", "src=1 dst=2"}, text(entry("send_recv"), 4))
 	require.Equal(t, []string{"offset=1", "offset=-1"}, text(entry("shift"), 2))
 	require.Equal(t, []string{""}, text(entry("all_gather"), 2))
-	bounded := irisrt.Entry{Params: []irisrt.ParamDesc{{Name: "k", Kind: irisrt.ParamInt, Min: 2, Max: 8}, {Name: "eps", Kind: irisrt.ParamF32}}}
+	bounded := irisrt.Entry{Params: []irismodel.ParamDesc{{Name: "k", Kind: irismodel.ParamInt, Min: 2, Max: 8}, {Name: "eps", Kind: irismodel.ParamF32}}}
 	require.Equal(t, []string{"k=2 eps=1", "k=2 eps=0.5"}, text(bounded, 2))
 }
 

@@ -4,41 +4,16 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func TestDType(t *testing.T) {
-	sizes := map[DType]int64{F32: 4, F16: 2, BF16: 2, I32: 4, I64: 8, U64: 8}
-	for d, n := range sizes {
-		assert.Equal(t, n, d.Size(), d.String())
-		back, err := ParseDType(d.String())
-		require.NoError(t, err)
-		assert.Equal(t, d, back)
-	}
-	assert.Equal(t, "bf16", BF16.String())
-	assert.False(t, DType(0).Valid())
-	assert.Equal(t, int64(0), DType(0).Size())
-	_, err := ParseDType("f64")
-	assert.Error(t, err)
-}
-
-func TestBarrierNames(t *testing.T) {
-	assert.Equal(t, Barrier(0), BarrierDevice, "the zero value is the device barrier")
-	for _, b := range []Barrier{BarrierDevice, BarrierHost, BarrierNone} {
-		back, err := ParseBarrier(b.String())
-		require.NoError(t, err)
-		assert.Equal(t, b, back)
-	}
-	_, err := ParseBarrier("nccl")
-	assert.Error(t, err)
-}
-
 func TestTensorSliceAndOverlap(t *testing.T) {
-	x := Tensor{Ptr: 0x1000, DType: F32, Len: 100}
+	x := Tensor{Ptr: 0x1000, DType: irismodel.F32, Len: 100}
 	assert.Equal(t, int64(400), x.Bytes())
 	s := x.Slice(10, 20)
-	assert.Equal(t, Tensor{Ptr: 0x1000 + 40, DType: F32, Len: 20}, s)
+	assert.Equal(t, Tensor{Ptr: 0x1000 + 40, DType: irismodel.F32, Len: 20}, s)
 	assert.Equal(t, int64(0), x.Slice(100, 0).Len)
 	assert.Panics(t, func() { x.Slice(90, 11) })
 	assert.Panics(t, func() { x.Slice(-1, 1) })
@@ -48,30 +23,30 @@ func TestTensorSliceAndOverlap(t *testing.T) {
 	assert.True(t, s.Overlaps(x))
 	assert.False(t, x.Slice(0, 10).Overlaps(x.Slice(10, 10)), "adjacent slices do not overlap")
 	assert.False(t, x.Overlaps(x.Slice(5, 0)), "empty tensors overlap nothing")
-	big := Tensor{Ptr: 1 << 40, DType: U64, Len: 1 << 30}
-	assert.True(t, big.Overlaps(Tensor{Ptr: 1<<40 + 8<<30 - 8, DType: U64, Len: 1}), "64-bit ends")
-	assert.False(t, big.Overlaps(Tensor{Ptr: 1<<40 + 8<<30, DType: U64, Len: 1}))
+	big := Tensor{Ptr: 1 << 40, DType: irismodel.U64, Len: 1 << 30}
+	assert.True(t, big.Overlaps(Tensor{Ptr: 1<<40 + 8<<30 - 8, DType: irismodel.U64, Len: 1}), "64-bit ends")
+	assert.False(t, big.Overlaps(Tensor{Ptr: 1<<40 + 8<<30, DType: irismodel.U64, Len: 1}))
 }
 
 func TestChecks(t *testing.T) {
-	x := Tensor{Ptr: 0x1000, DType: F16, Len: 8}
-	assert.NoError(t, CheckTensor("op", "x", x, F16, 8))
+	x := Tensor{Ptr: 0x1000, DType: irismodel.F16, Len: 8}
+	assert.NoError(t, CheckTensor("op", "x", x, irismodel.F16, 8))
 	var de *DTypeError
-	require.ErrorAs(t, CheckTensor("op", "x", x, F32, 8), &de)
+	require.ErrorAs(t, CheckTensor("op", "x", x, irismodel.F32, 8), &de)
 	assert.True(t, errors.Is(de, ErrDType))
 	var se *ShapeError
-	require.ErrorAs(t, CheckTensor("op", "x", x, F16, 9), &se)
+	require.ErrorAs(t, CheckTensor("op", "x", x, irismodel.F16, 9), &se)
 	assert.Contains(t, se.Error(), "has 8 elements, want 9")
-	require.ErrorAs(t, CheckTensor("op", "x", Tensor{DType: F16, Len: 8}, F16, 8), &se)
+	require.ErrorAs(t, CheckTensor("op", "x", Tensor{DType: irismodel.F16, Len: 8}, irismodel.F16, 8), &se)
 	assert.Contains(t, se.Error(), "nil device pointer")
 
-	require.NoError(t, CheckTensorOneOf("op", "ids", Tensor{Ptr: 64, DType: I32, Len: 8}, []DType{I64, I32}, 8))
-	require.ErrorAs(t, CheckTensorOneOf("op", "ids", Tensor{Ptr: 64, DType: F32, Len: 8}, []DType{I64, I32}, 8), &de)
+	require.NoError(t, CheckTensorOneOf("op", "ids", Tensor{Ptr: 64, DType: irismodel.I32, Len: 8}, []irismodel.DType{irismodel.I64, irismodel.I32}, 8))
+	require.ErrorAs(t, CheckTensorOneOf("op", "ids", Tensor{Ptr: 64, DType: irismodel.F32, Len: 8}, []irismodel.DType{irismodel.I64, irismodel.I32}, 8), &de)
 	assert.Contains(t, de.Error(), "want i64 or i32")
-	require.ErrorAs(t, CheckTensorOneOf("op", "ids", Tensor{Ptr: 64, DType: I32, Len: 7}, []DType{I64, I32}, 8), &se)
-	require.ErrorAs(t, CheckTensorOneOf("op", "ids", Tensor{DType: I32, Len: 8}, []DType{I64, I32}, 8), &se, "nil pointer")
-	ok := Tensor{Ptr: 64, DType: I32, Len: 8}
-	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = CheckTensorOneOf("op", "ids", ok, []DType{I64, I32}, 8) }),
+	require.ErrorAs(t, CheckTensorOneOf("op", "ids", Tensor{Ptr: 64, DType: irismodel.I32, Len: 7}, []irismodel.DType{irismodel.I64, irismodel.I32}, 8), &se)
+	require.ErrorAs(t, CheckTensorOneOf("op", "ids", Tensor{DType: irismodel.I32, Len: 8}, []irismodel.DType{irismodel.I64, irismodel.I32}, 8), &se, "nil pointer")
+	ok := Tensor{Ptr: 64, DType: irismodel.I32, Len: 8}
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = CheckTensorOneOf("op", "ids", ok, []irismodel.DType{irismodel.I64, irismodel.I32}, 8) }),
 		"the launch path allocates nothing")
 
 	var ae *AliasError
@@ -98,13 +73,13 @@ func TestBlocks(t *testing.T) {
 
 func TestErrorMessagesSayWhatToDo(t *testing.T) {
 	cases := map[error][]string{
-		&PlacementError{Op: "all_gather", Name: "output", Tensor: Tensor{Ptr: 1, DType: F32, Len: 1}}:                           {"allocate it with rank.Heap().Alloc", "an import would silently drop the peers' writes"},
+		&PlacementError{Op: "all_gather", Name: "output", Tensor: Tensor{Ptr: 1, DType: irismodel.F32, Len: 1}}:                 {"allocate it with rank.Heap().Alloc", "an import would silently drop the peers' writes"},
 		&KernelError{Module: "m", Looked: []string{"/a/m.fatbin"}, Command: "make kernels"}:                                     {"/a/m.fatbin", "run `make kernels`"},
 		&KernelError{Package: "x/y", Module: "m", Stale: true, WantHash: "x", GotHash: "y", Command: "go tool irisgen kernels"}: {"of x/y is stale", "go generate", "`go tool irisgen kernels`"},
 		&KernelError{Module: "m"}:                                  {"looked nowhere", "`irisgen kernels`", "IRISGEN_KERNELS"},
 		&HeapError{Want: 10, Size: 100}:                            {"Options.HeapBytes", "IRISGEN_HEAP_BYTES", "100-byte heap"},
 		&BarrierTimeoutError{Rank: 0, Peer: 1, Block: 2, Epoch: 7}: {"rank 1", "block 2", "undefined", "start it again"},
-		&BarrierModeError{Op: "o", Variant: "v", Mode: BarrierHost, Supported: []Barrier{BarrierDevice, BarrierNone}}: {"device, none"},
+		&BarrierModeError{Op: "o", Variant: "v", Mode: irismodel.BarrierHost, Supported: []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierNone}}: {"device, none"},
 	}
 	for err, want := range cases {
 		for _, w := range want {

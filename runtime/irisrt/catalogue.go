@@ -3,6 +3,8 @@ package irisrt
 import (
 	"fmt"
 	"slices"
+
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // Entry is one variant of a generated package as tools that pick variants
@@ -12,15 +14,15 @@ import (
 type Entry struct {
 	Collective string
 	Variant    string
-	DTypes     []DType      // empty: no data type
-	Ops        []string     // empty: does not reduce
-	Sizes      []string     // size parameters, in order
-	Params     []ParamDesc  // launch parameters, in launch order (AnyPlan.LaunchParams)
-	Tensors    []TensorInfo // user tensors, in launch order
+	DTypes     []irismodel.DType     // empty: no data type
+	Ops        []string              // empty: does not reduce
+	Sizes      []string              // size parameters, in order
+	Params     []irismodel.ParamDesc // launch parameters, in launch order (AnyPlan.LaunchParams)
+	Tensors    []TensorInfo          // user tensors, in launch order
 	// Barriers are the modes a launch may ask for (default first);
 	// Capturable those that may be captured.
-	Barriers   []Barrier
-	Capturable []Barrier
+	Barriers   []irismodel.Barrier
+	Capturable []irismodel.Barrier
 
 	v *Variant
 }
@@ -28,13 +30,13 @@ type Entry struct {
 // TensorInfo describes a user tensor of an Entry.
 type TensorInfo struct {
 	Name  string
-	Dir   Dir
+	Dir   irismodel.Dir
 	Shape string // as in the spec, e.g. "[world, n]"
 	// DType is the tensor's fixed element type; 0: the plan's data type.
-	DType DType
+	DType irismodel.DType
 	// IndexDTypes, when set, are the index types a launch may pass (DType
 	// first).
-	IndexDTypes []DType
+	IndexDTypes []irismodel.DType
 	// Optional: a launch may pass the zero Tensor to leave it out.
 	Optional bool
 	// Owner, when set, is the rank parameter whose rank alone uses the
@@ -45,7 +47,7 @@ type TensorInfo struct {
 	// Heap reports whether it must be on the heap (peers write it).
 	Heap bool
 
-	shape []Dim
+	shape irismodel.Shape
 }
 
 // Entries lists every variant of t, in collective and spec order; nil when
@@ -67,7 +69,7 @@ func (t *Table) Entries() []Entry {
 				Barriers: v.Barriers, Capturable: v.Capturable, v: v}
 			for _, ti := range c.user {
 				td := &c.Tensors[ti]
-				e.Tensors = append(e.Tensors, TensorInfo{Name: td.Name, Dir: td.Dir, Shape: c.ShapeString(td.Shape),
+				e.Tensors = append(e.Tensors, TensorInfo{Name: td.Name, Dir: td.Dir, Shape: td.Shape.String(c.sizeNames()),
 					DType: td.DType, IndexDTypes: td.Index, Optional: td.Optional, Owner: td.Owner,
 					Remote: v.Uses[ti] >= UseImport, Heap: v.Uses[ti] == UseHeap, shape: td.Shape})
 			}
@@ -92,7 +94,7 @@ func (e Entry) Descriptor() *Variant { return e.v }
 
 // New makes a plan of the variant (collective, like every plan): dt is
 // ignored without DTypes, op without Ops; sizes are in Sizes order.
-func (e Entry) New(r *Rank, dt DType, op string, sizes []int64) (AnyPlan, error) {
+func (e Entry) New(r *Rank, dt irismodel.DType, op string, sizes []int64) (AnyPlan, error) {
 	p, err := newVariantPlan(r, e.v, dt, op, sizes)
 	if err != nil {
 		return nil, err
@@ -107,20 +109,20 @@ func (e Entry) New(r *Rank, dt DType, op string, sizes []int64) (AnyPlan, error)
 // every rank parameter and, where the range allows, every value: rank
 // parameter i is rank i+1 mod world, an int its least value from -1, an f32
 // 0.5.
-func (e Entry) SampleParams(world, sample int) []Param {
+func (e Entry) SampleParams(world, sample int) []irismodel.Param {
 	if len(e.Params) == 0 {
 		return nil
 	}
 	k := sample % 2
-	ps := make([]Param, len(e.Params))
+	ps := make([]irismodel.Param, len(e.Params))
 	for i, d := range e.Params {
 		switch d.Kind {
-		case ParamRank:
-			ps[i] = IntParam(int64((i + k) % max(world, 1)))
-		case ParamInt:
-			ps[i] = IntParam(min(max([]int64{1, -1}[k], d.Min), d.Max))
+		case irismodel.ParamRank:
+			ps[i] = irismodel.IntParam(int64((i + k) % max(world, 1)))
+		case irismodel.ParamInt:
+			ps[i] = irismodel.IntParam(min(max([]int64{1, -1}[k], d.Min), d.Max))
 		default:
-			ps[i] = F32Param([]float32{1, 0.5}[k])
+			ps[i] = irismodel.F32Param([]float32{1, 0.5}[k])
 		}
 	}
 	return ps
@@ -128,13 +130,13 @@ func (e Entry) SampleParams(world, sample int) []Param {
 
 // TensorsFor is what rank passes of ts for a launch with the parameters ps:
 // ts, with the zero Tensor for every tensor that only another rank uses.
-func (e Entry) TensorsFor(rank int, ts []Tensor, ps []Param) []Tensor {
+func (e Entry) TensorsFor(rank int, ts []Tensor, ps []irismodel.Param) []Tensor {
 	out := ts
 	for i, ti := range e.Tensors {
 		if ti.Owner == "" {
 			continue
 		}
-		j := slices.IndexFunc(e.Params, func(d ParamDesc) bool { return d.Name == ti.Owner })
+		j := slices.IndexFunc(e.Params, func(d irismodel.ParamDesc) bool { return d.Name == ti.Owner })
 		if j >= 0 && j < len(ps) && ps[j].Int() != int64(rank) {
 			if &out[0] == &ts[0] {
 				out = slices.Clone(ts)
@@ -148,7 +150,7 @@ func (e Entry) TensorsFor(rank int, ts []Tensor, ps []Param) []Tensor {
 // Numel is the tensor's element count for a world size and the sizes in
 // spec order; -1 when it does not fit in an int64.
 func (t TensorInfo) Numel(world int, sizes []int64) int64 {
-	n, ok := numel(t.shape, int64(world), 0, sizes)
+	n, ok := t.shape.Numel(int64(world), 0, sizes)
 	if !ok {
 		return -1
 	}
@@ -157,7 +159,7 @@ func (t TensorInfo) Numel(world int, sizes []int64) int64 {
 
 // ElemType is the tensor's element type in a plan of data type dt: its
 // fixed DType, else dt.
-func (t TensorInfo) ElemType(dt DType) DType {
+func (t TensorInfo) ElemType(dt irismodel.DType) irismodel.DType {
 	if t.DType != 0 {
 		return t.DType
 	}
@@ -167,7 +169,7 @@ func (t TensorInfo) ElemType(dt DType) DType {
 // Alloc allocates every tensor of e on r's heap for data type dt and the
 // sizes, in spec order, each in its element type; free frees them.
 // Collective, like every heap allocation.
-func (e Entry) Alloc(r *Rank, dt DType, sizes []int64) (ts []Tensor, free func(), err error) {
+func (e Entry) Alloc(r *Rank, dt irismodel.DType, sizes []int64) (ts []Tensor, free func(), err error) {
 	free = func() {
 		for _, t := range ts {
 			r.Heap().Free(t)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -16,7 +17,7 @@ import (
 // TestAlignmentPerDType: a pointer must be a multiple of its element size,
 // whatever its alignment modulo 16 (the kernels vectorise where they can).
 func TestAlignmentPerDType(t *testing.T) {
-	for _, dt := range []DType{F32, F16, BF16, I32, I64, U64} {
+	for _, dt := range []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16, irismodel.I32, irismodel.I64, irismodel.U64} {
 		for off := int64(0); off < 32; off++ {
 			x := Tensor{Ptr: gpu.DevicePtr(0x10000 + off), DType: dt, Len: 4}
 			err := CheckTensor("op", "x", x, dt, 4)
@@ -33,8 +34,8 @@ func TestAlignmentPerDType(t *testing.T) {
 	}
 	// Index tensors are checked for the dtype they come in.
 	var ae *AlignmentError
-	require.ErrorAs(t, CheckTensorOneOf("op", "ids", Tensor{Ptr: 0x10004, DType: I64, Len: 2}, []DType{I64, I32}, 2), &ae)
-	require.NoError(t, CheckTensorOneOf("op", "ids", Tensor{Ptr: 0x10004, DType: I32, Len: 2}, []DType{I64, I32}, 2))
+	require.ErrorAs(t, CheckTensorOneOf("op", "ids", Tensor{Ptr: 0x10004, DType: irismodel.I64, Len: 2}, []irismodel.DType{irismodel.I64, irismodel.I32}, 2), &ae)
+	require.NoError(t, CheckTensorOneOf("op", "ids", Tensor{Ptr: 0x10004, DType: irismodel.I32, Len: 2}, []irismodel.DType{irismodel.I64, irismodel.I32}, 2))
 }
 
 // liveWant is what the three checks say about one tensor: "" for accepted,
@@ -63,22 +64,22 @@ func TestLiveChecks(t *testing.T) {
 	var pl [2]*Plan
 	allocs(func(r *Rank) error {
 		h := r.Heap()
-		a := func(dt DType, n int64) Tensor {
+		a := func(dt irismodel.DType, n int64) Tensor {
 			x, err := h.Alloc(dt, n)
 			require.NoError(t, err)
 			return x
 		}
-		x1, y1 := a(F32, 64), a(F16, 10) // y: 20 bytes asked, 256 reserved
-		reused1 := a(F32, 64)
+		x1, y1 := a(irismodel.F32, 64), a(irismodel.F16, 10) // y: 20 bytes asked, 256 reserved
+		reused1 := a(irismodel.F32, 64)
 		require.NoError(t, h.Free(reused1))
-		again1 := a(F32, 64) // the same offset as reused
-		planned1 := a(U64, 32)
+		again1 := a(irismodel.F32, 64) // the same offset as reused
+		planned1 := a(irismodel.U64, 32)
 		require.NoError(t, h.Free(planned1))
 		var err error
 		pl[r.Rank()], err = NewPlan(r, testSpec()) // its flags take planned's memory
 		require.NoError(t, err)
-		inGroup1, err := groups[r.Rank()].Heap().Alloc(F32, 16)
-		gone1 := a(F32, 64) // last: nothing takes its memory after the free
+		inGroup1, err := groups[r.Rank()].Heap().Alloc(irismodel.F32, 16)
+		gone1 := a(irismodel.F32, 64) // last: nothing takes its memory after the free
 		require.NoError(t, h.Free(gone1))
 		if r.Rank() == 0 {
 			x, y, gone, reused, again, planned, inGroup = x1, y1, gone1, reused1, again1, planned1, inGroup1
@@ -87,7 +88,7 @@ func TestLiveChecks(t *testing.T) {
 	})
 	require.Equal(t, reused.Ptr, again.Ptr, "first fit reuses the offset")
 	require.Equal(t, planned.Ptr, pl[0].Flags(), "the plan's flags reuse the freed tensor's memory")
-	hand := func(p gpu.DevicePtr, dt DType, n int64) Tensor { return Tensor{Ptr: p, DType: dt, Len: n} }
+	hand := func(p gpu.DevicePtr, dt irismodel.DType, n int64) Tensor { return Tensor{Ptr: p, DType: dt, Len: n} }
 	free := h.base + gpuPtr(h.Size()-1024) // never allocated
 	off := func(t Tensor) Tensor { return hand(t.Ptr, t.DType, t.Len) }
 
@@ -100,9 +101,9 @@ func TestLiveChecks(t *testing.T) {
 		{"a slice of it", x.Slice(3, 10), liveWant{}},
 		{"the same made by hand", off(x), liveWant{}},
 		{"an empty slice at its end (touches nothing)", x.Slice(64, 0), liveWant{}},
-		{"an empty tensor in free memory (touches nothing)", hand(free, F32, 0), liveWant{}},
+		{"an empty tensor in free memory (touches nothing)", hand(free, irismodel.F32, 0), liveWant{}},
 		{"asked-for bytes only", y, liveWant{}},
-		{"past the asked-for bytes, inside the rounding", hand(y.Ptr, F16, 11), liveWant{live: whyPastEnd, heap: whyPastEnd}},
+		{"past the asked-for bytes, inside the rounding", hand(y.Ptr, irismodel.F16, 11), liveWant{live: whyPastEnd, heap: whyPastEnd}},
 		{"freed", gone, liveWant{tensor: whyFreed, live: whyFreed, heap: whyFreed}},
 		{"freed, by hand", off(gone), liveWant{live: whyNone, heap: whyNone}},
 		{"freed, memory reused by a newer tensor", reused, liveWant{tensor: whyReused, live: whyReused, heap: whyReused}},
@@ -110,10 +111,10 @@ func TestLiveChecks(t *testing.T) {
 		{"the newer tensor", again, liveWant{}},
 		{"freed, memory now a plan's flags", planned, liveWant{tensor: whyReused, live: whyReused, heap: whyReused}},
 		{"a plan's flags by hand", off(planned), liveWant{live: whyPlan, heap: whyPlan}},
-		{"never allocated", hand(free, F32, 4), liveWant{live: whyNone, heap: whyNone}},
-		{"over the heap's end", hand(h.base+gpuPtr(h.Size()-8), F32, 4), liveWant{live: whyEdge, placement: true}},
-		{"into the heap's start", hand(h.base-8, F32, 4), liveWant{live: whyEdge, placement: true}},
-		{"off the heap", hand(0x40, F32, 4), liveWant{placement: true}},
+		{"never allocated", hand(free, irismodel.F32, 4), liveWant{live: whyNone, heap: whyNone}},
+		{"over the heap's end", hand(h.base+gpuPtr(h.Size()-8), irismodel.F32, 4), liveWant{live: whyEdge, placement: true}},
+		{"into the heap's start", hand(h.base-8, irismodel.F32, 4), liveWant{live: whyEdge, placement: true}},
+		{"off the heap", hand(0x40, irismodel.F32, 4), liveWant{placement: true}},
 		{"a group's tensor, on the world's rank", inGroup, liveWant{heap: whyGroup}},
 	}
 	for _, c := range cases {
@@ -161,10 +162,10 @@ func TestLiveChecks(t *testing.T) {
 	allocs(func(r *Rank) error {
 		return errors.Join(pl[r.Rank()].Close(), groups[r.Rank()].Close())
 	})
-	require.ErrorIs(t, CheckTensor("op", "x", inGroup, F32, 16), ErrNotLive, "a closed group's tensor")
+	require.ErrorIs(t, CheckTensor("op", "x", inGroup, irismodel.F32, 16), ErrNotLive, "a closed group's tensor")
 	require.NoError(t, w.Close())
 	var le *LiveError
-	require.ErrorAs(t, CheckTensor("op", "x", x, F32, 64), &le, "a closed world's tensor")
+	require.ErrorAs(t, CheckTensor("op", "x", x, irismodel.F32, 64), &le, "a closed world's tensor")
 	assert.Equal(t, whyClosed, le.Why)
 }
 
@@ -177,7 +178,7 @@ func TestConcurrentLaunchRefused(t *testing.T) {
 	fake := fakeOf(r)
 	pl, err := NewPlan(r, testSpec())
 	require.NoError(t, err)
-	x, err := r.Heap().Alloc(F32, 16)
+	x, err := r.Heap().Alloc(irismodel.F32, 16)
 	require.NoError(t, err)
 	fake.ClearLaunches()
 	const goroutines, each = 8, 200
@@ -189,7 +190,7 @@ func TestConcurrentLaunchRefused(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				err := pl.Launch(r.Stream(), BarrierDevice, pl.Args().Staged("input", x).Ptr(x.Ptr).I64(16))
+				err := pl.Launch(r.Stream(), irismodel.BarrierDevice, pl.Args().Staged("input", x).Ptr(x.Ptr).I64(16))
 				mu.Lock()
 				switch {
 				case err == nil:
@@ -214,7 +215,7 @@ func TestConcurrentLaunchRefused(t *testing.T) {
 		assert.Equal(t, uint64(16), leU64(l.Args[CtxBytes+16:]))
 	}
 	t.Logf("%d launches went ahead, %d refused", ok, refused)
-	require.NoError(t, pl.Launch(r.Stream(), BarrierDevice, pl.Args().Staged("input", x).Ptr(x.Ptr).I64(16)))
+	require.NoError(t, pl.Launch(r.Stream(), irismodel.BarrierDevice, pl.Args().Staged("input", x).Ptr(x.Ptr).I64(16)))
 
 	// Close against launches: each either closes or is refused, and once
 	// closed the plan refuses launches.
@@ -223,7 +224,7 @@ func TestConcurrentLaunchRefused(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for range each {
-			_ = pl.Launch(r.Stream(), BarrierDevice, pl.Args().Staged("input", x).Ptr(x.Ptr).I64(16))
+			_ = pl.Launch(r.Stream(), irismodel.BarrierDevice, pl.Args().Staged("input", x).Ptr(x.Ptr).I64(16))
 		}
 	}()
 	go func() {
@@ -236,8 +237,8 @@ func TestConcurrentLaunchRefused(t *testing.T) {
 	}()
 	wg.Wait()
 	require.NoError(t, closeErr)
-	require.ErrorContains(t, pl.Launch(r.Stream(), BarrierDevice, pl.Args()), "closed plan")
-	require.Error(t, pl.Launch(r.Stream(), BarrierDevice, &Args{}), "arguments from elsewhere")
+	require.ErrorContains(t, pl.Launch(r.Stream(), irismodel.BarrierDevice, pl.Args()), "closed plan")
+	require.Error(t, pl.Launch(r.Stream(), irismodel.BarrierDevice, &Args{}), "arguments from elsewhere")
 }
 
 // quietPlatform is the fake platform whose launches and device copies only
@@ -286,19 +287,19 @@ func TestLaunchPathAllocatesNothing(t *testing.T) {
 	r := w.Rank(0)
 	pl, err := NewPlan(r, testSpec())
 	require.NoError(t, err)
-	out, err := r.Heap().Alloc(F32, 16)
+	out, err := r.Heap().Alloc(irismodel.F32, 16)
 	require.NoError(t, err)
 	in, err := r.Device().Alloc(64, false) // off the heap: imported
 	require.NoError(t, err)
-	input := Tensor{Ptr: in, DType: F32, Len: 16}
-	ids, err := r.Heap().Alloc(I32, 16)
+	input := Tensor{Ptr: in, DType: irismodel.F32, Len: 16}
+	ids, err := r.Heap().Alloc(irismodel.I32, 16)
 	require.NoError(t, err)
-	want := []DType{I64, I32}
+	want := []irismodel.DType{irismodel.I64, irismodel.I32}
 	launch := func() error {
-		if err := CheckTensor("all_gather", "input", input, F32, 16); err != nil {
+		if err := CheckTensor("all_gather", "input", input, irismodel.F32, 16); err != nil {
 			return err
 		}
-		if err := CheckTensor("all_gather", "output", out.Slice(0, 16), F32, 16); err != nil {
+		if err := CheckTensor("all_gather", "output", out.Slice(0, 16), irismodel.F32, 16); err != nil {
 			return err
 		}
 		if err := CheckTensorOneOf("all_gather", "ids", ids, want, 16); err != nil {
@@ -313,7 +314,7 @@ func TestLaunchPathAllocatesNothing(t *testing.T) {
 		if err := CheckNoAlias("all_gather", "input", input, "output", out); err != nil {
 			return err
 		}
-		return pl.Launch(r.Stream(), BarrierDevice, pl.Args().Staged("input", input).Ptr(out.Ptr).Ptr(ids.Ptr).I64(16))
+		return pl.Launch(r.Stream(), irismodel.BarrierDevice, pl.Args().Staged("input", input).Ptr(out.Ptr).Ptr(ids.Ptr).I64(16))
 	}
 	require.NoError(t, launch())
 	assert.Zero(t, testing.AllocsPerRun(200, func() { require.NoError(t, launch()) }))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -240,32 +241,34 @@ func closedCalls(st *closedState) map[string]func() error {
 			_, err := r.PlanCache().GetOrCreate("k", s, func() (any, error) { return nil, nil })
 			return err
 		},
-		"Heap.Alloc":                func() error { _, err := r.Heap().Alloc(F32, 4); return err },
+		"Heap.Alloc":                func() error { _, err := r.Heap().Alloc(irismodel.F32, 4); return err },
 		"Heap.AllocBytes":           func() error { _, err := r.Heap().AllocBytes(64); return err },
 		"Heap.Free":                 func() error { return r.Heap().Free(st.x) },
 		"Heap.FreeBytes":            func() error { return r.Heap().FreeBytes(st.x.Ptr) },
 		"NewPlan":                   func() error { _, err := NewPlan(r, st.spec); return err },
-		"NewPlanOf":                 func() error { _, err := NewPlanOf[VariantPlan](r, st.variant, F32, "", 8); return err },
-		"Plan.Launch":               func() error { return st.plan.Launch(s, BarrierDevice, st.plan.Args()) },
-		"Plan.Skip":                 func() error { return st.plan.Skip(s, BarrierDevice) },
+		"NewPlanOf":                 func() error { _, err := NewPlanOf[VariantPlan](r, st.variant, irismodel.F32, "", 8); return err },
+		"Plan.Launch":               func() error { return st.plan.Launch(s, irismodel.BarrierDevice, st.plan.Args()) },
+		"Plan.Skip":                 func() error { return st.plan.Skip(s, irismodel.BarrierDevice) },
 		"Plan.Close":                func() error { return st.plan.Close() },
-		"closed Plan.Launch":        func() error { return st.shut.Launch(s, BarrierDevice, st.shut.Args()) },
-		"VariantPlan.LaunchParams":  func() error { return st.vp.LaunchParams(s, st.ts, ps, BarrierDevice) },
-		"VariantPlan.LaunchTensors": func() error { return st.vp.LaunchTensors(s, st.ts, BarrierDevice) },
+		"closed Plan.Launch":        func() error { return st.shut.Launch(s, irismodel.BarrierDevice, st.shut.Args()) },
+		"VariantPlan.LaunchParams":  func() error { return st.vp.LaunchParams(s, st.ts, ps, irismodel.BarrierDevice) },
+		"VariantPlan.LaunchTensors": func() error { return st.vp.LaunchTensors(s, st.ts, irismodel.BarrierDevice) },
 		"VariantPlan.Close":         func() error { return st.vp.Close() },
-		"Collective.RunParams":      func() error { return st.coll.RunParams(r, s, "pull", F32, "", nil, st.ts, ps, BarrierDevice) },
-		"Collective.Run":            func() error { return st.coll.Run(r, s, "pull", F32, "", nil, st.ts, BarrierDevice) },
-		"Graph.Launch":              func() error { return st.live.Launch(s) },
-		"Graph.Replay":              func() error { return st.live.Replay(s) },
-		"destroyed Graph.Launch":    func() error { return st.gone.Launch(s) },
-		"group HostBarrier":         func() error { return st.grp.HostBarrier(st.groupStream) },
-		"group Heap.Alloc":          func() error { _, err := st.grp.Heap().Alloc(F32, 4); return err },
-		"group Heap.Free":           func() error { return st.grp.Heap().Free(st.gx) },
-		"group NewPlan":             func() error { _, err := NewPlan(st.grp, st.spec); return err },
-		"group Plan.Launch":         func() error { return st.groupPlan.Launch(st.groupStream, BarrierDevice, st.groupPlan.Args()) },
-		"group Plan.Close":          func() error { return st.groupPlan.Close() },
-		"group Check":               func() error { return st.grp.Check() },
-		"group Close":               func() error { return st.grp.Close() },
+		"Collective.RunParams": func() error {
+			return st.coll.RunParams(r, s, "pull", irismodel.F32, "", nil, st.ts, ps, irismodel.BarrierDevice)
+		},
+		"Collective.Run":         func() error { return st.coll.Run(r, s, "pull", irismodel.F32, "", nil, st.ts, irismodel.BarrierDevice) },
+		"Graph.Launch":           func() error { return st.live.Launch(s) },
+		"Graph.Replay":           func() error { return st.live.Replay(s) },
+		"destroyed Graph.Launch": func() error { return st.gone.Launch(s) },
+		"group HostBarrier":      func() error { return st.grp.HostBarrier(st.groupStream) },
+		"group Heap.Alloc":       func() error { _, err := st.grp.Heap().Alloc(irismodel.F32, 4); return err },
+		"group Heap.Free":        func() error { return st.grp.Heap().Free(st.gx) },
+		"group NewPlan":          func() error { _, err := NewPlan(st.grp, st.spec); return err },
+		"group Plan.Launch":      func() error { return st.groupPlan.Launch(st.groupStream, irismodel.BarrierDevice, st.groupPlan.Args()) },
+		"group Plan.Close":       func() error { return st.groupPlan.Close() },
+		"group Check":            func() error { return st.grp.Check() },
+		"group Close":            func() error { return st.grp.Close() },
 	}
 }
 
@@ -274,7 +277,7 @@ func makeClosedState(t *testing.T, r *Rank, tab *Table) *closedState {
 	c := &tab.Collectives[0]
 	st := &closedState{r: r, coll: c, variant: &c.Variants[0], rankStrem: r.Stream()}
 	var err error
-	st.vp, err = NewPlanOf[VariantPlan](r, st.variant, F32, "", 8)
+	st.vp, err = NewPlanOf[VariantPlan](r, st.variant, irismodel.F32, "", 8)
 	require.NoError(t, err)
 	st.spec = st.vp.Plan().Spec()
 	st.plan, err = NewPlan(r, st.spec)
@@ -289,7 +292,7 @@ func makeClosedState(t *testing.T, r *Rank, tab *Table) *closedState {
 	st.groupStream = st.grp.Stream()
 	st.groupPlan, err = NewPlan(st.grp, st.spec)
 	require.NoError(t, err)
-	st.gx, err = st.grp.Heap().Alloc(F32, 8)
+	st.gx, err = st.grp.Heap().Alloc(irismodel.F32, 8)
 	require.NoError(t, err)
 	return st
 }
@@ -301,9 +304,9 @@ func (st *closedState) capture(t *testing.T) {
 	r := st.r
 	s := r.Stream()
 	var err error
-	st.live, err = r.Capture(s, func() error { return st.vp.LaunchParams(s, st.ts, rootedParams(0, 2, 0.5, 0), BarrierDevice) })
+	st.live, err = r.Capture(s, func() error { return st.vp.LaunchParams(s, st.ts, rootedParams(0, 2, 0.5, 0), irismodel.BarrierDevice) })
 	require.NoError(t, err)
-	st.gone, err = r.Capture(s, func() error { return st.plan.Launch(s, BarrierDevice, st.plan.Args()) })
+	st.gone, err = r.Capture(s, func() error { return st.plan.Launch(s, irismodel.BarrierDevice, st.plan.Args()) })
 	require.NoError(t, err)
 	require.NoError(t, st.gone.Destroy())
 }
@@ -321,7 +324,7 @@ func TestClosedWorld(t *testing.T) {
 			tab := rootedTable("example.com/" + t.Name())
 			Register(tab)
 			tp.AddModule([]byte("rooted image of "+tab.ImportPath), []string{"irisgen_rooted_pull_f32", "irisgen_rooted_push_f32"},
-				map[string][]byte{SpecHashSymbol("rooted"): append([]byte("h3"), 0)})
+				map[string][]byte{irismodel.SpecHashSymbol("rooted"): append([]byte("h3"), 0)})
 			opts := Options{Platform: tp, HeapBytes: 1 << 20, RendezvousTimeout: 10 * time.Second}
 			var ranks []*Rank
 			var w *World
@@ -383,7 +386,7 @@ func TestClosedPlanAndGroup(t *testing.T) {
 	tab := rootedTable("example.com/" + t.Name())
 	Register(tab)
 	tp.AddModule([]byte("rooted image of "+tab.ImportPath), []string{"irisgen_rooted_pull_f32", "irisgen_rooted_push_f32"},
-		map[string][]byte{SpecHashSymbol("rooted"): append([]byte("h3"), 0)})
+		map[string][]byte{irismodel.SpecHashSymbol("rooted"): append([]byte("h3"), 0)})
 	w := newFakeWorld(t, 2, Options{Platform: tp})
 	type state struct {
 		vp  *VariantPlan
@@ -392,7 +395,7 @@ func TestClosedPlanAndGroup(t *testing.T) {
 	}
 	sts := make([]state, 2)
 	require.NoError(t, w.Run(func(r *Rank) error {
-		vp, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], F32, "", 8)
+		vp, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], irismodel.F32, "", 8)
 		require.NoError(t, err)
 		grp, err := r.NewGroup([]int{0, 1}, 1<<14)
 		require.NoError(t, err)
@@ -405,9 +408,9 @@ func TestClosedPlanAndGroup(t *testing.T) {
 	st := sts[0]
 	s := r.Stream()
 	for name, call := range map[string]func() error{
-		"LaunchParams": func() error { return st.vp.LaunchParams(s, st.ts, rootedParams(0, 2, 0.5, 0), BarrierDevice) },
-		"Plan.Launch":  func() error { return st.vp.Plan().Launch(s, BarrierDevice, st.vp.Plan().Args()) },
-		"Plan.Skip":    func() error { return st.vp.Plan().Skip(s, BarrierDevice) },
+		"LaunchParams": func() error { return st.vp.LaunchParams(s, st.ts, rootedParams(0, 2, 0.5, 0), irismodel.BarrierDevice) },
+		"Plan.Launch":  func() error { return st.vp.Plan().Launch(s, irismodel.BarrierDevice, st.vp.Plan().Args()) },
+		"Plan.Skip":    func() error { return st.vp.Plan().Skip(s, irismodel.BarrierDevice) },
 	} {
 		err := call()
 		require.ErrorIs(t, err, ErrClosed, name)
@@ -421,7 +424,7 @@ func TestClosedPlanAndGroup(t *testing.T) {
 		"HostBarrier": func() error { return st.grp.HostBarrier(s) },
 		"Check":       func() error { return st.grp.Check() },
 		"NewPlan":     func() error { _, err := NewPlan(st.grp, st.vp.Plan().Spec()); return err },
-		"Heap.Alloc":  func() error { _, err := st.grp.Heap().Alloc(F32, 1); return err },
+		"Heap.Alloc":  func() error { _, err := st.grp.Heap().Alloc(irismodel.F32, 1); return err },
 	} {
 		err := call()
 		require.ErrorIs(t, err, ErrClosed, "group "+name)

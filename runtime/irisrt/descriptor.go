@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // Table is the descriptor of one generated package: every collective and
@@ -47,16 +47,16 @@ type Table struct {
 // Collective describes one spec: its signature and its variants.
 type Collective struct {
 	Name     string
-	SpecHash string  // baked into its code object; a mismatch is a stale kernel
-	DTypes   []DType // data types of its kernels; empty: it has none (barrier)
+	SpecHash string            // baked into its code object; a mismatch is a stale kernel
+	DTypes   []irismodel.DType // data types of its kernels; empty: it has none (barrier)
 	Ops      []string
-	Sizes    []SizeParam  // in kernel-argument order
-	Params   []ParamDesc  // launch parameters, in kernel-argument order (after the sizes)
-	Tensors  []TensorDesc // in spec order, workspace included
+	Sizes    []SizeParam            // in kernel-argument order
+	Params   []irismodel.ParamDesc  // launch parameters, in kernel-argument order (after the sizes)
+	Tensors  []irismodel.TensorDesc // in spec order, workspace included
 	Variants []Variant
 	// Auto is the tuning table of the auto variant, first match wins, the
 	// last rule matching everything; empty: no auto variant.
-	Auto []AutoRule
+	Auto []irismodel.AutoRule
 
 	t     *Table
 	user  []int // indices of the user tensors in Tensors
@@ -72,60 +72,6 @@ type SizeParam struct {
 	// its other dimensions, once world and the sizes read before are known);
 	// -1: the size is a parameter of the convenience call.
 	From int
-}
-
-// Dir is the direction of a tensor in a collective's signature.
-type Dir string
-
-// Tensor directions; Workspace tensors are allocated by the plan.
-const (
-	In        Dir = "in"
-	Out       Dir = "out"
-	InOut     Dir = "inout"
-	Workspace Dir = "workspace"
-)
-
-// TensorDesc is a tensor of a collective's signature.
-type TensorDesc struct {
-	Name  string
-	Dir   Dir
-	Shape []Dim
-	// DType is the tensor's fixed element type; 0: the plan's data type.
-	DType DType
-	// Index, when set, are the index types a launch may pass (DType is the
-	// first); the kernel gets the element width after the sizes.
-	Index []DType
-	// Optional: a launch may pass the zero Tensor (the kernel gets a null
-	// pointer, and the tensor is not checked).
-	Optional bool
-	// Owner, when set, names the rank parameter whose rank alone uses the
-	// tensor: the launch checks it there only; on the other ranks it ignores
-	// what the caller passes (the zero Tensor) and the kernel gets a null
-	// pointer. A variant whose peers touch it (UseImport, UseHeap) gets a
-	// plan-owned slot per block in which the owner's kernel publishes the
-	// tensor's heap offset (docs/internals.md).
-	Owner string
-}
-
-// Dim is one factor of a shape: a positive constant, DimWorld, DimBlocks or
-// DimSize(i).
-type Dim int64
-
-// The built-in shape symbols.
-const (
-	DimWorld  Dim = -1 // the number of ranks
-	DimBlocks Dim = -2 // the plan's blocks (workspace shapes only)
-)
-
-// DimSize is the dimension given by the collective's size parameter i.
-func DimSize(i int) Dim { return Dim(-3 - i) }
-
-// size returns the index of the size parameter d stands for, or -1.
-func (d Dim) size() int {
-	if d <= -3 {
-		return int(-3 - d)
-	}
-	return -1
 }
 
 // Use is how a variant uses one tensor: the placement rule the generator
@@ -160,8 +106,8 @@ type Variant struct {
 	InPlace bool
 	// Barriers are the modes a launch may ask for, the default first;
 	// Capturable those whose launch may be captured in a graph.
-	Barriers   []Barrier
-	Capturable []Barrier
+	Barriers   []irismodel.Barrier
+	Capturable []irismodel.Barrier
 	// The launch shape: threads a block, the largest grid and the vector
 	// width that sizes it (Blocks).
 	Threads, MaxBlocks, VectorBytes int
@@ -186,14 +132,6 @@ type aliasPair struct {
 	same bool
 }
 
-// AutoRule picks Variant for a launch on World ranks (0: any) whose largest
-// user tensor has at most MaxBytes bytes (0: any size).
-type AutoRule struct {
-	World    int
-	MaxBytes int64
-	Variant  string
-}
-
 // Label is "collective/variant", as errors name the variant.
 func (v *Variant) Label() string { return v.label }
 
@@ -201,15 +139,14 @@ func (v *Variant) Label() string { return v.label }
 // the collective has no dtypes or ops):
 // irisgen_<collective>_<variant>[_<dtype>][_<op>], as ir.KernelName names
 // it in the generated source.
-func (v *Variant) Kernel(dt DType, op string) string {
-	name := "irisgen_" + v.c.Name + "_" + v.Name
-	if len(v.c.DTypes) > 0 {
-		name += "_" + dt.String()
+func (v *Variant) Kernel(dt irismodel.DType, op string) string {
+	if len(v.c.DTypes) == 0 {
+		dt = 0
 	}
-	if len(v.c.Ops) > 0 {
-		name += "_" + op
+	if len(v.c.Ops) == 0 {
+		op = ""
 	}
-	return name
+	return irismodel.KernelName(v.c.Name, v.Name, dt, op)
 }
 
 // Variant returns the variant called name, or nil.
@@ -225,12 +162,7 @@ func (c *Collective) Variant(name string) *Variant {
 // Choose is the variant the auto table picks for a launch on world ranks
 // whose largest user tensor has the given bytes ("" without a table).
 func (c *Collective) Choose(world int, bytes int64) string {
-	for _, r := range c.Auto {
-		if (r.World == 0 || r.World == world) && (r.MaxBytes == 0 || bytes <= r.MaxBytes) {
-			return r.Variant
-		}
-	}
-	return ""
+	return irismodel.Choose(c.Auto, world, bytes)
 }
 
 // variantIDs numbers the variants of every prepared table.
@@ -273,7 +205,7 @@ func (t *Table) build() error {
 		}
 		c.user = c.user[:0]
 		for i, td := range c.Tensors {
-			if td.Dir != Workspace {
+			if td.Dir != irismodel.Workspace {
 				c.user = append(c.user, i)
 			}
 			if err := c.checkTensor(td); err != nil {
@@ -305,9 +237,9 @@ func (t *Table) build() error {
 	return nil
 }
 
-func (c *Collective) checkTensor(td TensorDesc) error {
+func (c *Collective) checkTensor(td irismodel.TensorDesc) error {
 	switch td.Dir {
-	case In, Out, InOut, Workspace:
+	case irismodel.In, irismodel.Out, irismodel.InOut, irismodel.Workspace:
 	default:
 		return fmt.Errorf("unknown dir %q", td.Dir)
 	}
@@ -316,9 +248,9 @@ func (c *Collective) checkTensor(td TensorDesc) error {
 	}
 	for _, d := range td.Shape {
 		switch {
-		case d == DimBlocks && td.Dir != Workspace:
+		case d == irismodel.DimBlocks && td.Dir != irismodel.Workspace:
 			return fmt.Errorf("only workspace shapes may use blocks")
-		case d == 0, d.size() >= len(c.Sizes):
+		case d == 0, d.Size() >= len(c.Sizes):
 			return fmt.Errorf("dimension %d is neither a constant nor a known symbol", d)
 		}
 	}
@@ -344,9 +276,9 @@ func (c *Collective) checkParams() error {
 		switch {
 		case d.Name == "":
 			return fmt.Errorf("parameter %d has no name", i)
-		case d.Kind < ParamRank || d.Kind > ParamF32:
+		case d.Kind < irismodel.ParamRank || d.Kind > irismodel.ParamF32:
 			return fmt.Errorf("parameter %s has unknown kind %d", d.Name, d.Kind)
-		case d.Kind == ParamInt && d.Min > d.Max:
+		case d.Kind == irismodel.ParamInt && d.Min > d.Max:
 			return fmt.Errorf("parameter %s has min %d above max %d", d.Name, d.Min, d.Max)
 		}
 		for _, e := range c.Params[:i] {
@@ -361,11 +293,11 @@ func (c *Collective) checkParams() error {
 		if td.Owner == "" {
 			continue
 		}
-		j := slices.IndexFunc(c.Params, func(d ParamDesc) bool { return d.Name == td.Owner })
+		j := slices.IndexFunc(c.Params, func(d irismodel.ParamDesc) bool { return d.Name == td.Owner })
 		switch {
-		case j < 0 || c.Params[j].Kind != ParamRank:
+		case j < 0 || c.Params[j].Kind != irismodel.ParamRank:
 			return fmt.Errorf("tensor %s is owned by %q, which is not a rank parameter", td.Name, td.Owner)
-		case td.Dir == Workspace || td.Optional:
+		case td.Dir == irismodel.Workspace || td.Optional:
 			return fmt.Errorf("tensor %s is owned by %s but is a workspace or optional", td.Name, td.Owner)
 		}
 		c.owner[i] = j
@@ -377,7 +309,7 @@ func (c *Collective) checkSize(i int, s SizeParam) error {
 	if s.From < 0 {
 		return nil
 	}
-	if s.From >= len(c.Tensors) || c.Tensors[s.From].Dir == Workspace {
+	if s.From >= len(c.Tensors) || c.Tensors[s.From].Dir == irismodel.Workspace {
 		return fmt.Errorf("read from tensor %d, which is not a user tensor", s.From)
 	}
 	if c.Tensors[s.From].Owner != "" {
@@ -388,7 +320,7 @@ func (c *Collective) checkSize(i int, s SizeParam) error {
 	}
 	n := 0
 	for _, d := range c.Tensors[s.From].Shape {
-		if d.size() == i {
+		if d.Size() == i {
 			n++
 		}
 	}
@@ -409,7 +341,7 @@ func (c *Collective) prepareVariant(v *Variant) error {
 		return fmt.Errorf("no barrier modes")
 	}
 	for _, m := range v.Barriers {
-		if int(m) >= len(barrierNames) {
+		if !m.Valid() {
 			return fmt.Errorf("unknown barrier mode %d", m)
 		}
 	}
@@ -422,7 +354,7 @@ func (c *Collective) prepareVariant(v *Variant) error {
 		return fmt.Errorf("launch shape %d threads, %d blocks, %d-byte vectors", v.Threads, v.MaxBlocks, v.VectorBytes)
 	}
 	v.heap, v.pairs, v.exchanged = nil, nil, nil
-	v.meets = !slices.Equal(v.Barriers, []Barrier{BarrierNone})
+	v.meets = !slices.Equal(v.Barriers, []irismodel.Barrier{irismodel.BarrierNone})
 	for ti := range c.Tensors {
 		if c.owner[ti] >= 0 && v.Uses[ti] >= UseImport {
 			v.exchanged = append(v.exchanged, ti)
@@ -431,7 +363,7 @@ func (c *Collective) prepareVariant(v *Variant) error {
 			v.meets = true
 		}
 	}
-	writes := func(d Dir) bool { return d == Out || d == InOut }
+	writes := func(d irismodel.Dir) bool { return d == irismodel.Out || d == irismodel.InOut }
 	for a, ia := range c.user {
 		if v.Uses[ia] > UseHeap {
 			return fmt.Errorf("tensor %s has unknown use %d", c.Tensors[ia].Name, v.Uses[ia])
@@ -445,7 +377,7 @@ func (c *Collective) prepareVariant(v *Variant) error {
 		for b := a + 1; b < len(c.user); b++ {
 			da, db := c.Tensors[ia].Dir, c.Tensors[c.user[b]].Dir
 			if writes(da) || writes(db) {
-				v.pairs = append(v.pairs, aliasPair{a: a, b: b, same: v.InPlace && (da == In) != (db == In)})
+				v.pairs = append(v.pairs, aliasPair{a: a, b: b, same: v.InPlace && (da == irismodel.In) != (db == irismodel.In)})
 			}
 		}
 	}
@@ -470,42 +402,11 @@ func (v *Variant) AliasPairs() []AliasPair {
 	return out
 }
 
-// ShapeString writes a shape as the spec does, e.g. "[world, n]".
-func (c *Collective) ShapeString(shape []Dim) string {
-	parts := make([]string, len(shape))
-	for i, d := range shape {
-		switch {
-		case d == DimWorld:
-			parts[i] = "world"
-		case d == DimBlocks:
-			parts[i] = "blocks"
-		case d.size() >= 0 && d.size() < len(c.Sizes):
-			parts[i] = c.Sizes[d.size()].Name
-		default:
-			parts[i] = strconv.FormatInt(int64(d), 10)
-		}
+// sizeNames are the names of c's size parameters, in order.
+func (c *Collective) sizeNames() []string {
+	names := make([]string, len(c.Sizes))
+	for i, s := range c.Sizes {
+		names[i] = s.Name
 	}
-	return "[" + strings.Join(parts, ", ") + "]"
-}
-
-// numel is the element count of shape for world, blocks and the sizes; ok
-// is false when it does not fit in an int64.
-func numel(shape []Dim, world, blocks int64, sizes []int64) (n int64, ok bool) {
-	n = 1
-	for _, d := range shape {
-		f := int64(d)
-		switch {
-		case d == DimWorld:
-			f = world
-		case d == DimBlocks:
-			f = blocks
-		case d.size() >= 0:
-			f = sizes[d.size()]
-		}
-		if f < 0 || (f > 0 && n > (1<<63-1)/f) {
-			return 0, false
-		}
-		n *= f
-	}
-	return n, true
+	return names
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // Sentinels for errors.Is; every typed error below matches one of them.
@@ -49,7 +51,7 @@ func (e *PlacementError) Error() string {
 	if e.Unordered {
 		return fmt.Sprintf("%s: tensor %q (%s, %d bytes) is not on rank %d's symmetric heap; peers read it, so the launch would copy it "+
 			"onto the heap first, but in barrier mode none nothing orders that copy before the peers read it: "+
-			"allocate it with rank.Heap().Alloc, or launch with irisrt.BarrierDevice or irisrt.BarrierHost",
+			"allocate it with rank.Heap().Alloc, or launch with irismodel.BarrierDevice or irismodel.BarrierHost",
 			e.Op, e.Name, e.Tensor, e.Tensor.Bytes(), e.Rank)
 	}
 	where := "is not on"
@@ -113,8 +115,8 @@ func (e *ShapeError) Is(target error) bool { return target == ErrShape }
 // DTypeError: a tensor has the wrong element type.
 type DTypeError struct {
 	Op, Name  string
-	Want, Got DType
-	Also      []DType // further dtypes the tensor may have (index tensors)
+	Want, Got irismodel.DType
+	Also      []irismodel.DType // further dtypes the tensor may have (index tensors)
 }
 
 func (e *DTypeError) Error() string {
@@ -331,8 +333,8 @@ func (e *WorldError) Unwrap() error { return e.Err }
 // support.
 type BarrierModeError struct {
 	Op, Variant string
-	Mode        Barrier
-	Supported   []Barrier
+	Mode        irismodel.Barrier
+	Supported   []irismodel.Barrier
 }
 
 func (e *BarrierModeError) Error() string {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -36,7 +37,7 @@ func graphRank(t *testing.T) (*Rank, *fakegpu.Platform, *Plan, *Graph) {
 	pl, err := NewPlan(r, testSpec())
 	require.NoError(t, err)
 	s := r.Stream()
-	g, err := r.Capture(s, func() error { return pl.Launch(s, BarrierDevice, pl.Args()) })
+	g, err := r.Capture(s, func() error { return pl.Launch(s, irismodel.BarrierDevice, pl.Args()) })
 	require.NoError(t, err)
 	return r, fakeOf(r), pl, g
 }
@@ -74,7 +75,7 @@ func TestFaultRecords(t *testing.T) {
 			}
 			if c.world {
 				require.ErrorIs(t, r.Check(), c.check, "a world fault stays")
-				for _, mode := range []Barrier{BarrierDevice, BarrierNone, BarrierHost} {
+				for _, mode := range []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierNone, irismodel.BarrierHost} {
 					require.ErrorIs(t, pl.Launch(s, mode, pl.Args()), c.check, mode.String())
 				}
 				require.ErrorIs(t, g.Launch(s), c.check)
@@ -83,7 +84,7 @@ func TestFaultRecords(t *testing.T) {
 				return
 			}
 			require.NoError(t, r.Check(), "a call fault is reported once")
-			for _, mode := range []Barrier{BarrierDevice, BarrierNone, BarrierHost} {
+			for _, mode := range []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierNone, irismodel.BarrierHost} {
 				require.NoError(t, pl.Launch(s, mode, pl.Args()), mode.String())
 			}
 			require.NoError(t, g.Replay(s))
@@ -194,7 +195,7 @@ func TestRecoveryAfterWorldFault(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			gr, err := r.Capture(r.Stream(), func() error { return pl.Launch(r.Stream(), BarrierDevice, pl.Args()) })
+			gr, err := r.Capture(r.Stream(), func() error { return pl.Launch(r.Stream(), irismodel.BarrierDevice, pl.Args()) })
 			if r.Rank() == 0 {
 				g = gr
 			}
@@ -219,7 +220,7 @@ func TestRecoveryAfterWorldFault(t *testing.T) {
 			if err := r.Check(); err != nil {
 				return err
 			}
-			return errors.Join(pl.Launch(r.Stream(), BarrierDevice, pl.Args()), r.HostBarrier(r.Stream()), pl.Close())
+			return errors.Join(pl.Launch(r.Stream(), irismodel.BarrierDevice, pl.Args()), r.HostBarrier(r.Stream()), pl.Close())
 		}))
 		assert.Len(t, fake.Launches(), 2)
 	})
@@ -259,9 +260,9 @@ func TestGraphHoldsPlansAndTensors(t *testing.T) {
 		st[r.Rank()] = s
 		var err error
 		h := r.Heap()
-		s.x, _ = h.Alloc(F32, 16)
-		s.y, _ = h.Alloc(F32, 16)
-		s.z, _ = h.Alloc(F32, 16) // not used by the graph
+		s.x, _ = h.Alloc(irismodel.F32, 16)
+		s.y, _ = h.Alloc(irismodel.F32, 16)
+		s.z, _ = h.Alloc(irismodel.F32, 16) // not used by the graph
 		if s.pl, err = NewPlan(r, testSpec()); err != nil {
 			return err
 		}
@@ -271,15 +272,15 @@ func TestGraphHoldsPlansAndTensors(t *testing.T) {
 		if s.group, err = r.NewGroup([]int{0, 1}, 1<<14); err != nil {
 			return err
 		}
-		s.gt, _ = s.group.Heap().Alloc(F32, 16)
+		s.gt, _ = s.group.Heap().Alloc(irismodel.F32, 16)
 		if s.groupPlan, err = NewPlan(s.group, testSpec()); err != nil {
 			return err
 		}
 		st := r.Stream()
 		s.g, err = r.Capture(st, func() error {
 			return errors.Join(
-				s.pl.Launch(st, BarrierDevice, s.pl.Args().Staged("input", s.x.Slice(4, 8)).Ptr(s.y.Ptr).Ptr(0x40)), // 0x40: not on the heap
-				s.groupPlan.Launch(st, BarrierDevice, s.groupPlan.Args().Ptr(s.gt.Ptr)))
+				s.pl.Launch(st, irismodel.BarrierDevice, s.pl.Args().Staged("input", s.x.Slice(4, 8)).Ptr(s.y.Ptr).Ptr(0x40)), // 0x40: not on the heap
+				s.groupPlan.Launch(st, irismodel.BarrierDevice, s.groupPlan.Args().Ptr(s.gt.Ptr)))
 		})
 		return err
 	}))

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // HeapAlign is the alignment of every heap allocation, in bytes.
@@ -55,7 +56,7 @@ func (h *Heap) usable(op string) error {
 // Alloc allocates a tensor of n elements of dt, 256-byte aligned, from the
 // heap. It is collective: every rank must make the same call in the same order
 // (see Heap). The memory is not cleared (the heap is zeroed only at creation).
-func (h *Heap) Alloc(dt DType, n int64) (Tensor, error) {
+func (h *Heap) Alloc(dt irismodel.DType, n int64) (Tensor, error) {
 	if !dt.Valid() {
 		return Tensor{}, &HeapError{Rank: h.rank, Op: "alloc", Msg: fmt.Sprintf("Alloc with invalid dtype %s", dt)}
 	}

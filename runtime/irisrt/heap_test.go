@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -135,7 +136,7 @@ func TestHeapExhaustionAndContains(t *testing.T) {
 	w := newFakeWorld(t, 2, Options{HeapBytes: 64 << 10})
 	h := w.Rank(0).Heap()
 	assert.Equal(t, int64(64<<10), h.Size())
-	x, err := h.Alloc(F32, 1000)
+	x, err := h.Alloc(irismodel.F32, 1000)
 	require.NoError(t, err)
 	assert.True(t, h.Contains(x.Ptr, x.Bytes()))
 	assert.True(t, h.Contains(h.Base(0), h.Size()))
@@ -147,7 +148,7 @@ func TestHeapExhaustionAndContains(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, h.Base(1)+gpuPtr(off), h.Peer(x.Ptr, 1))
 
-	_, err = h.Alloc(F32, 1<<20)
+	_, err = h.Alloc(irismodel.F32, 1<<20)
 	var he *HeapError
 	require.ErrorAs(t, err, &he)
 	assert.Contains(t, he.Error(), "Options.HeapBytes or IRISGEN_HEAP_BYTES")
@@ -156,8 +157,8 @@ func TestHeapExhaustionAndContains(t *testing.T) {
 	require.NoError(t, h.Free(x))
 	require.Error(t, h.Free(x), "double free")
 	assert.Equal(t, h.Size()-ControlBytes, h.FreeBytesLeft())
-	_, err = h.Alloc(DType(0), 1)
+	_, err = h.Alloc(irismodel.DType(0), 1)
 	assert.Error(t, err)
-	_, err = h.Alloc(F32, -1)
+	_, err = h.Alloc(irismodel.F32, -1)
 	assert.Error(t, err)
 }

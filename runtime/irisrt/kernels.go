@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // KernelFile is the code object file name of module (a collective) on a
@@ -30,10 +31,6 @@ func KernelFile(platform, module string) string {
 	}
 	return module + "." + platform
 }
-
-// SpecHashSymbol is the __device__ char array every module defines with the
-// spec hash it was generated from.
-func SpecHashSymbol(module string) string { return "irisgen_spec_hash_" + module }
 
 // DefaultKernelsCommand is the command errors name for building code
 // objects when a package's Table does not say (Table.KernelsCommand).
@@ -196,7 +193,7 @@ func (r *Rank) loadModule(pkg, module string) (*loadedModule, error) {
 }
 
 func (r *Rank) readSpecHash(mod gpu.Module, pkg, module string) (string, error) {
-	sym := SpecHashSymbol(module)
+	sym := irismodel.SpecHashSymbol(module)
 	fail := func(err error) error {
 		return &KernelError{Package: pkg, Module: module, Err: err, Command: kernelsCommand(pkg)}
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // Launch fingerprints, refusals and mismatches (issue 25, items 2-3).
@@ -170,11 +171,11 @@ func mix64(x uint64) uint64 {
 // parameters ps: equal on two ranks exactly when they launch the same plan
 // with the same parameters and mode as the same launch (up to a 2^-32
 // chance). It does not allocate.
-func (p *Plan) check(n uint32, mode Barrier, ps []Param) uint32 {
+func (p *Plan) check(n uint32, mode irismodel.Barrier, ps []irismodel.Param) uint32 {
 	h := mix64(p.id ^ uint64(n))
 	h = mix64(h ^ uint64(mode)<<56)
 	for _, x := range ps {
-		h = mix64(h ^ x.word())
+		h = mix64(h ^ x.Word())
 	}
 	return uint32(h ^ h>>32)
 }

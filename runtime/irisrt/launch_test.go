@@ -13,6 +13,7 @@ import (
 
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -152,7 +153,7 @@ func rootedPlans(t *testing.T, ranks []*Rank, tab *Table) ([]*VariantPlan, [][]T
 	t.Helper()
 	plans, tensors := make([]*VariantPlan, len(ranks)), make([][]Tensor, len(ranks))
 	for k, err := range eachProcess(ranks, func(r *Rank) error {
-		p, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], F32, "", 8)
+		p, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], irismodel.F32, "", 8)
 		plans[r.Rank()] = p
 		tensors[r.Rank()], _ = rootedTensors(t, r, 8)
 		return err
@@ -178,21 +179,21 @@ func TestRefusedLaunchReachesPeers(t *testing.T) {
 				plans, ts := rootedPlans(t, ranks, tab)
 				r0, r1 := ranks[0], ranks[1]
 				ps := rootedParams(1, 2, 0.5, 0)
-				bad := []Tensor{{Ptr: ts[1][0].Ptr, DType: BF16, Len: 8}, ts[1][1], ts[1][2]} // rank 1 is the root: its input is checked
+				bad := []Tensor{{Ptr: ts[1][0].Ptr, DType: irismodel.BF16, Len: 8}, ts[1][1], ts[1][2]} // rank 1 is the root: its input is checked
 				fake.ClearLaunches()
 				var de *DTypeError
 				if replay {
-					_, err := r1.Capture(r1.Stream(), func() error { return plans[1].LaunchParams(r1.Stream(), bad, ps, BarrierDevice) })
+					_, err := r1.Capture(r1.Stream(), func() error { return plans[1].LaunchParams(r1.Stream(), bad, ps, irismodel.BarrierDevice) })
 					require.ErrorAs(t, err, &de, "the refusal at capture time")
-					g, err := r0.Capture(r0.Stream(), func() error { return plans[0].LaunchParams(r0.Stream(), ts[0], ps, BarrierDevice) })
+					g, err := r0.Capture(r0.Stream(), func() error { return plans[0].LaunchParams(r0.Stream(), ts[0], ps, irismodel.BarrierDevice) })
 					require.NoError(t, err)
 					defer g.Destroy()
 					require.Len(t, fake.Launches(), 1, "captured only")
 					err = g.Replay(r0.Stream())
 					checkRefused(t, err, processes)
 				} else {
-					require.ErrorAs(t, plans[1].LaunchParams(r1.Stream(), bad, ps, BarrierDevice), &de)
-					require.NoError(t, plans[0].LaunchParams(r0.Stream(), ts[0], ps, BarrierDevice), "the launch itself goes ahead")
+					require.ErrorAs(t, plans[1].LaunchParams(r1.Stream(), bad, ps, irismodel.BarrierDevice), &de)
+					require.NoError(t, plans[0].LaunchParams(r0.Stream(), ts[0], ps, irismodel.BarrierDevice), "the launch itself goes ahead")
 					require.NoError(t, r0.Device().StreamSynchronize(r0.Stream()))
 					checkRefused(t, r0.Check(), processes)
 				}
@@ -205,8 +206,8 @@ func TestRefusedLaunchReachesPeers(t *testing.T) {
 				// Sticky: rank 0 refuses its next launch, and that refusal
 				// reaches rank 1's kernel of launch 2.
 				require.ErrorIs(t, r0.Check(), ErrPeerRefused, "a world fault stays")
-				require.ErrorIs(t, plans[0].LaunchParams(r0.Stream(), ts[0], ps, BarrierDevice), ErrPeerRefused)
-				require.NoError(t, plans[1].LaunchParams(r1.Stream(), ts[1], ps, BarrierDevice))
+				require.ErrorIs(t, plans[0].LaunchParams(r0.Stream(), ts[0], ps, irismodel.BarrierDevice), ErrPeerRefused)
+				require.NoError(t, plans[1].LaunchParams(r1.Stream(), ts[1], ps, irismodel.BarrierDevice))
 				var pe *PeerRefusedError
 				require.ErrorAs(t, r1.Check(), &pe)
 				assert.Equal(t, 0, pe.Peer)
@@ -246,13 +247,13 @@ func TestRefusalEverywhereLeavesTheWorldUsable(t *testing.T) {
 	for _, err := range eachProcess(ranks, func(r *Rank) error {
 		s := r.Stream()
 		var pe *ParamError
-		if err := plans[r.Rank()].LaunchParams(s, ts[r.Rank()], rootedParams(5, 2, 0.5, 0), BarrierDevice); !errors.As(err, &pe) {
+		if err := plans[r.Rank()].LaunchParams(s, ts[r.Rank()], rootedParams(5, 2, 0.5, 0), irismodel.BarrierDevice); !errors.As(err, &pe) {
 			return err
 		}
 		if err := r.HostBarrier(s); err != nil {
 			return err
 		}
-		return plans[r.Rank()].LaunchParams(s, ts[r.Rank()], rootedParams(1, 2, 0.5, 0), BarrierDevice)
+		return plans[r.Rank()].LaunchParams(s, ts[r.Rank()], rootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice)
 	}) {
 		require.NoError(t, err)
 	}
@@ -276,12 +277,12 @@ func TestLaunchNumbers(t *testing.T) {
 	r := w.Rank(0)
 	s := r.Stream()
 	c := &tab.Collectives[0]
-	p, err := NewPlanOf[VariantPlan](r, &c.Variants[0], F32, "", 8)
+	p, err := NewPlanOf[VariantPlan](r, &c.Variants[0], irismodel.F32, "", 8)
 	require.NoError(t, err)
-	empty, err := NewPlanOf[VariantPlan](r, &c.Variants[0], F32, "", 0)
+	empty, err := NewPlanOf[VariantPlan](r, &c.Variants[0], irismodel.F32, "", 0)
 	require.NoError(t, err)
 	local, err := NewPlan(r, PlanSpec{Op: "rooted", Variant: "pull", Module: "rooted", SpecHash: "h3", Kernel: "irisgen_rooted_pull_f32",
-		Package: tab.ImportPath, Threads: 64, Blocks: 1, Barriers: []Barrier{BarrierNone}, Local: true})
+		Package: tab.ImportPath, Threads: 64, Blocks: 1, Barriers: []irismodel.Barrier{irismodel.BarrierNone}, Local: true})
 	require.NoError(t, err)
 	ts, _ := rootedTensors(t, r, 8)
 	ps := rootedParams(0, 2, 0.5, 0)
@@ -290,52 +291,52 @@ func TestLaunchNumbers(t *testing.T) {
 		a := ls[len(ls)-1].Args
 		return binary.LittleEndian.Uint32(a[ctxOffLaunch:]), binary.LittleEndian.Uint32(a[ctxOffCheck:])
 	}
-	require.NoError(t, p.LaunchParams(s, ts, ps, BarrierDevice))
+	require.NoError(t, p.LaunchParams(s, ts, ps, irismodel.BarrierDevice))
 	n, check := last()
 	assert.Equal(t, uint32(1), n)
-	assert.Equal(t, p.plan.check(1, BarrierDevice, ps), check)
-	require.Error(t, p.LaunchParams(s, ts[:2], ps, BarrierDevice), "2: refused")
-	require.NoError(t, empty.LaunchParams(s, []Tensor{{}, {}, {}}, ps, BarrierDevice), "3: empty")
-	require.NoError(t, local.Launch(s, BarrierNone, local.Args()), "not counted")
+	assert.Equal(t, p.plan.check(1, irismodel.BarrierDevice, ps), check)
+	require.Error(t, p.LaunchParams(s, ts[:2], ps, irismodel.BarrierDevice), "2: refused")
+	require.NoError(t, empty.LaunchParams(s, []Tensor{{}, {}, {}}, ps, irismodel.BarrierDevice), "3: empty")
+	require.NoError(t, local.Launch(s, irismodel.BarrierNone, local.Args()), "not counted")
 	n, _ = last()
 	assert.Zero(t, n, "a plan that never meets its peers")
-	require.NoError(t, c.RunParams(r, s, "pull", F32, "", nil, ts, ps, BarrierDevice), "4: the convenience call")
+	require.NoError(t, c.RunParams(r, s, "pull", irismodel.F32, "", nil, ts, ps, irismodel.BarrierDevice), "4: the convenience call")
 	n, _ = last()
 	assert.Equal(t, uint32(4), n)
-	require.Error(t, c.RunParams(r, s, "nope", F32, "", nil, ts, ps, BarrierDevice), "5: refused before a plan")
-	g, err := r.Capture(s, func() error { return p.LaunchParams(s, ts, ps, BarrierDevice) }) // 6
+	require.Error(t, c.RunParams(r, s, "nope", irismodel.F32, "", nil, ts, ps, irismodel.BarrierDevice), "5: refused before a plan")
+	g, err := r.Capture(s, func() error { return p.LaunchParams(s, ts, ps, irismodel.BarrierDevice) }) // 6
 	require.NoError(t, err)
 	defer g.Destroy()
-	require.NoError(t, p.LaunchParams(s, ts, ps, BarrierNone)) // 7
+	require.NoError(t, p.LaunchParams(s, ts, ps, irismodel.BarrierNone)) // 7
 	n, _ = last()
 	assert.Equal(t, uint32(7), n)
 	require.NoError(t, g.Replay(s))
 	n, check = last()
 	assert.Equal(t, uint32(6), n, "a replay repeats its captured number")
-	assert.Equal(t, p.plan.check(6, BarrierDevice, ps), check)
+	assert.Equal(t, p.plan.check(6, irismodel.BarrierDevice, ps), check)
 	grp, err := r.NewGroup([]int{0}, 1<<14)
 	require.NoError(t, err)
-	gp, err := NewPlanOf[VariantPlan](grp, &c.Variants[0], F32, "", 8)
+	gp, err := NewPlanOf[VariantPlan](grp, &c.Variants[0], irismodel.F32, "", 8)
 	require.NoError(t, err)
 	gts, _ := rootedTensors(t, grp, 8)
-	require.NoError(t, gp.LaunchParams(s, gts, rootedParams(0, 2, 0.5, 0), BarrierDevice))
+	require.NoError(t, gp.LaunchParams(s, gts, rootedParams(0, 2, 0.5, 0), irismodel.BarrierDevice))
 	n, _ = last()
 	assert.Equal(t, uint32(1), n, "a group counts its own launches")
-	require.NoError(t, p.LaunchParams(s, ts, ps, BarrierDevice))
+	require.NoError(t, p.LaunchParams(s, ts, ps, irismodel.BarrierDevice))
 	n, _ = last()
 	assert.Equal(t, uint32(8), n)
 
 	// The check.
-	twin, err := NewPlanOf[VariantPlan](r, &c.Variants[0], F32, "", 8)
+	twin, err := NewPlanOf[VariantPlan](r, &c.Variants[0], irismodel.F32, "", 8)
 	require.NoError(t, err)
 	defer twin.Close()
 	pc := p.plan.check
-	base := pc(9, BarrierDevice, ps)
-	assert.Equal(t, base, pc(9, BarrierDevice, rootedParams(0, 2, 0.5, 0)), "a function of the values")
+	base := pc(9, irismodel.BarrierDevice, ps)
+	assert.Equal(t, base, pc(9, irismodel.BarrierDevice, rootedParams(0, 2, 0.5, 0)), "a function of the values")
 	for what, other := range map[string]uint32{
-		"number": pc(10, BarrierDevice, ps), "root": pc(9, BarrierDevice, rootedParams(1, 2, 0.5, 0)),
-		"eps": pc(9, BarrierDevice, rootedParams(0, 2, 0.25, 0)), "mode": pc(9, BarrierNone, ps),
-		"plan": empty.plan.check(9, BarrierDevice, ps), "another plan of the same spec": twin.plan.check(9, BarrierDevice, ps),
+		"number": pc(10, irismodel.BarrierDevice, ps), "root": pc(9, irismodel.BarrierDevice, rootedParams(1, 2, 0.5, 0)),
+		"eps": pc(9, irismodel.BarrierDevice, rootedParams(0, 2, 0.25, 0)), "mode": pc(9, irismodel.BarrierNone, ps),
+		"plan": empty.plan.check(9, irismodel.BarrierDevice, ps), "another plan of the same spec": twin.plan.check(9, irismodel.BarrierDevice, ps),
 	} {
 		assert.NotEqual(t, base, other, what)
 	}
@@ -351,13 +352,13 @@ func TestMismatchOnTheDevice(t *testing.T) {
 		other func(plans []*VariantPlan, other *VariantPlan, ts []Tensor, s gpu.Stream) error
 	}{
 		{"root", func(plans []*VariantPlan, _ *VariantPlan, ts []Tensor, s gpu.Stream) error {
-			return plans[1].LaunchParams(s, ts, rootedParams(0, 2, 0.5, 0), BarrierDevice)
+			return plans[1].LaunchParams(s, ts, rootedParams(0, 2, 0.5, 0), irismodel.BarrierDevice)
 		}},
 		{"plan", func(_ []*VariantPlan, other *VariantPlan, ts []Tensor, s gpu.Stream) error {
-			return other.LaunchParams(s, ts, rootedParams(1, 2, 0.5, 0), BarrierDevice)
+			return other.LaunchParams(s, ts, rootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice)
 		}},
 		{"mode", func(plans []*VariantPlan, _ *VariantPlan, ts []Tensor, s gpu.Stream) error {
-			return plans[1].LaunchParams(s, ts, rootedParams(1, 2, 0.5, 0), BarrierNone)
+			return plans[1].LaunchParams(s, ts, rootedParams(1, 2, 0.5, 0), irismodel.BarrierNone)
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -366,14 +367,14 @@ func TestMismatchOnTheDevice(t *testing.T) {
 			others := make([]*VariantPlan, 2)
 			for _, err := range eachProcess(ranks, func(r *Rank) error {
 				var err error
-				others[r.Rank()], err = NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[1], F32, "", 8)
+				others[r.Rank()], err = NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[1], irismodel.F32, "", 8)
 				return err
 			}) {
 				require.NoError(t, err)
 			}
 			r0, r1 := ranks[0], ranks[1]
 			require.NoError(t, c.other(plans, others[1], ts[1], r1.Stream()), "rank 1 first")
-			require.NoError(t, plans[0].LaunchParams(r0.Stream(), ts[0], rootedParams(1, 2, 0.5, 0), BarrierDevice))
+			require.NoError(t, plans[0].LaunchParams(r0.Stream(), ts[0], rootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice))
 			var me *MismatchError
 			require.ErrorAs(t, r0.Check(), &me)
 			assert.Equal(t, 1, me.Peer)
@@ -381,7 +382,7 @@ func TestMismatchOnTheDevice(t *testing.T) {
 			assert.True(t, me.World)
 			assert.NotEqual(t, me.Check, me.PeerCheck)
 			assert.Contains(t, me.Error(), "close the world and start it again")
-			require.ErrorIs(t, plans[0].LaunchParams(r0.Stream(), ts[0], rootedParams(1, 2, 0.5, 0), BarrierDevice), ErrMismatch, "sticky")
+			require.ErrorIs(t, plans[0].LaunchParams(r0.Stream(), ts[0], rootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice), ErrMismatch, "sticky")
 		})
 	}
 }
@@ -396,7 +397,7 @@ func TestMismatchAtTheHostBarrier(t *testing.T) {
 	plans, ts := rootedPlans(t, ranks, tab)
 	fake.ClearLaunches()
 	errs := eachProcess(ranks, func(r *Rank) error {
-		return plans[r.Rank()].LaunchParams(r.Stream(), ts[r.Rank()], rootedParams(int64(r.Rank()), 2, 0.5, 0), BarrierHost)
+		return plans[r.Rank()].LaunchParams(r.Stream(), ts[r.Rank()], rootedParams(int64(r.Rank()), 2, 0.5, 0), irismodel.BarrierHost)
 	})
 	for k, err := range errs {
 		var me *MismatchError
@@ -406,12 +407,12 @@ func TestMismatchAtTheHostBarrier(t *testing.T) {
 		require.NoError(t, ranks[k].Check(), "no world fault")
 		b, err := fake.Uint64(ranks[k].Heap().Base(k) + offBegun + 8)
 		require.NoError(t, err)
-		assert.Equal(t, uint64(1)<<32|uint64(plans[k].plan.check(1, BarrierHost, rootedParams(int64(k), 2, 0.5, 0))), b)
+		assert.Equal(t, uint64(1)<<32|uint64(plans[k].plan.check(1, irismodel.BarrierHost, rootedParams(int64(k), 2, 0.5, 0))), b)
 	}
 	assert.Empty(t, fake.Launches())
 	// The same parameters meet.
 	for _, err := range eachProcess(ranks, func(r *Rank) error {
-		return plans[r.Rank()].LaunchParams(r.Stream(), ts[r.Rank()], rootedParams(1, 2, 0.5, 0), BarrierHost)
+		return plans[r.Rank()].LaunchParams(r.Stream(), ts[r.Rank()], rootedParams(1, 2, 0.5, 0), irismodel.BarrierHost)
 	}) {
 		require.NoError(t, err)
 	}
@@ -438,8 +439,8 @@ func TestRecoveryAfterRefusal(t *testing.T) {
 			assert.Equal(t, make([]byte, ControlBytes), mem, "a zeroed control block")
 		}
 		var pe *ParamError
-		require.ErrorAs(t, plans[1].LaunchParams(r1.Stream(), ts[1], rootedParams(7, 2, 0.5, 0), BarrierDevice), &pe)
-		require.NoError(t, plans[0].LaunchParams(r0.Stream(), ts[0], rootedParams(1, 2, 0.5, 0), BarrierDevice))
+		require.ErrorAs(t, plans[1].LaunchParams(r1.Stream(), ts[1], rootedParams(7, 2, 0.5, 0), irismodel.BarrierDevice), &pe)
+		require.NoError(t, plans[0].LaunchParams(r0.Stream(), ts[0], rootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice))
 		var re *PeerRefusedError
 		require.ErrorAs(t, r0.Check(), &re)
 		assert.Equal(t, RefusedParam, re.Reason)
@@ -457,7 +458,7 @@ func TestGroupControlBlocks(t *testing.T) {
 	// Dirty the memory the group's reservation will take.
 	junk := make([]*Tensor, 2)
 	for _, err := range eachProcess(ranks, func(r *Rank) error {
-		x, err := r.Heap().Alloc(U64, 1<<10)
+		x, err := r.Heap().Alloc(irismodel.U64, 1<<10)
 		junk[r.Rank()] = &x
 		if err == nil {
 			err = fake.Write(x.Ptr, bytesOf(0xEE, 8<<10))
@@ -485,8 +486,8 @@ func TestGroupControlBlocks(t *testing.T) {
 		assert.Equal(t, make([]byte, ControlBytes), mem, "rank %d: the group's control block is zeroed", k)
 	}
 	plans, ts := rootedPlans(t, groups, tab)
-	require.Error(t, plans[1].LaunchParams(g1.Stream(), ts[1][:1], rootedParams(1, 2, 0.5, 0), BarrierDevice))
-	require.NoError(t, plans[0].LaunchParams(g0.Stream(), ts[0], rootedParams(1, 2, 0.5, 0), BarrierDevice))
+	require.Error(t, plans[1].LaunchParams(g1.Stream(), ts[1][:1], rootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice))
+	require.NoError(t, plans[0].LaunchParams(g0.Stream(), ts[0], rootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice))
 	var pe *PeerRefusedError
 	require.ErrorAs(t, g0.Check(), &pe)
 	assert.Equal(t, RefusedOther, pe.Reason, "a wrong tensor count")
@@ -528,10 +529,10 @@ func TestRefusalWhileCapturing(t *testing.T) {
 	fake.ClearLaunches()
 	g, err := r1.Capture(r1.Stream(), func() error {
 		var pe *ParamError
-		if err := plans[1].LaunchParams(r1.Stream(), ts[1], rootedParams(9, 2, 0.5, 0), BarrierDevice); !errors.As(err, &pe) {
+		if err := plans[1].LaunchParams(r1.Stream(), ts[1], rootedParams(9, 2, 0.5, 0), irismodel.BarrierDevice); !errors.As(err, &pe) {
 			return err
 		}
-		return plans[1].LaunchParams(r1.Stream(), ts[1], rootedParams(1, 2, 0.5, 0), BarrierDevice)
+		return plans[1].LaunchParams(r1.Stream(), ts[1], rootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice)
 	})
 	require.NoError(t, err, "the capture survives the refusal")
 	defer g.Destroy()
@@ -553,19 +554,19 @@ func TestAutoChoiceAlike(t *testing.T) {
 	c := &tab.Collectives[0]
 	// input and shared hold 8 f32 (32 bytes), output [world, 8] (64):
 	// only the ranks that pass output would see more than 32 bytes.
-	c.Auto = []AutoRule{{MaxBytes: 32, Variant: "pull"}, {Variant: "push"}}
+	c.Auto = []irismodel.AutoRule{{MaxBytes: 32, Variant: "pull"}, {Variant: "push"}}
 	Register(tab)
 	fake.AddModule(tab.Embedded.(fstest.MapFS)["kernels/rooted.fake"].Data, []string{"irisgen_rooted_pull_f32", "irisgen_rooted_push_f32"},
-		map[string][]byte{SpecHashSymbol("rooted"): append([]byte("h3"), 0)})
+		map[string][]byte{irismodel.SpecHashSymbol("rooted"): append([]byte("h3"), 0)})
 	w := newFakeWorld(t, 2, Options{Platform: fake})
-	assert.Equal(t, "push", c.Choose(2, c.largestBytes(2, F32, []int64{8})))
-	assert.Equal(t, "pull", c.Choose(2, c.largestBytes(2, F32, []int64{4})))
+	assert.Equal(t, "push", c.Choose(2, c.largestBytes(2, irismodel.F32, []int64{8})))
+	assert.Equal(t, "pull", c.Choose(2, c.largestBytes(2, irismodel.F32, []int64{4})))
 	require.NoError(t, w.Run(func(r *Rank) error {
 		ts, _ := rootedTensors(t, r, 8)
 		if r.Rank() != 0 {
 			ts[0], ts[1] = Tensor{}, Tensor{} // root 0's input, dst 0's output
 		}
-		return c.RunParams(r, r.Stream(), AutoVariant, F32, "", nil, ts, rootedParams(0, 1, 0.5, 0), BarrierDevice)
+		return c.RunParams(r, r.Stream(), irismodel.AutoVariant, irismodel.F32, "", nil, ts, rootedParams(0, 1, 0.5, 0), irismodel.BarrierDevice)
 	}))
 	ls := fake.Launches()
 	require.Len(t, ls, 2)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // rootedTable is a hand-built descriptor with launch parameters of every
@@ -26,19 +27,19 @@ func rootedTable(importPath string) *Table {
 		ImportPath: importPath, KernelsCommand: "make rooted-kernels",
 		Embedded: fstest.MapFS{"kernels/rooted.fake": {Data: []byte("rooted image of " + importPath)}},
 		Collectives: []Collective{{
-			Name: "rooted", SpecHash: "h3", DTypes: []DType{F32},
+			Name: "rooted", SpecHash: "h3", DTypes: []irismodel.DType{irismodel.F32},
 			Sizes: []SizeParam{{Name: "n", From: 2}},
-			Params: []ParamDesc{
-				{Name: "root", Kind: ParamRank},
-				{Name: "k", Kind: ParamInt, Min: 1, Max: 4},
-				{Name: "eps", Kind: ParamF32},
-				{Name: "dst", Kind: ParamRank},
-				{Name: "shift", Kind: ParamInt, Min: math.MinInt64, Max: math.MaxInt64},
+			Params: []irismodel.ParamDesc{
+				{Name: "root", Kind: irismodel.ParamRank},
+				{Name: "k", Kind: irismodel.ParamInt, Min: 1, Max: 4},
+				{Name: "eps", Kind: irismodel.ParamF32},
+				{Name: "dst", Kind: irismodel.ParamRank},
+				{Name: "shift", Kind: irismodel.ParamInt, Min: math.MinInt64, Max: math.MaxInt64},
 			},
-			Tensors: []TensorDesc{
-				{Name: "input", Dir: In, Shape: []Dim{DimSize(0)}, Owner: "root"},
-				{Name: "output", Dir: Out, Shape: []Dim{DimWorld, DimSize(0)}, Owner: "dst"},
-				{Name: "shared", Dir: In, Shape: []Dim{DimSize(0)}},
+			Tensors: []irismodel.TensorDesc{
+				{Name: "input", Dir: irismodel.In, Shape: []irismodel.Dim{irismodel.DimSize(0)}, Owner: "root"},
+				{Name: "output", Dir: irismodel.Out, Shape: []irismodel.Dim{irismodel.DimWorld, irismodel.DimSize(0)}, Owner: "dst"},
+				{Name: "shared", Dir: irismodel.In, Shape: []irismodel.Dim{irismodel.DimSize(0)}},
 			},
 			Variants: []Variant{
 				{Name: "pull", Uses: []Use{UseImport, UseLocal, UseLocal},
@@ -59,37 +60,37 @@ func rootedWorld(t *testing.T, n int, p *fakegpu.Platform) (*World, *Table) {
 		p = fakegpu.New(n)
 	}
 	p.AddModule(tab.Embedded.(fstest.MapFS)["kernels/rooted.fake"].Data, []string{"irisgen_rooted_pull_f32", "irisgen_rooted_push_f32"},
-		map[string][]byte{SpecHashSymbol("rooted"): append([]byte("h3"), 0)})
+		map[string][]byte{irismodel.SpecHashSymbol("rooted"): append([]byte("h3"), 0)})
 	return newFakeWorld(t, n, Options{Platform: p}), tab
 }
 
 // params is the parameters of one rooted launch.
-func rootedParams(root, k int64, eps float32, dst int64) []Param {
-	return []Param{IntParam(root), IntParam(k), F32Param(eps), IntParam(dst), IntParam(-3)}
+func rootedParams(root, k int64, eps float32, dst int64) []irismodel.Param {
+	return []irismodel.Param{irismodel.IntParam(root), irismodel.IntParam(k), irismodel.F32Param(eps), irismodel.IntParam(dst), irismodel.IntParam(-3)}
 }
 
 func TestParamValues(t *testing.T) {
-	assert.Equal(t, int64(-5), IntParam(-5).Int())
-	assert.Equal(t, float32(0.25), F32Param(0.25).F32())
-	assert.Equal(t, "-5", IntParam(-5).String())
-	assert.Equal(t, "1e-06", F32Param(1e-6).String())
-	assert.Equal(t, "no value", Param{}.String())
-	assert.Equal(t, math.Float64bits(0.25), F32Param(0.25).word(), "an f32 reaches the kernel as a double")
-	assert.Equal(t, uint64(1<<64-5), IntParam(-5).word())
-	for k, want := range map[ParamKind]string{ParamRank: "rank", ParamInt: "int", ParamF32: "f32", 9: "ParamKind(9)"} {
+	assert.Equal(t, int64(-5), irismodel.IntParam(-5).Int())
+	assert.Equal(t, float32(0.25), irismodel.F32Param(0.25).F32())
+	assert.Equal(t, "-5", irismodel.IntParam(-5).String())
+	assert.Equal(t, "1e-06", irismodel.F32Param(1e-6).String())
+	assert.Equal(t, "no value", irismodel.Param{}.String())
+	assert.Equal(t, math.Float64bits(0.25), irismodel.F32Param(0.25).Word(), "an f32 reaches the kernel as a double")
+	assert.Equal(t, uint64(1<<64-5), irismodel.IntParam(-5).Word())
+	for k, want := range map[irismodel.ParamKind]string{irismodel.ParamRank: "rank", irismodel.ParamInt: "int", irismodel.ParamF32: "f32", 9: "ParamKind(9)"} {
 		assert.Equal(t, want, k.String())
 	}
-	rank := ParamDesc{Name: "root", Kind: ParamRank}
+	rank := irismodel.ParamDesc{Name: "root", Kind: irismodel.ParamRank}
 	assert.Equal(t, "0 <= root < 4 (world)", rank.Range(4))
 	for _, c := range []struct {
-		d    ParamDesc
+		d    irismodel.ParamDesc
 		want string
 	}{
-		{ParamDesc{Name: "k", Kind: ParamInt, Min: 1, Max: 4}, "1 <= k <= 4"},
-		{ParamDesc{Name: "k", Kind: ParamInt, Min: 1, Max: math.MaxInt64}, "k >= 1"},
-		{ParamDesc{Name: "k", Kind: ParamInt, Min: math.MinInt64, Max: 4}, "k <= 4"},
-		{ParamDesc{Name: "k", Kind: ParamInt, Min: math.MinInt64, Max: math.MaxInt64}, "any int64"},
-		{ParamDesc{Name: "eps", Kind: ParamF32}, "any f32"},
+		{irismodel.ParamDesc{Name: "k", Kind: irismodel.ParamInt, Min: 1, Max: 4}, "1 <= k <= 4"},
+		{irismodel.ParamDesc{Name: "k", Kind: irismodel.ParamInt, Min: 1, Max: math.MaxInt64}, "k >= 1"},
+		{irismodel.ParamDesc{Name: "k", Kind: irismodel.ParamInt, Min: math.MinInt64, Max: 4}, "k <= 4"},
+		{irismodel.ParamDesc{Name: "k", Kind: irismodel.ParamInt, Min: math.MinInt64, Max: math.MaxInt64}, "any int64"},
+		{irismodel.ParamDesc{Name: "eps", Kind: irismodel.ParamF32}, "any f32"},
 	} {
 		assert.Equal(t, c.want, c.d.Range(2))
 	}
@@ -103,7 +104,7 @@ func TestParamChecks(t *testing.T) {
 	w, tab := rootedWorld(t, 2, fake)
 	pull := &tab.Collectives[0].Variants[0]
 	require.NoError(t, w.Run(func(r *Rank) error {
-		p, err := NewPlanOf[VariantPlan](r, pull, F32, "", 8)
+		p, err := NewPlanOf[VariantPlan](r, pull, irismodel.F32, "", 8)
 		require.NoError(t, err)
 		defer p.Close()
 		ts, _ := rootedTensors(t, r, 8)
@@ -113,7 +114,7 @@ func TestParamChecks(t *testing.T) {
 		fake.ClearLaunches()
 		for _, c := range []struct {
 			name string
-			ps   []Param
+			ps   []irismodel.Param
 			want string // "" accepted
 		}{
 			{"root below", rootedParams(-1, 1, 0, 0), "rooted/pull: parameter root = -1 is out of range: the launch accepts 0 <= root < 2 (world)"},
@@ -121,14 +122,14 @@ func TestParamChecks(t *testing.T) {
 			{"dst at world", rootedParams(0, 1, 0, 2), "parameter dst = 2 is out of range"},
 			{"k below min", rootedParams(0, 0, 0, 0), "parameter k = 0 is out of range: the launch accepts 1 <= k <= 4"},
 			{"k above max", rootedParams(0, 5, 0, 0), "parameter k = 5 is out of range: the launch accepts 1 <= k <= 4"},
-			{"k wrong kind", []Param{IntParam(0), F32Param(1), F32Param(0), IntParam(0), IntParam(0)}, "parameter k is int, but the launch passed an F32Param: pass irisrt.IntParam(...)"},
-			{"eps wrong kind", []Param{IntParam(0), IntParam(1), IntParam(0), IntParam(0), IntParam(0)}, "parameter eps is f32, but the launch passed an IntParam: pass irisrt.F32Param(...)"},
-			{"root zero Param", []Param{{}, IntParam(1), F32Param(0), IntParam(0), IntParam(0)}, "parameter root is rank, but the launch passed the zero Param: pass irisrt.IntParam(...)"},
-			{"shift any", []Param{IntParam(0), IntParam(1), F32Param(0), IntParam(0), IntParam(math.MinInt64)}, ""},
+			{"k wrong kind", []irismodel.Param{irismodel.IntParam(0), irismodel.F32Param(1), irismodel.F32Param(0), irismodel.IntParam(0), irismodel.IntParam(0)}, "parameter k is int, but the launch passed an F32Param: pass irismodel.IntParam(...)"},
+			{"eps wrong kind", []irismodel.Param{irismodel.IntParam(0), irismodel.IntParam(1), irismodel.IntParam(0), irismodel.IntParam(0), irismodel.IntParam(0)}, "parameter eps is f32, but the launch passed an IntParam: pass irismodel.F32Param(...)"},
+			{"root zero Param", []irismodel.Param{{}, irismodel.IntParam(1), irismodel.F32Param(0), irismodel.IntParam(0), irismodel.IntParam(0)}, "parameter root is rank, but the launch passed the zero Param: pass irismodel.IntParam(...)"},
+			{"shift any", []irismodel.Param{irismodel.IntParam(0), irismodel.IntParam(1), irismodel.F32Param(0), irismodel.IntParam(0), irismodel.IntParam(math.MinInt64)}, ""},
 			{"lowest bounds", rootedParams(0, 1, float32(math.Inf(-1)), 0), ""},
 			{"highest bounds", rootedParams(1, 4, float32(math.NaN()), 1), ""},
 		} {
-			err := p.LaunchParams(r.Stream(), ts, c.ps, BarrierDevice)
+			err := p.LaunchParams(r.Stream(), ts, c.ps, irismodel.BarrierDevice)
 			if c.want == "" {
 				require.NoError(t, err, c.name)
 				continue
@@ -139,8 +140,8 @@ func TestParamChecks(t *testing.T) {
 			assert.Contains(t, err.Error(), c.want, c.name)
 		}
 		assert.Len(t, fake.Launches(), 3, "only the accepted launches launched")
-		require.EqualError(t, p.LaunchTensors(r.Stream(), ts, BarrierDevice), "rooted/pull: 0 parameters, want 5 (root, k, eps, dst, shift): launch with LaunchParams")
-		require.EqualError(t, p.LaunchParams(r.Stream(), ts, rootedParams(0, 1, 0, 0)[:4], BarrierDevice), "rooted/pull: 4 parameters, want 5 (root, k, eps, dst, shift): launch with LaunchParams")
+		require.EqualError(t, p.LaunchTensors(r.Stream(), ts, irismodel.BarrierDevice), "rooted/pull: 0 parameters, want 5 (root, k, eps, dst, shift): launch with LaunchParams")
+		require.EqualError(t, p.LaunchParams(r.Stream(), ts, rootedParams(0, 1, 0, 0)[:4], irismodel.BarrierDevice), "rooted/pull: 4 parameters, want 5 (root, k, eps, dst, shift): launch with LaunchParams")
 		assert.Len(t, fake.Launches(), 3)
 		return r.HostBarrier(r.Stream())
 	}))
@@ -151,13 +152,13 @@ func TestParamChecks(t *testing.T) {
 func rootedTensors(t *testing.T, r *Rank, n int64) (ts []Tensor, offOut Tensor) {
 	t.Helper()
 	for _, l := range []int64{n, int64(r.World()) * n, n} {
-		x, err := r.Heap().Alloc(F32, l)
+		x, err := r.Heap().Alloc(irismodel.F32, l)
 		require.NoError(t, err)
 		ts = append(ts, x)
 	}
 	ptr, err := r.Device().Alloc(int64(r.World())*n*4, false)
 	require.NoError(t, err)
-	return ts, Tensor{Ptr: ptr, DType: F32, Len: int64(r.World()) * n}
+	return ts, Tensor{Ptr: ptr, DType: irismodel.F32, Len: int64(r.World()) * n}
 }
 
 // TestOwnedTensors: a tensor only one rank uses is checked on that rank
@@ -179,10 +180,10 @@ func TestOwnedTensors(t *testing.T) {
 	})
 	require.NoError(t, w.Run(func(r *Rank) error {
 		s := r.Stream()
-		pp, err := NewPlanOf[VariantPlan](r, pull, F32, "", n)
+		pp, err := NewPlanOf[VariantPlan](r, pull, irismodel.F32, "", n)
 		require.NoError(t, err)
 		defer pp.Close()
-		ph, err := NewPlanOf[VariantPlan](r, push, F32, "", n)
+		ph, err := NewPlanOf[VariantPlan](r, push, irismodel.F32, "", n)
 		require.NoError(t, err)
 		defer ph.Close()
 		assert.Equal(t, []Buffer{{"address slots of input", 8}}, pp.Plan().Spec().Workspace, "pull exchanges input: a slot per block")
@@ -192,22 +193,22 @@ func TestOwnedTensors(t *testing.T) {
 		if r.Rank() == 0 {
 			ts[1] = offOut // output is rank 1's (dst): off the heap here, ignored
 		}
-		bad := Tensor{Ptr: ts[0].Ptr, DType: BF16, Len: 3}
+		bad := Tensor{Ptr: ts[0].Ptr, DType: irismodel.BF16, Len: 3}
 		var de *DTypeError
 		var pe *PlacementError
 		switch r.Rank() {
 		case 0: // root of input, not dst of output (which is off this rank's heap)
-			require.ErrorAs(t, pp.LaunchParams(s, []Tensor{bad, ts[1], ts[2]}, rootedParams(0, 1, 0.5, 1), BarrierDevice), &de, "the root's input is checked")
-			require.NoError(t, ph.LaunchParams(s, []Tensor{ts[0], {}, ts[2]}, rootedParams(0, 1, 0.5, 1), BarrierDevice), "output is rank 1's: none given")
+			require.ErrorAs(t, pp.LaunchParams(s, []Tensor{bad, ts[1], ts[2]}, rootedParams(0, 1, 0.5, 1), irismodel.BarrierDevice), &de, "the root's input is checked")
+			require.NoError(t, ph.LaunchParams(s, []Tensor{ts[0], {}, ts[2]}, rootedParams(0, 1, 0.5, 1), irismodel.BarrierDevice), "output is rank 1's: none given")
 		case 1: // dst of output, not root of input
-			require.NoError(t, pp.LaunchParams(s, []Tensor{bad, ts[1], ts[2]}, rootedParams(0, 1, 0.5, 1), BarrierDevice), "another rank's input is ignored")
-			require.NoError(t, ph.LaunchParams(s, []Tensor{{}, ts[1], ts[2]}, rootedParams(0, 1, 0.5, 1), BarrierDevice))
+			require.NoError(t, pp.LaunchParams(s, []Tensor{bad, ts[1], ts[2]}, rootedParams(0, 1, 0.5, 1), irismodel.BarrierDevice), "another rank's input is ignored")
+			require.NoError(t, ph.LaunchParams(s, []Tensor{{}, ts[1], ts[2]}, rootedParams(0, 1, 0.5, 1), irismodel.BarrierDevice))
 		}
 		if err := r.HostBarrier(s); err != nil {
 			return err
 		}
 		// Off the heap, output is refused on its owner only.
-		err = ph.LaunchParams(s, ts, rootedParams(0, 1, 0.5, 0), BarrierDevice)
+		err = ph.LaunchParams(s, ts, rootedParams(0, 1, 0.5, 0), irismodel.BarrierDevice)
 		if r.Rank() == 0 {
 			require.ErrorAs(t, err, &pe)
 			assert.Contains(t, err.Error(), `tensor "output"`)
@@ -223,7 +224,7 @@ func TestOwnedTensors(t *testing.T) {
 	args = make([][]byte, 2)
 	require.NoError(t, w.Run(func(r *Rank) error {
 		s := r.Stream()
-		pp, err := NewPlanOf[VariantPlan](r, pull, F32, "", n)
+		pp, err := NewPlanOf[VariantPlan](r, pull, irismodel.F32, "", n)
 		require.NoError(t, err)
 		defer pp.Close()
 		ts, _ := rootedTensors(t, r, n)
@@ -231,9 +232,9 @@ func TestOwnedTensors(t *testing.T) {
 		require.NoError(t, err)
 		input := ts[0]
 		if r.Rank() == 1 {
-			input = Tensor{Ptr: off, DType: F32, Len: n} // the root's input off the heap: staged
+			input = Tensor{Ptr: off, DType: irismodel.F32, Len: n} // the root's input off the heap: staged
 		}
-		require.NoError(t, pp.LaunchParams(s, []Tensor{input, ts[1], ts[2]}, rootedParams(1, 3, 0.5, 0), BarrierHost))
+		require.NoError(t, pp.LaunchParams(s, []Tensor{input, ts[1], ts[2]}, rootedParams(1, 3, 0.5, 0), irismodel.BarrierHost))
 		a := args[r.Rank()]
 		require.Len(t, a, CtxBytes+8*(3+1+5+2), "3 tensors, 1 size, 5 parameters, 2 slot pointers")
 		inPtr := uint64(0)
@@ -262,7 +263,7 @@ func TestEmptyLaunch(t *testing.T) {
 	pull := &tab.Collectives[0].Variants[0]
 	require.NoError(t, w.Run(func(r *Rank) error {
 		s := r.Stream()
-		p, err := NewPlanOf[VariantPlan](r, pull, F32, "", 0)
+		p, err := NewPlanOf[VariantPlan](r, pull, irismodel.F32, "", 0)
 		require.NoError(t, err)
 		defer p.Close()
 		assert.Equal(t, 1, p.Plan().Spec().Blocks)
@@ -271,19 +272,19 @@ func TestEmptyLaunch(t *testing.T) {
 		ps := rootedParams(0, 1, 0, 1)
 		for _, mode := range allModes {
 			require.NoError(t, p.LaunchParams(s, []Tensor{{}, {}, {}}, ps, mode), "zero tensors, %s", mode)
-			require.NoError(t, p.LaunchParams(s, []Tensor{{Ptr: off, DType: F32}, {}, {}}, ps, mode), "an empty tensor off the heap, %s", mode)
+			require.NoError(t, p.LaunchParams(s, []Tensor{{Ptr: off, DType: irismodel.F32}, {}, {}}, ps, mode), "an empty tensor off the heap, %s", mode)
 		}
 		var pe *ParamError
-		require.ErrorAs(t, p.LaunchParams(s, []Tensor{{}, {}, {}}, rootedParams(5, 1, 0, 1), BarrierDevice), &pe, "parameters are still checked")
+		require.ErrorAs(t, p.LaunchParams(s, []Tensor{{}, {}, {}}, rootedParams(5, 1, 0, 1), irismodel.BarrierDevice), &pe, "parameters are still checked")
 		var se *ShapeError
-		require.ErrorAs(t, p.LaunchParams(s, []Tensor{{}, {}, {Ptr: off, DType: F32, Len: 1}}, ps, BarrierDevice), &se, "so are lengths")
+		require.ErrorAs(t, p.LaunchParams(s, []Tensor{{}, {}, {Ptr: off, DType: irismodel.F32, Len: 1}}, ps, irismodel.BarrierDevice), &se, "so are lengths")
 		var me *BarrierModeError
-		require.ErrorAs(t, p.LaunchParams(s, []Tensor{{}, {}, {}}, ps, Barrier(7)), &me, "and the mode")
+		require.ErrorAs(t, p.LaunchParams(s, []Tensor{{}, {}, {}}, ps, irismodel.Barrier(7)), &me, "and the mode")
 		// Host mode is refused while capturing, as for any size.
 		require.NoError(t, r.Device().BeginCapture(s, gpu.CaptureRelaxed))
 		var ce *CaptureError
-		require.ErrorAs(t, p.LaunchParams(s, []Tensor{{}, {}, {}}, ps, BarrierHost), &ce)
-		require.NoError(t, p.LaunchParams(s, []Tensor{{}, {}, {}}, ps, BarrierDevice), "captured: nothing")
+		require.ErrorAs(t, p.LaunchParams(s, []Tensor{{}, {}, {}}, ps, irismodel.BarrierHost), &ce)
+		require.NoError(t, p.LaunchParams(s, []Tensor{{}, {}, {}}, ps, irismodel.BarrierDevice), "captured: nothing")
 		g, err := r.Device().EndCapture(s)
 		require.NoError(t, err)
 		require.NoError(t, r.Device().DestroyGraph(g))
@@ -302,19 +303,19 @@ func TestParamsLaunchAllocatesNothing(t *testing.T) {
 	tab := rootedTable("example.com/" + t.Name())
 	Register(tab)
 	p.AddModule(tab.Embedded.(fstest.MapFS)["kernels/rooted.fake"].Data, []string{"irisgen_rooted_pull_f32", "irisgen_rooted_push_f32"},
-		map[string][]byte{SpecHashSymbol("rooted"): append([]byte("h3"), 0)})
+		map[string][]byte{irismodel.SpecHashSymbol("rooted"): append([]byte("h3"), 0)})
 	w := newFakeWorld(t, 2, Options{Platform: q})
 	require.NoError(t, w.Run(func(r *Rank) error {
-		pl, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], F32, "", 16)
+		pl, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], irismodel.F32, "", 16)
 		if err != nil {
 			return err
 		}
 		ts, _ := rootedTensors(t, r, 16)
 		off, err := r.Device().Alloc(64, false)
 		require.NoError(t, err)
-		ts[0] = Tensor{Ptr: off, DType: F32, Len: 16} // staged on the root
+		ts[0] = Tensor{Ptr: off, DType: irismodel.F32, Len: 16} // staged on the root
 		launch := func() error {
-			return pl.LaunchParams(r.Stream(), ts, []Param{IntParam(0), IntParam(2), F32Param(1), IntParam(1), IntParam(7)}, BarrierDevice)
+			return pl.LaunchParams(r.Stream(), ts, []irismodel.Param{irismodel.IntParam(0), irismodel.IntParam(2), irismodel.F32Param(1), irismodel.IntParam(1), irismodel.IntParam(7)}, irismodel.BarrierDevice)
 		}
 		require.NoError(t, launch())
 		if allocs := testing.AllocsPerRun(100, func() { require.NoError(t, launch()) }); allocs != 0 {
@@ -338,7 +339,7 @@ func TestOwnedTableRules(t *testing.T) {
 		{"owner not a parameter", func(c *Collective) { c.Tensors[0].Owner = "nobody" }, `owned by "nobody", which is not a rank parameter`},
 		{"owner an int", func(c *Collective) { c.Tensors[0].Owner = "k" }, `owned by "k", which is not a rank parameter`},
 		{"owned workspace", func(c *Collective) {
-			c.Tensors = append(c.Tensors, TensorDesc{Name: "ws", Dir: Workspace, Shape: []Dim{4}, Owner: "root"})
+			c.Tensors = append(c.Tensors, irismodel.TensorDesc{Name: "ws", Dir: irismodel.Workspace, Shape: []irismodel.Dim{4}, Owner: "root"})
 			for i := range c.Variants {
 				c.Variants[i].Uses = append(c.Variants[i].Uses, Unused)
 			}
@@ -375,14 +376,14 @@ func TestOwnedTableRules(t *testing.T) {
 func TestSampleParams(t *testing.T) {
 	e, ok := rootedTable("example.com/"+t.Name()).Lookup("rooted", "pull")
 	require.True(t, ok)
-	assert.Equal(t, []Param{IntParam(0), IntParam(1), F32Param(1), IntParam(1), IntParam(1)}, e.SampleParams(2, 0))
-	assert.Equal(t, []Param{IntParam(1), IntParam(1), F32Param(0.5), IntParam(0), IntParam(-1)}, e.SampleParams(2, 1), "k's range starts at 1")
-	assert.Equal(t, []Param{IntParam(1), IntParam(1), F32Param(0.5), IntParam(0), IntParam(-1)}, e.SampleParams(4, 1))
-	ts := []Tensor{{Ptr: 1, DType: F32, Len: 1}, {Ptr: 2, DType: F32, Len: 1}, {Ptr: 3, DType: F32, Len: 1}}
+	assert.Equal(t, []irismodel.Param{irismodel.IntParam(0), irismodel.IntParam(1), irismodel.F32Param(1), irismodel.IntParam(1), irismodel.IntParam(1)}, e.SampleParams(2, 0))
+	assert.Equal(t, []irismodel.Param{irismodel.IntParam(1), irismodel.IntParam(1), irismodel.F32Param(0.5), irismodel.IntParam(0), irismodel.IntParam(-1)}, e.SampleParams(2, 1), "k's range starts at 1")
+	assert.Equal(t, []irismodel.Param{irismodel.IntParam(1), irismodel.IntParam(1), irismodel.F32Param(0.5), irismodel.IntParam(0), irismodel.IntParam(-1)}, e.SampleParams(4, 1))
+	ts := []Tensor{{Ptr: 1, DType: irismodel.F32, Len: 1}, {Ptr: 2, DType: irismodel.F32, Len: 1}, {Ptr: 3, DType: irismodel.F32, Len: 1}}
 	ps := e.SampleParams(2, 0) // root 0, dst 1
 	assert.Equal(t, []Tensor{ts[0], {}, ts[2]}, e.TensorsFor(0, ts, ps), "rank 0 is the root, not dst")
 	assert.Equal(t, []Tensor{{}, ts[1], ts[2]}, e.TensorsFor(1, ts, ps))
-	assert.Equal(t, []Tensor{{Ptr: 1, DType: F32, Len: 1}, {Ptr: 2, DType: F32, Len: 1}, {Ptr: 3, DType: F32, Len: 1}}, ts, "ts is not changed")
+	assert.Equal(t, []Tensor{{Ptr: 1, DType: irismodel.F32, Len: 1}, {Ptr: 2, DType: irismodel.F32, Len: 1}, {Ptr: 3, DType: irismodel.F32, Len: 1}}, ts, "ts is not changed")
 	d, ok := demoTable("example.com/"+t.Name()+"/demo").Lookup("demo", "push")
 	require.True(t, ok)
 	assert.Nil(t, d.SampleParams(2, 0))

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // PlanSpec is what a plan is made of: which kernel, how it is launched,
@@ -20,10 +21,10 @@ type PlanSpec struct {
 	Module, SpecHash string // module = collective name; the wrapper's spec hash
 	Kernel           string // kernel entry name (ir.KernelName)
 	Threads, Blocks  int
-	Barriers         []Barrier // modes the variant supports, default first
-	Capturable       []Barrier // modes whose launch may be captured
-	Workspace        []Buffer  // heap, zeroed at plan creation
-	Staging          []Buffer  // heap, for tensors with placement import
+	Barriers         []irismodel.Barrier // modes the variant supports, default first
+	Capturable       []irismodel.Barrier // modes whose launch may be captured
+	Workspace        []Buffer            // heap, zeroed at plan creation
+	Staging          []Buffer            // heap, for tensors with placement import
 	// Sizes are the size parameters the plan was made for: like the rest
 	// of the spec, every rank must make the plan with the same ones.
 	Sizes []int64
@@ -159,7 +160,7 @@ func (s *PlanSpec) validate() error {
 		return bad("no barrier modes")
 	}
 	for _, b := range append(slices.Clone(s.Barriers), s.Capturable...) {
-		if int(b) >= len(barrierNames) {
+		if !b.Valid() {
 			return bad("unknown barrier mode %d", b)
 		}
 	}
@@ -416,14 +417,14 @@ func (p *Plan) usable() error {
 // barrier reports it, on every rank). Launch asks it before anything
 // reaches the stream (imports included), so a refused launch leaves
 // nothing behind in a capture.
-func (p *Plan) checkLaunch(s gpu.Stream, mode Barrier) error {
+func (p *Plan) checkLaunch(s gpu.Stream, mode irismodel.Barrier) error {
 	if err := p.usable(); err != nil {
 		return err
 	}
 	if !slices.Contains(p.spec.Barriers, mode) {
 		return &BarrierModeError{Op: p.spec.Op, Variant: p.spec.Variant, Mode: mode, Supported: p.spec.Barriers}
 	}
-	if mode == BarrierHost || !slices.Contains(p.spec.Capturable, mode) {
+	if mode == irismodel.BarrierHost || !slices.Contains(p.spec.Capturable, mode) {
 		capturing, err := p.r.Capturing(s)
 		if err != nil {
 			return err
@@ -434,7 +435,7 @@ func (p *Plan) checkLaunch(s gpu.Stream, mode Barrier) error {
 				Fix:  "launch with a capturable barrier mode inside the graph (" + modeList(p.spec.Capturable) + ")"}
 		}
 	}
-	if mode == BarrierHost {
+	if mode == irismodel.BarrierHost {
 		return nil
 	}
 	return p.r.poisoned()
@@ -444,7 +445,7 @@ func (p *Plan) checkLaunch(s gpu.Stream, mode Barrier) error {
 // makes Launch's checks of the plan, the mode and the stream, and enqueues
 // nothing (no kernel, no host barrier). Like a launch it is collective and
 // numbered, and a refusal reaches the peers (see Launch).
-func (p *Plan) Skip(s gpu.Stream, mode Barrier) error {
+func (p *Plan) Skip(s gpu.Stream, mode irismodel.Barrier) error {
 	if p.r.isClosed() {
 		return p.usable()
 	}
@@ -456,7 +457,7 @@ func (p *Plan) Skip(s gpu.Stream, mode Barrier) error {
 }
 
 // skip is Skip's checks.
-func (p *Plan) skip(s gpu.Stream, mode Barrier) error {
+func (p *Plan) skip(s gpu.Stream, mode irismodel.Barrier) error {
 	if !p.busy.CompareAndSwap(false, true) {
 		return p.refused.err
 	}
@@ -479,7 +480,7 @@ func (p *Plan) skip(s gpu.Stream, mode Barrier) error {
 // kernels of launches that do not match (another plan, parameters or
 // barrier mode as the same launch) give up with a *MismatchError (see
 // "Faults" in docs/collectives.md).
-func (p *Plan) Launch(s gpu.Stream, mode Barrier, a *Args) error {
+func (p *Plan) Launch(s gpu.Stream, mode irismodel.Barrier, a *Args) error {
 	if p.r.isClosed() {
 		if a == &p.args {
 			p.busy.Store(false)
@@ -499,7 +500,7 @@ func (p *Plan) Launch(s gpu.Stream, mode Barrier, a *Args) error {
 // launch is Launch of launch number n with fingerprint check; enqueued
 // says whether the kernel reached the stream (an error after it is no
 // refusal: the peers met the kernel).
-func (p *Plan) launch(s gpu.Stream, mode Barrier, a *Args, n, check uint32) (enqueued bool, err error) {
+func (p *Plan) launch(s gpu.Stream, mode irismodel.Barrier, a *Args, n, check uint32) (enqueued bool, err error) {
 	if a != &p.args {
 		if a == &p.refused {
 			return false, a.err
@@ -513,7 +514,7 @@ func (p *Plan) launch(s gpu.Stream, mode Barrier, a *Args, n, check uint32) (enq
 	if err := p.checkLaunch(s, mode); err != nil {
 		return false, err
 	}
-	if mode == BarrierNone && len(a.stages) > 0 {
+	if mode == irismodel.BarrierNone && len(a.stages) > 0 {
 		// Nothing would order the copy before the peers' reads.
 		st := a.stages[0]
 		return false, &PlacementError{Op: p.spec.Op, Name: st.name, Rank: p.r.rank, Tensor: st.t, Unordered: true}
@@ -526,14 +527,14 @@ func (p *Plan) launch(s gpu.Stream, mode Barrier, a *Args, n, check uint32) (enq
 		}
 	}
 	var flag uint32
-	if mode == BarrierDevice {
+	if mode == irismodel.BarrierDevice {
 		flag = 1
 	}
 	le := binary.LittleEndian
 	le.PutUint32(a.b[ctxOffBarrier:], flag)
 	le.PutUint32(a.b[ctxOffLaunch:], n)
 	le.PutUint32(a.b[ctxOffCheck:], check)
-	if mode == BarrierHost {
+	if mode == irismodel.BarrierHost {
 		// The ranks compare the launch at the barrier; a peer that launched
 		// it in another mode and waits for this rank's kernel finds it
 		// recorded in the control block.
@@ -558,20 +559,20 @@ func (p *Plan) launch(s gpu.Stream, mode Barrier, a *Args, n, check uint32) (enq
 	if err := p.r.launch(p.fn, grid, block, s, a.b); err != nil {
 		return false, platformErr(fmt.Sprintf("launching %s", p.spec.Kernel), err)
 	}
-	if mode == BarrierHost {
+	if mode == irismodel.BarrierHost {
 		return true, p.r.HostBarrier(s)
 	}
 	return true, nil
 }
 
-func capturableWhy(mode Barrier) string {
-	if mode == BarrierHost {
+func capturableWhy(mode irismodel.Barrier) string {
+	if mode == irismodel.BarrierHost {
 		return "a host barrier waits for the stream and for the other ranks on the host"
 	}
 	return "this variant cannot be captured in mode " + mode.String()
 }
 
-func modeList(ms []Barrier) string {
+func modeList(ms []irismodel.Barrier) string {
 	if len(ms) == 0 {
 		return "none is: this variant cannot be captured"
 	}
@@ -580,7 +581,7 @@ func modeList(ms []Barrier) string {
 		if i > 0 {
 			s += ", "
 		}
-		s += "irisrt.Barrier" + map[Barrier]string{BarrierDevice: "Device", BarrierHost: "Host", BarrierNone: "None"}[m]
+		s += "irismodel.Barrier" + map[irismodel.Barrier]string{irismodel.BarrierDevice: "Device", irismodel.BarrierHost: "Host", irismodel.BarrierNone: "None"}[m]
 	}
 	return s
 }
@@ -626,7 +627,7 @@ func sharedMaxBlocks(maxBlocks, perGPU int) int {
 // not nil), and that a tensor from Heap.Alloc was not freed since (see
 // CheckLive). Where n is 0 the zero Tensor will do: an empty tensor needs no
 // memory.
-func CheckTensor(op, name string, t Tensor, want DType, n int64) error {
+func CheckTensor(op, name string, t Tensor, want irismodel.DType, n int64) error {
 	if t.Ptr == 0 {
 		if n == 0 && t.Len == 0 {
 			return nil
@@ -647,7 +648,7 @@ func CheckTensor(op, name string, t Tensor, want DType, n int64) error {
 
 // CheckTensorOneOf is CheckTensor for a tensor that may come in any of the
 // dtypes want (index tensors: int32 or int64).
-func CheckTensorOneOf(op, name string, t Tensor, want []DType, n int64) error {
+func CheckTensorOneOf(op, name string, t Tensor, want []irismodel.DType, n int64) error {
 	if t.Ptr != 0 && !slices.Contains(want, t.DType) && len(want) > 0 {
 		// A copy, so that want (the wrappers' literal) does not escape and
 		// the launch path stays allocation-free.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -36,7 +37,7 @@ func kernelWorld(t *testing.T, n int, hash string) *World {
 func kernelOptions(n int, hash string) Options {
 	p := fakegpu.New(n)
 	image := []byte("fake code object " + hash)
-	p.AddModule(image, []string{testKernel}, map[string][]byte{SpecHashSymbol(testModule): append([]byte(hash), 0, 0, 0)})
+	p.AddModule(image, []string{testKernel}, map[string][]byte{irismodel.SpecHashSymbol(testModule): append([]byte(hash), 0, 0, 0)})
 	kernels := fstest.MapFS{KernelFile("fake", testModule): {Data: image}}
 	return Options{Platform: p, Kernels: kernels}
 }
@@ -45,8 +46,8 @@ func testSpec() PlanSpec {
 	return PlanSpec{
 		Op: "all_gather", Variant: "push", Module: testModule, SpecHash: testHash, Kernel: testKernel,
 		Threads: 512, Blocks: 3,
-		Barriers:   []Barrier{BarrierDevice, BarrierHost, BarrierNone},
-		Capturable: []Barrier{BarrierDevice, BarrierNone},
+		Barriers:   []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost, irismodel.BarrierNone},
+		Capturable: []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierNone},
 		Workspace:  []Buffer{{"scratch", 1000}},
 		Staging:    []Buffer{{"input", 64}},
 	}
@@ -99,7 +100,7 @@ func TestLaunchArgsLayout(t *testing.T) {
 		plans[r.Rank()] = pl
 		return err
 	}))
-	for i, mode := range []Barrier{BarrierDevice, BarrierHost, BarrierNone} {
+	for i, mode := range []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost, irismodel.BarrierNone} {
 		fake.ClearLaunches()
 		require.NoError(t, w.Run(func(r *Rank) error {
 			pl := plans[r.Rank()]
@@ -133,7 +134,7 @@ func TestLaunchArgsLayout(t *testing.T) {
 			assert.Equal(t, uint32(l.Device), le.Uint32(a[96:]))
 			assert.Equal(t, uint32(2), le.Uint32(a[100:]))
 			wantBarrier := uint32(0)
-			if mode == BarrierDevice {
+			if mode == irismodel.BarrierDevice {
 				wantBarrier = 1
 			}
 			assert.Equal(t, wantBarrier, le.Uint32(a[104:]), mode.String())
@@ -151,14 +152,14 @@ func TestLaunchModesAndCapture(t *testing.T) {
 	r := w.Rank(0)
 	fake := fakeOf(r)
 	spec := testSpec()
-	spec.Barriers = []Barrier{BarrierDevice, BarrierHost}
+	spec.Barriers = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost}
 	pl, err := NewPlan(r, spec)
 	require.NoError(t, err)
 
 	var me *BarrierModeError
-	require.ErrorAs(t, pl.Launch(r.Stream(), BarrierNone, pl.Args()), &me)
+	require.ErrorAs(t, pl.Launch(r.Stream(), irismodel.BarrierNone, pl.Args()), &me)
 	assert.Contains(t, me.Error(), "supported: device, host")
-	require.Error(t, pl.Launch(r.Stream(), BarrierDevice, &Args{}), "arguments without the ctx")
+	require.Error(t, pl.Launch(r.Stream(), irismodel.BarrierDevice, &Args{}), "arguments without the ctx")
 
 	s, err := r.Device().NewStream()
 	require.NoError(t, err)
@@ -173,13 +174,13 @@ func TestLaunchModesAndCapture(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, capturing)
 	var ce *CaptureError
-	require.ErrorAs(t, pl.Launch(s, BarrierHost, pl.Args()), &ce)
-	assert.Contains(t, ce.Error(), "irisrt.BarrierDevice")
-	require.ErrorAs(t, pl.checkLaunch(s, BarrierHost), &ce, "Launch asks before its imports")
-	require.NoError(t, pl.checkLaunch(s, BarrierDevice))
-	x, err := r.Heap().Alloc(F32, 16) // heap allocation is host-only: fine during capture
+	require.ErrorAs(t, pl.Launch(s, irismodel.BarrierHost, pl.Args()), &ce)
+	assert.Contains(t, ce.Error(), "irismodel.BarrierDevice")
+	require.ErrorAs(t, pl.checkLaunch(s, irismodel.BarrierHost), &ce, "Launch asks before its imports")
+	require.NoError(t, pl.checkLaunch(s, irismodel.BarrierDevice))
+	x, err := r.Heap().Alloc(irismodel.F32, 16) // heap allocation is host-only: fine during capture
 	require.NoError(t, err)
-	require.NoError(t, pl.Launch(s, BarrierDevice, pl.Args().Staged("input", x)))
+	require.NoError(t, pl.Launch(s, irismodel.BarrierDevice, pl.Args().Staged("input", x)))
 	var pce *CaptureError
 	_, err = r.PlanCache().GetOrCreate("all_gather/push/f32/16", s, func() (any, error) { t.Fatal("created during capture"); return nil, nil })
 	require.ErrorAs(t, err, &pce)
@@ -229,18 +230,18 @@ func TestStagedImport(t *testing.T) {
 	require.NoError(t, err)
 	defer r.Device().Free(src)
 	var se *ShapeError
-	require.ErrorAs(t, pl.Launch(r.Stream(), BarrierDevice, pl.Args().Staged("input", Tensor{Ptr: src, DType: F32, Len: 17})), &se)
+	require.ErrorAs(t, pl.Launch(r.Stream(), irismodel.BarrierDevice, pl.Args().Staged("input", Tensor{Ptr: src, DType: irismodel.F32, Len: 17})), &se)
 	assert.Contains(t, se.Error(), "staging")
 	var pe *PlacementError
 
 	// Staged arguments: a heap tensor goes in as it is; another is copied
 	// into staging by Launch, after its checks, and the kernel gets the
 	// staging address; errors surface at Launch with nothing enqueued.
-	x, err := r.Heap().Alloc(F32, 16)
+	x, err := r.Heap().Alloc(irismodel.F32, 16)
 	require.NoError(t, err)
 	fake.ClearLaunches()
 	require.NoError(t, fake.Write(src, bytesOf(9, 64)))
-	require.NoError(t, pl.Launch(r.Stream(), BarrierDevice, pl.Args().Staged("input", x).Staged("input", Tensor{Ptr: src, DType: F32, Len: 16})))
+	require.NoError(t, pl.Launch(r.Stream(), irismodel.BarrierDevice, pl.Args().Staged("input", x).Staged("input", Tensor{Ptr: src, DType: irismodel.F32, Len: 16})))
 	require.NoError(t, r.Device().StreamSynchronize(r.Stream()))
 	ls := fake.Launches()
 	require.Len(t, ls, 1)
@@ -250,18 +251,18 @@ func TestStagedImport(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, bytesOf(9, 64), mem)
 	require.NoError(t, fake.Write(src, bytesOf(3, 64)))
-	require.ErrorAs(t, pl.Launch(r.Stream(), BarrierNone, pl.Args().Staged("input", Tensor{Ptr: src, DType: F32, Len: 16})), &pe, "nothing would order an import in mode none")
+	require.ErrorAs(t, pl.Launch(r.Stream(), irismodel.BarrierNone, pl.Args().Staged("input", Tensor{Ptr: src, DType: irismodel.F32, Len: 16})), &pe, "nothing would order an import in mode none")
 	assert.True(t, pe.Unordered)
 	assert.Contains(t, pe.Error(), "in barrier mode none nothing orders that copy")
-	require.ErrorContains(t, pl.Launch(r.Stream(), BarrierDevice, pl.Args().Staged("scratch", Tensor{Ptr: src, DType: F32, Len: 1})), "no staging buffer")
+	require.ErrorContains(t, pl.Launch(r.Stream(), irismodel.BarrierDevice, pl.Args().Staged("scratch", Tensor{Ptr: src, DType: irismodel.F32, Len: 1})), "no staging buffer")
 	require.NoError(t, r.Device().StreamSynchronize(r.Stream()))
 	assert.Len(t, fake.Launches(), 1, "refused launches enqueue nothing")
 	mem, err = fake.Read(pl.Buffer("input"), 64)
 	require.NoError(t, err)
 	assert.Equal(t, bytesOf(9, 64), mem, "a refused launch copied nothing")
 
-	require.ErrorAs(t, CheckHeap("all_gather", "output", r, Tensor{Ptr: src, DType: F32, Len: 16}), &pe)
-	last := Tensor{Ptr: r.Heap().Base(0) + gpuPtr(r.Heap().Size()-8), DType: F32, Len: 4}
+	require.ErrorAs(t, CheckHeap("all_gather", "output", r, Tensor{Ptr: src, DType: irismodel.F32, Len: 16}), &pe)
+	last := Tensor{Ptr: r.Heap().Base(0) + gpuPtr(r.Heap().Size()-8), DType: irismodel.F32, Len: 4}
 	require.ErrorAs(t, CheckHeap("all_gather", "output", r, last), &pe)
 	assert.Contains(t, pe.Error(), "runs past the end")
 }
@@ -306,7 +307,7 @@ func TestPlansMustAgreeOnSizes(t *testing.T) {
 	for _, ns := range [][2]int64{{1000, 1001}, {1000, 100000}} {
 		errs := make([]error, 2)
 		_ = w.Run(func(r *Rank) error {
-			_, errs[r.Rank()] = NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], F32, "sum", ns[r.Rank()], 3)
+			_, errs[r.Rank()] = NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], irismodel.F32, "sum", ns[r.Rank()], 3)
 			return nil
 		})
 		for k, err := range errs {
@@ -350,7 +351,7 @@ func TestKernelErrors(t *testing.T) {
 	require.ErrorAs(t, err, &ke)
 	assert.Contains(t, err.Error(), filepath.Join(dir, "all_gather.fake"))
 	image := []byte("from the environment")
-	p.AddModule(image, []string{testKernel}, map[string][]byte{SpecHashSymbol(testModule): []byte(testHash + "\x00")})
+	p.AddModule(image, []string{testKernel}, map[string][]byte{irismodel.SpecHashSymbol(testModule): []byte(testHash + "\x00")})
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "all_gather.fake"), image, 0o644))
 	pl, err := NewPlan(w.Rank(0), testSpec())
 	require.NoError(t, err)
@@ -385,7 +386,7 @@ func TestRankCapture(t *testing.T) {
 	require.NoError(t, err)
 	s := r.Stream()
 	g, err := r.Capture(s, func() error {
-		return errors.Join(pl.Launch(s, BarrierDevice, pl.Args()), pl.Launch(s, BarrierDevice, pl.Args()))
+		return errors.Join(pl.Launch(s, irismodel.BarrierDevice, pl.Args()), pl.Launch(s, irismodel.BarrierDevice, pl.Args()))
 	})
 	require.NoError(t, err)
 	require.Len(t, fake.GraphLaunches(g.Exec()), 2)

@@ -268,7 +268,7 @@ func (r *Rank) hostBarrier(s gpu.Stream, launch []byte) error {
 	if capturing {
 		return &CaptureError{Op: "HostBarrier",
 			What: "it waits for the stream and for the other ranks on the host",
-			Fix:  "inside a graph use launches with irisrt.BarrierDevice; keep host barriers outside the capture"}
+			Fix:  "inside a graph use launches with irismodel.BarrierDevice; keep host barriers outside the capture"}
 	}
 	local := r.dev.StreamSynchronize(s)
 	if local != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // Tensor is a contiguous 1-D view of device memory: Len elements of DType
@@ -11,7 +12,7 @@ import (
 // its allocation, so that the launch checks refuse it once it is freed.
 type Tensor struct {
 	Ptr   gpu.DevicePtr
-	DType DType
+	DType irismodel.DType
 	Len   int64
 
 	heap *Heap  // the heap that allocated it, or nil

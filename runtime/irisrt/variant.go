@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // ErrUnsupported matches *UnsupportedError.
@@ -29,10 +30,6 @@ func (e *UnsupportedError) Error() string {
 // Is matches ErrUnsupported.
 func (e *UnsupportedError) Is(target error) bool { return target == ErrUnsupported }
 
-// AutoVariant is the variant name under which a convenience call picks a
-// variant from the collective's tuning table (Collective.Choose).
-const AutoVariant = "auto"
-
 // VariantPlan is a plan of one variant of a generated package: the runtime
 // Plan with the variant's descriptor and the dtype, op and sizes it was made
 // for. Every generated plan type embeds it (its typed Launch calls
@@ -40,7 +37,7 @@ const AutoVariant = "auto"
 type VariantPlan struct {
 	plan  *Plan
 	v     *Variant
-	dt    DType
+	dt    irismodel.DType
 	op    string
 	sizes []int64
 	lens  []int64         // element counts of the user tensors
@@ -54,10 +51,10 @@ type VariantPlan struct {
 type AnyPlan interface {
 	// LaunchTensors launches with the user tensors in spec order (a
 	// collective without parameters).
-	LaunchTensors(s gpu.Stream, ts []Tensor, mode Barrier) error
+	LaunchTensors(s gpu.Stream, ts []Tensor, mode irismodel.Barrier) error
 	// LaunchParams launches with the user tensors and the parameters in
 	// spec order.
-	LaunchParams(s gpu.Stream, ts []Tensor, ps []Param, mode Barrier) error
+	LaunchParams(s gpu.Stream, ts []Tensor, ps []irismodel.Param, mode irismodel.Barrier) error
 	// Plan returns the runtime plan.
 	Plan() *Plan
 	// Close frees the plan's buffers (collective).
@@ -74,7 +71,7 @@ type AnyPlan interface {
 func NewPlanOf[T any, P interface {
 	*T
 	bind(VariantPlan)
-}](r *Rank, v *Variant, dt DType, op string, sizes ...int64) (P, error) {
+}](r *Rank, v *Variant, dt irismodel.DType, op string, sizes ...int64) (P, error) {
 	vp, err := newVariantPlan(r, v, dt, op, sizes)
 	if err != nil {
 		return nil, err
@@ -98,14 +95,14 @@ func (p *VariantPlan) Close() error {
 }
 
 // elemType is a tensor's element type in a plan of data type dt.
-func elemType(td *TensorDesc, dt DType) DType {
+func elemType(td *irismodel.TensorDesc, dt irismodel.DType) irismodel.DType {
 	if td.DType != 0 {
 		return td.DType
 	}
 	return dt
 }
 
-func dtypeStrings(ds []DType) []string {
+func dtypeStrings(ds []irismodel.DType) []string {
 	out := make([]string, len(ds))
 	for i, d := range ds {
 		out[i] = d.String()
@@ -126,7 +123,7 @@ func sizeNames(ss []SizeParam) string {
 
 // newVariantPlan checks dt, op and the sizes against v's collective, works
 // out the plan's shape from the descriptor and makes the plan.
-func newVariantPlan(r *Rank, v *Variant, dt DType, op string, sizes []int64) (*VariantPlan, error) {
+func newVariantPlan(r *Rank, v *Variant, dt irismodel.DType, op string, sizes []int64) (*VariantPlan, error) {
 	if v == nil || v.c == nil {
 		return nil, errors.New("irisrt: a plan of a variant whose table was never registered: the generated package calls irisrt.Register in init; a hand-built Table must be registered too")
 	}
@@ -154,11 +151,11 @@ func newVariantPlan(r *Rank, v *Variant, dt DType, op string, sizes []int64) (*V
 	}
 	world := int64(r.World())
 	p := &VariantPlan{v: v, dt: dt, op: op, sizes: slices.Clone(sizes), lens: make([]int64, len(c.user)), bufs: make([]gpu.DevicePtr, len(c.Tensors))}
-	bytesOf := func(td *TensorDesc, blocks int64) (n, bytes int64, err error) {
-		n, ok := numel(td.Shape, world, blocks, sizes)
+	bytesOf := func(td *irismodel.TensorDesc, blocks int64) (n, bytes int64, err error) {
+		n, ok := td.Shape.Numel(world, blocks, sizes)
 		es := elemType(td, dt).Size()
 		if !ok || n > (1<<63-1)/es {
-			return 0, 0, &ShapeError{Op: v.label, Name: td.Name, Msg: fmt.Sprintf("shape %s does not fit in 2^63 bytes with these sizes (world %d)", c.ShapeString(td.Shape), world)}
+			return 0, 0, &ShapeError{Op: v.label, Name: td.Name, Msg: fmt.Sprintf("shape %s does not fit in 2^63 bytes with these sizes (world %d)", td.Shape.String(c.sizeNames()), world)}
 		}
 		return n, n * es, nil
 	}
@@ -183,17 +180,17 @@ func newVariantPlan(r *Rank, v *Variant, dt DType, op string, sizes []int64) (*V
 	for ti := range c.Tensors {
 		td := &c.Tensors[ti]
 		switch {
-		case td.Dir == Workspace && v.Uses[ti] != Unused:
+		case td.Dir == irismodel.Workspace && v.Uses[ti] != Unused:
 			_, bytes, err := bytesOf(td, int64(blocks))
 			if err != nil {
 				return nil, err
 			}
 			spec.Workspace = append(spec.Workspace, Buffer{Name: td.Name, Bytes: bytes})
 			workspace = append(workspace, ti)
-		case td.Dir != Workspace && v.Uses[ti] == UseImport:
+		case td.Dir != irismodel.Workspace && v.Uses[ti] == UseImport:
 			spec.Staging = append(spec.Staging, Buffer{Name: td.Name, Bytes: p.lens[u] * elemType(td, dt).Size()})
 		}
-		if td.Dir != Workspace {
+		if td.Dir != irismodel.Workspace {
 			u++
 		}
 	}
@@ -222,7 +219,7 @@ func slotsName(tensor string) string { return "address slots of " + tensor }
 
 // LaunchTensors is LaunchParams without parameters, for collectives that
 // have none.
-func (p *VariantPlan) LaunchTensors(s gpu.Stream, ts []Tensor, mode Barrier) error {
+func (p *VariantPlan) LaunchTensors(s gpu.Stream, ts []Tensor, mode irismodel.Barrier) error {
 	return p.LaunchParams(s, ts, nil, mode)
 }
 
@@ -237,7 +234,7 @@ func (p *VariantPlan) LaunchTensors(s gpu.Stream, ts []Tensor, mode Barrier) err
 // Tensors peers read that are not on the heap are copied into the plan's
 // staging on s first. A plan whose tensors are all empty (a size of 0)
 // makes the checks and enqueues nothing. It never allocates.
-func (p *VariantPlan) LaunchParams(s gpu.Stream, ts []Tensor, ps []Param, mode Barrier) error {
+func (p *VariantPlan) LaunchParams(s gpu.Stream, ts []Tensor, ps []irismodel.Param, mode irismodel.Barrier) error {
 	if p.plan == nil {
 		return errors.New("irisrt: launch of a plan that was never made: make plans with their New...Plan constructor")
 	}
@@ -250,7 +247,7 @@ func (p *VariantPlan) LaunchParams(s gpu.Stream, ts []Tensor, ps []Param, mode B
 
 // launch is LaunchParams as launch number n: a refusal (any error before
 // the kernel is enqueued) reaches the peers (Rank.refuse).
-func (p *VariantPlan) launch(s gpu.Stream, ts []Tensor, ps []Param, mode Barrier, n uint32) error {
+func (p *VariantPlan) launch(s gpu.Stream, ts []Tensor, ps []irismodel.Param, mode irismodel.Barrier, n uint32) error {
 	enqueued, err := p.launchChecked(s, ts, ps, mode, n)
 	if err != nil && !enqueued {
 		return p.plan.r.refuse(s, n, err)
@@ -260,7 +257,7 @@ func (p *VariantPlan) launch(s gpu.Stream, ts []Tensor, ps []Param, mode Barrier
 
 // launchChecked makes LaunchParams' checks and launches; enqueued says
 // whether the kernel reached the stream.
-func (p *VariantPlan) launchChecked(s gpu.Stream, ts []Tensor, ps []Param, mode Barrier, n uint32) (enqueued bool, err error) {
+func (p *VariantPlan) launchChecked(s gpu.Stream, ts []Tensor, ps []irismodel.Param, mode irismodel.Barrier, n uint32) (enqueued bool, err error) {
 	v := p.v
 	c := v.c
 	if len(ts) != len(c.user) {
@@ -271,7 +268,7 @@ func (p *VariantPlan) launchChecked(s gpu.Stream, ts []Tensor, ps []Param, mode 
 	}
 	r := p.plan.r
 	for i := range c.Params {
-		if err := c.Params[i].check(v.label, ps[i], r.World()); err != nil {
+		if err := checkParam(&c.Params[i], v.label, ps[i], r.World()); err != nil {
 			return false, err
 		}
 	}
@@ -330,7 +327,7 @@ func (p *VariantPlan) launchChecked(s gpu.Stream, ts []Tensor, ps []Param, mode 
 	for ti := range c.Tensors {
 		td := &c.Tensors[ti]
 		switch {
-		case td.Dir == Workspace:
+		case td.Dir == irismodel.Workspace:
 			a.Ptr(p.bufs[ti])
 			continue
 		case !mine(ti):
@@ -346,7 +343,7 @@ func (p *VariantPlan) launchChecked(s gpu.Stream, ts []Tensor, ps []Param, mode 
 		a.I64(n)
 	}
 	for _, x := range ps {
-		a.I64(int64(x.word()))
+		a.I64(int64(x.Word()))
 	}
 	for i, ti := range c.user {
 		if idx := c.Tensors[ti].Index; len(idx) > 0 {
@@ -391,7 +388,7 @@ func (c *Collective) countError(what string, got int) error {
 }
 
 // Run is RunParams without parameters, for collectives that have none.
-func (c *Collective) Run(r *Rank, s gpu.Stream, variant string, dt DType, op string, given []int64, ts []Tensor, mode Barrier) error {
+func (c *Collective) Run(r *Rank, s gpu.Stream, variant string, dt irismodel.DType, op string, given []int64, ts []Tensor, mode irismodel.Barrier) error {
 	return c.RunParams(r, s, variant, dt, op, given, ts, nil, mode)
 }
 
@@ -407,7 +404,7 @@ func (c *Collective) Run(r *Rank, s gpu.Stream, variant string, dt DType, op str
 // plan does not allocate. The parameters ps are the launch's
 // (LaunchParams); like a launch, the call is numbered, and its refusal
 // reaches the peers.
-func (c *Collective) RunParams(r *Rank, s gpu.Stream, variant string, dt DType, op string, given []int64, ts []Tensor, ps []Param, mode Barrier) error {
+func (c *Collective) RunParams(r *Rank, s gpu.Stream, variant string, dt irismodel.DType, op string, given []int64, ts []Tensor, ps []irismodel.Param, mode irismodel.Barrier) error {
 	if c.t == nil {
 		return errors.New("irisrt: Run on a collective whose table was never registered")
 	}
@@ -428,7 +425,7 @@ func (c *Collective) RunParams(r *Rank, s gpu.Stream, variant string, dt DType, 
 
 // plan finds (or makes) RunParams' plan: the variant (nil when unknown)
 // and its plan for the sizes the tensors give.
-func (c *Collective) plan(r *Rank, s gpu.Stream, variant string, dt DType, op string, given []int64, ts []Tensor) (*VariantPlan, *Variant, error) {
+func (c *Collective) plan(r *Rank, s gpu.Stream, variant string, dt irismodel.DType, op string, given []int64, ts []Tensor) (*VariantPlan, *Variant, error) {
 	if err := c.t.usable(); err != nil {
 		return nil, nil, err
 	}
@@ -444,7 +441,7 @@ func (c *Collective) plan(r *Rank, s gpu.Stream, variant string, dt DType, op st
 	if err := c.inferSizes(sizes, int64(r.World()), given, ts); err != nil {
 		return nil, nil, err
 	}
-	if variant == AutoVariant && len(c.Auto) > 0 {
+	if variant == irismodel.AutoVariant && len(c.Auto) > 0 {
 		variant = c.Choose(r.World(), c.largestBytes(int64(r.World()), dt, sizes))
 	}
 	v := c.Variant(variant)
@@ -459,11 +456,11 @@ func (c *Collective) plan(r *Rank, s gpu.Stream, variant string, dt DType, op st
 // dt and the sizes, from the shapes alone (an index tensor at its first
 // dtype): what Choose compares, the same on every rank whatever tensors
 // each passes. A shape that overflows counts as the largest.
-func (c *Collective) largestBytes(world int64, dt DType, sizes []int64) int64 {
+func (c *Collective) largestBytes(world int64, dt irismodel.DType, sizes []int64) int64 {
 	var largest int64
 	for _, ti := range c.user {
 		td := &c.Tensors[ti]
-		n, ok := numel(td.Shape, world, 0, sizes)
+		n, ok := td.Shape.Numel(world, 0, sizes)
 		es := max(elemType(td, dt).Size(), 1)
 		if !ok || n > (1<<63-1)/es {
 			return 1<<63 - 1
@@ -479,7 +476,7 @@ func (c *Collective) unknownVariant(name string) error {
 		names = append(names, v.Name)
 	}
 	if len(c.Auto) > 0 {
-		names = append(names, AutoVariant)
+		names = append(names, irismodel.AutoVariant)
 	}
 	return fmt.Errorf("%s: unknown variant %q (variants: %s)", c.Name, name, strings.Join(names, ", "))
 }
@@ -510,10 +507,10 @@ func (c *Collective) inferSizes(sizes []int64, world int64, given []int64, ts []
 			d := int64(1)
 			for _, dim := range c.Tensors[sp.From].Shape {
 				f := int64(dim)
-				switch j := dim.size(); {
+				switch j := dim.Size(); {
 				case j == i:
 					continue
-				case dim == DimWorld:
+				case dim == irismodel.DimWorld:
 					f = world
 				case j >= 0 && known&(1<<j) == 0:
 					continue sizes
@@ -556,7 +553,7 @@ func (c *Collective) userPos(ti int) int { return slices.Index(c.user, ti) }
 // variant returns the cached plan of v for dt, op and sizes, making it on
 // first use. The key is built in a stack buffer and looked up without a
 // conversion, so a hit does not allocate.
-func (c *PlanCache) variant(s gpu.Stream, v *Variant, dt DType, op string, sizes []int64) (*VariantPlan, error) {
+func (c *PlanCache) variant(s gpu.Stream, v *Variant, dt irismodel.DType, op string, sizes []int64) (*VariantPlan, error) {
 	var kb [96]byte
 	key := append(kb[:0], 0) // no string key of GetOrCreate starts with a NUL
 	key = binary.LittleEndian.AppendUint64(key, v.id)

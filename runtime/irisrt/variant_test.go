@@ -13,15 +13,16 @@ import (
 
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 var (
-	allModes    = []Barrier{BarrierDevice, BarrierHost, BarrierNone}
-	deviceNone  = []Barrier{BarrierDevice, BarrierNone}
-	deviceHost  = []Barrier{BarrierDevice, BarrierHost}
-	deviceOnly  = []Barrier{BarrierDevice}
+	allModes    = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost, irismodel.BarrierNone}
+	deviceNone  = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierNone}
+	deviceHost  = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost}
+	deviceOnly  = []irismodel.Barrier{irismodel.BarrierDevice}
 	demoKernels = []string{
 		"irisgen_demo_push_f32_sum", "irisgen_demo_push_f32_max", "irisgen_demo_push_bf16_sum", "irisgen_demo_push_bf16_max",
 		"irisgen_demo_pull_f32_sum", "irisgen_demo_pull_f32_max", "irisgen_demo_pull_bf16_sum", "irisgen_demo_pull_bf16_max",
@@ -42,15 +43,15 @@ func demoTable(importPath string) *Table {
 			"kernels/bar.fake":  {Data: []byte("bar image of " + importPath)},
 		},
 		Collectives: []Collective{{
-			Name: "demo", SpecHash: "h1", DTypes: []DType{F32, BF16}, Ops: []string{"sum", "max"},
+			Name: "demo", SpecHash: "h1", DTypes: []irismodel.DType{irismodel.F32, irismodel.BF16}, Ops: []string{"sum", "max"},
 			Sizes: []SizeParam{{Name: "n", From: 0}, {Name: "k", From: -1}},
-			Tensors: []TensorDesc{
-				{Name: "input", Dir: In, Shape: []Dim{DimSize(0)}},
-				{Name: "output", Dir: Out, Shape: []Dim{DimWorld, DimSize(0)}},
-				{Name: "ids", Dir: In, Shape: []Dim{DimSize(1)}, DType: I64, Index: []DType{I64, I32}},
-				{Name: "scale", Dir: In, Shape: []Dim{DimSize(1)}, DType: F32, Optional: true},
-				{Name: "scratch", Dir: Workspace, Shape: []Dim{DimBlocks, DimWorld, 4}, DType: U64},
-				{Name: "spare", Dir: Workspace, Shape: []Dim{DimSize(0)}},
+			Tensors: []irismodel.TensorDesc{
+				{Name: "input", Dir: irismodel.In, Shape: []irismodel.Dim{irismodel.DimSize(0)}},
+				{Name: "output", Dir: irismodel.Out, Shape: []irismodel.Dim{irismodel.DimWorld, irismodel.DimSize(0)}},
+				{Name: "ids", Dir: irismodel.In, Shape: []irismodel.Dim{irismodel.DimSize(1)}, DType: irismodel.I64, Index: []irismodel.DType{irismodel.I64, irismodel.I32}},
+				{Name: "scale", Dir: irismodel.In, Shape: []irismodel.Dim{irismodel.DimSize(1)}, DType: irismodel.F32, Optional: true},
+				{Name: "scratch", Dir: irismodel.Workspace, Shape: []irismodel.Dim{irismodel.DimBlocks, irismodel.DimWorld, 4}, DType: irismodel.U64},
+				{Name: "spare", Dir: irismodel.Workspace, Shape: []irismodel.Dim{irismodel.DimSize(0)}},
 			},
 			Variants: []Variant{
 				{Name: "push", Uses: []Use{UseLocal, UseHeap, UseLocal, UseLocal, UseHeap, Unused},
@@ -58,7 +59,7 @@ func demoTable(importPath string) *Table {
 				{Name: "pull", Uses: []Use{UseImport, UseLocal, UseLocal, UseLocal, Unused, Unused}, InPlace: true,
 					Barriers: deviceHost, Capturable: deviceOnly, Threads: 512, MaxBlocks: 8, VectorBytes: 4},
 			},
-			Auto: []AutoRule{{World: 2, MaxBytes: 64, Variant: "pull"}, {Variant: "push"}},
+			Auto: []irismodel.AutoRule{{World: 2, MaxBytes: 64, Variant: "pull"}, {Variant: "push"}},
 		}, {
 			Name: "bar", SpecHash: "h2",
 			Variants: []Variant{{Name: "device", Barriers: deviceHost, Capturable: deviceOnly, Threads: 64, MaxBlocks: 1, VectorBytes: 16}},
@@ -73,7 +74,7 @@ func addDemoModules(p *fakegpu.Platform, t *Table) {
 		kernels            []string
 	}{{"kernels/demo.fake", "demo", "h1", demoKernels}, {"kernels/bar.fake", "bar", "h2", []string{"irisgen_bar_device"}}} {
 		image := t.Embedded.(fstest.MapFS)[c.file].Data
-		p.AddModule(image, c.kernels, map[string][]byte{SpecHashSymbol(c.module): append([]byte(c.hash), 0)})
+		p.AddModule(image, c.kernels, map[string][]byte{irismodel.SpecHashSymbol(c.module): append([]byte(c.hash), 0)})
 	}
 }
 
@@ -94,9 +95,9 @@ func demoWorld(t *testing.T, n int) (*World, *Table, *fakegpu.Platform) {
 func demoTensors(t *testing.T, r *Rank, n, k int64, onHeap ...bool) []Tensor {
 	t.Helper()
 	specs := []struct {
-		dt  DType
+		dt  irismodel.DType
 		len int64
-	}{{F32, n}, {F32, int64(r.World()) * n}, {I64, k}, {F32, k}}
+	}{{irismodel.F32, n}, {irismodel.F32, int64(r.World()) * n}, {irismodel.I64, k}, {irismodel.F32, k}}
 	var ts []Tensor
 	for i, s := range specs {
 		if onHeap[i] {
@@ -119,21 +120,21 @@ func TestTableRules(t *testing.T) {
 		want string
 	}{
 		{"no variants", func(t *Table) { t.Collectives[1].Variants = nil }, "no name or no variants"},
-		{"bad dtype", func(t *Table) { t.Collectives[0].DTypes = []DType{F32, 99} }, "invalid dtype 99"},
+		{"bad dtype", func(t *Table) { t.Collectives[0].DTypes = []irismodel.DType{irismodel.F32, 99} }, "invalid dtype 99"},
 		{"bad dir", func(t *Table) { t.Collectives[0].Tensors[0].Dir = "sideways" }, `unknown dir "sideways"`},
 		{"empty shape", func(t *Table) { t.Collectives[0].Tensors[0].Shape = nil }, "empty shape"},
-		{"blocks in a user tensor", func(t *Table) { t.Collectives[0].Tensors[0].Shape = []Dim{DimBlocks} }, "only workspace shapes may use blocks"},
-		{"unknown size", func(t *Table) { t.Collectives[0].Tensors[0].Shape = []Dim{DimSize(2)} }, "neither a constant nor a known symbol"},
-		{"zero dim", func(t *Table) { t.Collectives[0].Tensors[0].Shape = []Dim{0} }, "neither a constant"},
+		{"blocks in a user tensor", func(t *Table) { t.Collectives[0].Tensors[0].Shape = []irismodel.Dim{irismodel.DimBlocks} }, "only workspace shapes may use blocks"},
+		{"unknown size", func(t *Table) { t.Collectives[0].Tensors[0].Shape = []irismodel.Dim{irismodel.DimSize(2)} }, "neither a constant nor a known symbol"},
+		{"zero dim", func(t *Table) { t.Collectives[0].Tensors[0].Shape = []irismodel.Dim{0} }, "neither a constant"},
 		{"no data type", func(t *Table) { t.Collectives[0].DTypes = nil }, "takes the plan's data type"},
-		{"index types", func(t *Table) { t.Collectives[0].Tensors[2].Index = []DType{I32, I64} }, "do not start with its dtype"},
+		{"index types", func(t *Table) { t.Collectives[0].Tensors[2].Index = []irismodel.DType{irismodel.I32, irismodel.I64} }, "do not start with its dtype"},
 		{"size from a workspace", func(t *Table) { t.Collectives[0].Sizes[0].From = 4 }, "not a user tensor"},
 		{"size from the wrong tensor", func(t *Table) { t.Collectives[0].Sizes[0].From = 2 }, "names it 0 times"},
 		{"uses", func(t *Table) { t.Collectives[0].Variants[0].Uses = []Use{UseLocal} }, "1 uses for 6 tensors"},
 		{"bad use", func(t *Table) { t.Collectives[0].Variants[0].Uses[0] = 9 }, "unknown use 9"},
 		{"no modes", func(t *Table) { t.Collectives[0].Variants[0].Barriers = nil }, "no barrier modes"},
-		{"bad mode", func(t *Table) { t.Collectives[0].Variants[0].Barriers = []Barrier{7} }, "unknown barrier mode 7"},
-		{"capturable not a mode", func(t *Table) { t.Collectives[0].Variants[1].Capturable = []Barrier{BarrierNone} }, "capturable mode none"},
+		{"bad mode", func(t *Table) { t.Collectives[0].Variants[0].Barriers = []irismodel.Barrier{7} }, "unknown barrier mode 7"},
+		{"capturable not a mode", func(t *Table) { t.Collectives[0].Variants[1].Capturable = []irismodel.Barrier{irismodel.BarrierNone} }, "capturable mode none"},
 		{"launch shape", func(t *Table) { t.Collectives[0].Variants[0].Threads = 0 }, "launch shape 0 threads"},
 		{"auto names unknown", func(t *Table) { t.Collectives[0].Auto[1].Variant = "ring" }, `unknown variant "ring"`},
 	} {
@@ -147,7 +148,7 @@ func TestTableRules(t *testing.T) {
 			assert.Contains(t, err.Error(), "regenerate the package")
 			assert.Nil(t, tab.Entries(), "an unusable table lists nothing")
 			w := newFakeWorld(t, 1, Options{})
-			_, err = NewPlanOf[VariantPlan](w.Rank(0), &tab.Collectives[0].Variants[0], F32, "sum", 8, 2)
+			_, err = NewPlanOf[VariantPlan](w.Rank(0), &tab.Collectives[0].Variants[0], irismodel.F32, "sum", 8, 2)
 			require.ErrorContains(t, err, c.want, "plans of it fail with the reason")
 		})
 	}
@@ -159,7 +160,7 @@ func TestKernelNames(t *testing.T) {
 	require.NoError(t, tab.prepare())
 	var got []string
 	for _, v := range []*Variant{&tab.Collectives[0].Variants[0], &tab.Collectives[0].Variants[1]} {
-		for _, dt := range []DType{F32, BF16} {
+		for _, dt := range []irismodel.DType{irismodel.F32, irismodel.BF16} {
 			for _, op := range []string{"sum", "max"} {
 				got = append(got, v.Kernel(dt, op))
 			}
@@ -174,28 +175,28 @@ func TestConstructorChecks(t *testing.T) {
 	w, tab, _ := demoWorld(t, 1)
 	r := w.Rank(0)
 	push := &tab.Collectives[0].Variants[0]
-	_, err := NewPlanOf[VariantPlan](r, push, F16, "sum", 8, 2)
+	_, err := NewPlanOf[VariantPlan](r, push, irismodel.F16, "sum", 8, 2)
 	var ue *UnsupportedError
 	require.ErrorAs(t, err, &ue)
 	assert.True(t, errors.Is(err, ErrUnsupported))
 	assert.Equal(t, "demo/push: dtype f16 is not supported; the spec allows f32, bf16", err.Error())
-	_, err = NewPlanOf[VariantPlan](r, push, F32, "min", 8, 2)
+	_, err = NewPlanOf[VariantPlan](r, push, irismodel.F32, "min", 8, 2)
 	require.ErrorAs(t, err, &ue)
 	assert.Equal(t, "demo/push: op min is not supported; the spec allows sum, max", err.Error())
-	_, err = NewPlanOf[VariantPlan](r, push, F32, "sum", 8)
+	_, err = NewPlanOf[VariantPlan](r, push, irismodel.F32, "sum", 8)
 	require.EqualError(t, err, "demo/push: 1 sizes, want 2 (n, k)")
-	_, err = NewPlanOf[VariantPlan](r, push, F32, "sum", 8, -1)
+	_, err = NewPlanOf[VariantPlan](r, push, irismodel.F32, "sum", 8, -1)
 	require.EqualError(t, err, "demo/push: size parameter k = -1, want >= 0")
-	_, err = NewPlanOf[VariantPlan](r, push, F32, "sum", 1<<62, 2)
+	_, err = NewPlanOf[VariantPlan](r, push, irismodel.F32, "sum", 1<<62, 2)
 	var se *ShapeError
 	require.ErrorAs(t, err, &se, "shape overflow is a typed error")
 	require.ErrorContains(t, err, `tensor "input": shape [n] does not fit in 2^63 bytes`)
-	_, err = NewPlanOf[VariantPlan](r, nil, F32, "sum", 8, 2)
+	_, err = NewPlanOf[VariantPlan](r, nil, irismodel.F32, "sum", 8, 2)
 	require.ErrorContains(t, err, "never registered")
 	assert.Equal(t, r.Heap().Size()-ControlBytes, r.Heap().FreeBytesLeft(), "refused constructors allocate nothing")
 
 	// Without dtypes and ops both are ignored.
-	b, err := NewPlanOf[VariantPlan](r, &tab.Collectives[1].Variants[0], BF16, "max")
+	b, err := NewPlanOf[VariantPlan](r, &tab.Collectives[1].Variants[0], irismodel.BF16, "max")
 	require.NoError(t, err)
 	assert.Equal(t, "irisgen_bar_device", b.Plan().Spec().Kernel)
 	require.NoError(t, b.Close())
@@ -209,7 +210,7 @@ func TestPlanShape(t *testing.T) {
 	require.NoError(t, w.Run(func(r *Rank) error {
 		// push: output [world, n] of f32 is the largest: 2*1000*4 bytes of
 		// 256*16-byte blocks: 2 blocks (at most 4).
-		p, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], F32, "max", 1000, 3)
+		p, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], irismodel.F32, "max", 1000, 3)
 		require.NoError(t, err)
 		s := p.Plan().Spec()
 		assert.Equal(t, PlanSpec{Package: tab.ImportPath, Op: "demo", Variant: "push", Module: "demo", SpecHash: "h1",
@@ -218,7 +219,7 @@ func TestPlanShape(t *testing.T) {
 		assert.True(t, r.Heap().Contains(p.Plan().Buffer("scratch"), 2*2*4*8))
 		// pull, bf16: 2*1000*2 bytes of 512*4-byte blocks: 2; staging for
 		// input; neither workspace.
-		q, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[1], BF16, "sum", 1000, 3)
+		q, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[1], irismodel.BF16, "sum", 1000, 3)
 		require.NoError(t, err)
 		s = q.Plan().Spec()
 		assert.Equal(t, 2, s.Blocks)
@@ -226,7 +227,7 @@ func TestPlanShape(t *testing.T) {
 		assert.Empty(t, s.Workspace)
 		assert.Equal(t, []Buffer{{"input", 2000}}, s.Staging)
 		// Clamped to MaxBlocks.
-		big, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], F32, "sum", 1<<20, 3)
+		big, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], irismodel.F32, "sum", 1<<20, 3)
 		require.NoError(t, err)
 		assert.Equal(t, 4, big.Plan().Spec().Blocks)
 		return errors.Join(big.Close(), q.Close(), p.Close())
@@ -248,7 +249,7 @@ func TestPlanShapeSharedGPUs(t *testing.T) {
 		w := newFakeWorld(t, c.world, Options{Platform: p, ShareGPUs: true})
 		require.NoError(t, w.Run(func(r *Rank) error {
 			for i, want := range []int{c.push, c.pull} {
-				pl, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[i], F32, "sum", 1<<14, 3)
+				pl, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[i], irismodel.F32, "sum", 1<<14, 3)
 				if err != nil {
 					return err
 				}
@@ -282,12 +283,12 @@ func TestDependentLaunches(t *testing.T) {
 		addDemoModules(p, tab)
 		w := newFakeWorld(t, c.world, Options{Platform: p, ShareGPUs: c.world > c.gpus})
 		require.NoError(t, w.Run(func(r *Rank) error {
-			pl, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], F32, "sum", 16, 4)
+			pl, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], irismodel.F32, "sum", 16, 4)
 			if err != nil {
 				return err
 			}
 			ts := demoTensors(t, r, 16, 4, true, true, false, false)
-			return errors.Join(pl.LaunchTensors(r.Stream(), ts, BarrierDevice), r.Device().StreamSynchronize(r.Stream()), pl.Close())
+			return errors.Join(pl.LaunchTensors(r.Stream(), ts, irismodel.BarrierDevice), r.Device().StreamSynchronize(r.Stream()), pl.Close())
 		}), what)
 		ls := p.Launches()
 		require.Len(t, ls, c.world, what)
@@ -304,7 +305,7 @@ func TestLaunchChecks(t *testing.T) {
 	w, tab, fake := demoWorld(t, 1)
 	r := w.Rank(0)
 	s := r.Stream()
-	push, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], F32, "sum", 16, 4)
+	push, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], irismodel.F32, "sum", 16, 4)
 	require.NoError(t, err)
 	ts := demoTensors(t, r, 16, 4, true, true, false, false)
 	in, out, ids, scale := ts[0], ts[1], ts[2], ts[3]
@@ -317,10 +318,10 @@ func TestLaunchChecks(t *testing.T) {
 	// A hand-made tensor into heap memory that is no live allocation: input is
 	// only touched locally, so no placement rule looks at it, and CheckLive
 	// must.
-	freed, err := r.Heap().Alloc(F32, 16)
+	freed, err := r.Heap().Alloc(irismodel.F32, 16)
 	require.NoError(t, err)
 	require.NoError(t, r.Heap().Free(freed))
-	byHand := Tensor{Ptr: freed.Ptr, DType: F32, Len: 16}
+	byHand := Tensor{Ptr: freed.Ptr, DType: irismodel.F32, Len: 16}
 	fake.ClearLaunches()
 	var (
 		de *DTypeError
@@ -334,23 +335,23 @@ func TestLaunchChecks(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		ts     []Tensor
-		mode   Barrier
+		mode   irismodel.Barrier
 		target any
 		want   string
 	}{
-		{"count", ts[:3], BarrierDevice, nil, "demo/push: 3 tensors, want 4 (input, output, ids, scale)"},
-		{"dtype", with(0, Tensor{Ptr: in.Ptr, DType: BF16, Len: 16}), BarrierDevice, &de, `tensor "input" has dtype bf16, want f32`},
-		{"length", with(1, out.Slice(0, 15)), BarrierDevice, &se, `tensor "output" has 15 elements, want 16`},
-		{"nil", with(0, Tensor{DType: F32, Len: 16}), BarrierDevice, &se, "nil device pointer"},
-		{"index dtype", with(2, Tensor{Ptr: ids.Ptr, DType: F32, Len: 4}), BarrierDevice, &de, "want i64 or i32"},
-		{"index length", with(2, Tensor{Ptr: ids.Ptr, DType: I32, Len: 5}), BarrierDevice, &se, `tensor "ids" has 5 elements, want 4`},
-		{"optional given wrong", with(3, Tensor{Ptr: scale.Ptr, DType: F32, Len: 3}), BarrierDevice, &se, `tensor "scale" has 3 elements`},
-		{"heap", with(1, offHeap[1]), BarrierDevice, &pe, `tensor "output"`},
-		{"dtype before heap", with(1, Tensor{Ptr: offHeap[1].Ptr, DType: BF16, Len: 16}), BarrierDevice, &de, `"output" has dtype bf16`},
-		{"alias forbidden", with(0, out.Slice(0, 16)), BarrierDevice, &ae, `tensors "input"`},
-		{"heap before alias", []Tensor{offHeap[1], offHeap[1], ids, scale}, BarrierDevice, &pe, `tensor "output"`},
-		{"mode", ts, Barrier(9), &me, "not supported"},
-		{"freed heap memory, local tensor", with(0, byHand), BarrierDevice, &lv, `tensor "input"`},
+		{"count", ts[:3], irismodel.BarrierDevice, nil, "demo/push: 3 tensors, want 4 (input, output, ids, scale)"},
+		{"dtype", with(0, Tensor{Ptr: in.Ptr, DType: irismodel.BF16, Len: 16}), irismodel.BarrierDevice, &de, `tensor "input" has dtype bf16, want f32`},
+		{"length", with(1, out.Slice(0, 15)), irismodel.BarrierDevice, &se, `tensor "output" has 15 elements, want 16`},
+		{"nil", with(0, Tensor{DType: irismodel.F32, Len: 16}), irismodel.BarrierDevice, &se, "nil device pointer"},
+		{"index dtype", with(2, Tensor{Ptr: ids.Ptr, DType: irismodel.F32, Len: 4}), irismodel.BarrierDevice, &de, "want i64 or i32"},
+		{"index length", with(2, Tensor{Ptr: ids.Ptr, DType: irismodel.I32, Len: 5}), irismodel.BarrierDevice, &se, `tensor "ids" has 5 elements, want 4`},
+		{"optional given wrong", with(3, Tensor{Ptr: scale.Ptr, DType: irismodel.F32, Len: 3}), irismodel.BarrierDevice, &se, `tensor "scale" has 3 elements`},
+		{"heap", with(1, offHeap[1]), irismodel.BarrierDevice, &pe, `tensor "output"`},
+		{"dtype before heap", with(1, Tensor{Ptr: offHeap[1].Ptr, DType: irismodel.BF16, Len: 16}), irismodel.BarrierDevice, &de, `"output" has dtype bf16`},
+		{"alias forbidden", with(0, out.Slice(0, 16)), irismodel.BarrierDevice, &ae, `tensors "input"`},
+		{"heap before alias", []Tensor{offHeap[1], offHeap[1], ids, scale}, irismodel.BarrierDevice, &pe, `tensor "output"`},
+		{"mode", ts, irismodel.Barrier(9), &me, "not supported"},
+		{"freed heap memory, local tensor", with(0, byHand), irismodel.BarrierDevice, &lv, `tensor "input"`},
 	} {
 		err := push.LaunchTensors(s, c.ts, c.mode)
 		require.Error(t, err, c.name)
@@ -362,9 +363,9 @@ func TestLaunchChecks(t *testing.T) {
 	assert.Empty(t, fake.Launches(), "refused launches launch nothing")
 
 	// Passing launches: the optional tensor left out, ids as i32.
-	i32ids := Tensor{Ptr: ids.Ptr, DType: I32, Len: 4}
-	require.NoError(t, push.LaunchTensors(s, []Tensor{in, out, i32ids, {}}, BarrierNone))
-	require.NoError(t, push.LaunchTensors(s, ts, BarrierDevice))
+	i32ids := Tensor{Ptr: ids.Ptr, DType: irismodel.I32, Len: 4}
+	require.NoError(t, push.LaunchTensors(s, []Tensor{in, out, i32ids, {}}, irismodel.BarrierNone))
+	require.NoError(t, push.LaunchTensors(s, ts, irismodel.BarrierDevice))
 	ls := fake.Launches()
 	require.Len(t, ls, 2)
 	le := binary.LittleEndian
@@ -383,18 +384,18 @@ func TestLaunchChecks(t *testing.T) {
 	assert.Equal(t, uint32(1), le.Uint32(a[ctxOffBarrier:]), "mode device")
 
 	// pull: in place allowed, input imported.
-	pull, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[1], F32, "sum", 16, 4)
+	pull, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[1], irismodel.F32, "sum", 16, 4)
 	require.NoError(t, err)
 	buf := demoTensors(t, r, 33, 4, true, true, true, true)[1] // 33 elements
 	fake.ClearLaunches()
-	err = pull.LaunchTensors(s, []Tensor{buf.Slice(1, 16), buf.Slice(0, 16), ids, scale}, BarrierDevice)
+	err = pull.LaunchTensors(s, []Tensor{buf.Slice(1, 16), buf.Slice(0, 16), ids, scale}, irismodel.BarrierDevice)
 	require.ErrorAs(t, err, &ae)
 	assert.True(t, ae.InPlace, "a partial overlap is refused where in place is allowed")
-	err = pull.LaunchTensors(s, []Tensor{buf.Slice(0, 16), buf.Slice(0, 16), ids, scale}, BarrierNone)
+	err = pull.LaunchTensors(s, []Tensor{buf.Slice(0, 16), buf.Slice(0, 16), ids, scale}, irismodel.BarrierNone)
 	require.ErrorAs(t, err, &me, "pull does not support mode none")
-	require.NoError(t, pull.LaunchTensors(s, []Tensor{buf.Slice(0, 16), buf.Slice(0, 16), ids, scale}, BarrierDevice), "the same tensor is fine")
+	require.NoError(t, pull.LaunchTensors(s, []Tensor{buf.Slice(0, 16), buf.Slice(0, 16), ids, scale}, irismodel.BarrierDevice), "the same tensor is fine")
 	require.NoError(t, fake.Write(offHeap[0].Ptr, bytesOf(7, 64)))
-	require.NoError(t, pull.LaunchTensors(s, []Tensor{offHeap[0], buf.Slice(16, 16), ids, scale}, BarrierHost))
+	require.NoError(t, pull.LaunchTensors(s, []Tensor{offHeap[0], buf.Slice(16, 16), ids, scale}, irismodel.BarrierHost))
 	ls = fake.Launches()
 	require.Len(t, ls, 2)
 	assert.Equal(t, uint64(buf.Ptr), le.Uint64(ls[0].Args[CtxBytes:]), "on the heap: used as it is")
@@ -408,18 +409,18 @@ func TestLaunchChecks(t *testing.T) {
 
 	// Host mode and capture.
 	require.NoError(t, r.Device().BeginCapture(s, gpu.CaptureGlobal))
-	require.ErrorAs(t, push.LaunchTensors(s, ts, BarrierHost), &ce)
-	require.NoError(t, push.LaunchTensors(s, ts, BarrierDevice), "device mode is captured")
+	require.ErrorAs(t, push.LaunchTensors(s, ts, irismodel.BarrierHost), &ce)
+	require.NoError(t, push.LaunchTensors(s, ts, irismodel.BarrierDevice), "device mode is captured")
 	_, err = r.Device().EndCapture(s)
 	require.NoError(t, err)
 	require.NoError(t, errors.Join(pull.Close(), push.Close()))
-	err = (&VariantPlan{}).LaunchTensors(s, nil, BarrierDevice)
+	err = (&VariantPlan{}).LaunchTensors(s, nil, irismodel.BarrierDevice)
 	require.ErrorContains(t, err, "never made")
 
 	bar, err := NewPlanOf[VariantPlan](r, &tab.Collectives[1].Variants[0], 0, "")
 	require.NoError(t, err)
-	require.EqualError(t, bar.LaunchTensors(s, ts[:1], BarrierDevice), "bar/device takes no tensors, got 1")
-	require.NoError(t, bar.LaunchTensors(s, nil, BarrierDevice))
+	require.EqualError(t, bar.LaunchTensors(s, ts[:1], irismodel.BarrierDevice), "bar/device takes no tensors, got 1")
+	require.NoError(t, bar.LaunchTensors(s, nil, irismodel.BarrierDevice))
 	require.NoError(t, bar.Close())
 }
 
@@ -432,27 +433,27 @@ func TestRun(t *testing.T) {
 	require.NoError(t, w.Run(func(r *Rank) error {
 		s := r.Stream()
 		ts := demoTensors(t, r, 16, 4, true, true, true, true)
-		require.NoError(t, demo.Run(r, s, "push", F32, "sum", []int64{4}, ts, BarrierDevice))
-		require.NoError(t, demo.Run(r, s, "push", F32, "sum", []int64{4}, ts, BarrierDevice))
+		require.NoError(t, demo.Run(r, s, "push", irismodel.F32, "sum", []int64{4}, ts, irismodel.BarrierDevice))
+		require.NoError(t, demo.Run(r, s, "push", irismodel.F32, "sum", []int64{4}, ts, irismodel.BarrierDevice))
 		assert.Equal(t, 1, r.PlanCache().Len(), "one plan for the same call")
-		require.NoError(t, demo.Run(r, s, "push", F32, "max", []int64{4}, ts, BarrierDevice))
+		require.NoError(t, demo.Run(r, s, "push", irismodel.F32, "max", []int64{4}, ts, irismodel.BarrierDevice))
 		assert.Equal(t, 2, r.PlanCache().Len(), "another op is another plan")
 		// auto: 64 bytes is the largest tensor here (output [2, 8] f32): pull.
 		small := demoTensors(t, r, 8, 2, true, true, true, true)
-		require.NoError(t, demo.Run(r, s, AutoVariant, F32, "sum", []int64{2}, small, BarrierDevice))
+		require.NoError(t, demo.Run(r, s, irismodel.AutoVariant, irismodel.F32, "sum", []int64{2}, small, irismodel.BarrierDevice))
 		assert.Equal(t, 3, r.PlanCache().Len())
-		require.ErrorContains(t, demo.Run(r, s, "ring", F32, "sum", []int64{4}, ts, BarrierDevice), `demo: unknown variant "ring" (variants: push, pull, auto)`)
-		require.EqualError(t, demo.Run(r, s, "push", F32, "sum", nil, ts, BarrierDevice), "demo: 0 sizes given, want 1")
-		require.EqualError(t, demo.Run(r, s, "push", F32, "sum", []int64{4}, ts[:2], BarrierDevice), "demo: 2 tensors, want 4 (input, output, ids, scale)")
+		require.ErrorContains(t, demo.Run(r, s, "ring", irismodel.F32, "sum", []int64{4}, ts, irismodel.BarrierDevice), `demo: unknown variant "ring" (variants: push, pull, auto)`)
+		require.EqualError(t, demo.Run(r, s, "push", irismodel.F32, "sum", nil, ts, irismodel.BarrierDevice), "demo: 0 sizes given, want 1")
+		require.EqualError(t, demo.Run(r, s, "push", irismodel.F32, "sum", []int64{4}, ts[:2], irismodel.BarrierDevice), "demo: 2 tensors, want 4 (input, output, ids, scale)")
 		// k given wrong: the plan is made for k=5 and the launch refuses ids of 4.
 		var se *ShapeError
-		require.ErrorAs(t, demo.Run(r, s, "push", F32, "sum", []int64{5}, ts, BarrierDevice), &se)
+		require.ErrorAs(t, demo.Run(r, s, "push", irismodel.F32, "sum", []int64{5}, ts, irismodel.BarrierDevice), &se)
 
 		// Capture: a cached plan launches, a new one is refused.
 		require.NoError(t, r.Device().BeginCapture(s, gpu.CaptureRelaxed))
-		require.NoError(t, demo.Run(r, s, "push", F32, "sum", []int64{4}, ts, BarrierDevice))
+		require.NoError(t, demo.Run(r, s, "push", irismodel.F32, "sum", []int64{4}, ts, irismodel.BarrierDevice))
 		var ce *CaptureError
-		require.ErrorAs(t, demo.Run(r, s, "push", BF16, "sum", []int64{4}, ts, BarrierDevice), &ce)
+		require.ErrorAs(t, demo.Run(r, s, "push", irismodel.BF16, "sum", []int64{4}, ts, irismodel.BarrierDevice), &ce)
 		assert.Contains(t, ce.Error(), "demo/push")
 		_, err := r.Device().EndCapture(s)
 		require.NoError(t, err)
@@ -473,12 +474,12 @@ func TestRun(t *testing.T) {
 // divisor is 0.
 func TestInferSizes(t *testing.T) {
 	c := &Collective{
-		Name: "chain", DTypes: []DType{F32},
+		Name: "chain", DTypes: []irismodel.DType{irismodel.F32},
 		Sizes: []SizeParam{{Name: "t", From: 0}, {Name: "h", From: 1}, {Name: "e", From: -1}, {Name: "cap", From: 2}},
-		Tensors: []TensorDesc{
-			{Name: "tokens", Dir: In, Shape: []Dim{DimSize(0), DimSize(1)}},
-			{Name: "recv", Dir: Out, Shape: []Dim{DimWorld, DimSize(3), DimSize(1)}},
-			{Name: "src", Dir: Out, Shape: []Dim{2, DimWorld, DimSize(3)}},
+		Tensors: []irismodel.TensorDesc{
+			{Name: "tokens", Dir: irismodel.In, Shape: []irismodel.Dim{irismodel.DimSize(0), irismodel.DimSize(1)}},
+			{Name: "recv", Dir: irismodel.Out, Shape: []irismodel.Dim{irismodel.DimWorld, irismodel.DimSize(3), irismodel.DimSize(1)}},
+			{Name: "src", Dir: irismodel.Out, Shape: []irismodel.Dim{2, irismodel.DimWorld, irismodel.DimSize(3)}},
 		},
 		Variants: []Variant{{Name: "v", Uses: []Use{UseLocal, UseHeap, UseHeap}, Barriers: deviceOnly, Threads: 64, MaxBlocks: 1, VectorBytes: 16}},
 	}
@@ -513,7 +514,7 @@ func TestRegistry(t *testing.T) {
 	w := newFakeWorld(t, 1, Options{})
 	_, err := NewPlanOf[VariantPlan](w.Rank(0), &b.Collectives[1].Variants[0], 0, "")
 	require.ErrorContains(t, err, "register the import path")
-	require.ErrorContains(t, b.Collectives[1].Run(w.Rank(0), w.Rank(0).Stream(), "device", 0, "", nil, nil, BarrierDevice), "register the import path")
+	require.ErrorContains(t, b.Collectives[1].Run(w.Rank(0), w.Rank(0).Stream(), "device", 0, "", nil, nil, irismodel.BarrierDevice), "register the import path")
 	other := demoTable("example.com/other")
 	Register(other)
 	require.NoError(t, other.usable())
@@ -541,7 +542,7 @@ func TestKernelSources(t *testing.T) {
 	Register(b)
 	p := fakegpu.New(1)
 	addDemoModules(p, a)
-	p.AddModule(b.Embedded.(fstest.MapFS)["kernels/bar.fake"].Data, []string{"irisgen_bar_device"}, map[string][]byte{SpecHashSymbol("bar"): []byte("h2-b\x00")})
+	p.AddModule(b.Embedded.(fstest.MapFS)["kernels/bar.fake"].Data, []string{"irisgen_bar_device"}, map[string][]byte{irismodel.SpecHashSymbol("bar"): []byte("h2-b\x00")})
 	w := newFakeWorld(t, 1, Options{Platform: p})
 	r := w.Rank(0)
 	loadedFrom := func() []string {
@@ -554,7 +555,7 @@ func TestKernelSources(t *testing.T) {
 	for _, tab := range []*Table{a, b} {
 		pl, err := NewPlanOf[VariantPlan](r, &tab.Collectives[1].Variants[0], 0, "")
 		require.NoError(t, err, tab.ImportPath)
-		require.NoError(t, pl.LaunchTensors(r.Stream(), nil, BarrierDevice))
+		require.NoError(t, pl.LaunchTensors(r.Stream(), nil, irismodel.BarrierDevice))
 		require.NoError(t, pl.Close())
 	}
 	assert.Len(t, loadedFrom(), 2)
@@ -567,7 +568,7 @@ func TestKernelSources(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("IRISGEN_KERNELS", dir)
 	stale := []byte("stale bar")
-	p.AddModule(stale, []string{"irisgen_bar_device"}, map[string][]byte{SpecHashSymbol("bar"): []byte("old\x00")})
+	p.AddModule(stale, []string{"irisgen_bar_device"}, map[string][]byte{irismodel.SpecHashSymbol("bar"): []byte("old\x00")})
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "bar.fake"), stale, 0o644))
 	w2 := newFakeWorld(t, 1, Options{Platform: p})
 	_, err := NewPlanOf[VariantPlan](w2.Rank(0), &a.Collectives[1].Variants[0], 0, "")
@@ -617,7 +618,7 @@ func TestEntries(t *testing.T) {
 	var got []string
 	for _, ti := range e.Tensors {
 		got = append(got, fmt.Sprintf("%s %s %s remote=%v heap=%v opt=%v numel=%d elem=%s", ti.Name, ti.Dir, ti.Shape, ti.Remote, ti.Heap,
-			ti.Optional, ti.Numel(2, []int64{10, 3}), ti.ElemType(BF16)))
+			ti.Optional, ti.Numel(2, []int64{10, 3}), ti.ElemType(irismodel.BF16)))
 	}
 	assert.Equal(t, []string{
 		"input in [n] remote=true heap=false opt=false numel=10 elem=bf16",
@@ -625,22 +626,22 @@ func TestEntries(t *testing.T) {
 		"ids in [k] remote=false heap=false opt=false numel=3 elem=i64",
 		"scale in [k] remote=false heap=false opt=true numel=3 elem=f32",
 	}, got)
-	assert.Equal(t, []DType{I64, I32}, e.Tensors[2].IndexDTypes)
+	assert.Equal(t, []irismodel.DType{irismodel.I64, irismodel.I32}, e.Tensors[2].IndexDTypes)
 	assert.Equal(t, int64(-1), e.Tensors[1].Numel(2, []int64{1 << 62, 1}), "overflow")
 	push, _ := tab.Lookup("demo", "push")
 	assert.True(t, push.Tensors[1].Heap && push.Tensors[1].Remote)
 	require.NoError(t, w.Run(func(r *Rank) error {
-		ts, free, err := e.Alloc(r, F32, []int64{10, 3})
+		ts, free, err := e.Alloc(r, irismodel.F32, []int64{10, 3})
 		require.NoError(t, err)
 		defer free()
-		p, err := e.New(r, F32, "sum", []int64{10, 3})
+		p, err := e.New(r, irismodel.F32, "sum", []int64{10, 3})
 		require.NoError(t, err)
-		require.NoError(t, p.LaunchTensors(r.Stream(), ts, BarrierDevice))
-		_, err = e.New(r, F16, "sum", []int64{10, 3})
+		require.NoError(t, p.LaunchTensors(r.Stream(), ts, irismodel.BarrierDevice))
+		_, err = e.New(r, irismodel.F16, "sum", []int64{10, 3})
 		require.ErrorIs(t, err, ErrUnsupported)
 		return p.Close()
 	}))
-	assert.Equal(t, "[2, world, blocks, 7]", tab.Collectives[0].ShapeString([]Dim{2, DimWorld, DimBlocks, 7}))
+	assert.Equal(t, "[2, world, blocks, 7]", irismodel.Shape{2, irismodel.DimWorld, irismodel.DimBlocks, 7}.String(tab.Collectives[0].sizeNames()))
 	assert.Equal(t, []AliasPair{{"input", "output", false}, {"output", "ids", false}, {"output", "scale", false}}, tab.Collectives[0].Variants[0].AliasPairs())
 	assert.Equal(t, []AliasPair{{"input", "output", true}, {"output", "ids", true}, {"output", "scale", true}}, tab.Collectives[0].Variants[1].AliasPairs(),
 		"pull runs in place: each dir-in tensor may be the very output")

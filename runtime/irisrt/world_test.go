@@ -9,6 +9,7 @@ import (
 
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -129,7 +130,7 @@ func TestRunAbortsOnFailure(t *testing.T) {
 func TestHostBarrierDetectsDivergentHeaps(t *testing.T) {
 	w := newFakeWorld(t, 2, Options{})
 	err := w.Run(func(r *Rank) error {
-		if _, err := r.Heap().Alloc(F32, int64(10+r.Rank())*100); err != nil {
+		if _, err := r.Heap().Alloc(irismodel.F32, int64(10+r.Rank())*100); err != nil {
 			return err
 		}
 		return r.HostBarrier(r.Stream())
@@ -143,12 +144,12 @@ func TestHostBarrierDetectsDivergentHeaps(t *testing.T) {
 	require.NoError(t, w.Run(func(r *Rank) error {
 		h := r.Heap()
 		if r.Rank() == 1 {
-			x, _ := h.Alloc(U64, 1000)
+			x, _ := h.Alloc(irismodel.U64, 1000)
 			if err := h.Free(x); err != nil {
 				return err
 			}
 		}
-		if _, err := h.Alloc(F32, 100); err != nil {
+		if _, err := h.Alloc(irismodel.F32, 100); err != nil {
 			return err
 		}
 		return r.HostBarrier(r.Stream())
@@ -233,9 +234,9 @@ func TestProcessWorld(t *testing.T) {
 	r0, r1 := ranks[0], ranks[1]
 	// Each rank sees the peer's heap through an IPC mapping of its own.
 	require.NotEqual(t, r0.Heap().Base(0), r1.Heap().Base(0))
-	x, err := r0.Heap().Alloc(U64, 4)
+	x, err := r0.Heap().Alloc(irismodel.U64, 4)
 	require.NoError(t, err)
-	y, err := r1.Heap().Alloc(U64, 4)
+	y, err := r1.Heap().Alloc(irismodel.U64, 4)
 	require.NoError(t, err)
 	require.NoError(t, p.Write(x.Ptr, []byte("written by rank 0 on its heap...")))
 	got, err := p.Read(r1.Heap().Peer(y.Ptr, 0), 32)
@@ -386,7 +387,7 @@ func TestShareGPUsCloseWaitsForCaptures(t *testing.T) {
 		g, err := r.Capture(r.Stream(), func() error {
 			close(capturing)
 			time.Sleep(50 * time.Millisecond) // rank 0 is in Close by now
-			return b.Launch(r.Stream(), BarrierNone, b.Args())
+			return b.Launch(r.Stream(), irismodel.BarrierNone, b.Args())
 		})
 		if err != nil {
 			return err

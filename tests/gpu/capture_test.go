@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -25,7 +26,7 @@ type graphCase struct {
 
 const graphN = 4096 + 3
 
-func newGraphCase(r *irisrt.Rank, vc *variantCase, dt irisrt.DType, rounds int) (*graphCase, error) {
+func newGraphCase(r *irisrt.Rank, vc *variantCase, dt irismodel.DType, rounds int) (*graphCase, error) {
 	w := r.World()
 	g := &graphCase{vc: vc, inLen: vc.inLen(w, graphN), outLen: vc.outLen(w, graphN)}
 	var err error
@@ -101,7 +102,7 @@ func (g *graphCase) verify(r *irisrt.Rank, rounds int) error {
 // replayOne captures one launch of vc and replays it `rounds` times with
 // fresh input before every replay; every 10th round runs eagerly instead.
 func replayOne(r *irisrt.Rank, vc *variantCase, rounds int) error {
-	g, err := newGraphCase(r, vc, irisrt.BF16, rounds)
+	g, err := newGraphCase(r, vc, irismodel.BF16, rounds)
 	if err != nil {
 		return err
 	}
@@ -111,10 +112,10 @@ func replayOne(r *irisrt.Rank, vc *variantCase, rounds int) error {
 		// A host-barrier launch is refused inside the capture and leaves
 		// the capture usable.
 		var ce *irisrt.CaptureError
-		if err := g.p.Launch(s, g.in, g.out, irisrt.BarrierHost); !errors.As(err, &ce) {
+		if err := g.p.Launch(s, g.in, g.out, irismodel.BarrierHost); !errors.As(err, &ce) {
 			return fmt.Errorf("host-barrier launch while capturing: got %v, want *irisrt.CaptureError", err)
 		}
-		return g.p.Launch(s, g.in, g.out, irisrt.BarrierDevice)
+		return g.p.Launch(s, g.in, g.out, irismodel.BarrierDevice)
 	})
 	if err != nil {
 		return fmt.Errorf("%s: capture: %w", vc.name(), err)
@@ -128,7 +129,7 @@ func replayOne(r *irisrt.Rank, vc *variantCase, rounds int) error {
 			return err
 		}
 		if k%10 == 9 {
-			err = g.p.Launch(s, g.in, g.out, irisrt.BarrierDevice)
+			err = g.p.Launch(s, g.in, g.out, irismodel.BarrierDevice)
 		} else {
 			err = exec.Launch(s)
 		}
@@ -158,7 +159,7 @@ func replayAll(r *irisrt.Rank, rounds int) error {
 		}
 	}()
 	for i := range catalogue {
-		g, err := newGraphCase(r, &catalogue[i], irisrt.BF16, rounds)
+		g, err := newGraphCase(r, &catalogue[i], irismodel.BF16, rounds)
 		if err != nil {
 			return err
 		}
@@ -167,7 +168,7 @@ func replayAll(r *irisrt.Rank, rounds int) error {
 	s := r.Stream()
 	launchAll := func() error {
 		for _, g := range gs {
-			if err := g.p.Launch(s, g.in, g.out, irisrt.BarrierDevice); err != nil {
+			if err := g.p.Launch(s, g.in, g.out, irismodel.BarrierDevice); err != nil {
 				return fmt.Errorf("%s: %w", g.vc.name(), err)
 			}
 		}

@@ -13,12 +13,13 @@ import (
 
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // launcher is what every generated plan of a two-tensor collective offers.
 type launcher interface {
-	Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error
+	Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error
 	Close() error
 }
 
@@ -37,7 +38,7 @@ type variantCase struct {
 	importIn   bool // input read remotely: imported when off the heap
 	heapOut    bool // output written remotely: must be on the heap
 	aliasAllow bool
-	newPlan    func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error)
+	newPlan    func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error)
 	// ref is output element i of rank `rank`, reduced with op (fp32 in rank
 	// order), from in(p), the input of rank p.
 	ref func(in func(p int) []float32, w, rank int, op string, n, i int64) float32
@@ -78,7 +79,7 @@ func allToAllRef(in func(int) []float32, _, rank int, _ string, n, i int64) floa
 	return in(int(i / n))[int64(rank)*n+i%n]
 }
 
-var dataTypes = []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16}
+var dataTypes = []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16}
 
 func newBarrier(r *irisrt.Rank) (*collectives.BarrierDevicePlan, error) {
 	return collectives.NewBarrierDevicePlan(r)
@@ -95,75 +96,75 @@ func asLauncher[P launcher](p P, err error) (launcher, error) {
 
 var catalogue = []variantCase{
 	{coll: "all_reduce", variant: "one_shot", reduces: true, ordered: true, inLen: nLen, outLen: nLen, importIn: true, ref: allReduceRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceOneShotPlan(r, dt, arOp(op), n))
 		}},
 	{coll: "all_reduce", variant: "one_shot_staged", reduces: true, ordered: true, inLen: nLen, outLen: nLen, aliasAllow: true, ref: allReduceRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceOneShotStagedPlan(r, dt, arOp(op), n))
 		}},
 	{coll: "all_reduce", variant: "one_shot_push", reduces: true, ordered: true, inLen: nLen, outLen: nLen, aliasAllow: true, ref: allReduceRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceOneShotPushPlan(r, dt, arOp(op), n))
 		}},
 	{coll: "all_reduce", variant: "one_shot_lamport", reduces: true, ordered: true, inLen: nLen, outLen: nLen, aliasAllow: true, ref: allReduceRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceOneShotLamportPlan(r, dt, arOp(op), n))
 		}},
 	{coll: "all_reduce", variant: "two_shot", reduces: true, ordered: true, inLen: nLen, outLen: nLen, importIn: true, heapOut: true, ref: allReduceRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceTwoShotPlan(r, dt, arOp(op), n))
 		}},
 	{coll: "all_reduce", variant: "atomic", reduces: true, inLen: nLen, outLen: nLen, heapOut: true, ref: allReduceRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceAtomicPlan(r, dt, arOp(op), n))
 		}},
 	{coll: "all_reduce", variant: "spinlock", reduces: true, inLen: nLen, outLen: nLen, heapOut: true, ref: allReduceRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceSpinlockPlan(r, dt, arOp(op), n))
 		}},
 	{coll: "all_reduce", variant: "ring", reduces: true, inLen: nLen, outLen: nLen, aliasAllow: true, ref: allReduceRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceRingPlan(r, dt, arOp(op), n))
 		}},
 	{coll: "reduce_scatter", variant: "pull", reduces: true, ordered: true, inLen: wnLen, outLen: nLen, importIn: true, ref: reduceScatterRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewReduceScatterPullPlan(r, dt, rsOp(op), n))
 		}},
 	{coll: "reduce_scatter", variant: "lamport", reduces: true, ordered: true, inLen: wnLen, outLen: nLen, ref: reduceScatterRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewReduceScatterLamportPlan(r, dt, rsOp(op), n))
 		}},
 	{coll: "all_gather", variant: "push", inLen: nLen, outLen: wnLen, heapOut: true, ref: allGatherRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllGatherPushPlan(r, dt, n))
 		}},
 	{coll: "all_gather", variant: "pull", inLen: nLen, outLen: wnLen, importIn: true, ref: allGatherRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllGatherPullPlan(r, dt, n))
 		}},
 	{coll: "all_gather", variant: "ring", inLen: nLen, outLen: wnLen, heapOut: true, ref: allGatherRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllGatherRingPlan(r, dt, n))
 		}},
 	{coll: "all_gather", variant: "lamport", inLen: nLen, outLen: wnLen, ref: allGatherRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllGatherLamportPlan(r, dt, n))
 		}},
 	{coll: "all_to_all", variant: "push", inLen: wnLen, outLen: wnLen, heapOut: true, ref: allToAllRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllToAllPushPlan(r, dt, n))
 		}},
 	{coll: "all_to_all", variant: "push_overlap", inLen: wnLen, outLen: wnLen, heapOut: true, ref: allToAllRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllToAllPushOverlapPlan(r, dt, n))
 		}},
 	{coll: "all_to_all", variant: "pull", inLen: wnLen, outLen: wnLen, importIn: true, ref: allToAllRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllToAllPullPlan(r, dt, n))
 		}},
 	{coll: "all_to_all", variant: "lamport", inLen: wnLen, outLen: wnLen, ref: allToAllRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (launcher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllToAllLamportPlan(r, dt, n))
 		}},
 }
@@ -196,7 +197,7 @@ func (vc *variantCase) placements() []placement {
 }
 
 // tensor allocates a tensor on the heap or in plain device memory.
-func tensor(r *irisrt.Rank, dt irisrt.DType, n int64, onHeap bool) (irisrt.Tensor, func(), error) {
+func tensor(r *irisrt.Rank, dt irismodel.DType, n int64, onHeap bool) (irisrt.Tensor, func(), error) {
 	if onHeap {
 		t, err := r.Heap().Alloc(dt, n)
 		return t, func() { r.Heap().Free(t) }, err
@@ -210,7 +211,7 @@ func tensor(r *irisrt.Rank, dt irisrt.DType, n int64, onHeap bool) (irisrt.Tenso
 
 // checkResult compares a rank's output with the reference. Copies and ordered
 // reductions must match bit for bit; other sums within their bound.
-func (vc *variantCase) checkResult(got []float32, dt irisrt.DType, op string, w, rank int, n int64, all func(int) []float32) error {
+func (vc *variantCase) checkResult(got []float32, dt irismodel.DType, op string, w, rank int, n int64, all func(int) []float32) error {
 	// Every rank's input resolved once: the loop below reads them per element.
 	ins := make([][]float32, w)
 	for p := range ins {
@@ -251,7 +252,7 @@ func (vc *variantCase) checkResult(got []float32, dt irisrt.DType, op string, w,
 
 // inputs returns a memoising accessor of every rank's input of one round,
 // safe for concurrent use (the parallel checks read it).
-func inputs(dt irisrt.DType, length int64, seed, round uint64) func(int) []float32 {
+func inputs(dt irismodel.DType, length int64, seed, round uint64) func(int) []float32 {
 	var mu sync.Mutex
 	cache := map[int][]float32{}
 	return func(p int) []float32 {
@@ -268,7 +269,7 @@ func inputs(dt irisrt.DType, length int64, seed, round uint64) func(int) []float
 
 // checkCase runs rounds of one case on one rank, each with fresh inputs and
 // a poisoned output, in the given barrier modes.
-func checkCase(r *irisrt.Rank, vc *variantCase, dt irisrt.DType, op string, n int64, pl placement, modes []irisrt.Barrier) error {
+func checkCase(r *irisrt.Rank, vc *variantCase, dt irismodel.DType, op string, n int64, pl placement, modes []irismodel.Barrier) error {
 	w, me := r.World(), r.Rank()
 	p, err := vc.newPlan(r, dt, op, n)
 	if err != nil {
@@ -295,12 +296,12 @@ func checkCase(r *irisrt.Rank, vc *variantCase, dt irisrt.DType, op string, n in
 		if err := r.Device().MemsetD8Async(out.Ptr, 0xA5, out.Bytes(), s); err != nil {
 			return err
 		}
-		if mode == irisrt.BarrierNone { // the caller orders: inputs ready everywhere
+		if mode == irismodel.BarrierNone { // the caller orders: inputs ready everywhere
 			if err := r.HostBarrier(s); err != nil {
 				return err
 			}
 		}
-		if mode == irisrt.BarrierNone && vc.importIn && !pl.heapIn {
+		if mode == irismodel.BarrierNone && vc.importIn && !pl.heapIn {
 			// Nothing would order the import before the peers' reads.
 			var pe *irisrt.PlacementError
 			if err := p.Launch(s, in, out, mode); !errors.As(err, &pe) || !pe.Unordered {
@@ -314,7 +315,7 @@ func checkCase(r *irisrt.Rank, vc *variantCase, dt irisrt.DType, op string, n in
 		if err := p.Launch(s, in, out, mode); err != nil {
 			return fmt.Errorf("round %d (%s): %w", round, mode, err)
 		}
-		if mode == irisrt.BarrierNone { // ... and the call complete everywhere
+		if mode == irismodel.BarrierNone { // ... and the call complete everywhere
 			if err := r.HostBarrier(s); err != nil {
 				return err
 			}
@@ -338,7 +339,7 @@ func checkCase(r *irisrt.Rank, vc *variantCase, dt irisrt.DType, op string, n in
 	return nil
 }
 
-var allModes = []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone, irisrt.BarrierDevice}
+var allModes = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost, irismodel.BarrierNone, irismodel.BarrierDevice}
 
 // caseSizes are the per-rank element counts n of the matrix.
 func caseSizes() []int64 {
@@ -392,7 +393,7 @@ func TestCatalogue(t *testing.T) {
 // that let a rank overwrite an input a slow peer still reads, or reused
 // flags wrongly, fails here. With several ranks (groups of one world rank,
 // sharing its stream) every round launches one plan on each, in turn.
-func backToBack(rs []*irisrt.Rank, vc *variantCase, dt irisrt.DType, op string, n int64, rounds int) error {
+func backToBack(rs []*irisrt.Rank, vc *variantCase, dt irismodel.DType, op string, n int64, rounds int) error {
 	type lane struct {
 		r                 *irisrt.Rank
 		in, out, pool, rx irisrt.Tensor
@@ -449,7 +450,7 @@ func backToBack(rs []*irisrt.Rank, vc *variantCase, dt irisrt.DType, op string, 
 			if err := dev.CopyDtoDAsync(l.in.Ptr, l.pool.Slice(int64(k)*l.in.Len, l.in.Len).Ptr, l.in.Bytes(), s); err != nil {
 				return err
 			}
-			if err := l.p.Launch(s, l.in, l.out, irisrt.BarrierDevice); err != nil {
+			if err := l.p.Launch(s, l.in, l.out, irismodel.BarrierDevice); err != nil {
 				return fmt.Errorf("launch %d: %w", k, err)
 			}
 			if err := dev.CopyDtoDAsync(l.rx.Slice(int64(k)*l.out.Len, l.out.Len).Ptr, l.out.Ptr, l.out.Bytes(), s); err != nil {
@@ -489,7 +490,7 @@ func TestBackToBack(t *testing.T) {
 			if !variantSelected(vc.name()) {
 				continue
 			}
-			for _, dt := range []irisrt.DType{irisrt.BF16, irisrt.F32} {
+			for _, dt := range []irismodel.DType{irismodel.BF16, irismodel.F32} {
 				for _, n := range []int64{4096 + 3, 1 << 18} {
 					op := vc.ops()[0]
 					t.Run(fmt.Sprintf("%s/%s/%s/n=%d", vc.name(), dt, op, n), func(t *testing.T) {
@@ -523,14 +524,14 @@ func TestLargeOffsets(t *testing.T) {
 			}
 			t.Run(vc.name(), func(t *testing.T) {
 				err := w.Run(func(r *irisrt.Rank) error {
-					pad, err := r.Heap().Alloc(irisrt.F32, (1<<30)/4) // push everything past 1 GiB
+					pad, err := r.Heap().Alloc(irismodel.F32, (1<<30)/4) // push everything past 1 GiB
 					if err != nil {
 						return err
 					}
 					defer r.Heap().Free(pad)
 					// 1.25 GiB of f32 input+output per rank.
 					n := int64(5<<28) / 4 / (vc.inLen(w.Size(), 1) + vc.outLen(w.Size(), 1))
-					return checkCase(r, vc, irisrt.F32, vc.ops()[0], n, placement{true, true}, allModes[:1])
+					return checkCase(r, vc, irismodel.F32, vc.ops()[0], n, placement{true, true}, allModes[:1])
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -563,7 +564,7 @@ func TestPlacementAndAliasing(t *testing.T) {
 
 func checkRules(r *irisrt.Rank, vc *variantCase) error {
 	const n = 4096 + 3
-	dt, op, w := irisrt.BF16, vc.ops()[0], r.World()
+	dt, op, w := irismodel.BF16, vc.ops()[0], r.World()
 	p, err := vc.newPlan(r, dt, op, n)
 	if err != nil {
 		return err
@@ -590,7 +591,7 @@ func checkRules(r *irisrt.Rank, vc *variantCase) error {
 			return err
 		}
 		var pe *irisrt.PlacementError
-		if err := p.Launch(s, in, off, irisrt.BarrierDevice); !errors.As(err, &pe) {
+		if err := p.Launch(s, in, off, irismodel.BarrierDevice); !errors.As(err, &pe) {
 			return fmt.Errorf("output off the heap: got %v, want *irisrt.PlacementError", err)
 		}
 		if err := syncCheck(r, s); err != nil {
@@ -612,7 +613,7 @@ func checkRules(r *irisrt.Rank, vc *variantCase) error {
 			a, b = in, in.Slice(0, out.Len) // the output inside the input
 		}
 		var ae *irisrt.AliasError
-		if err := p.Launch(s, a, b, irisrt.BarrierDevice); !errors.As(err, &ae) {
+		if err := p.Launch(s, a, b, irismodel.BarrierDevice); !errors.As(err, &ae) {
 			return fmt.Errorf("input and output overlapping: got %v, want *irisrt.AliasError", err)
 		}
 		return nil
@@ -624,7 +625,7 @@ func checkRules(r *irisrt.Rank, vc *variantCase) error {
 	}
 	defer freeBuf()
 	var ae *irisrt.AliasError
-	if err := p.Launch(s, buf.Slice(0, in.Len), buf.Slice(1, out.Len), irisrt.BarrierDevice); !errors.As(err, &ae) || !ae.InPlace {
+	if err := p.Launch(s, buf.Slice(0, in.Len), buf.Slice(1, out.Len), irismodel.BarrierDevice); !errors.As(err, &ae) || !ae.InPlace {
 		return fmt.Errorf("input and output overlapping in part: got %v, want *irisrt.AliasError (in place)", err)
 	}
 	// In place: output = input.
@@ -635,7 +636,7 @@ func checkRules(r *irisrt.Rank, vc *variantCase) error {
 	if err := r.HostBarrier(s); err != nil {
 		return err
 	}
-	if err := p.Launch(s, out, out, irisrt.BarrierDevice); err != nil {
+	if err := p.Launch(s, out, out, irismodel.BarrierDevice); err != nil {
 		return err
 	}
 	if err := syncCheck(r, s); err != nil {

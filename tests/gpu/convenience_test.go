@@ -8,14 +8,15 @@ import (
 
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // convenience launches variant of vc's collective through the generated
 // convenience call, which reads the size from the tensors and finds or makes
 // the plan in the rank's cache.
-func convenience(r *irisrt.Rank, s gpu.Stream, vc *variantCase, variant string, dt irisrt.DType, op string, in, out irisrt.Tensor) error {
-	mode := irisrt.BarrierDevice
+func convenience(r *irisrt.Rank, s gpu.Stream, vc *variantCase, variant string, dt irismodel.DType, op string, in, out irisrt.Tensor) error {
+	mode := irismodel.BarrierDevice
 	switch vc.coll {
 	case "all_reduce":
 		return collectives.AllReduce(r, s, collectives.AllReduceVariant(variant), dt, collectives.AllReduceOp(op), in, out, mode)
@@ -53,7 +54,7 @@ func convenienceRank(r *irisrt.Rank) (int, error) {
 			if variant == "auto" {
 				ref.ordered = false
 			}
-			for _, dt := range []irisrt.DType{irisrt.BF16, irisrt.F32} {
+			for _, dt := range []irismodel.DType{irismodel.BF16, irismodel.F32} {
 				op := vc.ops()[0]
 				for _, n := range []int64{7, 4096 + 3, 1 << 18} {
 					in, freeIn, err := tensor(r, dt, vc.inLen(w, n), true)
@@ -111,7 +112,7 @@ func convenienceRank(r *irisrt.Rank) (int, error) {
 	if got := r.PlanCache().Len() - before; got < len(plans) {
 		return cases, fmt.Errorf("%d plans cached for %d variant, dtype and size triples", got, len(plans))
 	}
-	if err := collectives.Barrier(r, s, collectives.BarrierDevice, irisrt.BarrierDevice); err != nil {
+	if err := collectives.Barrier(r, s, collectives.BarrierDevice, irismodel.BarrierDevice); err != nil {
 		return cases, err
 	}
 	return cases, syncCheck(r, s)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/irisgen/irisgen/internal/launch"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -162,7 +163,7 @@ func timeoutRank(r *irisrt.Rank) error {
 		start := time.Now()
 		launched := 0
 		for ; launched < 51; launched++ {
-			if err := p.Launch(s, irisrt.BarrierDevice); err != nil {
+			if err := p.Launch(s, irismodel.BarrierDevice); err != nil {
 				if !errors.Is(err, irisrt.ErrBarrierTimeout) {
 					return err
 				}
@@ -179,7 +180,7 @@ func timeoutRank(r *irisrt.Rank) error {
 			return fmt.Errorf("%d barriers took %v to fail with a %v limit: every spin after the first timeout must give up at once", launched, took, faultLimit)
 		}
 		start = time.Now()
-		if err := p.Launch(s, irisrt.BarrierDevice); !errors.Is(err, irisrt.ErrBarrierTimeout) {
+		if err := p.Launch(s, irismodel.BarrierDevice); !errors.Is(err, irisrt.ErrBarrierTimeout) {
 			return fmt.Errorf("a launch after the fault: got %v, want the sticky timeout", err)
 		}
 		if err := r.Check(); !errors.Is(err, irisrt.ErrBarrierTimeout) {
@@ -206,7 +207,7 @@ func correctAllReduce(r *irisrt.Rank) error {
 		if vc.coll != "all_reduce" {
 			continue
 		}
-		if err := checkCase(r, vc, irisrt.BF16, "sum", 4096+3, placement{true, true}, allModes); err != nil {
+		if err := checkCase(r, vc, irismodel.BF16, "sum", 4096+3, placement{true, true}, allModes); err != nil {
 			return fmt.Errorf("%s in the new world: %w", vc.name(), err)
 		}
 	}
@@ -318,16 +319,16 @@ func killedRank(t *testing.T) {
 	defer r.Close()
 	vc := catalogueCase("all_reduce", "one_shot")
 	const n = 1 << 16
-	p, err := vc.newPlan(r, irisrt.BF16, "sum", n)
+	p, err := vc.newPlan(r, irismodel.BF16, "sum", n)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	in, _, err := tensor(r, irisrt.BF16, n, true)
+	in, _, err := tensor(r, irismodel.BF16, n, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _, err := tensor(r, irisrt.BF16, n, true)
+	out, _, err := tensor(r, irismodel.BF16, n, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +343,7 @@ func killedRank(t *testing.T) {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			time.Sleep(time.Hour)
 		}
-		if err := p.Launch(s, in, out, irisrt.BarrierDevice); err != nil {
+		if err := p.Launch(s, in, out, irismodel.BarrierDevice); err != nil {
 			break // refused: the first timeout is in
 		}
 	}
@@ -369,13 +370,13 @@ func TestFaultReplay(t *testing.T) {
 
 func replayFaultRank(r *irisrt.Rank) error {
 	w, me, s := r.World(), r.Rank(), r.Stream()
-	c := moeCase{t: 64, h: 128, k: 2, e: 4 * int64(w), routing: "random", dt: irisrt.BF16}
+	c := moeCase{t: 64, h: 128, k: 2, e: 4 * int64(w), routing: "random", dt: irismodel.BF16}
 	g, err := newMoeRig(r, c)
 	if err != nil {
 		return err
 	}
 	defer g.close()
-	graph, err := r.Capture(s, func() error { return g.launch(r, s, irisrt.BarrierDevice) })
+	graph, err := r.Capture(s, func() error { return g.launch(r, s, irismodel.BarrierDevice) })
 	if err != nil {
 		return err
 	}
@@ -418,7 +419,7 @@ func replayFaultRank(r *irisrt.Rank) error {
 		return err
 	}
 	defer b.Close()
-	bg, err := r.Capture(s, func() error { return b.Launch(s, irisrt.BarrierDevice) })
+	bg, err := r.Capture(s, func() error { return b.Launch(s, irismodel.BarrierDevice) })
 	if err != nil {
 		return err
 	}
@@ -462,26 +463,26 @@ func guardRank(r *irisrt.Rank) error {
 	const n = 4096 + 3
 	vc := catalogueCase("all_gather", "push")
 	w, me, s, h := r.World(), r.Rank(), r.Stream(), r.Heap()
-	p, err := vc.newPlan(r, irisrt.BF16, "", n)
+	p, err := vc.newPlan(r, irismodel.BF16, "", n)
 	if err != nil {
 		return err
 	}
-	in, err := h.Alloc(irisrt.BF16, n)
+	in, err := h.Alloc(irismodel.BF16, n)
 	if err != nil {
 		return err
 	}
-	out, err := h.Alloc(irisrt.BF16, int64(w)*n)
+	out, err := h.Alloc(irismodel.BF16, int64(w)*n)
 	if err != nil {
 		return err
 	}
-	all := inputs(irisrt.BF16, n, 0x6a4d, 0)
-	if err := upload(r, in, encode(irisrt.BF16, all(me))); err != nil {
+	all := inputs(irismodel.BF16, n, 0x6a4d, 0)
+	if err := upload(r, in, encode(irismodel.BF16, all(me))); err != nil {
 		return err
 	}
 	if err := r.HostBarrier(s); err != nil {
 		return err
 	}
-	graph, err := r.Capture(s, func() error { return p.Launch(s, in, out, irisrt.BarrierDevice) })
+	graph, err := r.Capture(s, func() error { return p.Launch(s, in, out, irismodel.BarrierDevice) })
 	if err != nil {
 		return err
 	}
@@ -497,7 +498,7 @@ func guardRank(r *irisrt.Rank) error {
 	if err != nil {
 		return err
 	}
-	if err := vc.checkResult(decode(irisrt.BF16, b), irisrt.BF16, "", w, me, n, all); err != nil {
+	if err := vc.checkResult(decode(irismodel.BF16, b), irismodel.BF16, "", w, me, n, all); err != nil {
 		return fmt.Errorf("replay after the refusals: %w", err)
 	}
 	if err := r.HostBarrier(s); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -69,12 +70,12 @@ func groupsRankCount(r *irisrt.Rank) (int, error) {
 		for i := range catalogue {
 			vc := &catalogue[i]
 			for _, g := range []*irisrt.Rank{a, b} {
-				if err := checkCase(g, vc, irisrt.BF16, vc.ops()[0], 4096+3, placement{true, true}, allModes); err != nil {
+				if err := checkCase(g, vc, irismodel.BF16, vc.ops()[0], 4096+3, placement{true, true}, allModes); err != nil {
 					return fmt.Errorf("%s in a group of %d: %w", vc.name(), g.World(), err)
 				}
 				checked += len(allModes)
 			}
-			if err := backToBack([]*irisrt.Rank{a, b}, vc, irisrt.BF16, vc.ops()[0], 4096+3, 30); err != nil {
+			if err := backToBack([]*irisrt.Rank{a, b}, vc, irismodel.BF16, vc.ops()[0], 4096+3, 30); err != nil {
 				return fmt.Errorf("%s back to back in two groups: %w", vc.name(), err)
 			}
 			checked += 2 * 30

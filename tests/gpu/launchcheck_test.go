@@ -11,6 +11,7 @@ import (
 
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -110,28 +111,28 @@ func TestFaultRefusedLaunch(t *testing.T) {
 func refusedLaunchRank(r *irisrt.Rank, scenario string) error {
 	const n, root = 4096 + 3, 1
 	me, s := r.Rank(), r.Stream()
-	p, err := collectives.NewBroadcastPushPlan(r, irisrt.BF16, n)
+	p, err := collectives.NewBroadcastPushPlan(r, irismodel.BF16, n)
 	if err != nil {
 		return err
 	}
-	in, _, err := tensor(r, irisrt.BF16, n, true)
+	in, _, err := tensor(r, irismodel.BF16, n, true)
 	if err != nil {
 		return err
 	}
-	out, _, err := tensor(r, irisrt.BF16, n, true)
+	out, _, err := tensor(r, irismodel.BF16, n, true)
 	if err != nil {
 		return err
 	}
 	input := irisrt.Tensor{}
 	if me == root {
-		input = irisrt.Tensor{Ptr: in.Ptr, DType: irisrt.F32, Len: n / 2} // refused: another dtype
+		input = irisrt.Tensor{Ptr: in.Ptr, DType: irismodel.F32, Len: n / 2} // refused: another dtype
 	}
 	if err := r.HostBarrier(s); err != nil {
 		return err
 	}
 	start := time.Now()
 	launchErr, runErr := launchOrReplay(r, scenario == "replay", func() error {
-		return p.Launch(s, input, out, root, irisrt.BarrierDevice)
+		return p.Launch(s, input, out, root, irismodel.BarrierDevice)
 	})
 	took := time.Since(start)
 	fmt.Printf("rank %d (%s): %v / %v after %v\n", me, scenario, launchErr, runErr, took.Round(time.Microsecond))
@@ -155,7 +156,7 @@ func refusedLaunchRank(r *irisrt.Rank, scenario string) error {
 	if r.CaptureMode() == gpu.CaptureRelaxed && !errors.As(pe.Err, &de) {
 		return fmt.Errorf("rank %d: the refusing rank's own error did not travel in process: %v", me, runErr)
 	}
-	if err := p.Launch(s, irisrt.Tensor{}, out, root, irisrt.BarrierDevice); !errors.Is(err, irisrt.ErrPeerRefused) {
+	if err := p.Launch(s, irisrt.Tensor{}, out, root, irismodel.BarrierDevice); !errors.Is(err, irisrt.ErrPeerRefused) {
 		return fmt.Errorf("rank %d: a launch after the fault: got %v, want the sticky *irisrt.PeerRefusedError", me, err)
 	}
 	return nil
@@ -174,7 +175,7 @@ func TestFaultMismatchedLaunch(t *testing.T) {
 func mismatchedLaunchRank(r *irisrt.Rank, scenario string) error {
 	const n = 4096 + 3
 	me, s := r.Rank(), r.Stream()
-	p, err := collectives.NewBroadcastPushPlan(r, irisrt.BF16, n)
+	p, err := collectives.NewBroadcastPushPlan(r, irismodel.BF16, n)
 	if err != nil {
 		return err
 	}
@@ -182,11 +183,11 @@ func mismatchedLaunchRank(r *irisrt.Rank, scenario string) error {
 	if err != nil {
 		return err
 	}
-	in, _, err := tensor(r, irisrt.BF16, n, true)
+	in, _, err := tensor(r, irismodel.BF16, n, true)
 	if err != nil {
 		return err
 	}
-	out, _, err := tensor(r, irisrt.BF16, n, true)
+	out, _, err := tensor(r, irismodel.BF16, n, true)
 	if err != nil {
 		return err
 	}
@@ -199,9 +200,9 @@ func mismatchedLaunchRank(r *irisrt.Rank, scenario string) error {
 	if me == root {
 		input = in
 	}
-	launch := func() error { return p.Launch(s, input, out, root, irisrt.BarrierDevice) }
+	launch := func() error { return p.Launch(s, input, out, root, irismodel.BarrierDevice) }
 	if me == 0 && kind == "plan" {
-		launch = func() error { return b.Launch(s, irisrt.BarrierDevice) }
+		launch = func() error { return b.Launch(s, irismodel.BarrierDevice) }
 	}
 	if err := r.HostBarrier(s); err != nil {
 		return err

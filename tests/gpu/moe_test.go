@@ -13,6 +13,7 @@ import (
 
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -22,7 +23,7 @@ type moeCase struct {
 	t, h, k, e int64
 	cap        int64  // 0: t, which never overflows (a token goes to a rank at most once)
 	routing    string // random, skewed (every pair to expert 0), half (only the first half of the ranks' experts)
-	dt         irisrt.DType
+	dt         irismodel.DType
 	ids32      bool // expert ids as int32 (else int64)
 	noWeights  bool // weights left out (every weight 1)
 }
@@ -155,7 +156,7 @@ func newMoeRig(r *irisrt.Rank, c moeCase) (*moeRig, error) {
 		return nil, err
 	}
 	g.free = append(g.free, func() { g.combine.Close() })
-	alloc := func(dt irisrt.DType, n int64) irisrt.Tensor {
+	alloc := func(dt irismodel.DType, n int64) irisrt.Tensor {
 		if err != nil {
 			return irisrt.Tensor{}
 		}
@@ -166,17 +167,17 @@ func newMoeRig(r *irisrt.Rank, c moeCase) (*moeRig, error) {
 		}
 		return t
 	}
-	idt := irisrt.I64
+	idt := irismodel.I64
 	if c.ids32 {
-		idt = irisrt.I32
+		idt = irismodel.I32
 	}
 	g.tokens, g.ids = alloc(c.dt, c.t*c.h), alloc(idt, c.t*c.k)
 	if !c.noWeights {
-		g.weights = alloc(irisrt.F32, c.t*c.k)
+		g.weights = alloc(irismodel.F32, c.t*c.k)
 	}
-	g.recvTokens, g.recvIDs = alloc(c.dt, w*g.cap*c.h), alloc(irisrt.I64, w*g.cap*c.k)
-	g.recvW, g.recvSrc, g.cnt = alloc(irisrt.F32, w*g.cap*c.k), alloc(irisrt.I64, w*g.cap), alloc(irisrt.I64, w)
-	g.sendSlot = alloc(irisrt.I64, c.t*w)
+	g.recvTokens, g.recvIDs = alloc(c.dt, w*g.cap*c.h), alloc(irismodel.I64, w*g.cap*c.k)
+	g.recvW, g.recvSrc, g.cnt = alloc(irismodel.F32, w*g.cap*c.k), alloc(irismodel.I64, w*g.cap), alloc(irismodel.I64, w)
+	g.sendSlot = alloc(irismodel.I64, c.t*w)
 	g.expertOut, g.out = alloc(c.dt, c.k*w*g.cap*c.h), alloc(c.dt, c.t*c.h)
 	if err != nil {
 		g.close()
@@ -210,14 +211,14 @@ func (g *moeRig) upload(r *irisrt.Rank, in moeInput) error {
 	return nil
 }
 
-func (g *moeRig) launchDispatch(s gpu.Stream, mode irisrt.Barrier) error {
+func (g *moeRig) launchDispatch(s gpu.Stream, mode irismodel.Barrier) error {
 	if err := g.dispatch.Launch(s, g.tokens, g.ids, g.weights, g.recvTokens, g.recvIDs, g.recvW, g.recvSrc, g.cnt, g.sendSlot, mode); err != nil {
 		return fmt.Errorf("dispatch: %w", err)
 	}
 	return nil
 }
 
-func (g *moeRig) launchCombine(s gpu.Stream, mode irisrt.Barrier) error {
+func (g *moeRig) launchCombine(s gpu.Stream, mode irismodel.Barrier) error {
 	if err := g.combine.Launch(s, g.expertOut, g.recvIDs, g.recvW, g.recvSrc, g.cnt, g.sendSlot, g.out, mode); err != nil {
 		return fmt.Errorf("combine: %w", err)
 	}
@@ -226,7 +227,7 @@ func (g *moeRig) launchCombine(s gpu.Stream, mode irisrt.Barrier) error {
 
 // launch runs dispatch, the identity expert (every plane of expert_out a
 // copy of the received rows) and combine on s: all of it capturable.
-func (g *moeRig) launch(r *irisrt.Rank, s gpu.Stream, mode irisrt.Barrier) error {
+func (g *moeRig) launch(r *irisrt.Rank, s gpu.Stream, mode irismodel.Barrier) error {
 	if err := g.launchDispatch(s, mode); err != nil {
 		return err
 	}
@@ -333,11 +334,11 @@ func (g *moeRig) checkDispatch(r *irisrt.Rank, all []moeInput) (*moeReceived, er
 
 // nanBits is a quiet NaN of dt: the expert leaves it in every entry combine
 // must not read.
-func nanBits(dt irisrt.DType) []byte {
+func nanBits(dt irismodel.DType) []byte {
 	switch dt {
-	case irisrt.F32:
+	case irismodel.F32:
 		return []byte{0, 0, 0xc0, 0x7f}
-	case irisrt.F16:
+	case irismodel.F16:
 		return []byte{0, 0x7e}
 	}
 	return []byte{0xc0, 0x7f}
@@ -438,7 +439,7 @@ func (g *moeRig) check(r *irisrt.Rank, all []moeInput) error {
 
 // moeRound runs dispatch, the suite's expert on the host and combine in
 // mode, checking what dispatch delivered and the combined output.
-func moeRound(r *irisrt.Rank, g *moeRig, mode irisrt.Barrier, round uint64) error {
+func moeRound(r *irisrt.Rank, g *moeRig, mode irismodel.Barrier, round uint64) error {
 	w := r.World()
 	all := make([]moeInput, w)
 	for s := 0; s < w; s++ {
@@ -488,7 +489,7 @@ func moeCases() []moeCase {
 			}
 		}
 	}
-	cs = append(cs, moeCase{t: 100, h: 256, k: 2, e: 13, routing: "random", dt: irisrt.BF16}) // e not a multiple of world
+	cs = append(cs, moeCase{t: 100, h: 256, k: 2, e: 13, routing: "random", dt: irismodel.BF16}) // e not a multiple of world
 	// int32 ids, weights left out, and both; every k from 1 to 8.
 	for _, dt := range dataTypes {
 		cs = append(cs, moeCase{t: 512, h: 128, k: 8, e: 8, routing: "random", dt: dt, ids32: true},
@@ -496,10 +497,10 @@ func moeCases() []moeCase {
 			moeCase{t: 300, h: 256, k: 4, e: 8, routing: "half", dt: dt, ids32: true, noWeights: true})
 	}
 	for k := int64(1); k <= 8; k++ {
-		cs = append(cs, moeCase{t: 257, h: 136, k: k, e: 16, routing: "random", dt: irisrt.BF16})
+		cs = append(cs, moeCase{t: 257, h: 136, k: k, e: 16, routing: "random", dt: irismodel.BF16})
 	}
 	if os.Getenv("IRISGEN_TEST_QUICK") == "" {
-		cs = append(cs, moeCase{t: 8192, h: 7168, k: 8, e: 16, routing: "random", dt: irisrt.BF16})
+		cs = append(cs, moeCase{t: 8192, h: 7168, k: 8, e: 16, routing: "random", dt: irismodel.BF16})
 	}
 	return cs
 }
@@ -534,7 +535,7 @@ func moeRank(r *irisrt.Rank, c moeCase) error {
 		return err
 	}
 	defer g.close()
-	for round, mode := range []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone, irisrt.BarrierDevice} {
+	for round, mode := range []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost, irismodel.BarrierNone, irismodel.BarrierDevice} {
 		if err := moeRound(r, g, mode, uint64(round)); err != nil {
 			return err
 		}
@@ -565,8 +566,8 @@ func TestMoEGraph(t *testing.T) {
 func moeGraphRank(r *irisrt.Rank) (int, error) {
 	rounds := 0
 	for _, c := range []moeCase{
-		{t: 512, h: 256, k: 8, e: 4 * int64(r.World()), routing: "random", dt: irisrt.BF16},
-		{t: 300, h: 256, k: 2, e: 4 * int64(r.World()), routing: "random", dt: irisrt.F16, ids32: true, noWeights: true},
+		{t: 512, h: 256, k: 8, e: 4 * int64(r.World()), routing: "random", dt: irismodel.BF16},
+		{t: 300, h: 256, k: 2, e: 4 * int64(r.World()), routing: "random", dt: irismodel.F16, ids32: true, noWeights: true},
 	} {
 		if err := moeGraphCase(r, c); err != nil {
 			return rounds, fmt.Errorf("%s: %w", c, err)
@@ -586,7 +587,7 @@ func moeGraphCase(r *irisrt.Rank, c moeCase) error {
 	}
 	defer g.close()
 	s := r.Stream()
-	exec, err := r.Capture(s, func() error { return g.launch(r, s, irisrt.BarrierDevice) })
+	exec, err := r.Capture(s, func() error { return g.launch(r, s, irismodel.BarrierDevice) })
 	if err != nil {
 		return fmt.Errorf("capture: %w", err)
 	}
@@ -604,7 +605,7 @@ func moeGraphCase(r *irisrt.Rank, c moeCase) error {
 			return err
 		}
 		if round%10 == 9 {
-			err = g.launch(r, s, irisrt.BarrierDevice) // eager rounds between replays
+			err = g.launch(r, s, irismodel.BarrierDevice) // eager rounds between replays
 		} else {
 			err = exec.Launch(s)
 		}
@@ -654,7 +655,7 @@ func moeFault(t *testing.T, c moeCase, edit func(rank int, in *moeInput), then f
 			return err
 		}
 		s := r.Stream()
-		exec, err := r.Capture(s, func() error { return g.launch(r, s, irisrt.BarrierDevice) })
+		exec, err := r.Capture(s, func() error { return g.launch(r, s, irismodel.BarrierDevice) })
 		if err != nil {
 			return fmt.Errorf("capture: %w", err)
 		}
@@ -711,12 +712,12 @@ func moeFault(t *testing.T, c moeCase, edit func(rank int, in *moeInput), then f
 // rank.
 func TestMoEBadExpert(t *testing.T) {
 	cases := countCases(t)
-	c := moeCase{t: 64, h: 128, k: 2, e: 8, routing: "random", dt: irisrt.BF16}
+	c := moeCase{t: 64, h: 128, k: 2, e: 8, routing: "random", dt: irismodel.BF16}
 	errs := moeFault(t, c, func(rank int, in *moeInput) {
 		if rank == 1 {
 			in.ids[5] = c.e + 3
 		}
-	}, func(r *irisrt.Rank, g *moeRig) error { return moeRound(r, g, irisrt.BarrierDevice, 1) })
+	}, func(r *irisrt.Rank, g *moeRig) error { return moeRound(r, g, irismodel.BarrierDevice, 1) })
 	var de *irisrt.DeviceFaultError
 	if !errors.As(errs[1], &de) || de.World || de.Info != uint64(c.e+3) {
 		t.Fatalf("rank 1: got %v, want the device's index error naming expert %d", errs[1], c.e+3)
@@ -737,7 +738,7 @@ func TestMoEBadExpert(t *testing.T) {
 // with its count, as a call fault.
 func TestMoECapacity(t *testing.T) {
 	cases := countCases(t)
-	c := moeCase{t: 300, h: 128, k: 2, e: 8, cap: 100, routing: "skewed", dt: irisrt.BF16}
+	c := moeCase{t: 300, h: 128, k: 2, e: 8, cap: 100, routing: "skewed", dt: irismodel.BF16}
 	errs := moeFault(t, c, func(int, *moeInput) {}, nil)
 	for rank, err := range errs {
 		var de *irisrt.DeviceFaultError

@@ -12,6 +12,7 @@ import (
 
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -47,7 +48,7 @@ func (a args) owner(name string) int {
 
 // pplan is a plan of a collective with parameters, bound to args.
 type pplan struct {
-	launch func(s gpu.Stream, in, out irisrt.Tensor, a args, mode irisrt.Barrier) error
+	launch func(s gpu.Stream, in, out irisrt.Tensor, a args, mode irismodel.Barrier) error
 	close  func() error
 }
 
@@ -61,7 +62,7 @@ type paramCase struct {
 	inOwner, outOwner string
 	importIn          bool // peers read input: off the heap it is staged
 	heapOut           bool // peers write output: it must be on the heap
-	newPlan           func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (pplan, error)
+	newPlan           func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (pplan, error)
 	// ref is output element i of rank `rank` for a, from in(p), the input
 	// of rank p.
 	ref func(in func(p int) []float32, w, rank int, op string, n, i int64, a args) float32
@@ -123,7 +124,7 @@ func boolInt(b bool) int {
 
 // bound is a plan of p whose launch passes the parameters launch reads
 // from args.
-func bound[P interface{ Close() error }](p P, err error, launch func(s gpu.Stream, in, out irisrt.Tensor, a args, m irisrt.Barrier) error) (pplan, error) {
+func bound[P interface{ Close() error }](p P, err error, launch func(s gpu.Stream, in, out irisrt.Tensor, a args, m irismodel.Barrier) error) (pplan, error) {
 	if err != nil {
 		return pplan{}, err
 	}
@@ -133,28 +134,28 @@ func bound[P interface{ Close() error }](p P, err error, launch func(s gpu.Strea
 // rootPlan, pairPlan and shiftPlan bind the generated plans of the rooted
 // collectives, of send_recv and of shift.
 func rootPlan[P interface {
-	Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error
+	Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error
 	Close() error
 }](p P, err error) (pplan, error) {
-	return bound(p, err, func(s gpu.Stream, in, out irisrt.Tensor, a args, m irisrt.Barrier) error {
+	return bound(p, err, func(s gpu.Stream, in, out irisrt.Tensor, a args, m irismodel.Barrier) error {
 		return p.Launch(s, in, out, a.root, m)
 	})
 }
 
 func pairPlan[P interface {
-	Launch(s gpu.Stream, input, output irisrt.Tensor, src, dst int, mode irisrt.Barrier) error
+	Launch(s gpu.Stream, input, output irisrt.Tensor, src, dst int, mode irismodel.Barrier) error
 	Close() error
 }](p P, err error) (pplan, error) {
-	return bound(p, err, func(s gpu.Stream, in, out irisrt.Tensor, a args, m irisrt.Barrier) error {
+	return bound(p, err, func(s gpu.Stream, in, out irisrt.Tensor, a args, m irismodel.Barrier) error {
 		return p.Launch(s, in, out, a.src, a.dst, m)
 	})
 }
 
 func shiftPlan[P interface {
-	Launch(s gpu.Stream, input, output irisrt.Tensor, offset int64, mode irisrt.Barrier) error
+	Launch(s gpu.Stream, input, output irisrt.Tensor, offset int64, mode irismodel.Barrier) error
 	Close() error
 }](p P, err error) (pplan, error) {
-	return bound(p, err, func(s gpu.Stream, in, out irisrt.Tensor, a args, m irisrt.Barrier) error {
+	return bound(p, err, func(s gpu.Stream, in, out irisrt.Tensor, a args, m irismodel.Barrier) error {
 		return p.Launch(s, in, out, a.offset, m)
 	})
 }
@@ -188,51 +189,51 @@ func redOp(op string) collectives.ReduceOp { return collectives.ReduceOp(op) }
 
 var paramCatalogue = []paramCase{
 	{coll: "broadcast", variant: "push", inLen: nLen, outLen: nLen, inOwner: "root", heapOut: true, ref: broadcastRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (pplan, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewBroadcastPushPlan(r, dt, n))
 		}},
 	{coll: "broadcast", variant: "pull", inLen: nLen, outLen: nLen, inOwner: "root", importIn: true, ref: broadcastRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (pplan, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewBroadcastPullPlan(r, dt, n))
 		}},
 	{coll: "reduce", variant: "pull", reduces: true, inLen: nLen, outLen: nLen, outOwner: "root", importIn: true, ref: reduceRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (pplan, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewReducePullPlan(r, dt, redOp(op), n))
 		}},
 	{coll: "reduce", variant: "split", reduces: true, inLen: nLen, outLen: nLen, outOwner: "root", importIn: true, heapOut: true, ref: reduceRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, op string, n int64) (pplan, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewReduceSplitPlan(r, dt, redOp(op), n))
 		}},
 	{coll: "gather", variant: "pull", inLen: nLen, outLen: wnLen, outOwner: "root", importIn: true, ref: gatherRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (pplan, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewGatherPullPlan(r, dt, n))
 		}},
 	{coll: "gather", variant: "push", inLen: nLen, outLen: wnLen, outOwner: "root", heapOut: true, ref: gatherRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (pplan, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewGatherPushPlan(r, dt, n))
 		}},
 	{coll: "scatter", variant: "push", inLen: wnLen, outLen: nLen, inOwner: "root", heapOut: true, ref: scatterRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (pplan, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewScatterPushPlan(r, dt, n))
 		}},
 	{coll: "scatter", variant: "pull", inLen: wnLen, outLen: nLen, inOwner: "root", importIn: true, ref: scatterRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (pplan, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewScatterPullPlan(r, dt, n))
 		}},
 	{coll: "send_recv", variant: "push", inLen: nLen, outLen: nLen, inOwner: "src", outOwner: "dst", heapOut: true, ref: sendRecvRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (pplan, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return pairPlan(collectives.NewSendRecvPushPlan(r, dt, n))
 		}},
 	{coll: "send_recv", variant: "pull", inLen: nLen, outLen: nLen, inOwner: "src", outOwner: "dst", importIn: true, ref: sendRecvRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (pplan, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return pairPlan(collectives.NewSendRecvPullPlan(r, dt, n))
 		}},
 	{coll: "shift", variant: "push", inLen: nLen, outLen: nLen, heapOut: true, ref: shiftRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (pplan, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return shiftPlan(collectives.NewShiftPushPlan(r, dt, n))
 		}},
 	{coll: "shift", variant: "pull", inLen: nLen, outLen: nLen, importIn: true, ref: shiftRef,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, _ string, n int64) (pplan, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return shiftPlan(collectives.NewShiftPullPlan(r, dt, n))
 		}},
 }
@@ -243,7 +244,7 @@ func paramSizes() []int64 { return append([]int64{0}, caseSizes()...) }
 
 // check compares a rank's output with the reference: every case is a copy
 // or a reduction in rank order in fp32, rounded once, so bit for bit.
-func (pc *paramCase) check(got []float32, dt irisrt.DType, op string, w, rank int, n int64, a args, all func(int) []float32) error {
+func (pc *paramCase) check(got []float32, dt irismodel.DType, op string, w, rank int, n int64, a args, all func(int) []float32) error {
 	ins := make([][]float32, w)
 	for p := range ins {
 		ins[p] = all(p)
@@ -274,7 +275,7 @@ type paramRig struct {
 	free    []func()
 }
 
-func newParamRig(r *irisrt.Rank, pc *paramCase, dt irisrt.DType, op string, n int64, pl placement) (*paramRig, error) {
+func newParamRig(r *irisrt.Rank, pc *paramCase, dt irismodel.DType, op string, n int64, pl placement) (*paramRig, error) {
 	g := &paramRig{pc: pc}
 	var err error
 	if g.p, err = pc.newPlan(r, dt, op, n); err != nil {
@@ -316,7 +317,7 @@ func (g *paramRig) tensors(rank int, a args) (in, out irisrt.Tensor) {
 
 // checkParamCase runs one case on one rank: for every assignment, rounds
 // in the given modes, each with fresh inputs and the outputs poisoned.
-func checkParamCase(r *irisrt.Rank, pc *paramCase, dt irisrt.DType, op string, n int64, pl placement, modes []irisrt.Barrier, as []args) error {
+func checkParamCase(r *irisrt.Rank, pc *paramCase, dt irismodel.DType, op string, n int64, pl placement, modes []irismodel.Barrier, as []args) error {
 	w, me := r.World(), r.Rank()
 	g, err := newParamRig(r, pc, dt, op, n, pl)
 	if err != nil {
@@ -340,12 +341,12 @@ func checkParamCase(r *irisrt.Rank, pc *paramCase, dt irisrt.DType, op string, n
 			if err := r.Device().MemsetD8Async(g.out.Ptr, 0xA5, g.out.Bytes(), s); err != nil {
 				return err
 			}
-			if mode == irisrt.BarrierNone { // the caller orders: inputs ready everywhere
+			if mode == irismodel.BarrierNone { // the caller orders: inputs ready everywhere
 				if err := r.HostBarrier(s); err != nil {
 					return err
 				}
 			}
-			if mode == irisrt.BarrierNone && pc.importIn && !pl.heapIn && n > 0 {
+			if mode == irismodel.BarrierNone && pc.importIn && !pl.heapIn && n > 0 {
 				// Nothing would order the import before the peers' reads: the
 				// ranks that import refuse; the others make the call refused
 				// too (see refuseToo).
@@ -354,7 +355,7 @@ func checkParamCase(r *irisrt.Rank, pc *paramCase, dt irisrt.DType, op string, n
 					if err := g.p.launch(s, in, out, a, mode); !errors.As(err, &pe) || !pe.Unordered {
 						return fmt.Errorf("%s %s: import in mode none: got %v, want an unordered *irisrt.PlacementError", a, mode, err)
 					}
-				} else if err := refuseToo(func(m irisrt.Barrier) error { return g.p.launch(s, in, out, a, m) }); err != nil {
+				} else if err := refuseToo(func(m irismodel.Barrier) error { return g.p.launch(s, in, out, a, m) }); err != nil {
 					return err
 				}
 				if err := r.HostBarrier(s); err != nil {
@@ -365,7 +366,7 @@ func checkParamCase(r *irisrt.Rank, pc *paramCase, dt irisrt.DType, op string, n
 			if err := g.p.launch(s, in, out, a, mode); err != nil {
 				return fmt.Errorf("%s %s: %w", a, mode, err)
 			}
-			if mode == irisrt.BarrierNone { // ... and the call complete everywhere
+			if mode == irismodel.BarrierNone { // ... and the call complete everywhere
 				if err := r.HostBarrier(s); err != nil {
 					return err
 				}
@@ -449,7 +450,7 @@ func TestParamCollectives(t *testing.T) {
 // is ignored: the launch goes ahead and is right.
 func checkParamRules(r *irisrt.Rank, pc *paramCase) error {
 	const n = 4096 + 3
-	dt, op, w, me := irisrt.BF16, pc.ops()[0], r.World(), r.Rank()
+	dt, op, w, me := irismodel.BF16, pc.ops()[0], r.World(), r.Rank()
 	g, err := newParamRig(r, pc, dt, op, n, placement{true, true})
 	if err != nil {
 		return err
@@ -495,7 +496,7 @@ func checkParamRules(r *irisrt.Rank, pc *paramCase) error {
 	}
 	for _, a := range bad {
 		var pe *irisrt.ParamError
-		if err := g.p.launch(s, g.in, g.out, a, irisrt.BarrierDevice); !errors.As(err, &pe) {
+		if err := g.p.launch(s, g.in, g.out, a, irismodel.BarrierDevice); !errors.As(err, &pe) {
 			return fmt.Errorf("%s: got %v, want *irisrt.ParamError", a, err)
 		}
 	}
@@ -525,18 +526,18 @@ func checkParamRules(r *irisrt.Rank, pc *paramCase) error {
 		in, out irisrt.Tensor
 		target  any
 	}{
-		{"input of another dtype", pc.inOwner, pc.inOwner == "", irisrt.Tensor{Ptr: g.in.Ptr, DType: irisrt.F32, Len: g.in.Len / 2}, out, &de},
-		{"output of another dtype", pc.outOwner, pc.outOwner == "", in, irisrt.Tensor{Ptr: g.out.Ptr, DType: irisrt.F32, Len: g.out.Len / 2}, &de},
+		{"input of another dtype", pc.inOwner, pc.inOwner == "", irisrt.Tensor{Ptr: g.in.Ptr, DType: irismodel.F32, Len: g.in.Len / 2}, out, &de},
+		{"output of another dtype", pc.outOwner, pc.outOwner == "", in, irisrt.Tensor{Ptr: g.out.Ptr, DType: irismodel.F32, Len: g.out.Len / 2}, &de},
 		{"output off the heap", pc.outOwner, !pc.heapOut, in, off, &pl},
 	} {
 		if c.skip {
 			continue
 		}
 		if c.owner == "" || base.owner(c.owner) == me {
-			if err := g.p.launch(s, c.in, c.out, base, irisrt.BarrierDevice); !errors.As(err, c.target) {
+			if err := g.p.launch(s, c.in, c.out, base, irismodel.BarrierDevice); !errors.As(err, c.target) {
 				return fmt.Errorf("%s: got %v, want %T", c.what, err, c.target)
 			}
-		} else if err := refuseToo(func(m irisrt.Barrier) error { return g.p.launch(s, c.in, c.out, base, m) }); err != nil {
+		} else if err := refuseToo(func(m irismodel.Barrier) error { return g.p.launch(s, c.in, c.out, base, m) }); err != nil {
 			return err
 		}
 		if err := poisoned(); err != nil {
@@ -554,14 +555,14 @@ func checkParamRules(r *irisrt.Rank, pc *paramCase) error {
 	if err := r.HostBarrier(s); err != nil {
 		return err
 	}
-	garbage := irisrt.Tensor{Ptr: 8, DType: irisrt.U64, Len: 3}
+	garbage := irisrt.Tensor{Ptr: 8, DType: irismodel.U64, Len: 3}
 	if !pc.usesIn(me, base) {
 		in = garbage
 	}
 	if !pc.usesOut(me, base) {
 		out = garbage
 	}
-	if err := g.p.launch(s, in, out, base, irisrt.BarrierDevice); err != nil {
+	if err := g.p.launch(s, in, out, base, irismodel.BarrierDevice); err != nil {
 		return fmt.Errorf("garbage where this rank uses no tensor: %w", err)
 	}
 	if err := syncCheck(r, s); err != nil {
@@ -602,7 +603,7 @@ func TestParamRules(t *testing.T) {
 // on the stream, after it the output is copied away; all results are
 // checked at the end. A kernel that found last launch's root's address, or
 // let a rank overwrite an input a slow peer still reads, fails here.
-func paramBackToBack(r *irisrt.Rank, pc *paramCase, dt irisrt.DType, n int64, rounds int) error {
+func paramBackToBack(r *irisrt.Rank, pc *paramCase, dt irismodel.DType, n int64, rounds int) error {
 	w, me := r.World(), r.Rank()
 	op := pc.ops()[0]
 	g, err := newParamRig(r, pc, dt, op, n, placement{true, true})
@@ -646,7 +647,7 @@ func paramBackToBack(r *irisrt.Rank, pc *paramCase, dt irisrt.DType, n int64, ro
 		if err := dev.CopyDtoDAsync(g.in.Ptr, pool.Slice(int64(k)*g.in.Len, g.in.Len).Ptr, g.in.Bytes(), s); err != nil {
 			return err
 		}
-		if err := g.p.launch(s, in, out, a, irisrt.BarrierDevice); err != nil {
+		if err := g.p.launch(s, in, out, a, irismodel.BarrierDevice); err != nil {
 			return fmt.Errorf("launch %d (%s): %w", k, a, err)
 		}
 		if err := dev.CopyDtoDAsync(results.Slice(int64(k)*g.out.Len, g.out.Len).Ptr, g.out.Ptr, g.out.Bytes(), s); err != nil {
@@ -684,7 +685,7 @@ func TestParamBackToBack(t *testing.T) {
 			if !variantSelected(pc.name()) {
 				continue
 			}
-			for _, dt := range []irisrt.DType{irisrt.BF16, irisrt.F32} {
+			for _, dt := range []irismodel.DType{irismodel.BF16, irismodel.F32} {
 				for _, n := range []int64{4096 + 3, 1 << 18} {
 					t.Run(fmt.Sprintf("%s/%s/n=%d", pc.name(), dt, n), func(t *testing.T) {
 						if err := w.Run(func(r *irisrt.Rank) error { return paramBackToBack(r, pc, dt, n, 100) }); err != nil {
@@ -703,7 +704,7 @@ func TestParamBackToBack(t *testing.T) {
 // result: a graph replays the parameters it captured.
 func paramReplays(r *irisrt.Rank, pc *paramCase, a args, rounds int) error {
 	const n = 4096 + 3
-	dt, op, w, me := irisrt.BF16, pc.ops()[0], r.World(), r.Rank()
+	dt, op, w, me := irismodel.BF16, pc.ops()[0], r.World(), r.Rank()
 	// An input peers read lives off the heap, so the captured launch
 	// includes its import copy.
 	g, err := newParamRig(r, pc, dt, op, n, placement{heapIn: !pc.importIn, heapOut: true})
@@ -715,10 +716,10 @@ func paramReplays(r *irisrt.Rank, pc *paramCase, a args, rounds int) error {
 	in, out := g.tensors(me, a)
 	exec, err := r.Capture(s, func() error {
 		var ce *irisrt.CaptureError
-		if err := g.p.launch(s, in, out, a, irisrt.BarrierHost); !errors.As(err, &ce) {
+		if err := g.p.launch(s, in, out, a, irismodel.BarrierHost); !errors.As(err, &ce) {
 			return fmt.Errorf("host-barrier launch while capturing: got %v, want *irisrt.CaptureError", err)
 		}
-		return g.p.launch(s, in, out, a, irisrt.BarrierDevice)
+		return g.p.launch(s, in, out, a, irismodel.BarrierDevice)
 	})
 	if err != nil {
 		return fmt.Errorf("capture with %s: %w", a, err)
@@ -801,13 +802,13 @@ func TestParamLargeOffsets(t *testing.T) {
 			}
 			t.Run(pc.name(), func(t *testing.T) {
 				err := w.Run(func(r *irisrt.Rank) error {
-					pad, err := r.Heap().Alloc(irisrt.F32, (1<<30)/4)
+					pad, err := r.Heap().Alloc(irismodel.F32, (1<<30)/4)
 					if err != nil {
 						return err
 					}
 					defer r.Heap().Free(pad)
 					as := pc.assignments(r.World())
-					return checkParamCase(r, pc, irisrt.F32, pc.ops()[0], 1<<22+3, placement{true, true}, allModes[:1], as[len(as)-1:])
+					return checkParamCase(r, pc, irismodel.F32, pc.ops()[0], 1<<22+3, placement{true, true}, allModes[:1], as[len(as)-1:])
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -835,7 +836,7 @@ func paramProcessRank(r *irisrt.Rank) (int, error) {
 		if err := checkParamRules(r, pc); err != nil {
 			return cases, fmt.Errorf("%s rules: %w", pc.name(), err)
 		}
-		if err := paramBackToBack(r, pc, irisrt.BF16, 4096+3, 100); err != nil {
+		if err := paramBackToBack(r, pc, irismodel.BF16, 4096+3, 100); err != nil {
 			return cases, fmt.Errorf("%s back to back: %w", pc.name(), err)
 		}
 		cases += 1 + 100
@@ -852,9 +853,9 @@ func paramProcessRank(r *irisrt.Rank) (int, error) {
 // *irisrt.PeerRefusedError, a world fault (TestFaultRefusedLaunch), and
 // one skipped would put the rank's later launches out of step with its
 // peers'.
-func refuseToo(launch func(mode irisrt.Barrier) error) error {
+func refuseToo(launch func(mode irismodel.Barrier) error) error {
 	var be *irisrt.BarrierModeError
-	if err := launch(irisrt.Barrier(99)); !errors.As(err, &be) {
+	if err := launch(irismodel.Barrier(99)); !errors.As(err, &be) {
 		return fmt.Errorf("a call refused alongside a peer's refusal: got %v, want *irisrt.BarrierModeError", err)
 	}
 	return nil

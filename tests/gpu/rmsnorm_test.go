@@ -14,6 +14,7 @@ import (
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/internal/launch"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -28,7 +29,7 @@ import (
 
 // normLauncher is what every generated plan of the two collectives offers.
 type normLauncher interface {
-	Launch(s gpu.Stream, input, residual, weight, output irisrt.Tensor, eps float32, mode irisrt.Barrier) error
+	Launch(s gpu.Stream, input, residual, weight, output irisrt.Tensor, eps float32, mode irismodel.Barrier) error
 	Close() error
 }
 
@@ -43,8 +44,8 @@ type normCase struct {
 	importIn   bool // peers read input: off the heap it is staged
 	heapOut    bool // peers write output: it must be on the heap
 	aliasAllow bool
-	modes      []irisrt.Barrier // the rounds of a case, in the modes the variant allows
-	newPlan    func(r *irisrt.Rank, dt irisrt.DType, tokens, hidden int64) (normLauncher, error)
+	modes      []irismodel.Barrier // the rounds of a case, in the modes the variant allows
+	newPlan    func(r *irisrt.Rank, dt irismodel.DType, tokens, hidden int64) (normLauncher, error)
 }
 
 func (nc *normCase) name() string { return nc.coll + "/" + nc.variant }
@@ -58,19 +59,19 @@ func asNorm[P normLauncher](p P, err error) (normLauncher, error) {
 
 var normCatalogue = []normCase{
 	{coll: "all_reduce_rmsnorm", variant: "one_shot", sums: true, importIn: true, modes: allModes,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, t, h int64) (normLauncher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, t, h int64) (normLauncher, error) {
 			return asNorm(collectives.NewAllReduceRmsnormOneShotPlan(r, dt, t, h))
 		}},
 	{coll: "all_reduce_rmsnorm", variant: "one_shot_lamport", sums: true, aliasAllow: true, modes: allModes,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, t, h int64) (normLauncher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, t, h int64) (normLauncher, error) {
 			return asNorm(collectives.NewAllReduceRmsnormOneShotLamportPlan(r, dt, t, h))
 		}},
 	{coll: "all_reduce_rmsnorm", variant: "two_shot", sums: true, roundSum: true, importIn: true, heapOut: true, modes: allModes,
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, t, h int64) (normLauncher, error) {
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, t, h int64) (normLauncher, error) {
 			return asNorm(collectives.NewAllReduceRmsnormTwoShotPlan(r, dt, t, h))
 		}},
-	{coll: "residual_rmsnorm", variant: "local", modes: []irisrt.Barrier{irisrt.BarrierNone, irisrt.BarrierNone},
-		newPlan: func(r *irisrt.Rank, dt irisrt.DType, t, h int64) (normLauncher, error) {
+	{coll: "residual_rmsnorm", variant: "local", modes: []irismodel.Barrier{irismodel.BarrierNone, irismodel.BarrierNone},
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, t, h int64) (normLauncher, error) {
 			return asNorm(collectives.NewResidualRmsnormLocalPlan(r, dt, t, h))
 		}},
 }
@@ -96,7 +97,7 @@ type normData struct {
 	eps         float32
 }
 
-func newNormData(dt irisrt.DType, t, h int64, seed, round uint64) normData {
+func newNormData(dt irismodel.DType, t, h int64, seed, round uint64) normData {
 	return normData{
 		in:  inputs(dt, t*h, seed, round),
 		res: inputs(dt, t*h, seed^0x7e5, round),
@@ -107,7 +108,7 @@ func newNormData(dt irisrt.DType, t, h int64, seed, round uint64) normData {
 
 // check compares rank me's residual and output after the launch with the
 // reference.
-func (nc *normCase) check(dt irisrt.DType, w, me int, t, h int64, d normData, gotRes, gotOut []float32) error {
+func (nc *normCase) check(dt irismodel.DType, w, me int, t, h int64, d normData, gotRes, gotOut []float32) error {
 	ins := make([][]float32, w)
 	for p := range ins {
 		ins[p] = d.in(p)
@@ -174,7 +175,7 @@ func (nc *normCase) placements() []normPlacement {
 // normRig is one case's plan and tensors on one rank.
 type normRig struct {
 	nc               *normCase
-	dt               irisrt.DType
+	dt               irismodel.DType
 	t, h             int64
 	p                normLauncher
 	in, res, wt, out irisrt.Tensor
@@ -182,7 +183,7 @@ type normRig struct {
 	offIn, offOut    bool // input, output off the heap
 }
 
-func newNormRig(r *irisrt.Rank, nc *normCase, dt irisrt.DType, t, h int64, pl normPlacement) (*normRig, error) {
+func newNormRig(r *irisrt.Rank, nc *normCase, dt irismodel.DType, t, h int64, pl normPlacement) (*normRig, error) {
 	g := &normRig{nc: nc, dt: dt, t: t, h: h}
 	var err error
 	if g.p, err = nc.newPlan(r, dt, t, h); err != nil {
@@ -241,7 +242,7 @@ func (g *normRig) verify(r *irisrt.Rank, d normData) error {
 
 // checkNormCase runs rounds of one case on one rank, each with fresh
 // tensors, a poisoned output and the next eps, in the given modes.
-func checkNormCase(r *irisrt.Rank, nc *normCase, dt irisrt.DType, t, h int64, pl normPlacement, modes []irisrt.Barrier) error {
+func checkNormCase(r *irisrt.Rank, nc *normCase, dt irismodel.DType, t, h int64, pl normPlacement, modes []irismodel.Barrier) error {
 	g, err := newNormRig(r, nc, dt, t, h, pl)
 	if err != nil {
 		return err
@@ -254,12 +255,12 @@ func checkNormCase(r *irisrt.Rank, nc *normCase, dt irisrt.DType, t, h int64, pl
 		if err := g.upload(r, s, d); err != nil {
 			return err
 		}
-		if mode == irisrt.BarrierNone { // the caller orders: inputs ready everywhere
+		if mode == irismodel.BarrierNone { // the caller orders: inputs ready everywhere
 			if err := r.HostBarrier(s); err != nil {
 				return err
 			}
 		}
-		if mode == irisrt.BarrierNone && nc.importIn && g.offIn {
+		if mode == irismodel.BarrierNone && nc.importIn && g.offIn {
 			// Nothing would order the import before the peers' reads.
 			var pe *irisrt.PlacementError
 			if err := g.p.Launch(s, g.in, g.res, g.wt, g.out, d.eps, mode); !errors.As(err, &pe) || !pe.Unordered {
@@ -273,7 +274,7 @@ func checkNormCase(r *irisrt.Rank, nc *normCase, dt irisrt.DType, t, h int64, pl
 		if err := g.p.Launch(s, g.in, g.res, g.wt, g.out, d.eps, mode); err != nil {
 			return fmt.Errorf("round %d (%s): %w", round, mode, err)
 		}
-		if mode == irisrt.BarrierNone { // ... and the call complete everywhere
+		if mode == irismodel.BarrierNone { // ... and the call complete everywhere
 			if err := r.HostBarrier(s); err != nil {
 				return err
 			}
@@ -338,7 +339,7 @@ func TestRMSNorm(t *testing.T) {
 // the variant lacks.
 func checkNormRules(r *irisrt.Rank, nc *normCase) error {
 	const t, h = 7, 4096 + 3
-	dt := irisrt.BF16
+	dt := irismodel.BF16
 	g, err := newNormRig(r, nc, dt, t, h, normPlacement{true})
 	if err != nil {
 		return err
@@ -377,7 +378,7 @@ func checkNormRules(r *irisrt.Rank, nc *normCase) error {
 	type refusal struct {
 		what             string
 		in, res, wt, out irisrt.Tensor
-		mode             irisrt.Barrier
+		mode             irismodel.Barrier
 		target           any
 		inPlace          bool
 	}
@@ -397,8 +398,8 @@ func checkNormRules(r *irisrt.Rank, nc *normCase) error {
 		defer free()
 		cases = append(cases, refusal{what: "output off the heap", in: g.in, res: g.res, wt: g.wt, out: off, mode: mode, target: &pe})
 	}
-	if !slices.Contains(nc.modes, irisrt.BarrierDevice) {
-		cases = append(cases, refusal{what: "barrier mode device", in: g.in, res: g.res, wt: g.wt, out: g.out, mode: irisrt.BarrierDevice, target: &be})
+	if !slices.Contains(nc.modes, irismodel.BarrierDevice) {
+		cases = append(cases, refusal{what: "barrier mode device", in: g.in, res: g.res, wt: g.wt, out: g.out, mode: irismodel.BarrierDevice, target: &be})
 	}
 	for _, c := range cases {
 		if err := g.p.Launch(s, c.in, c.res, c.wt, c.out, d.eps, c.mode); !errors.As(err, c.target) {
@@ -482,7 +483,7 @@ func TestRMSNormRules(t *testing.T) {
 // it residual and output are copied away; all results are checked at the
 // end, the eps turning every launch. A Lamport slot reused too early, or an
 // input overwritten while a slow peer still reads it, fails here.
-func normBackToBack(r *irisrt.Rank, nc *normCase, dt irisrt.DType, t, h int64, rounds int) error {
+func normBackToBack(r *irisrt.Rank, nc *normCase, dt irismodel.DType, t, h int64, rounds int) error {
 	w, me := r.World(), r.Rank()
 	g, err := newNormRig(r, nc, dt, t, h, normPlacement{true})
 	if err != nil {
@@ -560,16 +561,16 @@ func normBackToBack(r *irisrt.Rank, nc *normCase, dt irisrt.DType, t, h int64, r
 
 // normB2B is a back-to-back case.
 type normB2B struct {
-	dt   irisrt.DType
+	dt   irismodel.DType
 	t, h int64
 }
 
 // normB2BSizes are the back-to-back cases (the 128-token one left out with
 // IRISGEN_TEST_QUICK).
 func normB2BSizes() []normB2B {
-	cs := []normB2B{{irisrt.BF16, 7, 4096 + 3}, {irisrt.F32, 7, 4096 + 3}}
+	cs := []normB2B{{irismodel.BF16, 7, 4096 + 3}, {irismodel.F32, 7, 4096 + 3}}
 	if os.Getenv("IRISGEN_TEST_QUICK") == "" {
-		cs = append(cs, normB2B{irisrt.BF16, 128, 7168})
+		cs = append(cs, normB2B{irismodel.BF16, 128, 7168})
 	}
 	return cs
 }
@@ -602,7 +603,7 @@ func TestRMSNormBackToBack(t *testing.T) {
 // result: a graph replays the eps it captured.
 func normReplays(r *irisrt.Rank, nc *normCase, eps float32, rounds int) error {
 	const t, h = 7, 7168
-	dt := irisrt.BF16
+	dt := irismodel.BF16
 	// An input peers read lives off the heap, so the captured launch
 	// includes its import copy.
 	g, err := newNormRig(r, nc, dt, t, h, normPlacement{heap: !nc.importIn})
@@ -612,9 +613,9 @@ func normReplays(r *irisrt.Rank, nc *normCase, eps float32, rounds int) error {
 	defer g.close()
 	s, mode := r.Stream(), nc.modes[0]
 	exec, err := r.Capture(s, func() error {
-		if mode != irisrt.BarrierNone {
+		if mode != irismodel.BarrierNone {
 			var ce *irisrt.CaptureError
-			if err := g.p.Launch(s, g.in, g.res, g.wt, g.out, eps, irisrt.BarrierHost); !errors.As(err, &ce) {
+			if err := g.p.Launch(s, g.in, g.res, g.wt, g.out, eps, irismodel.BarrierHost); !errors.As(err, &ce) {
 				return fmt.Errorf("host-barrier launch while capturing: got %v, want *irisrt.CaptureError", err)
 			}
 		}

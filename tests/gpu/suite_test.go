@@ -38,6 +38,7 @@ import (
 	"unsafe"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -226,15 +227,15 @@ func TestHeapTranslation(t *testing.T) {
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		err := w.Run(func(r *irisrt.Rank) error {
 			h := r.Heap()
-			small, err := h.Alloc(irisrt.U64, 4096+3)
+			small, err := h.Alloc(irismodel.U64, 4096+3)
 			if err != nil {
 				return err
 			}
-			pad, err := h.Alloc(irisrt.F32, (1<<30)/4) // push the next object past 1 GiB
+			pad, err := h.Alloc(irismodel.F32, (1<<30)/4) // push the next object past 1 GiB
 			if err != nil {
 				return err
 			}
-			big, err := h.Alloc(irisrt.U64, 1024)
+			big, err := h.Alloc(irismodel.U64, 1024)
 			if err != nil {
 				return err
 			}
@@ -318,10 +319,10 @@ func TestBarrierTimeout(t *testing.T) {
 			if err != nil {
 				return nil, nil, err
 			}
-			return func() error { return p.Launch(r.Stream(), irisrt.BarrierDevice) }, func() { p.Close() }, nil
+			return func() error { return p.Launch(r.Stream(), irismodel.BarrierDevice) }, func() { p.Close() }, nil
 		}},
 		{"grid_sync", func(r *irisrt.Rank) (func() error, func(), error) {
-			c := moeCase{t: 4096, h: 128, k: 2, e: 8, routing: "random", dt: irisrt.BF16}
+			c := moeCase{t: 4096, h: 128, k: 2, e: 8, routing: "random", dt: irismodel.BF16}
 			g, err := newMoeRig(r, c)
 			if err != nil {
 				return nil, nil, err
@@ -330,7 +331,7 @@ func TestBarrierTimeout(t *testing.T) {
 				return nil, g.close, err
 			}
 			return func() error {
-				return g.launchDispatch(r.Stream(), irisrt.BarrierNone)
+				return g.launchDispatch(r.Stream(), irismodel.BarrierNone)
 			}, g.close, nil
 		}},
 	}
@@ -407,7 +408,7 @@ func deviceBarrierRounds(r *irisrt.Rank, rounds int) (time.Duration, error) {
 	s := r.Stream()
 	start := time.Now()
 	for i := 0; i < rounds; i++ {
-		if err := p.Launch(s, irisrt.BarrierDevice); err != nil {
+		if err := p.Launch(s, irismodel.BarrierDevice); err != nil {
 			return 0, fmt.Errorf("rank %d barrier %d: %w", r.Rank(), i, err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/internal/bench"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -52,8 +53,8 @@ func tailEntries() []irisrt.Entry {
 // tailSizes are the size arguments of e whose first input is bytes of
 // bf16 on every rank of a world of w.
 func tailSizes(e irisrt.Entry, w int, bytes int64) ([]int64, error) {
-	elems := bytes / irisrt.BF16.Size()
-	in := slices.IndexFunc(e.Tensors, func(ti irisrt.TensorInfo) bool { return ti.Dir == irisrt.In })
+	elems := bytes / irismodel.BF16.Size()
+	in := slices.IndexFunc(e.Tensors, func(ti irisrt.TensorInfo) bool { return ti.Dir == irismodel.In })
 	switch {
 	case in < 0:
 		return nil, fmt.Errorf("%s/%s has no input", e.Collective, e.Variant)
@@ -73,12 +74,12 @@ func tailTimes(r *irisrt.Rank, e irisrt.Entry, sizes []int64, k int) (_ []float6
 	if len(e.Ops) > 0 {
 		op = e.Ops[0]
 	}
-	p, err := e.New(r, irisrt.BF16, op, sizes)
+	p, err := e.New(r, irismodel.BF16, op, sizes)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, p.Close()) }()
-	ts, free, err := e.Alloc(r, irisrt.BF16, sizes)
+	ts, free, err := e.Alloc(r, irismodel.BF16, sizes)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +92,7 @@ func tailTimes(r *irisrt.Rank, e irisrt.Entry, sizes []int64, k int) (_ []float6
 	}
 	ps := e.SampleParams(r.World(), 0)
 	passed := e.TensorsFor(r.Rank(), ts, ps)
-	return bench.LaunchTimes(r, k, tailWarmup, func() error { return p.LaunchParams(s, passed, ps, irisrt.BarrierDevice) })
+	return bench.LaunchTimes(r, k, tailWarmup, func() error { return p.LaunchParams(s, passed, ps, irismodel.BarrierDevice) })
 }
 
 // TestLaunchTail is the stall guard: tailLaunches timed launches of every

@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/irisgen/irisgen/runtime/irisrt"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // Element values of the suite: uniform in [-1, 1), quantised to the dtype, so
@@ -31,7 +31,7 @@ func stream(seed, rank, round uint64) uint64 {
 }
 
 // values returns n quantised values of stream s.
-func values(dt irisrt.DType, n int64, s uint64) []float32 {
+func values(dt irismodel.DType, n int64, s uint64) []float32 {
 	out := make([]float32, n)
 	parallel(n, func(lo, hi int64) {
 		for i := lo; i < hi; i++ {
@@ -60,31 +60,31 @@ func parallel(n int64, fn func(lo, hi int64)) {
 	wg.Wait()
 }
 
-func quantize(dt irisrt.DType, f float32) float32 { return decode1(dt, encode1(dt, f)) }
+func quantize(dt irismodel.DType, f float32) float32 { return decode1(dt, encode1(dt, f)) }
 
 // encode1 is f rounded to nearest even in dt, as the device header rounds.
-func encode1(dt irisrt.DType, f float32) uint32 {
+func encode1(dt irismodel.DType, f float32) uint32 {
 	switch dt {
-	case irisrt.F16:
-		return uint32(irisrt.F32ToF16(f))
-	case irisrt.BF16:
-		return uint32(irisrt.F32ToBF16(f))
+	case irismodel.F16:
+		return uint32(irismodel.F32ToF16(f))
+	case irismodel.BF16:
+		return uint32(irismodel.F32ToBF16(f))
 	}
 	return math.Float32bits(f)
 }
 
-func decode1(dt irisrt.DType, b uint32) float32 {
+func decode1(dt irismodel.DType, b uint32) float32 {
 	switch dt {
-	case irisrt.F16:
-		return irisrt.F16ToF32(uint16(b))
-	case irisrt.BF16:
+	case irismodel.F16:
+		return irismodel.F16ToF32(uint16(b))
+	case irismodel.BF16:
 		return math.Float32frombits(b << 16)
 	}
 	return math.Float32frombits(b)
 }
 
 // encode packs values as dt's little-endian bytes.
-func encode(dt irisrt.DType, v []float32) []byte {
+func encode(dt irismodel.DType, v []float32) []byte {
 	es := int64(dt.Size())
 	b := make([]byte, int64(len(v))*es)
 	parallel(int64(len(v)), func(lo, hi int64) {
@@ -101,7 +101,7 @@ func encode(dt irisrt.DType, v []float32) []byte {
 }
 
 // decode unpacks dt's little-endian bytes.
-func decode(dt irisrt.DType, b []byte) []float32 {
+func decode(dt irismodel.DType, b []byte) []float32 {
 	es := int64(dt.Size())
 	v := make([]float32, int64(len(b))/es)
 	parallel(int64(len(v)), func(lo, hi int64) {
@@ -118,22 +118,22 @@ func decode(dt irisrt.DType, b []byte) []float32 {
 
 // tiny is half the spacing of dt's subnormals: the absolute error of one
 // rounding near zero, where a relative bound says nothing.
-func tiny(dt irisrt.DType) float64 {
+func tiny(dt irismodel.DType) float64 {
 	switch dt {
-	case irisrt.F16:
+	case irismodel.F16:
 		return math.Ldexp(1, -25)
-	case irisrt.BF16:
+	case irismodel.BF16:
 		return math.Ldexp(1, -134)
 	}
 	return math.Ldexp(1, -150)
 }
 
 // eps is the unit roundoff of dt.
-func eps(dt irisrt.DType) float64 {
+func eps(dt irismodel.DType) float64 {
 	switch dt {
-	case irisrt.F16:
+	case irismodel.F16:
 		return math.Ldexp(1, -11)
-	case irisrt.BF16:
+	case irismodel.BF16:
 		return math.Ldexp(1, -8)
 	}
 	return math.Ldexp(1, -24)

@@ -11,6 +11,7 @@ import (
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/internal/probe"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -49,7 +50,7 @@ func visibilityRank(r *irisrt.Rank) error {
 	w, s := int64(r.World()), r.Stream()
 	v := &visibility{r: r}
 	var err error
-	if v.push, err = collectives.NewAllGatherPushPlan(r, irisrt.BF16, visN); err != nil {
+	if v.push, err = collectives.NewAllGatherPushPlan(r, irismodel.BF16, visN); err != nil {
 		return err
 	}
 	defer v.push.Close()
@@ -68,7 +69,7 @@ func visibilityRank(r *irisrt.Rank) error {
 			return
 		}
 		var free func()
-		if *t, free, err = tensor(r, irisrt.BF16, n, onHeap); err == nil {
+		if *t, free, err = tensor(r, irismodel.BF16, n, onHeap); err == nil {
 			frees = append(frees, free)
 		}
 	}
@@ -103,7 +104,7 @@ func (v *visibility) doubleRound() error {
 	me, es := int64(r.Rank()), int64(2)
 	for x := range 2 {
 		if v.byKernel {
-			if err := v.push.Launch(s, v.stage[x], v.inbox[x], irisrt.BarrierNone); err != nil {
+			if err := v.push.Launch(s, v.stage[x], v.inbox[x], irismodel.BarrierNone); err != nil {
 				return err
 			}
 		} else {
@@ -114,7 +115,7 @@ func (v *visibility) doubleRound() error {
 				}
 			}
 		}
-		if err := v.bar.Launch(s, irisrt.BarrierDevice); err != nil {
+		if err := v.bar.Launch(s, irismodel.BarrierDevice); err != nil {
 			return err
 		}
 		if err := dev.CopyDtoDAsync(v.outStage[x].Ptr, v.inbox[x].Ptr, v.inbox[x].Bytes(), s); err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/dave/jennifer/jen"
 
 	"github.com/irisgen/irisgen/internal/ir"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // file generates <collective>.go: the typed surface of the collective. The
@@ -17,6 +18,7 @@ func (g *gen) file(pkg string) *jen.File {
 	f := jen.NewFile(pkg)
 	f.HeaderComment(header(c.SpecFile))
 	f.ImportName(runtimePkg, "irisrt")
+	f.ImportName(modelPkg, "irismodel")
 	f.ImportName(gpuPkg, "gpu")
 
 	writeDoc(f, fmt.Sprintf("%sSpecHash is the hash of %s and the templates it uses; the runtime refuses a code object of %s "+
@@ -53,7 +55,7 @@ func (g *gen) variantType(f *jen.File) {
 	}
 	doc := fmt.Sprintf("The variants of %s; each has a plan type <Variant>Plan with its rules.", c.Name)
 	if c.Auto != nil {
-		defs = append(defs, jen.Id(g.coll+"Auto").Id(typ).Op("=").Lit(ir.AutoVariant))
+		defs = append(defs, jen.Id(g.coll+"Auto").Id(typ).Op("=").Lit(irismodel.AutoVariant))
 		doc += fmt.Sprintf(" %sAuto picks one by world size and message size (%sChoose).", g.coll, g.coll)
 	}
 	writeDoc(f, doc)
@@ -108,13 +110,13 @@ func (g *gen) opType(f *jen.File) {
 }
 
 // dirWord describes a tensor's direction for docs.
-func dirWord(d ir.Dir) string {
+func dirWord(d irismodel.Dir) string {
 	switch d {
-	case ir.In:
+	case irismodel.In:
 		return "in"
-	case ir.Out:
+	case irismodel.Out:
 		return "out"
-	case ir.InOut:
+	case irismodel.InOut:
 		return "inout"
 	}
 	return string(d)
@@ -164,40 +166,40 @@ func (g *gen) variantDoc(v *ir.Variant, plan string) string {
 	var ws []string
 	for i, t := range c.Tensors {
 		u := v.Uses[i]
-		if t.Dir == ir.Workspace {
+		if t.Dir == irismodel.Workspace {
 			if u.Access != 0 {
-				ws = append(ws, fmt.Sprintf("%s %s (%s)", t.Name, t.ShapeString(), accessDoc(u.Access)))
+				ws = append(ws, fmt.Sprintf("%s %s (%s)", t.Name, c.ShapeString(t), accessDoc(u.Access)))
 			}
 			continue
 		}
 		var dt string
 		switch {
-		case len(t.IndexDTypes) > 0:
-			dt = ", " + ir.DTypeList(t.IndexDTypes, " or ")
-		case t.DType != "":
-			dt = ", " + string(t.DType)
+		case len(t.Index) > 0:
+			dt = ", " + irismodel.JoinDTypes(t.Index, " or ")
+		case t.DType != 0:
+			dt = ", " + t.DType.String()
 		}
 		if t.Optional {
 			dt += ", optional"
 		}
 		only := ""
-		if t.Ranks != "" {
-			dt += ", on rank " + t.Ranks + " only"
-			only = fmt.Sprintf("; checked on rank %s only, the other ranks pass the zero irisrt.Tensor", t.Ranks)
+		if t.Owner != "" {
+			dt += ", on rank " + t.Owner + " only"
+			only = fmt.Sprintf("; checked on rank %s only, the other ranks pass the zero irisrt.Tensor", t.Owner)
 			if u.Exchanged() {
-				only += fmt.Sprintf(" (the kernel tells them where rank %s's is)", t.Ranks)
+				only += fmt.Sprintf(" (the kernel tells them where rank %s's is)", t.Owner)
 			}
 		}
-		fmt.Fprintf(&b, "  - %s (%s %s%s): %s; %s%s.\n", t.Name, dirWord(t.Dir), t.ShapeString(), dt, accessDoc(u.Access), placementDoc(u), only)
+		fmt.Fprintf(&b, "  - %s (%s %s%s): %s; %s%s.\n", t.Name, dirWord(t.Dir), c.ShapeString(t), dt, accessDoc(u.Access), placementDoc(u), only)
 	}
 	if len(c.Params) > 0 {
 		b.WriteString("\nParameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):\n\n")
 		for _, p := range c.Params {
-			what := p.Range()
-			switch p.Type {
-			case ir.ParamRank:
+			what := p.Range(0)
+			switch p.Kind {
+			case irismodel.ParamRank:
 				what = "a rank, " + what
-			case ir.ParamF32:
+			case irismodel.ParamF32:
 				what = "not range-checked"
 			}
 			fmt.Fprintf(&b, "  - %s (%s): %s.\n", local(p.Name), paramGoType(p), what)
@@ -220,12 +222,12 @@ func (g *gen) variantDoc(v *ir.Variant, plan string) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(string(m))
+		b.WriteString(m.String())
 		if i == 0 {
 			b.WriteString(" (default)")
 		}
 		if cp, _ := v.CaptureOf(m); cp.Capturable {
-			capt = append(capt, string(m))
+			capt = append(capt, m.String())
 		}
 	}
 	if len(capt) == 0 {
@@ -245,7 +247,7 @@ func (g *gen) variantDoc(v *ir.Variant, plan string) string {
 func (g *gen) constructorParams() []jen.Code {
 	params := []jen.Code{jen.Id("r").Op("*").Qual(runtimePkg, "Rank")}
 	if g.hasDType() {
-		params = append(params, jen.Id("dt").Qual(runtimePkg, "DType"))
+		params = append(params, jen.Id("dt").Qual(modelPkg, "DType"))
 	}
 	if g.hasOp() {
 		params = append(params, jen.Id("op").Id(g.coll+"Op"))
@@ -314,7 +316,7 @@ func (g *gen) variant(f *jen.File, v *ir.Variant, index int) {
 	fmt.Fprintf(&doc, "New%s makes a plan of %s", plan, label)
 	var what []string
 	if g.hasDType() {
-		what = append(what, "dt ("+ir.DTypeList(c.DTypes, ", ")+")")
+		what = append(what, "dt ("+irismodel.JoinDTypes(c.DTypes, ", ")+")")
 	}
 	if g.hasOp() {
 		ops := make([]string, len(c.Ops))
@@ -353,7 +355,7 @@ func (g *gen) variant(f *jen.File, v *ir.Variant, index int) {
 		launch = fmt.Sprintf("Launch launches %s on s in barrier mode mode.", label)
 	}
 	writeDoc(f, launch)
-	params := append(append(append([]jen.Code{jen.Id("s").Qual(gpuPkg, "Stream")}, g.tensorParams()...), g.paramParams()...), jen.Id("mode").Qual(runtimePkg, "Barrier"))
+	params := append(append(append([]jen.Code{jen.Id("s").Qual(gpuPkg, "Stream")}, g.tensorParams()...), g.paramParams()...), jen.Id("mode").Qual(modelPkg, "Barrier"))
 	call := jen.Id("p").Dot("LaunchTensors").Call(jen.Id("s"), g.tensorSlice(), jen.Id("mode"))
 	if len(c.Params) > 0 {
 		call = jen.Id("p").Dot("LaunchParams").Call(jen.Id("s"), g.tensorSlice(), g.paramSlice(), jen.Id("mode"))
@@ -364,10 +366,10 @@ func (g *gen) variant(f *jen.File, v *ir.Variant, index int) {
 
 // paramGoType is the Go type of a parameter in the typed signatures.
 func paramGoType(p *ir.Param) string {
-	switch p.Type {
-	case ir.ParamRank:
+	switch p.Kind {
+	case irismodel.ParamRank:
 		return "int"
-	case ir.ParamF32:
+	case irismodel.ParamF32:
 		return "float32"
 	}
 	return "int64"
@@ -394,21 +396,21 @@ func (g *gen) paramParams() []jen.Code {
 	return out
 }
 
-// paramSlice is the parameters as the []irisrt.Param the runtime takes;
+// paramSlice is the parameters as the []irismodel.Param the runtime takes;
 // the literal stays on the caller's stack.
 func (g *gen) paramSlice() jen.Code {
 	var vs []jen.Code
 	for _, p := range g.c.Params {
-		switch p.Type {
-		case ir.ParamF32:
-			vs = append(vs, rt("F32Param").Call(jen.Id(local(p.Name))))
-		case ir.ParamRank:
-			vs = append(vs, rt("IntParam").Call(jen.Int64().Call(jen.Id(local(p.Name)))))
+		switch p.Kind {
+		case irismodel.ParamF32:
+			vs = append(vs, md("F32Param").Call(jen.Id(local(p.Name))))
+		case irismodel.ParamRank:
+			vs = append(vs, md("IntParam").Call(jen.Int64().Call(jen.Id(local(p.Name)))))
 		default:
-			vs = append(vs, rt("IntParam").Call(jen.Id(local(p.Name))))
+			vs = append(vs, md("IntParam").Call(jen.Id(local(p.Name))))
 		}
 	}
-	return jen.Index().Add(rt("Param")).Values(vs...)
+	return jen.Index().Add(md("Param")).Values(vs...)
 }
 
 // inference says which user tensor the convenience call reads a size from:
@@ -426,7 +428,7 @@ type inference struct {
 // parameters of the convenience call.
 func (g *gen) infer() (inferred map[string]inference, order []string) {
 	inferred = map[string]inference{}
-	known := map[string]bool{ir.SymWorld: true}
+	known := map[string]bool{irismodel.WorldSymbol: true}
 	for progress := true; progress; {
 		progress = false
 		for _, s := range g.c.Symbols {
@@ -435,15 +437,16 @@ func (g *gen) infer() (inferred map[string]inference, order []string) {
 			}
 		tensors:
 			for _, t := range g.c.UserTensors() {
-				if t.Ranks != "" || t.Optional {
+				if t.Owner != "" || t.Optional {
 					continue // the other ranks (or a launch) may pass the zero tensor
 				}
 				count := 0
 				for _, d := range t.Shape {
-					switch {
-					case d.Symbol == s:
+					switch name := d.Name(g.c.Symbols); {
+					case d > 0: // a constant
+					case name == s:
 						count++
-					case d.Symbol == "" || known[d.Symbol]:
+					case known[name]:
 					default:
 						continue tensors
 					}
@@ -470,7 +473,7 @@ func (g *gen) convenience(f *jen.File) {
 		jen.Id("variant").Id(g.coll + "Variant"),
 	}
 	if g.hasDType() {
-		params = append(params, jen.Id("dt").Qual(runtimePkg, "DType"))
+		params = append(params, jen.Id("dt").Qual(modelPkg, "DType"))
 	}
 	if g.hasOp() {
 		params = append(params, jen.Id("op").Id(g.coll+"Op"))
@@ -482,7 +485,7 @@ func (g *gen) convenience(f *jen.File) {
 			given = append(given, jen.Id(local(s)))
 		}
 	}
-	params = append(append(append(params, g.tensorParams()...), g.paramParams()...), jen.Id("mode").Qual(runtimePkg, "Barrier"))
+	params = append(append(append(params, g.tensorParams()...), g.paramParams()...), jen.Id("mode").Qual(modelPkg, "Barrier"))
 
 	var doc strings.Builder
 	fmt.Fprintf(&doc, "%s runs a variant of %s through the rank's plan cache (see the package doc)", g.coll, c.Name)
@@ -490,7 +493,7 @@ func (g *gen) convenience(f *jen.File) {
 		parts := make([]string, len(order))
 		for i, s := range order {
 			in := inferred[s]
-			parts[i] = fmt.Sprintf("%s from %s %s", s, in.tensor.Name, in.tensor.ShapeString())
+			parts[i] = fmt.Sprintf("%s from %s %s", s, in.tensor.Name, c.ShapeString(in.tensor))
 		}
 		fmt.Fprintf(&doc, ", with the sizes read from the tensors (%s)", strings.Join(parts, ", "))
 	}

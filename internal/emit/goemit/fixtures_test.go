@@ -1,28 +1,31 @@
 package goemit
 
-import "github.com/irisgen/irisgen/internal/ir"
+import (
+	"github.com/irisgen/irisgen/internal/ir"
+	"github.com/irisgen/irisgen/runtime/irismodel"
+)
 
 // Hand-built IR, so the emitter is tested on its own input contract.
 
 func pos(line int) ir.Pos { return ir.Pos{File: "specs/x.yaml", Line: line, Col: 3} }
 
-func kernels(c, v string, dts []ir.DType, ops []ir.Op) []ir.Kernel {
+func kernels(c, v string, dts []irismodel.DType, ops []ir.Op) []ir.Kernel {
 	var ks []ir.Kernel
 	if len(ops) == 0 {
 		ops = []ir.Op{ir.OpNone}
 	}
 	for _, d := range dts {
 		for _, o := range ops {
-			ks = append(ks, ir.Kernel{Name: ir.KernelName(c, v, d, o), DType: d, Op: o})
+			ks = append(ks, ir.Kernel{Name: irismodel.KernelName(c, v, d, string(o)), DType: d, Op: o})
 		}
 	}
 	return ks
 }
 
 var allCapture = []ir.Capture{
-	{Mode: ir.BarrierDevice, Capturable: true},
-	{Mode: ir.BarrierHost, Reason: "host barriers synchronise the stream and meet peers on the CPU"},
-	{Mode: ir.BarrierNone, Capturable: true},
+	{Mode: irismodel.BarrierDevice, Capturable: true},
+	{Mode: irismodel.BarrierHost, Reason: "host barriers synchronise the stream and meet peers on the CPU"},
+	{Mode: irismodel.BarrierNone, Capturable: true},
 }
 
 func use(t *ir.Tensor, a ir.Access) ir.Use {
@@ -31,15 +34,15 @@ func use(t *ir.Tensor, a ir.Access) ir.Use {
 
 // allGather has two variants that differ in where the remote access is.
 func allGather() *ir.Collective {
-	in := &ir.Tensor{Name: "input", Dir: ir.In, Shape: []ir.Dim{{Symbol: "n"}}, Pos: pos(5)}
-	out := &ir.Tensor{Name: "output", Dir: ir.Out, Shape: []ir.Dim{{Symbol: ir.SymWorld}, {Symbol: "n"}}, Pos: pos(6)}
-	dts := []ir.DType{ir.F32, ir.F16, ir.BF16}
+	in := &ir.Tensor{TensorDesc: irismodel.TensorDesc{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}}, Pos: pos(5)}
+	out := &ir.Tensor{TensorDesc: irismodel.TensorDesc{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(0)}}, Pos: pos(6)}
+	dts := []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16}
 	mk := func(name string, ain, aout ir.Access) *ir.Variant {
 		return &ir.Variant{
 			Name: name, Template: "all_gather_" + name,
 			Uses:     []ir.Use{use(in, ain), use(out, aout)},
 			Aliasing: ir.AliasForbid,
-			Barriers: []ir.BarrierMode{ir.BarrierDevice, ir.BarrierHost, ir.BarrierNone},
+			Barriers: []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost, irismodel.BarrierNone},
 			Launch:   ir.Launch{Threads: 512, MaxBlocks: 16, VectorBytes: 16},
 			Capture:  allCapture,
 			Kernels:  kernels("all_gather", name, dts, nil),
@@ -64,7 +67,7 @@ func barrier() *ir.Collective {
 		Name: "barrier", Summary: "Wait until every rank has arrived.", SpecFile: "specs/barrier.yaml", SpecHash: "feed",
 		Variants: []*ir.Variant{{
 			Name: "device", Template: "barrier_device", Aliasing: ir.AliasAllow,
-			Barriers: []ir.BarrierMode{ir.BarrierDevice, ir.BarrierHost},
+			Barriers: []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost},
 			Launch:   ir.Launch{Threads: 64, MaxBlocks: 1, VectorBytes: 16},
 			Capture:  allCapture[:2],
 			Kernels:  []ir.Kernel{{Name: "irisgen_barrier_device"}},
@@ -77,10 +80,10 @@ func barrier() *ir.Collective {
 // allReduce has ops, an inout-free pair, and a ring variant whose only
 // remote access is on a workspace tensor shaped by blocks.
 func allReduce() *ir.Collective {
-	in := &ir.Tensor{Name: "input", Dir: ir.In, Shape: []ir.Dim{{Symbol: "n"}}, Pos: pos(5)}
-	out := &ir.Tensor{Name: "output", Dir: ir.Out, Shape: []ir.Dim{{Symbol: "n"}}, Pos: pos(6)}
-	ws := &ir.Tensor{Name: "scratch", Dir: ir.Workspace, Shape: []ir.Dim{{Symbol: ir.SymBlocks}, {Const: 2}, {Symbol: ir.SymWorld}, {Const: 4096}}, Pos: pos(7)}
-	dts := []ir.DType{ir.F32, ir.BF16}
+	in := &ir.Tensor{TensorDesc: irismodel.TensorDesc{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}}, Pos: pos(5)}
+	out := &ir.Tensor{TensorDesc: irismodel.TensorDesc{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}}, Pos: pos(6)}
+	ws := &ir.Tensor{TensorDesc: irismodel.TensorDesc{Name: "scratch", Dir: irismodel.Workspace, Shape: irismodel.Shape{irismodel.DimBlocks, 2, irismodel.DimWorld, 4096}}, Pos: pos(7)}
+	dts := []irismodel.DType{irismodel.F32, irismodel.BF16}
 	ops := []ir.Op{ir.OpSum, ir.OpMax}
 	return &ir.Collective{
 		Name: "all_reduce", Summary: "Reduce input over all ranks into output.", SpecFile: "specs/all_reduce.yaml", SpecHash: "abc",
@@ -88,7 +91,7 @@ func allReduce() *ir.Collective {
 		Variants: []*ir.Variant{{
 			Name: "ring", Template: "all_reduce_ring", Aliasing: ir.AliasAllow,
 			Uses:     []ir.Use{use(in, ir.LocalRead), use(out, ir.LocalWrite), use(ws, ir.LocalRead|ir.RemoteWrite)},
-			Barriers: []ir.BarrierMode{ir.BarrierDevice},
+			Barriers: []irismodel.Barrier{irismodel.BarrierDevice},
 			Launch:   ir.Launch{Threads: 256, MaxBlocks: 8, VectorBytes: 16},
 			Capture:  allCapture[:1],
 			Kernels:  kernels("all_reduce", "ring", dts, ops),

@@ -23,11 +23,13 @@ import (
 	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/internal/emit"
 	"github.com/irisgen/irisgen/internal/ir"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // Import paths of the packages the generated code calls.
 const (
 	runtimePkg = "github.com/irisgen/irisgen/runtime/irisrt"
+	modelPkg   = "github.com/irisgen/irisgen/runtime/irismodel"
 	gpuPkg     = "github.com/irisgen/irisgen/runtime/gpu"
 )
 
@@ -196,25 +198,25 @@ func (g *gen) validate() diag.List {
 	var errs diag.List
 	c := g.c
 	for _, t := range c.Tensors {
-		if t.Dir == ir.Workspace {
+		if t.Dir == irismodel.Workspace {
 			continue
 		}
 		for _, d := range t.Shape {
-			if d.Symbol == ir.SymBlocks {
-				errs.Add(t.Pos, fmt.Sprintf("tensor %s: only workspace shapes may use %q (the grid is derived from the user tensors' sizes)", t.Name, ir.SymBlocks))
+			if d == irismodel.DimBlocks {
+				errs.Add(t.Pos, fmt.Sprintf("tensor %s: only workspace shapes may use %q (the grid is derived from the user tensors' sizes)", t.Name, irismodel.BlocksSymbol))
 			}
 		}
-		if t.DType == "" && len(c.DTypes) == 0 {
+		if t.DType == 0 && len(c.DTypes) == 0 {
 			errs.Add(t.Pos, fmt.Sprintf("tensor %s has the kernel's data type but the collective lists no dtypes", t.Name))
 		}
 	}
 	for _, t := range c.Tensors {
-		if t.DType != "" && runtimeDType(t.DType) == "" {
+		if t.DType != 0 && dtypeConst(t.DType) == "" {
 			errs.Add(t.Pos, fmt.Sprintf("tensor %s: dtype %q has no runtime type", t.Name, t.DType))
 		}
 	}
 	for _, dt := range c.DTypes {
-		if runtimeDType(dt) == "" {
+		if dtypeConst(dt) == "" {
 			errs.Add(c.Pos, fmt.Sprintf("dtype %q has no runtime type", dt))
 		}
 	}
@@ -230,7 +232,7 @@ func (g *gen) validate() diag.List {
 		// (irisrt.Variant.Kernel); the IR must have compiled each.
 		dts, ops := c.DTypes, c.Ops
 		if len(dts) == 0 {
-			dts = []ir.DType{""}
+			dts = []irismodel.DType{0}
 		}
 		if len(ops) == 0 {
 			ops = []ir.Op{ir.OpNone}
@@ -321,34 +323,22 @@ func lowerFirst(s string) string {
 	return strings.ToLower(s[:1]) + s[1:]
 }
 
-func runtimeDType(d ir.DType) string {
-	switch d {
-	case ir.F32:
-		return "F32"
-	case ir.F16:
-		return "F16"
-	case ir.BF16:
-		return "BF16"
-	case ir.I32:
-		return "I32"
-	case ir.I64:
-		return "I64"
-	case ir.U64:
-		return "U64"
+// dtypeConst is irismodel's constant of d ("F32", "BF16", ...), or "" for
+// no valid dtype.
+func dtypeConst(d irismodel.DType) string {
+	if !d.Valid() {
+		return ""
 	}
-	return ""
+	return strings.ToUpper(d.String())
 }
 
-func barrierConst(m ir.BarrierMode) string {
-	switch m {
-	case ir.BarrierDevice:
-		return "BarrierDevice"
-	case ir.BarrierHost:
-		return "BarrierHost"
-	case ir.BarrierNone:
-		return "BarrierNone"
+// barrierConst is irismodel's constant of m ("BarrierDevice", ...), or ""
+// for no valid mode.
+func barrierConst(m irismodel.Barrier) string {
+	if !m.Valid() {
+		return ""
 	}
-	return ""
+	return "Barrier" + Exported(m.String())
 }
 
 func (g *gen) opConst(op ir.Op) string { return g.coll + "Op" + Exported(string(op)) }

@@ -20,6 +20,7 @@ import (
 	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/internal/emit"
 	"github.com/irisgen/irisgen/internal/ir"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -170,7 +171,7 @@ func table(t *testing.T, out map[string][]byte) string {
 // placement for every set of access kinds, and a workspace the variant does
 // not touch is Unused (never allocated).
 func TestUsesEnumerate(t *testing.T) {
-	user, ws := &ir.Tensor{Dir: ir.InOut}, &ir.Tensor{Dir: ir.Workspace}
+	user, ws := &ir.Tensor{TensorDesc: irismodel.TensorDesc{Dir: irismodel.InOut}}, &ir.Tensor{TensorDesc: irismodel.TensorDesc{Dir: irismodel.Workspace}}
 	for a := ir.Access(0); a < ir.RemoteAtomic<<1; a++ {
 		want := map[ir.Placement]string{ir.PlaceAny: "UseLocal", ir.PlaceImport: "UseImport", ir.PlaceHeap: "UseHeap"}[ir.PlacementOf(a)]
 		u := ir.Use{Access: a, Placement: ir.PlacementOf(a)}
@@ -195,10 +196,10 @@ func TestVariantsDifferWhereAccessDiffers(t *testing.T) {
 	for _, want := range []string{
 		`{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap},`,
 		`{Name: "pull", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal},`,
-		`{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}}, // [n]`,
-		`{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(0)}}, // [world, n]`,
+		`{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}}, // [n]`,
+		`{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(0)}}, // [world, n]`,
 		"Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 16, VectorBytes: 16},",
-		"modesDeviceHostNone = []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone}",
+		"modesDeviceHostNone = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost, irismodel.BarrierNone}",
 	} {
 		if !contains(tab, want) {
 			t.Errorf("the table lacks %q:\n%s", want, tab)
@@ -253,10 +254,10 @@ func TestWorkspaceAndOps(t *testing.T) {
 	out := emitPkg(t, allReduce())
 	s := string(out["collectives/all_reduce.go"])
 	for _, want := range []string{
-		"func NewAllReduceRingPlan(r *irisrt.Rank, dt irisrt.DType, op AllReduceOp, n int64) (*AllReduceRingPlan, error) {\n\treturn irisrt.NewPlanOf[AllReduceRingPlan](r, &allReduceDesc.Variants[0], dt, string(op), n)\n}",
-		"func (p *AllReduceRingPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error",
+		"func NewAllReduceRingPlan(r *irisrt.Rank, dt irismodel.DType, op AllReduceOp, n int64) (*AllReduceRingPlan, error) {\n\treturn irisrt.NewPlanOf[AllReduceRingPlan](r, &allReduceDesc.Variants[0], dt, string(op), n)\n}",
+		"func (p *AllReduceRingPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error",
 		`AllReduceOpMax AllReduceOp = "max"`,
-		"func AllReduce(r *irisrt.Rank, s gpu.Stream, variant AllReduceVariant, dt irisrt.DType, op AllReduceOp, input, output irisrt.Tensor, mode irisrt.Barrier) error {\n\treturn allReduceDesc.Run(r, s, string(variant), dt, string(op), nil, []irisrt.Tensor{input, output}, mode)\n}",
+		"func AllReduce(r *irisrt.Rank, s gpu.Stream, variant AllReduceVariant, dt irismodel.DType, op AllReduceOp, input, output irisrt.Tensor, mode irismodel.Barrier) error {\n\treturn allReduceDesc.Run(r, s, string(variant), dt, string(op), nil, []irisrt.Tensor{input, output}, mode)\n}",
 		"// NewAllReduceRingPlan makes a plan of all_reduce/ring for dt (f32, bf16), op (sum, max) and size n.",
 		"// Workspace, on the heap and zeroed by the plan: scratch [blocks, 2, world, 4096] (local_read +\n// remote_write).",
 		"Grid: up to 8 blocks of 256 threads, sized by 16-byte vectors.",
@@ -268,7 +269,7 @@ func TestWorkspaceAndOps(t *testing.T) {
 	tab := table(t, out)
 	for _, want := range []string{
 		`Ops:    []string{"sum", "max"},`,
-		`{Name: "scratch", Dir: irisrt.Workspace, Shape: []irisrt.Dim{irisrt.DimBlocks, 2, irisrt.DimWorld, 4096}}, // [blocks, 2, world, 4096]`,
+		`{Name: "scratch", Dir: irismodel.Workspace, Shape: irismodel.Shape{irismodel.DimBlocks, 2, irismodel.DimWorld, 4096}}, // [blocks, 2, world, 4096]`,
 		`{Name: "ring", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseHeap}, InPlace: true,`,
 		"Barriers: modesDevice, Capturable: modesDevice, Threads: 256, MaxBlocks: 8, VectorBytes: 16},",
 	} {
@@ -289,8 +290,8 @@ func TestBarrierHasNoTensors(t *testing.T) {
 	s := string(out["collectives/barrier.go"])
 	for _, want := range []string{
 		"func NewBarrierDevicePlan(r *irisrt.Rank) (*BarrierDevicePlan, error) {\n\treturn irisrt.NewPlanOf[BarrierDevicePlan](r, &barrierDesc.Variants[0], 0, \"\")\n}",
-		"func (p *BarrierDevicePlan) Launch(s gpu.Stream, mode irisrt.Barrier) error {\n\treturn p.LaunchTensors(s, nil, mode)\n}",
-		"func Barrier(r *irisrt.Rank, s gpu.Stream, variant BarrierVariant, mode irisrt.Barrier) error {\n\treturn barrierDesc.Run(r, s, string(variant), 0, \"\", nil, nil, mode)\n}",
+		"func (p *BarrierDevicePlan) Launch(s gpu.Stream, mode irismodel.Barrier) error {\n\treturn p.LaunchTensors(s, nil, mode)\n}",
+		"func Barrier(r *irisrt.Rank, s gpu.Stream, variant BarrierVariant, mode irismodel.Barrier) error {\n\treturn barrierDesc.Run(r, s, string(variant), 0, \"\", nil, nil, mode)\n}",
 		"// Barrier modes: device (default), host; capturable in a graph: device. Grid: 1 block of 64 threads,",
 		"type BarrierDevicePlan struct{ irisrt.VariantPlan }",
 	} {
@@ -311,7 +312,7 @@ func TestBarrierHasNoTensors(t *testing.T) {
 func TestSymbolInference(t *testing.T) {
 	c := allGather()
 	// Only the output names n: the runtime divides its length by world.
-	c.Tensors[0].Shape = []ir.Dim{{Const: 4}}
+	c.Tensors[0].Shape = irismodel.Shape{4}
 	out := emitPkg(t, c)
 	if tab := table(t, out); !strings.Contains(tab, `Sizes:  []irisrt.SizeParam{{Name: "n", From: 1}},`) {
 		t.Errorf("n is not read from output [world, n]:\n%s", tab)
@@ -322,7 +323,7 @@ func TestSymbolInference(t *testing.T) {
 	// A size used only by the workspace cannot be inferred: it stays a parameter.
 	r := allReduce()
 	r.Symbols = append(r.Symbols, "slots")
-	r.Tensors[2].Shape = append(r.Tensors[2].Shape, ir.Dim{Symbol: "slots"})
+	r.Tensors[2].Shape = append(r.Tensors[2].Shape, irismodel.DimSize(1))
 	out = emitPkg(t, r)
 	s := string(out["collectives/all_reduce.go"])
 	if !strings.Contains(s, "op AllReduceOp, slots int64, input, output irisrt.Tensor") || !strings.Contains(s, "string(op), []int64{slots}, []irisrt.Tensor{input, output}, mode)") {
@@ -376,7 +377,7 @@ func TestSizesFromTensorsEveryRankPasses(t *testing.T) {
 	c := allGather()
 	c.Variants = c.Variants[:1]
 	c.Symbols = append(c.Symbols, "k")
-	wts := &ir.Tensor{Name: "wts", Dir: ir.In, Shape: []ir.Dim{{Symbol: "k"}}, DType: ir.F32, Optional: true, Pos: pos(8)}
+	wts := &ir.Tensor{TensorDesc: irismodel.TensorDesc{Name: "wts", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(1)}, DType: irismodel.F32, Optional: true}, Pos: pos(8)}
 	c.Tensors = append(c.Tensors, wts)
 	c.Variants[0].Uses = append(c.Variants[0].Uses, use(wts, ir.LocalRead))
 	out := emitPkg(t, c)
@@ -396,8 +397,8 @@ func TestGeneratedCodeCompiles(t *testing.T) {
 	}
 	c := allReduce()
 	c.Symbols = append(c.Symbols, "slots")
-	c.Tensors[2].Shape = append(c.Tensors[2].Shape, ir.Dim{Symbol: "slots"})
-	idx := &ir.Tensor{Name: "type", Dir: ir.InOut, DType: ir.I32, Shape: []ir.Dim{{Symbol: "m"}, {Symbol: "n"}}, Pos: pos(8)}
+	c.Tensors[2].Shape = append(c.Tensors[2].Shape, irismodel.DimSize(1))
+	idx := &ir.Tensor{TensorDesc: irismodel.TensorDesc{Name: "type", Dir: irismodel.InOut, DType: irismodel.I32, Shape: irismodel.Shape{irismodel.DimSize(2), irismodel.DimSize(0)}}, Pos: pos(8)}
 	c.Symbols = append(c.Symbols, "m")
 	c.Tensors = append(c.Tensors, idx)
 	c.Variants[0].Uses = append(c.Variants[0].Uses, use(idx, ir.LocalRead|ir.RemoteRead))
@@ -474,7 +475,7 @@ func TestVersionMarkerRefusesOtherLevels(t *testing.T) {
 func TestAutoVariant(t *testing.T) {
 	c := allGather()
 	c.Auto = &ir.Auto{File: "specs/tuning/all_gather.yaml", Measured: "2x H200, 2026-11-22", Rules: []ir.AutoRule{
-		{World: 2, MaxBytes: 4096, Variant: "push"}, {Variant: "pull"},
+		{AutoRule: irismodel.AutoRule{World: 2, MaxBytes: 4096, Variant: "push"}}, {AutoRule: irismodel.AutoRule{Variant: "pull"}},
 	}}
 	out := emitPkg(t, c)
 	src := string(out["collectives/all_gather.go"])
@@ -487,7 +488,7 @@ func TestAutoVariant(t *testing.T) {
 			t.Errorf("all_gather.go lacks %q", want)
 		}
 	}
-	if tab := table(t, out); !strings.Contains(tab, "Auto: []irisrt.AutoRule{\n\t\t\t{World: 2, MaxBytes: 4096, Variant: \"push\"},\n\t\t\t{Variant: \"pull\"},\n\t\t},") {
+	if tab := table(t, out); !strings.Contains(tab, "Auto: []irismodel.AutoRule{\n\t\t\t{World: 2, MaxBytes: 4096, Variant: \"push\"},\n\t\t\t{Variant: \"pull\"},\n\t\t},") {
 		t.Errorf("the table lacks the rules:\n%s", tab)
 	}
 	if tab := table(t, emitPkg(t, allGather())); strings.Contains(tab, "Auto:") {
@@ -501,15 +502,15 @@ func TestAutoVariant(t *testing.T) {
 func TestIndexAndOptionalTensors(t *testing.T) {
 	c := allGather()
 	c.Variants = c.Variants[:1]
-	ids := &ir.Tensor{Name: "ids", Dir: ir.In, Shape: []ir.Dim{{Symbol: "n"}}, DType: ir.I64, IndexDTypes: []ir.DType{ir.I64, ir.I32}, Pos: pos(7)}
-	wts := &ir.Tensor{Name: "wts", Dir: ir.In, Shape: []ir.Dim{{Symbol: "n"}}, DType: ir.F32, Optional: true, Pos: pos(8)}
+	ids := &ir.Tensor{TensorDesc: irismodel.TensorDesc{Name: "ids", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}, DType: irismodel.I64, Index: []irismodel.DType{irismodel.I64, irismodel.I32}}, Pos: pos(7)}
+	wts := &ir.Tensor{TensorDesc: irismodel.TensorDesc{Name: "wts", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}, DType: irismodel.F32, Optional: true}, Pos: pos(8)}
 	c.Tensors = append(c.Tensors, ids, wts)
 	c.Variants[0].Uses = append(c.Variants[0].Uses, use(ids, ir.LocalRead), use(wts, ir.LocalRead))
 	out := emitPkg(t, c)
 	tab := table(t, out)
 	for _, want := range []string{
-		`{Name: "ids", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}, DType: irisrt.I64, Index: []irisrt.DType{irisrt.I64, irisrt.I32}}, // [n]`,
-		`{Name: "wts", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}, DType: irisrt.F32, Optional: true}, // [n]`,
+		`{Name: "ids", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}, DType: irismodel.I64, Index: []irismodel.DType{irismodel.I64, irismodel.I32}}, // [n]`,
+		`{Name: "wts", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}, DType: irismodel.F32, Optional: true}, // [n]`,
 	} {
 		if !contains(tab, want) {
 			t.Errorf("the table lacks %q:\n%s", want, tab)

@@ -2,6 +2,7 @@ package goemit
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/irisgen/irisgen/internal/emit"
 	"github.com/irisgen/irisgen/internal/ir"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // placeholder keeps the kernels/ directory that kernels.go embeds, so the
@@ -48,6 +50,8 @@ func field(name string, value jen.Code) *jen.Statement { return jen.Id(name).Op(
 
 func rt(name string) *jen.Statement { return jen.Qual(runtimePkg, name) }
 
+func md(name string) *jen.Statement { return jen.Qual(modelPkg, name) }
+
 // tableFile is catalogue.go: the version marker, the descriptor table the
 // runtime interprets, its registration, and the catalogue read from it.
 func tableFile(gens []*gen, o options) *jen.File {
@@ -55,6 +59,7 @@ func tableFile(gens []*gen, o options) *jen.File {
 	f.HeaderComment(header("specs"))
 	f.HeaderComment(fmt.Sprintf("versions: irisgen %s, runtime API %d", emit.Version, API))
 	f.ImportName(runtimePkg, "irisrt")
+	f.ImportName(modelPkg, "irismodel")
 
 	writeDoc(f, "irisrtAPI is the runtime API level this package was generated for. When a line below fails to compile "+
 		"with \"constant -1 overflows irisrt.GeneratedCodeTooOldRegenerate\", the package is older than the irisgen module "+
@@ -110,9 +115,9 @@ func tableFile(gens []*gen, o options) *jen.File {
 		for i, name := range modes.names {
 			var ms []jen.Code
 			for _, m := range modes.sets[i] {
-				ms = append(ms, rt(barrierConst(m)))
+				ms = append(ms, md(barrierConst(m)))
 			}
-			defs = append(defs, jen.Id(name).Op("=").Index().Add(rt("Barrier")).Values(ms...))
+			defs = append(defs, jen.Id(name).Op("=").Index().Add(md("Barrier")).Values(ms...))
 		}
 		f.Var().Defs(defs...)
 	}
@@ -122,10 +127,10 @@ func tableFile(gens []*gen, o options) *jen.File {
 // modeSets names the distinct lists of barrier modes the table uses.
 type modeSets struct {
 	names []string
-	sets  [][]ir.BarrierMode
+	sets  [][]irismodel.Barrier
 }
 
-func (m *modeSets) name(set []ir.BarrierMode) string {
+func (m *modeSets) name(set []irismodel.Barrier) string {
 	for i, s := range m.sets {
 		if slices.Equal(s, set) {
 			return m.names[i]
@@ -133,7 +138,7 @@ func (m *modeSets) name(set []ir.BarrierMode) string {
 	}
 	name := "modes"
 	for _, b := range set {
-		name += Exported(string(b))
+		name += Exported(b.String())
 	}
 	m.names, m.sets = append(m.names, name), append(m.sets, set)
 	return name
@@ -148,9 +153,9 @@ func (g *gen) tableEntry(modes *modeSets) []jen.Code {
 	if g.hasDType() {
 		var ds []jen.Code
 		for _, d := range c.DTypes {
-			ds = append(ds, rt(runtimeDType(d)))
+			ds = append(ds, md(dtypeConst(d)))
 		}
-		lines = append(lines, field("DTypes", jen.Index().Add(rt("DType")).Values(ds...)).Op(","))
+		lines = append(lines, field("DTypes", jen.Index().Add(md("DType")).Values(ds...)).Op(","))
 	}
 	if g.hasOp() {
 		var os []jen.Code
@@ -174,16 +179,16 @@ func (g *gen) tableEntry(modes *modeSets) []jen.Code {
 	if len(c.Params) > 0 {
 		var ps []jen.Code
 		for _, p := range c.Params {
-			ps = append(ps, paramEntry(p).Op(",").Comment(p.Range()))
+			ps = append(ps, paramEntry(p).Op(",").Comment(p.Range(0)))
 		}
-		lines = append(lines, field("Params", jen.Index().Add(rt("ParamDesc")).Custom(multi, ps...)).Op(","))
+		lines = append(lines, field("Params", jen.Index().Add(md("ParamDesc")).Custom(multi, ps...)).Op(","))
 	}
 	if len(c.Tensors) > 0 {
 		var ts []jen.Code
 		for _, t := range c.Tensors {
-			ts = append(ts, g.tensorEntry(t).Op(",").Comment(t.ShapeString()))
+			ts = append(ts, g.tensorEntry(t).Op(",").Comment(c.ShapeString(t)))
 		}
-		lines = append(lines, field("Tensors", jen.Index().Add(rt("TensorDesc")).Custom(multi, ts...)).Op(","))
+		lines = append(lines, field("Tensors", jen.Index().Add(md("TensorDesc")).Custom(multi, ts...)).Op(","))
 	}
 	var vs []jen.Code
 	for _, v := range c.Variants {
@@ -202,58 +207,58 @@ func (g *gen) tableEntry(modes *modeSets) []jen.Code {
 			}
 			rs = append(rs, jen.Values(append(fs, field("Variant", jen.Lit(r.Variant)))...).Op(","))
 		}
-		lines = append(lines, field("Auto", jen.Index().Add(rt("AutoRule")).Custom(multi, rs...)).Op(","))
+		lines = append(lines, field("Auto", jen.Index().Add(md("AutoRule")).Custom(multi, rs...)).Op(","))
 	}
 	return lines
 }
 
-// tensorEntry is the irisrt.TensorDesc literal of t.
+// tensorEntry is the irismodel.TensorDesc literal of t.
 func (g *gen) tensorEntry(t *ir.Tensor) *jen.Statement {
-	dir := map[ir.Dir]string{ir.In: "In", ir.Out: "Out", ir.InOut: "InOut", ir.Workspace: "Workspace"}[t.Dir]
+	dir := map[irismodel.Dir]string{irismodel.In: "In", irismodel.Out: "Out", irismodel.InOut: "InOut", irismodel.Workspace: "Workspace"}[t.Dir]
 	var dims []jen.Code
 	for _, d := range t.Shape {
 		switch {
-		case d.Symbol == ir.SymWorld:
-			dims = append(dims, rt("DimWorld"))
-		case d.Symbol == ir.SymBlocks:
-			dims = append(dims, rt("DimBlocks"))
-		case d.Symbol != "":
-			dims = append(dims, rt("DimSize").Call(jen.Lit(slices.Index(g.c.Symbols, d.Symbol))))
+		case d == irismodel.DimWorld:
+			dims = append(dims, md("DimWorld"))
+		case d == irismodel.DimBlocks:
+			dims = append(dims, md("DimBlocks"))
+		case d.Size() >= 0:
+			dims = append(dims, md("DimSize").Call(jen.Lit(d.Size())))
 		default:
-			dims = append(dims, jen.Lit(int(d.Const)))
+			dims = append(dims, jen.Lit(int(d)))
 		}
 	}
-	fs := []jen.Code{field("Name", jen.Lit(t.Name)), field("Dir", rt(dir)), field("Shape", jen.Index().Add(rt("Dim")).Values(dims...))}
-	if t.DType != "" {
-		fs = append(fs, field("DType", rt(runtimeDType(t.DType))))
+	fs := []jen.Code{field("Name", jen.Lit(t.Name)), field("Dir", md(dir)), field("Shape", md("Shape").Values(dims...))}
+	if t.DType != 0 {
+		fs = append(fs, field("DType", md(dtypeConst(t.DType))))
 	}
-	if len(t.IndexDTypes) > 0 {
+	if len(t.Index) > 0 {
 		var ds []jen.Code
-		for _, d := range t.IndexDTypes {
-			ds = append(ds, rt(runtimeDType(d)))
+		for _, d := range t.Index {
+			ds = append(ds, md(dtypeConst(d)))
 		}
-		fs = append(fs, field("Index", jen.Index().Add(rt("DType")).Values(ds...)))
+		fs = append(fs, field("Index", jen.Index().Add(md("DType")).Values(ds...)))
 	}
 	if t.Optional {
 		fs = append(fs, field("Optional", jen.True()))
 	}
-	if t.Ranks != "" {
-		fs = append(fs, field("Owner", jen.Lit(t.Ranks)))
+	if t.Owner != "" {
+		fs = append(fs, field("Owner", jen.Lit(t.Owner)))
 	}
 	return jen.Values(fs...)
 }
 
-// paramEntry is the irisrt.ParamDesc literal of p.
+// paramEntry is the irismodel.ParamDesc literal of p.
 func paramEntry(p *ir.Param) *jen.Statement {
-	kind := map[ir.ParamType]string{ir.ParamRank: "ParamRank", ir.ParamInt: "ParamInt", ir.ParamF32: "ParamF32"}[p.Type]
-	fs := []jen.Code{field("Name", jen.Lit(p.Name)), field("Kind", rt(kind))}
-	if p.Type == ir.ParamInt {
+	kind := "Param" + Exported(p.Kind.String())
+	fs := []jen.Code{field("Name", jen.Lit(p.Name)), field("Kind", md(kind))}
+	if p.Kind == irismodel.ParamInt {
 		lo, hi := jen.Qual("math", "MinInt64"), jen.Qual("math", "MaxInt64")
-		if p.Min != nil {
-			lo = jen.Op(strconv.FormatInt(*p.Min, 10))
+		if p.Min != math.MinInt64 {
+			lo = jen.Op(strconv.FormatInt(p.Min, 10))
 		}
-		if p.Max != nil {
-			hi = jen.Op(strconv.FormatInt(*p.Max, 10))
+		if p.Max != math.MaxInt64 {
+			hi = jen.Op(strconv.FormatInt(p.Max, 10))
 		}
 		fs = append(fs, field("Min", lo), field("Max", hi))
 	}
@@ -264,7 +269,7 @@ func paramEntry(p *ir.Param) *jen.Statement {
 // Unused for a workspace the variant does not touch (not allocated).
 func useConst(t *ir.Tensor, u ir.Use) string {
 	switch {
-	case t.Dir == ir.Workspace && u.Access == 0:
+	case t.Dir == irismodel.Workspace && u.Access == 0:
 		return "Unused"
 	case u.Placement == ir.PlaceImport:
 		return "UseImport"
@@ -281,7 +286,7 @@ func (g *gen) variantEntry(v *ir.Variant, modes *modeSets) *jen.Statement {
 	for i, t := range g.c.Tensors {
 		uses = append(uses, rt(useConst(t, v.Uses[i])))
 	}
-	var capt []ir.BarrierMode
+	var capt []irismodel.Barrier
 	for _, cp := range v.Capture {
 		if cp.Capturable {
 			capt = append(capt, cp.Mode)

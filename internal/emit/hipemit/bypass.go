@@ -239,7 +239,7 @@ func (k *checker) scan() {
 		fields[ParamField(p)] = ""
 	}
 	for _, t := range k.c.Tensors {
-		if t.Ranks != "" {
+		if t.Owner != "" {
 			fields[SlotField(t)] = t.Name
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/internal/emit"
 	"github.com/irisgen/irisgen/internal/ir"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // FuzzTemplate renders any template text for the specs of hipemit_test.go
@@ -263,7 +264,7 @@ func checkKernels(t *testing.T, c *ir.Collective, src, tmpl string) {
 					t.Fatalf("kernel %s does not touch %s in code, yet was accepted:\n%s\n--- body\n%s", k.Name, u.Tensor.Name, tmpl, body)
 				}
 			}
-			if v.Supports(ir.BarrierDevice) && !exchanges(v) && !code["barrier"] && !code["sync"] && !code["grid_sync"] {
+			if v.Supports(irismodel.BarrierDevice) && !exchanges(v) && !code["barrier"] && !code["sync"] && !code["grid_sync"] {
 				t.Fatalf("kernel %s meets no peer in code, yet supports mode device:\n%s\n--- body\n%s", k.Name, tmpl, body)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/internal/ir"
 	"github.com/irisgen/irisgen/internal/spec"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // recorder collects what one kernel body really does: the access kinds the
@@ -70,8 +71,8 @@ func (h *helpers) funcs() template.FuncMap {
 			if err != nil {
 				return "", err
 			}
-			if len(t.IndexDTypes) > 0 {
-				return "", fmt.Errorf("%s %q: the tensor may come as %s, so it has no one pointer type; read it with {{read_index %q}}", name, tensor, ir.DTypeList(t.IndexDTypes, " or "), tensor)
+			if len(t.Index) > 0 {
+				return "", fmt.Errorf("%s %q: the tensor may come as %s, so it has no one pointer type; read it with {{read_index %q}}", name, tensor, irismodel.JoinDTypes(t.Index, " or "), tensor)
 			}
 			return h.placeholder(helperCall{
 				expansion: fmt.Sprintf("((%s*)%s.%s)", h.ptrType(t, constant), ArgsName, TensorField(t)),
@@ -85,8 +86,8 @@ func (h *helpers) funcs() template.FuncMap {
 			if err != nil {
 				return "", err
 			}
-			if len(t.IndexDTypes) > 0 {
-				return "", fmt.Errorf("%s %q: the tensor may come as %s, so it has no one pointer type, and peers cannot be given one; give it one dtype (dtype: %s), or read it on its own rank with {{read_index %q}}", name, tensor, ir.DTypeList(t.IndexDTypes, " or "), t.IndexDTypes[0], tensor)
+			if len(t.Index) > 0 {
+				return "", fmt.Errorf("%s %q: the tensor may come as %s, so it has no one pointer type, and peers cannot be given one; give it one dtype (dtype: %s), or read it on its own rank with {{read_index %q}}", name, tensor, irismodel.JoinDTypes(t.Index, " or "), t.Index[0], tensor)
 			}
 			if err := h.peerArg(name, tensor, rank); err != nil {
 				return "", err
@@ -94,7 +95,7 @@ func (h *helpers) funcs() template.FuncMap {
 			if strings.TrimSpace(rank) == "" {
 				return "", fmt.Errorf("%s %q: the peer (second argument) is an empty C expression; pass the peer's rank, e.g. {{%s %q \"p\"}}", name, tensor, name, tensor)
 			}
-			if t.Ranks != "" {
+			if t.Owner != "" {
 				return h.ownerPtr(name, t, rank, acc, constant)
 			}
 			return h.placeholder(helperCall{
@@ -172,8 +173,8 @@ func (h *helpers) elemType(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(t.IndexDTypes) > 0 {
-		return "", fmt.Errorf("type %q: the tensor may come as %s, so it has no one C type; read its elements as int64_t through {{read_index %q}}", name, ir.DTypeList(t.IndexDTypes, " or "), name)
+	if len(t.Index) > 0 {
+		return "", fmt.Errorf("type %q: the tensor may come as %s, so it has no one C type; read its elements as int64_t through {{read_index %q}}", name, irismodel.JoinDTypes(t.Index, " or "), name)
 	}
 	return CType(t.ElemType(h.kc.k.DType)), nil
 }
@@ -185,7 +186,7 @@ func (h *helpers) readIndex(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(t.IndexDTypes) == 0 {
+	if len(t.Index) == 0 {
 		return "", fmt.Errorf("read_index %q: the tensor has one dtype (%s); use {{read %q}}", name, t.ElemType(h.kc.k.DType), name)
 	}
 	return h.placeholder(helperCall{
@@ -256,13 +257,13 @@ func (h *helpers) readable(arg string) string {
 // (exchangePrologue). The peer must be the parameter itself, so that the
 // generator knows whose tensor it is.
 func (h *helpers) ownerPtr(name string, t *ir.Tensor, rank string, acc ir.Access, constant bool) (string, error) {
-	if strings.TrimSpace(rank) != t.Ranks && !h.isParam(rank, t.Ranks) {
-		return "", fmt.Errorf("%s %q: %s is passed on rank %s only (ranks: %s), so its only peer pointer is that rank's; write {{%s %q %q}}", name, t.Name, t.Name, t.Ranks, t.Ranks, name, t.Name, t.Ranks)
+	if strings.TrimSpace(rank) != t.Owner && !h.isParam(rank, t.Owner) {
+		return "", fmt.Errorf("%s %q: %s is passed on rank %s only (ranks: %s), so its only peer pointer is that rank's; write {{%s %q %q}}", name, t.Name, t.Name, t.Owner, t.Owner, name, t.Name, t.Owner)
 	}
 	return h.placeholder(helperCall{
 		expansion: fmt.Sprintf("((%s*)(uintptr_t)(ctx.base[(int)%s.p_%s] + irisgen::load_relaxed((const uint64_t*)%s.%s + blockIdx.x)))",
-			h.ptrType(t, constant), ArgsName, t.Ranks, ArgsName, SlotField(t)),
-		tensor: t.Name, access: acc, readOnly: constant, arg: rank, param: t.Ranks, call: fmt.Sprintf("%s %q %q", name, t.Name, t.Ranks),
+			h.ptrType(t, constant), ArgsName, t.Owner, ArgsName, SlotField(t)),
+		tensor: t.Name, access: acc, readOnly: constant, arg: rank, param: t.Owner, call: fmt.Sprintf("%s %q %q", name, t.Name, t.Owner),
 	}), nil
 }
 
@@ -288,15 +289,15 @@ func (h *helpers) param(name string) (string, error) {
 		return "", fmt.Errorf("param %q: no such parameter%s", name, hint(name, known, list))
 	}
 	e := fmt.Sprintf("%s.%s", ArgsName, ParamField(p))
-	switch p.Type {
-	case ir.ParamRank:
+	switch p.Kind {
+	case irismodel.ParamRank:
 		e = "((int)" + e + ")"
-	case ir.ParamF32:
+	case irismodel.ParamF32:
 		e = "((float)" + e + ")"
 	default:
 		e = "(" + e + ")"
 	}
-	return h.placeholder(helperCall{expansion: e, param: name, call: fmt.Sprintf("param %q", name), integer: p.Type != ir.ParamF32}), nil
+	return h.placeholder(helperCall{expansion: e, param: name, call: fmt.Sprintf("param %q", name), integer: p.Kind != irismodel.ParamF32}), nil
 }
 
 // hint is the parenthesised end of an "unknown" message: a close match, or
@@ -326,9 +327,9 @@ func (h *helpers) sizeExpr(sym string) (string, error) {
 		return "", fmt.Errorf("size %q: only in the kernel body; pass sizes to the prelude's functions", sym)
 	}
 	switch sym {
-	case ir.SymWorld:
+	case irismodel.WorldSymbol:
 		return "((int64_t)ctx.world)", nil
-	case ir.SymBlocks:
+	case irismodel.BlocksSymbol:
 		return "((int64_t)gridDim.x)", nil
 	}
 	for _, s := range h.c.Symbols {
@@ -336,7 +337,7 @@ func (h *helpers) sizeExpr(sym string) (string, error) {
 			return fmt.Sprintf("%s.%s", ArgsName, SymbolField(s)), nil
 		}
 	}
-	known := append([]string{ir.SymWorld, ir.SymBlocks}, h.c.Symbols...)
+	known := append([]string{irismodel.WorldSymbol, irismodel.BlocksSymbol}, h.c.Symbols...)
 	return "", fmt.Errorf("size %q: no such size (sizes: %s)", sym, strings.Join(known, ", "))
 }
 
@@ -348,11 +349,11 @@ func (h *helpers) numel(name string) (string, error) {
 	}
 	parts := make([]string, 0, len(t.Shape))
 	for _, d := range t.Shape {
-		if d.Symbol == "" {
-			parts = append(parts, fmt.Sprintf("(int64_t)%d", d.Const))
+		if d > 0 {
+			parts = append(parts, fmt.Sprintf("(int64_t)%d", int64(d)))
 			continue
 		}
-		s, err := h.sizeExpr(d.Symbol)
+		s, err := h.sizeExpr(d.Name(h.c.Symbols))
 		if err != nil {
 			return "", fmt.Errorf("numel %q: %w", name, err)
 		}
@@ -422,7 +423,7 @@ func (e *emitter) crossCheck(v *ir.Variant, t *source, kc *kernelCtx, rec *recor
 				Notes: []diag.Note{{Pos: t.pos(0), Msg: fmt.Sprintf("the template renders %s without it", kc)}}})
 		}
 	}
-	if v.Supports(ir.BarrierDevice) && !rec.barrier && !exchanges(v) {
+	if v.Supports(irismodel.BarrierDevice) && !rec.barrier && !exchanges(v) {
 		errs = append(errs, &diag.Error{Pos: v.TemplatePos,
 			Msg:   fmt.Sprintf("variant %q supports barrier mode device, but template %s never calls barrier or sync: a device-mode launch would not be ordered against the peers; call {{barrier}} where the ranks must meet, or drop device from barriers", v.Name, t.file),
 			Notes: []diag.Note{{Pos: t.pos(0), Msg: fmt.Sprintf("the template renders %s without a barrier", kc)}}})

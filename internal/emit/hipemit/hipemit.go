@@ -23,6 +23,7 @@ import (
 	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/internal/emit"
 	"github.com/irisgen/irisgen/internal/ir"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // ArgsName is the kernel parameter, the argument struct. Templates must not
@@ -106,7 +107,7 @@ func SlotField(t *ir.Tensor) string { return "x_" + t.Name }
 // paramCType is the C type of a parameter's member: every member is 8
 // bytes, an f32 widened to double (exact both ways).
 func paramCType(p *ir.Param) string {
-	if p.Type == ir.ParamF32 {
+	if p.Kind == irismodel.ParamF32 {
 		return "double"
 	}
 	return "int64_t"
@@ -121,19 +122,19 @@ func (e *emitter) fileHeader(b *bytes.Buffer) {
 	fmt.Fprintf(b, "//\n// Spec hash %s: the Go wrappers carry the same value, and the runtime\n", c.SpecHash)
 	b.WriteString("// refuses a code object whose hash differs from its wrapper's.\n\n")
 	b.WriteString("#include \"irisgen.h\"\n\n")
-	fmt.Fprintf(b, "extern \"C\" __device__ const char %s[] = %q;\n\n", ir.SpecHashSymbol(c.Name), c.SpecHash)
+	fmt.Fprintf(b, "extern \"C\" __device__ const char %s[] = %q;\n\n", irismodel.SpecHashSymbol(c.Name), c.SpecHash)
 	args := "Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in spec order, one int64 per size symbol"
 	if len(c.Params) > 0 {
 		args += ", one 8-byte value per launch parameter"
 	}
 	for _, t := range c.Tensors {
-		if len(t.IndexDTypes) > 0 {
+		if len(t.Index) > 0 {
 			args += ", then the element bytes of each tensor that may come in several index types"
 			break
 		}
 	}
 	for _, t := range c.Tensors {
-		if t.Ranks != "" {
+		if t.Owner != "" {
 			args += ", then the address slots of each tensor that only one rank passes"
 			break
 		}
@@ -144,25 +145,25 @@ func (e *emitter) fileHeader(b *bytes.Buffer) {
 	fmt.Fprintf(b, "struct %s {\n  irisgen_ctx ctx;\n", ArgsStruct(c))
 	for _, t := range c.Tensors {
 		only := ""
-		if t.Ranks != "" {
-			only = ", on rank " + t.Ranks + " only"
+		if t.Owner != "" {
+			only = ", on rank " + t.Owner + " only"
 		}
-		fmt.Fprintf(b, "  void* %s;  // %s %s%s\n", TensorField(t), t.Dir, t.ShapeString(), only)
+		fmt.Fprintf(b, "  void* %s;  // %s %s%s\n", TensorField(t), t.Dir, c.ShapeString(t), only)
 	}
 	for _, s := range c.Symbols {
 		fmt.Fprintf(b, "  int64_t %s;\n", SymbolField(s))
 	}
 	for _, p := range c.Params {
-		fmt.Fprintf(b, "  %s %s;  // %s: %s\n", paramCType(p), ParamField(p), p.Type, p.Range())
+		fmt.Fprintf(b, "  %s %s;  // %s: %s\n", paramCType(p), ParamField(p), p.Kind, p.Range(0))
 	}
 	for _, t := range c.Tensors {
-		if len(t.IndexDTypes) > 0 {
-			fmt.Fprintf(b, "  int64_t %s;  // element bytes of %s (%s)\n", WidthField(t), t.Name, ir.DTypeList(t.IndexDTypes, " or "))
+		if len(t.Index) > 0 {
+			fmt.Fprintf(b, "  int64_t %s;  // element bytes of %s (%s)\n", WidthField(t), t.Name, irismodel.JoinDTypes(t.Index, " or "))
 		}
 	}
 	for _, t := range c.Tensors {
-		if t.Ranks != "" {
-			fmt.Fprintf(b, "  void* %s;  // uint64[blocks]: rank %s's heap offset of %s, for the kernels that touch it remotely\n", SlotField(t), t.Ranks, t.Name)
+		if t.Owner != "" {
+			fmt.Fprintf(b, "  void* %s;  // uint64[blocks]: rank %s's heap offset of %s, for the kernels that touch it remotely\n", SlotField(t), t.Owner, t.Name)
 		}
 	}
 	b.WriteString("};\n")
@@ -398,7 +399,10 @@ type Data struct {
 func (e *emitter) data(v *ir.Variant, kc *kernelCtx) Data {
 	d := Data{Collective: e.c.Name, Variant: v.Name, Threads: v.Launch.Threads, MaxBlocks: v.Launch.MaxBlocks, VectorBytes: v.Launch.VectorBytes}
 	if kc != nil {
-		d.Kernel, d.DType, d.Op = kc.k.Name, string(kc.k.DType), string(kc.k.Op)
+		d.Kernel, d.Op = kc.k.Name, string(kc.k.Op)
+		if kc.k.DType != 0 {
+			d.DType = kc.k.DType.String()
+		}
 		d.T = CType(kc.k.DType)
 		if kc.k.Op != ir.OpNone {
 			d.OpType = "irisgen::op_" + string(kc.k.Op)
@@ -408,19 +412,19 @@ func (e *emitter) data(v *ir.Variant, kc *kernelCtx) Data {
 }
 
 // CType is the device header's C type of a dtype.
-func CType(dt ir.DType) string {
+func CType(dt irismodel.DType) string {
 	switch dt {
-	case ir.F32:
+	case irismodel.F32:
 		return "float"
-	case ir.F16:
+	case irismodel.F16:
 		return "irisgen_f16"
-	case ir.BF16:
+	case irismodel.BF16:
 		return "irisgen_bf16"
-	case ir.I32:
+	case irismodel.I32:
 		return "int32_t"
-	case ir.I64:
+	case irismodel.I64:
 		return "int64_t"
-	case ir.U64:
+	case irismodel.U64:
 		return "uint64_t"
 	}
 	return "void"
@@ -433,7 +437,7 @@ func (e *emitter) kernel(b *bytes.Buffer, v *ir.Variant, k ir.Kernel, ns string,
 	if hasPrelude {
 		fmt.Fprintf(b, "  using namespace %s;\n", ns)
 	}
-	if k.DType != "" {
+	if k.DType != 0 {
 		fmt.Fprintf(b, "  typedef %s T;\n", CType(k.DType))
 	}
 	if k.Op != ir.OpNone {
@@ -465,8 +469,8 @@ func exchangePrologue(v *ir.Variant) string {
 			continue
 		}
 		t := u.Tensor
-		fmt.Fprintf(&b, "  // %s is passed on rank %s only: tell every rank where it is.\n", t.Name, t.Ranks)
-		fmt.Fprintf(&b, "  if (ctx.rank == (int)%s.p_%s && threadIdx.x < (unsigned)ctx.world)\n", ArgsName, t.Ranks)
+		fmt.Fprintf(&b, "  // %s is passed on rank %s only: tell every rank where it is.\n", t.Name, t.Owner)
+		fmt.Fprintf(&b, "  if (ctx.rank == (int)%s.p_%s && threadIdx.x < (unsigned)ctx.world)\n", ArgsName, t.Owner)
 		fmt.Fprintf(&b, "    irisgen::detail::peer_ptr(ctx, (uint64_t*)%s.%s, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)%s.%s - ctx.base[ctx.rank];\n",
 			ArgsName, SlotField(t), ArgsName, TensorField(t))
 	}

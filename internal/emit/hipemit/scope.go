@@ -300,8 +300,8 @@ func (k *scopeChecker) lambdas() {
 func (k *scopeChecker) guards() {
 	owners := map[string]bool{}
 	for _, t := range k.c.Tensors {
-		if t.Ranks != "" {
-			owners[t.Ranks] = true
+		if t.Owner != "" {
+			owners[t.Owner] = true
 		}
 	}
 	if len(owners) == 0 {
@@ -362,17 +362,17 @@ func (k *scopeChecker) guards() {
 		}
 		call := k.calls[c]
 		t := k.c.Tensor(call.tensor)
-		if t == nil || t.Ranks == "" || call.access&(ir.LocalRead|ir.LocalWrite) == 0 || call.access.Remote() {
+		if t == nil || t.Owner == "" || call.access&(ir.LocalRead|ir.LocalWrite) == 0 || call.access.Remote() {
 			continue
 		}
-		if s := sums[t.Ranks]; s != nil && s[i] > 0 {
+		if s := sums[t.Owner]; s != nil && s[i] > 0 {
 			continue
 		}
-		pos := t.RanksPos
+		pos := t.OwnerPos
 		k.out = append(k.out, violation{off: k.toks[i].off, tensor: t.Name, noteOff: -1, notePos: &pos,
-			noteMsg: fmt.Sprintf("%s is passed on rank %s only here", t.Name, t.Ranks)})
+			noteMsg: fmt.Sprintf("%s is passed on rank %s only here", t.Name, t.Owner)})
 		k.out[len(k.out)-1].msg = fmt.Sprintf("{{%s}}: %s is passed on rank %s only (ranks: %s), so its pointer is null on every other rank; take it where the kernel runs on that rank alone, e.g. if (ctx.rank == {{param %q}}) { ... {{%s}} ... }, or after if (ctx.rank != {{param %q}}) return;",
-			call.call, t.Name, t.Ranks, t.Ranks, t.Ranks, call.call, t.Ranks)
+			call.call, t.Name, t.Owner, t.Owner, t.Owner, call.call, t.Owner)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing/fstest"
 
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -40,14 +41,14 @@ func For(p *fakegpu.Platform, tables ...*irisrt.Table) (fstest.MapFS, error) {
 			var names []string
 			for vi := range c.Variants {
 				v := &c.Variants[vi]
-				for _, dt := range append([]irisrt.DType{0}, c.DTypes...) {
+				for _, dt := range append([]irismodel.DType{0}, c.DTypes...) {
 					for _, op := range append([]string{""}, c.Ops...) {
 						names = append(names, v.Kernel(dt, op))
 					}
 				}
 			}
 			image := []byte("fake code object of " + c.Name + " " + c.SpecHash)
-			p.AddModule(image, names, map[string][]byte{irisrt.SpecHashSymbol(c.Name): append([]byte(c.SpecHash), 0)})
+			p.AddModule(image, names, map[string][]byte{irismodel.SpecHashSymbol(c.Name): append([]byte(c.SpecHash), 0)})
 			fsys[irisrt.KernelFile(p.Name(), c.Name)] = &fstest.MapFile{Data: image}
 		}
 	}

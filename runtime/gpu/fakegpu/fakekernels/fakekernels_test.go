@@ -7,17 +7,18 @@ import (
 
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // table is a one-collective table with the given spec hash.
 func table(path, hash string) *irisrt.Table {
 	return &irisrt.Table{ImportPath: path, Collectives: []irisrt.Collective{{
-		Name: "copy", SpecHash: hash, DTypes: []irisrt.DType{irisrt.F32},
+		Name: "copy", SpecHash: hash, DTypes: []irismodel.DType{irismodel.F32},
 		Sizes:   []irisrt.SizeParam{{Name: "n", From: 0}},
-		Tensors: []irisrt.TensorDesc{{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}}},
-		Variants: []irisrt.Variant{{Name: "local", Uses: []irisrt.Use{irisrt.UseLocal}, Barriers: []irisrt.Barrier{irisrt.BarrierNone},
-			Capturable: []irisrt.Barrier{irisrt.BarrierNone}, Threads: 64, MaxBlocks: 1, VectorBytes: 16}},
+		Tensors: []irismodel.TensorDesc{{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}}},
+		Variants: []irisrt.Variant{{Name: "local", Uses: []irisrt.Use{irisrt.UseLocal}, Barriers: []irismodel.Barrier{irismodel.BarrierNone},
+			Capturable: []irismodel.Barrier{irismodel.BarrierNone}, Threads: 64, MaxBlocks: 1, VectorBytes: 16}},
 	}}}
 }
 
@@ -40,7 +41,7 @@ func TestFor(t *testing.T) {
 			for i := range sizes {
 				sizes[i] = 8
 			}
-			dts := append([]irisrt.DType{0}, e.DTypes...)[min(1, len(e.DTypes)):]
+			dts := append([]irismodel.DType{0}, e.DTypes...)[min(1, len(e.DTypes)):]
 			for _, dt := range dts {
 				for _, op := range append([]string{""}, e.Ops...)[min(1, len(e.Ops)):] {
 					p, err := e.New(r, dt, op, sizes)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 
 	"example.com/stencil/internal/gen/coll"
@@ -49,7 +50,7 @@ var AllReduceVariants = []coll.AllReduceVariant{
 // AllReduce is one all_reduce (sum) case.
 type AllReduce struct {
 	Variant coll.AllReduceVariant
-	DType   irisrt.DType
+	DType   irismodel.DType
 	N       int64
 	// HeapInput puts input on the symmetric heap; otherwise it is plain
 	// device memory, which the variants whose peers read it stage onto
@@ -75,7 +76,7 @@ func RunAllReduce(r *irisrt.Rank, c AllReduce) (err error) {
 	var launch func() error
 	if c.Variant == coll.AllReduceAuto {
 		launch = func() error {
-			return coll.AllReduce(r, r.Stream(), coll.AllReduceAuto, c.DType, coll.AllReduceOpSum, bf.a, bf.b, irisrt.BarrierDevice)
+			return coll.AllReduce(r, r.Stream(), coll.AllReduceAuto, c.DType, coll.AllReduceOpSum, bf.a, bf.b, irismodel.BarrierDevice)
 		}
 	} else {
 		e, ok := coll.Lookup("all_reduce", string(c.Variant))
@@ -87,13 +88,13 @@ func RunAllReduce(r *irisrt.Rank, c AllReduce) (err error) {
 			return err
 		}
 		defer func() { err = errors.Join(err, p.Close()) }()
-		launch = func() error { return p.LaunchTensors(r.Stream(), []irisrt.Tensor{bf.a, bf.b}, irisrt.BarrierDevice) }
+		launch = func() error { return p.LaunchTensors(r.Stream(), []irisrt.Tensor{bf.a, bf.b}, irismodel.BarrierDevice) }
 	}
-	in, err := irisrt.Encode(c.DType, AllReduceInput(r.Rank(), c.N))
+	in, err := irismodel.Encode(c.DType, AllReduceInput(r.Rank(), c.N))
 	if err != nil {
 		return err
 	}
-	want, err := irisrt.Encode(c.DType, AllReduceWant(r.World(), c.N))
+	want, err := irismodel.Encode(c.DType, AllReduceWant(r.World(), c.N))
 	if err != nil {
 		return err
 	}
@@ -107,12 +108,12 @@ func RunAllReduce(r *irisrt.Rank, c AllReduce) (err error) {
 // output[t] = sum over j of weights[t,j] * tokens[t] (a plain sum without
 // weights).
 type MoE struct {
-	DType irisrt.DType
+	DType irismodel.DType
 	// T tokens of H elements, K experts a token; E experts in all.
 	T, H, K, E int64
 	// IDs is the expert ids' type (I64 or I32); Weights passes weights
 	// (else the optional tensor is left out).
-	IDs     irisrt.DType
+	IDs     irismodel.DType
 	Weights bool
 }
 
@@ -213,13 +214,13 @@ func RunMoE(r *irisrt.Rank, c MoE) (err error) {
 	}()
 	for _, a := range []struct {
 		t  *irisrt.Tensor
-		dt irisrt.DType
+		dt irismodel.DType
 		n  int64
 	}{
-		{&x.tokens, c.DType, c.T * c.H}, {&x.ids, c.IDs, c.T * c.K}, {&x.weights, irisrt.F32, c.T * c.K},
-		{&x.recvTokens, c.DType, world * c.Cap() * c.H}, {&x.recvIds, irisrt.I64, world * c.Cap() * c.K},
-		{&x.recvWeights, irisrt.F32, world * c.Cap() * c.K}, {&x.recvSrc, irisrt.I64, world * c.Cap()},
-		{&x.recvCounts, irisrt.I64, world}, {&x.sendSlot, irisrt.I64, c.T * world},
+		{&x.tokens, c.DType, c.T * c.H}, {&x.ids, c.IDs, c.T * c.K}, {&x.weights, irismodel.F32, c.T * c.K},
+		{&x.recvTokens, c.DType, world * c.Cap() * c.H}, {&x.recvIds, irismodel.I64, world * c.Cap() * c.K},
+		{&x.recvWeights, irismodel.F32, world * c.Cap() * c.K}, {&x.recvSrc, irismodel.I64, world * c.Cap()},
+		{&x.recvCounts, irismodel.I64, world}, {&x.sendSlot, irismodel.I64, c.T * world},
 		{&x.expertOut, c.DType, c.K * world * c.Cap() * c.H}, {&x.output, c.DType, c.T * c.H},
 	} {
 		if *a.t, err = r.Heap().Alloc(a.dt, a.n); err != nil {
@@ -233,7 +234,7 @@ func RunMoE(r *irisrt.Rank, c MoE) (err error) {
 	}
 	launch := func() error {
 		s := r.Stream()
-		if err := disp.Launch(s, x.tokens, x.ids, weights, x.recvTokens, x.recvIds, x.recvWeights, x.recvSrc, x.recvCounts, x.sendSlot, irisrt.BarrierDevice); err != nil {
+		if err := disp.Launch(s, x.tokens, x.ids, weights, x.recvTokens, x.recvIds, x.recvWeights, x.recvSrc, x.recvCounts, x.sendSlot, irismodel.BarrierDevice); err != nil {
 			return err
 		}
 		// The identity expert: each of the K planes of expert_out
@@ -245,10 +246,10 @@ func RunMoE(r *irisrt.Rank, c MoE) (err error) {
 				return err
 			}
 		}
-		return comb.Launch(s, x.expertOut, x.recvIds, x.recvWeights, x.recvSrc, x.recvCounts, x.sendSlot, x.output, irisrt.BarrierDevice)
+		return comb.Launch(s, x.expertOut, x.recvIds, x.recvWeights, x.recvSrc, x.recvCounts, x.sendSlot, x.output, irismodel.BarrierDevice)
 	}
 
-	tokens, err := irisrt.Encode(c.DType, c.Tokens(r.Rank()))
+	tokens, err := irismodel.Encode(c.DType, c.Tokens(r.Rank()))
 	if err != nil {
 		return err
 	}
@@ -257,7 +258,7 @@ func RunMoE(r *irisrt.Rank, c MoE) (err error) {
 	for t := int64(0); t < c.T; t++ {
 		for j := int64(0); j < c.K; j++ {
 			i, e := t*c.K+j, c.Expert(r.Rank(), t, j)
-			if c.IDs == irisrt.I32 {
+			if c.IDs == irismodel.I32 {
 				binary.LittleEndian.PutUint32(ids[4*i:], uint32(e))
 			} else {
 				binary.LittleEndian.PutUint64(ids[8*i:], uint64(e))
@@ -265,11 +266,11 @@ func RunMoE(r *irisrt.Rank, c MoE) (err error) {
 			ws[i] = c.Weight(t, j)
 		}
 	}
-	weightBytes, err := irisrt.Encode(irisrt.F32, ws)
+	weightBytes, err := irismodel.Encode(irismodel.F32, ws)
 	if err != nil {
 		return err
 	}
-	want, err := irisrt.Encode(c.DType, c.Want(r.Rank()))
+	want, err := irismodel.Encode(c.DType, c.Want(r.Rank()))
 	if err != nil {
 		return err
 	}
@@ -347,10 +348,10 @@ func RunMoE(r *irisrt.Rank, c MoE) (err error) {
 
 // moeCases are the MoE cases All runs for dtype dt: a few tokens with
 // weights and int64 ids, and many without weights and with int32 ids.
-func moeCases(dt irisrt.DType, world int) []MoE {
+func moeCases(dt irismodel.DType, world int) []MoE {
 	e := int64(2*world + 1) // experts not a multiple of the world
 	return []MoE{
-		{DType: dt, T: 5, H: 7, K: 2, E: e, IDs: irisrt.I64, Weights: true},
-		{DType: dt, T: 129, H: 4096 + 8, K: 2, E: e, IDs: irisrt.I32, Weights: false},
+		{DType: dt, T: 5, H: 7, K: 2, E: e, IDs: irismodel.I64, Weights: true},
+		{DType: dt, T: 129, H: 4096 + 8, K: 2, E: e, IDs: irismodel.I32, Weights: false},
 	}
 }

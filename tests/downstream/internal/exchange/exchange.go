@@ -13,13 +13,14 @@ import (
 	"unsafe"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 
 	"example.com/stencil/internal/gen/coll"
 )
 
 // DTypes are the element types both collectives are generated for.
-var DTypes = []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16}
+var DTypes = []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16}
 
 // Value is element i of slice side (0 or 1) of what rank contributes.
 func Value(rank, side int, i int64) float32 {
@@ -67,7 +68,7 @@ func BroadcastWant(root int, n int64) []float32 { return BroadcastInput(root, n)
 // Halo is one halo exchange case.
 type Halo struct {
 	Variant coll.HaloExchangeVariant
-	DType   irisrt.DType
+	DType   irismodel.DType
 	H       int64
 	// HeapSend puts send on the symmetric heap; otherwise it is plain
 	// device memory, which the pull variant stages onto the heap.
@@ -81,7 +82,7 @@ func (c Halo) String() string {
 // Broadcast is one broadcast case.
 type Broadcast struct {
 	Variant coll.RootBroadcastVariant
-	DType   irisrt.DType
+	DType   irismodel.DType
 	N       int64
 	Root    int
 	// HeapInput puts input on the symmetric heap; otherwise it is plain
@@ -95,7 +96,7 @@ func (c Broadcast) String() string {
 
 // plan is what both variants of a collective have in common.
 type plan interface {
-	Launch(s gpu.Stream, a, b irisrt.Tensor, mode irisrt.Barrier) error
+	Launch(s gpu.Stream, a, b irisrt.Tensor, mode irismodel.Barrier) error
 	Close() error
 }
 
@@ -108,7 +109,7 @@ type buffers struct {
 	heap bool
 }
 
-func newBuffers(r *irisrt.Rank, dt irisrt.DType, na, nb int64, heapA bool) (*buffers, error) {
+func newBuffers(r *irisrt.Rank, dt irismodel.DType, na, nb int64, heapA bool) (*buffers, error) {
 	bf := &buffers{r: r, heap: heapA}
 	var err error
 	if heapA {
@@ -162,22 +163,22 @@ func RunHalo(r *irisrt.Rank, c Halo) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, bf.free()) }()
-	send, err := irisrt.Encode(c.DType, HaloSend(r.Rank(), c.H))
+	send, err := irismodel.Encode(c.DType, HaloSend(r.Rank(), c.H))
 	if err != nil {
 		return err
 	}
-	want, err := irisrt.Encode(c.DType, HaloWant(r.Rank(), r.World(), c.H))
+	want, err := irismodel.Encode(c.DType, HaloWant(r.Rank(), r.World(), c.H))
 	if err != nil {
 		return err
 	}
-	launch := func() error { return p.Launch(r.Stream(), bf.a, bf.b, irisrt.BarrierDevice) }
+	launch := func() error { return p.Launch(r.Stream(), bf.a, bf.b, irismodel.BarrierDevice) }
 	return run(r, c.String(), bf, send, want, launch)
 }
 
 // broadcastPlan is what both broadcast variants have: the root is a launch
 // parameter.
 type broadcastPlan interface {
-	Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error
+	Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error
 	Close() error
 }
 
@@ -204,11 +205,11 @@ func RunBroadcast(r *irisrt.Rank, c Broadcast) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, bf.free()) }()
-	in, err := irisrt.Encode(c.DType, BroadcastInput(r.Rank(), c.N))
+	in, err := irismodel.Encode(c.DType, BroadcastInput(r.Rank(), c.N))
 	if err != nil {
 		return err
 	}
-	want, err := irisrt.Encode(c.DType, BroadcastWant(c.Root, c.N))
+	want, err := irismodel.Encode(c.DType, BroadcastWant(c.Root, c.N))
 	if err != nil {
 		return err
 	}
@@ -216,7 +217,7 @@ func RunBroadcast(r *irisrt.Rank, c Broadcast) (err error) {
 	if r.Rank() == c.Root {
 		input = bf.a
 	}
-	launch := func() error { return p.Launch(r.Stream(), input, bf.b, c.Root, irisrt.BarrierDevice) }
+	launch := func() error { return p.Launch(r.Stream(), input, bf.b, c.Root, irismodel.BarrierDevice) }
 	return run(r, c.String(), bf, in, want, launch)
 }
 

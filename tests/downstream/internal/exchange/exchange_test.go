@@ -12,6 +12,7 @@ import (
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu/fakekernels"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 
 	"example.com/stencil/internal/gen/coll"
@@ -41,9 +42,9 @@ func TestHaloReference(t *testing.T) {
 func TestValuesExact(t *testing.T) {
 	v := HaloSend(3, 200)
 	for _, dt := range DTypes {
-		b, err := irisrt.Encode(dt, v)
+		b, err := irismodel.Encode(dt, v)
 		require.NoError(t, err)
-		got, err := irisrt.Decode(dt, b)
+		got, err := irismodel.Decode(dt, b)
 		require.NoError(t, err)
 		require.Equal(t, v, got, dt.String())
 	}
@@ -87,39 +88,39 @@ func TestHaloPlansOnFake(t *testing.T) {
 	w, p := fakeWorld(t, 2)
 	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
 		const h = 5
-		push, err := coll.NewHaloExchangePushPlan(r, irisrt.BF16, h)
+		push, err := coll.NewHaloExchangePushPlan(r, irismodel.BF16, h)
 		require.NoError(t, err)
 		defer push.Close()
-		pull, err := coll.NewHaloExchangePullPlan(r, irisrt.BF16, h)
+		pull, err := coll.NewHaloExchangePullPlan(r, irismodel.BF16, h)
 		require.NoError(t, err)
 		defer pull.Close()
-		heapSend, err := r.Heap().Alloc(irisrt.BF16, 2*h)
+		heapSend, err := r.Heap().Alloc(irismodel.BF16, 2*h)
 		require.NoError(t, err)
-		heapRecv, err := r.Heap().Alloc(irisrt.BF16, 2*h)
+		heapRecv, err := r.Heap().Alloc(irismodel.BF16, 2*h)
 		require.NoError(t, err)
 		dev, err := r.Device().Alloc(2*h*2, false)
 		require.NoError(t, err)
-		devSend := irisrt.Tensor{Ptr: dev, DType: irisrt.BF16, Len: 2 * h}
+		devSend := irisrt.Tensor{Ptr: dev, DType: irismodel.BF16, Len: 2 * h}
 		before := len(p.Launches())
 
 		// Refused: nothing launched.
 		var pe *irisrt.PlacementError
-		require.ErrorAs(t, push.Launch(r.Stream(), heapSend, devSend, irisrt.BarrierDevice), &pe, "push writes the neighbours' recv: it must be on the heap")
+		require.ErrorAs(t, push.Launch(r.Stream(), heapSend, devSend, irismodel.BarrierDevice), &pe, "push writes the neighbours' recv: it must be on the heap")
 		require.Equal(t, "recv", pe.Name)
 		var de *irisrt.DTypeError
-		require.ErrorAs(t, push.Launch(r.Stream(), irisrt.Tensor{Ptr: heapSend.Ptr, DType: irisrt.F32, Len: h}, heapRecv, irisrt.BarrierDevice), &de)
+		require.ErrorAs(t, push.Launch(r.Stream(), irisrt.Tensor{Ptr: heapSend.Ptr, DType: irismodel.F32, Len: h}, heapRecv, irismodel.BarrierDevice), &de)
 		var se *irisrt.ShapeError
-		require.ErrorAs(t, pull.Launch(r.Stream(), heapSend, heapRecv.Slice(0, h), irisrt.BarrierDevice), &se)
+		require.ErrorAs(t, pull.Launch(r.Stream(), heapSend, heapRecv.Slice(0, h), irismodel.BarrierDevice), &se)
 		var ae *irisrt.AliasError
-		require.ErrorAs(t, push.Launch(r.Stream(), heapSend, heapSend, irisrt.BarrierDevice), &ae)
+		require.ErrorAs(t, push.Launch(r.Stream(), heapSend, heapSend, irismodel.BarrierDevice), &ae)
 		require.Empty(t, launchesOf(p, r, before))
 
 		// push: send anywhere, recv on the heap; pointers as passed.
-		require.NoError(t, push.Launch(r.Stream(), devSend, heapRecv, irisrt.BarrierDevice))
+		require.NoError(t, push.Launch(r.Stream(), devSend, heapRecv, irismodel.BarrierDevice))
 		// pull: send off the heap is staged onto it; recv anywhere.
-		require.NoError(t, pull.Launch(r.Stream(), devSend, heapRecv, irisrt.BarrierDevice))
+		require.NoError(t, pull.Launch(r.Stream(), devSend, heapRecv, irismodel.BarrierDevice))
 		// pull with send on the heap: read in place.
-		require.NoError(t, pull.Launch(r.Stream(), heapSend, heapRecv, irisrt.BarrierNone))
+		require.NoError(t, pull.Launch(r.Stream(), heapSend, heapRecv, irismodel.BarrierNone))
 		ls := launchesOf(p, r, before)
 		require.Len(t, ls, 3)
 		require.Equal(t, "irisgen_halo_exchange_push_bf16", ls[0].Function)
@@ -149,29 +150,29 @@ func TestRootBroadcastPlansOnFake(t *testing.T) {
 	w, p := fakeWorld(t, 2)
 	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
 		const n = 9
-		push, err := coll.NewRootBroadcastPushPlan(r, irisrt.F16, n)
+		push, err := coll.NewRootBroadcastPushPlan(r, irismodel.F16, n)
 		require.NoError(t, err)
 		defer push.Close()
-		pull, err := coll.NewRootBroadcastPullPlan(r, irisrt.F16, n)
+		pull, err := coll.NewRootBroadcastPullPlan(r, irismodel.F16, n)
 		require.NoError(t, err)
 		defer pull.Close()
-		in, err := r.Heap().Alloc(irisrt.F16, n)
+		in, err := r.Heap().Alloc(irismodel.F16, n)
 		require.NoError(t, err)
-		out, err := r.Heap().Alloc(irisrt.F16, n)
+		out, err := r.Heap().Alloc(irismodel.F16, n)
 		require.NoError(t, err)
 		dev, err := r.Device().Alloc(n*2, false)
 		require.NoError(t, err)
 		before := len(p.Launches())
 		var pe *irisrt.PlacementError
-		require.ErrorAs(t, push.Launch(r.Stream(), in, irisrt.Tensor{Ptr: dev, DType: irisrt.F16, Len: n}, 1, irisrt.BarrierDevice), &pe,
+		require.ErrorAs(t, push.Launch(r.Stream(), in, irisrt.Tensor{Ptr: dev, DType: irismodel.F16, Len: n}, 1, irismodel.BarrierDevice), &pe,
 			"the root stores into every rank's output: it must be on the heap")
 		var pa *irisrt.ParamError
-		require.ErrorAs(t, push.Launch(r.Stream(), in, out, 2, irisrt.BarrierDevice), &pa, "root 2 of a world of 2")
+		require.ErrorAs(t, push.Launch(r.Stream(), in, out, 2, irismodel.BarrierDevice), &pa, "root 2 of a world of 2")
 		require.Equal(t, "root", pa.Name)
 		var de *irisrt.DTypeError
-		bad := irisrt.Tensor{Ptr: in.Ptr, DType: irisrt.F32, Len: n}
+		bad := irisrt.Tensor{Ptr: in.Ptr, DType: irismodel.F32, Len: n}
 		if r.Rank() == 1 {
-			require.ErrorAs(t, push.Launch(r.Stream(), bad, out, 1, irisrt.BarrierDevice), &de, "the root's input is checked")
+			require.ErrorAs(t, push.Launch(r.Stream(), bad, out, 1, irismodel.BarrierDevice), &de, "the root's input is checked")
 		}
 		require.Empty(t, launchesOf(p, r, before))
 		if err := r.HostBarrier(r.Stream()); err != nil {
@@ -183,8 +184,8 @@ func TestRootBroadcastPlansOnFake(t *testing.T) {
 			input = in
 		}
 		before = len(p.Launches())
-		require.NoError(t, push.Launch(r.Stream(), input, out, 1, irisrt.BarrierDevice))
-		require.NoError(t, pull.Launch(r.Stream(), input, out, 1, irisrt.BarrierDevice))
+		require.NoError(t, push.Launch(r.Stream(), input, out, 1, irismodel.BarrierDevice))
+		require.NoError(t, pull.Launch(r.Stream(), input, out, 1, irismodel.BarrierDevice))
 		ls := launchesOf(p, r, before)
 		require.Len(t, ls, 2)
 		require.Equal(t, "irisgen_root_broadcast_push_f16", ls[0].Function)
@@ -217,7 +218,7 @@ func TestAllOnFake(t *testing.T) {
 		cases[r.Rank()] = n
 		return err
 	}))
-	perDType := len(sizes)*len(AllReduceVariants)*2 + len(moeCases(irisrt.F32, 2)) + len(sizes)*(2*2+2*2*2)
+	perDType := len(sizes)*len(AllReduceVariants)*2 + len(moeCases(irismodel.F32, 2)) + len(sizes)*(2*2+2*2*2)
 	require.Equal(t, [2]int{len(DTypes) * perDType, len(DTypes) * perDType}, cases)
 
 	launched := map[string]int{}
@@ -250,18 +251,18 @@ func TestAllReduceArgsOnFake(t *testing.T) {
 		const n = 100
 		dev, err := r.Device().Alloc(n*2, false)
 		require.NoError(t, err)
-		in := irisrt.Tensor{Ptr: dev, DType: irisrt.BF16, Len: n}
-		out, err := r.Heap().Alloc(irisrt.BF16, n)
+		in := irisrt.Tensor{Ptr: dev, DType: irismodel.BF16, Len: n}
+		out, err := r.Heap().Alloc(irismodel.BF16, n)
 		require.NoError(t, err)
-		oneShot, err := coll.NewAllReduceOneShotPlan(r, irisrt.BF16, coll.AllReduceOpSum, n)
+		oneShot, err := coll.NewAllReduceOneShotPlan(r, irismodel.BF16, coll.AllReduceOpSum, n)
 		require.NoError(t, err)
 		defer oneShot.Close()
-		staged, err := coll.NewAllReduceOneShotStagedPlan(r, irisrt.BF16, coll.AllReduceOpSum, n)
+		staged, err := coll.NewAllReduceOneShotStagedPlan(r, irismodel.BF16, coll.AllReduceOpSum, n)
 		require.NoError(t, err)
 		defer staged.Close()
 		before := len(p.Launches())
-		require.NoError(t, oneShot.Launch(r.Stream(), in, out, irisrt.BarrierDevice))
-		require.NoError(t, staged.Launch(r.Stream(), in, out, irisrt.BarrierDevice))
+		require.NoError(t, oneShot.Launch(r.Stream(), in, out, irismodel.BarrierDevice))
+		require.NoError(t, staged.Launch(r.Stream(), in, out, irismodel.BarrierDevice))
 		ls := launchesOf(p, r, before)
 		require.Len(t, ls, 2)
 		require.Equal(t, "irisgen_all_reduce_one_shot_bf16_sum", ls[0].Function)
@@ -292,7 +293,7 @@ func TestAllReduceArgsOnFake(t *testing.T) {
 // weights are applied.
 func TestMoEReference(t *testing.T) {
 	for _, world := range []int{1, 2, 3, 4, 8} {
-		for _, c := range moeCases(irisrt.F32, world) {
+		for _, c := range moeCases(irismodel.F32, world) {
 			var total, want int64
 			for r := 0; r < world; r++ {
 				for _, n := range c.WantCounts(r, world) {
@@ -362,20 +363,20 @@ func TestHaloPushEmulatedOnFake(t *testing.T) {
 	})
 	defer p.OnLaunch(nil)
 	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
-		plan, err := coll.NewHaloExchangePushPlan(r, irisrt.F32, h)
+		plan, err := coll.NewHaloExchangePushPlan(r, irismodel.F32, h)
 		if err != nil {
 			return err
 		}
 		defer plan.Close()
-		send, err := r.Heap().Alloc(irisrt.F32, 2*h) // collective: every rank, same order
+		send, err := r.Heap().Alloc(irismodel.F32, 2*h) // collective: every rank, same order
 		if err != nil {
 			return err
 		}
-		recv, err := r.Heap().Alloc(irisrt.F32, 2*h)
+		recv, err := r.Heap().Alloc(irismodel.F32, 2*h)
 		if err != nil {
 			return err
 		}
-		in, err := irisrt.Encode(irisrt.F32, HaloSend(r.Rank(), h))
+		in, err := irismodel.Encode(irismodel.F32, HaloSend(r.Rank(), h))
 		if err != nil {
 			return err
 		}
@@ -387,7 +388,7 @@ func TestHaloPushEmulatedOnFake(t *testing.T) {
 		if err := r.HostBarrier(r.Stream()); err != nil {
 			return err
 		}
-		if err := plan.Launch(r.Stream(), send, recv, irisrt.BarrierDevice); err != nil {
+		if err := plan.Launch(r.Stream(), send, recv, irismodel.BarrierDevice); err != nil {
 			return err
 		}
 		// Every neighbour has stored into this rank's recv.
@@ -398,7 +399,7 @@ func TestHaloPushEmulatedOnFake(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		vals, err := irisrt.Decode(irisrt.F32, got)
+		vals, err := irismodel.Decode(irismodel.F32, got)
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -27,8 +28,8 @@ const (
 // the package doc), with the sizes read from the tensors (tokens from scale [tokens], hidden from
 // input [tokens, hidden]). all_reduce_rmsnorm's one_shot, with output scaled per row for an fp8 cast
 // and the scale of each row in `scale`.
-func AllReduceRmsnormQuant(r *irisrt.Rank, s gpu.Stream, variant AllReduceRmsnormQuantVariant, dt irisrt.DType, input, residual, weight, output, scale irisrt.Tensor, eps float32, mode irisrt.Barrier) error {
-	return allReduceRmsnormQuantDesc.RunParams(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, residual, weight, output, scale}, []irisrt.Param{irisrt.F32Param(eps)}, mode)
+func AllReduceRmsnormQuant(r *irisrt.Rank, s gpu.Stream, variant AllReduceRmsnormQuantVariant, dt irismodel.DType, input, residual, weight, output, scale irisrt.Tensor, eps float32, mode irismodel.Barrier) error {
+	return allReduceRmsnormQuantDesc.RunParams(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, residual, weight, output, scale}, []irismodel.Param{irismodel.F32Param(eps)}, mode)
 }
 
 // AllReduceRmsnormQuantOneShotPlan is variant one_shot of all_reduce_rmsnorm_quant (spec.yaml).
@@ -53,12 +54,12 @@ type AllReduceRmsnormQuantOneShotPlan struct{ irisrt.VariantPlan }
 
 // NewAllReduceRmsnormQuantOneShotPlan makes a plan of all_reduce_rmsnorm_quant/one_shot for dt (f32,
 // f16, bf16) and sizes tokens, hidden.
-func NewAllReduceRmsnormQuantOneShotPlan(r *irisrt.Rank, dt irisrt.DType, tokens int64, hidden int64) (*AllReduceRmsnormQuantOneShotPlan, error) {
+func NewAllReduceRmsnormQuantOneShotPlan(r *irisrt.Rank, dt irismodel.DType, tokens int64, hidden int64) (*AllReduceRmsnormQuantOneShotPlan, error) {
 	return irisrt.NewPlanOf[AllReduceRmsnormQuantOneShotPlan](r, &allReduceRmsnormQuantDesc.Variants[0], dt, "", tokens, hidden)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches
 // all_reduce_rmsnorm_quant/one_shot on s in barrier mode mode.
-func (p *AllReduceRmsnormQuantOneShotPlan) Launch(s gpu.Stream, input, residual, weight, output, scale irisrt.Tensor, eps float32, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, residual, weight, output, scale}, []irisrt.Param{irisrt.F32Param(eps)}, mode)
+func (p *AllReduceRmsnormQuantOneShotPlan) Launch(s gpu.Stream, input, residual, weight, output, scale irisrt.Tensor, eps float32, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, residual, weight, output, scale}, []irismodel.Param{irismodel.F32Param(eps)}, mode)
 }

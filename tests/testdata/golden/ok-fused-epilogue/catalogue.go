@@ -3,7 +3,10 @@
 
 package collectives
 
-import "github.com/irisgen/irisgen/runtime/irisrt"
+import (
+	"github.com/irisgen/irisgen/runtime/irismodel"
+	"github.com/irisgen/irisgen/runtime/irisrt"
+)
 
 // irisrtAPI is the runtime API level this package was generated for. When a line below fails to
 // compile with "constant -1 overflows irisrt.GeneratedCodeTooOldRegenerate", the package is older than
@@ -46,17 +49,17 @@ var table = irisrt.Table{
 	Embedded:       kernelFiles,
 	Collectives: []irisrt.Collective{{
 		Name: "all_reduce_rmsnorm_quant", SpecHash: AllReduceRmsnormQuantSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "tokens", From: 4}, {Name: "hidden", From: 0}},
-		Params: []irisrt.ParamDesc{
-			{Name: "eps", Kind: irisrt.ParamF32}, // any f32
+		Params: []irismodel.ParamDesc{
+			{Name: "eps", Kind: irismodel.ParamF32}, // any f32
 		},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},       // [tokens, hidden]
-			{Name: "residual", Dir: irisrt.InOut, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}}, // [tokens, hidden]
-			{Name: "weight", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(1)}},                         // [hidden]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},     // [tokens, hidden]
-			{Name: "scale", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0)}, DType: irisrt.F32},      // [tokens]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimSize(1)}},       // [tokens, hidden]
+			{Name: "residual", Dir: irismodel.InOut, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimSize(1)}}, // [tokens, hidden]
+			{Name: "weight", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(1)}},                            // [hidden]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimSize(1)}},     // [tokens, hidden]
+			{Name: "scale", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}, DType: irismodel.F32},      // [tokens]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "one_shot", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal},
@@ -67,6 +70,6 @@ var table = irisrt.Table{
 
 // Barrier modes of the variants (the default first), and those they can be captured in.
 var (
-	modesDeviceHostNone = []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone}
-	modesDeviceNone     = []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone}
+	modesDeviceHostNone = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost, irismodel.BarrierNone}
+	modesDeviceNone     = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierNone}
 )

@@ -3,7 +3,10 @@
 
 package collectives
 
-import "github.com/irisgen/irisgen/runtime/irisrt"
+import (
+	"github.com/irisgen/irisgen/runtime/irismodel"
+	"github.com/irisgen/irisgen/runtime/irisrt"
+)
 
 // irisrtAPI is the runtime API level this package was generated for. When a line below fails to
 // compile with "constant -1 overflows irisrt.GeneratedCodeTooOldRegenerate", the package is older than
@@ -54,6 +57,6 @@ var table = irisrt.Table{
 
 // Barrier modes of the variants (the default first), and those they can be captured in.
 var (
-	modesDeviceHost = []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost}
-	modesDevice     = []irisrt.Barrier{irisrt.BarrierDevice}
+	modesDeviceHost = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost}
+	modesDevice     = []irismodel.Barrier{irismodel.BarrierDevice}
 )

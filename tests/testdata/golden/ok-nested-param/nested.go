@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -25,8 +26,8 @@ const (
 // Nested runs a variant of nested through the rank's plan cache (see the package doc), with the sizes
 // read from the tensors (n from input [n]). Every rank copies the root's input, whose rank a launch
 // names.
-func Nested(r *irisrt.Rank, s gpu.Stream, variant NestedVariant, dt irisrt.DType, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
-	return nestedDesc.RunParams(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
+func Nested(r *irisrt.Rank, s gpu.Stream, variant NestedVariant, dt irismodel.DType, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return nestedDesc.RunParams(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }
 
 // NestedPullPlan is variant pull of nested (spec.yaml).
@@ -46,12 +47,12 @@ func Nested(r *irisrt.Rank, s gpu.Stream, variant NestedVariant, dt irisrt.DType
 type NestedPullPlan struct{ irisrt.VariantPlan }
 
 // NewNestedPullPlan makes a plan of nested/pull for dt (f32) and size n.
-func NewNestedPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*NestedPullPlan, error) {
+func NewNestedPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*NestedPullPlan, error) {
 	return irisrt.NewPlanOf[NestedPullPlan](r, &nestedDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches nested/pull on s in
 // barrier mode mode.
-func (p *NestedPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
+func (p *NestedPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }

@@ -3,7 +3,10 @@
 
 package collectives
 
-import "github.com/irisgen/irisgen/runtime/irisrt"
+import (
+	"github.com/irisgen/irisgen/runtime/irismodel"
+	"github.com/irisgen/irisgen/runtime/irisrt"
+)
 
 // irisrtAPI is the runtime API level this package was generated for. When a line below fails to
 // compile with "constant -1 overflows irisrt.GeneratedCodeTooOldRegenerate", the package is older than
@@ -46,17 +49,17 @@ var table = irisrt.Table{
 	Embedded:       kernelFiles,
 	Collectives: []irisrt.Collective{{
 		Name: "rooted", SpecHash: RootedSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: -1}},
-		Params: []irisrt.ParamDesc{
-			{Name: "root", Kind: irisrt.ParamRank},                 // 0 <= root < world
-			{Name: "dst", Kind: irisrt.ParamRank},                  // 0 <= dst < world
-			{Name: "steps", Kind: irisrt.ParamInt, Min: 1, Max: 8}, // 1 <= steps <= 8
-			{Name: "scale", Kind: irisrt.ParamF32},                 // any f32
+		Params: []irismodel.ParamDesc{
+			{Name: "root", Kind: irismodel.ParamRank},                 // 0 <= root < world
+			{Name: "dst", Kind: irismodel.ParamRank},                  // 0 <= dst < world
+			{Name: "steps", Kind: irismodel.ParamInt, Min: 1, Max: 8}, // 1 <= steps <= 8
+			{Name: "scale", Kind: irismodel.ParamF32},                 // any f32
 		},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}, Owner: "root"},  // [n]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0)}, Owner: "dst"}, // [n]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}, Owner: "root"},  // [n]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}, Owner: "dst"}, // [n]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "pull", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal},
@@ -69,8 +72,8 @@ var table = irisrt.Table{
 
 // Barrier modes of the variants (the default first), and those they can be captured in.
 var (
-	modesDeviceHostNone = []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone}
-	modesDeviceNone     = []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone}
-	modesDeviceHost     = []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost}
-	modesDevice         = []irisrt.Barrier{irisrt.BarrierDevice}
+	modesDeviceHostNone = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost, irismodel.BarrierNone}
+	modesDeviceNone     = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierNone}
+	modesDeviceHost     = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost}
+	modesDevice         = []irismodel.Barrier{irismodel.BarrierDevice}
 )

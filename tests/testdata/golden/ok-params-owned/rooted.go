@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -25,8 +26,8 @@ const (
 
 // Rooted runs a variant of rooted through the rank's plan cache (see the package doc). Scale rank
 // root's input into rank dst's output.
-func Rooted(r *irisrt.Rank, s gpu.Stream, variant RootedVariant, dt irisrt.DType, n int64, input, output irisrt.Tensor, root, dst int, steps int64, scale float32, mode irisrt.Barrier) error {
-	return rootedDesc.RunParams(r, s, string(variant), dt, "", []int64{n}, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root)), irisrt.IntParam(int64(dst)), irisrt.IntParam(steps), irisrt.F32Param(scale)}, mode)
+func Rooted(r *irisrt.Rank, s gpu.Stream, variant RootedVariant, dt irismodel.DType, n int64, input, output irisrt.Tensor, root, dst int, steps int64, scale float32, mode irismodel.Barrier) error {
+	return rootedDesc.RunParams(r, s, string(variant), dt, "", []int64{n}, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root)), irismodel.IntParam(int64(dst)), irismodel.IntParam(steps), irismodel.F32Param(scale)}, mode)
 }
 
 // RootedPullPlan is variant pull of rooted (spec.yaml).
@@ -51,14 +52,14 @@ func Rooted(r *irisrt.Rank, s gpu.Stream, variant RootedVariant, dt irisrt.DType
 type RootedPullPlan struct{ irisrt.VariantPlan }
 
 // NewRootedPullPlan makes a plan of rooted/pull for dt (f32, bf16) and size n.
-func NewRootedPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*RootedPullPlan, error) {
+func NewRootedPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*RootedPullPlan, error) {
 	return irisrt.NewPlanOf[RootedPullPlan](r, &rootedDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches rooted/pull on s in
 // barrier mode mode.
-func (p *RootedPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root, dst int, steps int64, scale float32, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root)), irisrt.IntParam(int64(dst)), irisrt.IntParam(steps), irisrt.F32Param(scale)}, mode)
+func (p *RootedPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root, dst int, steps int64, scale float32, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root)), irismodel.IntParam(int64(dst)), irismodel.IntParam(steps), irismodel.F32Param(scale)}, mode)
 }
 
 // RootedLocalPlan is variant local of rooted (spec.yaml).
@@ -82,12 +83,12 @@ func (p *RootedPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root,
 type RootedLocalPlan struct{ irisrt.VariantPlan }
 
 // NewRootedLocalPlan makes a plan of rooted/local for dt (f32, bf16) and size n.
-func NewRootedLocalPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*RootedLocalPlan, error) {
+func NewRootedLocalPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*RootedLocalPlan, error) {
 	return irisrt.NewPlanOf[RootedLocalPlan](r, &rootedDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches rooted/local on s in
 // barrier mode mode.
-func (p *RootedLocalPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root, dst int, steps int64, scale float32, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root)), irisrt.IntParam(int64(dst)), irisrt.IntParam(steps), irisrt.F32Param(scale)}, mode)
+func (p *RootedLocalPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root, dst int, steps int64, scale float32, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root)), irismodel.IntParam(int64(dst)), irismodel.IntParam(steps), irismodel.F32Param(scale)}, mode)
 }

@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -26,7 +27,7 @@ const (
 // Relay runs a variant of relay through the rank's plan cache (see the package doc), with the sizes
 // read from the tensors (n from input [n]). Copy every rank's input into the next rank's output
 // through a plan-owned workspace.
-func Relay(r *irisrt.Rank, s gpu.Stream, variant RelayVariant, dt irisrt.DType, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func Relay(r *irisrt.Rank, s gpu.Stream, variant RelayVariant, dt irismodel.DType, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return relayDesc.Run(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -44,12 +45,12 @@ func Relay(r *irisrt.Rank, s gpu.Stream, variant RelayVariant, dt irisrt.DType, 
 type RelayBoxedPlan struct{ irisrt.VariantPlan }
 
 // NewRelayBoxedPlan makes a plan of relay/boxed for dt (f32) and size n.
-func NewRelayBoxedPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*RelayBoxedPlan, error) {
+func NewRelayBoxedPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*RelayBoxedPlan, error) {
 	return irisrt.NewPlanOf[RelayBoxedPlan](r, &relayDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches relay/boxed on s in barrier mode mode.
-func (p *RelayBoxedPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *RelayBoxedPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -65,11 +66,11 @@ func (p *RelayBoxedPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode 
 type RelayDirectPlan struct{ irisrt.VariantPlan }
 
 // NewRelayDirectPlan makes a plan of relay/direct for dt (f32) and size n.
-func NewRelayDirectPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*RelayDirectPlan, error) {
+func NewRelayDirectPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*RelayDirectPlan, error) {
 	return irisrt.NewPlanOf[RelayDirectPlan](r, &relayDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches relay/direct on s in barrier mode mode.
-func (p *RelayDirectPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *RelayDirectPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }

@@ -3,7 +3,10 @@
 
 package collectives
 
-import "github.com/irisgen/irisgen/runtime/irisrt"
+import (
+	"github.com/irisgen/irisgen/runtime/irismodel"
+	"github.com/irisgen/irisgen/runtime/irisrt"
+)
 
 // irisrtAPI is the runtime API level this package was generated for. When a line below fails to
 // compile with "constant -1 overflows irisrt.GeneratedCodeTooOldRegenerate", the package is older than
@@ -46,13 +49,13 @@ var table = irisrt.Table{
 	Embedded:       kernelFiles,
 	Collectives: []irisrt.Collective{{
 		Name: "scale", SpecHash: ScaleSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32},
+		DTypes: []irismodel.DType{irismodel.F32},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: 0}},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                     // [n]
-			{Name: "bias", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                      // [n]
-			{Name: "factor", Dir: irisrt.In, Shape: []irisrt.Dim{1}, DType: irisrt.F32, Optional: true}, // [1]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                   // [n]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}},                     // [n]
+			{Name: "bias", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}},                      // [n]
+			{Name: "factor", Dir: irismodel.In, Shape: irismodel.Shape{1}, DType: irismodel.F32, Optional: true}, // [1]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}},                   // [n]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "local", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal},
@@ -63,5 +66,5 @@ var table = irisrt.Table{
 
 // Barrier modes of the variants (the default first), and those they can be captured in.
 var (
-	modesNone = []irisrt.Barrier{irisrt.BarrierNone}
+	modesNone = []irismodel.Barrier{irismodel.BarrierNone}
 )

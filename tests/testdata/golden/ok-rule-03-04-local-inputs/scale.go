@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -24,7 +25,7 @@ const (
 
 // Scale runs a variant of scale through the rank's plan cache (see the package doc), with the sizes
 // read from the tensors (n from input [n]). Scale input by an optional factor into output.
-func Scale(r *irisrt.Rank, s gpu.Stream, variant ScaleVariant, dt irisrt.DType, input, bias, factor, output irisrt.Tensor, mode irisrt.Barrier) error {
+func Scale(r *irisrt.Rank, s gpu.Stream, variant ScaleVariant, dt irismodel.DType, input, bias, factor, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return scaleDesc.Run(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, bias, factor, output}, mode)
 }
 
@@ -42,11 +43,11 @@ func Scale(r *irisrt.Rank, s gpu.Stream, variant ScaleVariant, dt irisrt.DType, 
 type ScaleLocalPlan struct{ irisrt.VariantPlan }
 
 // NewScaleLocalPlan makes a plan of scale/local for dt (f32) and size n.
-func NewScaleLocalPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*ScaleLocalPlan, error) {
+func NewScaleLocalPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*ScaleLocalPlan, error) {
 	return irisrt.NewPlanOf[ScaleLocalPlan](r, &scaleDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches scale/local on s in barrier mode mode.
-func (p *ScaleLocalPlan) Launch(s gpu.Stream, input, bias, factor, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *ScaleLocalPlan) Launch(s gpu.Stream, input, bias, factor, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, bias, factor, output}, mode)
 }

@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -24,7 +25,7 @@ const (
 
 // Fetch runs a variant of fetch through the rank's plan cache (see the package doc), with the sizes
 // read from the tensors (n from input [n]). Load the next rank's input into output.
-func Fetch(r *irisrt.Rank, s gpu.Stream, variant FetchVariant, dt irisrt.DType, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func Fetch(r *irisrt.Rank, s gpu.Stream, variant FetchVariant, dt irismodel.DType, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return fetchDesc.Run(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -41,11 +42,11 @@ func Fetch(r *irisrt.Rank, s gpu.Stream, variant FetchVariant, dt irisrt.DType, 
 type FetchPullPlan struct{ irisrt.VariantPlan }
 
 // NewFetchPullPlan makes a plan of fetch/pull for dt (f32) and size n.
-func NewFetchPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*FetchPullPlan, error) {
+func NewFetchPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*FetchPullPlan, error) {
 	return irisrt.NewPlanOf[FetchPullPlan](r, &fetchDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches fetch/pull on s in barrier mode mode.
-func (p *FetchPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *FetchPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }

@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -24,7 +25,7 @@ const (
 
 // Negate runs a variant of negate through the rank's plan cache (see the package doc), with the sizes
 // read from the tensors (n from input [n]). Negate input into output, in place if asked.
-func Negate(r *irisrt.Rank, s gpu.Stream, variant NegateVariant, dt irisrt.DType, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func Negate(r *irisrt.Rank, s gpu.Stream, variant NegateVariant, dt irismodel.DType, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return negateDesc.Run(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -41,11 +42,11 @@ func Negate(r *irisrt.Rank, s gpu.Stream, variant NegateVariant, dt irisrt.DType
 type NegateLocalPlan struct{ irisrt.VariantPlan }
 
 // NewNegateLocalPlan makes a plan of negate/local for dt (f32) and size n.
-func NewNegateLocalPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*NegateLocalPlan, error) {
+func NewNegateLocalPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*NegateLocalPlan, error) {
 	return irisrt.NewPlanOf[NegateLocalPlan](r, &negateDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches negate/local on s in barrier mode mode.
-func (p *NegateLocalPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *NegateLocalPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }

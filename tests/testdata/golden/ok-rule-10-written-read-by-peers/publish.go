@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -25,7 +26,7 @@ const (
 // Publish runs a variant of publish through the rank's plan cache (see the package doc), with the
 // sizes read from the tensors (n from input [n]). Publish input in box, then load the next rank's box
 // into output.
-func Publish(r *irisrt.Rank, s gpu.Stream, variant PublishVariant, dt irisrt.DType, input, box, output irisrt.Tensor, mode irisrt.Barrier) error {
+func Publish(r *irisrt.Rank, s gpu.Stream, variant PublishVariant, dt irismodel.DType, input, box, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return publishDesc.Run(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, box, output}, mode)
 }
 
@@ -43,11 +44,11 @@ func Publish(r *irisrt.Rank, s gpu.Stream, variant PublishVariant, dt irisrt.DTy
 type PublishPullPlan struct{ irisrt.VariantPlan }
 
 // NewPublishPullPlan makes a plan of publish/pull for dt (f32) and size n.
-func NewPublishPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*PublishPullPlan, error) {
+func NewPublishPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*PublishPullPlan, error) {
 	return irisrt.NewPlanOf[PublishPullPlan](r, &publishDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches publish/pull on s in barrier mode mode.
-func (p *PublishPullPlan) Launch(s gpu.Stream, input, box, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *PublishPullPlan) Launch(s gpu.Stream, input, box, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, box, output}, mode)
 }

@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -25,7 +26,7 @@ const (
 // Scatter runs a variant of scatter through the rank's plan cache (see the package doc), with the
 // sizes read from the tensors (n from input [n]). Store input into slot rank of every peer's output
 // and count the arrivals.
-func Scatter(r *irisrt.Rank, s gpu.Stream, variant ScatterVariant, dt irisrt.DType, input, output, hits irisrt.Tensor, mode irisrt.Barrier) error {
+func Scatter(r *irisrt.Rank, s gpu.Stream, variant ScatterVariant, dt irismodel.DType, input, output, hits irisrt.Tensor, mode irismodel.Barrier) error {
 	return scatterDesc.Run(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output, hits}, mode)
 }
 
@@ -43,11 +44,11 @@ func Scatter(r *irisrt.Rank, s gpu.Stream, variant ScatterVariant, dt irisrt.DTy
 type ScatterPushPlan struct{ irisrt.VariantPlan }
 
 // NewScatterPushPlan makes a plan of scatter/push for dt (f32) and size n.
-func NewScatterPushPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*ScatterPushPlan, error) {
+func NewScatterPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*ScatterPushPlan, error) {
 	return irisrt.NewPlanOf[ScatterPushPlan](r, &scatterDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches scatter/push on s in barrier mode mode.
-func (p *ScatterPushPlan) Launch(s gpu.Stream, input, output, hits irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *ScatterPushPlan) Launch(s gpu.Stream, input, output, hits irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output, hits}, mode)
 }

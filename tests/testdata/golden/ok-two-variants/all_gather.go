@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -26,7 +27,7 @@ const (
 // AllGather runs a variant of all_gather through the rank's plan cache (see the package doc), with the
 // sizes read from the tensors (n from input [n]). Gather every rank's `input` into `output` on every
 // rank.
-func AllGather(r *irisrt.Rank, s gpu.Stream, variant AllGatherVariant, dt irisrt.DType, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func AllGather(r *irisrt.Rank, s gpu.Stream, variant AllGatherVariant, dt irismodel.DType, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return allGatherDesc.Run(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -42,12 +43,12 @@ func AllGather(r *irisrt.Rank, s gpu.Stream, variant AllGatherVariant, dt irisrt
 type AllGatherPushPlan struct{ irisrt.VariantPlan }
 
 // NewAllGatherPushPlan makes a plan of all_gather/push for dt (f32, bf16) and size n.
-func NewAllGatherPushPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllGatherPushPlan, error) {
+func NewAllGatherPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllGatherPushPlan, error) {
 	return irisrt.NewPlanOf[AllGatherPushPlan](r, &allGatherDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_gather/push on s in barrier mode mode.
-func (p *AllGatherPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *AllGatherPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -64,11 +65,11 @@ func (p *AllGatherPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mo
 type AllGatherPullPlan struct{ irisrt.VariantPlan }
 
 // NewAllGatherPullPlan makes a plan of all_gather/pull for dt (f32, bf16) and size n.
-func NewAllGatherPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*AllGatherPullPlan, error) {
+func NewAllGatherPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllGatherPullPlan, error) {
 	return irisrt.NewPlanOf[AllGatherPullPlan](r, &allGatherDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_gather/pull on s in barrier mode mode.
-func (p *AllGatherPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *AllGatherPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }

@@ -3,7 +3,10 @@
 
 package collectives
 
-import "github.com/irisgen/irisgen/runtime/irisrt"
+import (
+	"github.com/irisgen/irisgen/runtime/irismodel"
+	"github.com/irisgen/irisgen/runtime/irisrt"
+)
 
 // irisrtAPI is the runtime API level this package was generated for. When a line below fails to
 // compile with "constant -1 overflows irisrt.GeneratedCodeTooOldRegenerate", the package is older than
@@ -46,11 +49,11 @@ var table = irisrt.Table{
 	Embedded:       kernelFiles,
 	Collectives: []irisrt.Collective{{
 		Name: "all_gather", SpecHash: AllGatherSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: 0}},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                    // [n]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(0)}}, // [world, n]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}},                       // [n]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(0)}}, // [world, n]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap},
@@ -63,8 +66,8 @@ var table = irisrt.Table{
 
 // Barrier modes of the variants (the default first), and those they can be captured in.
 var (
-	modesDeviceHostNone = []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone}
-	modesDeviceNone     = []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone}
-	modesDeviceHost     = []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost}
-	modesDevice         = []irisrt.Barrier{irisrt.BarrierDevice}
+	modesDeviceHostNone = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost, irismodel.BarrierNone}
+	modesDeviceNone     = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierNone}
+	modesDeviceHost     = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost}
+	modesDevice         = []irismodel.Barrier{irismodel.BarrierDevice}
 )

@@ -3,7 +3,10 @@
 
 package coll
 
-import "github.com/irisgen/irisgen/runtime/irisrt"
+import (
+	"github.com/irisgen/irisgen/runtime/irismodel"
+	"github.com/irisgen/irisgen/runtime/irisrt"
+)
 
 // irisrtAPI is the runtime API level this package was generated for. When a line below fails to
 // compile with "constant -1 overflows irisrt.GeneratedCodeTooOldRegenerate", the package is older than
@@ -46,17 +49,17 @@ var table = irisrt.Table{
 	Embedded:       kernelFiles,
 	Collectives: []irisrt.Collective{{
 		Name: "all_reduce", SpecHash: AllReduceSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
 		Ops:    []string{"sum", "max", "min"},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: 0}},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                              // [n]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                            // [n]
-			{Name: "ring", Dir: irisrt.Workspace, Shape: []irisrt.Dim{irisrt.DimSize(0)}},                        // [n]
-			{Name: "locks", Dir: irisrt.Workspace, Shape: []irisrt.Dim{irisrt.DimBlocks}, DType: irisrt.U64},     // [blocks]
-			{Name: "stage", Dir: irisrt.Workspace, Shape: []irisrt.Dim{2, irisrt.DimSize(0)}},                    // [2, n]
-			{Name: "inbox", Dir: irisrt.Workspace, Shape: []irisrt.Dim{2, irisrt.DimWorld, irisrt.DimSize(0)}},   // [2, world, n]
-			{Name: "lamport", Dir: irisrt.Workspace, Shape: []irisrt.Dim{3, irisrt.DimWorld, irisrt.DimSize(0)}}, // [3, world, n]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}},                                 // [n]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}},                               // [n]
+			{Name: "ring", Dir: irismodel.Workspace, Shape: irismodel.Shape{irismodel.DimSize(0)}},                           // [n]
+			{Name: "locks", Dir: irismodel.Workspace, Shape: irismodel.Shape{irismodel.DimBlocks}, DType: irismodel.U64},     // [blocks]
+			{Name: "stage", Dir: irismodel.Workspace, Shape: irismodel.Shape{2, irismodel.DimSize(0)}},                       // [2, n]
+			{Name: "inbox", Dir: irismodel.Workspace, Shape: irismodel.Shape{2, irismodel.DimWorld, irismodel.DimSize(0)}},   // [2, world, n]
+			{Name: "lamport", Dir: irismodel.Workspace, Shape: irismodel.Shape{3, irismodel.DimWorld, irismodel.DimSize(0)}}, // [3, world, n]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "one_shot", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused},
@@ -76,7 +79,7 @@ var table = irisrt.Table{
 			{Name: "ring", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.Unused, irisrt.Unused, irisrt.Unused, irisrt.Unused}, InPlace: true,
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 		},
-		Auto: []irisrt.AutoRule{
+		Auto: []irismodel.AutoRule{
 			{World: 2, MaxBytes: 32768, Variant: "one_shot_lamport"},
 			{World: 2, MaxBytes: 524288, Variant: "one_shot_staged"},
 			{World: 2, MaxBytes: 1048576, Variant: "one_shot_push"},
@@ -94,11 +97,11 @@ var table = irisrt.Table{
 		},
 	}, {
 		Name: "halo_exchange", SpecHash: HaloExchangeSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "h", From: 0}},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "send", Dir: irisrt.In, Shape: []irisrt.Dim{2, irisrt.DimSize(0)}},  // [2, h]
-			{Name: "recv", Dir: irisrt.Out, Shape: []irisrt.Dim{2, irisrt.DimSize(0)}}, // [2, h]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "send", Dir: irismodel.In, Shape: irismodel.Shape{2, irismodel.DimSize(0)}},  // [2, h]
+			{Name: "recv", Dir: irismodel.Out, Shape: irismodel.Shape{2, irismodel.DimSize(0)}}, // [2, h]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap},
@@ -108,17 +111,17 @@ var table = irisrt.Table{
 		},
 	}, {
 		Name: "moe_combine", SpecHash: MoeCombineSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "t", From: 5}, {Name: "h", From: 6}, {Name: "k", From: 0}, {Name: "e", From: -1}, {Name: "cap", From: 3}},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "expert_out", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(2), irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(1)}},   // [k, world, cap, h]
-			{Name: "recv_ids", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(2)}, DType: irisrt.I64},     // [world, cap, k]
-			{Name: "recv_weights", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(2)}, DType: irisrt.F32}, // [world, cap, k]
-			{Name: "recv_src", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4)}, DType: irisrt.I64},                        // [world, cap]
-			{Name: "recv_counts", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimWorld}, DType: irisrt.I64},                                        // [world]
-			{Name: "send_slot", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimWorld}, DType: irisrt.I64},                       // [t, world]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},                                          // [t, h]
-			{Name: "back", Dir: irisrt.Workspace, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(0), irisrt.DimSize(1)}},                     // [world, t, h]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "expert_out", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(2), irismodel.DimWorld, irismodel.DimSize(4), irismodel.DimSize(1)}},   // [k, world, cap, h]
+			{Name: "recv_ids", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(4), irismodel.DimSize(2)}, DType: irismodel.I64},     // [world, cap, k]
+			{Name: "recv_weights", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(4), irismodel.DimSize(2)}, DType: irismodel.F32}, // [world, cap, k]
+			{Name: "recv_src", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(4)}, DType: irismodel.I64},                           // [world, cap]
+			{Name: "recv_counts", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimWorld}, DType: irismodel.I64},                                              // [world]
+			{Name: "send_slot", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimWorld}, DType: irismodel.I64},                          // [t, world]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimSize(1)}},                                                // [t, h]
+			{Name: "back", Dir: irismodel.Workspace, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(0), irismodel.DimSize(1)}},                        // [world, t, h]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal},
@@ -126,19 +129,19 @@ var table = irisrt.Table{
 		},
 	}, {
 		Name: "moe_dispatch", SpecHash: MoeDispatchSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "t", From: 8}, {Name: "h", From: 0}, {Name: "k", From: 1}, {Name: "e", From: -1}, {Name: "cap", From: 3}},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "tokens", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(1)}},                                                                // [t, h]
-			{Name: "ids", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(2)}, DType: irisrt.I64, Index: []irisrt.DType{irisrt.I64, irisrt.I32}}, // [t, k]
-			{Name: "weights", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimSize(2)}, DType: irisrt.F32, Optional: true},                            // [t, k]
-			{Name: "recv_tokens", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(1)}},                                         // [world, cap, h]
-			{Name: "recv_ids", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(2)}, DType: irisrt.I64},                         // [world, cap, k]
-			{Name: "recv_weights", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4), irisrt.DimSize(2)}, DType: irisrt.F32},                     // [world, cap, k]
-			{Name: "recv_src", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld, irisrt.DimSize(4)}, DType: irisrt.I64},                                            // [world, cap]
-			{Name: "recv_counts", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimWorld}, DType: irisrt.I64},                                                            // [world]
-			{Name: "send_slot", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0), irisrt.DimWorld}, DType: irisrt.I64},                                           // [t, world]
-			{Name: "counters", Dir: irisrt.Workspace, Shape: []irisrt.Dim{2, irisrt.DimWorld}, DType: irisrt.U64},                                                      // [2, world]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "tokens", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimSize(1)}},                                                                            // [t, h]
+			{Name: "ids", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimSize(2)}, DType: irismodel.I64, Index: []irismodel.DType{irismodel.I64, irismodel.I32}}, // [t, k]
+			{Name: "weights", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimSize(2)}, DType: irismodel.F32, Optional: true},                                     // [t, k]
+			{Name: "recv_tokens", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(4), irismodel.DimSize(1)}},                                                  // [world, cap, h]
+			{Name: "recv_ids", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(4), irismodel.DimSize(2)}, DType: irismodel.I64},                               // [world, cap, k]
+			{Name: "recv_weights", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(4), irismodel.DimSize(2)}, DType: irismodel.F32},                           // [world, cap, k]
+			{Name: "recv_src", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(4)}, DType: irismodel.I64},                                                     // [world, cap]
+			{Name: "recv_counts", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimWorld}, DType: irismodel.I64},                                                                        // [world]
+			{Name: "send_slot", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0), irismodel.DimWorld}, DType: irismodel.I64},                                                    // [t, world]
+			{Name: "counters", Dir: irismodel.Workspace, Shape: irismodel.Shape{2, irismodel.DimWorld}, DType: irismodel.U64},                                                                  // [2, world]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseLocal, irisrt.UseHeap, irisrt.UseHeap, irisrt.UseHeap, irisrt.UseHeap, irisrt.UseHeap, irisrt.UseLocal, irisrt.UseLocal},
@@ -146,14 +149,14 @@ var table = irisrt.Table{
 		},
 	}, {
 		Name: "root_broadcast", SpecHash: RootBroadcastSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.F16, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: 1}},
-		Params: []irisrt.ParamDesc{
-			{Name: "root", Kind: irisrt.ParamRank}, // 0 <= root < world
+		Params: []irismodel.ParamDesc{
+			{Name: "root", Kind: irismodel.ParamRank}, // 0 <= root < world
 		},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}, Owner: "root"}, // [n]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0)}},              // [n]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}, Owner: "root"}, // [n]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}},              // [n]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "pull", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal},
@@ -166,6 +169,6 @@ var table = irisrt.Table{
 
 // Barrier modes of the variants (the default first), and those they can be captured in.
 var (
-	modesDeviceHostNone = []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierHost, irisrt.BarrierNone}
-	modesDeviceNone     = []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone}
+	modesDeviceHostNone = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost, irismodel.BarrierNone}
+	modesDeviceNone     = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierNone}
 )

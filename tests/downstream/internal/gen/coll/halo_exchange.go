@@ -4,6 +4,7 @@ package coll
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -27,7 +28,7 @@ const (
 // with the sizes read from the tensors (h from send [2, h]). Send `send[0]` to the left neighbour and
 // `send[1]` to the right one, and receive the left neighbour's `send[1]` into `recv[0]` and the right
 // neighbour's `send[0]` into `recv[1]` (neighbours on a ring of the ranks).
-func HaloExchange(r *irisrt.Rank, s gpu.Stream, variant HaloExchangeVariant, dt irisrt.DType, send, recv irisrt.Tensor, mode irisrt.Barrier) error {
+func HaloExchange(r *irisrt.Rank, s gpu.Stream, variant HaloExchangeVariant, dt irismodel.DType, send, recv irisrt.Tensor, mode irismodel.Barrier) error {
 	return haloExchangeDesc.Run(r, s, string(variant), dt, "", nil, []irisrt.Tensor{send, recv}, mode)
 }
 
@@ -43,13 +44,13 @@ func HaloExchange(r *irisrt.Rank, s gpu.Stream, variant HaloExchangeVariant, dt 
 type HaloExchangePushPlan struct{ irisrt.VariantPlan }
 
 // NewHaloExchangePushPlan makes a plan of halo_exchange/push for dt (f32, f16, bf16) and size h.
-func NewHaloExchangePushPlan(r *irisrt.Rank, dt irisrt.DType, h int64) (*HaloExchangePushPlan, error) {
+func NewHaloExchangePushPlan(r *irisrt.Rank, dt irismodel.DType, h int64) (*HaloExchangePushPlan, error) {
 	return irisrt.NewPlanOf[HaloExchangePushPlan](r, &haloExchangeDesc.Variants[0], dt, "", h)
 }
 
 // Launch checks the tensors by the rules above and launches halo_exchange/push on s in barrier mode
 // mode.
-func (p *HaloExchangePushPlan) Launch(s gpu.Stream, send, recv irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *HaloExchangePushPlan) Launch(s gpu.Stream, send, recv irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{send, recv}, mode)
 }
 
@@ -66,12 +67,12 @@ func (p *HaloExchangePushPlan) Launch(s gpu.Stream, send, recv irisrt.Tensor, mo
 type HaloExchangePullPlan struct{ irisrt.VariantPlan }
 
 // NewHaloExchangePullPlan makes a plan of halo_exchange/pull for dt (f32, f16, bf16) and size h.
-func NewHaloExchangePullPlan(r *irisrt.Rank, dt irisrt.DType, h int64) (*HaloExchangePullPlan, error) {
+func NewHaloExchangePullPlan(r *irisrt.Rank, dt irismodel.DType, h int64) (*HaloExchangePullPlan, error) {
 	return irisrt.NewPlanOf[HaloExchangePullPlan](r, &haloExchangeDesc.Variants[1], dt, "", h)
 }
 
 // Launch checks the tensors by the rules above and launches halo_exchange/pull on s in barrier mode
 // mode.
-func (p *HaloExchangePullPlan) Launch(s gpu.Stream, send, recv irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *HaloExchangePullPlan) Launch(s gpu.Stream, send, recv irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{send, recv}, mode)
 }

@@ -4,6 +4,7 @@ package coll
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -26,8 +27,8 @@ const (
 // RootBroadcast runs a variant of root_broadcast through the rank's plan cache (see the package doc),
 // with the sizes read from the tensors (n from output [n]). Copy rank `root`'s `input` into `output`
 // on every rank.
-func RootBroadcast(r *irisrt.Rank, s gpu.Stream, variant RootBroadcastVariant, dt irisrt.DType, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
-	return rootBroadcastDesc.RunParams(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
+func RootBroadcast(r *irisrt.Rank, s gpu.Stream, variant RootBroadcastVariant, dt irismodel.DType, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return rootBroadcastDesc.RunParams(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }
 
 // RootBroadcastPullPlan is variant pull of root_broadcast (specs/root_broadcast.yaml).
@@ -48,14 +49,14 @@ func RootBroadcast(r *irisrt.Rank, s gpu.Stream, variant RootBroadcastVariant, d
 type RootBroadcastPullPlan struct{ irisrt.VariantPlan }
 
 // NewRootBroadcastPullPlan makes a plan of root_broadcast/pull for dt (f32, f16, bf16) and size n.
-func NewRootBroadcastPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*RootBroadcastPullPlan, error) {
+func NewRootBroadcastPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*RootBroadcastPullPlan, error) {
 	return irisrt.NewPlanOf[RootBroadcastPullPlan](r, &rootBroadcastDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches root_broadcast/pull on
 // s in barrier mode mode.
-func (p *RootBroadcastPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
+func (p *RootBroadcastPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }
 
 // RootBroadcastPushPlan is variant push of root_broadcast (specs/root_broadcast.yaml).
@@ -75,12 +76,12 @@ func (p *RootBroadcastPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor
 type RootBroadcastPushPlan struct{ irisrt.VariantPlan }
 
 // NewRootBroadcastPushPlan makes a plan of root_broadcast/push for dt (f32, f16, bf16) and size n.
-func NewRootBroadcastPushPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*RootBroadcastPushPlan, error) {
+func NewRootBroadcastPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*RootBroadcastPushPlan, error) {
 	return irisrt.NewPlanOf[RootBroadcastPushPlan](r, &rootBroadcastDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches root_broadcast/push on
 // s in barrier mode mode.
-func (p *RootBroadcastPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
+func (p *RootBroadcastPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }

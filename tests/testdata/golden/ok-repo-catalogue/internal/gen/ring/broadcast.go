@@ -4,6 +4,7 @@ package ring
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -27,8 +28,8 @@ const (
 // Broadcast runs a variant of broadcast through the rank's plan cache (see the package doc), with the
 // sizes read from the tensors (n from output [n]). Copy rank `root`'s `input` into `output` on every
 // rank (NCCL's ncclBroadcast).
-func Broadcast(r *irisrt.Rank, s gpu.Stream, variant BroadcastVariant, dt irisrt.DType, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
-	return broadcastDesc.RunParams(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
+func Broadcast(r *irisrt.Rank, s gpu.Stream, variant BroadcastVariant, dt irismodel.DType, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return broadcastDesc.RunParams(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }
 
 // BroadcastPushPlan is variant push of broadcast (github.com/irisgen/irisgen/specs/broadcast.yaml).
@@ -48,14 +49,14 @@ func Broadcast(r *irisrt.Rank, s gpu.Stream, variant BroadcastVariant, dt irisrt
 type BroadcastPushPlan struct{ irisrt.VariantPlan }
 
 // NewBroadcastPushPlan makes a plan of broadcast/push for dt (f32, f16, bf16) and size n.
-func NewBroadcastPushPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*BroadcastPushPlan, error) {
+func NewBroadcastPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*BroadcastPushPlan, error) {
 	return irisrt.NewPlanOf[BroadcastPushPlan](r, &broadcastDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches broadcast/push on s in
 // barrier mode mode.
-func (p *BroadcastPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
+func (p *BroadcastPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }
 
 // BroadcastPullPlan is variant pull of broadcast (github.com/irisgen/irisgen/specs/broadcast.yaml).
@@ -76,14 +77,14 @@ func (p *BroadcastPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, ro
 type BroadcastPullPlan struct{ irisrt.VariantPlan }
 
 // NewBroadcastPullPlan makes a plan of broadcast/pull for dt (f32, f16, bf16) and size n.
-func NewBroadcastPullPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*BroadcastPullPlan, error) {
+func NewBroadcastPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*BroadcastPullPlan, error) {
 	return irisrt.NewPlanOf[BroadcastPullPlan](r, &broadcastDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches broadcast/pull on s in
 // barrier mode mode.
-func (p *BroadcastPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
+func (p *BroadcastPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }
 
 // BroadcastScatterGatherPlan is variant scatter_gather of broadcast
@@ -107,12 +108,12 @@ type BroadcastScatterGatherPlan struct{ irisrt.VariantPlan }
 
 // NewBroadcastScatterGatherPlan makes a plan of broadcast/scatter_gather for dt (f32, f16, bf16) and
 // size n.
-func NewBroadcastScatterGatherPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*BroadcastScatterGatherPlan, error) {
+func NewBroadcastScatterGatherPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*BroadcastScatterGatherPlan, error) {
 	return irisrt.NewPlanOf[BroadcastScatterGatherPlan](r, &broadcastDesc.Variants[2], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches
 // broadcast/scatter_gather on s in barrier mode mode.
-func (p *BroadcastScatterGatherPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irisrt.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irisrt.Param{irisrt.IntParam(int64(root))}, mode)
+func (p *BroadcastScatterGatherPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }

@@ -3,7 +3,10 @@
 
 package ring
 
-import "github.com/irisgen/irisgen/runtime/irisrt"
+import (
+	"github.com/irisgen/irisgen/runtime/irismodel"
+	"github.com/irisgen/irisgen/runtime/irisrt"
+)
 
 // irisrtAPI is the runtime API level this package was generated for. When a line below fails to
 // compile with "constant -1 overflows irisrt.GeneratedCodeTooOldRegenerate", the package is older than
@@ -46,11 +49,11 @@ var table = irisrt.Table{
 	Embedded:       kernelFiles,
 	Collectives: []irisrt.Collective{{
 		Name: "ring_shift", SpecHash: RingShiftSpecHash,
-		DTypes: []irisrt.DType{irisrt.F32, irisrt.BF16},
+		DTypes: []irismodel.DType{irismodel.F32, irismodel.BF16},
 		Sizes:  []irisrt.SizeParam{{Name: "n", From: 0}},
-		Tensors: []irisrt.TensorDesc{
-			{Name: "input", Dir: irisrt.In, Shape: []irisrt.Dim{irisrt.DimSize(0)}},   // [n]
-			{Name: "output", Dir: irisrt.Out, Shape: []irisrt.Dim{irisrt.DimSize(0)}}, // [n]
+		Tensors: []irismodel.TensorDesc{
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}},   // [n]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}}, // [n]
 		},
 		Variants: []irisrt.Variant{
 			{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap},
@@ -61,5 +64,5 @@ var table = irisrt.Table{
 
 // Barrier modes of the variants (the default first), and those they can be captured in.
 var (
-	modesDeviceNone = []irisrt.Barrier{irisrt.BarrierDevice, irisrt.BarrierNone}
+	modesDeviceNone = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierNone}
 )

@@ -4,6 +4,7 @@ package ring
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -25,7 +26,7 @@ const (
 // RingShift runs a variant of ring_shift through the rank's plan cache (see the package doc), with the
 // sizes read from the tensors (n from input [n]). Send `input` to the next rank on the ring; `output`
 // receives the previous rank's input.
-func RingShift(r *irisrt.Rank, s gpu.Stream, variant RingShiftVariant, dt irisrt.DType, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func RingShift(r *irisrt.Rank, s gpu.Stream, variant RingShiftVariant, dt irismodel.DType, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return ringShiftDesc.Run(r, s, string(variant), dt, "", nil, []irisrt.Tensor{input, output}, mode)
 }
 
@@ -41,11 +42,11 @@ func RingShift(r *irisrt.Rank, s gpu.Stream, variant RingShiftVariant, dt irisrt
 type RingShiftPushPlan struct{ irisrt.VariantPlan }
 
 // NewRingShiftPushPlan makes a plan of ring_shift/push for dt (f32, bf16) and size n.
-func NewRingShiftPushPlan(r *irisrt.Rank, dt irisrt.DType, n int64) (*RingShiftPushPlan, error) {
+func NewRingShiftPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*RingShiftPushPlan, error) {
 	return irisrt.NewPlanOf[RingShiftPushPlan](r, &ringShiftDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches ring_shift/push on s in barrier mode mode.
-func (p *RingShiftPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irisrt.Barrier) error {
+func (p *RingShiftPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }

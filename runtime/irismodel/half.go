@@ -1,4 +1,4 @@
-package irisrt
+package irismodel
 
 import (
 	"encoding/binary"
@@ -106,7 +106,7 @@ func Encode(dt DType, v []float32) ([]byte, error) {
 			binary.LittleEndian.PutUint16(b[2*i:], F32ToBF16(f))
 		}
 	default:
-		return nil, fmt.Errorf("irisrt.Encode: %s is not a floating-point dtype (f32, f16, bf16)", dt)
+		return nil, fmt.Errorf("irismodel.Encode: %s is not a floating-point dtype (f32, f16, bf16)", dt)
 	}
 	return b, nil
 }
@@ -117,11 +117,11 @@ func Decode(dt DType, b []byte) ([]float32, error) {
 	switch dt {
 	case F32, F16, BF16:
 	default:
-		return nil, fmt.Errorf("irisrt.Decode: %s is not a floating-point dtype (f32, f16, bf16)", dt)
+		return nil, fmt.Errorf("irismodel.Decode: %s is not a floating-point dtype (f32, f16, bf16)", dt)
 	}
 	es := int(dt.Size())
 	if len(b)%es != 0 {
-		return nil, fmt.Errorf("irisrt.Decode: %d bytes are not whole %s elements", len(b), dt)
+		return nil, fmt.Errorf("irismodel.Decode: %d bytes are not whole %s elements", len(b), dt)
 	}
 	v := make([]float32, len(b)/es)
 	for i := range v {

@@ -1,4 +1,4 @@
-package irisrt
+package irismodel
 
 import (
 	"math"

@@ -1,0 +1,50 @@
+package irismodel
+
+// KernelName is the one naming function for kernel entry points:
+// irisgen_<collective>_<variant>[_<dtype>][_<op>]. The dtype is 0 for a
+// collective without data types (e.g. barrier), the op "" for one that
+// does not reduce; each is then left out with its underscore.
+func KernelName(collective, variant string, dt DType, op string) string {
+	name := "irisgen_" + collective + "_" + variant
+	if dt != 0 {
+		name += "_" + dt.String()
+	}
+	if op != "" {
+		name += "_" + op
+	}
+	return name
+}
+
+// SpecHashSymbol is the __device__ char array every module of collective
+// defines with the spec hash it was generated from; the runtime reads it
+// when it loads the module and compares it with the generated wrapper's.
+func SpecHashSymbol(collective string) string { return "irisgen_spec_hash_" + collective }
+
+// AutoVariant is the name of the variant that picks one of the others from
+// the collective's tuning table (Choose).
+const AutoVariant = "auto"
+
+// AutoRule picks Variant for a launch on World ranks (0: any) whose largest
+// user tensor has at most MaxBytes bytes (0: any size). A tuning table is a
+// list of them, first match first, the last matching everything.
+type AutoRule struct {
+	World    int
+	MaxBytes int64
+	Variant  string
+}
+
+// Matches reports whether the rule picks its variant for a launch on world
+// ranks whose largest user tensor has the given bytes.
+func (r AutoRule) Matches(world int, bytes int64) bool {
+	return (r.World == 0 || r.World == world) && (r.MaxBytes == 0 || bytes <= r.MaxBytes)
+}
+
+// Choose is the variant the first matching rule picks ("" when none does).
+func Choose(rules []AutoRule, world int, bytes int64) string {
+	for _, r := range rules {
+		if r.Matches(world, bytes) {
+			return r.Variant
+		}
+	}
+	return ""
+}
