@@ -39,6 +39,7 @@ import (
 
 	"github.com/irisgen/irisgen/internal/cli"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
@@ -87,7 +88,7 @@ func (p Program) Run(args []string) int {
 // linked lists the import paths of the generated packages in the program.
 func linked() []string {
 	var paths []string
-	for _, t := range irisrt.Tables() {
+	for _, t := range irisimpl.Tables() {
 		paths = append(paths, t.ImportPath)
 	}
 	if len(paths) == 0 {
@@ -102,20 +103,20 @@ const packageFlag = "import path of the generated package to run (default: every
 // entries are the variants of the generated package pkg ("": of every one
 // the program links), checked to be usable and to name each collective
 // once.
-func entries(pkg string) ([]irisrt.Entry, string, error) {
-	tables := irisrt.Tables()
+func entries(pkg string) ([]irisimpl.Entry, string, error) {
+	tables := irisimpl.Tables()
 	if len(tables) == 0 {
 		return nil, "", cli.Fail(fmt.Errorf("no generated package is linked into this program: import yours in its main " +
 			"(import _ \"IMPORT/PATH/OF/YOUR/PACKAGE\") beside github.com/irisgen/irisgen/gputools"))
 	}
 	if pkg != "" {
-		i := slices.IndexFunc(tables, func(t *irisrt.Table) bool { return t.ImportPath == pkg })
+		i := slices.IndexFunc(tables, func(t *irisimpl.Table) bool { return t.ImportPath == pkg })
 		if i < 0 {
 			return nil, "", cli.UsageErr("-package %s: the program does not link it (it links %s)", pkg, strings.Join(linked(), ", "))
 		}
 		tables = tables[i : i+1]
 	}
-	var out []irisrt.Entry
+	var out []irisimpl.Entry
 	from := map[string]string{}
 	var paths []string
 	for _, t := range tables {

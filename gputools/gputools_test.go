@@ -13,7 +13,7 @@ import (
 	"github.com/irisgen/irisgen/internal/bench"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu/fakekernels"
-	"github.com/irisgen/irisgen/runtime/irisrt"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 
 	_ "github.com/irisgen/irisgen/generated/collectives" // the package the commands run
 )
@@ -25,7 +25,7 @@ const catalogue = "github.com/irisgen/irisgen/generated/collectives"
 func fake(t *testing.T, n int) (Program, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
 	p := fakegpu.New(n)
-	kernels, err := fakekernels.For(p, irisrt.Registered(catalogue))
+	kernels, err := fakekernels.For(p, irisimpl.Registered(catalogue))
 	require.NoError(t, err)
 	var stdout, stderr bytes.Buffer
 	return Program{Name: "tools", Platform: p, Kernels: kernels, Stdout: &stdout, Stderr: &stderr}, &stdout, &stderr

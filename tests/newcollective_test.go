@@ -38,13 +38,13 @@ import (
 	"github.com/irisgen/irisgen/gputools"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu/fakekernels"
-	"github.com/irisgen/irisgen/runtime/irisrt"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 )
 
 func run(t *testing.T, args ...string) string {
 	t.Setenv("IRISGEN_HEAP_BYTES", "64MiB")
 	p := fakegpu.New(2)
-	kernels, err := fakekernels.For(p, irisrt.Registered("example.com/ring/internal/gen/ring"))
+	kernels, err := fakekernels.For(p, irisimpl.Registered("example.com/ring/internal/gen/ring"))
 	if err != nil {
 		t.Fatal(err)
 	}

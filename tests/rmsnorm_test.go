@@ -15,6 +15,7 @@ import (
 	"github.com/irisgen/irisgen/internal/probe"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -160,7 +161,7 @@ func TestRMSNormLaunchArgs(t *testing.T) {
 		}
 		return fakegpu.Launch{}, false
 	}
-	u64 := func(b []byte, i int) uint64 { return binary.LittleEndian.Uint64(b[irisrt.CtxBytes+8*i:]) }
+	u64 := func(b []byte, i int) uint64 { return binary.LittleEndian.Uint64(b[irisimpl.CtxBytes+8*i:]) }
 	err := w.Run(func(r *irisrt.Rank) error {
 		s := r.Stream()
 		for _, v := range variants {
@@ -187,7 +188,7 @@ func TestRMSNormLaunchArgs(t *testing.T) {
 					if want := "irisgen_" + v.name + "_" + dt.String(); l.Function != want {
 						return fmt.Errorf("launched %s, want %s", l.Function, want)
 					}
-					if want := irisrt.Blocks(tokens*hidden*dt.Size(), 512, 16, v.maxBlocks); l.Block.X != 512 || int(l.Grid.X) != want {
+					if want := irisimpl.Blocks(tokens*hidden*dt.Size(), 512, 16, v.maxBlocks); l.Block.X != 512 || int(l.Grid.X) != want {
 						return fmt.Errorf("%s %s: grid %d x %d threads, want %d x 512", v.name, dt, l.Grid.X, l.Block.X, want)
 					}
 					for i := range 4 {

@@ -9,8 +9,8 @@ import (
 	"github.com/irisgen/irisgen"
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/internal/ir"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
-	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // catalogueIR compiles the specs of the catalogue built into irisgen, and
@@ -38,7 +38,7 @@ func catalogueIR(t *testing.T) ([]*ir.Collective, fs.FS) {
 // what the IR says, and every fact it copies (placements, barrier modes,
 // capture, launch shape, shapes, dtypes, sizes, hashes) is the IR's.
 func TestTableMatchesIR(t *testing.T) {
-	tab := irisrt.Registered("github.com/irisgen/irisgen/generated/collectives")
+	tab := irisimpl.Registered("github.com/irisgen/irisgen/generated/collectives")
 	if tab == nil {
 		t.Fatal("generated/collectives registered no table under its import path")
 	}
@@ -51,7 +51,7 @@ func TestTableMatchesIR(t *testing.T) {
 	}
 	kernels := 0
 	for _, c := range cs {
-		var tc *irisrt.Collective
+		var tc *irisimpl.Collective
 		for i := range tab.Collectives {
 			if tab.Collectives[i].Name == c.Name {
 				tc = &tab.Collectives[i]
@@ -106,18 +106,18 @@ func TestTableMatchesIR(t *testing.T) {
 			// Placements, as uses.
 			for i, u := range v.Uses {
 				// A workspace the plan owns (PlacePlan) needs no check: UseLocal.
-				want := map[ir.Placement]irisrt.Use{ir.PlaceAny: irisrt.UseLocal, ir.PlacePlan: irisrt.UseLocal, ir.PlaceImport: irisrt.UseImport, ir.PlaceHeap: irisrt.UseHeap}[u.Placement]
+				want := map[ir.Placement]irisimpl.Use{ir.PlaceAny: irisimpl.UseLocal, ir.PlacePlan: irisimpl.UseLocal, ir.PlaceImport: irisimpl.UseImport, ir.PlaceHeap: irisimpl.UseHeap}[u.Placement]
 				if c.Tensors[i].Dir == irismodel.Workspace && u.Access == 0 {
-					want = irisrt.Unused
+					want = irisimpl.Unused
 				}
 				if tv.Uses[i] != want {
 					t.Errorf("%s/%s: tensor %s used %d, IR placement %s (access %s)", c.Name, v.Name, c.Tensors[i].Name, tv.Uses[i], u.Placement, u.Access)
 				}
 			}
 			// Aliasing: the runtime's pairs are the IR's, with its rule.
-			var pairs []irisrt.AliasPair
+			var pairs []irisimpl.AliasPair
 			for _, p := range v.AliasPairs() {
-				pairs = append(pairs, irisrt.AliasPair{A: p[0].Name, B: p[1].Name, InPlace: v.InPlace(p[0], p[1])})
+				pairs = append(pairs, irisimpl.AliasPair{A: p[0].Name, B: p[1].Name, InPlace: v.InPlace(p[0], p[1])})
 			}
 			if got := tv.AliasPairs(); !slices.Equal(got, pairs) {
 				t.Errorf("%s/%s: alias pairs %v, IR %v", c.Name, v.Name, got, pairs)

@@ -135,7 +135,7 @@ func runKernels(env *cli.Env, args []string) error {
 	fmt.Fprintf(env.Stdout, "compiling %d kernel file%s with %s for %s into %s\n", len(srcs), cli.Plural(len(srcs)), cc, strings.Join(cc.Targets, ","), shown(dst))
 	failed := compileAll(env, srcs, *jobs, func(src string) ([]byte, error) {
 		base := strings.TrimSuffix(filepath.Base(src), ".hip")
-		// The runtime's name for the code object is irisrt.KernelFile (a test
+		// The runtime's name for the code object is irismodel.KernelFile (a test
 		// keeps the two in step without linking the runtime in here); every
 		// module defines its spec hash, which the runtime reads at load.
 		return b.Compile(ctx, src, filepath.Join(dst, base+cc.Ext()), irismodel.SpecHashSymbol(base))

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/irisgen/irisgen/internal/toolchain"
-	"github.com/irisgen/irisgen/runtime/irisrt"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // run runs the CLI in-process and returns its exit code and output.
@@ -413,7 +413,7 @@ func TestKernels(t *testing.T) {
 	}
 	require.Contains(t, stderr, filepath.Join("gen", "hip", "c.hip")+": compiled, with this output from the compiler:\n")
 	require.Contains(t, stderr, "warning: unused variable")
-	b, err := os.ReadFile(filepath.Join("gen", "coll", "kernels", irisrt.KernelFile("cuda", "b")))
+	b, err := os.ReadFile(filepath.Join("gen", "coll", "kernels", irismodel.KernelFile("cuda", "b")))
 	require.NoError(t, err)
 	require.Equal(t, "ok b\n", string(b))
 
@@ -451,7 +451,7 @@ func TestKernelsVerifiesAMDObjects(t *testing.T) {
 // runtime's (the generator does not link the runtime).
 func TestKernelFileNames(t *testing.T) {
 	for _, p := range []string{toolchain.HIP, toolchain.CUDA} {
-		require.Equal(t, irisrt.KernelFile(p, "x"), "x"+(&toolchain.Compiler{Platform: p}).Ext(), p)
+		require.Equal(t, irismodel.KernelFile(p, "x"), "x"+(&toolchain.Compiler{Platform: p}).Ext(), p)
 	}
 }
 

@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -64,11 +65,11 @@ func AllGather(r *irisrt.Rank, s gpu.Stream, variant AllGatherVariant, dt irismo
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type AllGatherPushPlan struct{ irisrt.VariantPlan }
+type AllGatherPushPlan struct{ irisimpl.VariantPlan }
 
 // NewAllGatherPushPlan makes a plan of all_gather/push for dt (f32, f16, bf16) and size n.
 func NewAllGatherPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllGatherPushPlan, error) {
-	return irisrt.NewPlanOf[AllGatherPushPlan](r, &allGatherDesc.Variants[0], dt, "", n)
+	return irisimpl.NewPlanOf[AllGatherPushPlan](r, &allGatherDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_gather/push on s in barrier mode mode.
@@ -86,11 +87,11 @@ func (p *AllGatherPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mo
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type AllGatherPullPlan struct{ irisrt.VariantPlan }
+type AllGatherPullPlan struct{ irisimpl.VariantPlan }
 
 // NewAllGatherPullPlan makes a plan of all_gather/pull for dt (f32, f16, bf16) and size n.
 func NewAllGatherPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllGatherPullPlan, error) {
-	return irisrt.NewPlanOf[AllGatherPullPlan](r, &allGatherDesc.Variants[1], dt, "", n)
+	return irisimpl.NewPlanOf[AllGatherPullPlan](r, &allGatherDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_gather/pull on s in barrier mode mode.
@@ -108,11 +109,11 @@ func (p *AllGatherPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mo
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type AllGatherRingPlan struct{ irisrt.VariantPlan }
+type AllGatherRingPlan struct{ irisimpl.VariantPlan }
 
 // NewAllGatherRingPlan makes a plan of all_gather/ring for dt (f32, f16, bf16) and size n.
 func NewAllGatherRingPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllGatherRingPlan, error) {
-	return irisrt.NewPlanOf[AllGatherRingPlan](r, &allGatherDesc.Variants[2], dt, "", n)
+	return irisimpl.NewPlanOf[AllGatherRingPlan](r, &allGatherDesc.Variants[2], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_gather/ring on s in barrier mode mode.
@@ -132,11 +133,11 @@ func (p *AllGatherRingPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mo
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type AllGatherLamportPlan struct{ irisrt.VariantPlan }
+type AllGatherLamportPlan struct{ irisimpl.VariantPlan }
 
 // NewAllGatherLamportPlan makes a plan of all_gather/lamport for dt (f32, f16, bf16) and size n.
 func NewAllGatherLamportPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllGatherLamportPlan, error) {
-	return irisrt.NewPlanOf[AllGatherLamportPlan](r, &allGatherDesc.Variants[3], dt, "", n)
+	return irisimpl.NewPlanOf[AllGatherLamportPlan](r, &allGatherDesc.Variants[3], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_gather/lamport on s in barrier mode

@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -53,12 +54,12 @@ func AllReduceRmsnorm(r *irisrt.Rank, s gpu.Stream, variant AllReduceRmsnormVari
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type AllReduceRmsnormOneShotPlan struct{ irisrt.VariantPlan }
+type AllReduceRmsnormOneShotPlan struct{ irisimpl.VariantPlan }
 
 // NewAllReduceRmsnormOneShotPlan makes a plan of all_reduce_rmsnorm/one_shot for dt (f32, f16, bf16)
 // and sizes tokens, hidden.
 func NewAllReduceRmsnormOneShotPlan(r *irisrt.Rank, dt irismodel.DType, tokens int64, hidden int64) (*AllReduceRmsnormOneShotPlan, error) {
-	return irisrt.NewPlanOf[AllReduceRmsnormOneShotPlan](r, &allReduceRmsnormDesc.Variants[0], dt, "", tokens, hidden)
+	return irisimpl.NewPlanOf[AllReduceRmsnormOneShotPlan](r, &allReduceRmsnormDesc.Variants[0], dt, "", tokens, hidden)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches
@@ -88,12 +89,12 @@ func (p *AllReduceRmsnormOneShotPlan) Launch(s gpu.Stream, input, residual, weig
 // An input may be the very same tensor as an output (in place), but not overlap it in part. Barrier
 // modes: device (default), host, none; capturable in a graph: device, none. Grid: up to 128 blocks of
 // 512 threads, sized by 16-byte vectors.
-type AllReduceRmsnormOneShotLamportPlan struct{ irisrt.VariantPlan }
+type AllReduceRmsnormOneShotLamportPlan struct{ irisimpl.VariantPlan }
 
 // NewAllReduceRmsnormOneShotLamportPlan makes a plan of all_reduce_rmsnorm/one_shot_lamport for dt
 // (f32, f16, bf16) and sizes tokens, hidden.
 func NewAllReduceRmsnormOneShotLamportPlan(r *irisrt.Rank, dt irismodel.DType, tokens int64, hidden int64) (*AllReduceRmsnormOneShotLamportPlan, error) {
-	return irisrt.NewPlanOf[AllReduceRmsnormOneShotLamportPlan](r, &allReduceRmsnormDesc.Variants[1], dt, "", tokens, hidden)
+	return irisimpl.NewPlanOf[AllReduceRmsnormOneShotLamportPlan](r, &allReduceRmsnormDesc.Variants[1], dt, "", tokens, hidden)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches
@@ -121,12 +122,12 @@ func (p *AllReduceRmsnormOneShotLamportPlan) Launch(s gpu.Stream, input, residua
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type AllReduceRmsnormTwoShotPlan struct{ irisrt.VariantPlan }
+type AllReduceRmsnormTwoShotPlan struct{ irisimpl.VariantPlan }
 
 // NewAllReduceRmsnormTwoShotPlan makes a plan of all_reduce_rmsnorm/two_shot for dt (f32, f16, bf16)
 // and sizes tokens, hidden.
 func NewAllReduceRmsnormTwoShotPlan(r *irisrt.Rank, dt irismodel.DType, tokens int64, hidden int64) (*AllReduceRmsnormTwoShotPlan, error) {
-	return irisrt.NewPlanOf[AllReduceRmsnormTwoShotPlan](r, &allReduceRmsnormDesc.Variants[2], dt, "", tokens, hidden)
+	return irisimpl.NewPlanOf[AllReduceRmsnormTwoShotPlan](r, &allReduceRmsnormDesc.Variants[2], dt, "", tokens, hidden)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches

@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -60,11 +61,11 @@ func AllToAll(r *irisrt.Rank, s gpu.Stream, variant AllToAllVariant, dt irismode
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type AllToAllPushPlan struct{ irisrt.VariantPlan }
+type AllToAllPushPlan struct{ irisimpl.VariantPlan }
 
 // NewAllToAllPushPlan makes a plan of all_to_all/push for dt (f32, f16, bf16) and size n.
 func NewAllToAllPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllToAllPushPlan, error) {
-	return irisrt.NewPlanOf[AllToAllPushPlan](r, &allToAllDesc.Variants[0], dt, "", n)
+	return irisimpl.NewPlanOf[AllToAllPushPlan](r, &allToAllDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_to_all/push on s in barrier mode mode.
@@ -81,12 +82,12 @@ func (p *AllToAllPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mod
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 64 blocks of 512 threads, sized by 16-byte vectors.
-type AllToAllPushOverlapPlan struct{ irisrt.VariantPlan }
+type AllToAllPushOverlapPlan struct{ irisimpl.VariantPlan }
 
 // NewAllToAllPushOverlapPlan makes a plan of all_to_all/push_overlap for dt (f32, f16, bf16) and size
 // n.
 func NewAllToAllPushOverlapPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllToAllPushOverlapPlan, error) {
-	return irisrt.NewPlanOf[AllToAllPushOverlapPlan](r, &allToAllDesc.Variants[1], dt, "", n)
+	return irisimpl.NewPlanOf[AllToAllPushOverlapPlan](r, &allToAllDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_to_all/push_overlap on s in barrier
@@ -105,11 +106,11 @@ func (p *AllToAllPushOverlapPlan) Launch(s gpu.Stream, input, output irisrt.Tens
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type AllToAllPullPlan struct{ irisrt.VariantPlan }
+type AllToAllPullPlan struct{ irisimpl.VariantPlan }
 
 // NewAllToAllPullPlan makes a plan of all_to_all/pull for dt (f32, f16, bf16) and size n.
 func NewAllToAllPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllToAllPullPlan, error) {
-	return irisrt.NewPlanOf[AllToAllPullPlan](r, &allToAllDesc.Variants[2], dt, "", n)
+	return irisimpl.NewPlanOf[AllToAllPullPlan](r, &allToAllDesc.Variants[2], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_to_all/pull on s in barrier mode mode.
@@ -129,11 +130,11 @@ func (p *AllToAllPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mod
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type AllToAllLamportPlan struct{ irisrt.VariantPlan }
+type AllToAllLamportPlan struct{ irisimpl.VariantPlan }
 
 // NewAllToAllLamportPlan makes a plan of all_to_all/lamport for dt (f32, f16, bf16) and size n.
 func NewAllToAllLamportPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllToAllLamportPlan, error) {
-	return irisrt.NewPlanOf[AllToAllLamportPlan](r, &allToAllDesc.Variants[3], dt, "", n)
+	return irisimpl.NewPlanOf[AllToAllLamportPlan](r, &allToAllDesc.Variants[3], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_to_all/lamport on s in barrier mode

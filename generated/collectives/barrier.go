@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -33,11 +34,11 @@ func Barrier(r *irisrt.Rank, s gpu.Stream, variant BarrierVariant, mode irismode
 //
 // Barrier modes: device (default), host; capturable in a graph: device. Grid: 1 block of 64 threads,
 // sized by 16-byte vectors.
-type BarrierDevicePlan struct{ irisrt.VariantPlan }
+type BarrierDevicePlan struct{ irisimpl.VariantPlan }
 
 // NewBarrierDevicePlan makes a plan of barrier/device.
 func NewBarrierDevicePlan(r *irisrt.Rank) (*BarrierDevicePlan, error) {
-	return irisrt.NewPlanOf[BarrierDevicePlan](r, &barrierDesc.Variants[0], 0, "")
+	return irisimpl.NewPlanOf[BarrierDevicePlan](r, &barrierDesc.Variants[0], 0, "")
 }
 
 // Launch launches barrier/device on s in barrier mode mode.

@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -46,11 +47,11 @@ func Broadcast(r *irisrt.Rank, s gpu.Stream, variant BroadcastVariant, dt irismo
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type BroadcastPushPlan struct{ irisrt.VariantPlan }
+type BroadcastPushPlan struct{ irisimpl.VariantPlan }
 
 // NewBroadcastPushPlan makes a plan of broadcast/push for dt (f32, f16, bf16) and size n.
 func NewBroadcastPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*BroadcastPushPlan, error) {
-	return irisrt.NewPlanOf[BroadcastPushPlan](r, &broadcastDesc.Variants[0], dt, "", n)
+	return irisimpl.NewPlanOf[BroadcastPushPlan](r, &broadcastDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches broadcast/push on s in
@@ -74,11 +75,11 @@ func (p *BroadcastPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, ro
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type BroadcastPullPlan struct{ irisrt.VariantPlan }
+type BroadcastPullPlan struct{ irisimpl.VariantPlan }
 
 // NewBroadcastPullPlan makes a plan of broadcast/pull for dt (f32, f16, bf16) and size n.
 func NewBroadcastPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*BroadcastPullPlan, error) {
-	return irisrt.NewPlanOf[BroadcastPullPlan](r, &broadcastDesc.Variants[1], dt, "", n)
+	return irisimpl.NewPlanOf[BroadcastPullPlan](r, &broadcastDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches broadcast/pull on s in
@@ -103,12 +104,12 @@ func (p *BroadcastPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, ro
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type BroadcastScatterGatherPlan struct{ irisrt.VariantPlan }
+type BroadcastScatterGatherPlan struct{ irisimpl.VariantPlan }
 
 // NewBroadcastScatterGatherPlan makes a plan of broadcast/scatter_gather for dt (f32, f16, bf16) and
 // size n.
 func NewBroadcastScatterGatherPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*BroadcastScatterGatherPlan, error) {
-	return irisrt.NewPlanOf[BroadcastScatterGatherPlan](r, &broadcastDesc.Variants[2], dt, "", n)
+	return irisimpl.NewPlanOf[BroadcastScatterGatherPlan](r, &broadcastDesc.Variants[2], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches

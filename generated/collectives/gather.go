@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -46,11 +47,11 @@ func Gather(r *irisrt.Rank, s gpu.Stream, variant GatherVariant, dt irismodel.DT
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type GatherPullPlan struct{ irisrt.VariantPlan }
+type GatherPullPlan struct{ irisimpl.VariantPlan }
 
 // NewGatherPullPlan makes a plan of gather/pull for dt (f32, f16, bf16) and size n.
 func NewGatherPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*GatherPullPlan, error) {
-	return irisrt.NewPlanOf[GatherPullPlan](r, &gatherDesc.Variants[0], dt, "", n)
+	return irisimpl.NewPlanOf[GatherPullPlan](r, &gatherDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches gather/pull on s in
@@ -74,11 +75,11 @@ func (p *GatherPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root 
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type GatherPushPlan struct{ irisrt.VariantPlan }
+type GatherPushPlan struct{ irisimpl.VariantPlan }
 
 // NewGatherPushPlan makes a plan of gather/push for dt (f32, f16, bf16) and size n.
 func NewGatherPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*GatherPushPlan, error) {
-	return irisrt.NewPlanOf[GatherPushPlan](r, &gatherDesc.Variants[1], dt, "", n)
+	return irisimpl.NewPlanOf[GatherPushPlan](r, &gatherDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches gather/push on s in

@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -53,12 +54,12 @@ func MoeDispatch(r *irisrt.Rank, s gpu.Stream, variant MoeDispatchVariant, dt ir
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type MoeDispatchPushPlan struct{ irisrt.VariantPlan }
+type MoeDispatchPushPlan struct{ irisimpl.VariantPlan }
 
 // NewMoeDispatchPushPlan makes a plan of moe_dispatch/push for dt (f32, f16, bf16) and sizes t, h, k,
 // e, cap.
 func NewMoeDispatchPushPlan(r *irisrt.Rank, dt irismodel.DType, t int64, h int64, k int64, e int64, cap int64) (*MoeDispatchPushPlan, error) {
-	return irisrt.NewPlanOf[MoeDispatchPushPlan](r, &moeDispatchDesc.Variants[0], dt, "", t, h, k, e, cap)
+	return irisimpl.NewPlanOf[MoeDispatchPushPlan](r, &moeDispatchDesc.Variants[0], dt, "", t, h, k, e, cap)
 }
 
 // Launch checks the tensors by the rules above and launches moe_dispatch/push on s in barrier mode

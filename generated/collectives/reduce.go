@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -56,12 +57,12 @@ func Reduce(r *irisrt.Rank, s gpu.Stream, variant ReduceVariant, dt irismodel.DT
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type ReducePullPlan struct{ irisrt.VariantPlan }
+type ReducePullPlan struct{ irisimpl.VariantPlan }
 
 // NewReducePullPlan makes a plan of reduce/pull for dt (f32, f16, bf16), op (sum, max, min) and size
 // n.
 func NewReducePullPlan(r *irisrt.Rank, dt irismodel.DType, op ReduceOp, n int64) (*ReducePullPlan, error) {
-	return irisrt.NewPlanOf[ReducePullPlan](r, &reduceDesc.Variants[0], dt, string(op), n)
+	return irisimpl.NewPlanOf[ReducePullPlan](r, &reduceDesc.Variants[0], dt, string(op), n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches reduce/pull on s in
@@ -86,12 +87,12 @@ func (p *ReducePullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root 
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type ReduceSplitPlan struct{ irisrt.VariantPlan }
+type ReduceSplitPlan struct{ irisimpl.VariantPlan }
 
 // NewReduceSplitPlan makes a plan of reduce/split for dt (f32, f16, bf16), op (sum, max, min) and size
 // n.
 func NewReduceSplitPlan(r *irisrt.Rank, dt irismodel.DType, op ReduceOp, n int64) (*ReduceSplitPlan, error) {
-	return irisrt.NewPlanOf[ReduceSplitPlan](r, &reduceDesc.Variants[1], dt, string(op), n)
+	return irisimpl.NewPlanOf[ReduceSplitPlan](r, &reduceDesc.Variants[1], dt, string(op), n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches reduce/split on s in

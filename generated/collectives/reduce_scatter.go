@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -51,12 +52,12 @@ func ReduceScatter(r *irisrt.Rank, s gpu.Stream, variant ReduceScatterVariant, d
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type ReduceScatterPullPlan struct{ irisrt.VariantPlan }
+type ReduceScatterPullPlan struct{ irisimpl.VariantPlan }
 
 // NewReduceScatterPullPlan makes a plan of reduce_scatter/pull for dt (f32, f16, bf16), op (sum, max,
 // min) and size n.
 func NewReduceScatterPullPlan(r *irisrt.Rank, dt irismodel.DType, op ReduceScatterOp, n int64) (*ReduceScatterPullPlan, error) {
-	return irisrt.NewPlanOf[ReduceScatterPullPlan](r, &reduceScatterDesc.Variants[0], dt, string(op), n)
+	return irisimpl.NewPlanOf[ReduceScatterPullPlan](r, &reduceScatterDesc.Variants[0], dt, string(op), n)
 }
 
 // Launch checks the tensors by the rules above and launches reduce_scatter/pull on s in barrier mode
@@ -77,12 +78,12 @@ func (p *ReduceScatterPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type ReduceScatterLamportPlan struct{ irisrt.VariantPlan }
+type ReduceScatterLamportPlan struct{ irisimpl.VariantPlan }
 
 // NewReduceScatterLamportPlan makes a plan of reduce_scatter/lamport for dt (f32, f16, bf16), op (sum,
 // max, min) and size n.
 func NewReduceScatterLamportPlan(r *irisrt.Rank, dt irismodel.DType, op ReduceScatterOp, n int64) (*ReduceScatterLamportPlan, error) {
-	return irisrt.NewPlanOf[ReduceScatterLamportPlan](r, &reduceScatterDesc.Variants[1], dt, string(op), n)
+	return irisimpl.NewPlanOf[ReduceScatterLamportPlan](r, &reduceScatterDesc.Variants[1], dt, string(op), n)
 }
 
 // Launch checks the tensors by the rules above and launches reduce_scatter/lamport on s in barrier

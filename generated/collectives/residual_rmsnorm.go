@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -49,12 +50,12 @@ func ResidualRmsnorm(r *irisrt.Rank, s gpu.Stream, variant ResidualRmsnormVarian
 //
 // Inputs and outputs may not overlap. Barrier modes: none (default); capturable in a graph: none.
 // Grid: up to 1024 blocks of 512 threads, sized by 16-byte vectors.
-type ResidualRmsnormLocalPlan struct{ irisrt.VariantPlan }
+type ResidualRmsnormLocalPlan struct{ irisimpl.VariantPlan }
 
 // NewResidualRmsnormLocalPlan makes a plan of residual_rmsnorm/local for dt (f32, f16, bf16) and sizes
 // tokens, hidden.
 func NewResidualRmsnormLocalPlan(r *irisrt.Rank, dt irismodel.DType, tokens int64, hidden int64) (*ResidualRmsnormLocalPlan, error) {
-	return irisrt.NewPlanOf[ResidualRmsnormLocalPlan](r, &residualRmsnormDesc.Variants[0], dt, "", tokens, hidden)
+	return irisimpl.NewPlanOf[ResidualRmsnormLocalPlan](r, &residualRmsnormDesc.Variants[0], dt, "", tokens, hidden)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches residual_rmsnorm/local

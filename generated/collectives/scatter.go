@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -45,11 +46,11 @@ func Scatter(r *irisrt.Rank, s gpu.Stream, variant ScatterVariant, dt irismodel.
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type ScatterPushPlan struct{ irisrt.VariantPlan }
+type ScatterPushPlan struct{ irisimpl.VariantPlan }
 
 // NewScatterPushPlan makes a plan of scatter/push for dt (f32, f16, bf16) and size n.
 func NewScatterPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*ScatterPushPlan, error) {
-	return irisrt.NewPlanOf[ScatterPushPlan](r, &scatterDesc.Variants[0], dt, "", n)
+	return irisimpl.NewPlanOf[ScatterPushPlan](r, &scatterDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches scatter/push on s in
@@ -73,11 +74,11 @@ func (p *ScatterPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type ScatterPullPlan struct{ irisrt.VariantPlan }
+type ScatterPullPlan struct{ irisimpl.VariantPlan }
 
 // NewScatterPullPlan makes a plan of scatter/pull for dt (f32, f16, bf16) and size n.
 func NewScatterPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*ScatterPullPlan, error) {
-	return irisrt.NewPlanOf[ScatterPullPlan](r, &scatterDesc.Variants[1], dt, "", n)
+	return irisimpl.NewPlanOf[ScatterPullPlan](r, &scatterDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches scatter/pull on s in

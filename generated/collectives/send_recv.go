@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -48,11 +49,11 @@ func SendRecv(r *irisrt.Rank, s gpu.Stream, variant SendRecvVariant, dt irismode
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type SendRecvPushPlan struct{ irisrt.VariantPlan }
+type SendRecvPushPlan struct{ irisimpl.VariantPlan }
 
 // NewSendRecvPushPlan makes a plan of send_recv/push for dt (f32, f16, bf16) and size n.
 func NewSendRecvPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*SendRecvPushPlan, error) {
-	return irisrt.NewPlanOf[SendRecvPushPlan](r, &sendRecvDesc.Variants[0], dt, "", n)
+	return irisimpl.NewPlanOf[SendRecvPushPlan](r, &sendRecvDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches send_recv/push on s in
@@ -78,11 +79,11 @@ func (p *SendRecvPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, src
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type SendRecvPullPlan struct{ irisrt.VariantPlan }
+type SendRecvPullPlan struct{ irisimpl.VariantPlan }
 
 // NewSendRecvPullPlan makes a plan of send_recv/pull for dt (f32, f16, bf16) and size n.
 func NewSendRecvPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*SendRecvPullPlan, error) {
-	return irisrt.NewPlanOf[SendRecvPullPlan](r, &sendRecvDesc.Variants[1], dt, "", n)
+	return irisimpl.NewPlanOf[SendRecvPullPlan](r, &sendRecvDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches send_recv/pull on s in

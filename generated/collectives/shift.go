@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -45,11 +46,11 @@ func Shift(r *irisrt.Rank, s gpu.Stream, variant ShiftVariant, dt irismodel.DTyp
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type ShiftPushPlan struct{ irisrt.VariantPlan }
+type ShiftPushPlan struct{ irisimpl.VariantPlan }
 
 // NewShiftPushPlan makes a plan of shift/push for dt (f32, f16, bf16) and size n.
 func NewShiftPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*ShiftPushPlan, error) {
-	return irisrt.NewPlanOf[ShiftPushPlan](r, &shiftDesc.Variants[0], dt, "", n)
+	return irisimpl.NewPlanOf[ShiftPushPlan](r, &shiftDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches shift/push on s in
@@ -72,11 +73,11 @@ func (p *ShiftPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, offset
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type ShiftPullPlan struct{ irisrt.VariantPlan }
+type ShiftPullPlan struct{ irisimpl.VariantPlan }
 
 // NewShiftPullPlan makes a plan of shift/pull for dt (f32, f16, bf16) and size n.
 func NewShiftPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*ShiftPullPlan, error) {
-	return irisrt.NewPlanOf[ShiftPullPlan](r, &shiftDesc.Variants[1], dt, "", n)
+	return irisimpl.NewPlanOf[ShiftPullPlan](r, &shiftDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches shift/pull on s in

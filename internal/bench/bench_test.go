@@ -16,8 +16,8 @@ import (
 
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/internal/tuning"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
-	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 func sample() []Row {
@@ -220,7 +220,7 @@ func TestNCCLBaselinesMatchShapes(t *testing.T) {
 		if k.nccl == nil {
 			continue
 		}
-		i := slices.IndexFunc(collectives.Catalogue, func(e irisrt.Entry) bool { return e.Collective == coll })
+		i := slices.IndexFunc(collectives.Catalogue, func(e irisimpl.Entry) bool { return e.Collective == coll })
 		require.GreaterOrEqual(t, i, 0, "%s has an NCCL baseline but no catalogue collective", coll)
 		e := collectives.Catalogue[i]
 		sizes, ok := sweepSizes(e, bytes, world, es)
@@ -263,14 +263,14 @@ func TestSweepSizes(t *testing.T) {
 	}
 	require.Len(t, seen, len(want), "the sweep times every single-size collective of the catalogue")
 
-	entry := func(sizes []string, shapes ...string) irisrt.Entry {
-		tab := &irisrt.Table{ImportPath: "example.com/sizes", Collectives: []irisrt.Collective{{
+	entry := func(sizes []string, shapes ...string) irisimpl.Entry {
+		tab := &irisimpl.Table{ImportPath: "example.com/sizes", Collectives: []irisimpl.Collective{{
 			Name: "c", SpecHash: "h", DTypes: []irismodel.DType{irismodel.BF16},
-			Variants: []irisrt.Variant{{Name: "v", Barriers: []irismodel.Barrier{irismodel.BarrierDevice}, Threads: 64, MaxBlocks: 1, VectorBytes: 16}},
+			Variants: []irisimpl.Variant{{Name: "v", Barriers: []irismodel.Barrier{irismodel.BarrierDevice}, Threads: 64, MaxBlocks: 1, VectorBytes: 16}},
 		}}}
 		c := &tab.Collectives[0]
 		for _, s := range sizes {
-			c.Sizes = append(c.Sizes, irisrt.SizeParam{Name: s, From: -1})
+			c.Sizes = append(c.Sizes, irisimpl.SizeParam{Name: s, From: -1})
 		}
 		for i, sh := range shapes {
 			var dims []irismodel.Dim
@@ -289,7 +289,7 @@ func TestSweepSizes(t *testing.T) {
 				}
 			}
 			c.Tensors = append(c.Tensors, irismodel.TensorDesc{Name: fmt.Sprintf("t%d", i), Dir: irismodel.InOut, Shape: dims})
-			c.Variants[0].Uses = append(c.Variants[0].Uses, irisrt.UseLocal)
+			c.Variants[0].Uses = append(c.Variants[0].Uses, irisimpl.UseLocal)
 		}
 		es := tab.Entries()
 		require.Len(t, es, 1)
@@ -324,7 +324,7 @@ func TestSweepSizes(t *testing.T) {
 // sweep; a scenario is selected by its name or by a collective it times,
 // and applies only where the package holds every collective it launches.
 func TestSelection(t *testing.T) {
-	names := func(es []irisrt.Entry) []string {
+	names := func(es []irisimpl.Entry) []string {
 		var out []string
 		for _, e := range es {
 			if !slices.Contains(out, e.Collective) {
@@ -360,7 +360,7 @@ func TestSelection(t *testing.T) {
 	}
 	// Without all_reduce_rmsnorm, its scenario does not apply and the sweep
 	// takes residual_rmsnorm (two sizes: the last takes the size).
-	var part []irisrt.Entry
+	var part []irisimpl.Entry
 	for _, e := range collectives.Catalogue {
 		if e.Collective != "all_reduce_rmsnorm" && e.Collective != "moe_combine" {
 			part = append(part, e)

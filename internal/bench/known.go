@@ -5,7 +5,7 @@ import (
 
 	"github.com/irisgen/irisgen/internal/nccl"
 	"github.com/irisgen/irisgen/runtime/gpu"
-	"github.com/irisgen/irisgen/runtime/irisrt"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 )
 
 // known is what the benchmark knows about a collective by its name, as
@@ -49,7 +49,7 @@ var knownCollectives = map[string]known{
 }
 
 // slowLimit is the largest size e is timed at (0: any).
-func slowLimit(e irisrt.Entry) int64 { return knownCollectives[e.Collective].slow[e.Variant] }
+func slowLimit(e irisimpl.Entry) int64 { return knownCollectives[e.Collective].slow[e.Variant] }
 
 // ncclCall is the NCCL baseline of a collective, in nccl-tests' sizes: the
 // cell's size is the larger buffer, and a buffer marked per-rank holds one

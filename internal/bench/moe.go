@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/irisgen/irisgen/internal/moepair"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -136,7 +137,7 @@ func MoELinkBytes(routes [][]int64, k, e, rowBytes int64) int64 {
 	return most
 }
 
-func timeMoE(r *irisrt.Rank, entries []irisrt.Entry, ids []int64, t, k int64, mode string, warmup, repeats int) ([]float64, []float64, error) {
+func timeMoE(r *irisrt.Rank, entries []irisimpl.Entry, ids []int64, t, k int64, mode string, warmup, repeats int) ([]float64, []float64, error) {
 	e := moeExpertsPerRank * int64(r.World())
 	pair, err := moepair.New(r, entries, irismodel.BF16, []int64{t, MoEHidden, k, e, t})
 	if err != nil {

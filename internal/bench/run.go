@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -15,9 +16,9 @@ import (
 type Config struct {
 	World int
 	// Entries are the variants to time: the catalogue of one or more
-	// generated packages (irisrt.Table.Entries), every collective with a
+	// generated packages (irisimpl.Table.Entries), every collective with a
 	// distinct name.
-	Entries []irisrt.Entry
+	Entries []irisimpl.Entry
 	Sizes   []int64  // nccl-tests sizes in bytes
 	DTypes  []string // f32, f16, bf16
 	Modes   []string // eager, graph
@@ -40,7 +41,7 @@ type Config struct {
 // and scatter's input, all_to_all's per-rank total, the buffer of
 // all_reduce, broadcast, reduce, shift and send_recv. ok is false when not
 // even 1 fits (the size is below one element per rank).
-func sweepSizes(e irisrt.Entry, bytes int64, world int, es int64) (sizes []int64, ok bool) {
+func sweepSizes(e irisimpl.Entry, bytes int64, world int, es int64) (sizes []int64, ok bool) {
 	sizes = make([]int64, len(e.Sizes))
 	for i := range sizes {
 		sizes[i] = 1
@@ -72,7 +73,7 @@ func sweepSizes(e irisrt.Entry, bytes int64, world int, es int64) (sizes []int64
 
 // benchMode is the barrier mode e is timed in: device where it has it,
 // else its first capturable mode, else its default.
-func benchMode(e irisrt.Entry) irismodel.Barrier {
+func benchMode(e irisimpl.Entry) irismodel.Barrier {
 	switch {
 	case slices.Contains(e.Barriers, irismodel.BarrierDevice):
 		return irismodel.BarrierDevice
@@ -236,7 +237,7 @@ func timeCell(w *irisrt.World, cfg Config, row *Row, steps []step, k int) error 
 
 // selection is what a Config times.
 type selection struct {
-	fixed, sweep []irisrt.Entry // collectives without and with size parameters
+	fixed, sweep []irisimpl.Entry // collectives without and with size parameters
 	scenarios    []scenario
 }
 
@@ -267,7 +268,7 @@ func (cfg Config) selection() selection {
 
 // Names lists what Config.Collectives may name for entries: their
 // collectives, and the scenarios that apply to them.
-func Names(entries []irisrt.Entry) []string {
+func Names(entries []irisimpl.Entry) []string {
 	var names []string
 	for _, e := range entries {
 		if !slices.Contains(names, e.Collective) {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -35,11 +36,11 @@ func scenarios() []scenario {
 
 // applicable lists the scenarios whose collectives entries hold, each
 // with the entries it uses.
-func applicable(entries []irisrt.Entry) []scenario {
+func applicable(entries []irisimpl.Entry) []scenario {
 	var out []scenario
 	for _, sc := range scenarios() {
 		if !slices.ContainsFunc(sc.needs, func(c string) bool {
-			return !slices.ContainsFunc(entries, func(e irisrt.Entry) bool { return e.Collective == c })
+			return !slices.ContainsFunc(entries, func(e irisimpl.Entry) bool { return e.Collective == c })
 		}) {
 			out = append(out, sc)
 		}
@@ -100,7 +101,7 @@ type tensorRef struct {
 
 // step is one resolved launch of a timed call.
 type step struct {
-	e     irisrt.Entry
+	e     irisimpl.Entry
 	dt    irismodel.DType
 	sizes []int64
 	from  map[int]stepTensor // tensor index -> an earlier step's tensor
@@ -189,14 +190,14 @@ func points(grid []axis) []point {
 
 // resolve turns links into steps at p, with each link of variant ""
 // taking the variant of choice (one chain has at most one such link).
-func resolve(entries []irisrt.Entry, links []link, dt irismodel.DType, p point, choice string) ([]step, error) {
+func resolve(entries []irisimpl.Entry, links []link, dt irismodel.DType, p point, choice string) ([]step, error) {
 	steps := make([]step, len(links))
 	for i, l := range links {
 		v := l.variant
 		if v == "" {
 			v = choice
 		}
-		j := slices.IndexFunc(entries, func(e irisrt.Entry) bool { return e.Collective == l.collective && e.Variant == v })
+		j := slices.IndexFunc(entries, func(e irisimpl.Entry) bool { return e.Collective == l.collective && e.Variant == v })
 		if j < 0 {
 			return nil, fmt.Errorf("the package has no %s/%s", l.collective, v)
 		}
@@ -209,9 +210,9 @@ func resolve(entries []irisrt.Entry, links []link, dt irismodel.DType, p point, 
 			st.sizes = append(st.sizes, n)
 		}
 		for name, ref := range l.from {
-			ti, ri := slices.IndexFunc(st.e.Tensors, func(t irisrt.TensorInfo) bool { return t.Name == name }), -1
+			ti, ri := slices.IndexFunc(st.e.Tensors, func(t irisimpl.TensorInfo) bool { return t.Name == name }), -1
 			if ref.link >= 0 && ref.link < i {
-				ri = slices.IndexFunc(steps[ref.link].e.Tensors, func(t irisrt.TensorInfo) bool { return t.Name == ref.tensor })
+				ri = slices.IndexFunc(steps[ref.link].e.Tensors, func(t irisimpl.TensorInfo) bool { return t.Name == ref.tensor })
 			}
 			if ti < 0 || ri < 0 {
 				return nil, fmt.Errorf("chain: %s.%s from link %d's %s: no such tensor in an earlier link", l.collective, name, ref.link, ref.tensor)
@@ -226,7 +227,7 @@ func resolve(entries []irisrt.Entry, links []link, dt irismodel.DType, p point, 
 // choices are the variants a chain's links of variant "" take in turn:
 // every variant of that collective not slow by design ("" alone when
 // there is no such link).
-func choices(entries []irisrt.Entry, links []link) []string {
+func choices(entries []irisimpl.Entry, links []link) []string {
 	i := slices.IndexFunc(links, func(l link) bool { return l.variant == "" })
 	if i < 0 {
 		return []string{""}

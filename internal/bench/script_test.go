@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/irisgen/irisgen/generated/collectives"
-	"github.com/irisgen/irisgen/runtime/irisrt"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 )
 
 // TestBaselineArgs checks that every flag irisgen passes to baselines.py is
@@ -33,7 +33,7 @@ func TestBaselineArgs(t *testing.T) {
 	require.Nil(t, BaselineArgs("b.py", "o.csv", Config{Entries: collectives.Catalogue, Collectives: []string{"barrier"}}), "the barrier has no baseline")
 	all := strings.Join(BaselineArgs("b.py", "o.csv", Config{Entries: collectives.Catalogue}), " ")
 	require.Contains(t, all, "--collectives all_gather,all_reduce,all_to_all,reduce_scatter,all_reduce_rmsnorm,moe", "everything torch has, by default")
-	var own []irisrt.Entry
+	var own []irisimpl.Entry
 	for _, e := range collectives.Catalogue {
 		if e.Collective == "broadcast" || e.Collective == "shift" {
 			e.Collective = "my_" + e.Collective // a package's own collectives, unknown to the script

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -100,11 +101,11 @@ func tailOf(us []float64) Tail {
 
 // TailConfig says what RunTails measures.
 type TailConfig struct {
-	Entries     []irisrt.Entry // the variants, as Config.Entries
-	Sizes       []int64        // bytes, as Config.Sizes
-	DTypes      []string       // f32, f16, bf16
-	Collectives []string       // as Config.Collectives; empty: all (the sweep, and the chain scenarios with a tails grid: all_reduce_rmsnorm)
-	Launches    int            // per cell; 0: DefaultTailLaunches
+	Entries     []irisimpl.Entry // the variants, as Config.Entries
+	Sizes       []int64          // bytes, as Config.Sizes
+	DTypes      []string         // f32, f16, bf16
+	Collectives []string         // as Config.Collectives; empty: all (the sweep, and the chain scenarios with a tails grid: all_reduce_rmsnorm)
+	Launches    int              // per cell; 0: DefaultTailLaunches
 	Warmup      int
 	Log         io.Writer
 }

@@ -116,8 +116,8 @@ func (v *Variant) AliasPairs() [][2]*Tensor {
 
 // InPlace reports whether a launch may pass the same tensor as a and b: the
 // variant allows aliasing and one of them is dir: in, the other written. The
-// wrapper checks such a pair with irisrt.CheckInPlace (the same tensor or
-// disjoint) and every other pair of AliasPairs with irisrt.CheckNoAlias.
+// runtime (irisimpl) checks such a pair as in place (the same tensor or
+// disjoint) and every other pair of AliasPairs for no overlap at all.
 func (v *Variant) InPlace(a, b *Tensor) bool {
 	return v.Aliasing == AliasAllow && (a.Dir == irismodel.In) != (b.Dir == irismodel.In)
 }

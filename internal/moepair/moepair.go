@@ -12,6 +12,7 @@ import (
 	"slices"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -26,11 +27,11 @@ const (
 
 // Find returns the pair's variants among entries (one generated package's
 // catalogue); ok is false when it lacks either.
-func Find(entries []irisrt.Entry) (dispatch, combine irisrt.Entry, ok bool) {
-	find := func(coll string) (irisrt.Entry, bool) {
-		i := slices.IndexFunc(entries, func(e irisrt.Entry) bool { return e.Collective == coll && e.Variant == Variant })
+func Find(entries []irisimpl.Entry) (dispatch, combine irisimpl.Entry, ok bool) {
+	find := func(coll string) (irisimpl.Entry, bool) {
+		i := slices.IndexFunc(entries, func(e irisimpl.Entry) bool { return e.Collective == coll && e.Variant == Variant })
 		if i < 0 {
-			return irisrt.Entry{}, false
+			return irisimpl.Entry{}, false
 		}
 		return entries[i], true
 	}
@@ -41,7 +42,7 @@ func Find(entries []irisrt.Entry) (dispatch, combine irisrt.Entry, ok bool) {
 
 // Pair is one rank's dispatch and combine plans and their tensors.
 type Pair struct {
-	Dispatch, Combine irisrt.AnyPlan
+	Dispatch, Combine irisimpl.AnyPlan
 	// DispatchArgs and CombineArgs are each plan's tensors in spec order.
 	DispatchArgs, CombineArgs []irisrt.Tensor
 	// Tensors holds every tensor by name; a name both plans have is one
@@ -55,7 +56,7 @@ type Pair struct {
 // New makes the plans of the pair in entries for data type dt and sizes
 // (t, h, k, e, cap) and allocates every tensor on r's heap, each in its own
 // dtype (index tensors in their first). Collective, like the plans.
-func New(r *irisrt.Rank, entries []irisrt.Entry, dt irismodel.DType, sizes []int64) (*Pair, error) {
+func New(r *irisrt.Rank, entries []irisimpl.Entry, dt irismodel.DType, sizes []int64) (*Pair, error) {
 	disp, comb, ok := Find(entries)
 	if !ok {
 		return nil, fmt.Errorf("moe pair: the package has no %s/%s or %s/%s", Dispatch, Variant, Combine, Variant)
@@ -73,7 +74,7 @@ func New(r *irisrt.Rank, entries []irisrt.Entry, dt irismodel.DType, sizes []int
 		return nil, fmt.Errorf("making the combine plan: %w", err)
 	}
 	for _, x := range []struct {
-		e    irisrt.Entry
+		e    irisimpl.Entry
 		args *[]irisrt.Tensor
 	}{{disp, &p.DispatchArgs}, {comb, &p.CombineArgs}} {
 		for _, ti := range x.e.Tensors {
@@ -124,7 +125,7 @@ func (p *Pair) Close() error {
 	for i := len(p.order) - 1; i >= 0; i-- {
 		errs = append(errs, p.r.Heap().Free(p.order[i]))
 	}
-	for _, pl := range []irisrt.AnyPlan{p.Combine, p.Dispatch} {
+	for _, pl := range []irisimpl.AnyPlan{p.Combine, p.Dispatch} {
 		if pl != nil {
 			errs = append(errs, pl.Close())
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu/fakekernels"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -18,7 +19,7 @@ import (
 // their spec hashes (the fake runs no code: it records launches).
 func fakeWorld(t *testing.T) (*irisrt.World, *fakegpu.Platform) {
 	p := fakegpu.New(2)
-	kernels, err := fakekernels.For(p, irisrt.Registered("github.com/irisgen/irisgen/generated/collectives"))
+	kernels, err := fakekernels.For(p, irisimpl.Registered("github.com/irisgen/irisgen/generated/collectives"))
 	require.NoError(t, err)
 	w, err := irisrt.NewLocalWorld(2, irisrt.Options{Platform: p, Kernels: kernels, HeapBytes: 64 << 20})
 	require.NoError(t, err)
@@ -119,7 +120,7 @@ func TestFind(t *testing.T) {
 	d, c, ok := Find(collectives.Catalogue)
 	require.True(t, ok)
 	assert.Equal(t, [2]string{"moe_dispatch/push", "moe_combine/push"}, [2]string{d.Collective + "/" + d.Variant, c.Collective + "/" + c.Variant})
-	var noCombine []irisrt.Entry
+	var noCombine []irisimpl.Entry
 	for _, e := range collectives.Catalogue {
 		if e.Collective != Combine {
 			noCombine = append(noCombine, e)

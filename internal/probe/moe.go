@@ -8,8 +8,8 @@ import (
 	"slices"
 
 	"github.com/irisgen/irisgen/internal/moepair"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
-	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // MoE shapes of the probe: tokens and hidden size off the vector width, two
@@ -34,11 +34,11 @@ type scenario struct {
 var scenarios = []scenario{{needs: []string{moepair.Dispatch, moepair.Combine}, owns: []string{moepair.Dispatch, moepair.Combine}, probe: probeMoE}}
 
 // applicable lists the scenarios whose collectives entries hold.
-func applicable(entries []irisrt.Entry) []scenario {
+func applicable(entries []irisimpl.Entry) []scenario {
 	var out []scenario
 	for _, sc := range scenarios {
 		if !slices.ContainsFunc(sc.needs, func(c string) bool {
-			return !slices.ContainsFunc(entries, func(e irisrt.Entry) bool { return e.Collective == c })
+			return !slices.ContainsFunc(entries, func(e irisimpl.Entry) bool { return e.Collective == c })
 		}) {
 			out = append(out, sc)
 		}

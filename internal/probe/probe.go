@@ -28,6 +28,7 @@ import (
 	"unsafe"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -47,8 +48,8 @@ type Result struct {
 // Config says what to probe.
 type Config struct {
 	// Entries are the variants to probe: the catalogue of one or more
-	// generated packages (irisrt.Table.Entries).
-	Entries     []irisrt.Entry
+	// generated packages (irisimpl.Table.Entries).
+	Entries     []irisimpl.Entry
 	N           int64 // elements of the last size parameter
 	Replays     int
 	Collectives []string // empty: all
@@ -108,7 +109,7 @@ func stopped(c probeCase, err error) error {
 }
 
 type probeCase struct {
-	e      irisrt.Entry
+	e      irisimpl.Entry
 	mode   irismodel.Barrier
 	params []irismodel.Param
 	// scenario, when set, probes the case instead of the comparison with
@@ -143,7 +144,7 @@ func cases(cfg Config, world int) []probeCase {
 // paramSets are the two sets of parameter values a variant with
 // parameters is captured with (Entry.SampleParams 0 and 1), one empty set
 // for a variant without parameters.
-func paramSets(e irisrt.Entry, world int) [][]irismodel.Param {
+func paramSets(e irisimpl.Entry, world int) [][]irismodel.Param {
 	if len(e.Params) == 0 {
 		return [][]irismodel.Param{nil}
 	}
@@ -151,7 +152,7 @@ func paramSets(e irisrt.Entry, world int) [][]irismodel.Param {
 }
 
 // paramText names the values of ps, e.g. "src=0 dst=1".
-func paramText(e irisrt.Entry, ps []irismodel.Param) string {
+func paramText(e irisimpl.Entry, ps []irismodel.Param) string {
 	parts := make([]string, len(ps))
 	for i, p := range ps {
 		parts[i] = e.Params[i].Name + "=" + p.String()
@@ -221,7 +222,7 @@ func probe(st *stepper, c probeCase, cfg Config) (Result, error) {
 		op = e.Ops[0]
 	}
 	sizes := probeSizes(len(e.Sizes), cfg.N)
-	var p irisrt.AnyPlan
+	var p irisimpl.AnyPlan
 	err := st.step(func() (err error) { p, err = e.New(r, dt, op, sizes); return err })
 	if res, done, fatal := verdict(res, err, "making the plan"); done {
 		if p != nil {
@@ -337,7 +338,7 @@ func capture(r *irisrt.Rank, res Result, launch func() error) (exec gpu.GraphExe
 // both outputs, the ranks agreeing after every step. Inputs are multiples
 // of 1/8 in [-1, 1], so every sum is exact in every dtype and any order:
 // equal outputs are required.
-func round(st *stepper, e irisrt.Entry, ts []irisrt.Tensor, launch func() error,
+func round(st *stepper, e irisimpl.Entry, ts []irisrt.Tensor, launch func() error,
 	exec gpu.GraphExec, rng *rand.Rand) (got, want []byte, err error) {
 	r := st.r
 	s := r.Stream()

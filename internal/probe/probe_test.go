@@ -19,6 +19,7 @@ import (
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu/fakekernels"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -98,7 +99,7 @@ func encode(t *testing.T, dt irismodel.DType, b []byte, v float32) {
 // fp, or a wrapper of it) serving the catalogue's kernels.
 func fakeWorld(t *testing.T, n int, fp *fakegpu.Platform, p gpu.Platform) *irisrt.World {
 	t.Helper()
-	kernels, err := fakekernels.For(fp, irisrt.Registered("github.com/irisgen/irisgen/generated/collectives"))
+	kernels, err := fakekernels.For(fp, irisimpl.Registered("github.com/irisgen/irisgen/generated/collectives"))
 	require.NoError(t, err)
 	if p == nil {
 		p = fp
@@ -276,19 +277,19 @@ func TestOutOfStepStops(t *testing.T) {
 }
 
 // catalogueEntries are the catalogue's variants.
-func catalogueEntries() []irisrt.Entry { return collectives.Catalogue }
+func catalogueEntries() []irisimpl.Entry { return collectives.Catalogue }
 
 // TestParamSets: a variant with parameters is captured with two sets of
 // values, each rank parameter a different rank in each, an int its least
 // value from 1 then from -1 within its range, an f32 1 then 0.5; a variant
 // without parameters once.
 func TestParamSets(t *testing.T) {
-	entry := func(coll string) irisrt.Entry {
+	entry := func(coll string) irisimpl.Entry {
 		e, ok := collectives.Lookup(coll, "push")
 		require.True(t, ok, coll)
 		return e
 	}
-	text := func(e irisrt.Entry, world int) []string {
+	text := func(e irisimpl.Entry, world int) []string {
 		var out []string
 		for _, ps := range paramSets(e, world) {
 			out = append(out, paramText(e, ps))
@@ -300,7 +301,7 @@ func TestParamSets(t *testing.T) {
 	require.Equal(t, []string{"src=0 dst=1", "src=1 dst=2"}, text(entry("send_recv"), 4))
 	require.Equal(t, []string{"offset=1", "offset=-1"}, text(entry("shift"), 2))
 	require.Equal(t, []string{""}, text(entry("all_gather"), 2))
-	bounded := irisrt.Entry{Params: []irismodel.ParamDesc{{Name: "k", Kind: irismodel.ParamInt, Min: 2, Max: 8}, {Name: "eps", Kind: irismodel.ParamF32}}}
+	bounded := irisimpl.Entry{Params: []irismodel.ParamDesc{{Name: "k", Kind: irismodel.ParamInt, Min: 2, Max: 8}, {Name: "eps", Kind: irismodel.ParamF32}}}
 	require.Equal(t, []string{"k=2 eps=1", "k=2 eps=0.5"}, text(bounded, 2))
 }
 

@@ -48,3 +48,23 @@ func Choose(rules []AutoRule, world int, bytes int64) string {
 	}
 	return ""
 }
+
+// DefaultKernelsCommand is the command that builds a generated package's
+// code objects, as errors about missing or stale ones name it, when the
+// package's configuration gives none.
+const DefaultKernelsCommand = "irisgen kernels"
+
+// KernelFile is the code object file name of module (a collective) on a
+// platform: <module>.fatbin for cuda, <module>.hsaco for hip,
+// <module>.<platform> otherwise (test platforms). `irisgen kernels` writes
+// them into the generated package's kernels/ directory, which the package
+// embeds.
+func KernelFile(platform, module string) string {
+	switch platform {
+	case "cuda":
+		return module + ".fatbin"
+	case "hip":
+		return module + ".hsaco"
+	}
+	return module + "." + platform
+}

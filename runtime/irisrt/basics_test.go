@@ -30,45 +30,24 @@ func TestTensorSliceAndOverlap(t *testing.T) {
 
 func TestChecks(t *testing.T) {
 	x := Tensor{Ptr: 0x1000, DType: irismodel.F16, Len: 8}
-	assert.NoError(t, CheckTensor("op", "x", x, irismodel.F16, 8))
+	assert.NoError(t, checkTensor("op", "x", x, irismodel.F16, 8))
 	var de *DTypeError
-	require.ErrorAs(t, CheckTensor("op", "x", x, irismodel.F32, 8), &de)
+	require.ErrorAs(t, checkTensor("op", "x", x, irismodel.F32, 8), &de)
 	assert.True(t, errors.Is(de, ErrDType))
 	var se *ShapeError
-	require.ErrorAs(t, CheckTensor("op", "x", x, irismodel.F16, 9), &se)
+	require.ErrorAs(t, checkTensor("op", "x", x, irismodel.F16, 9), &se)
 	assert.Contains(t, se.Error(), "has 8 elements, want 9")
-	require.ErrorAs(t, CheckTensor("op", "x", Tensor{DType: irismodel.F16, Len: 8}, irismodel.F16, 8), &se)
+	require.ErrorAs(t, checkTensor("op", "x", Tensor{DType: irismodel.F16, Len: 8}, irismodel.F16, 8), &se)
 	assert.Contains(t, se.Error(), "nil device pointer")
 
-	require.NoError(t, CheckTensorOneOf("op", "ids", Tensor{Ptr: 64, DType: irismodel.I32, Len: 8}, []irismodel.DType{irismodel.I64, irismodel.I32}, 8))
-	require.ErrorAs(t, CheckTensorOneOf("op", "ids", Tensor{Ptr: 64, DType: irismodel.F32, Len: 8}, []irismodel.DType{irismodel.I64, irismodel.I32}, 8), &de)
+	require.NoError(t, checkTensorOneOf("op", "ids", Tensor{Ptr: 64, DType: irismodel.I32, Len: 8}, []irismodel.DType{irismodel.I64, irismodel.I32}, 8))
+	require.ErrorAs(t, checkTensorOneOf("op", "ids", Tensor{Ptr: 64, DType: irismodel.F32, Len: 8}, []irismodel.DType{irismodel.I64, irismodel.I32}, 8), &de)
 	assert.Contains(t, de.Error(), "want i64 or i32")
-	require.ErrorAs(t, CheckTensorOneOf("op", "ids", Tensor{Ptr: 64, DType: irismodel.I32, Len: 7}, []irismodel.DType{irismodel.I64, irismodel.I32}, 8), &se)
-	require.ErrorAs(t, CheckTensorOneOf("op", "ids", Tensor{DType: irismodel.I32, Len: 8}, []irismodel.DType{irismodel.I64, irismodel.I32}, 8), &se, "nil pointer")
+	require.ErrorAs(t, checkTensorOneOf("op", "ids", Tensor{Ptr: 64, DType: irismodel.I32, Len: 7}, []irismodel.DType{irismodel.I64, irismodel.I32}, 8), &se)
+	require.ErrorAs(t, checkTensorOneOf("op", "ids", Tensor{DType: irismodel.I32, Len: 8}, []irismodel.DType{irismodel.I64, irismodel.I32}, 8), &se, "nil pointer")
 	ok := Tensor{Ptr: 64, DType: irismodel.I32, Len: 8}
-	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = CheckTensorOneOf("op", "ids", ok, []irismodel.DType{irismodel.I64, irismodel.I32}, 8) }),
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = checkTensorOneOf("op", "ids", ok, []irismodel.DType{irismodel.I64, irismodel.I32}, 8) }),
 		"the launch path allocates nothing")
-
-	var ae *AliasError
-	require.ErrorAs(t, CheckNoAlias("all_gather", "input", x.Slice(2, 2), "output", x), &ae)
-	assert.True(t, errors.Is(ae, ErrAlias))
-	assert.Contains(t, ae.Error(), `"input"`)
-	assert.NoError(t, CheckNoAlias("op", "a", x.Slice(0, 4), "b", x.Slice(4, 4)))
-	assert.NoError(t, CheckInPlace("op", "a", x, "b", x), "the very same tensor runs in place")
-	assert.NoError(t, CheckInPlace("op", "a", x.Slice(0, 4), "b", x.Slice(4, 4)))
-	require.ErrorAs(t, CheckInPlace("op", "input", x.Slice(0, 4), "output", x.Slice(2, 4)), &ae)
-	assert.True(t, ae.InPlace && errors.Is(ae, ErrAlias))
-	assert.Contains(t, ae.Error(), "overlap only in part")
-	assert.Error(t, CheckInPlace("op", "a", x.Slice(0, 4), "b", x.Slice(0, 3)), "same start, different length")
-}
-
-func TestBlocks(t *testing.T) {
-	assert.Equal(t, 1, Blocks(0, 512, 16, 16))
-	assert.Equal(t, 1, Blocks(1, 512, 16, 16))
-	assert.Equal(t, 1, Blocks(512*16, 512, 16, 16))
-	assert.Equal(t, 2, Blocks(512*16+1, 512, 16, 16))
-	assert.Equal(t, 16, Blocks(1<<40, 512, 16, 16), "clamped to max, 64-bit sizes")
-	assert.Equal(t, 1, Blocks(100, 0, 0, 0), "degenerate launch shapes do not divide by zero")
 }
 
 func TestErrorMessagesSayWhatToDo(t *testing.T) {
@@ -109,8 +88,8 @@ func TestParseBytesAndEnvOptions(t *testing.T) {
 	t.Setenv("IRISGEN_TIMEOUT", "")
 	o, err := Options{}.resolve()
 	require.NoError(t, err)
-	assert.Equal(t, DefaultHeapBytes, o.HeapBytes)
-	assert.Equal(t, DefaultTimeout, o.Timeout)
+	assert.Equal(t, defaultHeapBytes, o.HeapBytes)
+	assert.Equal(t, defaultTimeout, o.Timeout)
 
 	t.Setenv("IRISGEN_HEAP_BYTES", "64MiB")
 	t.Setenv("IRISGEN_TIMEOUT", "2.5")

@@ -82,7 +82,7 @@ func (h *Heap) check(t Tensor, shared bool) string {
 }
 
 // checkOwn refuses a tensor from Heap.Alloc whose allocation is gone: the
-// check CheckTensor makes without knowing the rank.
+// check checkTensor makes without knowing the rank.
 func checkOwn(op, name string, t Tensor) error {
 	if t.heap == nil {
 		return nil
@@ -93,13 +93,13 @@ func checkOwn(op, name string, t Tensor) error {
 	return nil
 }
 
-// CheckLive checks a tensor of any placement against r's heap (and, on a
+// checkLive checks a tensor of any placement against r's heap (and, on a
 // group, the world's heap the group's is part of): off the heap it may lie
 // anywhere, on the heap it must lie inside one live allocation of the
 // caller's, not in memory that was freed, never allocated, or that a plan
-// or group owns (*LiveError). CheckHeap makes it too, for the tensors peers
+// or group owns (*LiveError). checkHeap makes it too, for the tensors peers
 // address.
-func CheckLive(op, name string, r *Rank, t Tensor) error {
+func checkLive(op, name string, r *Rank, t Tensor) error {
 	for h := r; h != nil; h = h.parent {
 		if why := h.heap.check(t, false); why != "" {
 			return &LiveError{Op: op, Name: name, Rank: h.rank, Tensor: t, Why: why}

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/internal/core"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,7 +20,7 @@ func TestAlignmentPerDType(t *testing.T) {
 	for _, dt := range []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16, irismodel.I32, irismodel.I64, irismodel.U64} {
 		for off := int64(0); off < 32; off++ {
 			x := Tensor{Ptr: gpu.DevicePtr(0x10000 + off), DType: dt, Len: 4}
-			err := CheckTensor("op", "x", x, dt, 4)
+			err := checkTensor("op", "x", x, dt, 4)
 			if off%dt.Size() == 0 {
 				assert.NoError(t, err, "%s at +%d", dt, off)
 				continue
@@ -34,8 +34,8 @@ func TestAlignmentPerDType(t *testing.T) {
 	}
 	// Index tensors are checked for the dtype they come in.
 	var ae *AlignmentError
-	require.ErrorAs(t, CheckTensorOneOf("op", "ids", Tensor{Ptr: 0x10004, DType: irismodel.I64, Len: 2}, []irismodel.DType{irismodel.I64, irismodel.I32}, 2), &ae)
-	require.NoError(t, CheckTensorOneOf("op", "ids", Tensor{Ptr: 0x10004, DType: irismodel.I32, Len: 2}, []irismodel.DType{irismodel.I64, irismodel.I32}, 2))
+	require.ErrorAs(t, checkTensorOneOf("op", "ids", Tensor{Ptr: 0x10004, DType: irismodel.I64, Len: 2}, []irismodel.DType{irismodel.I64, irismodel.I32}, 2), &ae)
+	require.NoError(t, checkTensorOneOf("op", "ids", Tensor{Ptr: 0x10004, DType: irismodel.I32, Len: 2}, []irismodel.DType{irismodel.I64, irismodel.I32}, 2))
 }
 
 // liveWant is what the three checks say about one tensor: "" for accepted,
@@ -76,7 +76,7 @@ func TestLiveChecks(t *testing.T) {
 		planned1 := a(irismodel.U64, 32)
 		require.NoError(t, h.Free(planned1))
 		var err error
-		pl[r.Rank()], err = NewPlan(r, testSpec()) // its flags take planned's memory
+		pl[r.Rank()], err = newPlan(r, testSpec()) // its flags take planned's memory
 		require.NoError(t, err)
 		inGroup1, err := groups[r.Rank()].Heap().Alloc(irismodel.F32, 16)
 		gone1 := a(irismodel.F32, 64) // last: nothing takes its memory after the free
@@ -87,7 +87,7 @@ func TestLiveChecks(t *testing.T) {
 		return err
 	})
 	require.Equal(t, reused.Ptr, again.Ptr, "first fit reuses the offset")
-	require.Equal(t, planned.Ptr, pl[0].Flags(), "the plan's flags reuse the freed tensor's memory")
+	require.Equal(t, planned.Ptr, pl[0].flags, "the plan's flags reuse the freed tensor's memory")
 	hand := func(p gpu.DevicePtr, dt irismodel.DType, n int64) Tensor { return Tensor{Ptr: p, DType: dt, Len: n} }
 	free := h.base + gpuPtr(h.Size()-1024) // never allocated
 	off := func(t Tensor) Tensor { return hand(t.Ptr, t.DType, t.Len) }
@@ -130,9 +130,9 @@ func TestLiveChecks(t *testing.T) {
 				assert.Contains(t, err.Error(), "pass a tensor from Heap.Alloc")
 				return le.Why
 			}
-			assert.Equal(t, c.want.tensor, why(CheckTensor("op", "x", c.t, c.t.DType, c.t.Len)), "CheckTensor")
-			assert.Equal(t, c.want.live, why(CheckLive("op", "x", r, c.t)), "CheckLive")
-			err := CheckHeap("op", "x", r, c.t)
+			assert.Equal(t, c.want.tensor, why(checkTensor("op", "x", c.t, c.t.DType, c.t.Len)), "CheckTensor")
+			assert.Equal(t, c.want.live, why(checkLive("op", "x", r, c.t)), "CheckLive")
+			err := checkHeap("op", "x", r, c.t)
 			if c.want.placement {
 				assert.ErrorIs(t, err, ErrPlacement, "CheckHeap")
 				return
@@ -142,9 +142,9 @@ func TestLiveChecks(t *testing.T) {
 	}
 	// On the group's rank, its own tensors are the caller's, and the world's
 	// heap is checked too.
-	require.NoError(t, CheckHeap("op", "x", g, inGroup))
-	require.NoError(t, CheckLive("op", "x", g, x))
-	require.ErrorIs(t, CheckLive("op", "x", g, off(gone)), ErrNotLive)
+	require.NoError(t, checkHeap("op", "x", g, inGroup))
+	require.NoError(t, checkLive("op", "x", g, x))
+	require.ErrorIs(t, checkLive("op", "x", g, off(gone)), ErrNotLive)
 
 	// Frees that are refused.
 	var he *HeapError
@@ -152,7 +152,7 @@ func TestLiveChecks(t *testing.T) {
 	assert.Contains(t, he.Error(), "not the start of a live allocation")
 	require.ErrorAs(t, h.Free(reused), &he, "a stale tensor's free must not free the newer one")
 	assert.Contains(t, he.Error(), "newer allocation")
-	require.ErrorAs(t, h.FreeBytes(pl[0].Flags()), &he)
+	require.ErrorAs(t, h.FreeBytes(pl[0].flags), &he)
 	assert.Contains(t, he.Error(), "close the plan instead")
 	require.ErrorAs(t, h.FreeBytes(g.Heap().Base(0)), &he)
 	assert.Contains(t, he.Error(), "close the group instead")
@@ -162,10 +162,10 @@ func TestLiveChecks(t *testing.T) {
 	allocs(func(r *Rank) error {
 		return errors.Join(pl[r.Rank()].Close(), groups[r.Rank()].Close())
 	})
-	require.ErrorIs(t, CheckTensor("op", "x", inGroup, irismodel.F32, 16), ErrNotLive, "a closed group's tensor")
+	require.ErrorIs(t, checkTensor("op", "x", inGroup, irismodel.F32, 16), ErrNotLive, "a closed group's tensor")
 	require.NoError(t, w.Close())
 	var le *LiveError
-	require.ErrorAs(t, CheckTensor("op", "x", x, irismodel.F32, 64), &le, "a closed world's tensor")
+	require.ErrorAs(t, checkTensor("op", "x", x, irismodel.F32, 64), &le, "a closed world's tensor")
 	assert.Equal(t, whyClosed, le.Why)
 }
 
@@ -176,7 +176,7 @@ func TestConcurrentLaunchRefused(t *testing.T) {
 	w := kernelWorld(t, 1, testHash)
 	r := w.Rank(0)
 	fake := fakeOf(r)
-	pl, err := NewPlan(r, testSpec())
+	pl, err := newPlan(r, testSpec())
 	require.NoError(t, err)
 	x, err := r.Heap().Alloc(irismodel.F32, 16)
 	require.NoError(t, err)
@@ -190,7 +190,7 @@ func TestConcurrentLaunchRefused(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				err := pl.Launch(r.Stream(), irismodel.BarrierDevice, pl.Args().Staged("input", x).Ptr(x.Ptr).I64(16))
+				err := pl.testLaunch(r.Stream(), irismodel.BarrierDevice, pl.testArgs().Staged("input", x).Ptr(x.Ptr).I64(16))
 				mu.Lock()
 				switch {
 				case err == nil:
@@ -211,11 +211,11 @@ func TestConcurrentLaunchRefused(t *testing.T) {
 	assert.Zero(t, other)
 	assert.Len(t, fake.Launches(), ok, "every launch that went ahead launched once, the refused ones nothing")
 	for _, l := range fake.Launches() {
-		assert.Equal(t, uint64(x.Ptr), leU64(l.Args[CtxBytes:]), "no launch saw another's arguments")
-		assert.Equal(t, uint64(16), leU64(l.Args[CtxBytes+16:]))
+		assert.Equal(t, uint64(x.Ptr), leU64(l.Args[core.CtxBytes:]), "no launch saw another's arguments")
+		assert.Equal(t, uint64(16), leU64(l.Args[core.CtxBytes+16:]))
 	}
 	t.Logf("%d launches went ahead, %d refused", ok, refused)
-	require.NoError(t, pl.Launch(r.Stream(), irismodel.BarrierDevice, pl.Args().Staged("input", x).Ptr(x.Ptr).I64(16)))
+	require.NoError(t, pl.testLaunch(r.Stream(), irismodel.BarrierDevice, pl.testArgs().Staged("input", x).Ptr(x.Ptr).I64(16)))
 
 	// Close against launches: each either closes or is refused, and once
 	// closed the plan refuses launches.
@@ -224,7 +224,7 @@ func TestConcurrentLaunchRefused(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for range each {
-			_ = pl.Launch(r.Stream(), irismodel.BarrierDevice, pl.Args().Staged("input", x).Ptr(x.Ptr).I64(16))
+			_ = pl.testLaunch(r.Stream(), irismodel.BarrierDevice, pl.testArgs().Staged("input", x).Ptr(x.Ptr).I64(16))
 		}
 	}()
 	go func() {
@@ -237,43 +237,8 @@ func TestConcurrentLaunchRefused(t *testing.T) {
 	}()
 	wg.Wait()
 	require.NoError(t, closeErr)
-	require.ErrorContains(t, pl.Launch(r.Stream(), irismodel.BarrierDevice, pl.Args()), "closed plan")
-	require.Error(t, pl.Launch(r.Stream(), irismodel.BarrierDevice, &Args{}), "arguments from elsewhere")
-}
-
-// quietPlatform is the fake platform whose launches and device copies only
-// count, so that testing.AllocsPerRun sees the runtime's launch path alone.
-type quietPlatform struct {
-	*fakegpu.Platform
-	launches, copies *atomic.Int64
-}
-
-type quietDevice struct {
-	gpu.Device
-	p quietPlatform
-}
-
-func (p quietPlatform) Open(i int) (gpu.Device, error) {
-	d, err := p.Platform.Open(i)
-	return quietDevice{d, p}, err
-}
-
-func (d quietDevice) Launch(gpu.Function, gpu.Dim3, gpu.Dim3, uint32, gpu.Stream, []byte) error {
-	d.p.launches.Add(1)
-	return nil
-}
-
-func (d quietDevice) CopyDtoDAsync(gpu.DevicePtr, gpu.DevicePtr, int64, gpu.Stream) error {
-	d.p.copies.Add(1)
-	return nil
-}
-
-func (d quietDevice) CanAccessPeer(peer gpu.Device) (bool, error) {
-	return d.Device.CanAccessPeer(peer.(quietDevice).Device)
-}
-
-func (d quietDevice) EnablePeerAccess(peer gpu.Device) error {
-	return d.Device.EnablePeerAccess(peer.(quietDevice).Device)
+	require.ErrorContains(t, pl.testLaunch(r.Stream(), irismodel.BarrierDevice, pl.testArgs()), "closed plan")
+	require.Error(t, pl.testLaunch(r.Stream(), irismodel.BarrierDevice, testArgs{a: &core.Args{}}), "arguments from elsewhere")
 }
 
 // TestLaunchPathAllocatesNothing runs a wrapper's whole launch path (the
@@ -281,11 +246,11 @@ func (d quietDevice) EnablePeerAccess(peer gpu.Device) error {
 // host allocations: none, also for the new checks.
 func TestLaunchPathAllocatesNothing(t *testing.T) {
 	opts := kernelOptions(1, testHash)
-	q := quietPlatform{opts.Platform.(*fakegpu.Platform), &atomic.Int64{}, &atomic.Int64{}}
+	q := fakegpu.NewQuiet(opts.Platform.(*fakegpu.Platform))
 	opts.Platform = q
 	w := newFakeWorld(t, 1, opts)
 	r := w.Rank(0)
-	pl, err := NewPlan(r, testSpec())
+	pl, err := newPlan(r, testSpec())
 	require.NoError(t, err)
 	out, err := r.Heap().Alloc(irismodel.F32, 16)
 	require.NoError(t, err)
@@ -296,28 +261,25 @@ func TestLaunchPathAllocatesNothing(t *testing.T) {
 	require.NoError(t, err)
 	want := []irismodel.DType{irismodel.I64, irismodel.I32}
 	launch := func() error {
-		if err := CheckTensor("all_gather", "input", input, irismodel.F32, 16); err != nil {
+		if err := checkTensor("all_gather", "input", input, irismodel.F32, 16); err != nil {
 			return err
 		}
-		if err := CheckTensor("all_gather", "output", out.Slice(0, 16), irismodel.F32, 16); err != nil {
+		if err := checkTensor("all_gather", "output", out.Slice(0, 16), irismodel.F32, 16); err != nil {
 			return err
 		}
-		if err := CheckTensorOneOf("all_gather", "ids", ids, want, 16); err != nil {
+		if err := checkTensorOneOf("all_gather", "ids", ids, want, 16); err != nil {
 			return err
 		}
-		if err := CheckHeap("all_gather", "output", r, out); err != nil {
+		if err := checkHeap("all_gather", "output", r, out); err != nil {
 			return err
 		}
-		if err := CheckLive("all_gather", "input", r, input); err != nil {
+		if err := checkLive("all_gather", "input", r, input); err != nil {
 			return err
 		}
-		if err := CheckNoAlias("all_gather", "input", input, "output", out); err != nil {
-			return err
-		}
-		return pl.Launch(r.Stream(), irismodel.BarrierDevice, pl.Args().Staged("input", input).Ptr(out.Ptr).Ptr(ids.Ptr).I64(16))
+		return pl.testLaunch(r.Stream(), irismodel.BarrierDevice, pl.testArgs().Staged("input", input).Ptr(out.Ptr).Ptr(ids.Ptr).I64(16))
 	}
 	require.NoError(t, launch())
 	assert.Zero(t, testing.AllocsPerRun(200, func() { require.NoError(t, launch()) }))
-	assert.Equal(t, int64(202), q.launches.Load())
-	assert.Equal(t, int64(202), q.copies.Load(), "the import's copy ran every time")
+	assert.Equal(t, int64(202), q.Launches.Load())
+	assert.Equal(t, int64(202), q.Copies.Load(), "the import's copy ran every time")
 }

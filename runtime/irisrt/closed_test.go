@@ -1,4 +1,4 @@
-package irisrt
+package irisrt_test
 
 import (
 	"errors"
@@ -9,7 +9,11 @@ import (
 
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/internal/core"
+	"github.com/irisgen/irisgen/runtime/internal/fixtures"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -207,15 +211,15 @@ func (d traceDevice) DestroyGraphExec(g gpu.GraphExec) error {
 // (made with NewPlan, of a variant, and one already closed), a heap tensor,
 // a group with a plan and a tensor, a live graph and a destroyed one.
 type closedState struct {
-	r, grp                 *Rank
-	plan, shut, groupPlan  *Plan
-	vp                     *VariantPlan
-	x, gx                  Tensor
-	live, gone             *Graph
-	ts                     []Tensor
-	coll                   *Collective
-	spec                   PlanSpec
-	variant                *Variant
+	r, grp                 *irisrt.Rank
+	plan, shut, groupPlan  *irisrt.Plan
+	vp                     *irisimpl.VariantPlan
+	x, gx                  irisrt.Tensor
+	live, gone             *irisrt.Graph
+	ts                     []irisrt.Tensor
+	coll                   *irisimpl.Collective
+	spec                   core.PlanSpec
+	variant                *irisimpl.Variant
 	groupStream, rankStrem gpu.Stream
 }
 
@@ -223,7 +227,7 @@ type closedState struct {
 // named, on a rank's state.
 func closedCalls(st *closedState) map[string]func() error {
 	r, s := st.r, st.rankStrem
-	ps := rootedParams(0, 2, 0.5, 0)
+	ps := fixtures.RootedParams(0, 2, 0.5, 0)
 	return map[string]func() error{
 		"Rank.HostBarrier": func() error { return r.HostBarrier(s) },
 		"Rank.Capturing":   func() error { _, err := r.Capturing(s); return err },
@@ -231,26 +235,22 @@ func closedCalls(st *closedState) map[string]func() error {
 			_, err := r.Capture(s, func() error { return nil })
 			return err
 		},
-		"Rank.Check":    func() error { return r.Check() },
-		"Rank.NewGroup": func() error { _, err := r.NewGroup([]int{0, 1}, 1<<14); return err },
-		"Rank.Function": func() error {
-			_, err := r.Function(st.spec.Package, st.spec.Module, st.spec.SpecHash, st.spec.Kernel)
+		"Rank.Check":       func() error { return r.Check() },
+		"Rank.NewGroup":    func() error { _, err := r.NewGroup([]int{0, 1}, 1<<14); return err },
+		"loading a kernel": func() error { return r.LoadKernel(st.spec) },
+		"Heap.Alloc":       func() error { _, err := r.Heap().Alloc(irismodel.F32, 4); return err },
+		"Heap.AllocBytes":  func() error { _, err := r.Heap().AllocBytes(64); return err },
+		"Heap.Free":        func() error { return r.Heap().Free(st.x) },
+		"Heap.FreeBytes":   func() error { return r.Heap().FreeBytes(st.x.Ptr) },
+		"NewPlan":          func() error { _, err := irisrt.NewPlan(r, st.spec); return err },
+		"NewPlanOf": func() error {
+			_, err := irisimpl.NewPlanOf[irisimpl.VariantPlan](r, st.variant, irismodel.F32, "", 8)
 			return err
 		},
-		"PlanCache": func() error {
-			_, err := r.PlanCache().GetOrCreate("k", s, func() (any, error) { return nil, nil })
-			return err
-		},
-		"Heap.Alloc":                func() error { _, err := r.Heap().Alloc(irismodel.F32, 4); return err },
-		"Heap.AllocBytes":           func() error { _, err := r.Heap().AllocBytes(64); return err },
-		"Heap.Free":                 func() error { return r.Heap().Free(st.x) },
-		"Heap.FreeBytes":            func() error { return r.Heap().FreeBytes(st.x.Ptr) },
-		"NewPlan":                   func() error { _, err := NewPlan(r, st.spec); return err },
-		"NewPlanOf":                 func() error { _, err := NewPlanOf[VariantPlan](r, st.variant, irismodel.F32, "", 8); return err },
-		"Plan.Launch":               func() error { return st.plan.Launch(s, irismodel.BarrierDevice, st.plan.Args()) },
-		"Plan.Skip":                 func() error { return st.plan.Skip(s, irismodel.BarrierDevice) },
+		"Plan.Launch":               func() error { return st.plan.LaunchNumbered(s, irismodel.BarrierDevice) },
+		"Plan.Skip":                 func() error { return st.plan.SkipNumbered(s, irismodel.BarrierDevice) },
 		"Plan.Close":                func() error { return st.plan.Close() },
-		"closed Plan.Launch":        func() error { return st.shut.Launch(s, irismodel.BarrierDevice, st.shut.Args()) },
+		"closed Plan.Launch":        func() error { return st.shut.LaunchNumbered(s, irismodel.BarrierDevice) },
 		"VariantPlan.LaunchParams":  func() error { return st.vp.LaunchParams(s, st.ts, ps, irismodel.BarrierDevice) },
 		"VariantPlan.LaunchTensors": func() error { return st.vp.LaunchTensors(s, st.ts, irismodel.BarrierDevice) },
 		"VariantPlan.Close":         func() error { return st.vp.Close() },
@@ -264,8 +264,8 @@ func closedCalls(st *closedState) map[string]func() error {
 		"group HostBarrier":      func() error { return st.grp.HostBarrier(st.groupStream) },
 		"group Heap.Alloc":       func() error { _, err := st.grp.Heap().Alloc(irismodel.F32, 4); return err },
 		"group Heap.Free":        func() error { return st.grp.Heap().Free(st.gx) },
-		"group NewPlan":          func() error { _, err := NewPlan(st.grp, st.spec); return err },
-		"group Plan.Launch":      func() error { return st.groupPlan.Launch(st.groupStream, irismodel.BarrierDevice, st.groupPlan.Args()) },
+		"group NewPlan":          func() error { _, err := irisrt.NewPlan(st.grp, st.spec); return err },
+		"group Plan.Launch":      func() error { return st.groupPlan.LaunchNumbered(st.groupStream, irismodel.BarrierDevice) },
 		"group Plan.Close":       func() error { return st.groupPlan.Close() },
 		"group Check":            func() error { return st.grp.Check() },
 		"group Close":            func() error { return st.grp.Close() },
@@ -273,24 +273,24 @@ func closedCalls(st *closedState) map[string]func() error {
 }
 
 // makeClosedState sets up a rank's state (collective: on every rank).
-func makeClosedState(t *testing.T, r *Rank, tab *Table) *closedState {
+func makeClosedState(t *testing.T, r *irisrt.Rank, tab *irisimpl.Table) *closedState {
 	c := &tab.Collectives[0]
 	st := &closedState{r: r, coll: c, variant: &c.Variants[0], rankStrem: r.Stream()}
 	var err error
-	st.vp, err = NewPlanOf[VariantPlan](r, st.variant, irismodel.F32, "", 8)
+	st.vp, err = irisimpl.NewPlanOf[irisimpl.VariantPlan](r, st.variant, irismodel.F32, "", 8)
 	require.NoError(t, err)
 	st.spec = st.vp.Plan().Spec()
-	st.plan, err = NewPlan(r, st.spec)
+	st.plan, err = irisrt.NewPlan(r, st.spec)
 	require.NoError(t, err)
-	st.shut, err = NewPlan(r, st.spec)
+	st.shut, err = irisrt.NewPlan(r, st.spec)
 	require.NoError(t, err)
 	require.NoError(t, st.shut.Close())
-	st.ts, _ = rootedTensors(t, r, 8)
+	st.ts, _ = fixtures.RootedTensors(t, r, 8)
 	st.x = st.ts[0]
 	st.grp, err = r.NewGroup([]int{0, 1}, 1<<14)
 	require.NoError(t, err)
 	st.groupStream = st.grp.Stream()
-	st.groupPlan, err = NewPlan(st.grp, st.spec)
+	st.groupPlan, err = irisrt.NewPlan(st.grp, st.spec)
 	require.NoError(t, err)
 	st.gx, err = st.grp.Heap().Alloc(irismodel.F32, 8)
 	require.NoError(t, err)
@@ -304,9 +304,11 @@ func (st *closedState) capture(t *testing.T) {
 	r := st.r
 	s := r.Stream()
 	var err error
-	st.live, err = r.Capture(s, func() error { return st.vp.LaunchParams(s, st.ts, rootedParams(0, 2, 0.5, 0), irismodel.BarrierDevice) })
+	st.live, err = r.Capture(s, func() error {
+		return st.vp.LaunchParams(s, st.ts, fixtures.RootedParams(0, 2, 0.5, 0), irismodel.BarrierDevice)
+	})
 	require.NoError(t, err)
-	st.gone, err = r.Capture(s, func() error { return st.plan.Launch(s, irismodel.BarrierDevice, st.plan.Args()) })
+	st.gone, err = r.Capture(s, func() error { return st.plan.LaunchNumbered(s, irismodel.BarrierDevice) })
 	require.NoError(t, err)
 	require.NoError(t, st.gone.Destroy())
 }
@@ -321,27 +323,27 @@ func TestClosedWorld(t *testing.T) {
 		t.Run(map[bool]string{false: "in-process", true: "multi-process"}[processes], func(t *testing.T) {
 			tp := newTracePlatform(2)
 			t.Setenv("IRISGEN_KERNELS", "")
-			tab := rootedTable("example.com/" + t.Name())
-			Register(tab)
+			tab := fixtures.RootedTable("example.com/" + t.Name())
+			irisimpl.Register(tab)
 			tp.AddModule([]byte("rooted image of "+tab.ImportPath), []string{"irisgen_rooted_pull_f32", "irisgen_rooted_push_f32"},
 				map[string][]byte{irismodel.SpecHashSymbol("rooted"): append([]byte("h3"), 0)})
-			opts := Options{Platform: tp, HeapBytes: 1 << 20, RendezvousTimeout: 10 * time.Second}
-			var ranks []*Rank
-			var w *World
+			opts := irisrt.Options{Platform: tp, HeapBytes: 1 << 20, RendezvousTimeout: 10 * time.Second}
+			var ranks []*irisrt.Rank
+			var w *irisrt.World
 			if processes {
-				ranks = joinFakeProcesses(t, tp.Platform, 2, opts)
+				ranks = irisrt.JoinFakeProcesses(t, tp.Platform, 2, opts)
 				// joinFakeProcesses gives the bare fake: trace it from here.
 				for _, r := range ranks {
-					r.dev = traceDevice{r.dev, tp}
+					r.WrapDevice(func(d gpu.Device) gpu.Device { return traceDevice{d, tp} })
 				}
 			} else {
 				var err error
-				w, err = NewLocalWorld(2, opts)
+				w, err = irisrt.NewLocalWorld(2, opts)
 				require.NoError(t, err)
 				ranks = w.Ranks()
 			}
 			states := make([]*closedState, 2)
-			for _, err := range eachProcess(ranks, func(r *Rank) error {
+			for _, err := range irisrt.EachProcess(ranks, func(r *irisrt.Rank) error {
 				states[r.Rank()] = makeClosedState(t, r, tab)
 				return nil
 			}) {
@@ -351,24 +353,24 @@ func TestClosedWorld(t *testing.T) {
 				st.capture(t)
 			}
 			if processes {
-				closeAll(t, ranks)
-				closeAll(t, ranks)
+				irisrt.CloseAll(t, ranks)
+				irisrt.CloseAll(t, ranks)
 			} else {
 				require.NoError(t, w.Close())
 				require.NoError(t, w.Close(), "closing again")
-				require.ErrorIs(t, w.Run(func(*Rank) error { return nil }), ErrClosed)
+				require.ErrorIs(t, w.Run(func(*irisrt.Rank) error { return nil }), irisrt.ErrClosed)
 			}
 			tp.take()
 			calls := closedCalls(states[0])
 			for name, call := range calls {
 				err := call()
-				require.ErrorIs(t, err, ErrClosed, name)
-				var ce *ClosedError
+				require.ErrorIs(t, err, irisrt.ErrClosed, name)
+				var ce *irisrt.ClosedError
 				require.ErrorAs(t, err, &ce, name)
 				assert.Contains(t, err.Error(), "is closed: make a new one", name)
 				assert.Empty(t, tp.take(), "%s reached the GPU library", name)
 			}
-			assert.Len(t, calls, 33, "the enumerated surface")
+			assert.Len(t, calls, 32, "the enumerated surface")
 			require.NoError(t, states[0].live.Destroy(), "the world's close destroyed it already")
 			assert.Empty(t, tp.take())
 		})
@@ -383,23 +385,23 @@ func TestClosedWorld(t *testing.T) {
 func TestClosedPlanAndGroup(t *testing.T) {
 	tp := newTracePlatform(2)
 	t.Setenv("IRISGEN_KERNELS", "")
-	tab := rootedTable("example.com/" + t.Name())
-	Register(tab)
+	tab := fixtures.RootedTable("example.com/" + t.Name())
+	irisimpl.Register(tab)
 	tp.AddModule([]byte("rooted image of "+tab.ImportPath), []string{"irisgen_rooted_pull_f32", "irisgen_rooted_push_f32"},
 		map[string][]byte{irismodel.SpecHashSymbol("rooted"): append([]byte("h3"), 0)})
-	w := newFakeWorld(t, 2, Options{Platform: tp})
+	w := fixtures.NewFakeWorld(t, 2, irisrt.Options{Platform: tp})
 	type state struct {
-		vp  *VariantPlan
-		grp *Rank
-		ts  []Tensor
+		vp  *irisimpl.VariantPlan
+		grp *irisrt.Rank
+		ts  []irisrt.Tensor
 	}
 	sts := make([]state, 2)
-	require.NoError(t, w.Run(func(r *Rank) error {
-		vp, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], irismodel.F32, "", 8)
+	require.NoError(t, w.Run(func(r *irisrt.Rank) error {
+		vp, err := irisimpl.NewPlanOf[irisimpl.VariantPlan](r, &tab.Collectives[0].Variants[0], irismodel.F32, "", 8)
 		require.NoError(t, err)
 		grp, err := r.NewGroup([]int{0, 1}, 1<<14)
 		require.NoError(t, err)
-		ts, _ := rootedTensors(t, r, 8)
+		ts, _ := fixtures.RootedTensors(t, r, 8)
 		sts[r.Rank()] = state{vp, grp, ts}
 		return errors.Join(vp.Close(), vp.Close(), grp.Close(), grp.Close())
 	}))
@@ -408,12 +410,14 @@ func TestClosedPlanAndGroup(t *testing.T) {
 	st := sts[0]
 	s := r.Stream()
 	for name, call := range map[string]func() error{
-		"LaunchParams": func() error { return st.vp.LaunchParams(s, st.ts, rootedParams(0, 2, 0.5, 0), irismodel.BarrierDevice) },
-		"Plan.Launch":  func() error { return st.vp.Plan().Launch(s, irismodel.BarrierDevice, st.vp.Plan().Args()) },
-		"Plan.Skip":    func() error { return st.vp.Plan().Skip(s, irismodel.BarrierDevice) },
+		"LaunchParams": func() error {
+			return st.vp.LaunchParams(s, st.ts, fixtures.RootedParams(0, 2, 0.5, 0), irismodel.BarrierDevice)
+		},
+		"Plan.Launch": func() error { return st.vp.Plan().LaunchNumbered(s, irismodel.BarrierDevice) },
+		"Plan.Skip":   func() error { return st.vp.Plan().SkipNumbered(s, irismodel.BarrierDevice) },
 	} {
 		err := call()
-		require.ErrorIs(t, err, ErrClosed, name)
+		require.ErrorIs(t, err, irisrt.ErrClosed, name)
 		assert.Contains(t, err.Error(), "a closed plan cannot be launched", name)
 		calls := tp.take()
 		assert.NotEmpty(t, calls, name)
@@ -423,13 +427,13 @@ func TestClosedPlanAndGroup(t *testing.T) {
 	for name, call := range map[string]func() error{
 		"HostBarrier": func() error { return st.grp.HostBarrier(s) },
 		"Check":       func() error { return st.grp.Check() },
-		"NewPlan":     func() error { _, err := NewPlan(st.grp, st.vp.Plan().Spec()); return err },
+		"NewPlan":     func() error { _, err := irisrt.NewPlan(st.grp, st.vp.Plan().Spec()); return err },
 		"Heap.Alloc":  func() error { _, err := st.grp.Heap().Alloc(irismodel.F32, 1); return err },
 	} {
 		err := call()
-		require.ErrorIs(t, err, ErrClosed, "group "+name)
+		require.ErrorIs(t, err, irisrt.ErrClosed, "group "+name)
 		assert.Contains(t, err.Error(), "is closed: make a new one", "group "+name)
 		assert.Empty(t, tp.take(), "group %s reached the GPU library", name)
 	}
-	require.NoError(t, w.Run(func(r *Rank) error { return r.HostBarrier(r.Stream()) }), "the world itself is open")
+	require.NoError(t, w.Run(func(r *irisrt.Rank) error { return r.HostBarrier(r.Stream()) }), "the world itself is open")
 }

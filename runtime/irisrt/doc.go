@@ -1,16 +1,17 @@
-// Package irisrt is irisgen's Go runtime: element types and tensors, the
+// Package irisrt is irisgen's Go runtime as its users call it: tensors, the
 // symmetric heap, in-process and multi-process worlds with their host
-// rendezvous, plans (everything a launch needs, allocated before any capture),
-// the interpreter of the descriptor tables that generated packages hand it
-// (Table: their checks, kernel names, plan shapes, convenience calls and
-// catalogue), the registry and loading of the code objects they embed, and
-// the typed errors their launch wrappers return.
+// rendezvous, groups, graphs, and the typed errors launches return. Plans
+// are made and launched through the typed wrappers of a generated package;
+// the contract those wrappers are written against (the descriptor table and
+// its interpreter) is runtime/irisimpl, the dtypes, barrier modes and
+// launch parameters are runtime/irismodel. Underneath, irisrt keeps the plan
+// core (everything a launch needs, allocated before any capture; launch
+// numbers, fingerprints and refusals; the loading of code objects), which
+// it hands to irisimpl through runtime/internal/core instead of exporting
+// it.
 // It lives in runtime/irisrt, beside the platform layer (runtime/gpu) and the
 // device header (runtime/include), and is named so that it does not shadow
 // the standard library's runtime package.
-//
-// The generated wrappers in generated/collectives call exactly the API listed
-// in docs/internals.md ("Runtime API that generated wrappers call").
 //
 // Plans and launches are collective: every rank makes the same calls in the
 // same order. Each rank numbers its launch calls, and every kernel carries

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/irisgen/irisgen/runtime/internal/core"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
@@ -32,6 +33,7 @@ var (
 	ErrMismatch       = errors.New("ranks launched different things")
 	ErrPeerRefused    = errors.New("a peer refused the launch")
 	ErrClosed         = errors.New("world, rank, plan or graph closed")
+	ErrUnsupported    = errors.New("dtype or op not supported by the variant")
 )
 
 // PlacementError: a tensor that peers write (or read without an import) is
@@ -183,9 +185,9 @@ type DeviceFaultError struct {
 func (e *DeviceFaultError) Error() string {
 	what := fmt.Sprintf("error code %d", e.Code)
 	switch e.Code {
-	case errCodeIndex:
+	case core.ErrCodeIndex:
 		what = fmt.Sprintf("an index out of range (value %d; nothing was written for it)", e.Info)
-	case errCodeCapacity:
+	case core.ErrCodeCapacity:
 		what = fmt.Sprintf("more rows for one destination than its receive capacity (%d rows; the rest were dropped): make the plan with a larger capacity", e.Info)
 	}
 	if e.World {
@@ -214,7 +216,7 @@ type KernelError struct {
 func (e *KernelError) Error() string {
 	cmd := e.Command
 	if cmd == "" {
-		cmd = DefaultKernelsCommand
+		cmd = irismodel.DefaultKernelsCommand
 	}
 	mod := fmt.Sprintf("kernel module %q", e.Module)
 	if e.Package != "" {
@@ -518,3 +520,19 @@ func (e *ClosedError) Error() string {
 
 // Is matches ErrClosed.
 func (e *ClosedError) Is(target error) bool { return target == ErrClosed }
+
+// UnsupportedError is returned by a plan constructor asked for a dtype or op
+// its collective's spec does not list; nothing was allocated.
+type UnsupportedError struct {
+	Op      string // collective/variant
+	What    string // "dtype" or "op"
+	Got     string
+	Allowed []string // the spec's list
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("%s: %s %s is not supported; the spec allows %s", e.Op, e.What, e.Got, strings.Join(e.Allowed, ", "))
+}
+
+// Is matches ErrUnsupported.
+func (e *UnsupportedError) Is(target error) bool { return target == ErrUnsupported }

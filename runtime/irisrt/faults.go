@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/internal/core"
 )
 
 // Faults. Kernels report errors in the rank's two error records
@@ -28,30 +29,25 @@ import (
 //     its peers, so only that call's results are incomplete: Rank.Check
 //     returns the error once and clears it, and the world stays usable.
 
-const (
-	errRecordBytes = 32 // one irisgen_error
-	errRecords     = 2  // world, call
-)
-
 // record reads error record i, or nil when it holds none. A record being
 // written (code 0xffffffff) is read at the next check.
 func (r *Rank) record(i int) error {
 	if r.errHost == nil {
 		return nil
 	}
-	b := unsafe.Slice((*byte)(unsafe.Add(r.errHost, i*errRecordBytes)), errRecordBytes)
+	b := unsafe.Slice((*byte)(unsafe.Add(r.errHost, i*core.ErrRecordBytes)), core.ErrRecordBytes)
 	code := atomic.LoadUint32((*uint32)(unsafe.Pointer(&b[0]))) // published last, after the rest
-	if code == 0 || code == errCodeWriting {
+	if code == 0 || code == core.ErrCodeWriting {
 		return nil
 	}
 	le := binary.LittleEndian
 	rank, peer, block, epoch, info := int(le.Uint32(b[4:])), int(le.Uint32(b[8:])), int(le.Uint32(b[12:])), le.Uint64(b[16:]), le.Uint64(b[24:])
 	switch {
-	case code == errCodeTimeout:
+	case code == core.ErrCodeTimeout:
 		return &BarrierTimeoutError{Rank: rank, Peer: peer, Block: block, Epoch: epoch}
-	case code == errCodeMatch && i == 0:
+	case code == core.ErrCodeMismatch && i == 0:
 		return &MismatchError{Rank: rank, Peer: peer, Block: block, Launch: uint32(epoch), Check: uint32(info), PeerCheck: uint32(info >> 32), World: true}
-	case code == errCodeRefused && i == 0:
+	case code == core.ErrCodeRefused && i == 0:
 		e := &PeerRefusedError{Rank: rank, Peer: peer, Launch: uint32(info >> 32), Reason: RefusalReason(uint32(info))}
 		if r.local != nil {
 			e.Err = r.local.refusal(refusalKey{gpu.DevicePtr(epoch), e.Launch})
@@ -80,7 +76,7 @@ func (r *Rank) Check() error {
 	}
 	err := r.record(1)
 	if err != nil {
-		atomic.StoreUint32((*uint32)(unsafe.Add(r.errHost, errRecordBytes)), 0)
+		atomic.StoreUint32((*uint32)(unsafe.Add(r.errHost, core.ErrRecordBytes)), 0)
 	}
 	return err
 }
@@ -204,7 +200,7 @@ func (g *Graph) release() {
 
 // use records that launch n of p with arguments a went into the graph.
 // Capture is not the steady-state launch path: the lists may grow here.
-func (g *Graph) use(p *Plan, a *Args, n uint32) {
+func (g *Graph) use(p *Plan, a *core.Args, n uint32) {
 	if n != 0 && !slices.ContainsFunc(g.firsts, func(f graphLaunch) bool { return f.r == p.r }) {
 		g.firsts = append(g.firsts, graphLaunch{p.r, n})
 	}
@@ -212,7 +208,7 @@ func (g *Graph) use(p *Plan, a *Args, n uint32) {
 		g.plans = append(g.plans, p)
 		p.graphs.Add(1)
 	}
-	for _, ptr := range a.ptrs {
+	for _, ptr := range a.Ptrs {
 		for r := p.r; r != nil; r = r.parent {
 			if off, ok := r.heap.pin(ptr); ok {
 				g.pins = append(g.pins, pin{r.heap, off})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/internal/core"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,7 +19,7 @@ import (
 // device address.
 func writeRecord(t *testing.T, r *Rank, i int, code uint32, info uint64) {
 	t.Helper()
-	rec := make([]byte, errRecordBytes)
+	rec := make([]byte, core.ErrRecordBytes)
 	le := binary.LittleEndian
 	le.PutUint32(rec, code)
 	le.PutUint32(rec[4:], uint32(r.Rank()))
@@ -26,7 +27,7 @@ func writeRecord(t *testing.T, r *Rank, i int, code uint32, info uint64) {
 	le.PutUint32(rec[12:], 3)
 	le.PutUint64(rec[16:], 9)
 	le.PutUint64(rec[24:], info)
-	require.NoError(t, fakeOf(r).Write(r.errDev+gpu.DevicePtr(i*errRecordBytes), rec))
+	require.NoError(t, fakeOf(r).Write(r.errDev+gpu.DevicePtr(i*core.ErrRecordBytes), rec))
 }
 
 // graphRank is a one-rank world with a plan and a graph of one launch of it.
@@ -34,10 +35,10 @@ func graphRank(t *testing.T) (*Rank, *fakegpu.Platform, *Plan, *Graph) {
 	t.Helper()
 	w := kernelWorld(t, 1, testHash)
 	r := w.Rank(0)
-	pl, err := NewPlan(r, testSpec())
+	pl, err := newPlan(r, testSpec())
 	require.NoError(t, err)
 	s := r.Stream()
-	g, err := r.Capture(s, func() error { return pl.Launch(s, irismodel.BarrierDevice, pl.Args()) })
+	g, err := r.Capture(s, func() error { return pl.testLaunch(s, irismodel.BarrierDevice, pl.testArgs()) })
 	require.NoError(t, err)
 	return r, fakeOf(r), pl, g
 }
@@ -54,11 +55,11 @@ func TestFaultRecords(t *testing.T) {
 		world   bool  // sticky, launches refused
 		message string
 	}{
-		{"timeout", 0, errCodeTimeout, ErrBarrierTimeout, true, "close the world and start it again"},
+		{"timeout", 0, core.ErrCodeTimeout, ErrBarrierTimeout, true, "close the world and start it again"},
 		{"unknown world fault", 0, 9, ErrDeviceFault, true, "close the world and start it again"},
-		{"being written", 0, errCodeWriting, nil, false, ""},
-		{"index out of range", 1, errCodeIndex, ErrDeviceFault, false, "an index out of range (value 77; nothing was written for it); the call's results are incomplete"},
-		{"capacity exceeded", 1, errCodeCapacity, ErrDeviceFault, false, "receive capacity (77 rows; the rest were dropped)"},
+		{"being written", 0, core.ErrCodeWriting, nil, false, ""},
+		{"index out of range", 1, core.ErrCodeIndex, ErrDeviceFault, false, "an index out of range (value 77; nothing was written for it); the call's results are incomplete"},
+		{"capacity exceeded", 1, core.ErrCodeCapacity, ErrDeviceFault, false, "receive capacity (77 rows; the rest were dropped)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, fake, pl, g := graphRank(t)
@@ -76,7 +77,7 @@ func TestFaultRecords(t *testing.T) {
 			if c.world {
 				require.ErrorIs(t, r.Check(), c.check, "a world fault stays")
 				for _, mode := range []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierNone, irismodel.BarrierHost} {
-					require.ErrorIs(t, pl.Launch(s, mode, pl.Args()), c.check, mode.String())
+					require.ErrorIs(t, pl.testLaunch(s, mode, pl.testArgs()), c.check, mode.String())
 				}
 				require.ErrorIs(t, g.Launch(s), c.check)
 				require.ErrorIs(t, r.HostBarrier(s), c.check)
@@ -85,7 +86,7 @@ func TestFaultRecords(t *testing.T) {
 			}
 			require.NoError(t, r.Check(), "a call fault is reported once")
 			for _, mode := range []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierNone, irismodel.BarrierHost} {
-				require.NoError(t, pl.Launch(s, mode, pl.Args()), mode.String())
+				require.NoError(t, pl.testLaunch(s, mode, pl.testArgs()), mode.String())
 			}
 			require.NoError(t, g.Replay(s))
 			assert.Len(t, fake.Launches(), 4)
@@ -109,7 +110,7 @@ func TestFaultUnderReplay(t *testing.T) {
 		replays++
 		if code, ok := raise[replays]; ok {
 			rec, i := r, 1
-			if code == errCodeTimeout {
+			if code == core.ErrCodeTimeout {
 				i = 0
 			}
 			writeRecord(t, rec, i, code, uint64(replays))
@@ -117,7 +118,7 @@ func TestFaultUnderReplay(t *testing.T) {
 		return nil
 	})
 	defer fake.OnLaunch(nil)
-	raise[2], raise[4] = errCodeIndex, errCodeTimeout
+	raise[2], raise[4] = core.ErrCodeIndex, core.ErrCodeTimeout
 	require.NoError(t, g.Replay(s))
 	var de *DeviceFaultError
 	require.ErrorAs(t, g.Replay(s), &de, "the fault of replay 2")
@@ -134,7 +135,7 @@ func TestFaultUnderReplay(t *testing.T) {
 // a call fault leaves the world usable; in both kinds of world.
 func TestFaultReachesEveryRank(t *testing.T) {
 	check := func(t *testing.T, ranks []*Rank, run func(func(r *Rank) error) []error) {
-		writeRecord(t, ranks[1], 1, errCodeIndex, 5)
+		writeRecord(t, ranks[1], 1, core.ErrCodeIndex, 5)
 		errs := run(func(r *Rank) error { return r.HostBarrier(r.Stream()) })
 		require.ErrorIs(t, errs[1], ErrDeviceFault)
 		var we *WorldError
@@ -144,7 +145,7 @@ func TestFaultReachesEveryRank(t *testing.T) {
 		for _, err := range run(func(r *Rank) error { return r.HostBarrier(r.Stream()) }) {
 			require.NoError(t, err, "the world stays usable after a call fault")
 		}
-		writeRecord(t, ranks[1], 0, errCodeTimeout, 0)
+		writeRecord(t, ranks[1], 0, core.ErrCodeTimeout, 0)
 		for i := 0; i < 2; i++ {
 			errs = run(func(r *Rank) error { return r.HostBarrier(r.Stream()) })
 			require.ErrorIs(t, errs[1], ErrBarrierTimeout)
@@ -191,17 +192,17 @@ func TestRecoveryAfterWorldFault(t *testing.T) {
 		require.NoError(t, err)
 		var g *Graph
 		require.NoError(t, w.Run(func(r *Rank) error {
-			pl, err := NewPlan(r, testSpec())
+			pl, err := newPlan(r, testSpec())
 			if err != nil {
 				return err
 			}
-			gr, err := r.Capture(r.Stream(), func() error { return pl.Launch(r.Stream(), irismodel.BarrierDevice, pl.Args()) })
+			gr, err := r.Capture(r.Stream(), func() error { return pl.testLaunch(r.Stream(), irismodel.BarrierDevice, pl.testArgs()) })
 			if r.Rank() == 0 {
 				g = gr
 			}
 			return err // plan and graph left open on purpose
 		}))
-		writeRecord(t, w.Rank(0), 0, errCodeTimeout, 0)
+		writeRecord(t, w.Rank(0), 0, core.ErrCodeTimeout, 0)
 		require.ErrorIs(t, w.Rank(0).Check(), ErrBarrierTimeout)
 		require.NoError(t, w.Close())
 		assert.Zero(t, fake.LiveRegions(), "everything released")
@@ -213,14 +214,14 @@ func TestRecoveryAfterWorldFault(t *testing.T) {
 		defer w.Close()
 		fake.ClearLaunches()
 		require.NoError(t, w.Run(func(r *Rank) error {
-			pl, err := NewPlan(r, testSpec())
+			pl, err := newPlan(r, testSpec())
 			if err != nil {
 				return err
 			}
 			if err := r.Check(); err != nil {
 				return err
 			}
-			return errors.Join(pl.Launch(r.Stream(), irismodel.BarrierDevice, pl.Args()), r.HostBarrier(r.Stream()), pl.Close())
+			return errors.Join(pl.testLaunch(r.Stream(), irismodel.BarrierDevice, pl.testArgs()), r.HostBarrier(r.Stream()), pl.Close())
 		}))
 		assert.Len(t, fake.Launches(), 2)
 	})
@@ -228,7 +229,7 @@ func TestRecoveryAfterWorldFault(t *testing.T) {
 		fake := fakegpu.New(2)
 		opts := Options{HeapBytes: 1 << 16, RendezvousTimeout: 10 * time.Second}
 		ranks := joinFakeProcesses(t, fake, 2, opts)
-		writeRecord(t, ranks[1], 0, errCodeTimeout, 0)
+		writeRecord(t, ranks[1], 0, core.ErrCodeTimeout, 0)
 		closeAll(t, ranks)
 		assert.Zero(t, fake.LiveRegions())
 		ranks = joinFakeProcesses(t, fake, 2, opts)
@@ -263,24 +264,24 @@ func TestGraphHoldsPlansAndTensors(t *testing.T) {
 		s.x, _ = h.Alloc(irismodel.F32, 16)
 		s.y, _ = h.Alloc(irismodel.F32, 16)
 		s.z, _ = h.Alloc(irismodel.F32, 16) // not used by the graph
-		if s.pl, err = NewPlan(r, testSpec()); err != nil {
+		if s.pl, err = newPlan(r, testSpec()); err != nil {
 			return err
 		}
-		if s.other, err = NewPlan(r, testSpec()); err != nil {
+		if s.other, err = newPlan(r, testSpec()); err != nil {
 			return err
 		}
 		if s.group, err = r.NewGroup([]int{0, 1}, 1<<14); err != nil {
 			return err
 		}
 		s.gt, _ = s.group.Heap().Alloc(irismodel.F32, 16)
-		if s.groupPlan, err = NewPlan(s.group, testSpec()); err != nil {
+		if s.groupPlan, err = newPlan(s.group, testSpec()); err != nil {
 			return err
 		}
 		st := r.Stream()
 		s.g, err = r.Capture(st, func() error {
 			return errors.Join(
-				s.pl.Launch(st, irismodel.BarrierDevice, s.pl.Args().Staged("input", s.x.Slice(4, 8)).Ptr(s.y.Ptr).Ptr(0x40)), // 0x40: not on the heap
-				s.groupPlan.Launch(st, irismodel.BarrierDevice, s.groupPlan.Args().Ptr(s.gt.Ptr)))
+				s.pl.testLaunch(st, irismodel.BarrierDevice, s.pl.testArgs().Staged("input", s.x.Slice(4, 8)).Ptr(s.y.Ptr).Ptr(0x40)), // 0x40: not on the heap
+				s.groupPlan.testLaunch(st, irismodel.BarrierDevice, s.groupPlan.testArgs().Ptr(s.gt.Ptr)))
 		})
 		return err
 	}))

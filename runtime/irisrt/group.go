@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/internal/core"
 )
 
 // NewGroup returns this rank's view of a group of ranks: a *Rank whose world
@@ -88,7 +89,6 @@ func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
 	base := r.heap.base + gpu.DevicePtr(res.off)
 	g := &Rank{rank: slices.Index(members, r.rank), world: len(members), opts: r.opts, dev: r.dev,
 		stream: r.stream, control: r.control, errHost: r.errHost, errDev: r.errDev, kernels: r.kernels, graphs: r.graphs, local: r.local, perGPU: r.perGPU, parent: r, reserved: base}
-	g.plans = &PlanCache{r: g, m: map[string]any{}}
 	bases := make([]gpu.DevicePtr, len(members))
 	for i, m := range members {
 		bases[i] = r.heap.Peer(base, m)
@@ -97,7 +97,7 @@ func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
 		g.heap.parent = r.heap
 		// The reservation held other memory before: the control block
 		// starts zeroed, as a world's heap does, before any member launches.
-		if err = r.dev.MemsetD8Async(base, 0, ControlBytes, r.stream); err == nil {
+		if err = r.dev.MemsetD8Async(base, 0, core.ControlBytes, r.stream); err == nil {
 			err = r.dev.StreamSynchronize(r.stream)
 		}
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/internal/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -28,11 +29,11 @@ func checkGroups(t *testing.T, world []*Rank, groups []*Rank) {
 		for i := 0; i < 2; i++ {
 			assert.Equal(t, world[k].Heap().Base(first+i)+off, g.Heap().Base(i), "rank %d: group base %d", k, i)
 		}
-		ctx := g.Ctx()
+		ctx := g.ctxBytes()
 		assert.Equal(t, uint64(g.Heap().Base(1)), leU64(ctx[8:]), "ctx base[1]")
 		assert.Zero(t, leU64(ctx[16:]), "ctx base[2] unused")
-		assert.Equal(t, uint32(2), leU32(ctx[ctxOffWorld:]))
-		assert.Equal(t, uint32(k%2), leU32(ctx[ctxOffRank:]))
+		assert.Equal(t, uint32(2), leU32(ctx[core.CtxOffWorld:]))
+		assert.Equal(t, uint32(k%2), leU32(ctx[core.CtxOffRank:]))
 	}
 }
 
@@ -59,11 +60,11 @@ func TestGroupsInProcess(t *testing.T) {
 				return err
 			}
 		}
-		pl, err := NewPlan(g, testSpec())
+		pl, err := newPlan(g, testSpec())
 		if err != nil {
 			return err
 		}
-		if !g.Heap().Contains(pl.Buffer("scratch"), 1000) || r.Heap().FreeBytesLeft() != groups[0].Parent().Heap().FreeBytesLeft() {
+		if !g.Heap().Contains(pl.buffer("scratch"), 1000) || r.Heap().FreeBytesLeft() != groups[0].Parent().Heap().FreeBytesLeft() {
 			return errors.New("a group's plan must live on the group's heap, and the world's heaps stay equal")
 		}
 		return pl.Close()
@@ -85,7 +86,7 @@ func TestGroupsInProcess(t *testing.T) {
 		return errors.Join(a[r.Rank()].Close(), b[r.Rank()].Close(), groups[r.Rank()].Close())
 	}))
 	for _, r := range w.Ranks() {
-		assert.Equal(t, r.Heap().Size()-ControlBytes, r.Heap().FreeBytesLeft(), "Close frees the reservations")
+		assert.Equal(t, r.Heap().Size()-core.ControlBytes, r.Heap().FreeBytesLeft(), "Close frees the reservations")
 	}
 }
 
@@ -103,7 +104,7 @@ func TestGroupErrors(t *testing.T) {
 	require.ErrorAs(t, err, &we)
 	assert.Contains(t, err.Error(), "every member of a group must pass the same list")
 	for _, r := range w.Ranks() {
-		assert.Equal(t, r.Heap().Size()-ControlBytes, r.Heap().FreeBytesLeft(), "nothing reserved when the lists disagree")
+		assert.Equal(t, r.Heap().Size()-core.ControlBytes, r.Heap().FreeBytesLeft(), "nothing reserved when the lists disagree")
 	}
 	err = w.Run(func(r *Rank) error {
 		_, err := r.NewGroup(pairOf(r.Rank()), int64(1<<12+r.Rank()*256))
@@ -150,7 +151,7 @@ func TestGroupsInMultiProcessWorld(t *testing.T) {
 			}
 			if err == nil {
 				var pl *Plan
-				if pl, err = NewPlan(g, testSpec()); err == nil {
+				if pl, err = newPlan(g, testSpec()); err == nil {
 					err = pl.Close()
 				}
 			}
@@ -344,7 +345,7 @@ func TestSharedGPUGroupsInProcess(t *testing.T) {
 					assert.Equal(t, k, se.Rank)
 				}
 				for k, r := range w.Ranks() {
-					require.Equal(t, r.Heap().Size()-ControlBytes, r.Heap().FreeBytesLeft(), "%s: rank %d's heap", what, k)
+					require.Equal(t, r.Heap().Size()-core.ControlBytes, r.Heap().FreeBytesLeft(), "%s: rank %d's heap", what, k)
 				}
 			}
 		}
@@ -372,7 +373,7 @@ func TestSharedGPUGroupsProcessWorld(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		pl, err := NewPlan(g, testSpec())
+		pl, err := newPlan(g, testSpec())
 		if err != nil {
 			return errors.Join(err, g.Close())
 		}

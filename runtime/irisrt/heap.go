@@ -9,11 +9,16 @@ import (
 	"sync/atomic"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/internal/core"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
-// HeapAlign is the alignment of every heap allocation, in bytes.
-const HeapAlign = 256
+// heapAlign is the alignment of every heap allocation, in bytes; the
+// control block takes whole units of it.
+const (
+	heapAlign = 256
+	_         = uint(0 - core.ControlBytes%heapAlign)
+)
 
 // Heap is one rank's symmetric heap: a single device allocation of the same
 // size on every rank, carved up by a deterministic allocator. Allocation is
@@ -25,7 +30,7 @@ const HeapAlign = 256
 //
 // The heap knows its live allocations (a table sorted by offset), so the
 // launch path refuses, without allocating, a tensor that lies on the heap
-// but not inside a live allocation of the caller's (see CheckLive), and a
+// but not inside a live allocation of the caller's (see checkLive), and a
 // tensor whose allocation was freed, even when its memory has since been
 // handed out again.
 type Heap struct {
@@ -70,7 +75,8 @@ func (h *Heap) Alloc(dt irismodel.DType, n int64) (Tensor, error) {
 	return Tensor{Ptr: h.base + gpu.DevicePtr(a.off), DType: dt, Len: n, heap: h, id: a.id}, nil
 }
 
-// AllocBytes allocates bytes (at least HeapAlign) from the heap; collective
+// AllocBytes allocates bytes (rounded up to a multiple of 256, the
+// alignment of every heap allocation) from the heap; collective
 // like Alloc.
 func (h *Heap) AllocBytes(bytes int64) (gpu.DevicePtr, error) {
 	a, err := h.alloc(bytes, kindUser)
@@ -209,7 +215,7 @@ const (
 	kindUser    allocKind = iota // Heap.Alloc, Heap.AllocBytes
 	kindPlan                     // a plan's flags, epochs, workspace and staging
 	kindGroup                    // a group's reservation (Rank.NewGroup)
-	kindControl                  // the heap's control block (ControlBytes at offset 0)
+	kindControl                  // the heap's control block (core.ControlBytes at offset 0)
 )
 
 // newHeap is the heap of size bytes at base with every rank's base as
@@ -218,9 +224,9 @@ const (
 // control block is an error.
 func newHeap(rank int, dev gpu.Device, base gpu.DevicePtr, size int64, bases []gpu.DevicePtr) (*Heap, error) {
 	h := &Heap{rank: rank, dev: dev, base: base, size: size, a: newAllocator(size), bases: bases}
-	if _, ok := h.a.alloc(ControlBytes, kindControl); !ok {
+	if _, ok := h.a.alloc(core.ControlBytes, kindControl); !ok {
 		return nil, &HeapError{Rank: rank, Op: "create", Size: size, Msg: fmt.Sprintf(
-			"a heap of %d bytes has no room for its %d-byte control block: make it larger", size, ControlBytes)}
+			"a heap of %d bytes has no room for its %d-byte control block: make it larger", size, core.ControlBytes)}
 	}
 	return h, nil
 }
@@ -248,7 +254,7 @@ type allocator struct {
 type span struct{ off, n int64 }
 
 func newAllocator(size int64) *allocator {
-	size &^= HeapAlign - 1
+	size &^= heapAlign - 1
 	a := &allocator{size: size}
 	if size > 0 {
 		a.spans = []span{{0, size}}
@@ -263,7 +269,7 @@ func roundUp(n int64) (int64, bool) {
 	if n == 0 {
 		n = 1 // a zero-length object still gets its own address
 	}
-	return (n + HeapAlign - 1) &^ (HeapAlign - 1), true
+	return (n + heapAlign - 1) &^ (heapAlign - 1), true
 }
 
 // alloc makes an allocation of bytes in the first free block that fits.

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/irisgen/irisgen/runtime/internal/core"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,7 +28,7 @@ func randomOps(t *testing.T, a *allocator, seed uint64, steps int) []int64 {
 			continue
 		}
 		off := l.off
-		require.Zero(t, off%HeapAlign, "alignment")
+		require.Zero(t, off%heapAlign, "alignment")
 		offs = append(offs, off)
 		live = append(live, off)
 	}
@@ -113,7 +114,7 @@ func TestAllocatorBeyond4GiB(t *testing.T) {
 	require.True(t, ok)
 	obj, ok := alloc(a, 1024)
 	require.True(t, ok)
-	assert.Equal(t, int64(5<<30+HeapAlign), obj, "offsets past 4 GiB are exact")
+	assert.Equal(t, int64(5<<30+heapAlign), obj, "offsets past 4 GiB are exact")
 	big, ok := alloc(a, 16<<30)
 	require.True(t, ok)
 	assert.Greater(t, big, int64(4<<30))
@@ -156,7 +157,7 @@ func TestHeapExhaustionAndContains(t *testing.T) {
 	require.Error(t, h.Free(x.Slice(1, 1)), "a slice is not an allocation")
 	require.NoError(t, h.Free(x))
 	require.Error(t, h.Free(x), "double free")
-	assert.Equal(t, h.Size()-ControlBytes, h.FreeBytesLeft())
+	assert.Equal(t, h.Size()-core.ControlBytes, h.FreeBytesLeft())
 	_, err = h.Alloc(irismodel.DType(0), 1)
 	assert.Error(t, err)
 	_, err = h.Alloc(irismodel.F32, -1)

@@ -8,105 +8,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/internal/core"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 )
-
-// KernelFile is the code object file name of module (a collective) on a
-// platform: <module>.fatbin for cuda, <module>.hsaco for hip,
-// <module>.<platform> otherwise (test platforms). `irisgen kernels` writes
-// them into the generated package's kernels/ directory, which the package
-// embeds.
-func KernelFile(platform, module string) string {
-	switch platform {
-	case "cuda":
-		return module + ".fatbin"
-	case "hip":
-		return module + ".hsaco"
-	}
-	return module + "." + platform
-}
-
-// DefaultKernelsCommand is the command errors name for building code
-// objects when a package's Table does not say (Table.KernelsCommand).
-const DefaultKernelsCommand = "irisgen kernels"
-
-// registry maps import paths to the registered tables of the generated
-// packages in the program.
-var registry struct {
-	mu     sync.Mutex
-	tables map[string]*Table
-}
-
-// Register records a generated package's table under its import path, so
-// that its plans find the code objects the package embeds. Every generated
-// package calls it in init. A second table under the same import path (a
-// generated package copied or moved without regenerating it) is a conflict:
-// nothing panics, but every plan of either package fails with an error that
-// says to regenerate; other packages are not affected. Registering the same
-// table again does nothing.
-func Register(t *Table) {
-	_ = t.prepare() // an invalid table fails its plans, with the reason
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	if registry.tables == nil {
-		registry.tables = map[string]*Table{}
-	}
-	if o := registry.tables[t.ImportPath]; o != nil && o != t {
-		o.conflict.Store(t)
-		t.conflict.Store(o)
-		return
-	}
-	registry.tables[t.ImportPath] = t
-}
-
-// Registered returns the table registered under importPath, or nil.
-func Registered(importPath string) *Table {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	return registry.tables[importPath]
-}
-
-// Tables returns the tables of every generated package registered in the
-// program, sorted by import path: what tools that take any generated
-// package (irisgen bench and probe, through gputools) work on.
-func Tables() []*Table {
-	registry.mu.Lock()
-	defer registry.mu.Unlock()
-	out := make([]*Table, 0, len(registry.tables))
-	for _, t := range registry.tables {
-		out = append(out, t)
-	}
-	slices.SortFunc(out, func(a, b *Table) int { return strings.Compare(a.ImportPath, b.ImportPath) })
-	return out
-}
-
-// usable reports why no plan of t can be made: an invalid table or a
-// registration conflict; nil otherwise.
-func (t *Table) usable() error {
-	if err := t.prepare(); err != nil {
-		return err
-	}
-	if t.conflict.Load() != nil {
-		return fmt.Errorf("irisrt: two generated packages in this program register the import path %q: "+
-			"one of them was copied or moved without regenerating it; regenerate it where it lives now (`go generate ./...`)", t.ImportPath)
-	}
-	return nil
-}
-
-// kernelsCommand is what errors about pkg's code objects tell the user to
-// run.
-func kernelsCommand(pkg string) string {
-	if t := Registered(pkg); t != nil && t.KernelsCommand != "" {
-		return t.KernelsCommand
-	}
-	return DefaultKernelsCommand
-}
 
 // kernelCache holds a rank's loaded modules and functions, keyed by the
 // generated package and the module (collective), so two packages with a
@@ -135,16 +43,18 @@ func (c *kernelCache) unload(dev gpu.Device) error {
 	return errors.Join(errs...)
 }
 
-// Function returns kernel from module of the generated package pkg (its
-// import path; "" for a plan made without one), loading the module on first
-// use and checking that its spec hash equals specHash (the generated
-// package's). Missing or stale code objects give a *KernelError that names
-// the command that rebuilds them. Plans call it at creation, never in a
-// launch.
-func (r *Rank) Function(pkg, module, specHash, kernel string) (gpu.Function, error) {
+// function returns the kernel of plan spec s from its module of its
+// generated package (s.Package, its import path; "" for a plan made without
+// one), loading the module on first use and checking that its spec hash
+// equals s.SpecHash (the generated package's). Missing or stale code
+// objects give a *KernelError that names the command that rebuilds them
+// (s.KernelsCommand). Plans call it at creation, never in a launch.
+func (r *Rank) function(s *core.PlanSpec) (gpu.Function, error) {
 	if r.isClosed() {
-		return 0, r.closedErr("Function " + kernel)
+		return 0, r.closedErr("loading kernel " + s.Kernel)
 	}
+	pkg, module, kernel := s.Package, s.Module, s.Kernel
+	cmd := kernelsCommand(s)
 	c := r.kernels // a group shares its world rank's
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -152,7 +62,7 @@ func (r *Rank) Function(pkg, module, specHash, kernel string) (gpu.Function, err
 	m := c.mods[key]
 	if m == nil {
 		var err error
-		if m, err = r.loadModule(pkg, module); err != nil {
+		if m, err = r.loadModule(s); err != nil {
 			return 0, err
 		}
 		if c.mods == nil {
@@ -160,31 +70,41 @@ func (r *Rank) Function(pkg, module, specHash, kernel string) (gpu.Function, err
 		}
 		c.mods[key] = m
 	}
-	if m.hash != specHash {
-		return 0, &KernelError{Package: pkg, Module: module, Kernel: kernel, Stale: true, WantHash: specHash, GotHash: m.hash, Command: kernelsCommand(pkg)}
+	if m.hash != s.SpecHash {
+		return 0, &KernelError{Package: pkg, Module: module, Kernel: kernel, Stale: true, WantHash: s.SpecHash, GotHash: m.hash, Command: cmd}
 	}
 	if f, ok := m.fns[kernel]; ok {
 		return f, nil
 	}
 	f, err := r.dev.Function(m.mod, kernel)
 	if err != nil {
-		return 0, &KernelError{Package: pkg, Module: module, Kernel: kernel, Err: err, Command: kernelsCommand(pkg)}
+		return 0, &KernelError{Package: pkg, Module: module, Kernel: kernel, Err: err, Command: cmd}
 	}
 	m.fns[kernel] = f
 	return f, nil
 }
 
-func (r *Rank) loadModule(pkg, module string) (*loadedModule, error) {
-	image, err := findKernel(r.opts.Kernels, r.dev.Platform().Name(), pkg, module)
+// kernelsCommand is what errors about s's code objects tell the user to
+// run.
+func kernelsCommand(s *core.PlanSpec) string {
+	if s.KernelsCommand != "" {
+		return s.KernelsCommand
+	}
+	return irismodel.DefaultKernelsCommand
+}
+
+func (r *Rank) loadModule(s *core.PlanSpec) (*loadedModule, error) {
+	pkg, module := s.Package, s.Module
+	image, err := findKernel(r.opts.Kernels, r.dev.Platform().Name(), s)
 	if err != nil {
 		return nil, err
 	}
 	mod, err := r.dev.LoadModule(image)
 	if err != nil {
-		return nil, &KernelError{Package: pkg, Module: module, Command: kernelsCommand(pkg),
+		return nil, &KernelError{Package: pkg, Module: module, Command: kernelsCommand(s),
 			Err: fmt.Errorf("loading the code object on GPU %d: %w", r.dev.Ordinal(), err)}
 	}
-	hash, err := r.readSpecHash(mod, pkg, module)
+	hash, err := r.readSpecHash(mod, s)
 	if err != nil {
 		_ = r.dev.UnloadModule(mod)
 		return nil, err
@@ -192,10 +112,10 @@ func (r *Rank) loadModule(pkg, module string) (*loadedModule, error) {
 	return &loadedModule{mod: mod, hash: hash, fns: map[string]gpu.Function{}}, nil
 }
 
-func (r *Rank) readSpecHash(mod gpu.Module, pkg, module string) (string, error) {
-	sym := irismodel.SpecHashSymbol(module)
+func (r *Rank) readSpecHash(mod gpu.Module, s *core.PlanSpec) (string, error) {
+	sym := irismodel.SpecHashSymbol(s.Module)
 	fail := func(err error) error {
-		return &KernelError{Package: pkg, Module: module, Err: err, Command: kernelsCommand(pkg)}
+		return &KernelError{Package: s.Package, Module: s.Module, Err: err, Command: kernelsCommand(s)}
 	}
 	p, size, err := r.dev.Global(mod, sym)
 	if err != nil {
@@ -214,20 +134,22 @@ func (r *Rank) readSpecHash(mod gpu.Module, pkg, module string) (string, error) 
 	return string(buf), nil
 }
 
-// findKernel reads the code object of module of the generated package pkg:
-// from fsys (Options.Kernels) when given, else from $IRISGEN_KERNELS when
-// set, and when it is not there from the code objects pkg embeds. The
-// overrides come first so that freshly built code objects can be used
-// without rebuilding the program; the spec hash check catches a wrong one.
-func findKernel(fsys fs.FS, platform, pkg, module string) ([]byte, error) {
-	name := KernelFile(platform, module)
+// findKernel reads the code object of plan spec s: from fsys
+// (Options.Kernels) when given, else from $IRISGEN_KERNELS when set, and
+// when it is not there from the code objects s's package embeds
+// (s.Embedded). The overrides come first so that freshly built code objects
+// can be used without rebuilding the program; the spec hash check catches a
+// wrong one.
+func findKernel(fsys fs.FS, platform string, s *core.PlanSpec) ([]byte, error) {
+	pkg, module := s.Package, s.Module
+	name := irismodel.KernelFile(platform, module)
 	var looked []string
 	miss := func(err error, where string) error {
 		if errors.Is(err, fs.ErrNotExist) {
 			looked = append(looked, where)
 			return nil
 		}
-		return &KernelError{Package: pkg, Module: module, Command: kernelsCommand(pkg), Err: fmt.Errorf("reading %s: %w", where, err)}
+		return &KernelError{Package: pkg, Module: module, Command: kernelsCommand(s), Err: fmt.Errorf("reading %s: %w", where, err)}
 	}
 	if fsys != nil {
 		b, err := fs.ReadFile(fsys, name)
@@ -247,9 +169,9 @@ func findKernel(fsys fs.FS, platform, pkg, module string) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if t := Registered(pkg); t != nil && t.Embedded != nil {
+	if s.Embedded != nil {
 		p := path.Join("kernels", name)
-		b, err := fs.ReadFile(t.Embedded, p)
+		b, err := fs.ReadFile(s.Embedded, p)
 		if err == nil {
 			return b, nil
 		}
@@ -257,5 +179,5 @@ func findKernel(fsys fs.FS, platform, pkg, module string) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return nil, &KernelError{Package: pkg, Module: module, Looked: looked, Command: kernelsCommand(pkg)}
+	return nil, &KernelError{Package: pkg, Module: module, Looked: looked, Command: kernelsCommand(s)}
 }

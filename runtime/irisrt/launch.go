@@ -4,10 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sync"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/internal/core"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
@@ -43,21 +43,6 @@ import (
 // world is closed and started again, as after a timeout. A refusal on
 // every rank leaves nothing to do: no kernel waits for its number, and
 // later launches have later numbers.
-
-// The control block at offset 0 of every heap (irisgen::detail::control).
-const (
-	// ControlBytes is what the runtime reserves at the start of every
-	// heap (a group's too) for its control block.
-	ControlBytes = 2 * HeapAlign
-	// controlRing is IRISGEN_RING: the records of begun launches.
-	controlRing    = 32
-	offRefused     = 0            // uint64[MaxWorld]: (reason << 32) | launch
-	offBegun       = 8 * MaxWorld // uint64[controlRing]: (launch << 32) | check
-	controlUsed    = offBegun + 8*controlRing
-	_              = uint(ControlBytes - controlUsed) // the block fits its reservation
-	errCodeMatch   = 4                                // IRISGEN_ERR_MISMATCH
-	errCodeRefused = 5                                // IRISGEN_ERR_REFUSED
-)
 
 // RefusalReason is what kind of error made a rank refuse a launch, as it
 // travels to the peers whose kernels gave up (PeerRefusedError).
@@ -150,34 +135,10 @@ func (r *Rank) nextLaunch(meets bool) uint32 {
 	return n
 }
 
-// digestHash is a plan's identity in its launch checks: the same on every
-// rank, since NewPlan compares the digests.
-func digestHash(d []byte) uint64 {
-	h := fnv.New64a()
-	_, _ = h.Write(d)
-	return h.Sum64()
-}
-
-// mix64 is a 64-bit finalizer (splitmix64's).
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
-}
-
 // check is the fingerprint of launch n of the plan in mode with the
-// parameters ps: equal on two ranks exactly when they launch the same plan
-// with the same parameters and mode as the same launch (up to a 2^-32
-// chance). It does not allocate.
+// parameters ps (core.Fingerprint). It does not allocate.
 func (p *Plan) check(n uint32, mode irismodel.Barrier, ps []irismodel.Param) uint32 {
-	h := mix64(p.id ^ uint64(n))
-	h = mix64(h ^ uint64(mode)<<56)
-	for _, x := range ps {
-		h = mix64(h ^ x.Word())
-	}
-	return uint32(h ^ h>>32)
+	return core.Fingerprint(p.id, n, mode, ps)
 }
 
 // refuse reports that launch n of this rank, on stream s, was refused with
@@ -203,7 +164,7 @@ func (r *Rank) refuse(s gpu.Stream, n uint32, err error) error {
 		if q == r.rank {
 			continue
 		}
-		word := r.heap.bases[q] + offRefused + gpu.DevicePtr(8*r.rank)
+		word := r.heap.bases[q] + core.OffRefused + gpu.DevicePtr(8*r.rank)
 		// The reason first: a kernel that sees the launch sees the reason.
 		if e := r.dev.MemsetD32Async(word+4, uint32(reason), 1, r.control); e != nil {
 			errs = append(errs, e)
@@ -230,7 +191,7 @@ func (r *Rank) refuse(s gpu.Stream, n uint32, err error) error {
 // host does it before its host barrier, so that a peer whose kernel waits
 // for this rank (in mode device) finds the mismatch.
 func (r *Rank) begun(n, check uint32, s gpu.Stream) error {
-	slot := r.heap.base + offBegun + gpu.DevicePtr(8*(n%controlRing))
+	slot := r.heap.base + core.OffBegun + gpu.DevicePtr(8*(n%core.ControlRing))
 	if err := r.dev.MemsetD32Async(slot, check, 1, s); err != nil {
 		return platformErr("recording the launch in the control block", err)
 	}

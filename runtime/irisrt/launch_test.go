@@ -1,76 +1,22 @@
-package irisrt
+package irisrt_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
-	"os"
-	"regexp"
-	"strconv"
-	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/internal/core"
+	"github.com/irisgen/irisgen/runtime/internal/fixtures"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// TestHeaderAgrees: the layouts and codes the runtime shares with the
-// device header (runtime/include/irisgen.h) are the same on both sides:
-// the ctx's fields in order, the control block, the error codes.
-func TestHeaderAgrees(t *testing.T) {
-	b, err := os.ReadFile("../include/irisgen.h")
-	require.NoError(t, err)
-	h := string(b)
-	define := func(name string) int {
-		m := regexp.MustCompile(`(?m)^#define ` + name + ` (\d+)u?$`).FindStringSubmatch(h)
-		require.NotNil(t, m, "#define %s", name)
-		n, _ := strconv.Atoi(m[1])
-		return n
-	}
-	assert.Equal(t, MaxWorld, define("IRISGEN_MAX_WORLD"))
-	assert.Equal(t, controlRing, define("IRISGEN_RING"))
-	assert.Equal(t, errCodeTimeout, define("IRISGEN_ERR_TIMEOUT"))
-	assert.Equal(t, errCodeIndex, define("IRISGEN_ERR_INDEX"))
-	assert.Equal(t, errCodeCapacity, define("IRISGEN_ERR_CAPACITY"))
-	assert.Equal(t, errCodeMatch, define("IRISGEN_ERR_MISMATCH"))
-	assert.Equal(t, errCodeRefused, define("IRISGEN_ERR_REFUSED"))
-
-	// The fields of a struct (typedef struct { } typ; or struct typ { };),
-	// with their byte offsets.
-	fields := func(typ string) map[string]int {
-		var body string
-		if i := strings.Index(h, "} "+typ+";"); i >= 0 {
-			body = h[strings.LastIndex(h[:i], "typedef struct {"):i]
-		} else {
-			i = strings.Index(h, "struct "+typ+" {")
-			require.Positive(t, i, typ)
-			body = h[i : i+strings.Index(h[i:], "\n};")]
-		}
-		sizes := map[string]int{"uint64_t": 8, "uint32_t": 4, "int32_t": 4}
-		out, off := map[string]int{}, 0
-		for _, m := range regexp.MustCompile(`(?m)^\s*(u?int\d+_t) (\w+)(\[(\w+)\])?;`).FindAllStringSubmatch(body, -1) {
-			n := 1
-			if m[4] != "" {
-				n = define(m[4])
-			}
-			out[m[2]] = off
-			off += sizes[m[1]] * n
-		}
-		out["(size)"] = off
-		return out
-	}
-	ctx := fields("irisgen_ctx")
-	assert.Equal(t, map[string]int{"base": 0, "flags": ctxOffFlags, "epochs": ctxOffEpochs, "err": ctxOffErr,
-		"timeout_us": ctxOffTimeout, "launch": ctxOffLaunch, "rank": ctxOffRank, "world": ctxOffWorld,
-		"barrier": ctxOffBarrier, "check": ctxOffCheck, "(size)": CtxBytes}, ctx)
-	assert.Equal(t, map[string]int{"refused": offRefused, "begun": offBegun, "(size)": controlUsed}, fields("control"))
-	assert.Equal(t, map[string]int{"code": 0, "rank": 4, "peer": 8, "block": 12, "epoch": 16, "info": 24, "(size)": errRecordBytes},
-		fields("irisgen_error"))
-}
 
 // kernelModel plays, for the fake platform, what the device header does
 // with launch numbers and checks (irisgen.h: begin, spin's slow path and
@@ -84,19 +30,19 @@ func kernelModel(fake *fakegpu.Platform) func(l fakegpu.Launch) error {
 	le := binary.LittleEndian
 	return func(l fakegpu.Launch) error {
 		a := l.Args
-		rank, world := int(le.Uint32(a[ctxOffRank:])), int(le.Uint32(a[ctxOffWorld:]))
-		n, check := le.Uint32(a[ctxOffLaunch:]), le.Uint32(a[ctxOffCheck:])
-		errDev := gpu.DevicePtr(le.Uint64(a[ctxOffErr:]))
+		rank, world := int(le.Uint32(a[core.CtxOffRank:])), int(le.Uint32(a[core.CtxOffWorld:]))
+		n, check := le.Uint32(a[core.CtxOffLaunch:]), le.Uint32(a[core.CtxOffCheck:])
+		errDev := gpu.DevicePtr(le.Uint64(a[core.CtxOffErr:]))
 		base := func(p int) gpu.DevicePtr { return gpu.DevicePtr(le.Uint64(a[8*p:])) }
 		if n == 0 {
 			return nil
 		}
 		begun := le.AppendUint64(nil, uint64(n)<<32|uint64(check))
-		if err := fake.Write(base(rank)+offBegun+gpu.DevicePtr(8*(n%controlRing)), begun); err != nil {
+		if err := fake.Write(base(rank)+core.OffBegun+gpu.DevicePtr(8*(n%core.ControlRing)), begun); err != nil {
 			return err
 		}
 		fail := func(code uint32, peer int, epoch, info uint64) error {
-			return fake.Update(errDev, errRecordBytes, func(b []byte) {
+			return fake.Update(errDev, core.ErrRecordBytes, func(b []byte) {
 				if le.Uint32(b) != 0 {
 					return // the first error is the cause
 				}
@@ -113,19 +59,19 @@ func kernelModel(fake *fakegpu.Platform) func(l fakegpu.Launch) error {
 			if p == rank {
 				continue
 			}
-			w, err := fake.Uint64(base(rank) + offRefused + gpu.DevicePtr(8*p))
+			w, err := fake.Uint64(base(rank) + core.OffRefused + gpu.DevicePtr(8*p))
 			if err != nil {
 				return err
 			}
 			if uint32(w) == n {
-				return fail(errCodeRefused, p, uint64(base(rank)), uint64(n)<<32|w>>32)
+				return fail(core.ErrCodeRefused, p, uint64(base(rank)), uint64(n)<<32|w>>32)
 			}
-			b, err := fake.Uint64(base(p) + offBegun + gpu.DevicePtr(8*(n%controlRing)))
+			b, err := fake.Uint64(base(p) + core.OffBegun + gpu.DevicePtr(8*(n%core.ControlRing)))
 			if err != nil {
 				return err
 			}
 			if uint32(b>>32) == n && uint32(b) != check {
-				return fail(errCodeMatch, p, uint64(n), b<<32|uint64(check))
+				return fail(core.ErrCodeMismatch, p, uint64(n), b<<32|uint64(check))
 			}
 		}
 		return nil
@@ -134,28 +80,28 @@ func kernelModel(fake *fakegpu.Platform) func(l fakegpu.Launch) error {
 
 // refusalWorld is a world of 2 of the rooted collective (params_test.go)
 // whose kernels the model plays, in process or as two processes.
-func refusalWorld(t *testing.T, processes bool) ([]*Rank, *Table, *fakegpu.Platform) {
+func refusalWorld(t *testing.T, processes bool) ([]*irisrt.Rank, *irisimpl.Table, *fakegpu.Platform) {
 	t.Helper()
 	fake := fakegpu.New(2)
-	w, tab := rootedWorld(t, 2, fake)
+	w, tab := fixtures.RootedWorld(t, 2, fake)
 	fake.OnLaunch(kernelModel(fake))
 	if !processes {
 		return w.Ranks(), tab, fake
 	}
-	ranks := joinFakeProcesses(t, fake, 2, Options{HeapBytes: 1 << 20, RendezvousTimeout: 10 * time.Second})
-	t.Cleanup(func() { closeAll(t, ranks) })
+	ranks := irisrt.JoinFakeProcesses(t, fake, 2, irisrt.Options{HeapBytes: 1 << 20, RendezvousTimeout: 10 * time.Second})
+	t.Cleanup(func() { irisrt.CloseAll(t, ranks) })
 	return ranks, tab, fake
 }
 
 // rootedPlans makes the rooted collective's pull plan on every rank, and
 // its tensors.
-func rootedPlans(t *testing.T, ranks []*Rank, tab *Table) ([]*VariantPlan, [][]Tensor) {
+func rootedPlans(t *testing.T, ranks []*irisrt.Rank, tab *irisimpl.Table) ([]*irisimpl.VariantPlan, [][]irisrt.Tensor) {
 	t.Helper()
-	plans, tensors := make([]*VariantPlan, len(ranks)), make([][]Tensor, len(ranks))
-	for k, err := range eachProcess(ranks, func(r *Rank) error {
-		p, err := NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], irismodel.F32, "", 8)
+	plans, tensors := make([]*irisimpl.VariantPlan, len(ranks)), make([][]irisrt.Tensor, len(ranks))
+	for k, err := range irisrt.EachProcess(ranks, func(r *irisrt.Rank) error {
+		p, err := irisimpl.NewPlanOf[irisimpl.VariantPlan](r, &tab.Collectives[0].Variants[0], irismodel.F32, "", 8)
 		plans[r.Rank()] = p
-		tensors[r.Rank()], _ = rootedTensors(t, r, 8)
+		tensors[r.Rank()], _ = fixtures.RootedTensors(t, r, 8)
 		return err
 	}) {
 		require.NoError(t, err, "rank %d", k)
@@ -178,10 +124,10 @@ func TestRefusedLaunchReachesPeers(t *testing.T) {
 				ranks, tab, fake := refusalWorld(t, processes)
 				plans, ts := rootedPlans(t, ranks, tab)
 				r0, r1 := ranks[0], ranks[1]
-				ps := rootedParams(1, 2, 0.5, 0)
-				bad := []Tensor{{Ptr: ts[1][0].Ptr, DType: irismodel.BF16, Len: 8}, ts[1][1], ts[1][2]} // rank 1 is the root: its input is checked
+				ps := fixtures.RootedParams(1, 2, 0.5, 0)
+				bad := []irisrt.Tensor{{Ptr: ts[1][0].Ptr, DType: irismodel.BF16, Len: 8}, ts[1][1], ts[1][2]} // rank 1 is the root: its input is checked
 				fake.ClearLaunches()
-				var de *DTypeError
+				var de *irisrt.DTypeError
 				if replay {
 					_, err := r1.Capture(r1.Stream(), func() error { return plans[1].LaunchParams(r1.Stream(), bad, ps, irismodel.BarrierDevice) })
 					require.ErrorAs(t, err, &de, "the refusal at capture time")
@@ -199,20 +145,20 @@ func TestRefusedLaunchReachesPeers(t *testing.T) {
 				}
 				// Written where the header reads it: refused[1] of rank 0's
 				// control block holds (reason, launch 1).
-				w, err := fake.Uint64(r0.Heap().Base(0) + offRefused + 8)
+				w, err := fake.Uint64(r0.Heap().Base(0) + core.OffRefused + 8)
 				require.NoError(t, err)
-				assert.Equal(t, uint64(RefusedDType)<<32|1, w)
+				assert.Equal(t, uint64(irisrt.RefusedDType)<<32|1, w)
 
 				// Sticky: rank 0 refuses its next launch, and that refusal
 				// reaches rank 1's kernel of launch 2.
-				require.ErrorIs(t, r0.Check(), ErrPeerRefused, "a world fault stays")
-				require.ErrorIs(t, plans[0].LaunchParams(r0.Stream(), ts[0], ps, irismodel.BarrierDevice), ErrPeerRefused)
+				require.ErrorIs(t, r0.Check(), irisrt.ErrPeerRefused, "a world fault stays")
+				require.ErrorIs(t, plans[0].LaunchParams(r0.Stream(), ts[0], ps, irismodel.BarrierDevice), irisrt.ErrPeerRefused)
 				require.NoError(t, plans[1].LaunchParams(r1.Stream(), ts[1], ps, irismodel.BarrierDevice))
-				var pe *PeerRefusedError
+				var pe *irisrt.PeerRefusedError
 				require.ErrorAs(t, r1.Check(), &pe)
 				assert.Equal(t, 0, pe.Peer)
 				assert.Equal(t, uint32(2), pe.Launch)
-				assert.Equal(t, RefusedWorldFault, pe.Reason)
+				assert.Equal(t, irisrt.RefusedWorldFault, pe.Reason)
 			})
 		}
 	}
@@ -222,17 +168,17 @@ func TestRefusedLaunchReachesPeers(t *testing.T) {
 // wrong dtype.
 func checkRefused(t *testing.T, err error, processes bool) {
 	t.Helper()
-	var pe *PeerRefusedError
+	var pe *irisrt.PeerRefusedError
 	require.ErrorAs(t, err, &pe)
-	require.ErrorIs(t, err, ErrPeerRefused)
-	assert.Equal(t, PeerRefusedError{Rank: 0, Peer: 1, Launch: 1, Reason: RefusedDType, Err: pe.Err}, *pe)
+	require.ErrorIs(t, err, irisrt.ErrPeerRefused)
+	assert.Equal(t, irisrt.PeerRefusedError{Rank: 0, Peer: 1, Launch: 1, Reason: irisrt.RefusedDType, Err: pe.Err}, *pe)
 	assert.Contains(t, err.Error(), "rank 1 refused its launch 1 on the host (a tensor of the wrong dtype")
 	assert.Contains(t, err.Error(), "close the world and start it again")
 	if processes {
 		assert.Nil(t, pe.Err, "no host path carries it between processes")
 		return
 	}
-	var de *DTypeError
+	var de *irisrt.DTypeError
 	require.ErrorAs(t, pe.Err, &de, "the refusing rank's own error travels in process")
 	assert.Contains(t, err.Error(), `has dtype bf16, want f32`)
 	assert.False(t, errors.As(err, &de), "but it is not this rank's error")
@@ -244,23 +190,23 @@ func checkRefused(t *testing.T, err error, processes bool) {
 func TestRefusalEverywhereLeavesTheWorldUsable(t *testing.T) {
 	ranks, tab, fake := refusalWorld(t, false)
 	plans, ts := rootedPlans(t, ranks, tab)
-	for _, err := range eachProcess(ranks, func(r *Rank) error {
+	for _, err := range irisrt.EachProcess(ranks, func(r *irisrt.Rank) error {
 		s := r.Stream()
-		var pe *ParamError
-		if err := plans[r.Rank()].LaunchParams(s, ts[r.Rank()], rootedParams(5, 2, 0.5, 0), irismodel.BarrierDevice); !errors.As(err, &pe) {
+		var pe *irisrt.ParamError
+		if err := plans[r.Rank()].LaunchParams(s, ts[r.Rank()], fixtures.RootedParams(5, 2, 0.5, 0), irismodel.BarrierDevice); !errors.As(err, &pe) {
 			return err
 		}
 		if err := r.HostBarrier(s); err != nil {
 			return err
 		}
-		return plans[r.Rank()].LaunchParams(s, ts[r.Rank()], rootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice)
+		return plans[r.Rank()].LaunchParams(s, ts[r.Rank()], fixtures.RootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice)
 	}) {
 		require.NoError(t, err)
 	}
 	require.Len(t, fake.Launches(), 2)
 	for _, r := range ranks {
 		require.NoError(t, r.Check())
-		assert.Equal(t, uint32(2), binary.LittleEndian.Uint32(fake.Launches()[r.Rank()].Args[ctxOffLaunch:]))
+		assert.Equal(t, uint32(2), binary.LittleEndian.Uint32(fake.Launches()[r.Rank()].Args[core.CtxOffLaunch:]))
 	}
 }
 
@@ -273,31 +219,31 @@ func TestRefusalEverywhereLeavesTheWorldUsable(t *testing.T) {
 // a parameter, the mode or the plan.
 func TestLaunchNumbers(t *testing.T) {
 	fake := fakegpu.New(1)
-	w, tab := rootedWorld(t, 1, fake)
+	w, tab := fixtures.RootedWorld(t, 1, fake)
 	r := w.Rank(0)
 	s := r.Stream()
 	c := &tab.Collectives[0]
-	p, err := NewPlanOf[VariantPlan](r, &c.Variants[0], irismodel.F32, "", 8)
+	p, err := irisimpl.NewPlanOf[irisimpl.VariantPlan](r, &c.Variants[0], irismodel.F32, "", 8)
 	require.NoError(t, err)
-	empty, err := NewPlanOf[VariantPlan](r, &c.Variants[0], irismodel.F32, "", 0)
+	empty, err := irisimpl.NewPlanOf[irisimpl.VariantPlan](r, &c.Variants[0], irismodel.F32, "", 0)
 	require.NoError(t, err)
-	local, err := NewPlan(r, PlanSpec{Op: "rooted", Variant: "pull", Module: "rooted", SpecHash: "h3", Kernel: "irisgen_rooted_pull_f32",
+	local, err := irisrt.NewPlan(r, core.PlanSpec{Op: "rooted", Variant: "pull", Module: "rooted", SpecHash: "h3", Kernel: "irisgen_rooted_pull_f32",
 		Package: tab.ImportPath, Threads: 64, Blocks: 1, Barriers: []irismodel.Barrier{irismodel.BarrierNone}, Local: true})
 	require.NoError(t, err)
-	ts, _ := rootedTensors(t, r, 8)
-	ps := rootedParams(0, 2, 0.5, 0)
+	ts, _ := fixtures.RootedTensors(t, r, 8)
+	ps := fixtures.RootedParams(0, 2, 0.5, 0)
 	last := func() (uint32, uint32) {
 		ls := fake.Launches()
 		a := ls[len(ls)-1].Args
-		return binary.LittleEndian.Uint32(a[ctxOffLaunch:]), binary.LittleEndian.Uint32(a[ctxOffCheck:])
+		return binary.LittleEndian.Uint32(a[core.CtxOffLaunch:]), binary.LittleEndian.Uint32(a[core.CtxOffCheck:])
 	}
 	require.NoError(t, p.LaunchParams(s, ts, ps, irismodel.BarrierDevice))
 	n, check := last()
 	assert.Equal(t, uint32(1), n)
-	assert.Equal(t, p.plan.check(1, irismodel.BarrierDevice, ps), check)
+	assert.Equal(t, p.Plan().Check(1, irismodel.BarrierDevice, ps), check)
 	require.Error(t, p.LaunchParams(s, ts[:2], ps, irismodel.BarrierDevice), "2: refused")
-	require.NoError(t, empty.LaunchParams(s, []Tensor{{}, {}, {}}, ps, irismodel.BarrierDevice), "3: empty")
-	require.NoError(t, local.Launch(s, irismodel.BarrierNone, local.Args()), "not counted")
+	require.NoError(t, empty.LaunchParams(s, []irisrt.Tensor{{}, {}, {}}, ps, irismodel.BarrierDevice), "3: empty")
+	require.NoError(t, local.LaunchNumbered(s, irismodel.BarrierNone), "not counted")
 	n, _ = last()
 	assert.Zero(t, n, "a plan that never meets its peers")
 	require.NoError(t, c.RunParams(r, s, "pull", irismodel.F32, "", nil, ts, ps, irismodel.BarrierDevice), "4: the convenience call")
@@ -313,13 +259,13 @@ func TestLaunchNumbers(t *testing.T) {
 	require.NoError(t, g.Replay(s))
 	n, check = last()
 	assert.Equal(t, uint32(6), n, "a replay repeats its captured number")
-	assert.Equal(t, p.plan.check(6, irismodel.BarrierDevice, ps), check)
+	assert.Equal(t, p.Plan().Check(6, irismodel.BarrierDevice, ps), check)
 	grp, err := r.NewGroup([]int{0}, 1<<14)
 	require.NoError(t, err)
-	gp, err := NewPlanOf[VariantPlan](grp, &c.Variants[0], irismodel.F32, "", 8)
+	gp, err := irisimpl.NewPlanOf[irisimpl.VariantPlan](grp, &c.Variants[0], irismodel.F32, "", 8)
 	require.NoError(t, err)
-	gts, _ := rootedTensors(t, grp, 8)
-	require.NoError(t, gp.LaunchParams(s, gts, rootedParams(0, 2, 0.5, 0), irismodel.BarrierDevice))
+	gts, _ := fixtures.RootedTensors(t, grp, 8)
+	require.NoError(t, gp.LaunchParams(s, gts, fixtures.RootedParams(0, 2, 0.5, 0), irismodel.BarrierDevice))
 	n, _ = last()
 	assert.Equal(t, uint32(1), n, "a group counts its own launches")
 	require.NoError(t, p.LaunchParams(s, ts, ps, irismodel.BarrierDevice))
@@ -327,16 +273,16 @@ func TestLaunchNumbers(t *testing.T) {
 	assert.Equal(t, uint32(8), n)
 
 	// The check.
-	twin, err := NewPlanOf[VariantPlan](r, &c.Variants[0], irismodel.F32, "", 8)
+	twin, err := irisimpl.NewPlanOf[irisimpl.VariantPlan](r, &c.Variants[0], irismodel.F32, "", 8)
 	require.NoError(t, err)
 	defer twin.Close()
-	pc := p.plan.check
+	pc := p.Plan().Check
 	base := pc(9, irismodel.BarrierDevice, ps)
-	assert.Equal(t, base, pc(9, irismodel.BarrierDevice, rootedParams(0, 2, 0.5, 0)), "a function of the values")
+	assert.Equal(t, base, pc(9, irismodel.BarrierDevice, fixtures.RootedParams(0, 2, 0.5, 0)), "a function of the values")
 	for what, other := range map[string]uint32{
-		"number": pc(10, irismodel.BarrierDevice, ps), "root": pc(9, irismodel.BarrierDevice, rootedParams(1, 2, 0.5, 0)),
-		"eps": pc(9, irismodel.BarrierDevice, rootedParams(0, 2, 0.25, 0)), "mode": pc(9, irismodel.BarrierNone, ps),
-		"plan": empty.plan.check(9, irismodel.BarrierDevice, ps), "another plan of the same spec": twin.plan.check(9, irismodel.BarrierDevice, ps),
+		"number": pc(10, irismodel.BarrierDevice, ps), "root": pc(9, irismodel.BarrierDevice, fixtures.RootedParams(1, 2, 0.5, 0)),
+		"eps": pc(9, irismodel.BarrierDevice, fixtures.RootedParams(0, 2, 0.25, 0)), "mode": pc(9, irismodel.BarrierNone, ps),
+		"plan": empty.Plan().Check(9, irismodel.BarrierDevice, ps), "another plan of the same spec": twin.Plan().Check(9, irismodel.BarrierDevice, ps),
 	} {
 		assert.NotEqual(t, base, other, what)
 	}
@@ -349,40 +295,40 @@ func TestLaunchNumbers(t *testing.T) {
 func TestMismatchOnTheDevice(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		other func(plans []*VariantPlan, other *VariantPlan, ts []Tensor, s gpu.Stream) error
+		other func(plans []*irisimpl.VariantPlan, other *irisimpl.VariantPlan, ts []irisrt.Tensor, s gpu.Stream) error
 	}{
-		{"root", func(plans []*VariantPlan, _ *VariantPlan, ts []Tensor, s gpu.Stream) error {
-			return plans[1].LaunchParams(s, ts, rootedParams(0, 2, 0.5, 0), irismodel.BarrierDevice)
+		{"root", func(plans []*irisimpl.VariantPlan, _ *irisimpl.VariantPlan, ts []irisrt.Tensor, s gpu.Stream) error {
+			return plans[1].LaunchParams(s, ts, fixtures.RootedParams(0, 2, 0.5, 0), irismodel.BarrierDevice)
 		}},
-		{"plan", func(_ []*VariantPlan, other *VariantPlan, ts []Tensor, s gpu.Stream) error {
-			return other.LaunchParams(s, ts, rootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice)
+		{"plan", func(_ []*irisimpl.VariantPlan, other *irisimpl.VariantPlan, ts []irisrt.Tensor, s gpu.Stream) error {
+			return other.LaunchParams(s, ts, fixtures.RootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice)
 		}},
-		{"mode", func(plans []*VariantPlan, _ *VariantPlan, ts []Tensor, s gpu.Stream) error {
-			return plans[1].LaunchParams(s, ts, rootedParams(1, 2, 0.5, 0), irismodel.BarrierNone)
+		{"mode", func(plans []*irisimpl.VariantPlan, _ *irisimpl.VariantPlan, ts []irisrt.Tensor, s gpu.Stream) error {
+			return plans[1].LaunchParams(s, ts, fixtures.RootedParams(1, 2, 0.5, 0), irismodel.BarrierNone)
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ranks, tab, _ := refusalWorld(t, false)
 			plans, ts := rootedPlans(t, ranks, tab)
-			others := make([]*VariantPlan, 2)
-			for _, err := range eachProcess(ranks, func(r *Rank) error {
+			others := make([]*irisimpl.VariantPlan, 2)
+			for _, err := range irisrt.EachProcess(ranks, func(r *irisrt.Rank) error {
 				var err error
-				others[r.Rank()], err = NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[1], irismodel.F32, "", 8)
+				others[r.Rank()], err = irisimpl.NewPlanOf[irisimpl.VariantPlan](r, &tab.Collectives[0].Variants[1], irismodel.F32, "", 8)
 				return err
 			}) {
 				require.NoError(t, err)
 			}
 			r0, r1 := ranks[0], ranks[1]
 			require.NoError(t, c.other(plans, others[1], ts[1], r1.Stream()), "rank 1 first")
-			require.NoError(t, plans[0].LaunchParams(r0.Stream(), ts[0], rootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice))
-			var me *MismatchError
+			require.NoError(t, plans[0].LaunchParams(r0.Stream(), ts[0], fixtures.RootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice))
+			var me *irisrt.MismatchError
 			require.ErrorAs(t, r0.Check(), &me)
 			assert.Equal(t, 1, me.Peer)
 			assert.Equal(t, uint32(1), me.Launch)
 			assert.True(t, me.World)
 			assert.NotEqual(t, me.Check, me.PeerCheck)
 			assert.Contains(t, me.Error(), "close the world and start it again")
-			require.ErrorIs(t, plans[0].LaunchParams(r0.Stream(), ts[0], rootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice), ErrMismatch, "sticky")
+			require.ErrorIs(t, plans[0].LaunchParams(r0.Stream(), ts[0], fixtures.RootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice), irisrt.ErrMismatch, "sticky")
 		})
 	}
 }
@@ -396,23 +342,23 @@ func TestMismatchAtTheHostBarrier(t *testing.T) {
 	ranks, tab, fake := refusalWorld(t, false)
 	plans, ts := rootedPlans(t, ranks, tab)
 	fake.ClearLaunches()
-	errs := eachProcess(ranks, func(r *Rank) error {
-		return plans[r.Rank()].LaunchParams(r.Stream(), ts[r.Rank()], rootedParams(int64(r.Rank()), 2, 0.5, 0), irismodel.BarrierHost)
+	errs := irisrt.EachProcess(ranks, func(r *irisrt.Rank) error {
+		return plans[r.Rank()].LaunchParams(r.Stream(), ts[r.Rank()], fixtures.RootedParams(int64(r.Rank()), 2, 0.5, 0), irismodel.BarrierHost)
 	})
 	for k, err := range errs {
-		var me *MismatchError
+		var me *irisrt.MismatchError
 		require.ErrorAs(t, err, &me, "rank %d", k)
-		assert.Equal(t, MismatchError{Rank: k, Peer: 1 - k, Launch: 1, Block: -1, Check: me.Check, PeerCheck: me.PeerCheck}, *me)
+		assert.Equal(t, irisrt.MismatchError{Rank: k, Peer: 1 - k, Launch: 1, Block: -1, Check: me.Check, PeerCheck: me.PeerCheck}, *me)
 		assert.Contains(t, err.Error(), "Nothing was launched")
 		require.NoError(t, ranks[k].Check(), "no world fault")
-		b, err := fake.Uint64(ranks[k].Heap().Base(k) + offBegun + 8)
+		b, err := fake.Uint64(ranks[k].Heap().Base(k) + core.OffBegun + 8)
 		require.NoError(t, err)
-		assert.Equal(t, uint64(1)<<32|uint64(plans[k].plan.check(1, irismodel.BarrierHost, rootedParams(int64(k), 2, 0.5, 0))), b)
+		assert.Equal(t, uint64(1)<<32|uint64(plans[k].Plan().Check(1, irismodel.BarrierHost, fixtures.RootedParams(int64(k), 2, 0.5, 0))), b)
 	}
 	assert.Empty(t, fake.Launches())
 	// The same parameters meet.
-	for _, err := range eachProcess(ranks, func(r *Rank) error {
-		return plans[r.Rank()].LaunchParams(r.Stream(), ts[r.Rank()], rootedParams(1, 2, 0.5, 0), irismodel.BarrierHost)
+	for _, err := range irisrt.EachProcess(ranks, func(r *irisrt.Rank) error {
+		return plans[r.Rank()].LaunchParams(r.Stream(), ts[r.Rank()], fixtures.RootedParams(1, 2, 0.5, 0), irismodel.BarrierHost)
 	}) {
 		require.NoError(t, err)
 	}
@@ -423,27 +369,27 @@ func TestMismatchAtTheHostBarrier(t *testing.T) {
 // heaps whose control blocks start zeroed.
 func TestRecoveryAfterRefusal(t *testing.T) {
 	fake := fakegpu.New(2)
-	w, tab := rootedWorld(t, 2, fake)
+	w, tab := fixtures.RootedWorld(t, 2, fake)
 	fake.OnLaunch(kernelModel(fake))
 	for round := 0; round < 2; round++ {
 		if round > 0 {
 			var err error
-			w, err = NewLocalWorld(2, Options{Platform: fake, HeapBytes: 1 << 20})
+			w, err = irisrt.NewLocalWorld(2, irisrt.Options{Platform: fake, HeapBytes: 1 << 20})
 			require.NoError(t, err)
 		}
 		plans, ts := rootedPlans(t, w.Ranks(), tab)
 		r0, r1 := w.Rank(0), w.Rank(1)
 		for k, r := range w.Ranks() {
-			mem, err := fake.Read(r.Heap().Base(k), ControlBytes)
+			mem, err := fake.Read(r.Heap().Base(k), core.ControlBytes)
 			require.NoError(t, err)
-			assert.Equal(t, make([]byte, ControlBytes), mem, "a zeroed control block")
+			assert.Equal(t, make([]byte, core.ControlBytes), mem, "a zeroed control block")
 		}
-		var pe *ParamError
-		require.ErrorAs(t, plans[1].LaunchParams(r1.Stream(), ts[1], rootedParams(7, 2, 0.5, 0), irismodel.BarrierDevice), &pe)
-		require.NoError(t, plans[0].LaunchParams(r0.Stream(), ts[0], rootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice))
-		var re *PeerRefusedError
+		var pe *irisrt.ParamError
+		require.ErrorAs(t, plans[1].LaunchParams(r1.Stream(), ts[1], fixtures.RootedParams(7, 2, 0.5, 0), irismodel.BarrierDevice), &pe)
+		require.NoError(t, plans[0].LaunchParams(r0.Stream(), ts[0], fixtures.RootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice))
+		var re *irisrt.PeerRefusedError
 		require.ErrorAs(t, r0.Check(), &re)
-		assert.Equal(t, RefusedParam, re.Reason)
+		assert.Equal(t, irisrt.RefusedParam, re.Reason)
 		assert.Equal(t, uint32(1), re.Launch)
 		require.NoError(t, w.Close())
 	}
@@ -456,12 +402,12 @@ func TestGroupControlBlocks(t *testing.T) {
 	ranks, tab, fake := refusalWorld(t, false)
 	w0 := ranks[0]
 	// Dirty the memory the group's reservation will take.
-	junk := make([]*Tensor, 2)
-	for _, err := range eachProcess(ranks, func(r *Rank) error {
+	junk := make([]*irisrt.Tensor, 2)
+	for _, err := range irisrt.EachProcess(ranks, func(r *irisrt.Rank) error {
 		x, err := r.Heap().Alloc(irismodel.U64, 1<<10)
 		junk[r.Rank()] = &x
 		if err == nil {
-			err = fake.Write(x.Ptr, bytesOf(0xEE, 8<<10))
+			err = fake.Write(x.Ptr, bytes.Repeat([]byte{0xEE}, 8<<10))
 		}
 		if err == nil {
 			err = r.Heap().Free(x)
@@ -470,8 +416,8 @@ func TestGroupControlBlocks(t *testing.T) {
 	}) {
 		require.NoError(t, err)
 	}
-	groups := make([]*Rank, 2)
-	for _, err := range eachProcess(ranks, func(r *Rank) error {
+	groups := make([]*irisrt.Rank, 2)
+	for _, err := range irisrt.EachProcess(ranks, func(r *irisrt.Rank) error {
 		var err error
 		groups[r.Rank()], err = r.NewGroup([]int{0, 1}, 1<<14)
 		return err
@@ -481,41 +427,20 @@ func TestGroupControlBlocks(t *testing.T) {
 	g0, g1 := groups[0], groups[1]
 	assert.Equal(t, junk[0].Ptr, g0.Heap().Base(0), "the group's heap took the dirty memory")
 	for k, g := range groups {
-		mem, err := fake.Read(g.Heap().Base(k), ControlBytes)
+		mem, err := fake.Read(g.Heap().Base(k), core.ControlBytes)
 		require.NoError(t, err)
-		assert.Equal(t, make([]byte, ControlBytes), mem, "rank %d: the group's control block is zeroed", k)
+		assert.Equal(t, make([]byte, core.ControlBytes), mem, "rank %d: the group's control block is zeroed", k)
 	}
 	plans, ts := rootedPlans(t, groups, tab)
-	require.Error(t, plans[1].LaunchParams(g1.Stream(), ts[1][:1], rootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice))
-	require.NoError(t, plans[0].LaunchParams(g0.Stream(), ts[0], rootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice))
-	var pe *PeerRefusedError
+	require.Error(t, plans[1].LaunchParams(g1.Stream(), ts[1][:1], fixtures.RootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice))
+	require.NoError(t, plans[0].LaunchParams(g0.Stream(), ts[0], fixtures.RootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice))
+	var pe *irisrt.PeerRefusedError
 	require.ErrorAs(t, g0.Check(), &pe)
-	assert.Equal(t, RefusedOther, pe.Reason, "a wrong tensor count")
+	assert.Equal(t, irisrt.RefusedOther, pe.Reason, "a wrong tensor count")
 	require.Error(t, pe.Err, "the group's rank 1's own error")
-	w, err := fake.Uint64(w0.Heap().Base(0) + offRefused + 8)
+	w, err := fake.Uint64(w0.Heap().Base(0) + core.OffRefused + 8)
 	require.NoError(t, err)
 	assert.Zero(t, w, "the world's control block is untouched")
-}
-
-// TestRefusalReasons enumerates the reason every kind of refusal carries.
-func TestRefusalReasons(t *testing.T) {
-	for _, c := range []struct {
-		err  error
-		want RefusalReason
-	}{
-		{&DTypeError{}, RefusedDType}, {&ShapeError{}, RefusedShape}, {&PlacementError{}, RefusedPlacement},
-		{&AliasError{}, RefusedAlias}, {&AlignmentError{}, RefusedAlignment}, {&LiveError{}, RefusedNotLive},
-		{&ParamError{}, RefusedParam}, {&BarrierModeError{}, RefusedBarrierMode}, {&CaptureError{}, RefusedCapture},
-		{&InUseError{}, RefusedInUse}, {&ClosedError{}, RefusedClosed}, {&BarrierTimeoutError{}, RefusedWorldFault},
-		{&PeerRefusedError{}, RefusedWorldFault}, {&DeviceFaultError{World: true}, RefusedWorldFault},
-		{&MismatchError{World: true}, RefusedWorldFault}, {&MismatchError{}, RefusedMismatch},
-		{&gpu.Error{Call: "cuLaunchKernel"}, RefusedPlatform}, {errors.New("wrong count"), RefusedOther},
-	} {
-		got := reasonOf(errors.Join(errors.New("context"), c.err))
-		assert.Equal(t, c.want, got, "%T", c.err)
-		assert.NotContains(t, got.String(), "RefusalReason(", "%T", c.err)
-	}
-	assert.Equal(t, "RefusalReason(99)", RefusalReason(99).String())
 }
 
 // TestRefusalWhileCapturing: a refusal inside a capture tells the peers
@@ -528,49 +453,16 @@ func TestRefusalWhileCapturing(t *testing.T) {
 	assert.Equal(t, gpu.CaptureGlobal, r1.CaptureMode())
 	fake.ClearLaunches()
 	g, err := r1.Capture(r1.Stream(), func() error {
-		var pe *ParamError
-		if err := plans[1].LaunchParams(r1.Stream(), ts[1], rootedParams(9, 2, 0.5, 0), irismodel.BarrierDevice); !errors.As(err, &pe) {
+		var pe *irisrt.ParamError
+		if err := plans[1].LaunchParams(r1.Stream(), ts[1], fixtures.RootedParams(9, 2, 0.5, 0), irismodel.BarrierDevice); !errors.As(err, &pe) {
 			return err
 		}
-		return plans[1].LaunchParams(r1.Stream(), ts[1], rootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice)
+		return plans[1].LaunchParams(r1.Stream(), ts[1], fixtures.RootedParams(1, 2, 0.5, 0), irismodel.BarrierDevice)
 	})
 	require.NoError(t, err, "the capture survives the refusal")
 	defer g.Destroy()
-	w, err := fake.Uint64(ranks[0].Heap().Base(0) + offRefused + 8)
+	w, err := fake.Uint64(ranks[0].Heap().Base(0) + core.OffRefused + 8)
 	require.NoError(t, err)
-	assert.Equal(t, uint64(RefusedParam)<<32|1, w)
+	assert.Equal(t, uint64(irisrt.RefusedParam)<<32|1, w)
 	require.Len(t, fake.GraphLaunches(g.Exec()), 1, "the graph holds the launch that went ahead, nothing else")
-}
-
-// TestAutoChoiceAlike (issue 25 family 11): the auto variant is chosen
-// from what every rank knows alike, the shapes and the sizes, not the
-// tensors each passes: the root, which alone passes a root-only output,
-// and the other ranks, which pass the zero Tensor, choose the same
-// variant, make the same plan and launch it.
-func TestAutoChoiceAlike(t *testing.T) {
-	fake := fakegpu.New(2)
-	t.Setenv("IRISGEN_KERNELS", "")
-	tab := rootedTable("example.com/" + t.Name())
-	c := &tab.Collectives[0]
-	// input and shared hold 8 f32 (32 bytes), output [world, 8] (64):
-	// only the ranks that pass output would see more than 32 bytes.
-	c.Auto = []irismodel.AutoRule{{MaxBytes: 32, Variant: "pull"}, {Variant: "push"}}
-	Register(tab)
-	fake.AddModule(tab.Embedded.(fstest.MapFS)["kernels/rooted.fake"].Data, []string{"irisgen_rooted_pull_f32", "irisgen_rooted_push_f32"},
-		map[string][]byte{irismodel.SpecHashSymbol("rooted"): append([]byte("h3"), 0)})
-	w := newFakeWorld(t, 2, Options{Platform: fake})
-	assert.Equal(t, "push", c.Choose(2, c.largestBytes(2, irismodel.F32, []int64{8})))
-	assert.Equal(t, "pull", c.Choose(2, c.largestBytes(2, irismodel.F32, []int64{4})))
-	require.NoError(t, w.Run(func(r *Rank) error {
-		ts, _ := rootedTensors(t, r, 8)
-		if r.Rank() != 0 {
-			ts[0], ts[1] = Tensor{}, Tensor{} // root 0's input, dst 0's output
-		}
-		return c.RunParams(r, r.Stream(), irismodel.AutoVariant, irismodel.F32, "", nil, ts, rootedParams(0, 1, 0.5, 0), irismodel.BarrierDevice)
-	}))
-	ls := fake.Launches()
-	require.Len(t, ls, 2)
-	for _, l := range ls {
-		assert.Equal(t, "irisgen_rooted_push_f32", l.Function, "rank %d", l.Device)
-	}
 }

@@ -40,11 +40,3 @@ func describe(v irismodel.Param) string {
 
 // Is matches ErrParam.
 func (e *ParamError) Is(target error) bool { return target == ErrParam }
-
-// checkParam reports whether v is a value of d on a world of world ranks.
-func checkParam(d *irismodel.ParamDesc, op string, v irismodel.Param, world int) error {
-	if d.Accepts(v, world) {
-		return nil
-	}
-	return &ParamError{Op: op, Name: d.Name, Kind: d.Kind, Value: v, Range: d.Range(world)}
-}

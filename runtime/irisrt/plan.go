@@ -8,37 +8,9 @@ import (
 	"sync/atomic"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/internal/core"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 )
-
-// PlanSpec is what a plan is made of: which kernel, how it is launched,
-// which barrier modes it supports and which heap buffers it needs besides
-// the barrier flags. The descriptor interpreter (NewPlanOf) works it out from
-// a generated package's Table.
-type PlanSpec struct {
-	Package          string // import path of the generated package: where its code objects come from
-	Op, Variant      string // "all_gather", "push": used in errors
-	Module, SpecHash string // module = collective name; the wrapper's spec hash
-	Kernel           string // kernel entry name (ir.KernelName)
-	Threads, Blocks  int
-	Barriers         []irismodel.Barrier // modes the variant supports, default first
-	Capturable       []irismodel.Barrier // modes whose launch may be captured
-	Workspace        []Buffer            // heap, zeroed at plan creation
-	Staging          []Buffer            // heap, for tensors with placement import
-	// Sizes are the size parameters the plan was made for: like the rest
-	// of the spec, every rank must make the plan with the same ones.
-	Sizes []int64
-	// Local: the kernel never waits for or touches a peer (all its tensors
-	// local, barrier mode none only), so a rank may launch it alone; its
-	// launches are not numbered (see launch.go).
-	Local bool
-}
-
-// Buffer is a named heap buffer of a plan.
-type Buffer struct {
-	Name  string
-	Bytes int64
-}
 
 // Plan holds everything one launch of a kernel needs that must be allocated:
 // the loaded function, the barrier flags uint64[blocks+1][MaxWorld] and epochs
@@ -55,16 +27,17 @@ type Buffer struct {
 // *InUseError rather than racing on the plan's argument buffer.
 type Plan struct {
 	r       *Rank
-	spec    PlanSpec
+	spec    core.PlanSpec
 	fn      gpu.Function
 	flags   gpu.DevicePtr
 	epochs  gpu.DevicePtr
 	bufs    map[string]planBuf
 	allocs  []gpu.DevicePtr // in allocation order
-	ctx     [CtxBytes]byte
-	args    Args
-	busy    atomic.Bool  // held from Args to the end of Launch, and by Close
-	refused Args         // what Args returns while busy: its err says so; never written after NewPlan
+	ctx     [core.CtxBytes]byte
+	args    core.Args
+	stages  []stage      // copies launch makes onto the heap first (args' imports)
+	busy    atomic.Bool  // held from args to the end of launch, and by Close
+	refused core.Args    // what args returns while busy: its Err says so; never written after newPlan
 	closed  bool         // read and written only while busy is held
 	graphs  atomic.Int32 // live graphs (Rank.Capture) that launch the plan
 	id      uint64       // the plan in its launches' checks: its spec and heap offset
@@ -76,17 +49,6 @@ type planBuf struct {
 	staging bool
 }
 
-// Args is a kernel's argument struct being packed: the 112-byte ctx, then 8
-// little-endian bytes per tensor pointer and per int64 symbol, in the order of
-// the kernel's <kernel>_args struct.
-type Args struct {
-	b      []byte
-	ptrs   []gpu.DevicePtr // the pointers among b (a graph captured through Rank.Capture holds their allocations)
-	p      *Plan
-	stages []stage // copies Launch makes onto the heap first
-	err    error   // the first Staged error, returned by Launch
-}
-
 // stage is one pending import: t copied into staging buffer name at to.
 type stage struct {
 	name string
@@ -94,58 +56,34 @@ type stage struct {
 	t    Tensor
 }
 
-// Staged appends t's address when t lies on the rank's heap (in a live
-// allocation: see CheckLive); otherwise the
-// address of the plan's staging buffer name, into which Launch copies t on
-// its stream after its checks and before the kernel (refused in BarrierNone,
-// where nothing would order that copy before the peers' reads). Variants
-// whose peers read a tensor take it this way, so a user tensor anywhere in
-// device memory works.
-func (a *Args) Staged(name string, t Tensor) *Args {
-	if a.err != nil {
-		return a
+// staged appends t's address to a when t lies on the rank's heap (in a live
+// allocation: see checkLive); otherwise the address of the plan's staging
+// buffer name, into which launch copies t on its stream after its checks
+// and before the kernel (refused in BarrierNone, where nothing would order
+// that copy before the peers' reads). Variants whose peers read a tensor
+// take it this way, so a user tensor anywhere in device memory works.
+func (p *Plan) staged(a *core.Args, name string, t Tensor) {
+	if a.Err != nil {
+		return // refused already (and the plan's refused Args is never written)
 	}
-	if err := CheckLive(a.p.spec.Op, name, a.p.r, t); err != nil {
-		a.err = err
-		return a
+	if err := checkLive(p.spec.Op, name, p.r, t); err != nil {
+		a.Err = err
+		return
 	}
-	if a.p.r.heap.Contains(t.Ptr, t.Bytes()) {
-		return a.Ptr(t.Ptr)
+	if p.r.heap.Contains(t.Ptr, t.Bytes()) {
+		a.Ptr(t.Ptr)
+		return
 	}
-	b, err := a.p.staging(name, t)
+	b, err := p.staging(name, t)
 	if err != nil {
-		if a.err == nil {
-			a.err = err
-		}
-		return a.Ptr(0)
+		a.Ptr(0).Err = err
+		return
 	}
-	a.stages = append(a.stages, stage{name, b.ptr, t})
-	return a.Ptr(b.ptr)
+	p.stages = append(p.stages, stage{name, b.ptr, t})
+	a.Ptr(b.ptr)
 }
 
-// Ptr appends a tensor pointer.
-func (a *Args) Ptr(p gpu.DevicePtr) *Args {
-	if a.err != nil {
-		return a // refused already (and the plan's refused Args is never written)
-	}
-	a.b = binary.LittleEndian.AppendUint64(a.b, uint64(p))
-	a.ptrs = append(a.ptrs, p)
-	return a
-}
-
-// I64 appends an int64 symbol.
-func (a *Args) I64(v int64) *Args {
-	if a.err != nil {
-		return a
-	}
-	a.b = binary.LittleEndian.AppendUint64(a.b, uint64(v))
-	return a
-}
-
-// Bytes returns the packed bytes (shared with the Args, not a copy).
-func (a *Args) Bytes() []byte { return a.b }
-
-func (s *PlanSpec) validate() error {
+func validateSpec(s *core.PlanSpec) error {
 	bad := func(format string, v ...any) error {
 		return fmt.Errorf("plan %s %s: invalid PlanSpec: %s", s.Op, s.Variant, fmt.Sprintf(format, v...))
 	}
@@ -178,20 +116,20 @@ func (s *PlanSpec) validate() error {
 }
 
 // digest identifies a plan across ranks: every rank must make the same one.
-func (s *PlanSpec) digest() []byte {
+func specDigest(s *core.PlanSpec) []byte {
 	d := fmt.Sprintf("%s|%s|%s|%s|%s|%s|%d|%d|%v|%v|%v|%v|sizes %v|local %v", s.Package, s.Op, s.Variant, s.Module, s.SpecHash, s.Kernel,
 		s.Threads, s.Blocks, s.Barriers, s.Capturable, s.Workspace, s.Staging, s.Sizes, s.Local)
 	return []byte(d)
 }
 
-// NewPlan makes a plan on r. It is collective: every rank makes the same plan
+// newPlan makes a plan on r. It is collective: every rank makes the same plan
 // in the same order. It loads the kernel (checking the module's spec hash),
 // allocates flags, epochs, workspace and staging on the heap, zeroes them on
 // r's stream and waits for them, then meets the other ranks, so no peer can
 // signal into the flags before they are zeroed. Any rank's failure fails the
 // plan on every rank. It refuses with a *CaptureError while r's stream
 // captures.
-func NewPlan(r *Rank, s PlanSpec) (*Plan, error) {
+func newPlan(r *Rank, s core.PlanSpec) (*Plan, error) {
 	if r.isClosed() {
 		return nil, r.closedErr(fmt.Sprintf("NewPlan %s %s", s.Op, s.Variant))
 	}
@@ -199,27 +137,27 @@ func NewPlan(r *Rank, s PlanSpec) (*Plan, error) {
 	s.Barriers, s.Capturable, s.Sizes = slices.Clone(s.Barriers), slices.Clone(s.Capturable), slices.Clone(s.Sizes)
 	p.spec = s
 	err := p.setup()
-	if serr := r.syncRanks(fmt.Sprintf("plan %s %s", s.Op, s.Variant), err, s.digest()); serr != nil {
+	if serr := r.syncRanks(fmt.Sprintf("plan %s %s", s.Op, s.Variant), err, specDigest(&s)); serr != nil {
 		p.freeAll()
 		return nil, serr
 	}
 	// The plan in its launches' checks: its spec and where its flags lie on
 	// the heap, the same on every rank (two plans of one spec differ).
 	flagsOff, _ := r.heap.Offset(p.flags)
-	p.id = digestHash(s.digest()) ^ mix64(uint64(flagsOff))
+	p.id = core.PlanID(specDigest(&s), flagsOff)
 	p.ctx = r.ctx
-	binary.LittleEndian.PutUint64(p.ctx[ctxOffFlags:], uint64(p.flags))
-	binary.LittleEndian.PutUint64(p.ctx[ctxOffEpochs:], uint64(p.epochs))
-	p.args.b, p.args.ptrs, p.args.p = make([]byte, 0, CtxBytes+8*16), make([]gpu.DevicePtr, 0, 16), p
-	p.refused = Args{p: p, err: &InUseError{What: fmt.Sprintf("plan %s %s", s.Op, s.Variant),
+	binary.LittleEndian.PutUint64(p.ctx[core.CtxOffFlags:], uint64(p.flags))
+	binary.LittleEndian.PutUint64(p.ctx[core.CtxOffEpochs:], uint64(p.epochs))
+	p.args.B, p.args.Ptrs = make([]byte, 0, core.CtxBytes+8*16), make([]gpu.DevicePtr, 0, 16)
+	p.refused = core.Args{Err: &InUseError{What: fmt.Sprintf("plan %s %s", s.Op, s.Variant),
 		By: "another launch or Close on another goroutine: launch a plan from one goroutine at a time (its launches must be ordered on the device anyway)"}}
 	return p, nil
 }
 
-// setup is this rank's part of NewPlan.
+// setup is this rank's part of newPlan.
 func (p *Plan) setup() error {
 	r, s := p.r, &p.spec
-	if err := s.validate(); err != nil {
+	if err := validateSpec(s); err != nil {
 		return err
 	}
 	capturing, err := r.Capturing(r.stream)
@@ -231,7 +169,7 @@ func (p *Plan) setup() error {
 			What: "it loads the kernel, allocates and zeroes heap memory and waits for the other ranks",
 			Fix:  "make the plan before capture and launch it inside the capture"}
 	}
-	if p.fn, err = r.Function(s.Package, s.Module, s.SpecHash, s.Kernel); err != nil {
+	if p.fn, err = r.function(s); err != nil {
 		return err
 	}
 	alloc := func(bytes int64) (gpu.DevicePtr, error) {
@@ -255,7 +193,7 @@ func (p *Plan) setup() error {
 	if p.epochs, err = alloc((blocks + 2) * 8); err != nil {
 		return err
 	}
-	for i, list := range [][]Buffer{s.Workspace, s.Staging} {
+	for i, list := range [][]core.Buffer{s.Workspace, s.Staging} {
 		for _, b := range list {
 			ptr, err := alloc(b.Bytes)
 			if err != nil {
@@ -289,7 +227,7 @@ func (p *Plan) freeAll() error {
 // plan stays open.
 func (p *Plan) Close() error {
 	if !p.busy.CompareAndSwap(false, true) {
-		return p.refused.err
+		return p.refused.Err
 	}
 	defer p.busy.Store(false)
 	if p.closed {
@@ -304,7 +242,7 @@ func (p *Plan) Close() error {
 		// Ranks sharing a GPU share its context, and synchronizing a context
 		// while a peer's stream captures breaks the capture (the driver
 		// crashed on an H100): first wait until every rank is here.
-		if err := p.r.syncRanks(fmt.Sprintf("close of plan %s %s (ranks sharing a GPU)", p.spec.Op, p.spec.Variant), err, p.spec.digest()); err != nil {
+		if err := p.r.syncRanks(fmt.Sprintf("close of plan %s %s (ranks sharing a GPU)", p.spec.Op, p.spec.Variant), err, specDigest(&p.spec)); err != nil {
 			return err
 		}
 	}
@@ -313,7 +251,7 @@ func (p *Plan) Close() error {
 			err = platformErr("waiting for the plan's kernels", err)
 		}
 	}
-	if err := p.r.syncRanks(fmt.Sprintf("close of plan %s %s", p.spec.Op, p.spec.Variant), err, p.spec.digest()); err != nil {
+	if err := p.r.syncRanks(fmt.Sprintf("close of plan %s %s", p.spec.Op, p.spec.Variant), err, specDigest(&p.spec)); err != nil {
 		return err
 	}
 	p.closed = true
@@ -335,24 +273,9 @@ func (p *Plan) closeRefusal() error {
 	return nil
 }
 
-// Rank is the rank the plan was made on.
-func (p *Plan) Rank() *Rank { return p.r }
-
-// Spec is the plan's spec.
-func (p *Plan) Spec() PlanSpec { return p.spec }
-
-// Flags is the address of the plan's barrier flags on this rank's heap.
-func (p *Plan) Flags() gpu.DevicePtr { return p.flags }
-
-// Epochs is the address of the plan's per-block epoch counters.
-func (p *Plan) Epochs() gpu.DevicePtr { return p.epochs }
-
-// Function is the plan's kernel.
-func (p *Plan) Function() gpu.Function { return p.fn }
-
-// Buffer returns the address of the workspace or staging buffer name. An
+// buffer returns the address of the workspace or staging buffer name. An
 // unknown name is a bug in the caller (the generated wrapper) and panics.
-func (p *Plan) Buffer(name string) gpu.DevicePtr {
+func (p *Plan) buffer(name string) gpu.DevicePtr {
 	b, ok := p.bufs[name]
 	if !ok {
 		panic(fmt.Sprintf("irisgen: plan %s %s has no buffer %q", p.spec.Op, p.spec.Variant, name))
@@ -389,12 +312,12 @@ func (p *Plan) copyIn(s gpu.Stream, st stage) error {
 // until Launch returns: pass the result to Launch. While another goroutine
 // holds the plan, the Args returned makes Launch refuse with an
 // *InUseError.
-func (p *Plan) Args() *Args {
+func (p *Plan) argsFor() *core.Args {
 	if !p.busy.CompareAndSwap(false, true) {
 		return &p.refused
 	}
-	p.args.b = append(p.args.b[:0], p.ctx[:]...)
-	p.args.ptrs, p.args.stages, p.args.err = p.args.ptrs[:0], p.args.stages[:0], nil
+	p.args.B = append(p.args.B[:0], p.ctx[:]...)
+	p.args.Ptrs, p.args.Err, p.stages = p.args.Ptrs[:0], nil, p.stages[:0]
 	return &p.args
 }
 
@@ -441,87 +364,52 @@ func (p *Plan) checkLaunch(s gpu.Stream, mode irismodel.Barrier) error {
 	return p.r.poisoned()
 }
 
-// Skip is the launch of a plan with nothing to do (every tensor empty): it
-// makes Launch's checks of the plan, the mode and the stream, and enqueues
-// nothing (no kernel, no host barrier). Like a launch it is collective and
-// numbered, and a refusal reaches the peers (see Launch).
-func (p *Plan) Skip(s gpu.Stream, mode irismodel.Barrier) error {
-	if p.r.isClosed() {
-		return p.usable()
-	}
-	n := p.r.nextLaunch(!p.spec.Local)
-	if err := p.skip(s, mode); err != nil {
-		return p.r.refuse(s, n, err)
-	}
-	return nil
-}
-
-// skip is Skip's checks.
+// skip makes launch's checks of the plan, the mode and the stream for a
+// launch of a plan with nothing to do (every tensor empty), which enqueues
+// nothing (no kernel, no host barrier).
 func (p *Plan) skip(s gpu.Stream, mode irismodel.Barrier) error {
 	if !p.busy.CompareAndSwap(false, true) {
-		return p.refused.err
+		return p.refused.Err
 	}
 	defer p.busy.Store(false)
 	return p.checkLaunch(s, mode)
 }
 
-// Launch launches the plan's kernel on s with the packed arguments a, in
-// barrier mode, after the checks of checkLaunch. BarrierHost waits for s and
-// meets the other ranks before and after the kernel, so it is refused while
-// s captures (*CaptureError, nothing launched). After a world fault (see
+// launch launches the plan's kernel on s with the packed arguments a (from
+// argsFor), in barrier mode, as launch number n with fingerprint check,
+// after the checks of checkLaunch. BarrierHost waits for s and meets the
+// other ranks before and after the kernel, so it is refused while s
+// captures (*CaptureError, nothing launched). After a world fault (see
 // Rank.Check) every launch returns it until the world is restarted. A
 // launch made while Rank.Capture captures is held by the graph, with the
-// heap tensors it is given (see Graph).
-//
-// Launches are collective and numbered on each rank in call order (a
-// refused call included): a refused launch (any error before the kernel
-// is enqueued) makes every peer's kernel of the same launch, which would
-// wait for this rank, give up at once with a *PeerRefusedError, and
-// kernels of launches that do not match (another plan, parameters or
-// barrier mode as the same launch) give up with a *MismatchError (see
-// "Faults" in docs/collectives.md).
-func (p *Plan) Launch(s gpu.Stream, mode irismodel.Barrier, a *Args) error {
-	if p.r.isClosed() {
-		if a == &p.args {
-			p.busy.Store(false)
-		}
-		return p.usable()
-	}
-	n := p.r.nextLaunch(!p.spec.Local)
-	if enqueued, err := p.launch(s, mode, a, n, p.check(n, mode, nil)); err != nil {
-		if !enqueued {
-			return p.r.refuse(s, n, err)
-		}
-		return err
-	}
-	return nil
-}
-
-// launch is Launch of launch number n with fingerprint check; enqueued
-// says whether the kernel reached the stream (an error after it is no
-// refusal: the peers met the kernel).
-func (p *Plan) launch(s gpu.Stream, mode irismodel.Barrier, a *Args, n, check uint32) (enqueued bool, err error) {
+// heap tensors it is given (see Graph). enqueued says whether the kernel
+// reached the stream: an error before it is a refusal, which the caller
+// tells the peers (Rank.refuse: their kernels of launch n give up at once
+// with a *PeerRefusedError; kernels of launches that do not match, another
+// plan, parameters or barrier mode as the same launch, give up with a
+// *MismatchError; see "Faults" in docs/collectives.md).
+func (p *Plan) launch(s gpu.Stream, mode irismodel.Barrier, a *core.Args, n, check uint32) (enqueued bool, err error) {
 	if a != &p.args {
 		if a == &p.refused {
-			return false, a.err
+			return false, a.Err
 		}
 		return false, fmt.Errorf("%s %s: launch arguments must come from this plan's Args", p.spec.Op, p.spec.Variant)
 	}
 	defer p.busy.Store(false)
-	if a.err != nil {
-		return false, a.err
+	if a.Err != nil {
+		return false, a.Err
 	}
 	if err := p.checkLaunch(s, mode); err != nil {
 		return false, err
 	}
-	if mode == irismodel.BarrierNone && len(a.stages) > 0 {
+	if mode == irismodel.BarrierNone && len(p.stages) > 0 {
 		// Nothing would order the copy before the peers' reads.
-		st := a.stages[0]
+		st := p.stages[0]
 		return false, &PlacementError{Op: p.spec.Op, Name: st.name, Rank: p.r.rank, Tensor: st.t, Unordered: true}
 	}
 	// Imports reach the stream only once the launch is sure to go ahead, so
 	// a refused launch leaves nothing in a capture.
-	for _, st := range a.stages {
+	for _, st := range p.stages {
 		if err := p.copyIn(s, st); err != nil {
 			return false, err
 		}
@@ -531,9 +419,9 @@ func (p *Plan) launch(s gpu.Stream, mode irismodel.Barrier, a *Args, n, check ui
 		flag = 1
 	}
 	le := binary.LittleEndian
-	le.PutUint32(a.b[ctxOffBarrier:], flag)
-	le.PutUint32(a.b[ctxOffLaunch:], n)
-	le.PutUint32(a.b[ctxOffCheck:], check)
+	le.PutUint32(a.B[core.CtxOffBarrier:], flag)
+	le.PutUint32(a.B[core.CtxOffLaunch:], n)
+	le.PutUint32(a.B[core.CtxOffCheck:], check)
 	if mode == irismodel.BarrierHost {
 		// The ranks compare the launch at the barrier; a peer that launched
 		// it in another mode and waits for this rank's kernel finds it
@@ -556,7 +444,7 @@ func (p *Plan) launch(s gpu.Stream, mode irismodel.Barrier, a *Args, n, check ui
 	}
 	grid := gpu.Dim3{X: uint32(p.spec.Blocks), Y: 1, Z: 1}
 	block := gpu.Dim3{X: uint32(p.spec.Threads), Y: 1, Z: 1}
-	if err := p.r.launch(p.fn, grid, block, s, a.b); err != nil {
+	if err := p.r.launch(p.fn, grid, block, s, a.B); err != nil {
 		return false, platformErr(fmt.Sprintf("launching %s", p.spec.Kernel), err)
 	}
 	if mode == irismodel.BarrierHost {
@@ -586,18 +474,6 @@ func modeList(ms []irismodel.Barrier) string {
 	return s
 }
 
-// Blocks is the grid size of a plan: one block per threads*vectorBytes bytes,
-// at least 1 and at most maxBlocks, so that block b pairs with block b on
-// every peer.
-func Blocks(bytes int64, threads, vectorBytes, maxBlocks int) int {
-	per := int64(max(threads, 1)) * int64(max(vectorBytes, 1))
-	n := int64(1)
-	if bytes > 0 {
-		n = (bytes-1)/per + 1
-	}
-	return int(min(n, int64(max(maxBlocks, 1))))
-}
-
 // launch launches one of the rank's kernels: as a programmatic dependent of
 // the kernel before it on s where the device does that (gpu.LaunchDependent;
 // every irisgen kernel waits for its predecessor in irisgen::begin), plainly
@@ -623,11 +499,11 @@ func sharedMaxBlocks(maxBlocks, perGPU int) int {
 	return max(1, maxBlocks/perGPU)
 }
 
-// CheckTensor checks t's dtype, element count and alignment (and that it is
+// checkTensor checks t's dtype, element count and alignment (and that it is
 // not nil), and that a tensor from Heap.Alloc was not freed since (see
-// CheckLive). Where n is 0 the zero Tensor will do: an empty tensor needs no
+// checkLive). Where n is 0 the zero Tensor will do: an empty tensor needs no
 // memory.
-func CheckTensor(op, name string, t Tensor, want irismodel.DType, n int64) error {
+func checkTensor(op, name string, t Tensor, want irismodel.DType, n int64) error {
 	if t.Ptr == 0 {
 		if n == 0 && t.Len == 0 {
 			return nil
@@ -646,21 +522,21 @@ func CheckTensor(op, name string, t Tensor, want irismodel.DType, n int64) error
 	return checkOwn(op, name, t)
 }
 
-// CheckTensorOneOf is CheckTensor for a tensor that may come in any of the
+// checkTensorOneOf is checkTensor for a tensor that may come in any of the
 // dtypes want (index tensors: int32 or int64).
-func CheckTensorOneOf(op, name string, t Tensor, want []irismodel.DType, n int64) error {
+func checkTensorOneOf(op, name string, t Tensor, want []irismodel.DType, n int64) error {
 	if t.Ptr != 0 && !slices.Contains(want, t.DType) && len(want) > 0 {
 		// A copy, so that want (the wrappers' literal) does not escape and
 		// the launch path stays allocation-free.
 		return &DTypeError{Op: op, Name: name, Want: want[0], Also: slices.Clone(want[1:]), Got: t.DType}
 	}
-	return CheckTensor(op, name, t, t.DType, n)
+	return checkTensor(op, name, t, t.DType, n)
 }
 
-// CheckHeap checks that t lies entirely on r's symmetric heap, inside a live
-// allocation of the caller's (*LiveError otherwise, see CheckLive). An empty
+// checkHeap checks that t lies entirely on r's symmetric heap, inside a live
+// allocation of the caller's (*LiveError otherwise, see checkLive). An empty
 // tensor passes: nothing is written into it.
-func CheckHeap(op, name string, r *Rank, t Tensor) error {
+func checkHeap(op, name string, r *Rank, t Tensor) error {
 	if t.Bytes() == 0 {
 		return nil
 	}
@@ -672,21 +548,4 @@ func CheckHeap(op, name string, r *Rank, t Tensor) error {
 	}
 	_, starts := r.heap.Offset(t.Ptr)
 	return &PlacementError{Op: op, Name: name, Rank: r.rank, Tensor: t, Partial: starts}
-}
-
-// CheckNoAlias checks that ta and tb do not overlap.
-func CheckNoAlias(op, a string, ta Tensor, b string, tb Tensor) error {
-	if ta.Overlaps(tb) {
-		return &AliasError{Op: op, A: a, B: b, TA: ta, TB: tb}
-	}
-	return nil
-}
-
-// CheckInPlace checks that ta and tb are the same tensor or do not overlap
-// (the rule of variants that run in place).
-func CheckInPlace(op, a string, ta Tensor, b string, tb Tensor) error {
-	if ta.Overlaps(tb) && (ta.Ptr != tb.Ptr || ta.Bytes() != tb.Bytes()) {
-		return &AliasError{Op: op, A: a, B: b, TA: ta, TB: tb, InPlace: true}
-	}
-	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/internal/core"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,18 +38,18 @@ func kernelOptions(n int, hash string) Options {
 	p := fakegpu.New(n)
 	image := []byte("fake code object " + hash)
 	p.AddModule(image, []string{testKernel}, map[string][]byte{irismodel.SpecHashSymbol(testModule): append([]byte(hash), 0, 0, 0)})
-	kernels := fstest.MapFS{KernelFile("fake", testModule): {Data: image}}
+	kernels := fstest.MapFS{irismodel.KernelFile("fake", testModule): {Data: image}}
 	return Options{Platform: p, Kernels: kernels}
 }
 
-func testSpec() PlanSpec {
-	return PlanSpec{
+func testSpec() core.PlanSpec {
+	return core.PlanSpec{
 		Op: "all_gather", Variant: "push", Module: testModule, SpecHash: testHash, Kernel: testKernel,
 		Threads: 512, Blocks: 3,
 		Barriers:   []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost, irismodel.BarrierNone},
 		Capturable: []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierNone},
-		Workspace:  []Buffer{{"scratch", 1000}},
-		Staging:    []Buffer{{"input", 64}},
+		Workspace:  []core.Buffer{{Name: "scratch", Bytes: 1000}},
+		Staging:    []core.Buffer{{Name: "input", Bytes: 64}},
 	}
 }
 
@@ -60,22 +60,22 @@ func TestNewPlanZeroesBuffersOnTheHeap(t *testing.T) {
 		// Dirty the heap where the plan's buffers will land.
 		junk, err := h.AllocBytes(1 << 14)
 		require.NoError(t, err)
-		require.NoError(t, p.Write(junk, bytesOf(0xEE, 1<<14)))
+		require.NoError(t, p.Write(junk, bytes.Repeat([]byte{0xEE}, 1<<14)))
 		require.NoError(t, h.FreeBytes(junk))
 
-		pl, err := NewPlan(r, testSpec())
+		pl, err := newPlan(r, testSpec())
 		require.NoError(t, err)
-		assert.Equal(t, junk, pl.Flags(), "first fit: the flags reuse the dirty block")
+		assert.Equal(t, junk, pl.flags, "first fit: the flags reuse the dirty block")
 		for _, b := range []struct {
 			ptr   gpu.DevicePtr
 			bytes int64
-		}{{pl.Flags(), 4 * MaxWorld * 8}, {pl.Epochs(), 5 * 8}, {pl.Buffer("scratch"), 1000}, {pl.Buffer("input"), 64}} {
+		}{{pl.flags, 4 * MaxWorld * 8}, {pl.epochs, 5 * 8}, {pl.buffer("scratch"), 1000}, {pl.buffer("input"), 64}} {
 			assert.True(t, h.Contains(b.ptr, b.bytes))
 			mem, err := p.Read(b.ptr, b.bytes)
 			require.NoError(t, err)
 			assert.Equal(t, make([]byte, b.bytes), mem, "zeroed")
 		}
-		assert.Panics(t, func() { pl.Buffer("nope") })
+		assert.Panics(t, func() { pl.buffer("nope") })
 		before := h.FreeBytesLeft()
 		require.NoError(t, pl.Close())
 		assert.Greater(t, h.FreeBytesLeft(), before)
@@ -83,20 +83,12 @@ func TestNewPlanZeroesBuffersOnTheHeap(t *testing.T) {
 	}))
 }
 
-func bytesOf(b byte, n int) []byte {
-	out := make([]byte, n)
-	for i := range out {
-		out[i] = b
-	}
-	return out
-}
-
 func TestLaunchArgsLayout(t *testing.T) {
 	w := kernelWorld(t, 2, testHash)
 	fake := fakeOf(w.Rank(0))
 	plans := make([]*Plan, 2)
 	require.NoError(t, w.Run(func(r *Rank) error {
-		pl, err := NewPlan(r, testSpec())
+		pl, err := newPlan(r, testSpec())
 		plans[r.Rank()] = pl
 		return err
 	}))
@@ -104,8 +96,8 @@ func TestLaunchArgsLayout(t *testing.T) {
 		fake.ClearLaunches()
 		require.NoError(t, w.Run(func(r *Rank) error {
 			pl := plans[r.Rank()]
-			a := pl.Args().Ptr(0x1234_5678_9abc).Ptr(0x42).I64(-7)
-			return pl.Launch(r.Stream(), mode, a)
+			a := pl.testArgs().Ptr(0x1234_5678_9abc).Ptr(0x42).I64(-7)
+			return pl.testLaunch(r.Stream(), mode, a)
 		}))
 		ls := fake.Launches()
 		require.Len(t, ls, 2, mode.String())
@@ -116,7 +108,7 @@ func TestLaunchArgsLayout(t *testing.T) {
 			assert.Equal(t, gpu.Dim3{X: 512, Y: 1, Z: 1}, l.Block)
 			assert.Equal(t, r.Stream(), l.Stream)
 			a := l.Args
-			require.Len(t, a, CtxBytes+24)
+			require.Len(t, a, core.CtxBytes+24)
 			le := binary.LittleEndian
 			for peer := 0; peer < MaxWorld; peer++ {
 				want := uint64(0)
@@ -125,10 +117,10 @@ func TestLaunchArgsLayout(t *testing.T) {
 				}
 				assert.Equal(t, want, le.Uint64(a[8*peer:]))
 			}
-			assert.Equal(t, uint64(pl.Flags()), le.Uint64(a[64:]))
-			assert.Equal(t, uint64(pl.Epochs()), le.Uint64(a[72:]))
+			assert.Equal(t, uint64(pl.flags), le.Uint64(a[64:]))
+			assert.Equal(t, uint64(pl.epochs), le.Uint64(a[72:]))
 			assert.Equal(t, uint64(r.errDev), le.Uint64(a[80:]))
-			assert.Equal(t, uint32(DefaultTimeout/1000), le.Uint32(a[88:]), "timeout_us")
+			assert.Equal(t, uint32(defaultTimeout/1000), le.Uint32(a[88:]), "timeout_us")
 			n := uint32(i + 1)
 			assert.Equal(t, n, le.Uint32(a[92:]), "launch: the rank's launches counted from 1")
 			assert.Equal(t, uint32(l.Device), le.Uint32(a[96:]))
@@ -153,13 +145,13 @@ func TestLaunchModesAndCapture(t *testing.T) {
 	fake := fakeOf(r)
 	spec := testSpec()
 	spec.Barriers = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost}
-	pl, err := NewPlan(r, spec)
+	pl, err := newPlan(r, spec)
 	require.NoError(t, err)
 
 	var me *BarrierModeError
-	require.ErrorAs(t, pl.Launch(r.Stream(), irismodel.BarrierNone, pl.Args()), &me)
+	require.ErrorAs(t, pl.testLaunch(r.Stream(), irismodel.BarrierNone, pl.testArgs()), &me)
 	assert.Contains(t, me.Error(), "supported: device, host")
-	require.Error(t, pl.Launch(r.Stream(), irismodel.BarrierDevice, &Args{}), "arguments without the ctx")
+	require.Error(t, pl.testLaunch(r.Stream(), irismodel.BarrierDevice, testArgs{a: &core.Args{}}), "arguments without the ctx")
 
 	s, err := r.Device().NewStream()
 	require.NoError(t, err)
@@ -174,17 +166,13 @@ func TestLaunchModesAndCapture(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, capturing)
 	var ce *CaptureError
-	require.ErrorAs(t, pl.Launch(s, irismodel.BarrierHost, pl.Args()), &ce)
+	require.ErrorAs(t, pl.testLaunch(s, irismodel.BarrierHost, pl.testArgs()), &ce)
 	assert.Contains(t, ce.Error(), "irismodel.BarrierDevice")
 	require.ErrorAs(t, pl.checkLaunch(s, irismodel.BarrierHost), &ce, "Launch asks before its imports")
 	require.NoError(t, pl.checkLaunch(s, irismodel.BarrierDevice))
 	x, err := r.Heap().Alloc(irismodel.F32, 16) // heap allocation is host-only: fine during capture
 	require.NoError(t, err)
-	require.NoError(t, pl.Launch(s, irismodel.BarrierDevice, pl.Args().Staged("input", x)))
-	var pce *CaptureError
-	_, err = r.PlanCache().GetOrCreate("all_gather/push/f32/16", s, func() (any, error) { t.Fatal("created during capture"); return nil, nil })
-	require.ErrorAs(t, err, &pce)
-	assert.Contains(t, pce.Error(), "before capture")
+	require.NoError(t, pl.testLaunch(s, irismodel.BarrierDevice, pl.testArgs().Staged("input", x)))
 	g, err := r.Device().EndCapture(s)
 	require.NoError(t, err)
 	exec, err := r.Device().Instantiate(g)
@@ -211,26 +199,26 @@ func TestNewPlanRefusedWhileCapturing(t *testing.T) {
 	w := kernelWorld(t, 1, testHash)
 	r := w.Rank(0)
 	require.NoError(t, r.Device().BeginCapture(r.Stream(), gpu.CaptureGlobal))
-	_, err := NewPlan(r, testSpec())
+	_, err := newPlan(r, testSpec())
 	var ce *CaptureError
 	require.ErrorAs(t, err, &ce)
 	assert.Contains(t, ce.Error(), "make the plan before capture")
 	_, err = r.Device().EndCapture(r.Stream())
 	require.NoError(t, err, "refusing did not break the capture")
-	assert.Equal(t, r.Heap().Size()-ControlBytes, r.Heap().FreeBytesLeft())
+	assert.Equal(t, r.Heap().Size()-core.ControlBytes, r.Heap().FreeBytesLeft())
 }
 
 func TestStagedImport(t *testing.T) {
 	w := kernelWorld(t, 1, testHash)
 	r := w.Rank(0)
 	fake := fakeOf(r)
-	pl, err := NewPlan(r, testSpec())
+	pl, err := newPlan(r, testSpec())
 	require.NoError(t, err)
 	src, err := r.Device().Alloc(64, false)
 	require.NoError(t, err)
 	defer r.Device().Free(src)
 	var se *ShapeError
-	require.ErrorAs(t, pl.Launch(r.Stream(), irismodel.BarrierDevice, pl.Args().Staged("input", Tensor{Ptr: src, DType: irismodel.F32, Len: 17})), &se)
+	require.ErrorAs(t, pl.testLaunch(r.Stream(), irismodel.BarrierDevice, pl.testArgs().Staged("input", Tensor{Ptr: src, DType: irismodel.F32, Len: 17})), &se)
 	assert.Contains(t, se.Error(), "staging")
 	var pe *PlacementError
 
@@ -240,49 +228,31 @@ func TestStagedImport(t *testing.T) {
 	x, err := r.Heap().Alloc(irismodel.F32, 16)
 	require.NoError(t, err)
 	fake.ClearLaunches()
-	require.NoError(t, fake.Write(src, bytesOf(9, 64)))
-	require.NoError(t, pl.Launch(r.Stream(), irismodel.BarrierDevice, pl.Args().Staged("input", x).Staged("input", Tensor{Ptr: src, DType: irismodel.F32, Len: 16})))
+	require.NoError(t, fake.Write(src, bytes.Repeat([]byte{9}, 64)))
+	require.NoError(t, pl.testLaunch(r.Stream(), irismodel.BarrierDevice, pl.testArgs().Staged("input", x).Staged("input", Tensor{Ptr: src, DType: irismodel.F32, Len: 16})))
 	require.NoError(t, r.Device().StreamSynchronize(r.Stream()))
 	ls := fake.Launches()
 	require.Len(t, ls, 1)
-	assert.Equal(t, uint64(x.Ptr), binary.LittleEndian.Uint64(ls[0].Args[CtxBytes:]))
-	assert.Equal(t, uint64(pl.Buffer("input")), binary.LittleEndian.Uint64(ls[0].Args[CtxBytes+8:]))
-	mem, err := fake.Read(pl.Buffer("input"), 64)
+	assert.Equal(t, uint64(x.Ptr), binary.LittleEndian.Uint64(ls[0].Args[core.CtxBytes:]))
+	assert.Equal(t, uint64(pl.buffer("input")), binary.LittleEndian.Uint64(ls[0].Args[core.CtxBytes+8:]))
+	mem, err := fake.Read(pl.buffer("input"), 64)
 	require.NoError(t, err)
-	assert.Equal(t, bytesOf(9, 64), mem)
-	require.NoError(t, fake.Write(src, bytesOf(3, 64)))
-	require.ErrorAs(t, pl.Launch(r.Stream(), irismodel.BarrierNone, pl.Args().Staged("input", Tensor{Ptr: src, DType: irismodel.F32, Len: 16})), &pe, "nothing would order an import in mode none")
+	assert.Equal(t, bytes.Repeat([]byte{9}, 64), mem)
+	require.NoError(t, fake.Write(src, bytes.Repeat([]byte{3}, 64)))
+	require.ErrorAs(t, pl.testLaunch(r.Stream(), irismodel.BarrierNone, pl.testArgs().Staged("input", Tensor{Ptr: src, DType: irismodel.F32, Len: 16})), &pe, "nothing would order an import in mode none")
 	assert.True(t, pe.Unordered)
 	assert.Contains(t, pe.Error(), "in barrier mode none nothing orders that copy")
-	require.ErrorContains(t, pl.Launch(r.Stream(), irismodel.BarrierDevice, pl.Args().Staged("scratch", Tensor{Ptr: src, DType: irismodel.F32, Len: 1})), "no staging buffer")
+	require.ErrorContains(t, pl.testLaunch(r.Stream(), irismodel.BarrierDevice, pl.testArgs().Staged("scratch", Tensor{Ptr: src, DType: irismodel.F32, Len: 1})), "no staging buffer")
 	require.NoError(t, r.Device().StreamSynchronize(r.Stream()))
 	assert.Len(t, fake.Launches(), 1, "refused launches enqueue nothing")
-	mem, err = fake.Read(pl.Buffer("input"), 64)
+	mem, err = fake.Read(pl.buffer("input"), 64)
 	require.NoError(t, err)
-	assert.Equal(t, bytesOf(9, 64), mem, "a refused launch copied nothing")
+	assert.Equal(t, bytes.Repeat([]byte{9}, 64), mem, "a refused launch copied nothing")
 
-	require.ErrorAs(t, CheckHeap("all_gather", "output", r, Tensor{Ptr: src, DType: irismodel.F32, Len: 16}), &pe)
+	require.ErrorAs(t, checkHeap("all_gather", "output", r, Tensor{Ptr: src, DType: irismodel.F32, Len: 16}), &pe)
 	last := Tensor{Ptr: r.Heap().Base(0) + gpuPtr(r.Heap().Size()-8), DType: irismodel.F32, Len: 4}
-	require.ErrorAs(t, CheckHeap("all_gather", "output", r, last), &pe)
+	require.ErrorAs(t, checkHeap("all_gather", "output", r, last), &pe)
 	assert.Contains(t, pe.Error(), "runs past the end")
-}
-
-func TestPlanCache(t *testing.T) {
-	w := kernelWorld(t, 2, testHash)
-	require.NoError(t, w.Run(func(r *Rank) error {
-		made := 0
-		for i := 0; i < 3; i++ {
-			v, err := r.PlanCache().GetOrCreate("k", r.Stream(), func() (any, error) {
-				made++
-				return NewPlan(r, testSpec())
-			})
-			require.NoError(t, err)
-			require.IsType(t, &Plan{}, v)
-		}
-		assert.Equal(t, 1, made)
-		assert.Equal(t, 1, r.PlanCache().Len())
-		return nil
-	}))
 }
 
 func TestPlansMustAgree(t *testing.T) {
@@ -290,7 +260,7 @@ func TestPlansMustAgree(t *testing.T) {
 	err := w.Run(func(r *Rank) error {
 		s := testSpec()
 		s.Threads += 64 * r.Rank() // e.g. a different dtype or variant on different ranks
-		_, err := NewPlan(r, s)
+		_, err := newPlan(r, s)
 		return err
 	})
 	require.ErrorContains(t, err, "made a different plan")
@@ -298,34 +268,11 @@ func TestPlansMustAgree(t *testing.T) {
 	require.NoError(t, w.Run(func(r *Rank) error { return r.HostBarrier(r.Stream()) }))
 }
 
-// TestPlansMustAgreeOnSizes (issue 25 family 11): ranks that make a plan
-// of one variant for other sizes fail on every rank, with the plans named
-// (not a heap mismatch, although their buffers differ too), where the
-// grids and buffers agree (n 1000 and 1001) and where they do not.
-func TestPlansMustAgreeOnSizes(t *testing.T) {
-	w, tab, _ := demoWorld(t, 2)
-	for _, ns := range [][2]int64{{1000, 1001}, {1000, 100000}} {
-		errs := make([]error, 2)
-		_ = w.Run(func(r *Rank) error {
-			_, errs[r.Rank()] = NewPlanOf[VariantPlan](r, &tab.Collectives[0].Variants[0], irismodel.F32, "sum", ns[r.Rank()], 3)
-			return nil
-		})
-		for k, err := range errs {
-			var we *WorldError
-			require.ErrorAs(t, err, &we, "rank %d, sizes %v", k, ns)
-			assert.Equal(t, 1-k, we.Peer)
-			assert.Contains(t, err.Error(), fmt.Sprintf("sizes [%d 3]", ns[1-k]))
-			assert.Contains(t, err.Error(), "(variant, dtype, op, sizes)")
-		}
-		require.NoError(t, w.Run(func(r *Rank) error { return r.HostBarrier(r.Stream()) }), "nothing left allocated")
-	}
-}
-
 func TestKernelErrors(t *testing.T) {
 	// Stale: the code object was built from another spec.
 	w := kernelWorld(t, 2, "0ld")
 	err := w.Run(func(r *Rank) error {
-		_, err := NewPlan(r, testSpec())
+		_, err := newPlan(r, testSpec())
 		return err
 	})
 	var ke *KernelError
@@ -337,7 +284,7 @@ func TestKernelErrors(t *testing.T) {
 
 	// Missing from Options.Kernels.
 	w = newFakeWorld(t, 1, Options{Kernels: fstest.MapFS{}})
-	_, err = NewPlan(w.Rank(0), testSpec())
+	_, err = newPlan(w.Rank(0), testSpec())
 	require.ErrorAs(t, err, &ke)
 	assert.Contains(t, err.Error(), "all_gather.fake in Options.Kernels")
 	assert.Contains(t, err.Error(), "run `irisgen kernels` and rebuild the program")
@@ -347,46 +294,46 @@ func TestKernelErrors(t *testing.T) {
 	t.Setenv("IRISGEN_KERNELS", dir)
 	p := fakegpu.New(1)
 	w = newFakeWorld(t, 1, Options{Platform: p})
-	_, err = NewPlan(w.Rank(0), testSpec())
+	_, err = newPlan(w.Rank(0), testSpec())
 	require.ErrorAs(t, err, &ke)
 	assert.Contains(t, err.Error(), filepath.Join(dir, "all_gather.fake"))
 	image := []byte("from the environment")
 	p.AddModule(image, []string{testKernel}, map[string][]byte{irismodel.SpecHashSymbol(testModule): []byte(testHash + "\x00")})
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "all_gather.fake"), image, 0o644))
-	pl, err := NewPlan(w.Rank(0), testSpec())
+	pl, err := newPlan(w.Rank(0), testSpec())
 	require.NoError(t, err)
 	require.NoError(t, pl.Close())
 
 	// The module lacks the kernel, or the hash symbol.
 	spec := testSpec()
 	spec.Kernel = "irisgen_all_gather_push_bf16"
-	_, err = NewPlan(w.Rank(0), spec)
+	_, err = newPlan(w.Rank(0), spec)
 	require.ErrorAs(t, err, &ke)
 	assert.Contains(t, err.Error(), "irisgen_all_gather_push_bf16")
 	p.AddModule([]byte("no hash"), []string{testKernel}, nil)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "barrier.fake"), []byte("no hash"), 0o644))
 	spec = testSpec()
 	spec.Module = "barrier"
-	_, err = NewPlan(w.Rank(0), spec)
+	_, err = newPlan(w.Rank(0), spec)
 	require.ErrorAs(t, err, &ke)
 	assert.Contains(t, err.Error(), "irisgen_spec_hash_barrier")
 }
 
 func TestKernelFile(t *testing.T) {
-	assert.Equal(t, "x.fatbin", KernelFile("cuda", "x"))
-	assert.Equal(t, "x.hsaco", KernelFile("hip", "x"))
-	assert.Equal(t, "x.fake", KernelFile("fake", "x"))
+	assert.Equal(t, "x.fatbin", irismodel.KernelFile("cuda", "x"))
+	assert.Equal(t, "x.hsaco", irismodel.KernelFile("hip", "x"))
+	assert.Equal(t, "x.fake", irismodel.KernelFile("fake", "x"))
 }
 
 func TestRankCapture(t *testing.T) {
 	w := kernelWorld(t, 1, testHash)
 	r := w.Rank(0)
 	fake := fakeOf(r)
-	pl, err := NewPlan(r, testSpec())
+	pl, err := newPlan(r, testSpec())
 	require.NoError(t, err)
 	s := r.Stream()
 	g, err := r.Capture(s, func() error {
-		return errors.Join(pl.Launch(s, irismodel.BarrierDevice, pl.Args()), pl.Launch(s, irismodel.BarrierDevice, pl.Args()))
+		return errors.Join(pl.testLaunch(s, irismodel.BarrierDevice, pl.testArgs()), pl.testLaunch(s, irismodel.BarrierDevice, pl.testArgs()))
 	})
 	require.NoError(t, err)
 	require.Len(t, fake.GraphLaunches(g.Exec()), 2)

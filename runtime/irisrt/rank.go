@@ -10,25 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
-)
-
-// Layout of irisgen_ctx (docs/internals.md, "Kernel ABI"): 112 bytes.
-const (
-	CtxBytes      = 112
-	ctxOffFlags   = 8 * MaxWorld
-	ctxOffEpochs  = ctxOffFlags + 8
-	ctxOffErr     = ctxOffEpochs + 8
-	ctxOffTimeout = ctxOffErr + 8     // uint32 microseconds
-	ctxOffLaunch  = ctxOffTimeout + 4 // uint32: the launch's number (launch.go)
-	ctxOffRank    = ctxOffLaunch + 4
-	ctxOffWorld   = ctxOffRank + 4
-	ctxOffBarrier = ctxOffWorld + 4
-	ctxOffCheck   = ctxOffBarrier + 4 // uint32: the launch's fingerprint
-
-	errCodeTimeout  = 1
-	errCodeIndex    = 2
-	errCodeCapacity = 3
-	errCodeWriting  = 0xffffffff // a kernel is filling the record
+	"github.com/irisgen/irisgen/runtime/internal/core"
 )
 
 // Rank is one rank of a world: a GPU with its symmetric heap, a stream, an
@@ -44,11 +26,11 @@ type Rank struct {
 	group       Group
 	errHost     unsafe.Pointer
 	errDev      gpu.DevicePtr
-	ctx         [CtxBytes]byte
+	ctx         [core.CtxBytes]byte
 
 	kernels *kernelCache
-	graphs  *graphSet // shared with the rank's groups
-	plans   *PlanCache
+	graphs  *graphSet       // shared with the rank's groups
+	plans   core.Cache      // the convenience calls' plans (runtime/irisimpl)
 	local   *World          // the in-process world, or nil
 	opened  []gpu.DevicePtr // peers' heaps opened through IPC
 	perGPU  int             // ranks on one GPU at most (Options.ShareGPUs); 0 or 1: a GPU each
@@ -69,7 +51,6 @@ type Rank struct {
 // zeroed error record. On error it frees what it made.
 func newRank(rank, world int, dev gpu.Device, opts Options) (r *Rank, err error) {
 	r = &Rank{rank: rank, world: world, opts: opts, dev: dev, kernels: &kernelCache{}, graphs: &graphSet{}}
-	r.plans = &PlanCache{r: r, m: map[string]any{}}
 	made := r // the returns below clear r
 	defer func() {
 		if err != nil {
@@ -93,12 +74,12 @@ func newRank(rank, world int, dev gpu.Device, opts Options) (r *Rank, err error)
 		_ = dev.Free(base)
 		return nil, err
 	}
-	host, errDev, err := dev.AllocHostMapped(errRecords * errRecordBytes)
+	host, errDev, err := dev.AllocHostMapped(core.ErrRecords * core.ErrRecordBytes)
 	if err != nil {
 		return nil, platformErr(fmt.Sprintf("rank %d allocating its error records", rank), err)
 	}
 	r.errHost, r.errDev = host, errDev
-	clear(unsafe.Slice((*byte)(host), errRecords*errRecordBytes))
+	clear(unsafe.Slice((*byte)(host), core.ErrRecords*core.ErrRecordBytes))
 	// Heap memory starts zeroed, so flags and epochs of the first plans and
 	// user tensors have a known state.
 	if err := dev.MemsetD8Async(base, 0, opts.HeapBytes, r.stream); err != nil {
@@ -118,10 +99,10 @@ func (r *Rank) setBases(bases []gpu.DevicePtr) {
 	for i, b := range bases {
 		le.PutUint64(r.ctx[8*i:], uint64(b))
 	}
-	le.PutUint64(r.ctx[ctxOffErr:], uint64(r.errDev))
-	le.PutUint32(r.ctx[ctxOffTimeout:], timeoutMicros(r.opts.Timeout))
-	le.PutUint32(r.ctx[ctxOffRank:], uint32(r.rank))
-	le.PutUint32(r.ctx[ctxOffWorld:], uint32(r.world))
+	le.PutUint64(r.ctx[core.CtxOffErr:], uint64(r.errDev))
+	le.PutUint32(r.ctx[core.CtxOffTimeout:], timeoutMicros(r.opts.Timeout))
+	le.PutUint32(r.ctx[core.CtxOffRank:], uint32(r.rank))
+	le.PutUint32(r.ctx[core.CtxOffWorld:], uint32(r.world))
 }
 
 // release frees the rank's device resources (once): it waits for the
@@ -231,11 +212,6 @@ func (r *Rank) Group() Group { return r.group }
 // applied).
 func (r *Rank) Options() Options { return r.opts }
 
-// Ctx returns a copy of the irisgen_ctx template every kernel of this rank
-// gets: heap bases, error record, timeout, rank and world; flags, epochs and
-// barrier are zero (plans fill them in).
-func (r *Rank) Ctx() []byte { return bytes.Clone(r.ctx[:]) }
-
 // Capturing reports whether s is capturing (or a capture on it was
 // invalidated and not yet ended).
 func (r *Rank) Capturing(s gpu.Stream) (bool, error) {
@@ -341,55 +317,6 @@ func (r *Rank) sameHeaps(op string, parts [][]byte) error {
 		}
 	}
 	return nil
-}
-
-// PlanCache returns the rank's plan cache, used by the generated convenience
-// calls.
-func (r *Rank) PlanCache() *PlanCache { return r.plans }
-
-// PlanCache maps keys to plans made on first use. Its creations are
-// collective like NewPlan: every rank must ask for the same keys in the same
-// order. Use it from the rank's goroutine.
-type PlanCache struct {
-	r  *Rank
-	mu sync.Mutex
-	m  map[string]any
-}
-
-// GetOrCreate returns the plan cached under key, or makes it with create.
-// Making a plan allocates and zeroes heap memory and waits for the other
-// ranks, so it refuses with a *CaptureError while s is capturing.
-func (c *PlanCache) GetOrCreate(key string, s gpu.Stream, create func() (any, error)) (any, error) {
-	if c.r.isClosed() {
-		return nil, c.r.closedErr(fmt.Sprintf("plan %q from the plan cache", key))
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if v, ok := c.m[key]; ok {
-		return v, nil
-	}
-	capturing, err := c.r.Capturing(s)
-	if err != nil {
-		return nil, err
-	}
-	if capturing {
-		return nil, &CaptureError{Op: fmt.Sprintf("creating plan %q on first use", key),
-			What: "making a plan allocates and zeroes heap memory and waits for the other ranks",
-			Fix:  "create the plan with its New...Plan constructor (e.g. NewAllGatherPushPlan) before capture and launch that plan inside the capture"}
-	}
-	v, err := create()
-	if err != nil {
-		return nil, err
-	}
-	c.m[key] = v
-	return v, nil
-}
-
-// Len is the number of cached plans.
-func (c *PlanCache) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.m)
 }
 
 func binaryAppendI64(b []byte, v int64) []byte { return binary.LittleEndian.AppendUint64(b, uint64(v)) }

@@ -13,16 +13,17 @@ import (
 	"unicode"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/internal/core"
 )
 
 // MaxWorld is the largest world the kernel ABI supports (IRISGEN_MAX_WORLD).
-const MaxWorld = 8
+const MaxWorld = core.MaxWorld
 
 // Defaults of Options.
 const (
-	DefaultHeapBytes         int64 = 1 << 30
-	DefaultTimeout                 = 10 * time.Second
-	DefaultRendezvousTimeout       = 5 * time.Minute
+	defaultHeapBytes         int64 = 1 << 30
+	defaultTimeout                 = 10 * time.Second
+	defaultRendezvousTimeout       = 5 * time.Minute
 )
 
 // MaxTimeout is the largest Options.Timeout: the kernels get it in 32 bits
@@ -76,7 +77,7 @@ func (o Options) resolve() (Options, error) {
 		return o, fmt.Errorf("Options.HeapBytes = %d: must not be negative", o.HeapBytes)
 	}
 	if o.HeapBytes == 0 {
-		o.HeapBytes = DefaultHeapBytes
+		o.HeapBytes = defaultHeapBytes
 		if v := os.Getenv("IRISGEN_HEAP_BYTES"); v != "" {
 			n, err := ParseBytes(v)
 			if err != nil || n <= 0 {
@@ -85,18 +86,18 @@ func (o Options) resolve() (Options, error) {
 			o.HeapBytes = n
 		}
 	}
-	if o.HeapBytes < ControlBytes+HeapAlign {
-		return o, fmt.Errorf("heap size %d bytes is too small (at least %d)", o.HeapBytes, ControlBytes+HeapAlign)
+	if o.HeapBytes < core.ControlBytes+heapAlign {
+		return o, fmt.Errorf("heap size %d bytes is too small (at least %d)", o.HeapBytes, core.ControlBytes+heapAlign)
 	}
-	o.HeapBytes &^= HeapAlign - 1
+	o.HeapBytes &^= heapAlign - 1
 	var err error
-	if o.Timeout, err = durationOpt(o.Timeout, "IRISGEN_TIMEOUT", DefaultTimeout); err != nil {
+	if o.Timeout, err = durationOpt(o.Timeout, "IRISGEN_TIMEOUT", defaultTimeout); err != nil {
 		return o, err
 	}
 	if o.Timeout > MaxTimeout {
 		return o, fmt.Errorf("device timeout %v is longer than the kernels can count (%v): lower Options.Timeout / IRISGEN_TIMEOUT", o.Timeout, MaxTimeout)
 	}
-	if o.RendezvousTimeout, err = durationOpt(o.RendezvousTimeout, "IRISGEN_RENDEZVOUS_TIMEOUT", DefaultRendezvousTimeout); err != nil {
+	if o.RendezvousTimeout, err = durationOpt(o.RendezvousTimeout, "IRISGEN_RENDEZVOUS_TIMEOUT", defaultRendezvousTimeout); err != nil {
 		return o, err
 	}
 	if !o.ShareGPUs {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/internal/core"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,8 +40,8 @@ func TestLocalWorld(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, make([]byte, h.Size()), mem, "heap zeroed")
 			// The ctx template: every rank's base, err record, timeout, rank, world.
-			ctx := r.Ctx()
-			require.Len(t, ctx, CtxBytes)
+			ctx := r.ctxBytes()
+			require.Len(t, ctx, core.CtxBytes)
 			le := binary.LittleEndian
 			for peer := 0; peer < MaxWorld; peer++ {
 				want := uint64(0)
@@ -242,7 +243,7 @@ func TestProcessWorld(t *testing.T) {
 	got, err := p.Read(r1.Heap().Peer(y.Ptr, 0), 32)
 	require.NoError(t, err)
 	assert.Equal(t, "written by rank 0 on its heap...", string(got))
-	assert.Equal(t, uint64(r1.Heap().Base(0)), binary.LittleEndian.Uint64(r1.Ctx()), "ctx base[0] on rank 1 is the IPC mapping")
+	assert.Equal(t, uint64(r1.Heap().Base(0)), binary.LittleEndian.Uint64(r1.ctxBytes()), "ctx base[0] on rank 1 is the IPC mapping")
 
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
@@ -372,11 +373,11 @@ func TestShareGPUsCloseWaitsForCaptures(t *testing.T) {
 	defer func() { require.NoError(t, w.Close()) }()
 	capturing := make(chan struct{})
 	require.NoError(t, w.Run(func(r *Rank) error {
-		a, err := NewPlan(r, testSpec())
+		a, err := newPlan(r, testSpec())
 		if err != nil {
 			return err
 		}
-		b, err := NewPlan(r, testSpec())
+		b, err := newPlan(r, testSpec())
 		if err != nil {
 			return err
 		}
@@ -387,7 +388,7 @@ func TestShareGPUsCloseWaitsForCaptures(t *testing.T) {
 		g, err := r.Capture(r.Stream(), func() error {
 			close(capturing)
 			time.Sleep(50 * time.Millisecond) // rank 0 is in Close by now
-			return b.Launch(r.Stream(), irismodel.BarrierNone, b.Args())
+			return b.testLaunch(r.Stream(), irismodel.BarrierNone, b.testArgs())
 		})
 		if err != nil {
 			return err

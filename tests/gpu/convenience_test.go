@@ -8,6 +8,7 @@ import (
 
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -37,7 +38,7 @@ func convenience(r *irisrt.Rank, s gpu.Stream, vc *variantCase, variant string, 
 // and size. The second call of each finds its plan.
 func convenienceRank(r *irisrt.Rank) (int, error) {
 	s, w, me := r.Stream(), r.World(), r.Rank()
-	before := r.PlanCache().Len()
+	before := irisimpl.CachedPlans(r)
 	cases, plans := 0, map[string]bool{}
 	autos := map[string]bool{}
 	for i := range catalogue {
@@ -109,7 +110,7 @@ func convenienceRank(r *irisrt.Rank) (int, error) {
 	}
 	// auto reuses the plans of the variants it picks, or makes its own:
 	// at least one plan per named variant, dtype and size.
-	if got := r.PlanCache().Len() - before; got < len(plans) {
+	if got := irisimpl.CachedPlans(r) - before; got < len(plans) {
 		return cases, fmt.Errorf("%d plans cached for %d variant, dtype and size triples", got, len(plans))
 	}
 	if err := collectives.Barrier(r, s, collectives.BarrierDevice, irismodel.BarrierDevice); err != nil {

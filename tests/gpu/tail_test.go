@@ -11,6 +11,7 @@ import (
 
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/internal/bench"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -34,14 +35,14 @@ var tailBytes = []int64{512 << 10, 4 << 20}
 // tailEntries are the variants the guard times: every variant of
 // all_reduce and of every collective with a Lamport variant (the others
 // are what a Lamport variant stalled throughout is compared with).
-func tailEntries() []irisrt.Entry {
+func tailEntries() []irisimpl.Entry {
 	lamport := map[string]bool{"all_reduce": true}
 	for _, e := range collectives.Catalogue {
 		if strings.Contains(e.Variant, "lamport") {
 			lamport[e.Collective] = true
 		}
 	}
-	var out []irisrt.Entry
+	var out []irisimpl.Entry
 	for _, e := range collectives.Catalogue {
 		if lamport[e.Collective] {
 			out = append(out, e)
@@ -52,9 +53,9 @@ func tailEntries() []irisrt.Entry {
 
 // tailSizes are the size arguments of e whose first input is bytes of
 // bf16 on every rank of a world of w.
-func tailSizes(e irisrt.Entry, w int, bytes int64) ([]int64, error) {
+func tailSizes(e irisimpl.Entry, w int, bytes int64) ([]int64, error) {
 	elems := bytes / irismodel.BF16.Size()
-	in := slices.IndexFunc(e.Tensors, func(ti irisrt.TensorInfo) bool { return ti.Dir == irismodel.In })
+	in := slices.IndexFunc(e.Tensors, func(ti irisimpl.TensorInfo) bool { return ti.Dir == irismodel.In })
 	switch {
 	case in < 0:
 		return nil, fmt.Errorf("%s/%s has no input", e.Collective, e.Variant)
@@ -69,7 +70,7 @@ func tailSizes(e irisrt.Entry, w int, bytes int64) ([]int64, error) {
 
 // tailTimes launches e k times back to back on r, each launch timed alone
 // (bench.LaunchTimes), its tensors zeroed.
-func tailTimes(r *irisrt.Rank, e irisrt.Entry, sizes []int64, k int) (_ []float64, err error) {
+func tailTimes(r *irisrt.Rank, e irisimpl.Entry, sizes []int64, k int) (_ []float64, err error) {
 	op := ""
 	if len(e.Ops) > 0 {
 		op = e.Ops[0]

@@ -19,6 +19,7 @@ func (g *gen) file(pkg string) *jen.File {
 	f.HeaderComment(header(c.SpecFile))
 	f.ImportName(runtimePkg, "irisrt")
 	f.ImportName(modelPkg, "irismodel")
+	f.ImportName(implPkg, "irisimpl")
 	f.ImportName(gpuPkg, "gpu")
 
 	writeDoc(f, fmt.Sprintf("%sSpecHash is the hash of %s and the templates it uses; the runtime refuses a code object of %s "+
@@ -308,8 +309,8 @@ func (g *gen) variant(f *jen.File, v *ir.Variant, index int) {
 	label := c.Name + "/" + v.Name
 
 	writeDoc(f, g.variantDoc(v, plan))
-	// struct{ irisrt.VariantPlan }, on one line as gofmt keeps it.
-	f.Type().Id(plan).Id("struct").Values(jen.Qual(runtimePkg, "VariantPlan"))
+	// struct{ irisimpl.VariantPlan }, on one line as gofmt keeps it.
+	f.Type().Id(plan).Id("struct").Values(jen.Qual(implPkg, "VariantPlan"))
 	f.Line()
 
 	var doc strings.Builder
@@ -342,7 +343,7 @@ func (g *gen) variant(f *jen.File, v *ir.Variant, index int) {
 		args = append(args, jen.Id(local(s)))
 	}
 	f.Func().Id("New"+plan).Params(g.constructorParams()...).Params(jen.Op("*").Id(plan), jen.Error()).Block(
-		jen.Return(jen.Qual(runtimePkg, "NewPlanOf").Types(jen.Id(plan)).Call(args...)),
+		jen.Return(jen.Qual(implPkg, "NewPlanOf").Types(jen.Id(plan)).Call(args...)),
 	)
 	f.Line()
 

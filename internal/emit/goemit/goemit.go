@@ -1,6 +1,6 @@
 // Package goemit turns the IR into a generated Go package with jennifer:
 // one descriptor table of every collective and variant (catalogue.go) that
-// the runtime, runtime/irisrt, interprets for the checks, the kernel names,
+// runtime/irisimpl interprets for the checks, the kernel names,
 // the plan's shape and the catalogue; per collective a file with the typed
 // surface a user reads and calls (a plan type, constructor and Launch per
 // variant, documented with the variant's rules, and the convenience call);
@@ -30,13 +30,14 @@ import (
 const (
 	runtimePkg = "github.com/irisgen/irisgen/runtime/irisrt"
 	modelPkg   = "github.com/irisgen/irisgen/runtime/irismodel"
+	implPkg    = "github.com/irisgen/irisgen/runtime/irisimpl"
 	gpuPkg     = "github.com/irisgen/irisgen/runtime/gpu"
 )
 
-// API is the runtime API level (irisrt.API) the generated code is written
+// API is the runtime API level (irisimpl.API) the generated code is written
 // against; the generated package refuses to compile against a runtime that
 // does not support it.
-const API = 2
+const API = 3
 
 // Defaults of the request's package settings.
 const (
@@ -135,7 +136,7 @@ var fixedFiles = map[string]bool{"doc.go": true, "catalogue.go": true, "kernels.
 
 // packageNames are the exported names the fixed files declare, which no
 // collective's names may take. The fixed files' unexported names (table,
-// kernelFiles, irisrtAPI, modes...) never end in "Desc", as the collectives'
+// kernelFiles, irisimplAPI, modes...) never end in "Desc", as the collectives'
 // do.
 var packageNames = map[string]string{
 	"AnyPlan": "catalogue.go", "TensorInfo": "catalogue.go", "Entry": "catalogue.go", "Catalogue": "catalogue.go",
@@ -229,7 +230,7 @@ func (g *gen) validate() diag.List {
 			errs.Add(v.Pos, fmt.Sprintf("variant %s: %d tensor uses for %d tensors", v.Name, len(v.Uses), len(c.Tensors)))
 		}
 		// The runtime names the kernel of every dtype x op
-		// (irisrt.Variant.Kernel); the IR must have compiled each.
+		// (irisimpl.Variant.Kernel); the IR must have compiled each.
 		dts, ops := c.DTypes, c.Ops
 		if len(dts) == 0 {
 			dts = []irismodel.DType{0}
@@ -356,7 +357,7 @@ func docFile(cs []*ir.Collective, o options) *jen.File {
 	fmt.Fprintf(&b, "Package %s holds the typed launch wrappers irisgen generated from the collective specs.\n\n", o.Package)
 	b.WriteString("Each variant of a collective is a plan type: New<Collective><Variant>Plan makes it, Launch runs it, Close frees it; " +
 		"its documentation gives the variant's rules, which the generator derived from the spec's access declarations. " +
-		"The descriptor table in catalogue.go holds the same facts for the runtime (package irisrt), which enforces them. " +
+		"The descriptor table in catalogue.go holds the same facts for the runtime (package irisimpl interprets it), which enforces them. " +
 		"What every plan does:\n\n")
 	for _, item := range []string{
 		"Making and closing a plan is collective: every rank makes the same plans with the same arguments, in the same order " +

@@ -20,8 +20,8 @@ import (
 	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/internal/emit"
 	"github.com/irisgen/irisgen/internal/ir"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
-	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 func emitPkg(t *testing.T, cs ...*ir.Collective) map[string][]byte {
@@ -74,15 +74,15 @@ func TestFilesHeaderFormatDeterminism(t *testing.T) {
 // The version marker states irisgen's version and the runtime API level,
 // and the API level is the runtime's.
 func TestVersionMarker(t *testing.T) {
-	if API != irisrt.API {
-		t.Fatalf("goemit writes API level %d, the runtime implements %d: change both together", API, irisrt.API)
+	if API != irisimpl.API {
+		t.Fatalf("goemit writes API level %d, the runtime implements %d: change both together", API, irisimpl.API)
 	}
 	cat := string(emitPkg(t, barrier())["collectives/catalogue.go"])
 	for _, want := range []string{
 		"// versions: irisgen " + emit.Version + ", runtime API " + strconv.Itoa(API) + "\n",
-		"const irisrtAPI = " + strconv.Itoa(API) + "\n",
-		"_ = irisrt.GeneratedCodeTooOldRegenerate(irisrtAPI - irisrt.MinAPI)",
-		"_ = irisrt.RuntimeTooOldUpdateIrisgen(irisrt.API - irisrtAPI)",
+		"const irisimplAPI = " + strconv.Itoa(API) + "\n",
+		"_ = irisimpl.GeneratedCodeTooOldRegenerate(irisimplAPI - irisimpl.MinAPI)",
+		"_ = irisimpl.RuntimeTooOldUpdateIrisgen(irisimpl.API - irisimplAPI)",
 	} {
 		if !strings.Contains(cat, want) {
 			t.Errorf("catalogue.go lacks %q", want)
@@ -194,8 +194,8 @@ func TestVariantsDifferWhereAccessDiffers(t *testing.T) {
 	out := emitPkg(t, allGather())
 	tab := table(t, out)
 	for _, want := range []string{
-		`{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap},`,
-		`{Name: "pull", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal},`,
+		`{Name: "push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap},`,
+		`{Name: "pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal},`,
 		`{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}}, // [n]`,
 		`{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(0)}}, // [world, n]`,
 		"Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 16, VectorBytes: 16},",
@@ -214,7 +214,7 @@ func TestVariantsDifferWhereAccessDiffers(t *testing.T) {
 			t.Errorf("%s Launch: %q", v, got)
 		}
 	}
-	if got := calls(t, src, "", "NewAllGatherPullPlan"); !slices.Contains(got, `irisrt.NewPlanOf[AllGatherPullPlan](r, &allGatherDesc.Variants[1], dt, "", n)`) {
+	if got := calls(t, src, "", "NewAllGatherPullPlan"); !slices.Contains(got, `irisimpl.NewPlanOf[AllGatherPullPlan](r, &allGatherDesc.Variants[1], dt, "", n)`) {
 		t.Errorf("NewAllGatherPullPlan: %q", got)
 	}
 	doc := string(src)
@@ -234,10 +234,10 @@ func TestAliasingAllowedChecksInPlace(t *testing.T) {
 	c.Variants[1].Aliasing = ir.AliasAllow
 	out := emitPkg(t, c)
 	tab := table(t, out)
-	if !strings.Contains(tab, `{Name: "pull", Uses: []irisrt.Use{irisrt.UseImport, irisrt.UseLocal}, InPlace: true,`) {
+	if !strings.Contains(tab, `{Name: "pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal}, InPlace: true,`) {
 		t.Errorf("pull allows aliasing: its entry must say InPlace:\n%s", tab)
 	}
-	if strings.Contains(tab, `{Name: "push", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseHeap}, InPlace`) {
+	if strings.Contains(tab, `{Name: "push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap}, InPlace`) {
 		t.Error("push forbids aliasing")
 	}
 	if !strings.Contains(string(out["collectives/all_gather.go"]), "An input may be the very same tensor as an output (in place), but not overlap it in part.") {
@@ -254,7 +254,7 @@ func TestWorkspaceAndOps(t *testing.T) {
 	out := emitPkg(t, allReduce())
 	s := string(out["collectives/all_reduce.go"])
 	for _, want := range []string{
-		"func NewAllReduceRingPlan(r *irisrt.Rank, dt irismodel.DType, op AllReduceOp, n int64) (*AllReduceRingPlan, error) {\n\treturn irisrt.NewPlanOf[AllReduceRingPlan](r, &allReduceDesc.Variants[0], dt, string(op), n)\n}",
+		"func NewAllReduceRingPlan(r *irisrt.Rank, dt irismodel.DType, op AllReduceOp, n int64) (*AllReduceRingPlan, error) {\n\treturn irisimpl.NewPlanOf[AllReduceRingPlan](r, &allReduceDesc.Variants[0], dt, string(op), n)\n}",
 		"func (p *AllReduceRingPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error",
 		`AllReduceOpMax AllReduceOp = "max"`,
 		"func AllReduce(r *irisrt.Rank, s gpu.Stream, variant AllReduceVariant, dt irismodel.DType, op AllReduceOp, input, output irisrt.Tensor, mode irismodel.Barrier) error {\n\treturn allReduceDesc.Run(r, s, string(variant), dt, string(op), nil, []irisrt.Tensor{input, output}, mode)\n}",
@@ -270,7 +270,7 @@ func TestWorkspaceAndOps(t *testing.T) {
 	for _, want := range []string{
 		`Ops:    []string{"sum", "max"},`,
 		`{Name: "scratch", Dir: irismodel.Workspace, Shape: irismodel.Shape{irismodel.DimBlocks, 2, irismodel.DimWorld, 4096}}, // [blocks, 2, world, 4096]`,
-		`{Name: "ring", Uses: []irisrt.Use{irisrt.UseLocal, irisrt.UseLocal, irisrt.UseHeap}, InPlace: true,`,
+		`{Name: "ring", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.UseHeap}, InPlace: true,`,
 		"Barriers: modesDevice, Capturable: modesDevice, Threads: 256, MaxBlocks: 8, VectorBytes: 16},",
 	} {
 		if !contains(tab, want) {
@@ -280,7 +280,7 @@ func TestWorkspaceAndOps(t *testing.T) {
 	// A workspace the variant leaves alone is Unused: not allocated.
 	c := allReduce()
 	c.Variants[0].Uses[2] = use(c.Tensors[2], 0)
-	if tab := table(t, emitPkg(t, c)); !strings.Contains(tab, "irisrt.UseLocal, irisrt.UseLocal, irisrt.Unused}") {
+	if tab := table(t, emitPkg(t, c)); !strings.Contains(tab, "irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.Unused}") {
 		t.Errorf("an untouched workspace must be Unused:\n%s", tab)
 	}
 }
@@ -289,11 +289,11 @@ func TestBarrierHasNoTensors(t *testing.T) {
 	out := emitPkg(t, barrier())
 	s := string(out["collectives/barrier.go"])
 	for _, want := range []string{
-		"func NewBarrierDevicePlan(r *irisrt.Rank) (*BarrierDevicePlan, error) {\n\treturn irisrt.NewPlanOf[BarrierDevicePlan](r, &barrierDesc.Variants[0], 0, \"\")\n}",
+		"func NewBarrierDevicePlan(r *irisrt.Rank) (*BarrierDevicePlan, error) {\n\treturn irisimpl.NewPlanOf[BarrierDevicePlan](r, &barrierDesc.Variants[0], 0, \"\")\n}",
 		"func (p *BarrierDevicePlan) Launch(s gpu.Stream, mode irismodel.Barrier) error {\n\treturn p.LaunchTensors(s, nil, mode)\n}",
 		"func Barrier(r *irisrt.Rank, s gpu.Stream, variant BarrierVariant, mode irismodel.Barrier) error {\n\treturn barrierDesc.Run(r, s, string(variant), 0, \"\", nil, nil, mode)\n}",
 		"// Barrier modes: device (default), host; capturable in a graph: device. Grid: 1 block of 64 threads,",
-		"type BarrierDevicePlan struct{ irisrt.VariantPlan }",
+		"type BarrierDevicePlan struct{ irisimpl.VariantPlan }",
 	} {
 		if !contains(s, want) {
 			t.Errorf("barrier.go lacks %q:\n%s", want, s)
@@ -314,7 +314,7 @@ func TestSymbolInference(t *testing.T) {
 	// Only the output names n: the runtime divides its length by world.
 	c.Tensors[0].Shape = irismodel.Shape{4}
 	out := emitPkg(t, c)
-	if tab := table(t, out); !strings.Contains(tab, `Sizes:  []irisrt.SizeParam{{Name: "n", From: 1}},`) {
+	if tab := table(t, out); !strings.Contains(tab, `Sizes:  []irisimpl.SizeParam{{Name: "n", From: 1}},`) {
 		t.Errorf("n is not read from output [world, n]:\n%s", tab)
 	}
 	if s := string(out["collectives/all_gather.go"]); !contains(s, "with the sizes read from the tensors (n from output [world, n])") {
@@ -381,7 +381,7 @@ func TestSizesFromTensorsEveryRankPasses(t *testing.T) {
 	c.Tensors = append(c.Tensors, wts)
 	c.Variants[0].Uses = append(c.Variants[0].Uses, use(wts, ir.LocalRead))
 	out := emitPkg(t, c)
-	if tab := table(t, out); !contains(tab, `Sizes: []irisrt.SizeParam{{Name: "n", From: 0}, {Name: "k", From: -1}}`) {
+	if tab := table(t, out); !contains(tab, `Sizes: []irisimpl.SizeParam{{Name: "n", From: 0}, {Name: "k", From: -1}}`) {
 		t.Errorf("k is read from the optional tensor:\n%s", tab)
 	}
 	if s := string(out["collectives/all_gather.go"]); !contains(s, "k int64") {
@@ -450,19 +450,19 @@ func TestVersionMarkerRefusesOtherLevels(t *testing.T) {
 		level int
 		want  string
 	}{
-		{irisrt.MinAPI - 1, "constant -1 overflows irisrt.GeneratedCodeTooOldRegenerate"},
-		{irisrt.API + 1, "constant -1 overflows irisrt.RuntimeTooOldUpdateIrisgen"},
+		{irisimpl.MinAPI - 1, "constant -1 overflows irisimpl.GeneratedCodeTooOldRegenerate"},
+		{irisimpl.API + 1, "constant -1 overflows irisimpl.RuntimeTooOldUpdateIrisgen"},
 	} {
 		out := emitPkg(t, barrier())
 		cat := string(out["collectives/catalogue.go"])
-		marker := "const irisrtAPI = " + strconv.Itoa(API) + "\n"
+		marker := "const irisimplAPI = " + strconv.Itoa(API) + "\n"
 		if !strings.Contains(cat, marker) {
 			t.Fatalf("catalogue.go lacks %q", marker)
 		}
-		out["collectives/catalogue.go"] = []byte(strings.Replace(cat, marker, "const irisrtAPI = "+strconv.Itoa(c.level)+"\n", 1))
+		out["collectives/catalogue.go"] = []byte(strings.Replace(cat, marker, "const irisimplAPI = "+strconv.Itoa(c.level)+"\n", 1))
 		b, err := buildOverlay(t, out)
 		if err == nil {
-			t.Fatalf("a package generated for API level %d builds against a runtime of levels %d..%d", c.level, irisrt.MinAPI, irisrt.API)
+			t.Fatalf("a package generated for API level %d builds against a runtime of levels %d..%d", c.level, irisimpl.MinAPI, irisimpl.API)
 		}
 		if !strings.Contains(string(b), "catalogue.go:") || !strings.Contains(string(b), c.want) {
 			t.Errorf("level %d: the build fails without %q at catalogue.go:\n%s", c.level, c.want, b)

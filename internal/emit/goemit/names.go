@@ -47,7 +47,7 @@ var reserved = map[string]bool{
 	"r": true, "s": true, "dt": true, "op": true, "mode": true, "p": true,
 	"bytes": true, "world": true, "variant": true, "collective": true,
 	// package-level names of the fixed files
-	"table": true, "kernelFiles": true, "irisrtAPI": true,
+	"table": true, "kernelFiles": true, "irisimplAPI": true,
 	// packages
 	"irisrt": true, "gpu": true, "embed": true, "math": true,
 	// predeclared identifiers the generated code calls or names

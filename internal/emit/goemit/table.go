@@ -52,32 +52,34 @@ func rt(name string) *jen.Statement { return jen.Qual(runtimePkg, name) }
 
 func md(name string) *jen.Statement { return jen.Qual(modelPkg, name) }
 
+func im(name string) *jen.Statement { return jen.Qual(implPkg, name) }
+
 // tableFile is catalogue.go: the version marker, the descriptor table the
 // runtime interprets, its registration, and the catalogue read from it.
 func tableFile(gens []*gen, o options) *jen.File {
 	f := jen.NewFile(o.Package)
 	f.HeaderComment(header("specs"))
 	f.HeaderComment(fmt.Sprintf("versions: irisgen %s, runtime API %d", emit.Version, API))
-	f.ImportName(runtimePkg, "irisrt")
+	f.ImportName(implPkg, "irisimpl")
 	f.ImportName(modelPkg, "irismodel")
 
-	writeDoc(f, "irisrtAPI is the runtime API level this package was generated for. When a line below fails to compile "+
-		"with \"constant -1 overflows irisrt.GeneratedCodeTooOldRegenerate\", the package is older than the irisgen module "+
-		"it is built with: regenerate it (`go generate ./...`). With \"... overflows irisrt.RuntimeTooOldUpdateIrisgen\" "+
+	writeDoc(f, "irisimplAPI is the runtime API level this package was generated for. When a line below fails to compile "+
+		"with \"constant -1 overflows irisimpl.GeneratedCodeTooOldRegenerate\", the package is older than the irisgen module "+
+		"it is built with: regenerate it (`go generate ./...`). With \"... overflows irisimpl.RuntimeTooOldUpdateIrisgen\" "+
 		"it is newer: update github.com/irisgen/irisgen in go.mod, or regenerate it with the irisgen go.mod requires.")
-	f.Const().Id("irisrtAPI").Op("=").Lit(API)
+	f.Const().Id("irisimplAPI").Op("=").Lit(API)
 	f.Line()
 	f.Const().Defs(
-		jen.Id("_").Op("=").Add(rt("GeneratedCodeTooOldRegenerate")).Call(jen.Id("irisrtAPI").Op("-").Add(rt("MinAPI"))),
-		jen.Id("_").Op("=").Add(rt("RuntimeTooOldUpdateIrisgen")).Call(rt("API").Op("-").Id("irisrtAPI")),
+		jen.Id("_").Op("=").Add(im("GeneratedCodeTooOldRegenerate")).Call(jen.Id("irisimplAPI").Op("-").Add(im("MinAPI"))),
+		jen.Id("_").Op("=").Add(im("RuntimeTooOldUpdateIrisgen")).Call(im("API").Op("-").Id("irisimplAPI")),
 	)
 	f.Line()
 
 	writeDoc(f, "The catalogue's types are the runtime's, so a tool works with the catalogue of any generated package.")
 	f.Type().Defs(
-		jen.Id("AnyPlan").Op("=").Add(rt("AnyPlan")),
-		jen.Id("Entry").Op("=").Add(rt("Entry")),
-		jen.Id("TensorInfo").Op("=").Add(rt("TensorInfo")),
+		jen.Id("AnyPlan").Op("=").Add(im("AnyPlan")),
+		jen.Id("Entry").Op("=").Add(im("Entry")),
+		jen.Id("TensorInfo").Op("=").Add(im("TensorInfo")),
 	)
 	f.Line()
 	writeDoc(f, "Catalogue lists every variant of the package, in collective and spec order, with a generic constructor, "+
@@ -89,7 +91,7 @@ func tableFile(gens []*gen, o options) *jen.File {
 		jen.Return(jen.Id("table").Dot("Lookup").Call(jen.Id("collective"), jen.Id("variant"))),
 	)
 	f.Line()
-	f.Func().Id("init").Params().Block(rt("Register").Call(jen.Op("&").Id("table")))
+	f.Func().Id("init").Params().Block(im("Register").Call(jen.Op("&").Id("table")))
 	f.Line()
 
 	modes := &modeSets{}
@@ -101,12 +103,12 @@ func tableFile(gens []*gen, o options) *jen.File {
 		colls = append(colls, g.tableEntry(modes)...)
 	}
 	writeDoc(f, "table describes every collective and variant of the package to the runtime, which interprets it "+
-		"(irisrt.Table): the plan types above and the catalogue hand it their arguments.")
-	f.Var().Id("table").Op("=").Add(rt("Table")).Custom(multi,
+		"(irisimpl.Table): the plan types above and the catalogue hand it their arguments.")
+	f.Var().Id("table").Op("=").Add(im("Table")).Custom(multi,
 		field("ImportPath", jen.Lit(o.ImportPath)).Op(","),
 		field("KernelsCommand", jen.Lit(o.KernelsCommand)).Op(","),
 		field("Embedded", jen.Id("kernelFiles")).Op(","),
-		field("Collectives", jen.Index().Add(rt("Collective")).Custom(jen.Options{Open: "{{", Close: "}}", Multi: true}, colls...)).Op(","),
+		field("Collectives", jen.Index().Add(im("Collective")).Custom(jen.Options{Open: "{{", Close: "}}", Multi: true}, colls...)).Op(","),
 	)
 	f.Line()
 	if len(modes.names) > 0 {
@@ -144,7 +146,7 @@ func (m *modeSets) name(set []irismodel.Barrier) string {
 	return name
 }
 
-// tableEntry is the lines of the collective's irisrt.Collective literal.
+// tableEntry is the lines of the collective's irisimpl.Collective literal.
 func (g *gen) tableEntry(modes *modeSets) []jen.Code {
 	c := g.c
 	lines := []jen.Code{
@@ -174,7 +176,7 @@ func (g *gen) tableEntry(modes *modeSets) []jen.Code {
 			}
 			ss = append(ss, jen.Values(field("Name", jen.Lit(s)), field("From", jen.Lit(from))))
 		}
-		lines = append(lines, field("Sizes", jen.Index().Add(rt("SizeParam")).Values(ss...)).Op(","))
+		lines = append(lines, field("Sizes", jen.Index().Add(im("SizeParam")).Values(ss...)).Op(","))
 	}
 	if len(c.Params) > 0 {
 		var ps []jen.Code
@@ -194,7 +196,7 @@ func (g *gen) tableEntry(modes *modeSets) []jen.Code {
 	for _, v := range c.Variants {
 		vs = append(vs, g.variantEntry(v, modes).Op(","))
 	}
-	lines = append(lines, field("Variants", jen.Index().Add(rt("Variant")).Custom(multi, vs...)).Op(","))
+	lines = append(lines, field("Variants", jen.Index().Add(im("Variant")).Custom(multi, vs...)).Op(","))
 	if c.Auto != nil {
 		var rs []jen.Code
 		for _, r := range c.Auto.Rules {
@@ -279,12 +281,12 @@ func useConst(t *ir.Tensor, u ir.Use) string {
 	return "UseLocal"
 }
 
-// variantEntry is the irisrt.Variant literal of v, on two lines when it
+// variantEntry is the irisimpl.Variant literal of v, on two lines when it
 // has tensors.
 func (g *gen) variantEntry(v *ir.Variant, modes *modeSets) *jen.Statement {
 	var uses []jen.Code
 	for i, t := range g.c.Tensors {
-		uses = append(uses, rt(useConst(t, v.Uses[i])))
+		uses = append(uses, im(useConst(t, v.Uses[i])))
 	}
 	var capt []irismodel.Barrier
 	for _, cp := range v.Capture {
@@ -294,7 +296,7 @@ func (g *gen) variantEntry(v *ir.Variant, modes *modeSets) *jen.Statement {
 	}
 	fs := []jen.Code{field("Name", jen.Lit(v.Name))}
 	if len(uses) > 0 {
-		fs = append(fs, field("Uses", jen.Index().Add(rt("Use")).Values(uses...)))
+		fs = append(fs, field("Uses", jen.Index().Add(im("Use")).Values(uses...)))
 	}
 	if inPlace(v) {
 		fs = append(fs, field("InPlace", jen.True()))

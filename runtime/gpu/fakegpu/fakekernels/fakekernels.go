@@ -12,17 +12,17 @@ import (
 	"testing/fstest"
 
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
-	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // For adds to p a module for every collective of the tables and returns the
 // code objects to pass as irisrt.Options.Kernels. A registered table is
-// irisrt.Registered(importPath). Two tables may hold a collective of the
+// irisimpl.Registered(importPath). Two tables may hold a collective of the
 // same name only with the same spec (as the catalogue's collectives
 // generated into a downstream package do): Options.Kernels serves one code
 // object per collective name.
-func For(p *fakegpu.Platform, tables ...*irisrt.Table) (fstest.MapFS, error) {
+func For(p *fakegpu.Platform, tables ...*irisimpl.Table) (fstest.MapFS, error) {
 	fsys := fstest.MapFS{}
 	hashes := map[string]string{}
 	for _, t := range tables {
@@ -49,7 +49,7 @@ func For(p *fakegpu.Platform, tables ...*irisrt.Table) (fstest.MapFS, error) {
 			}
 			image := []byte("fake code object of " + c.Name + " " + c.SpecHash)
 			p.AddModule(image, names, map[string][]byte{irismodel.SpecHashSymbol(c.Name): append([]byte(c.SpecHash), 0)})
-			fsys[irisrt.KernelFile(p.Name(), c.Name)] = &fstest.MapFile{Data: image}
+			fsys[irismodel.KernelFile(p.Name(), c.Name)] = &fstest.MapFile{Data: image}
 		}
 	}
 	return fsys, nil

@@ -7,17 +7,18 @@ import (
 
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // table is a one-collective table with the given spec hash.
-func table(path, hash string) *irisrt.Table {
-	return &irisrt.Table{ImportPath: path, Collectives: []irisrt.Collective{{
+func table(path, hash string) *irisimpl.Table {
+	return &irisimpl.Table{ImportPath: path, Collectives: []irisimpl.Collective{{
 		Name: "copy", SpecHash: hash, DTypes: []irismodel.DType{irismodel.F32},
-		Sizes:   []irisrt.SizeParam{{Name: "n", From: 0}},
+		Sizes:   []irisimpl.SizeParam{{Name: "n", From: 0}},
 		Tensors: []irismodel.TensorDesc{{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}}},
-		Variants: []irisrt.Variant{{Name: "local", Uses: []irisrt.Use{irisrt.UseLocal}, Barriers: []irismodel.Barrier{irismodel.BarrierNone},
+		Variants: []irisimpl.Variant{{Name: "local", Uses: []irisimpl.Use{irisimpl.UseLocal}, Barriers: []irismodel.Barrier{irismodel.BarrierNone},
 			Capturable: []irismodel.Barrier{irismodel.BarrierNone}, Threads: 64, MaxBlocks: 1, VectorBytes: 16}},
 	}}}
 }
@@ -27,7 +28,7 @@ func table(path, hash string) *irisrt.Table {
 // a collective's name only with its spec.
 func TestFor(t *testing.T) {
 	p := fakegpu.New(2)
-	cat := irisrt.Registered("github.com/irisgen/irisgen/generated/collectives")
+	cat := irisimpl.Registered("github.com/irisgen/irisgen/generated/collectives")
 	require.NotNil(t, cat)
 	kernels, err := For(p, cat, table("example.com/a", collectives.AllGatherSpecHash))
 	require.NoError(t, err)

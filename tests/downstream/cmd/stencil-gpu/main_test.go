@@ -12,7 +12,7 @@ import (
 	"github.com/irisgen/irisgen/gputools"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu/fakekernels"
-	"github.com/irisgen/irisgen/runtime/irisrt"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 )
 
 const pkg = "example.com/stencil/internal/gen/coll"
@@ -24,7 +24,7 @@ func run(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	t.Setenv("IRISGEN_HEAP_BYTES", "64MiB") // the fake backs the heap with host memory
 	p := fakegpu.New(2)
-	kernels, err := fakekernels.For(p, irisrt.Registered(pkg))
+	kernels, err := fakekernels.For(p, irisimpl.Registered(pkg))
 	require.NoError(t, err)
 	var out bytes.Buffer
 	code := gputools.Program{Name: "stencil-gpu", Platform: p, Kernels: kernels, Stdout: &out, Stderr: &out}.Run(args)

@@ -12,6 +12,7 @@ import (
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu/fakekernels"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 
@@ -57,7 +58,7 @@ func TestValuesExact(t *testing.T) {
 func fakeWorld(t *testing.T, n int) (*irisrt.World, *fakegpu.Platform) {
 	t.Helper()
 	p := fakegpu.New(n)
-	kernels, err := fakekernels.For(p, irisrt.Registered("example.com/stencil/internal/gen/coll"))
+	kernels, err := fakekernels.For(p, irisimpl.Registered("example.com/stencil/internal/gen/coll"))
 	require.NoError(t, err)
 	w, err := irisrt.NewLocalWorld(n, irisrt.Options{Platform: p, Kernels: kernels, HeapBytes: 64 << 20})
 	require.NoError(t, err)
@@ -130,7 +131,7 @@ func TestHaloPlansOnFake(t *testing.T) {
 			require.Equal(t, uint64(heapRecv.Ptr), word(l.Args, ctxWords+1))
 			require.Equal(t, uint64(h), word(l.Args, ctxWords+2))
 			require.Equal(t, uint32(256), l.Block.X, "threads from the spec")
-			require.Equal(t, uint32(irisrt.Blocks(2*h*2, 256, 16, 32)), l.Grid.X)
+			require.Equal(t, uint32(irisimpl.Blocks(2*h*2, 256, 16, 32)), l.Grid.X)
 		}
 		require.Equal(t, uint64(devSend.Ptr), word(ls[0].Args, ctxWords), "push reads send where it is")
 		staged := gpu.DevicePtr(word(ls[1].Args, ctxWords))

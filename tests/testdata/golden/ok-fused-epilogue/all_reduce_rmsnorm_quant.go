@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -50,12 +51,12 @@ func AllReduceRmsnormQuant(r *irisrt.Rank, s gpu.Stream, variant AllReduceRmsnor
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type AllReduceRmsnormQuantOneShotPlan struct{ irisrt.VariantPlan }
+type AllReduceRmsnormQuantOneShotPlan struct{ irisimpl.VariantPlan }
 
 // NewAllReduceRmsnormQuantOneShotPlan makes a plan of all_reduce_rmsnorm_quant/one_shot for dt (f32,
 // f16, bf16) and sizes tokens, hidden.
 func NewAllReduceRmsnormQuantOneShotPlan(r *irisrt.Rank, dt irismodel.DType, tokens int64, hidden int64) (*AllReduceRmsnormQuantOneShotPlan, error) {
-	return irisrt.NewPlanOf[AllReduceRmsnormQuantOneShotPlan](r, &allReduceRmsnormQuantDesc.Variants[0], dt, "", tokens, hidden)
+	return irisimpl.NewPlanOf[AllReduceRmsnormQuantOneShotPlan](r, &allReduceRmsnormQuantDesc.Variants[0], dt, "", tokens, hidden)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches

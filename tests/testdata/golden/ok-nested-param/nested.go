@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -44,11 +45,11 @@ func Nested(r *irisrt.Rank, s gpu.Stream, variant NestedVariant, dt irismodel.DT
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 16 blocks of 512 threads, sized by 16-byte vectors.
-type NestedPullPlan struct{ irisrt.VariantPlan }
+type NestedPullPlan struct{ irisimpl.VariantPlan }
 
 // NewNestedPullPlan makes a plan of nested/pull for dt (f32) and size n.
 func NewNestedPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*NestedPullPlan, error) {
-	return irisrt.NewPlanOf[NestedPullPlan](r, &nestedDesc.Variants[0], dt, "", n)
+	return irisimpl.NewPlanOf[NestedPullPlan](r, &nestedDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches nested/pull on s in

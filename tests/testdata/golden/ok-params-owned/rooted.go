@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -49,11 +50,11 @@ func Rooted(r *irisrt.Rank, s gpu.Stream, variant RootedVariant, dt irismodel.DT
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 16 blocks of 512 threads, sized by 16-byte vectors.
-type RootedPullPlan struct{ irisrt.VariantPlan }
+type RootedPullPlan struct{ irisimpl.VariantPlan }
 
 // NewRootedPullPlan makes a plan of rooted/pull for dt (f32, bf16) and size n.
 func NewRootedPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*RootedPullPlan, error) {
-	return irisrt.NewPlanOf[RootedPullPlan](r, &rootedDesc.Variants[0], dt, "", n)
+	return irisimpl.NewPlanOf[RootedPullPlan](r, &rootedDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches rooted/pull on s in
@@ -80,11 +81,11 @@ func (p *RootedPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root,
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host; capturable in a graph:
 // device. Grid: up to 16 blocks of 512 threads, sized by 16-byte vectors.
-type RootedLocalPlan struct{ irisrt.VariantPlan }
+type RootedLocalPlan struct{ irisimpl.VariantPlan }
 
 // NewRootedLocalPlan makes a plan of rooted/local for dt (f32, bf16) and size n.
 func NewRootedLocalPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*RootedLocalPlan, error) {
-	return irisrt.NewPlanOf[RootedLocalPlan](r, &rootedDesc.Variants[1], dt, "", n)
+	return irisimpl.NewPlanOf[RootedLocalPlan](r, &rootedDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches rooted/local on s in

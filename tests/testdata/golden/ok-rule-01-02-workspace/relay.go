@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -42,11 +43,11 @@ func Relay(r *irisrt.Rank, s gpu.Stream, variant RelayVariant, dt irismodel.DTyp
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 16 blocks of 512 threads, sized by 16-byte vectors.
-type RelayBoxedPlan struct{ irisrt.VariantPlan }
+type RelayBoxedPlan struct{ irisimpl.VariantPlan }
 
 // NewRelayBoxedPlan makes a plan of relay/boxed for dt (f32) and size n.
 func NewRelayBoxedPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*RelayBoxedPlan, error) {
-	return irisrt.NewPlanOf[RelayBoxedPlan](r, &relayDesc.Variants[0], dt, "", n)
+	return irisimpl.NewPlanOf[RelayBoxedPlan](r, &relayDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches relay/boxed on s in barrier mode mode.
@@ -63,11 +64,11 @@ func (p *RelayBoxedPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode 
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 16 blocks of 512 threads, sized by 16-byte vectors.
-type RelayDirectPlan struct{ irisrt.VariantPlan }
+type RelayDirectPlan struct{ irisimpl.VariantPlan }
 
 // NewRelayDirectPlan makes a plan of relay/direct for dt (f32) and size n.
 func NewRelayDirectPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*RelayDirectPlan, error) {
-	return irisrt.NewPlanOf[RelayDirectPlan](r, &relayDesc.Variants[1], dt, "", n)
+	return irisimpl.NewPlanOf[RelayDirectPlan](r, &relayDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches relay/direct on s in barrier mode mode.

@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -40,11 +41,11 @@ func Scale(r *irisrt.Rank, s gpu.Stream, variant ScaleVariant, dt irismodel.DTyp
 //
 // Inputs and outputs may not overlap. Barrier modes: none (default); capturable in a graph: none.
 // Grid: up to 16 blocks of 512 threads, sized by 16-byte vectors.
-type ScaleLocalPlan struct{ irisrt.VariantPlan }
+type ScaleLocalPlan struct{ irisimpl.VariantPlan }
 
 // NewScaleLocalPlan makes a plan of scale/local for dt (f32) and size n.
 func NewScaleLocalPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*ScaleLocalPlan, error) {
-	return irisrt.NewPlanOf[ScaleLocalPlan](r, &scaleDesc.Variants[0], dt, "", n)
+	return irisimpl.NewPlanOf[ScaleLocalPlan](r, &scaleDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches scale/local on s in barrier mode mode.

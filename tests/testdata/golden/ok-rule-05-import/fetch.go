@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -39,11 +40,11 @@ func Fetch(r *irisrt.Rank, s gpu.Stream, variant FetchVariant, dt irismodel.DTyp
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 16 blocks of 512 threads, sized by 16-byte vectors.
-type FetchPullPlan struct{ irisrt.VariantPlan }
+type FetchPullPlan struct{ irisimpl.VariantPlan }
 
 // NewFetchPullPlan makes a plan of fetch/pull for dt (f32) and size n.
 func NewFetchPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*FetchPullPlan, error) {
-	return irisrt.NewPlanOf[FetchPullPlan](r, &fetchDesc.Variants[0], dt, "", n)
+	return irisimpl.NewPlanOf[FetchPullPlan](r, &fetchDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches fetch/pull on s in barrier mode mode.

@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -39,11 +40,11 @@ func Negate(r *irisrt.Rank, s gpu.Stream, variant NegateVariant, dt irismodel.DT
 // An input may be the very same tensor as an output (in place), but not overlap it in part. Barrier
 // modes: none (default); capturable in a graph: none. Grid: up to 16 blocks of 512 threads, sized by
 // 16-byte vectors.
-type NegateLocalPlan struct{ irisrt.VariantPlan }
+type NegateLocalPlan struct{ irisimpl.VariantPlan }
 
 // NewNegateLocalPlan makes a plan of negate/local for dt (f32) and size n.
 func NewNegateLocalPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*NegateLocalPlan, error) {
-	return irisrt.NewPlanOf[NegateLocalPlan](r, &negateDesc.Variants[0], dt, "", n)
+	return irisimpl.NewPlanOf[NegateLocalPlan](r, &negateDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches negate/local on s in barrier mode mode.

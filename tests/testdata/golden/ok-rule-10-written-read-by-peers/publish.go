@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -41,11 +42,11 @@ func Publish(r *irisrt.Rank, s gpu.Stream, variant PublishVariant, dt irismodel.
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 16 blocks of 512 threads, sized by 16-byte vectors.
-type PublishPullPlan struct{ irisrt.VariantPlan }
+type PublishPullPlan struct{ irisimpl.VariantPlan }
 
 // NewPublishPullPlan makes a plan of publish/pull for dt (f32) and size n.
 func NewPublishPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*PublishPullPlan, error) {
-	return irisrt.NewPlanOf[PublishPullPlan](r, &publishDesc.Variants[0], dt, "", n)
+	return irisimpl.NewPlanOf[PublishPullPlan](r, &publishDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches publish/pull on s in barrier mode mode.

@@ -4,6 +4,7 @@ package collectives
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -40,11 +41,11 @@ func AllGather(r *irisrt.Rank, s gpu.Stream, variant AllGatherVariant, dt irismo
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 16 blocks of 512 threads, sized by 16-byte vectors.
-type AllGatherPushPlan struct{ irisrt.VariantPlan }
+type AllGatherPushPlan struct{ irisimpl.VariantPlan }
 
 // NewAllGatherPushPlan makes a plan of all_gather/push for dt (f32, bf16) and size n.
 func NewAllGatherPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllGatherPushPlan, error) {
-	return irisrt.NewPlanOf[AllGatherPushPlan](r, &allGatherDesc.Variants[0], dt, "", n)
+	return irisimpl.NewPlanOf[AllGatherPushPlan](r, &allGatherDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_gather/push on s in barrier mode mode.
@@ -62,11 +63,11 @@ func (p *AllGatherPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mo
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host; capturable in a graph:
 // device. Grid: up to 16 blocks of 512 threads, sized by 16-byte vectors.
-type AllGatherPullPlan struct{ irisrt.VariantPlan }
+type AllGatherPullPlan struct{ irisimpl.VariantPlan }
 
 // NewAllGatherPullPlan makes a plan of all_gather/pull for dt (f32, bf16) and size n.
 func NewAllGatherPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllGatherPullPlan, error) {
-	return irisrt.NewPlanOf[AllGatherPullPlan](r, &allGatherDesc.Variants[1], dt, "", n)
+	return irisimpl.NewPlanOf[AllGatherPullPlan](r, &allGatherDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches all_gather/pull on s in barrier mode mode.

@@ -4,6 +4,7 @@ package coll
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -83,12 +84,12 @@ func AllReduce(r *irisrt.Rank, s gpu.Stream, variant AllReduceVariant, dt irismo
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type AllReduceOneShotPlan struct{ irisrt.VariantPlan }
+type AllReduceOneShotPlan struct{ irisimpl.VariantPlan }
 
 // NewAllReduceOneShotPlan makes a plan of all_reduce/one_shot for dt (f32, f16, bf16), op (sum, max,
 // min) and size n.
 func NewAllReduceOneShotPlan(r *irisrt.Rank, dt irismodel.DType, op AllReduceOp, n int64) (*AllReduceOneShotPlan, error) {
-	return irisrt.NewPlanOf[AllReduceOneShotPlan](r, &allReduceDesc.Variants[0], dt, string(op), n)
+	return irisimpl.NewPlanOf[AllReduceOneShotPlan](r, &allReduceDesc.Variants[0], dt, string(op), n)
 }
 
 // Launch checks the tensors by the rules above and launches all_reduce/one_shot on s in barrier mode
@@ -110,12 +111,12 @@ func (p *AllReduceOneShotPlan) Launch(s gpu.Stream, input, output irisrt.Tensor,
 // An input may be the very same tensor as an output (in place), but not overlap it in part. Barrier
 // modes: device (default), host, none; capturable in a graph: device, none. Grid: up to 128 blocks of
 // 512 threads, sized by 16-byte vectors.
-type AllReduceOneShotStagedPlan struct{ irisrt.VariantPlan }
+type AllReduceOneShotStagedPlan struct{ irisimpl.VariantPlan }
 
 // NewAllReduceOneShotStagedPlan makes a plan of all_reduce/one_shot_staged for dt (f32, f16, bf16), op
 // (sum, max, min) and size n.
 func NewAllReduceOneShotStagedPlan(r *irisrt.Rank, dt irismodel.DType, op AllReduceOp, n int64) (*AllReduceOneShotStagedPlan, error) {
-	return irisrt.NewPlanOf[AllReduceOneShotStagedPlan](r, &allReduceDesc.Variants[1], dt, string(op), n)
+	return irisimpl.NewPlanOf[AllReduceOneShotStagedPlan](r, &allReduceDesc.Variants[1], dt, string(op), n)
 }
 
 // Launch checks the tensors by the rules above and launches all_reduce/one_shot_staged on s in barrier
@@ -137,12 +138,12 @@ func (p *AllReduceOneShotStagedPlan) Launch(s gpu.Stream, input, output irisrt.T
 // An input may be the very same tensor as an output (in place), but not overlap it in part. Barrier
 // modes: device (default), host, none; capturable in a graph: device, none. Grid: up to 128 blocks of
 // 512 threads, sized by 16-byte vectors.
-type AllReduceOneShotPushPlan struct{ irisrt.VariantPlan }
+type AllReduceOneShotPushPlan struct{ irisimpl.VariantPlan }
 
 // NewAllReduceOneShotPushPlan makes a plan of all_reduce/one_shot_push for dt (f32, f16, bf16), op
 // (sum, max, min) and size n.
 func NewAllReduceOneShotPushPlan(r *irisrt.Rank, dt irismodel.DType, op AllReduceOp, n int64) (*AllReduceOneShotPushPlan, error) {
-	return irisrt.NewPlanOf[AllReduceOneShotPushPlan](r, &allReduceDesc.Variants[2], dt, string(op), n)
+	return irisimpl.NewPlanOf[AllReduceOneShotPushPlan](r, &allReduceDesc.Variants[2], dt, string(op), n)
 }
 
 // Launch checks the tensors by the rules above and launches all_reduce/one_shot_push on s in barrier
@@ -165,12 +166,12 @@ func (p *AllReduceOneShotPushPlan) Launch(s gpu.Stream, input, output irisrt.Ten
 // An input may be the very same tensor as an output (in place), but not overlap it in part. Barrier
 // modes: device (default), host, none; capturable in a graph: device, none. Grid: up to 128 blocks of
 // 512 threads, sized by 16-byte vectors.
-type AllReduceOneShotLamportPlan struct{ irisrt.VariantPlan }
+type AllReduceOneShotLamportPlan struct{ irisimpl.VariantPlan }
 
 // NewAllReduceOneShotLamportPlan makes a plan of all_reduce/one_shot_lamport for dt (f32, f16, bf16),
 // op (sum, max, min) and size n.
 func NewAllReduceOneShotLamportPlan(r *irisrt.Rank, dt irismodel.DType, op AllReduceOp, n int64) (*AllReduceOneShotLamportPlan, error) {
-	return irisrt.NewPlanOf[AllReduceOneShotLamportPlan](r, &allReduceDesc.Variants[3], dt, string(op), n)
+	return irisimpl.NewPlanOf[AllReduceOneShotLamportPlan](r, &allReduceDesc.Variants[3], dt, string(op), n)
 }
 
 // Launch checks the tensors by the rules above and launches all_reduce/one_shot_lamport on s in
@@ -190,12 +191,12 @@ func (p *AllReduceOneShotLamportPlan) Launch(s gpu.Stream, input, output irisrt.
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
-type AllReduceTwoShotPlan struct{ irisrt.VariantPlan }
+type AllReduceTwoShotPlan struct{ irisimpl.VariantPlan }
 
 // NewAllReduceTwoShotPlan makes a plan of all_reduce/two_shot for dt (f32, f16, bf16), op (sum, max,
 // min) and size n.
 func NewAllReduceTwoShotPlan(r *irisrt.Rank, dt irismodel.DType, op AllReduceOp, n int64) (*AllReduceTwoShotPlan, error) {
-	return irisrt.NewPlanOf[AllReduceTwoShotPlan](r, &allReduceDesc.Variants[4], dt, string(op), n)
+	return irisimpl.NewPlanOf[AllReduceTwoShotPlan](r, &allReduceDesc.Variants[4], dt, string(op), n)
 }
 
 // Launch checks the tensors by the rules above and launches all_reduce/two_shot on s in barrier mode
@@ -214,12 +215,12 @@ func (p *AllReduceTwoShotPlan) Launch(s gpu.Stream, input, output irisrt.Tensor,
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 32 blocks of 512 threads, sized by 16-byte vectors.
-type AllReduceAtomicPlan struct{ irisrt.VariantPlan }
+type AllReduceAtomicPlan struct{ irisimpl.VariantPlan }
 
 // NewAllReduceAtomicPlan makes a plan of all_reduce/atomic for dt (f32, f16, bf16), op (sum, max, min)
 // and size n.
 func NewAllReduceAtomicPlan(r *irisrt.Rank, dt irismodel.DType, op AllReduceOp, n int64) (*AllReduceAtomicPlan, error) {
-	return irisrt.NewPlanOf[AllReduceAtomicPlan](r, &allReduceDesc.Variants[5], dt, string(op), n)
+	return irisimpl.NewPlanOf[AllReduceAtomicPlan](r, &allReduceDesc.Variants[5], dt, string(op), n)
 }
 
 // Launch checks the tensors by the rules above and launches all_reduce/atomic on s in barrier mode
@@ -241,12 +242,12 @@ func (p *AllReduceAtomicPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, 
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 32 blocks of 512 threads, sized by 16-byte vectors.
-type AllReduceSpinlockPlan struct{ irisrt.VariantPlan }
+type AllReduceSpinlockPlan struct{ irisimpl.VariantPlan }
 
 // NewAllReduceSpinlockPlan makes a plan of all_reduce/spinlock for dt (f32, f16, bf16), op (sum, max,
 // min) and size n.
 func NewAllReduceSpinlockPlan(r *irisrt.Rank, dt irismodel.DType, op AllReduceOp, n int64) (*AllReduceSpinlockPlan, error) {
-	return irisrt.NewPlanOf[AllReduceSpinlockPlan](r, &allReduceDesc.Variants[6], dt, string(op), n)
+	return irisimpl.NewPlanOf[AllReduceSpinlockPlan](r, &allReduceDesc.Variants[6], dt, string(op), n)
 }
 
 // Launch checks the tensors by the rules above and launches all_reduce/spinlock on s in barrier mode
@@ -267,12 +268,12 @@ func (p *AllReduceSpinlockPlan) Launch(s gpu.Stream, input, output irisrt.Tensor
 // An input may be the very same tensor as an output (in place), but not overlap it in part. Barrier
 // modes: device (default), host, none; capturable in a graph: device, none. Grid: up to 128 blocks of
 // 512 threads, sized by 16-byte vectors.
-type AllReduceRingPlan struct{ irisrt.VariantPlan }
+type AllReduceRingPlan struct{ irisimpl.VariantPlan }
 
 // NewAllReduceRingPlan makes a plan of all_reduce/ring for dt (f32, f16, bf16), op (sum, max, min) and
 // size n.
 func NewAllReduceRingPlan(r *irisrt.Rank, dt irismodel.DType, op AllReduceOp, n int64) (*AllReduceRingPlan, error) {
-	return irisrt.NewPlanOf[AllReduceRingPlan](r, &allReduceDesc.Variants[7], dt, string(op), n)
+	return irisimpl.NewPlanOf[AllReduceRingPlan](r, &allReduceDesc.Variants[7], dt, string(op), n)
 }
 
 // Launch checks the tensors by the rules above and launches all_reduce/ring on s in barrier mode mode.

@@ -4,6 +4,7 @@ package coll
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -41,11 +42,11 @@ func HaloExchange(r *irisrt.Rank, s gpu.Stream, variant HaloExchangeVariant, dt 
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 32 blocks of 256 threads, sized by 16-byte vectors.
-type HaloExchangePushPlan struct{ irisrt.VariantPlan }
+type HaloExchangePushPlan struct{ irisimpl.VariantPlan }
 
 // NewHaloExchangePushPlan makes a plan of halo_exchange/push for dt (f32, f16, bf16) and size h.
 func NewHaloExchangePushPlan(r *irisrt.Rank, dt irismodel.DType, h int64) (*HaloExchangePushPlan, error) {
-	return irisrt.NewPlanOf[HaloExchangePushPlan](r, &haloExchangeDesc.Variants[0], dt, "", h)
+	return irisimpl.NewPlanOf[HaloExchangePushPlan](r, &haloExchangeDesc.Variants[0], dt, "", h)
 }
 
 // Launch checks the tensors by the rules above and launches halo_exchange/push on s in barrier mode
@@ -64,11 +65,11 @@ func (p *HaloExchangePushPlan) Launch(s gpu.Stream, send, recv irisrt.Tensor, mo
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 32 blocks of 256 threads, sized by 16-byte vectors.
-type HaloExchangePullPlan struct{ irisrt.VariantPlan }
+type HaloExchangePullPlan struct{ irisimpl.VariantPlan }
 
 // NewHaloExchangePullPlan makes a plan of halo_exchange/pull for dt (f32, f16, bf16) and size h.
 func NewHaloExchangePullPlan(r *irisrt.Rank, dt irismodel.DType, h int64) (*HaloExchangePullPlan, error) {
-	return irisrt.NewPlanOf[HaloExchangePullPlan](r, &haloExchangeDesc.Variants[1], dt, "", h)
+	return irisimpl.NewPlanOf[HaloExchangePullPlan](r, &haloExchangeDesc.Variants[1], dt, "", h)
 }
 
 // Launch checks the tensors by the rules above and launches halo_exchange/pull on s in barrier mode

@@ -4,6 +4,7 @@ package coll
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -46,11 +47,11 @@ func RootBroadcast(r *irisrt.Rank, s gpu.Stream, variant RootBroadcastVariant, d
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 64 blocks of 512 threads, sized by 16-byte vectors.
-type RootBroadcastPullPlan struct{ irisrt.VariantPlan }
+type RootBroadcastPullPlan struct{ irisimpl.VariantPlan }
 
 // NewRootBroadcastPullPlan makes a plan of root_broadcast/pull for dt (f32, f16, bf16) and size n.
 func NewRootBroadcastPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*RootBroadcastPullPlan, error) {
-	return irisrt.NewPlanOf[RootBroadcastPullPlan](r, &rootBroadcastDesc.Variants[0], dt, "", n)
+	return irisimpl.NewPlanOf[RootBroadcastPullPlan](r, &rootBroadcastDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches root_broadcast/pull on
@@ -73,11 +74,11 @@ func (p *RootBroadcastPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. Grid: up to 64 blocks of 512 threads, sized by 16-byte vectors.
-type RootBroadcastPushPlan struct{ irisrt.VariantPlan }
+type RootBroadcastPushPlan struct{ irisimpl.VariantPlan }
 
 // NewRootBroadcastPushPlan makes a plan of root_broadcast/push for dt (f32, f16, bf16) and size n.
 func NewRootBroadcastPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*RootBroadcastPushPlan, error) {
-	return irisrt.NewPlanOf[RootBroadcastPushPlan](r, &rootBroadcastDesc.Variants[1], dt, "", n)
+	return irisimpl.NewPlanOf[RootBroadcastPushPlan](r, &rootBroadcastDesc.Variants[1], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches root_broadcast/push on

@@ -4,6 +4,7 @@ package ring
 
 import (
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -39,11 +40,11 @@ func RingShift(r *irisrt.Rank, s gpu.Stream, variant RingShiftVariant, dt irismo
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), none; capturable in a graph:
 // device, none. Grid: up to 16 blocks of 512 threads, sized by 16-byte vectors.
-type RingShiftPushPlan struct{ irisrt.VariantPlan }
+type RingShiftPushPlan struct{ irisimpl.VariantPlan }
 
 // NewRingShiftPushPlan makes a plan of ring_shift/push for dt (f32, bf16) and size n.
 func NewRingShiftPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*RingShiftPushPlan, error) {
-	return irisrt.NewPlanOf[RingShiftPushPlan](r, &ringShiftDesc.Variants[0], dt, "", n)
+	return irisimpl.NewPlanOf[RingShiftPushPlan](r, &ringShiftDesc.Variants[0], dt, "", n)
 }
 
 // Launch checks the tensors by the rules above and launches ring_shift/push on s in barrier mode mode.

@@ -5,7 +5,7 @@
 // Each variant of a collective is a plan type: New<Collective><Variant>Plan makes it, Launch runs it,
 // Close frees it; its documentation gives the variant's rules, which the generator derived from the
 // spec's access declarations. The descriptor table in catalogue.go holds the same facts for the
-// runtime (package irisrt), which enforces them. What every plan does:
+// runtime (package irisimpl interprets it), which enforces them. What every plan does:
 //
 //   - Making and closing a plan is collective: every rank makes the same plans with the same
 //     arguments, in the same order as its other heap allocations. Make plans before capturing a

@@ -1,10 +1,11 @@
-package irisrt
+package irisimpl
 
 import (
 	"fmt"
 	"slices"
 
 	"github.com/irisgen/irisgen/runtime/irismodel"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 // Entry is one variant of a generated package as tools that pick variants
@@ -37,10 +38,10 @@ type TensorInfo struct {
 	// IndexDTypes, when set, are the index types a launch may pass (DType
 	// first).
 	IndexDTypes []irismodel.DType
-	// Optional: a launch may pass the zero Tensor to leave it out.
+	// Optional: a launch may pass the zero irisrt.Tensor to leave it out.
 	Optional bool
 	// Owner, when set, is the rank parameter whose rank alone uses the
-	// tensor; the other ranks may pass the zero Tensor.
+	// tensor; the other ranks may pass the zero irisrt.Tensor.
 	Owner string
 	// Remote reports whether peers touch it (placement import or heap).
 	Remote bool
@@ -94,7 +95,7 @@ func (e Entry) Descriptor() *Variant { return e.v }
 
 // New makes a plan of the variant (collective, like every plan): dt is
 // ignored without DTypes, op without Ops; sizes are in Sizes order.
-func (e Entry) New(r *Rank, dt irismodel.DType, op string, sizes []int64) (AnyPlan, error) {
+func (e Entry) New(r *irisrt.Rank, dt irismodel.DType, op string, sizes []int64) (AnyPlan, error) {
 	p, err := newVariantPlan(r, e.v, dt, op, sizes)
 	if err != nil {
 		return nil, err
@@ -129,8 +130,8 @@ func (e Entry) SampleParams(world, sample int) []irismodel.Param {
 }
 
 // TensorsFor is what rank passes of ts for a launch with the parameters ps:
-// ts, with the zero Tensor for every tensor that only another rank uses.
-func (e Entry) TensorsFor(rank int, ts []Tensor, ps []irismodel.Param) []Tensor {
+// ts, with the zero irisrt.Tensor for every tensor that only another rank uses.
+func (e Entry) TensorsFor(rank int, ts []irisrt.Tensor, ps []irismodel.Param) []irisrt.Tensor {
 	out := ts
 	for i, ti := range e.Tensors {
 		if ti.Owner == "" {
@@ -141,7 +142,7 @@ func (e Entry) TensorsFor(rank int, ts []Tensor, ps []irismodel.Param) []Tensor 
 			if &out[0] == &ts[0] {
 				out = slices.Clone(ts)
 			}
-			out[i] = Tensor{}
+			out[i] = irisrt.Tensor{}
 		}
 	}
 	return out
@@ -169,7 +170,7 @@ func (t TensorInfo) ElemType(dt irismodel.DType) irismodel.DType {
 // Alloc allocates every tensor of e on r's heap for data type dt and the
 // sizes, in spec order, each in its element type; free frees them.
 // Collective, like every heap allocation.
-func (e Entry) Alloc(r *Rank, dt irismodel.DType, sizes []int64) (ts []Tensor, free func(), err error) {
+func (e Entry) Alloc(r *irisrt.Rank, dt irismodel.DType, sizes []int64) (ts []irisrt.Tensor, free func(), err error) {
 	free = func() {
 		for _, t := range ts {
 			r.Heap().Free(t)

@@ -1,4 +1,4 @@
-package irisrt
+package irisimpl
 
 import (
 	"encoding/binary"
@@ -8,34 +8,17 @@ import (
 	"strings"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/internal/core"
 	"github.com/irisgen/irisgen/runtime/irismodel"
+	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
-// ErrUnsupported matches *UnsupportedError.
-var ErrUnsupported = errors.New("dtype or op not supported by the variant")
-
-// UnsupportedError is returned by a plan constructor asked for a dtype or op
-// its collective's spec does not list; nothing was allocated.
-type UnsupportedError struct {
-	Op      string // collective/variant
-	What    string // "dtype" or "op"
-	Got     string
-	Allowed []string // the spec's list
-}
-
-func (e *UnsupportedError) Error() string {
-	return fmt.Sprintf("%s: %s %s is not supported; the spec allows %s", e.Op, e.What, e.Got, strings.Join(e.Allowed, ", "))
-}
-
-// Is matches ErrUnsupported.
-func (e *UnsupportedError) Is(target error) bool { return target == ErrUnsupported }
-
 // VariantPlan is a plan of one variant of a generated package: the runtime
-// Plan with the variant's descriptor and the dtype, op and sizes it was made
+// irisrt.Plan with the variant's descriptor and the dtype, op and sizes it was made
 // for. Every generated plan type embeds it (its typed Launch calls
 // LaunchTensors), and the catalogue's constructors return it.
 type VariantPlan struct {
-	plan  *Plan
+	plan  *irisrt.Plan
 	v     *Variant
 	dt    irismodel.DType
 	op    string
@@ -51,12 +34,12 @@ type VariantPlan struct {
 type AnyPlan interface {
 	// LaunchTensors launches with the user tensors in spec order (a
 	// collective without parameters).
-	LaunchTensors(s gpu.Stream, ts []Tensor, mode irismodel.Barrier) error
+	LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irismodel.Barrier) error
 	// LaunchParams launches with the user tensors and the parameters in
 	// spec order.
-	LaunchParams(s gpu.Stream, ts []Tensor, ps []irismodel.Param, mode irismodel.Barrier) error
+	LaunchParams(s gpu.Stream, ts []irisrt.Tensor, ps []irismodel.Param, mode irismodel.Barrier) error
 	// Plan returns the runtime plan.
-	Plan() *Plan
+	Plan() *irisrt.Plan
 	// Close frees the plan's buffers (collective).
 	Close() error
 }
@@ -65,13 +48,13 @@ type AnyPlan interface {
 // for dt, op and the sizes, as the generated plan type T, which embeds
 // VariantPlan: the body of every generated constructor. Like NewPlan it is
 // collective. dt must be one of the collective's dtypes and op one of its
-// ops (*UnsupportedError); both are ignored where the collective has none.
+// ops (*irisrt.UnsupportedError); both are ignored where the collective has none.
 // The sizes must not be negative; with sizes that leave every user tensor
 // empty the plan's launches enqueue nothing.
 func NewPlanOf[T any, P interface {
 	*T
 	bind(VariantPlan)
-}](r *Rank, v *Variant, dt irismodel.DType, op string, sizes ...int64) (P, error) {
+}](r *irisrt.Rank, v *Variant, dt irismodel.DType, op string, sizes ...int64) (P, error) {
 	vp, err := newVariantPlan(r, v, dt, op, sizes)
 	if err != nil {
 		return nil, err
@@ -84,7 +67,7 @@ func NewPlanOf[T any, P interface {
 func (p *VariantPlan) bind(v VariantPlan) { *p = v }
 
 // Plan is the runtime plan: its grid, buffers and barrier modes.
-func (p *VariantPlan) Plan() *Plan { return p.plan }
+func (p *VariantPlan) Plan() *irisrt.Plan { return p.plan }
 
 // Close frees the plan's heap buffers; like making a plan it is collective.
 func (p *VariantPlan) Close() error {
@@ -92,14 +75,6 @@ func (p *VariantPlan) Close() error {
 		return nil
 	}
 	return p.plan.Close()
-}
-
-// elemType is a tensor's element type in a plan of data type dt.
-func elemType(td *irismodel.TensorDesc, dt irismodel.DType) irismodel.DType {
-	if td.DType != 0 {
-		return td.DType
-	}
-	return dt
 }
 
 func dtypeStrings(ds []irismodel.DType) []string {
@@ -123,9 +98,9 @@ func sizeNames(ss []SizeParam) string {
 
 // newVariantPlan checks dt, op and the sizes against v's collective, works
 // out the plan's shape from the descriptor and makes the plan.
-func newVariantPlan(r *Rank, v *Variant, dt irismodel.DType, op string, sizes []int64) (*VariantPlan, error) {
+func newVariantPlan(r *irisrt.Rank, v *Variant, dt irismodel.DType, op string, sizes []int64) (*VariantPlan, error) {
 	if v == nil || v.c == nil {
-		return nil, errors.New("irisrt: a plan of a variant whose table was never registered: the generated package calls irisrt.Register in init; a hand-built Table must be registered too")
+		return nil, errors.New("irisimpl: a plan of a variant whose table was never registered: the generated package calls irisimpl.Register in init; a hand-built Table must be registered too")
 	}
 	c := v.c
 	if err := c.t.usable(); err != nil {
@@ -134,12 +109,12 @@ func newVariantPlan(r *Rank, v *Variant, dt irismodel.DType, op string, sizes []
 	if len(c.DTypes) == 0 {
 		dt = 0
 	} else if !slices.Contains(c.DTypes, dt) {
-		return nil, &UnsupportedError{Op: v.label, What: "dtype", Got: dt.String(), Allowed: dtypeStrings(c.DTypes)}
+		return nil, &irisrt.UnsupportedError{Op: v.label, What: "dtype", Got: dt.String(), Allowed: dtypeStrings(c.DTypes)}
 	}
 	if len(c.Ops) == 0 {
 		op = ""
 	} else if !slices.Contains(c.Ops, op) {
-		return nil, &UnsupportedError{Op: v.label, What: "op", Got: op, Allowed: c.Ops}
+		return nil, &irisrt.UnsupportedError{Op: v.label, What: "op", Got: op, Allowed: c.Ops}
 	}
 	if len(sizes) != len(c.Sizes) {
 		return nil, fmt.Errorf("%s: %d sizes, want %d (%s)", v.label, len(sizes), len(c.Sizes), sizeNames(c.Sizes))
@@ -153,9 +128,9 @@ func newVariantPlan(r *Rank, v *Variant, dt irismodel.DType, op string, sizes []
 	p := &VariantPlan{v: v, dt: dt, op: op, sizes: slices.Clone(sizes), lens: make([]int64, len(c.user)), bufs: make([]gpu.DevicePtr, len(c.Tensors))}
 	bytesOf := func(td *irismodel.TensorDesc, blocks int64) (n, bytes int64, err error) {
 		n, ok := td.Shape.Numel(world, blocks, sizes)
-		es := elemType(td, dt).Size()
+		es := td.ElemType(dt).Size()
 		if !ok || n > (1<<63-1)/es {
-			return 0, 0, &ShapeError{Op: v.label, Name: td.Name, Msg: fmt.Sprintf("shape %s does not fit in 2^63 bytes with these sizes (world %d)", td.Shape.String(c.sizeNames()), world)}
+			return 0, 0, &irisrt.ShapeError{Op: v.label, Name: td.Name, Msg: fmt.Sprintf("shape %s does not fit in 2^63 bytes with these sizes (world %d)", td.Shape.String(c.sizeNames()), world)}
 		}
 		return n, n * es, nil
 	}
@@ -170,8 +145,9 @@ func newVariantPlan(r *Rank, v *Variant, dt irismodel.DType, op string, sizes []
 		p.lens[i], largest = n, max(largest, bytes)
 	}
 	p.empty = len(c.user) > 0 && largest == 0
-	blocks := Blocks(largest, v.Threads, v.VectorBytes, sharedMaxBlocks(v.MaxBlocks, r.perGPU))
-	spec := PlanSpec{
+	blocks := Blocks(largest, v.Threads, v.VectorBytes, rt.MaxBlocks(r, v.MaxBlocks))
+	spec := core.PlanSpec{
+		Embedded: c.t.Embedded, KernelsCommand: c.t.KernelsCommand,
 		Package: c.t.ImportPath, Op: c.Name, Variant: v.Name, Module: c.Name, SpecHash: c.SpecHash, Kernel: v.Kernel(dt, op),
 		Threads: v.Threads, Blocks: blocks, Barriers: v.Barriers, Capturable: v.Capturable, Sizes: p.sizes, Local: !v.meets,
 	}
@@ -185,10 +161,10 @@ func newVariantPlan(r *Rank, v *Variant, dt irismodel.DType, op string, sizes []
 			if err != nil {
 				return nil, err
 			}
-			spec.Workspace = append(spec.Workspace, Buffer{Name: td.Name, Bytes: bytes})
+			spec.Workspace = append(spec.Workspace, core.Buffer{Name: td.Name, Bytes: bytes})
 			workspace = append(workspace, ti)
 		case td.Dir != irismodel.Workspace && v.Uses[ti] == UseImport:
-			spec.Staging = append(spec.Staging, Buffer{Name: td.Name, Bytes: p.lens[u] * elemType(td, dt).Size()})
+			spec.Staging = append(spec.Staging, core.Buffer{Name: td.Name, Bytes: p.lens[u] * td.ElemType(dt).Size()})
 		}
 		if td.Dir != irismodel.Workspace {
 			u++
@@ -197,18 +173,18 @@ func newVariantPlan(r *Rank, v *Variant, dt irismodel.DType, op string, sizes []
 	// A slot per block for every tensor only one rank passes that peers
 	// touch: its owner's kernel publishes the tensor's heap offset there.
 	for _, ti := range v.exchanged {
-		spec.Workspace = append(spec.Workspace, Buffer{Name: slotsName(c.Tensors[ti].Name), Bytes: int64(blocks) * 8})
+		spec.Workspace = append(spec.Workspace, core.Buffer{Name: slotsName(c.Tensors[ti].Name), Bytes: int64(blocks) * 8})
 	}
-	plan, err := NewPlan(r, spec)
+	plan, err := rt.NewPlan(r, spec)
 	if err != nil {
 		return nil, err
 	}
 	p.plan = plan
 	for _, ti := range workspace {
-		p.bufs[ti] = plan.Buffer(c.Tensors[ti].Name)
+		p.bufs[ti] = rt.Buffer(plan, c.Tensors[ti].Name)
 	}
 	for _, ti := range v.exchanged {
-		p.bufs[ti] = plan.Buffer(slotsName(c.Tensors[ti].Name))
+		p.bufs[ti] = rt.Buffer(plan, slotsName(c.Tensors[ti].Name))
 	}
 	return p, nil
 }
@@ -219,45 +195,45 @@ func slotsName(tensor string) string { return "address slots of " + tensor }
 
 // LaunchTensors is LaunchParams without parameters, for collectives that
 // have none.
-func (p *VariantPlan) LaunchTensors(s gpu.Stream, ts []Tensor, mode irismodel.Barrier) error {
+func (p *VariantPlan) LaunchTensors(s gpu.Stream, ts []irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchParams(s, ts, nil, mode)
 }
 
 // LaunchParams launches the plan's kernel on s in barrier mode mode with the
 // user tensors and the parameters in spec order, after checking, in this
 // order and before anything is enqueued: every parameter's kind and range
-// (*ParamError); every tensor's dtype and length (*DTypeError, *ShapeError;
-// an optional tensor may be the zero Tensor, and a tensor only one rank uses
+// (*irisrt.ParamError); every tensor's dtype and length (*irisrt.DTypeError, *irisrt.ShapeError;
+// an optional tensor may be the zero irisrt.Tensor, and a tensor only one rank uses
 // is checked on that rank only and ignored on the others); that tensors
 // peers write are on the heap (*PlacementError); the variant's aliasing rule
-// (*AliasError); and Plan.Launch's checks of the mode and the stream.
+// (*irisrt.AliasError); and the plan's checks of the mode and the stream.
 // Tensors peers read that are not on the heap are copied into the plan's
 // staging on s first. A plan whose tensors are all empty (a size of 0)
 // makes the checks and enqueues nothing. It never allocates.
-func (p *VariantPlan) LaunchParams(s gpu.Stream, ts []Tensor, ps []irismodel.Param, mode irismodel.Barrier) error {
+func (p *VariantPlan) LaunchParams(s gpu.Stream, ts []irisrt.Tensor, ps []irismodel.Param, mode irismodel.Barrier) error {
 	if p.plan == nil {
-		return errors.New("irisrt: launch of a plan that was never made: make plans with their New...Plan constructor")
+		return errors.New("irisimpl: launch of a plan that was never made: make plans with their New...Plan constructor")
 	}
-	r := p.plan.r
-	if r.isClosed() {
-		return r.closedErr("launch of " + p.v.label)
+	r := rt.Rank(p.plan)
+	if rt.Closed(r) {
+		return rt.ClosedErr(r, "launch of "+p.v.label)
 	}
-	return p.launch(s, ts, ps, mode, r.nextLaunch(p.v.meets))
+	return p.launch(s, ts, ps, mode, rt.NextLaunch(r, p.v.meets))
 }
 
 // launch is LaunchParams as launch number n: a refusal (any error before
-// the kernel is enqueued) reaches the peers (Rank.refuse).
-func (p *VariantPlan) launch(s gpu.Stream, ts []Tensor, ps []irismodel.Param, mode irismodel.Barrier, n uint32) error {
+// the kernel is enqueued) reaches the peers (the plan core's Refuse).
+func (p *VariantPlan) launch(s gpu.Stream, ts []irisrt.Tensor, ps []irismodel.Param, mode irismodel.Barrier, n uint32) error {
 	enqueued, err := p.launchChecked(s, ts, ps, mode, n)
 	if err != nil && !enqueued {
-		return p.plan.r.refuse(s, n, err)
+		return rt.Refuse(rt.Rank(p.plan), s, n, err)
 	}
 	return err
 }
 
 // launchChecked makes LaunchParams' checks and launches; enqueued says
 // whether the kernel reached the stream.
-func (p *VariantPlan) launchChecked(s gpu.Stream, ts []Tensor, ps []irismodel.Param, mode irismodel.Barrier, n uint32) (enqueued bool, err error) {
+func (p *VariantPlan) launchChecked(s gpu.Stream, ts []irisrt.Tensor, ps []irismodel.Param, mode irismodel.Barrier, n uint32) (enqueued bool, err error) {
 	v := p.v
 	c := v.c
 	if len(ts) != len(c.user) {
@@ -266,7 +242,7 @@ func (p *VariantPlan) launchChecked(s gpu.Stream, ts []Tensor, ps []irismodel.Pa
 	if len(ps) != len(c.Params) {
 		return false, c.paramCountError(v.label, len(ps))
 	}
-	r := p.plan.r
+	r := rt.Rank(p.plan)
 	for i := range c.Params {
 		if err := checkParam(&c.Params[i], v.label, ps[i], r.World()); err != nil {
 			return false, err
@@ -281,15 +257,15 @@ func (p *VariantPlan) launchChecked(s gpu.Stream, ts []Tensor, ps []irismodel.Pa
 		case !mine(ti), td.Optional && t.Ptr == 0:
 			continue
 		case len(td.Index) > 0:
-			err = CheckTensorOneOf(v.label, td.Name, t, td.Index, p.lens[i])
+			err = rt.CheckTensorOneOf(v.label, td.Name, t, td.Index, p.lens[i])
 		default:
-			err = CheckTensor(v.label, td.Name, t, elemType(td, p.dt), p.lens[i])
+			err = rt.CheckTensor(v.label, td.Name, t, td.ElemType(p.dt), p.lens[i])
 		}
 		if err == nil && t.Ptr != 0 {
 			// Wherever the rules put it: a tensor on the heap must be a live
 			// allocation of the caller's (a hand-made one into freed memory or
 			// a plan's buffers is refused).
-			err = CheckLive(v.label, td.Name, r, t)
+			err = rt.CheckLive(v.label, td.Name, r, t)
 		}
 		if err != nil {
 			return false, err
@@ -297,7 +273,7 @@ func (p *VariantPlan) launchChecked(s gpu.Stream, ts []Tensor, ps []irismodel.Pa
 	}
 	for _, i := range v.heap {
 		if ti := c.user[i]; mine(ti) {
-			if err := CheckHeap(v.label, c.Tensors[ti].Name, r, ts[i]); err != nil {
+			if err := rt.CheckHeap(v.label, c.Tensors[ti].Name, r, ts[i]); err != nil {
 				return false, err
 			}
 		}
@@ -307,22 +283,22 @@ func (p *VariantPlan) launchChecked(s gpu.Stream, ts []Tensor, ps []irismodel.Pa
 		if !mine(ta) || !mine(tb) {
 			continue
 		}
-		check := CheckNoAlias
+		check := checkNoAlias
 		if pr.same {
-			check = CheckInPlace
+			check = checkInPlace
 		}
 		if err := check(v.label, c.Tensors[ta].Name, ts[pr.a], c.Tensors[tb].Name, ts[pr.b]); err != nil {
 			return false, err
 		}
 	}
 	if p.empty {
-		return false, p.plan.skip(s, mode)
+		return false, rt.Skip(p.plan, s, mode)
 	}
 	// The kernel's argument struct: a pointer per tensor in spec order (0
 	// for a tensor this rank does not use), the sizes, the parameters, the
 	// element width of every index tensor, the address slots of every
 	// tensor only one rank uses.
-	a := p.plan.Args()
+	a := rt.Args(p.plan)
 	u := 0
 	for ti := range c.Tensors {
 		td := &c.Tensors[ti]
@@ -333,7 +309,7 @@ func (p *VariantPlan) launchChecked(s gpu.Stream, ts []Tensor, ps []irismodel.Pa
 		case !mine(ti):
 			a.Ptr(0)
 		case v.Uses[ti] == UseImport:
-			a.Staged(td.Name, ts[u])
+			rt.Staged(p.plan, a, td.Name, ts[u])
 		default:
 			a.Ptr(ts[u].Ptr)
 		}
@@ -359,7 +335,7 @@ func (p *VariantPlan) launchChecked(s gpu.Stream, ts []Tensor, ps []irismodel.Pa
 			a.Ptr(p.bufs[ti]) // the slots where peers touch it, else 0
 		}
 	}
-	return p.plan.launch(s, mode, a, n, p.plan.check(n, mode, ps))
+	return rt.Launch(p.plan, s, mode, a, n, core.Fingerprint(rt.ID(p.plan), n, mode, ps))
 }
 
 // paramCountError reports a launch of what with got parameters instead of
@@ -388,7 +364,7 @@ func (c *Collective) countError(what string, got int) error {
 }
 
 // Run is RunParams without parameters, for collectives that have none.
-func (c *Collective) Run(r *Rank, s gpu.Stream, variant string, dt irismodel.DType, op string, given []int64, ts []Tensor, mode irismodel.Barrier) error {
+func (c *Collective) Run(r *irisrt.Rank, s gpu.Stream, variant string, dt irismodel.DType, op string, given []int64, ts []irisrt.Tensor, mode irismodel.Barrier) error {
 	return c.RunParams(r, s, variant, dt, op, given, ts, nil, mode)
 }
 
@@ -400,32 +376,32 @@ func (c *Collective) Run(r *Rank, s gpu.Stream, variant string, dt irismodel.DTy
 // it with these sizes, which every rank works out alike (a tensor only the
 // root passes counts on every rank). The first call with a variant, dtype,
 // op and sizes makes the plan (collective, and refused while s is
-// capturing: *CaptureError), later ones reuse it; a call that finds its
+// capturing: *irisrt.CaptureError), later ones reuse it; a call that finds its
 // plan does not allocate. The parameters ps are the launch's
 // (LaunchParams); like a launch, the call is numbered, and its refusal
 // reaches the peers.
-func (c *Collective) RunParams(r *Rank, s gpu.Stream, variant string, dt irismodel.DType, op string, given []int64, ts []Tensor, ps []irismodel.Param, mode irismodel.Barrier) error {
+func (c *Collective) RunParams(r *irisrt.Rank, s gpu.Stream, variant string, dt irismodel.DType, op string, given []int64, ts []irisrt.Tensor, ps []irismodel.Param, mode irismodel.Barrier) error {
 	if c.t == nil {
-		return errors.New("irisrt: Run on a collective whose table was never registered")
+		return errors.New("irisimpl: Run on a collective whose table was never registered")
 	}
-	if r.isClosed() {
-		return r.closedErr("Run of " + c.Name)
+	if rt.Closed(r) {
+		return rt.ClosedErr(r, "Run of "+c.Name)
 	}
 	p, v, err := c.plan(r, s, variant, dt, op, given, ts)
 	meets := c.meets
 	if v != nil {
 		meets = v.meets
 	}
-	n := r.nextLaunch(meets)
+	n := rt.NextLaunch(r, meets)
 	if err != nil {
-		return r.refuse(s, n, err)
+		return rt.Refuse(r, s, n, err)
 	}
 	return p.launch(s, ts, ps, mode, n)
 }
 
 // plan finds (or makes) RunParams' plan: the variant (nil when unknown)
 // and its plan for the sizes the tensors give.
-func (c *Collective) plan(r *Rank, s gpu.Stream, variant string, dt irismodel.DType, op string, given []int64, ts []Tensor) (*VariantPlan, *Variant, error) {
+func (c *Collective) plan(r *irisrt.Rank, s gpu.Stream, variant string, dt irismodel.DType, op string, given []int64, ts []irisrt.Tensor) (*VariantPlan, *Variant, error) {
 	if err := c.t.usable(); err != nil {
 		return nil, nil, err
 	}
@@ -448,7 +424,7 @@ func (c *Collective) plan(r *Rank, s gpu.Stream, variant string, dt irismodel.DT
 	if v == nil {
 		return nil, nil, c.unknownVariant(variant)
 	}
-	p, err := r.plans.variant(s, v, dt, op, sizes)
+	p, err := cachedPlan(r, s, v, dt, op, sizes)
 	return p, v, err
 }
 
@@ -461,7 +437,7 @@ func (c *Collective) largestBytes(world int64, dt irismodel.DType, sizes []int64
 	for _, ti := range c.user {
 		td := &c.Tensors[ti]
 		n, ok := td.Shape.Numel(world, 0, sizes)
-		es := max(elemType(td, dt).Size(), 1)
+		es := max(td.ElemType(dt).Size(), 1)
 		if !ok || n > (1<<63-1)/es {
 			return 1<<63 - 1
 		}
@@ -485,7 +461,7 @@ func (c *Collective) unknownVariant(name string) error {
 // length of their tensor divided by its other dimensions, in as many rounds
 // as the dependencies need. A size whose divisor is 0 or overflows is 0,
 // which the plan refuses.
-func (c *Collective) inferSizes(sizes []int64, world int64, given []int64, ts []Tensor) error {
+func (c *Collective) inferSizes(sizes []int64, world int64, given []int64, ts []irisrt.Tensor) error {
 	var known uint64 // bit i: size i is known (prepare allows at most 64 sizes)
 	g := 0
 	for i, sp := range c.Sizes {
@@ -550,36 +526,47 @@ func (c *Collective) givenCount() int {
 // userPos is the launch position of tensor ti.
 func (c *Collective) userPos(ti int) int { return slices.Index(c.user, ti) }
 
-// variant returns the cached plan of v for dt, op and sizes, making it on
-// first use. The key is built in a stack buffer and looked up without a
+// cachedPlan returns r's cached plan of v for dt, op and sizes, making it
+// on first use. The key is built in a stack buffer and looked up without a
 // conversion, so a hit does not allocate.
-func (c *PlanCache) variant(s gpu.Stream, v *Variant, dt irismodel.DType, op string, sizes []int64) (*VariantPlan, error) {
+func cachedPlan(r *irisrt.Rank, s gpu.Stream, v *Variant, dt irismodel.DType, op string, sizes []int64) (*VariantPlan, error) {
 	var kb [96]byte
-	key := append(kb[:0], 0) // no string key of GetOrCreate starts with a NUL
-	key = binary.LittleEndian.AppendUint64(key, v.id)
+	key := binary.LittleEndian.AppendUint64(kb[:0], v.id)
 	key = append(key, byte(dt), byte(len(op)))
 	key = append(key, op...)
 	for _, n := range sizes {
 		key = binary.LittleEndian.AppendUint64(key, uint64(n))
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if p, ok := c.m[string(key)]; ok {
+	c := rt.Cache(r)
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	if p, ok := c.Plans[string(key)]; ok {
 		return p.(*VariantPlan), nil
 	}
-	capturing, err := c.r.Capturing(s)
+	capturing, err := r.Capturing(s)
 	if err != nil {
 		return nil, err
 	}
 	if capturing {
-		return nil, &CaptureError{Op: "creating a plan of " + v.label + " on first use",
+		return nil, &irisrt.CaptureError{Op: "creating a plan of " + v.label + " on first use",
 			What: "making a plan allocates and zeroes heap memory and waits for the other ranks",
 			Fix:  "make the plan with its New...Plan constructor before capture and launch that plan inside the capture"}
 	}
-	p, err := newVariantPlan(c.r, v, dt, op, sizes)
+	p, err := newVariantPlan(r, v, dt, op, sizes)
 	if err != nil {
 		return nil, err
 	}
-	c.m[string(key)] = p
+	if c.Plans == nil {
+		c.Plans = map[string]any{}
+	}
+	c.Plans[string(key)] = p
 	return p, nil
+}
+
+// CachedPlans is the number of plans r's convenience calls have made.
+func CachedPlans(r *irisrt.Rank) int {
+	c := rt.Cache(r)
+	c.Mu.Lock()
+	defer c.Mu.Unlock()
+	return len(c.Plans)
 }

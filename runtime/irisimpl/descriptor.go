@@ -1,4 +1,4 @@
-package irisrt
+package irisimpl
 
 import (
 	"fmt"
