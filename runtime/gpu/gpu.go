@@ -1,6 +1,9 @@
 // Package gpu is the platform layer: the small set of GPU operations irisgen's
-// runtime needs, implemented for NVIDIA over the CUDA driver library and for
-// AMD over the HIP runtime library. Both are loaded with dlopen at run time, so
+// runtime needs (Platform, Device), and a registry of the libraries that
+// provide them (Register, Load). It binds NVIDIA's CUDA driver library and
+// AMD's HIP runtime library through one implementation over a table of
+// their functions (driver.h: for every operation, the CUDA call and the HIP
+// call; driver.go: the Go side, once), loaded with dlopen at run time, so
 // nothing GPU-specific is needed to build; without a GPU library every call
 // returns ErrNoPlatform.
 package gpu
@@ -97,7 +100,7 @@ func (e *NoPlatformError) Error() string {
 	for _, t := range e.Tried {
 		msg += "; " + t.Error()
 	}
-	return msg + " (install the NVIDIA driver or ROCm, or set IRISGEN_PLATFORM=cuda|hip to pick one)"
+	return msg + " (install the NVIDIA driver or ROCm, or set " + EnvPlatform + "=" + strings.Join(Platforms(), "|") + " to pick one)"
 }
 
 // Unwrap gives ErrNoPlatform and the error of every library tried.

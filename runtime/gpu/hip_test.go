@@ -56,9 +56,9 @@ func TestHIPRuntimeLoads(t *testing.T) {
 	t.Logf("%v", err)
 }
 
-// TestHIPDeclarationsMatchHeaders compiles hip_api.h after the real
-// <hip/hip_runtime_api.h>: every function hip.go calls is assigned to a
-// pointer of the type hip_api.h spells, and every type size and constant is
+// TestHIPDeclarationsMatchHeaders compiles hip_api.h and driver.h after the
+// real <hip/hip_runtime_api.h>: every function hip.go calls is assigned to a
+// pointer of the type hip_api.h or driver.h's IG_API spells, and every type size and constant is
 // compared with the header's, so a wrong name, parameter, return type or
 // value is a compile error. A deliberately wrong declaration must fail the
 // same way, or the check proves nothing.
@@ -88,9 +88,12 @@ func TestHIPDeclarationsMatchHeaders(t *testing.T) {
 	}
 	check := `#define IGHIP_REAL_HEADER 1
 #include <hip/hip_runtime_api.h>
+#include "driver.h"
 #include "hip_api.h"
 #define IGHIP_CHECK(name, params) hipError_t (*const ighip_check_##name) params = name;
-IGHIP_SYMS(IGHIP_CHECK)
+#define IGHIP_CHECK_API(cuda, cparams, name, params) IGHIP_CHECK(name, params)
+IG_API(IGHIP_CHECK_API)
+IGHIP_ONLY(IGHIP_CHECK)
 #define IGHIP_STR_CHECK(name, params) const char *(*const ighip_check_##name) params = name;
 IGHIP_STR_SYMS(IGHIP_STR_CHECK)
 `
@@ -110,7 +113,7 @@ IGHIP_STR_SYMS(IGHIP_STR_CHECK)
 	for name, wrong := range map[string]string{
 		"capture mode as int": `hipError_t (*const bad)(hipStream_t, int) = hipStreamBeginCapture;`,
 		"missing const":       `hipError_t (*const bad)(hipModule_t *, void *) = hipModuleLoadData;`,
-		"wrong value":         `IGHIP_SAME(IGHIP_HOST_MALLOC_MAPPED, hipHostMallocPortable);`,
+		"wrong value":         `IGHIP_SAME(IG_HOST_ALLOC_MAPPED, hipHostMallocPortable);`,
 	} {
 		if out, err := compile(check + wrong + "\n"); err == nil {
 			t.Errorf("a %s compiles: the check cannot fail\n%s", name, out)

@@ -4,13 +4,53 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
 
-// EnvPlatform names the environment variable that forces a platform: "cuda"
-// or "hip". Unset or empty, Load tries CUDA, then HIP.
+// EnvPlatform names the environment variable that forces a platform by its
+// registered name ("cuda", "hip"). Unset or empty, Load tries every
+// registered platform in the order they registered: CUDA, then HIP.
 const EnvPlatform = "IRISGEN_PLATFORM"
+
+// A Loader opens a GPU library: the platform, or why not, one error for
+// every library file it tried.
+type Loader func() (Platform, []error)
+
+// registry holds the registered platforms, in registration order.
+var registry struct {
+	mu      sync.Mutex
+	names   []string
+	loaders map[string]Loader
+}
+
+// Register makes a platform loadable by name, as database/sql's drivers
+// are: Load tries it when IRISGEN_PLATFORM names it, or in registration
+// order when the variable is unset. This package registers "cuda" and
+// "hip" (the CUDA driver and the HIP runtime, bound through one table of
+// their functions, driver.h); a binding of another library registers
+// itself in its package's init. Registering a name twice panics.
+func Register(name string, load Loader) {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	if _, dup := registry.loaders[name]; dup || name == "" || load == nil {
+		panic(fmt.Sprintf("gpu: Register(%q): registered twice, unnamed, or without a loader", name))
+	}
+	if registry.loaders == nil {
+		registry.loaders = map[string]Loader{}
+	}
+	registry.names = append(registry.names, name)
+	registry.loaders[name] = load
+}
+
+// Platforms lists the registered platforms' names, in registration order.
+func Platforms() []string {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	return append([]string(nil), registry.names...)
+}
 
 var (
 	loadOnce   sync.Once
@@ -30,23 +70,24 @@ func Load() (Platform, error) {
 	return loadResult, loadErr
 }
 
-// load loads the platform choice ("", "cuda" or "hip") without caching.
+// load loads the platform choice (a registered name, or "" for the first
+// that loads) without caching.
 func load(choice string) (Platform, error) {
 	loadMu.Lock()
 	defer loadMu.Unlock()
-	var loaders []func() (Platform, []error)
-	switch choice {
-	case "":
-		loaders = append(loaders, tryCUDA, tryHIP)
-	case "cuda":
-		loaders = append(loaders, tryCUDA)
-	case "hip":
-		loaders = append(loaders, tryHIP)
-	default:
-		return nil, fmt.Errorf("%s=%q is not a GPU platform: set it to cuda or hip, or unset it to try CUDA then HIP", EnvPlatform, choice)
+	names := Platforms()
+	if choice != "" {
+		if !slices.Contains(names, choice) {
+			return nil, fmt.Errorf("%s=%q is not a GPU platform: set it to %s, or unset it to try %s in turn",
+				EnvPlatform, choice, strings.Join(names, " or "), strings.Join(names, ", then "))
+		}
+		names = []string{choice}
 	}
 	var tried []error
-	for _, l := range loaders {
+	for _, n := range names {
+		registry.mu.Lock()
+		l := registry.loaders[n]
+		registry.mu.Unlock()
 		p, why := l()
 		if p != nil {
 			return p, nil
@@ -54,34 +95,6 @@ func load(choice string) (Platform, error) {
 		tried = append(tried, why...)
 	}
 	return nil, &NoPlatformError{Tried: tried}
-}
-
-func tryCUDA() (Platform, []error) {
-	p, err := loadCUDA()
-	if err != nil {
-		return nil, []error{err}
-	}
-	return p, nil
-}
-
-// hipLibraries are tried in order; the first that opens is used.
-var hipLibraries = []string{"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"}
-
-func tryHIP() (Platform, []error) {
-	var why []error
-	for _, lib := range hipLibraries {
-		p, opened, err := loadHIP(lib)
-		if err == nil {
-			return p, nil
-		}
-		why = append(why, err)
-		if opened {
-			// The library is there but unusable (no device, no driver):
-			// another name for the same runtime will not do better.
-			break
-		}
-	}
-	return nil, why
 }
 
 // msToDuration converts an event's elapsed milliseconds.
