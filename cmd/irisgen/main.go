@@ -1,45 +1,15 @@
 // Command irisgen generates HIP kernels and typed Go launch wrappers for
 // multi-GPU collectives from YAML specs, checks that checked-in output is
 // current, explains a collective's rules, compiles the kernels and starts
-// multi-process runs. The work is done by internal/config and
-// internal/driver; this package is the command line.
-//
-// It links no GPU code and not the generated package: `irisgen bench` and
-// `irisgen probe` run in a program that links the package they time
-// (irisgen-gpu for the catalogue, or one built for a repository's own
-// package; internal/gpurun).
-//
-// Run `irisgen help` for the commands and `irisgen <command> -h` for each
-// command's flags and examples.
+// multi-process runs. It is internal/commands.Main; run `irisgen help` for
+// the commands and `irisgen <command> -h` for each command's flags and
+// examples.
 package main
 
 import (
-	"io"
 	"os"
 
-	"github.com/irisgen/irisgen/internal/cli"
+	"github.com/irisgen/irisgen/internal/commands"
 )
 
-var program = &cli.Program{
-	Name:  "irisgen",
-	Intro: "irisgen turns YAML specs of multi-GPU collectives into HIP kernels and typed Go launch wrappers.",
-	Order: []string{"generate", "check", "validate", "explain", "kernels", "run", "bench", "probe"},
-	More: `
-generate, check, validate, explain and kernels read irisgen.yaml, found in the
-working directory or above it up to the module root (-config FILE names
-another); flags override it.`,
-}
-
-// register adds a command; the files of this package call it from init.
-func register(c *cli.Command) { program.Commands = append(program.Commands, c) }
-
-func main() {
-	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-// Main runs irisgen with args (without the program name) and returns the
-// exit code: 0 success, 1 a user error (bad spec, stale output, failed
-// compile), 2 a wrong invocation.
-func Main(args []string, stdout, stderr io.Writer) int {
-	return program.Main(args, stdout, stderr)
-}
+func main() { os.Exit(commands.Main(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -25,6 +25,7 @@ import (
 	"github.com/irisgen/irisgen"
 	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/internal/spec"
+	"github.com/irisgen/irisgen/internal/toolchain"
 )
 
 // FileName is the name irisgen looks for.
@@ -36,8 +37,13 @@ const (
 	DefaultPackage = "collectives"
 )
 
-// Platforms are the values of kernels.platform and of `irisgen kernels -platform`.
-var Platforms = []string{"auto", "cuda", "hip"}
+// Platforms are the values of kernels.platform and of `irisgen kernels
+// -platform`: auto, then toolchain's registered platforms.
+func Platforms() []string { return append([]string{toolchain.Auto}, toolchain.Platforms()...) }
+
+// ArchKey is the key of kernels that lists platform's targets
+// (hip_arch, cuda_arch).
+func ArchKey(platform string) string { return platform + "_arch" }
 
 // Config says what to generate and where. Paths are absolute. A Config that
 // Load or Resolve returns is valid: its package name is a Go package name,
@@ -91,11 +97,11 @@ const (
 
 // Kernels is the kernels section.
 type Kernels struct {
-	// Platform is auto, cuda or hip.
+	// Platform is auto or a platform of Platforms.
 	Platform string
-	// HIPArch and CUDAArch are the targets per platform; empty: the
-	// compiler's defaults of `irisgen kernels`.
-	HIPArch, CUDAArch []string
+	// Arch are the targets per platform (kernels.<platform>_arch); none:
+	// the compiler's defaults of `irisgen kernels`.
+	Arch map[string][]string
 	// Command is what a user of the repository runs, in Dir, to build the
 	// kernels (kernels.command, else derived from go.mod: `go tool irisgen
 	// kernels` when irisgen is a tool of the module, else `go run

@@ -63,7 +63,7 @@ kernels:
 		Catalogue: []string{"all_reduce", "moe_dispatch"},
 		Out:       filepath.Join(dir, "internal", "gen"), Package: "coll",
 		ImportPath: "example.com/stencil/internal/gen/coll",
-		Kernels:    Kernels{Platform: "hip", HIPArch: []string{"gfx90a", "gfx942:xnack+"}, CUDAArch: []string{"90"}, Command: "go tool irisgen kernels"},
+		Kernels:    Kernels{Platform: "hip", Arch: map[string][]string{"hip": {"gfx90a", "gfx942:xnack+"}, "cuda": {"90"}}, Command: "go tool irisgen kernels"},
 		Module:     "example.com/stencil",
 	}, c)
 	require.Equal(t, filepath.Join(dir, "internal", "gen", "coll", "kernels"), c.KernelsDir())
@@ -83,7 +83,7 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, "example.com/m/generated/collectives", c.ImportPath)
 	require.Equal(t, "auto", c.Kernels.Platform)
 	require.Equal(t, "go run github.com/irisgen/irisgen/cmd/irisgen kernels", c.Kernels.Command)
-	require.Nil(t, c.Kernels.HIPArch)
+	require.Nil(t, c.Kernels.Arch)
 }
 
 // TestDerived enumerates where the import path and the kernels command come
@@ -145,11 +145,11 @@ func TestErrors(t *testing.T) {
 		{"package main", "version: 1\npackage: main\n", "irisgen.yaml:2:10: error: package \"main\": the generated package is imported: it cannot be main or end in _test"},
 		{"package _test", "version: 1\npackage: coll_test\n", "irisgen.yaml:2:10: error: package \"coll_test\": the generated package is imported"},
 		{"import path", "version: 1\nimport_path: /abs/x\n", "irisgen.yaml:2:14: error: import_path \"/abs/x\" is not a Go import path: an absolute path; write e.g. example.com/repo/internal/coll, or omit it to derive it from go.mod"},
-		{"kernels not a mapping", "version: 1\nkernels: hip\n", "irisgen.yaml:2:10: error: kernels must be a mapping with the keys platform, hip_arch, cuda_arch, command; found the string \"hip\""},
+		{"kernels not a mapping", "version: 1\nkernels: hip\n", "irisgen.yaml:2:10: error: kernels must be a mapping with the keys platform, cuda_arch, hip_arch, command; found the string \"hip\""},
 		{"kernels unknown key", "version: 1\nkernels:\n  platfrom: hip\n", "irisgen.yaml:3:3: error: unknown key \"platfrom\" in kernels (did you mean \"platform\"?)"},
 		{"platform typo", "version: 1\nkernels: {platform: cuda2}\n", "irisgen.yaml:2:21: error: kernels.platform \"cuda2\" is not a platform (did you mean \"cuda\"?)"},
 		{"platform unknown", "version: 1\nkernels: {platform: metal}\n", "irisgen.yaml:2:21: error: kernels.platform \"metal\" is not a platform (want one of auto, cuda, hip)"},
-		{"arch not a list", "version: 1\nkernels: {hip_arch: gfx90a}\n", "irisgen.yaml:2:21: error: kernels.hip_arch must be a list of targets, e.g. [gfx90a, gfx940]; found the string \"gfx90a\""},
+		{"arch not a list", "version: 1\nkernels: {hip_arch: gfx90a}\n", "irisgen.yaml:2:21: error: kernels.hip_arch must be a list of targets, e.g. [\"gfx90a\", \"gfx942\"]; found the string \"gfx90a\""},
 		{"arch bad name", "version: 1\nkernels: {cuda_arch: [\"9 0\"]}\n", "irisgen.yaml:2:23: error: kernels.cuda_arch: \"9 0\" is not a target name (e.g. gfx90a, gfx942:xnack+, 90)"},
 		{"arch empty", "version: 1\nkernels: {hip_arch: []}\n", "irisgen.yaml:2:21: error: kernels.hip_arch is empty; list targets or omit the key for the compiler's defaults"},
 		{"command empty", "version: 1\nkernels: {command: ' '}\n", "irisgen.yaml:2:20: error: kernels.command is empty; omit it to derive it from go.mod"},

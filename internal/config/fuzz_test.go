@@ -52,7 +52,7 @@ func FuzzParse(f *testing.F) {
 		if err := CheckPackage(c.Package); err != nil {
 			t.Fatalf("accepted package %q: %v", c.Package, err)
 		}
-		if !contains(Platforms, c.Kernels.Platform) || c.Kernels.Command == "" {
+		if !contains(Platforms(), c.Kernels.Platform) || c.Kernels.Command == "" {
 			t.Fatalf("accepted kernels %+v", c.Kernels)
 		}
 		for _, p := range []string{c.Out, c.Specs, c.Templates} {

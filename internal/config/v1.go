@@ -10,19 +10,27 @@ import (
 
 	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/internal/spec"
+	"github.com/irisgen/irisgen/internal/toolchain"
 )
 
 // Keys of version 1, in the order the docs list them.
-var (
-	topKeys    = []string{"version", "specs", "templates", "catalogue", "out", "package", "import_path", "kernels"}
-	kernelKeys = []string{"platform", "hip_arch", "cuda_arch", "command"}
-)
+var topKeys = []string{"version", "specs", "templates", "catalogue", "out", "package", "import_path", "kernels"}
+
+// kernelKeys are the keys of kernels: platform, one <platform>_arch per
+// platform toolchain knows, command.
+func kernelKeys() []string {
+	keys := []string{"platform"}
+	for _, p := range toolchain.Platforms() {
+		keys = append(keys, ArchKey(p))
+	}
+	return append(keys, "command")
+}
 
 // fileV1 is version 1 as written, with the position of every value.
 type fileV1 struct {
 	Specs, Templates, Out, Package, ImportPath spec.Str
 	Platform, Command                          spec.Str
-	HIPArch, CUDAArch                          spec.List
+	Arch                                       map[string]spec.List // by platform
 	Catalogue                                  spec.List
 }
 
@@ -86,19 +94,21 @@ func readV1(r *spec.Reader, root *yaml.Node) *fileV1 {
 		case "import_path":
 			f.ImportPath = r.Str(k, v, "import_path")
 		case "kernels":
-			if !r.MapAt(k, v, "kernels", "a mapping with the keys "+strings.Join(kernelKeys, ", ")) {
+			if !r.MapAt(k, v, "kernels", "a mapping with the keys "+strings.Join(kernelKeys(), ", ")) {
 				return
 			}
-			r.Fields(v, "in kernels", kernelKeys, func(key string, k spec.Str, v *yaml.Node) {
+			r.Fields(v, "in kernels", kernelKeys(), func(key string, k spec.Str, v *yaml.Node) {
 				switch key {
 				case "platform":
 					f.Platform = r.Str(k, v, "kernels.platform")
-				case "hip_arch":
-					f.HIPArch = r.List(k, v, "kernels.hip_arch", "a list of targets, e.g. [gfx90a, gfx940]")
-				case "cuda_arch":
-					f.CUDAArch = r.List(k, v, "kernels.cuda_arch", `a list of targets, e.g. ["90"]`)
 				case "command":
 					f.Command = r.Str(k, v, "kernels.command")
+				default: // <platform>_arch
+					p, _ := toolchain.Lookup(strings.TrimSuffix(key, "_arch"))
+					if f.Arch == nil {
+						f.Arch = map[string]spec.List{}
+					}
+					f.Arch[p.Name] = r.List(k, v, "kernels."+key, `a list of targets, e.g. ["`+strings.Join(p.DefaultTargets, `", "`)+`"]`)
 				}
 			})
 		}
@@ -166,9 +176,9 @@ func (f *fileV1) config(r *spec.Reader, dir string) *Config {
 		}
 	}
 	if f.Platform.OK() {
-		if !contains(Platforms, f.Platform.Value) {
-			hint := "want one of " + strings.Join(Platforms, ", ")
-			if s := spec.Closest(f.Platform.Value, Platforms); s != "" {
+		if !contains(Platforms(), f.Platform.Value) {
+			hint := "want one of " + strings.Join(Platforms(), ", ")
+			if s := spec.Closest(f.Platform.Value, Platforms()); s != "" {
 				hint = fmt.Sprintf("did you mean %q?", s)
 			}
 			r.Errorf(f.Platform.Pos, "kernels.platform %q is not a platform (%s)", f.Platform.Value, hint)
@@ -190,8 +200,14 @@ func (f *fileV1) config(r *spec.Reader, dir string) *Config {
 		}
 		return out
 	}
-	c.Kernels.HIPArch = arch(f.HIPArch, "kernels.hip_arch")
-	c.Kernels.CUDAArch = arch(f.CUDAArch, "kernels.cuda_arch")
+	for p, l := range f.Arch {
+		if targets := arch(l, "kernels."+ArchKey(p)); len(targets) > 0 {
+			if c.Kernels.Arch == nil {
+				c.Kernels.Arch = map[string][]string{}
+			}
+			c.Kernels.Arch[p] = targets
+		}
+	}
 	if f.Command.OK() {
 		if strings.TrimSpace(f.Command.Value) == "" {
 			r.Errorf(f.Command.Pos, "kernels.command is empty; omit it to derive it from go.mod")

@@ -5,6 +5,7 @@
 package ir
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/irisgen/irisgen/internal/diag"
@@ -131,6 +132,24 @@ type Use struct {
 // Exchanged reports whether peers touch a tensor only one rank uses: the
 // kernel then learns that rank's address of it at its start (OwnedTable).
 func (u Use) Exchanged() bool { return u.Owned != nil && u.Owned.Exchange }
+
+// PlacementDoc says what the rule table's row asks of the caller for the
+// tensor (Rule.Doc) and, for a tensor only one rank uses, which rank
+// passes it: the one wording of the generated docs and irisgen explain.
+func (u Use) PlacementDoc() string {
+	rule := u.Rule
+	if rule == nil { // IR built by hand, not by the builder
+		rule = Classify(RoleOf(u.Tensor), u.Access)
+	}
+	d := rule.Doc
+	if o := u.Tensor.Owner; o != "" {
+		d += fmt.Sprintf("; checked on rank %s only, the other ranks pass the zero irisrt.Tensor", o)
+		if u.Exchanged() {
+			d += fmt.Sprintf(" (the kernel tells them where rank %s's is)", o)
+		}
+	}
+	return d
+}
 
 // Aliasing is whether input and output tensors of a launch may overlap.
 type Aliasing string

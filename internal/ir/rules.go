@@ -92,6 +92,9 @@ type Rule struct {
 	Launch string
 	// Why is the reason, for the docs.
 	Why string
+	// Doc says what the rule asks of the caller, in the words the
+	// generated docs and irisgen explain use (Use.PlacementDoc).
+	Doc string
 }
 
 // Matches reports whether the row covers role r with access set a.
@@ -124,6 +127,7 @@ var (
 
 // Launch texts of the table.
 const (
+	docAny        = "only this rank touches it: any device memory"
 	launchNothing = "nothing"
 	launchChecked = "checks it is on the heap (else *irisrt.PlacementError, nothing enqueued)"
 	launchStaged  = "off the heap: copies it on the stream into plan staging before the kernel (captured with the launch; refused in mode none)"
@@ -136,19 +140,20 @@ const (
 var RuleTable = []Rule{
 	{Row: 1, Roles: []Role{RoleWorkspace}, Untouched: true,
 		Placement: PlacePlan, InPlace: true, Launch: launchUnused,
-		Why: "another variant of the collective uses the buffer"},
+		Why: "another variant of the collective uses the buffer", Doc: "unused: not allocated"},
 	{Row: 2, Roles: []Role{RoleWorkspace}, Any: LocalRead | writes | remote,
 		Placement: PlacePlan, InPlace: true, Launch: launchPlan,
-		Why: "the plan owns it, on the heap; a launch never sees it"},
+		Why: "the plan owns it, on the heap; a launch never sees it", Doc: "the plan's workspace, on the heap"},
 	{Row: 3, Roles: userIn, Untouched: true,
 		Placement: PlaceAny, InPlace: true, Launch: launchNothing,
-		Why: "the variant does not touch it (its dtype and length are still checked)"},
+		Why: "the variant does not touch it (its dtype and length are still checked)", Doc: docAny},
 	{Row: 4, Roles: userIn, All: LocalRead, Not: writes | remote,
 		Placement: PlaceAny, InPlace: true, Launch: launchNothing,
-		Why: "only this rank reads it: any device memory"},
+		Why: "only this rank reads it: any device memory", Doc: docAny},
 	{Row: 5, Roles: []Role{RoleIn}, All: RemoteRead, Not: writes,
 		Placement: PlaceImport, Staging: true, Launch: launchStaged,
-		Why: "peers read it and nobody writes it, so a copy on the heap serves as well"},
+		Why: "peers read it and nobody writes it, so a copy on the heap serves as well",
+		Doc: "peers read it: on the symmetric heap, or else copied into the plan's staging on s"},
 	{Row: 6, Roles: []Role{RoleInOptional}, All: RemoteRead, Not: writes,
 		Refused: RefuseOptionalRemote,
 		Why:     "a launch may leave it out, and then there is nothing for peers to read"},
@@ -160,13 +165,15 @@ var RuleTable = []Rule{
 		Why:     "an output the variant never writes would come back unchanged"},
 	{Row: 9, Roles: written, All: LocalWrite, Not: remote,
 		Placement: PlaceAny, InPlace: true, Launch: launchNothing,
-		Why: "only this rank touches it: any device memory"},
+		Why: "only this rank touches it: any device memory", Doc: docAny},
 	{Row: 10, Roles: written, All: LocalWrite | RemoteRead, Not: RemoteWrite | RemoteAtomic,
 		Placement: PlaceHeap, Launch: launchChecked,
-		Why: "peers read what this rank writes: a staged copy would take the kernel's writes and the caller would never see them, and peers would read the copy"},
+		Why: "peers read what this rank writes: a staged copy would take the kernel's writes and the caller would never see them, and peers would read the copy",
+		Doc: "written here and read by peers: must be on the symmetric heap"},
 	{Row: 11, Roles: written, Any: RemoteWrite | RemoteAtomic,
 		Placement: PlaceHeap, Launch: launchChecked,
-		Why: "peers write it: off the heap their stores would go to a copy and be lost"},
+		Why: "peers write it: off the heap their stores would go to a copy and be lost",
+		Doc: "peers write it: must be on the symmetric heap"},
 }
 
 // Classify returns the row of the table for role r and access set a. Every

@@ -69,11 +69,24 @@ func isaVersion(proc string) (int, error) {
 // hipcc, then clangs, newest first. The first that builds every target wins.
 var amdCandidates = []string{"hipcc", "clang++-22", "clang++-21", "clang++-20", "clang++-19", "clang++-18", "clang++-17", "clang++"}
 
+// AMD: one offload bundle per module, built by hipcc or a clang in HIP
+// mode, checked (Verify) before it is written.
+func init() {
+	Register(Platform{Name: HIP, Prefer: 1,
+		// MI200 and MI300X/MI300A/MI325X. gfx940 and gfx941 (pre-production
+		// MI300) are left out: LLVM 21 and ROCm 7 no longer know them.
+		DefaultTargets: []string{"gfx90a", "gfx942"},
+		Find:           findHIP, Builds: func(context.Context, string) bool { return true }, Verify: Verify,
+		Vendor: "AMD", Install: amdInstallHint})
+}
+
+// amdInstallHint says what to install for the AMD targets.
+const amdInstallHint = "install clang-19 (apt-get install clang-19 clang-tools-19 lld-19 llvm-19 hipcc; " +
+	"it builds gfx90a, gfx940, gfx941 and gfx942) or ROCm 6's hipcc, or set HIPCC; " +
+	"gfx950 needs LLVM 20 (clang++-20) or ROCm 7's hipcc"
+
 func findHIP(ctx context.Context, o Options) (*Compiler, error) {
 	targets := o.Targets
-	if len(targets) == 0 {
-		targets = DefaultTargets[HIP]
-	}
 	for _, t := range targets {
 		if _, err := amdProcessor(t); err != nil {
 			return nil, err

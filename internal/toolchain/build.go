@@ -1,13 +1,19 @@
 package toolchain
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // Build compiles kernel sources with one compiler. Prepare makes it; Close
@@ -66,8 +72,8 @@ func (b *Build) Compile(ctx context.Context, src, dst string, symbols ...string)
 		cmd.Env = append(os.Environ(), hipccEnv...)
 	}
 	out, err := cmd.CombinedOutput()
-	if err == nil && b.c.Platform == HIP {
-		err = Verify(tmp, b.c.Targets, symbols)
+	if p, _ := Lookup(b.c.Platform); err == nil && p.Verify != nil {
+		err = p.Verify(tmp, b.c.Targets, symbols)
 		var ve *VerifyError
 		if errors.As(err, &ve) {
 			ve.Path = dst // what the compiler made, under the name it was for
@@ -84,4 +90,49 @@ func (b *Build) Compile(ctx context.Context, src, dst string, symbols ...string)
 		return out, err
 	}
 	return out, nil
+}
+
+// CompileAll compiles every source (<module>.hip) into dst, each into its
+// module's code object (Compiler.File) holding the module's spec hash
+// symbol, with jobs files at a time. It prints a line to stdout per file
+// done, and the compiler's output (the errors of a failure, the warnings
+// of a success) to stderr, naming files by name. It returns the number of
+// failures.
+func (b *Build) CompileAll(ctx context.Context, srcs []string, dst string, jobs int, stdout, stderr io.Writer, name func(string) string) int {
+	var (
+		mu     sync.Mutex
+		done   int
+		failed int
+		wg     sync.WaitGroup
+	)
+	next := make(chan string)
+	for w := 0; w < min(jobs, len(srcs)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for src := range next {
+				module := strings.TrimSuffix(filepath.Base(src), ".hip")
+				out, err := b.Compile(ctx, src, filepath.Join(dst, b.c.File(module)), irismodel.SpecHashSymbol(module))
+				mu.Lock()
+				done++
+				fmt.Fprintf(stdout, "[%d/%d] %s\n", done, len(srcs), filepath.Base(src))
+				if err != nil {
+					failed++
+					fmt.Fprintf(stderr, "%s: compile failed: %v\n", name(src), err)
+				} else if len(bytes.TrimSpace(out)) > 0 {
+					fmt.Fprintf(stderr, "%s: compiled, with this output from the compiler:\n", name(src))
+				}
+				if len(bytes.TrimSpace(out)) > 0 {
+					fmt.Fprintf(stderr, "%s\n", bytes.TrimRight(out, "\n"))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, s := range srcs {
+		next <- s
+	}
+	close(next)
+	wg.Wait()
+	return failed
 }

@@ -16,23 +16,71 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
+	"sort"
 	"strings"
+
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
-// Platforms of Options.Platform.
+// The platforms this package registers, and Auto: the first registered
+// platform (by Prefer) a compiler here builds for.
 const (
 	HIP  = "hip"
 	CUDA = "cuda"
-	Auto = "auto" // CUDA when nvcc is found, else HIP
+	Auto = "auto"
 )
 
-// DefaultTargets are the targets built when Options.Targets is empty.
-var DefaultTargets = map[string][]string{
-	// MI200 and MI300X/MI300A/MI325X. gfx940 and gfx941 (pre-production
-	// MI300) are left out: LLVM 21 and ROCm 7 no longer know them.
-	HIP:  {"gfx90a", "gfx942"},
-	CUDA: {"90"},
+// A Platform is how kernels are built for one GPU platform. Each registers
+// itself (Register), so a platform is added in a file of its own: the
+// config's kernels.platform and <name>_arch keys, `irisgen kernels
+// -platform` and Auto follow the registry.
+type Platform struct {
+	Name string
+	// Prefer orders Auto's tries, lowest first.
+	Prefer int
+	// DefaultTargets are built when Options.Targets is empty.
+	DefaultTargets []string
+	// Find returns the compiler here that builds every target of o (with
+	// o.Targets filled), a *NotFoundError or a *TargetError.
+	Find func(ctx context.Context, o Options) (*Compiler, error)
+	// Builds reports whether the compiler at path builds for the platform
+	// (Auto with Options.Compiler).
+	Builds func(ctx context.Context, path string) bool
+	// Verify, when set, checks a code object a compile made (see Verify).
+	Verify func(path string, targets, symbols []string) error
+	// Vendor and Install name the vendor and what to install, for
+	// NotFoundError.
+	Vendor, Install string
+}
+
+var platforms []Platform
+
+// Register adds a platform; a name registered twice panics.
+func Register(p Platform) {
+	if _, ok := Lookup(p.Name); ok || p.Name == Auto {
+		panic("toolchain: platform " + p.Name + " registered twice")
+	}
+	platforms = append(platforms, p)
+	sort.SliceStable(platforms, func(i, j int) bool { return platforms[i].Prefer < platforms[j].Prefer })
+}
+
+// Platforms are the registered platforms' names, in Auto's order.
+func Platforms() []string {
+	names := make([]string, len(platforms))
+	for i, p := range platforms {
+		names[i] = p.Name
+	}
+	return names
+}
+
+// Lookup returns the platform called name.
+func Lookup(name string) (Platform, bool) {
+	for _, p := range platforms {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Platform{}, false
 }
 
 // Kind is the kind of a compiler; it decides the command line.
@@ -74,18 +122,14 @@ func (c *Compiler) String() string {
 	return c.Path + " (" + c.Version + ")"
 }
 
-// Ext is the file extension of the code objects: ".hsaco" or ".fatbin".
-func (c *Compiler) Ext() string {
-	if c.Platform == CUDA {
-		return ".fatbin"
-	}
-	return ".hsaco"
-}
+// File is the code object file of module: irismodel.KernelFile, the
+// runtime's name for it.
+func (c *Compiler) File(module string) string { return irismodel.KernelFile(c.Platform, module) }
 
 // Options says which compiler Find looks for.
 type Options struct {
-	Platform string   // HIP, CUDA or Auto
-	Targets  []string // empty: DefaultTargets of the platform
+	Platform string   // a registered platform, or Auto
+	Targets  []string // empty: the platform's DefaultTargets
 	// Compiler is a name on PATH or a path. Empty: $HIPCC (HIP) or $NVCC
 	// (CUDA) when set, else searched.
 	Compiler string
@@ -132,34 +176,61 @@ func LookPath(name string) (string, error) {
 // Errors: *TargetError for a target the platform does not have, *NotFoundError
 // when no compiler here builds them all, or a plain error for a bad platform.
 func Find(ctx context.Context, o Options) (*Compiler, error) {
-	switch o.Platform {
-	case HIP:
-		return findHIP(ctx, o)
-	case CUDA:
-		return findCUDA(o)
-	case Auto:
-		if o.Compiler != "" {
-			// The compiler decides: nvcc says so in its --version.
-			p, err := o.lookPath(o.Compiler)
-			if err != nil {
-				return nil, &NotFoundError{Platform: Auto, Targets: o.Targets, Tried: []string{o.Compiler + ": not found"}}
-			}
-			if out, _ := exec.CommandContext(ctx, p, "--version").CombinedOutput(); strings.Contains(string(out), "Cuda compilation tools") {
-				return findCUDA(o)
-			}
-			return findHIP(ctx, o)
+	if p, ok := Lookup(o.Platform); ok {
+		if len(o.Targets) == 0 {
+			o.Targets = p.DefaultTargets
 		}
-		if c, err := findCUDA(o); err == nil {
+		return p.Find(ctx, o)
+	}
+	if o.Platform != Auto {
+		return nil, fmt.Errorf("platform %q: want %s or %s", o.Platform, strings.Join(Platforms(), ", "), Auto)
+	}
+	if o.Compiler != "" {
+		// The compiler decides which platform it builds for.
+		path, err := o.lookPath(o.Compiler)
+		if err != nil {
+			return nil, &NotFoundError{Platform: Auto, Targets: o.Targets, Tried: []string{o.Compiler + ": not found"}}
+		}
+		for _, p := range platforms {
+			if p.Builds(ctx, path) {
+				o.Platform = p.Name
+				return Find(ctx, o)
+			}
+		}
+		o.Platform = platforms[len(platforms)-1].Name
+		return Find(ctx, o)
+	}
+	var last error
+	for _, p := range platforms {
+		o := o
+		o.Platform = p.Name
+		c, err := Find(ctx, o)
+		if err == nil {
 			return c, nil
 		}
-		c, err := findHIP(ctx, o)
-		var nf *NotFoundError
-		if errors.As(err, &nf) {
-			nf.Platform = Auto
-		}
-		return c, err
+		last = err
 	}
-	return nil, fmt.Errorf("platform %q: want %s, %s or %s", o.Platform, CUDA, HIP, Auto)
+	var nf *NotFoundError
+	if errors.As(last, &nf) {
+		nf.Platform = Auto
+	}
+	return nil, last
+}
+
+// Choose is Find with the targets a configuration gives per platform
+// (configured) where o gives none: with a platform named, its configured
+// targets; with Auto, those of the platform the compiler found turns out
+// to be (else its defaults).
+func Choose(ctx context.Context, o Options, configured map[string][]string) (*Compiler, error) {
+	if len(o.Targets) == 0 && o.Platform != Auto {
+		o.Targets = configured[o.Platform]
+	}
+	c, err := Find(ctx, o)
+	if err == nil && len(o.Targets) == 0 && len(configured[c.Platform]) > 0 {
+		o.Platform, o.Targets = c.Platform, configured[c.Platform]
+		c, err = Find(ctx, o)
+	}
+	return c, err
 }
 
 // TargetError is a target the platform does not have.
@@ -182,66 +253,24 @@ type NotFoundError struct {
 
 func (e *NotFoundError) Error() string {
 	var b strings.Builder
-	switch e.Platform {
-	case Auto:
+	if e.Platform == Auto {
 		b.WriteString("no GPU compiler found")
-	default:
+	} else {
 		fmt.Fprintf(&b, "no %s compiler here builds %s", e.Platform, strings.Join(e.Targets, ","))
 	}
 	for _, t := range e.Tried {
 		b.WriteString("; " + t)
 	}
-	switch e.Platform {
-	case CUDA:
-		b.WriteString(": install the CUDA toolkit (nvcc) or set NVCC")
-	case HIP:
-		b.WriteString(": " + amdInstallHint)
-	default:
-		b.WriteString(": for AMD " + amdInstallHint + "; for NVIDIA install the CUDA toolkit (nvcc)")
+	if p, ok := Lookup(e.Platform); ok {
+		b.WriteString(": " + p.Install)
+		return b.String()
+	}
+	for i, p := range platforms {
+		sep := ": for "
+		if i > 0 {
+			sep = "; for "
+		}
+		b.WriteString(sep + p.Vendor + " " + p.Install)
 	}
 	return b.String()
-}
-
-// amdInstallHint says what to install for the AMD targets.
-const amdInstallHint = "install clang-19 (apt-get install clang-19 clang-tools-19 lld-19 llvm-19 hipcc; " +
-	"it builds gfx90a, gfx940, gfx941 and gfx942) or ROCm 6's hipcc, or set HIPCC; " +
-	"gfx950 needs LLVM 20 (clang++-20) or ROCm 7's hipcc"
-
-func findCUDA(o Options) (*Compiler, error) {
-	targets := o.Targets
-	if len(targets) == 0 {
-		targets = DefaultTargets[CUDA]
-	}
-	var norm []string
-	for _, t := range targets {
-		n := strings.TrimPrefix(strings.TrimPrefix(t, "sm_"), "compute_")
-		if !ccRE.MatchString(n) {
-			return nil, &TargetError{Platform: CUDA, Target: t, Why: "want a compute capability such as 90, sm_90 or 90a"}
-		}
-		norm = append(norm, n)
-	}
-	name := o.Compiler
-	if name == "" {
-		name = o.getenv("NVCC")
-	}
-	if name == "" {
-		name = "nvcc"
-	}
-	p, err := o.lookPath(name)
-	if err != nil {
-		return nil, &NotFoundError{Platform: CUDA, Targets: norm, Tried: []string{name + ": not found"}}
-	}
-	return &Compiler{Kind: Nvcc, Path: p, Platform: CUDA, Targets: norm}, nil
-}
-
-// ccRE is a compute capability as nvcc's -gencode takes it.
-var ccRE = regexp.MustCompile(`^[0-9]+[a-z]?$`)
-
-// nvccArgs is nvcc's command line for one file.
-func nvccArgs(targets []string, include, src, dst string) []string {
-	a := []string{"-fatbin", "-O3"}
-	for _, t := range targets {
-		a = append(a, "-gencode", "arch=compute_"+t+",code=sm_"+t)
-	}
-	return append(a, "-DIRISGEN_CUDA", "-I"+include, "-o", dst, "-x", "cu", src)
 }

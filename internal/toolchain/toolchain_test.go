@@ -151,7 +151,8 @@ func TestFindHIP(t *testing.T) {
 			}
 			want := c.targets
 			if want == nil {
-				want = DefaultTargets[HIP]
+				hip, _ := Lookup(HIP)
+				want = hip.DefaultTargets
 			}
 			if got.Kind != c.kind || got.Path != c.path || got.Platform != HIP || strings.Join(got.Targets, ",") != strings.Join(want, ",") {
 				t.Errorf("Find = %+v, want %v %s for %v", got, c.kind, c.path, want)
@@ -159,8 +160,8 @@ func TestFindHIP(t *testing.T) {
 			if c.version != "" && got.Version != c.version {
 				t.Errorf("Version = %q, want %q", got.Version, c.version)
 			}
-			if got.Ext() != ".hsaco" {
-				t.Errorf("Ext = %q", got.Ext())
+			if got.File("m") != "m.hsaco" {
+				t.Errorf("File = %q", got.File("m"))
 			}
 		})
 	}
@@ -207,7 +208,7 @@ func TestFindCUDA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Kind != Nvcc || c.Path != "/usr/local/cuda/bin/nvcc" || strings.Join(c.Targets, ",") != "80,90,90a" || c.Ext() != ".fatbin" {
+	if c.Kind != Nvcc || c.Path != "/usr/local/cuda/bin/nvcc" || strings.Join(c.Targets, ",") != "80,90,90a" || c.File("m") != "m.fatbin" {
 		t.Errorf("Find = %+v", c)
 	}
 	if _, err := Find(context.Background(), m.options(CUDA, "gfx942")); !errors.As(err, new(*TargetError)) {
@@ -342,5 +343,54 @@ func TestDeviceLibs(t *testing.T) {
 	}
 	if _, err := deviceLibs([]string{debian}, []string{"gfx942"}, t.TempDir(), func(string, int) error { return errors.New("no clang") }); err == nil || !strings.Contains(err.Error(), "oclc_isa_version_942.bc") {
 		t.Errorf("a failed ISA library: %v", err)
+	}
+}
+
+// TestRegistry: the platforms register themselves, CUDA first for Auto;
+// every one has what Find and the messages need; a name is registered once.
+func TestRegistry(t *testing.T) {
+	if got := strings.Join(Platforms(), ","); got != "cuda,hip" {
+		t.Errorf("Platforms = %s, want cuda,hip (Auto's order)", got)
+	}
+	for _, name := range Platforms() {
+		p, ok := Lookup(name)
+		if !ok || p.Find == nil || p.Builds == nil || len(p.DefaultTargets) == 0 || p.Vendor == "" || p.Install == "" {
+			t.Errorf("%s: %+v", name, p)
+		}
+	}
+	if _, ok := Lookup(Auto); ok {
+		t.Error("auto is not a platform")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("registering hip again does not panic")
+		}
+	}()
+	Register(Platform{Name: HIP})
+}
+
+// TestChoose enumerates where the targets come from: -arch (o.Targets),
+// else the configured ones of the platform named, or with Auto of the
+// platform the compiler found turns out to be, else its defaults.
+func TestChoose(t *testing.T) {
+	m := machine{"nvcc": "/usr/local/cuda/bin/nvcc"}
+	configured := map[string][]string{CUDA: {"80"}, HIP: {"gfx90a"}}
+	for _, c := range []struct {
+		platform   string
+		targets    []string
+		configured map[string][]string
+		want       string
+	}{
+		{CUDA, nil, configured, "80"},
+		{CUDA, []string{"90a"}, configured, "90a"},
+		{CUDA, nil, nil, "90"},
+		{Auto, nil, configured, "80"},
+		{Auto, nil, map[string][]string{HIP: {"gfx90a"}}, "90"},
+		{Auto, []string{"75"}, configured, "75"},
+	} {
+		got, err := Choose(context.Background(), m.options(c.platform, c.targets...), c.configured)
+		if err != nil || got.Platform != CUDA || strings.Join(got.Targets, ",") != c.want {
+			t.Errorf("%s %v %v: %+v %v, want cuda %s", c.platform, c.targets, c.configured, got, err, c.want)
+		}
 	}
 }

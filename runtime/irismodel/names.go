@@ -54,17 +54,20 @@ func Choose(rules []AutoRule, world int, bytes int64) string {
 // package's configuration gives none.
 const DefaultKernelsCommand = "irisgen kernels"
 
+// ObjectExt is the code object file extension of each platform (what its
+// runtime binding loads and its compiler writes): the one place a new
+// platform adds beside its binding (runtime/gpu's Register) and its
+// compiler (internal/toolchain's Register). A platform not listed, such as
+// the test platforms, uses its own name.
+var ObjectExt = map[string]string{"cuda": "fatbin", "hip": "hsaco"}
+
 // KernelFile is the code object file name of module (a collective) on a
-// platform: <module>.fatbin for cuda, <module>.hsaco for hip,
-// <module>.<platform> otherwise (test platforms). `irisgen kernels` writes
-// them into the generated package's kernels/ directory, which the package
-// embeds.
+// platform: <module>.<ObjectExt[platform]>, e.g. all_reduce.hsaco.
+// `irisgen kernels` writes them into the generated package's kernels/
+// directory, which the package embeds.
 func KernelFile(platform, module string) string {
-	switch platform {
-	case "cuda":
-		return module + ".fatbin"
-	case "hip":
-		return module + ".hsaco"
+	if ext, ok := ObjectExt[platform]; ok {
+		return module + "." + ext
 	}
 	return module + "." + platform
 }

@@ -125,21 +125,6 @@ func dirWord(d irismodel.Dir) string {
 
 func accessDoc(a ir.Access) string { return strings.ReplaceAll(a.String(), ",", " + ") }
 
-func placementDoc(u ir.Use) string {
-	switch u.Placement {
-	case ir.PlaceImport:
-		return "peers read it: on the symmetric heap, or else copied into the plan's staging on s"
-	case ir.PlaceHeap:
-		if u.Access&(ir.RemoteWrite|ir.RemoteAtomic) == 0 {
-			// Row 10 of the rule table: written here, read by peers; a staged
-			// copy would keep the results from the caller.
-			return "written here and read by peers: must be on the symmetric heap"
-		}
-		return "peers write it: must be on the symmetric heap"
-	}
-	return "only this rank touches it: any device memory"
-}
-
 // andList joins "a", "b" and "c" as "a, b and c".
 func andList(xs []string) string {
 	if len(xs) < 2 {
@@ -183,15 +168,10 @@ func (g *gen) variantDoc(v *ir.Variant, plan string) string {
 		if t.Optional {
 			dt += ", optional"
 		}
-		only := ""
 		if t.Owner != "" {
 			dt += ", on rank " + t.Owner + " only"
-			only = fmt.Sprintf("; checked on rank %s only, the other ranks pass the zero irisrt.Tensor", t.Owner)
-			if u.Exchanged() {
-				only += fmt.Sprintf(" (the kernel tells them where rank %s's is)", t.Owner)
-			}
 		}
-		fmt.Fprintf(&b, "  - %s (%s %s%s): %s; %s%s.\n", t.Name, dirWord(t.Dir), c.ShapeString(t), dt, accessDoc(u.Access), placementDoc(u), only)
+		fmt.Fprintf(&b, "  - %s (%s %s%s): %s; %s.\n", t.Name, dirWord(t.Dir), c.ShapeString(t), dt, accessDoc(u.Access), u.PlacementDoc())
 	}
 	if len(c.Params) > 0 {
 		b.WriteString("\nParameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):\n\n")

@@ -1,7 +1,6 @@
-package main
+package commands
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,19 +10,18 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/irisgen/irisgen"
 	"github.com/irisgen/irisgen/internal/cli"
+	"github.com/irisgen/irisgen/internal/config"
 	"github.com/irisgen/irisgen/internal/toolchain"
-	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 func init() {
 	register(&cli.Command{
 		Name:    "kernels",
 		Summary: "compile the generated HIP kernels with hipcc, clang or nvcc",
-		Usage:   "kernels [-config FILE] [-out DIR] [-package NAME] [-kernels-out DIR] [-platform cuda|hip|auto] [-arch LIST] [-compiler CC] [-j N]",
+		Usage:   "kernels [-config FILE] [-out DIR] [-package NAME] [-kernels-out DIR] [-platform NAME] [-arch LIST] [-compiler CC] [-j N]",
 		Help: `
 Kernels compiles every OUT/hip/*.hip in parallel into code objects the runtime
 loads, written next to the generated package, in OUT/PACKAGE/kernels, which
@@ -65,9 +63,14 @@ func runKernels(env *cli.Env, args []string) error {
 	fs := env.Flags(c)
 	src := addSourceFlags(fs, false, true)
 	kout := fs.String("kernels-out", "", "where the code objects go (default OUT/PACKAGE/kernels, which the generated package embeds)")
-	platform := fs.String("platform", "", "cuda (nvcc), hip (hipcc or clang) or auto (nvcc if installed, else hip); default: the config's kernels.platform, else auto")
-	arch := fs.String("arch", "", "comma-separated targets (default: the config's kernels.hip_arch or cuda_arch, else "+
-		strings.Join(toolchain.DefaultTargets[toolchain.HIP], ",")+" for hip and "+strings.Join(toolchain.DefaultTargets[toolchain.CUDA], ",")+" for cuda)")
+	platform := fs.String("platform", "", strings.Join(config.Platforms(), ", ")+" (auto: the first of "+
+		strings.Join(toolchain.Platforms(), ", ")+" a compiler here builds for); default: the config's kernels.platform, else auto")
+	var defaults []string
+	for _, p := range toolchain.Platforms() {
+		tp, _ := toolchain.Lookup(p)
+		defaults = append(defaults, strings.Join(tp.DefaultTargets, ",")+" for "+p)
+	}
+	arch := fs.String("arch", "", "comma-separated targets (default: the config's kernels.<platform>_arch, else "+strings.Join(defaults, ", ")+")")
 	compiler := fs.String("compiler", "", "the compiler, a name on PATH or a path (default $HIPCC or $NVCC, else the first found that builds every target)")
 	jobs := fs.Int("j", runtime.NumCPU(), "files compiled in parallel")
 	if err := env.Parse(c, fs, args); err != nil {
@@ -87,18 +90,8 @@ func runKernels(env *cli.Env, args []string) error {
 		*platform = cfg.Kernels.Platform
 	}
 	ctx := context.Background()
-	// Targets: -arch, else the config's list for the platform the compiler
-	// turns out to be, else the toolchain's defaults.
 	opts := toolchain.Options{Platform: *platform, Targets: cli.SplitList(*arch), Compiler: *compiler, LookPath: findCompiler}
-	configured := map[string][]string{toolchain.HIP: cfg.Kernels.HIPArch, toolchain.CUDA: cfg.Kernels.CUDAArch}
-	if len(opts.Targets) == 0 && opts.Platform != toolchain.Auto {
-		opts.Targets = configured[opts.Platform]
-	}
-	cc, err := toolchain.Find(ctx, opts)
-	if err == nil && len(opts.Targets) == 0 && len(configured[cc.Platform]) > 0 {
-		opts.Platform, opts.Targets = cc.Platform, configured[cc.Platform]
-		cc, err = toolchain.Find(ctx, opts)
-	}
+	cc, err := toolchain.Choose(ctx, opts, cfg.Kernels.Arch)
 	var nf *toolchain.NotFoundError
 	switch {
 	case errors.As(err, &nf):
@@ -131,60 +124,10 @@ func runKernels(env *cli.Env, args []string) error {
 		return cli.Fail(err)
 	}
 	defer b.Close()
-
 	fmt.Fprintf(env.Stdout, "compiling %d kernel file%s with %s for %s into %s\n", len(srcs), cli.Plural(len(srcs)), cc, strings.Join(cc.Targets, ","), shown(dst))
-	failed := compileAll(env, srcs, *jobs, func(src string) ([]byte, error) {
-		base := strings.TrimSuffix(filepath.Base(src), ".hip")
-		// The runtime's name for the code object is irismodel.KernelFile (a test
-		// keeps the two in step without linking the runtime in here); every
-		// module defines its spec hash, which the runtime reads at load.
-		return b.Compile(ctx, src, filepath.Join(dst, base+cc.Ext()), irismodel.SpecHashSymbol(base))
-	})
-	if failed > 0 {
+	if failed := b.CompileAll(ctx, srcs, dst, *jobs, env.Stdout, env.Stderr, shown); failed > 0 {
 		return cli.Fail(fmt.Errorf("%d of %d kernel files failed to compile", failed, len(srcs)))
 	}
 	fmt.Fprintf(env.Stdout, "ok: %d code object%s in %s\n", len(srcs), cli.Plural(len(srcs)), shown(dst))
 	return nil
-}
-
-// compileAll runs compile on every file with jobs workers, printing a
-// progress line per finished file and the compiler's output (errors of a
-// failure, warnings of a success) to stderr. It returns the number of
-// failures.
-func compileAll(env *cli.Env, srcs []string, jobs int, compile func(string) ([]byte, error)) int {
-	var (
-		mu     sync.Mutex
-		done   int
-		failed int
-		wg     sync.WaitGroup
-	)
-	next := make(chan string)
-	for w := 0; w < min(jobs, len(srcs)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for src := range next {
-				out, err := compile(src)
-				mu.Lock()
-				done++
-				fmt.Fprintf(env.Stdout, "[%d/%d] %s\n", done, len(srcs), filepath.Base(src))
-				if err != nil {
-					failed++
-					fmt.Fprintf(env.Stderr, "%s: compile failed: %v\n", shown(src), err)
-				} else if len(bytes.TrimSpace(out)) > 0 {
-					fmt.Fprintf(env.Stderr, "%s: compiled, with this output from the compiler:\n", shown(src))
-				}
-				if len(bytes.TrimSpace(out)) > 0 {
-					fmt.Fprintf(env.Stderr, "%s\n", bytes.TrimRight(out, "\n"))
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	for _, s := range srcs {
-		next <- s
-	}
-	close(next)
-	wg.Wait()
-	return failed
 }

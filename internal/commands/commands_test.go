@@ -1,4 +1,4 @@
-package main
+package commands
 
 import (
 	"bytes"
@@ -13,7 +13,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/irisgen/irisgen/internal/toolchain"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
@@ -306,12 +305,12 @@ func TestExplain(t *testing.T) {
 	push := stdout[strings.Index(stdout, "variant push"):strings.Index(stdout, "variant pull")]
 	pull := stdout[strings.Index(stdout, "variant pull"):]
 	for _, c := range []struct{ text, want string }{
-		{push, "heap: required"},
+		{push, "peers write it: must be on the symmetric heap"},
 		{push, "no overlap with input"},
 		{push, "device (default)"},
 		{push, "host: no, "},
 		{push, "irisgen_all_gather_push_bf16"},
-		{pull, "import: heap, or staged onto it"},
+		{pull, "peers read it: on the symmetric heap, or else copied into the plan's staging on s"},
 	} {
 		require.Contains(t, c.text, c.want)
 	}
@@ -327,9 +326,9 @@ func TestExplain(t *testing.T) {
 	for _, c := range []struct{ text, want string }{
 		{stdout, "params (per launch, checked before it): src rank (0 <= src < world), dst rank (0 <= dst < world)"},
 		{push, "[n] on rank src only"},
-		{push, "heap: required (on rank dst; its address is sent to the peers)"},
-		{push, "any (on rank src)"},
-		{pull, "import: heap, or staged onto it (on rank src; its address is sent to the peers)"},
+		{push, "must be on the symmetric heap; checked on rank dst only, the other ranks pass the zero irisrt.Tensor (the kernel tells them where rank dst's is)"},
+		{push, "any device memory; checked on rank src only, the other ranks pass the zero irisrt.Tensor  "},
+		{pull, "staging on s; checked on rank src only, the other ranks pass the zero irisrt.Tensor (the kernel tells them where rank src's is)"},
 	} {
 		require.Contains(t, c.text, c.want)
 	}
@@ -447,14 +446,6 @@ func TestKernelsVerifiesAMDObjects(t *testing.T) {
 	require.Contains(t, stderr, `hip target "gfx1100"`)
 }
 
-// TestKernelFileNames keeps the compiler's output names equal to the
-// runtime's (the generator does not link the runtime).
-func TestKernelFileNames(t *testing.T) {
-	for _, p := range []string{toolchain.HIP, toolchain.CUDA} {
-		require.Equal(t, irismodel.KernelFile(p, "x"), "x"+(&toolchain.Compiler{Platform: p}).Ext(), p)
-	}
-}
-
 // TestKernelsWithoutCompiler: each platform's message names what to install
 // for it, and only that.
 func TestKernelsWithoutCompiler(t *testing.T) {
@@ -492,7 +483,7 @@ func TestLeanGenerator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go tool")
 	}
-	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	out, err := exec.Command("go", "list", "-deps", "../../cmd/irisgen").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	// runtime/irismodel is the model the generator shares with the runtime
 	// (standard library only); nothing else of the runtime.

@@ -1,4 +1,4 @@
-package main
+package commands
 
 import (
 	"github.com/irisgen/irisgen/internal/cli"
