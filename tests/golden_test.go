@@ -35,7 +35,9 @@ var update = flag.Bool("update", false, "rewrite the expected files of tests/tes
 //
 //   - a spec case: spec.yaml, compiled as "spec.yaml", optional *.hip.tmpl
 //     laid over the real templates/, and either errors.golden (the exact
-//     error list) or the expected <collective>.hip and <collective>.go;
+//     error list) with errors.json (the same as `-error-format json` prints
+//     it: codes and ranges) or the expected <collective>.hip and
+//     <collective>.go;
 //   - a repository case: a small downstream repository with go.mod and
 //     irisgen.yaml (its specs, templates and checked-in output where the
 //     config puts them), exec.json ({"args": [...], "exit": N}; default:
@@ -120,22 +122,32 @@ func specProject(t *testing.T, dir string) *driver.Project {
 	}
 }
 
-// errorText renders a user error list, one error a line; anything but a
-// diag.List is a failure of the generator itself.
-func errorText(t *testing.T, err error) string {
+// errorText renders a user error list, one error a line, and as JSON
+// Lines (diag.WriteJSON); anything but a diag.List is a failure of the
+// generator itself.
+func errorText(t *testing.T, err error) (text, jsonl string) {
 	t.Helper()
 	var l diag.List
 	if !errors.As(err, &l) {
 		t.Fatalf("want positioned errors (diag.List), got %T: %v", err, err)
 	}
-	return l.Error() + "\n"
+	var b bytes.Buffer
+	if err := diag.WriteJSON(&b, l); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range l {
+		if !slices.Contains(diag.Codes, e.Code) {
+			t.Errorf("error without a known code (%q): %v", e.Code, e)
+		}
+	}
+	return l.Error() + "\n", b.String()
 }
 
 func runSpecCase(t *testing.T, dir string) {
 	files, _, err := specProject(t, dir).Generate()
-	var errs string
+	var errs, jsonl string
 	if err != nil {
-		errs = errorText(t, err)
+		errs, jsonl = errorText(t, err)
 	}
 	name := filepath.Base(dir)
 	errFile := filepath.Join(dir, "errors.golden")
@@ -143,16 +155,18 @@ func runSpecCase(t *testing.T, dir string) {
 		if errs == "" {
 			t.Fatalf("spec compiled, but the case expects errors (%s)", errFile)
 		}
-		if *update {
-			writeFile(t, errFile, []byte(errs))
-			return
-		}
-		want, err := os.ReadFile(errFile)
-		if err != nil {
-			t.Fatalf("%v (run with -update to create it)", err)
-		}
-		if string(want) != errs {
-			t.Errorf("errors differ:\n--- want (%s)\n%s--- got\n%s", errFile, want, errs)
+		for file, got := range map[string]string{errFile: errs, filepath.Join(dir, "errors.json"): jsonl} {
+			if *update {
+				writeFile(t, file, []byte(got))
+				continue
+			}
+			want, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if string(want) != got {
+				t.Errorf("errors differ:\n--- want (%s)\n%s--- got\n%s", file, want, got)
+			}
 		}
 		return
 	}

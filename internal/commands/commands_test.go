@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -297,6 +298,51 @@ func TestValidateReportsPositionedErrors(t *testing.T) {
 	code, stdout, stderr := run(t, "validate")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "specs/all_gather.yaml: ok")
+}
+
+// TestValidateJSON: -error-format json prints each error as one JSON object
+// a line on stderr (and no count), with its code and range; text stays the
+// default; an unknown format is a usage error.
+func TestValidateJSON(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.ToSlash(filepath.Join(dir, "bad.yaml"))
+	require.NoError(t, os.WriteFile(bad, []byte("name: bad\nsumary: typo\ndtypes: [f32]\nsizes: [n]\ntensors:\n  x: {dir: in, shape: [n]}\nvariants:\n  v:\n    template: all_gather_push\n    access: {x: remote_wrte}\n"), 0o644))
+	code, stdout, stderr := run(t, "validate", "-error-format", "json", bad)
+	require.Equal(t, 1, code)
+	require.Empty(t, stdout)
+	var got []map[string]any
+	for _, line := range strings.Split(strings.TrimSuffix(stderr, "\n"), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+		got = append(got, m)
+	}
+	require.GreaterOrEqual(t, len(got), 2, stderr)
+	want := map[string]any{"code": "schema", "file": bad, "line": 2.0, "column": 1.0, "end_line": 2.0, "end_column": 7.0, "severity": "error"}
+	for k, v := range want {
+		require.Equal(t, v, got[0][k], k)
+	}
+	require.Contains(t, got[0]["message"], `unknown key "sumary"`)
+	require.Equal(t, []any{}, got[0]["notes"])
+	found := false
+	for _, e := range got {
+		if e["line"] == 10.0 && e["code"] == "value" {
+			found = true
+			require.Equal(t, 10.0, e["end_line"])
+			require.Equal(t, 17.0, e["column"])
+			require.Equal(t, 28.0, e["end_column"], "remote_wrte is 11 characters")
+		}
+	}
+	require.True(t, found, stderr)
+
+	code, _, textErr := run(t, "validate", "-error-format", "text", bad)
+	require.Equal(t, 1, code)
+	_, _, defErr := run(t, "validate", bad)
+	require.Equal(t, defErr, textErr)
+	require.Regexp(t, `\n\d+ errors\n$`, defErr)
+
+	code, _, stderr = run(t, "validate", "-error-format", "xml", bad)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, `unknown error format "xml"`)
 }
 
 func TestExplain(t *testing.T) {

@@ -16,7 +16,7 @@ func init() {
 	register(&cli.Command{
 		Name:    "validate",
 		Summary: "check specs (parse, compile, render) and print every error",
-		Usage:   "validate [-config FILE] [-specs DIR] [-templates DIR] [FILE.yaml...]",
+		Usage:   "validate [-config FILE] [-specs DIR] [-templates DIR] [-error-format text|json] [FILE.yaml...]",
 		Help: `
 Validate parses and compiles the given spec files (default: every spec of the
 config, or the built-in catalogue) and renders their kernels and wrappers in
@@ -24,9 +24,17 @@ memory, so template/spec access mismatches are reported too. Every problem is
 printed as file:line:col: error: message; the exit code is 1 on any error.
 Nothing is written.
 
+With -error-format json, each problem is instead one JSON object a line on
+stderr, for editors and CI: its code (the kind of problem, stable: syntax,
+schema, value, name, undefined, rule, limit, template, config, tuning, io,
+internal), file, line, column, end_line and end_column (just past the end;
+the start again when the end is not known), severity, message and notes
+(each with file, range and message).
+
 Examples:
   irisgen validate
   irisgen validate specs/all_gather.yaml
+  irisgen validate -error-format json
   irisgen validate -templates my/templates specs/my_collective.yaml`,
 		Run: runValidate,
 	})
@@ -66,7 +74,7 @@ func runValidate(env *cli.Env, args []string) error {
 	var cs []*ir.Collective
 	if fs.NArg() == 0 {
 		if cs, err = p.Compile(); err != nil {
-			return reportErr(env, err)
+			return src.report(env, err)
 		}
 	} else {
 		var errs diag.List
@@ -88,11 +96,11 @@ func runValidate(env *cli.Env, args []string) error {
 		}
 		if len(errs) > 0 {
 			errs.Sort()
-			return reportErr(env, errs)
+			return src.report(env, errs)
 		}
 	}
 	if _, err := p.Emit(cs); err != nil {
-		return reportErr(env, err)
+		return src.report(env, err)
 	}
 	for _, c := range cs {
 		fmt.Fprintf(env.Stdout, "%s: ok (%s: %d variant%s, %d kernel%s)\n", c.SpecFile, c.Name,
@@ -127,7 +135,7 @@ func runExplain(env *cli.Env, args []string) error {
 	var l diag.List
 	switch {
 	case errors.As(err, &l):
-		return reportErr(env, err)
+		return src.report(env, err)
 	case err != nil:
 		return cli.Fail(err)
 	}

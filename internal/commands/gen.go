@@ -18,6 +18,7 @@ import (
 type sourceFlags struct {
 	fs                                 *flag.FlagSet
 	config, specs, templates, out, pkg string
+	errorFormat                        string
 	// output: the command generates, compares or builds the output.
 	output bool
 }
@@ -27,6 +28,7 @@ type sourceFlags struct {
 func addSourceFlags(fs *flag.FlagSet, specs, out bool) *sourceFlags {
 	s := &sourceFlags{fs: fs, output: out}
 	fs.StringVar(&s.config, "config", "", "config file (default: "+config.FileName+" in the working directory or above it, up to the module root)")
+	fs.StringVar(&s.errorFormat, "error-format", string(diag.FormatText), "how errors in specs, templates and the config are printed on stderr: text (file:line:col: error: message) or json (one object a line: code, file, line, column, end_line, end_column, severity, message, notes)")
 	if specs {
 		fs.StringVar(&s.specs, "specs", "", "directory of collective specs (*.yaml); overrides the config's specs (\"\": the catalogue built into irisgen)")
 		fs.StringVar(&s.templates, "templates", "", "directory of HIP templates (*.hip.tmpl); overrides the config's templates (\"\": the templates built into irisgen)")
@@ -40,6 +42,9 @@ func addSourceFlags(fs *flag.FlagSet, specs, out bool) *sourceFlags {
 
 // resolve loads the config and applies the flags the user set.
 func (s *sourceFlags) resolve(env *cli.Env) (*config.Config, error) {
+	if _, err := diag.ParseFormat(s.errorFormat); err != nil {
+		return nil, cli.UsageErr("-error-format: %v", err)
+	}
 	set := cli.Set(s.fs)
 	given := func(name string, v *string) *string {
 		if set[name] {
@@ -59,7 +64,7 @@ func (s *sourceFlags) resolve(env *cli.Env) (*config.Config, error) {
 		return nil, cli.UsageErr("%v", fe)
 	}
 	if err != nil {
-		return nil, reportErr(env, err)
+		return nil, s.report(env, err)
 	}
 	return c, nil
 }
@@ -77,15 +82,15 @@ func (s *sourceFlags) project(env *cli.Env) (*config.Config, *driver.Project, er
 	return c, p, nil
 }
 
-// reportErr prints a failure: positioned errors one a line with a count,
-// anything else as is.
-func reportErr(env *cli.Env, err error) error {
+// report prints a failure: positioned errors in the -error-format (text:
+// one a line with a count; json: one object a line), anything else as is.
+func (s *sourceFlags) report(env *cli.Env, err error) error {
 	var l diag.List
 	if errors.As(err, &l) {
-		for _, e := range l {
-			fmt.Fprintln(env.Stderr, e)
+		f, _ := diag.ParseFormat(s.errorFormat) // checked by resolve
+		if err := diag.Write(env.Stderr, f, l); err != nil {
+			return cli.Fail(err)
 		}
-		fmt.Fprintf(env.Stderr, "%d error%s\n", len(l), cli.Plural(len(l)))
 		return cli.Silent
 	}
 	return cli.Fail(err)
@@ -106,7 +111,7 @@ func init() {
 	register(&cli.Command{
 		Name:    "generate",
 		Summary: "generate HIP kernels and Go wrappers from the specs",
-		Usage:   "generate [-config FILE] [-specs DIR] [-templates DIR] [-out DIR] [-package NAME]",
+		Usage:   "generate [-config FILE] [-specs DIR] [-templates DIR] [-out DIR] [-package NAME] [-error-format text|json]",
 		Help: `
 Generate compiles every spec, renders the HIP kernels into OUT/hip/<collective>.hip
 and the typed Go wrappers into OUT/PACKAGE/, and prints what changed. It reads
@@ -131,7 +136,7 @@ Examples:
 	register(&cli.Command{
 		Name:    "check",
 		Summary: "fail with a diff when the generated files are stale",
-		Usage:   "check [-config FILE] [-specs DIR] [-templates DIR] [-out DIR] [-package NAME]",
+		Usage:   "check [-config FILE] [-specs DIR] [-templates DIR] [-out DIR] [-package NAME] [-error-format text|json]",
 		Help: `
 Check regenerates everything in memory and compares it with OUT. Every file
 that differs, is missing or is left over is printed as a unified diff, and the
@@ -164,7 +169,7 @@ func changes(env *cli.Env, name string, args []string) (*driver.Project, []drive
 	}
 	files, _, err := p.Generate()
 	if err != nil {
-		return nil, nil, reportErr(env, err)
+		return nil, nil, src.report(env, err)
 	}
 	chs, err := p.Compare(files)
 	if err != nil {

@@ -289,7 +289,7 @@ func Resolve(file, wd string, o Overrides) (*Config, error) {
 				return nil, err
 			}
 			// Too large, not a regular file, unreadable: at the file.
-			return nil, diag.List{{Pos: diag.Pos{File: filepath.ToSlash(name), Line: 1, Col: 1}, Msg: unwrapPath(err, abs)}}
+			return nil, diag.List{{Code: diag.IO, Pos: diag.Pos{File: filepath.ToSlash(name), Line: 1, Col: 1}, Msg: unwrapPath(err, abs)}}
 		}
 		if c, err = parseFile(abs, filepath.ToSlash(name), src); err != nil {
 			return nil, err

@@ -59,7 +59,7 @@ func (c *Config) checkLayout(flags map[string]string, output bool) error {
 		if c.File == "" {
 			return errors.New(p.msg(""))
 		}
-		errs.Add(at, p.msg(key))
+		errs.Add(diag.Config, at, p.msg(key))
 	}
 	errs.Sort()
 	return errs.Err()

@@ -67,10 +67,10 @@ func versionOf(r *spec.Reader, root *yaml.Node) int64 {
 	}
 	switch {
 	case !version.Set:
-		r.Errorf(r.Pos(root), "%s has no version; add `version: 1` as its first line", FileName)
+		r.Errorf(diag.Schema, r.Pos(root), "%s has no version; add `version: 1` as its first line", FileName)
 	case version.Bad:
 	case version.Value != 1:
-		r.Errorf(version.Pos, "version %d is not one this irisgen reads (it reads version 1); upgrade irisgen or write version 1", version.Value)
+		r.Errorf(diag.Config, version.Pos, "version %d is not one this irisgen reads (it reads version 1); upgrade irisgen or write version 1", version.Value)
 	default:
 		return 1
 	}
@@ -131,11 +131,11 @@ func (f *fileV1) config(r *spec.Reader, dir string) *Config {
 			return ""
 		}
 		if s.Value == "" {
-			r.Errorf(s.Pos, "%s is empty; %s", key, builtIn)
+			r.Errorf(diag.Value, s.Pos, "%s is empty; %s", key, builtIn)
 			return ""
 		}
 		if strings.ContainsRune(s.Value, 0) {
-			r.Errorf(s.Pos, "%s %q holds a NUL byte, which no path may; write the path without it", key, s.Value)
+			r.Errorf(diag.Value, s.Pos, "%s %q holds a NUL byte, which no path may; write the path without it", key, s.Value)
 			return ""
 		}
 		p := filepath.FromSlash(s.Value)
@@ -150,7 +150,7 @@ func (f *fileV1) config(r *spec.Reader, dir string) *Config {
 			return ""
 		}
 		if err := isDir(p); err != nil {
-			r.Errorf(s.Pos, "%s: %s: %v (paths are relative to %s)", key, s.Value, err, FileName)
+			r.Errorf(diag.Config, s.Pos, "%s: %s: %v (paths are relative to %s)", key, s.Value, err, FileName)
 			return ""
 		}
 		return p
@@ -163,14 +163,14 @@ func (f *fileV1) config(r *spec.Reader, dir string) *Config {
 	}
 	if f.Package.OK() {
 		if err := CheckPackage(f.Package.Value); err != nil {
-			r.Errorf(f.Package.Pos, "package %q: %v", f.Package.Value, err)
+			r.Errorf(diag.Value, f.Package.Pos, "package %q: %v", f.Package.Value, err)
 		} else {
 			c.Package = f.Package.Value
 		}
 	}
 	if f.ImportPath.OK() {
 		if err := CheckImportPath(f.ImportPath.Value); err != nil {
-			r.Errorf(f.ImportPath.Pos, "import_path %q is not a Go import path: %v; write e.g. example.com/repo/internal/coll, or omit it to derive it from go.mod", f.ImportPath.Value, err)
+			r.Errorf(diag.Value, f.ImportPath.Pos, "import_path %q is not a Go import path: %v; write e.g. example.com/repo/internal/coll, or omit it to derive it from go.mod", f.ImportPath.Value, err)
 		} else {
 			c.ImportPath = f.ImportPath.Value
 		}
@@ -181,7 +181,7 @@ func (f *fileV1) config(r *spec.Reader, dir string) *Config {
 			if s := spec.Closest(f.Platform.Value, Platforms()); s != "" {
 				hint = fmt.Sprintf("did you mean %q?", s)
 			}
-			r.Errorf(f.Platform.Pos, "kernels.platform %q is not a platform (%s)", f.Platform.Value, hint)
+			r.Errorf(diag.Value, f.Platform.Pos, "kernels.platform %q is not a platform (%s)", f.Platform.Value, hint)
 		} else {
 			c.Kernels.Platform = f.Platform.Value
 		}
@@ -190,13 +190,13 @@ func (f *fileV1) config(r *spec.Reader, dir string) *Config {
 		var out []string
 		for _, it := range l.Items {
 			if !archName.MatchString(it.Value) {
-				r.Errorf(it.Pos, "%s: %q is not a target name (e.g. gfx90a, gfx942:xnack+, 90)", key, it.Value)
+				r.Errorf(diag.Value, it.Pos, "%s: %q is not a target name (e.g. gfx90a, gfx942:xnack+, 90)", key, it.Value)
 				continue
 			}
 			out = append(out, it.Value)
 		}
 		if l.OK() && len(l.Items) == 0 {
-			r.Errorf(l.Pos, "%s is empty; list targets or omit the key for the compiler's defaults", key)
+			r.Errorf(diag.Value, l.Pos, "%s is empty; list targets or omit the key for the compiler's defaults", key)
 		}
 		return out
 	}
@@ -210,7 +210,7 @@ func (f *fileV1) config(r *spec.Reader, dir string) *Config {
 	}
 	if f.Command.OK() {
 		if strings.TrimSpace(f.Command.Value) == "" {
-			r.Errorf(f.Command.Pos, "kernels.command is empty; omit it to derive it from go.mod")
+			r.Errorf(diag.Value, f.Command.Pos, "kernels.command is empty; omit it to derive it from go.mod")
 		} else {
 			c.Kernels.Command = f.Command.Value
 		}
@@ -234,7 +234,7 @@ func catalogue(r *spec.Reader, l spec.List) []string {
 		return nil
 	}
 	if len(l.Items) == 0 {
-		r.Errorf(l.Pos, "catalogue is empty; list irisgen's collectives this repository uses (e.g. [all_reduce]), or omit the key")
+		r.Errorf(diag.Value, l.Pos, "catalogue is empty; list irisgen's collectives this repository uses (e.g. [all_reduce]), or omit the key")
 		return nil
 	}
 	known := CatalogueNames()
@@ -247,9 +247,9 @@ func catalogue(r *spec.Reader, l spec.List) []string {
 			if s := spec.Closest(it.Value, known); s != "" {
 				hint = fmt.Sprintf("did you mean %q?", s)
 			}
-			r.Errorf(it.Pos, "catalogue: %q is not a collective of irisgen's catalogue (%s)", it.Value, hint)
+			r.Errorf(diag.Undefined, it.Pos, "catalogue: %q is not a collective of irisgen's catalogue (%s)", it.Value, hint)
 		case seen[it.Value]:
-			r.Errorf(it.Pos, "catalogue: %s is listed twice; list it once", it.Value)
+			r.Errorf(diag.Value, it.Pos, "catalogue: %s is listed twice; list it once", it.Value)
 		default:
 			seen[it.Value] = true
 			out = append(out, it.Value)

@@ -77,11 +77,11 @@ func checkOwnNames(own, cat []*ir.Collective, all bool) error {
 			continue
 		}
 		if slices.ContainsFunc(cat, func(x *ir.Collective) bool { return x.Name == c.Name }) {
-			errs.Add(c.Pos, fmt.Sprintf("collective %q is also generated here from irisgen's catalogue (catalogue: in %s), and a package has one collective of a name: "+
+			errs.Add(diag.Name, c.Pos, fmt.Sprintf("collective %q is also generated here from irisgen's catalogue (catalogue: in %s), and a package has one collective of a name: "+
 				"rename this one (e.g. my_%s), or remove %s from catalogue:", c.Name, config.FileName, c.Name, c.Name))
 			continue
 		}
-		errs.Add(c.Pos, fmt.Sprintf("collective %q is the name of a collective of irisgen's catalogue (%s); a program may use both, and code objects "+
+		errs.Add(diag.Name, c.Pos, fmt.Sprintf("collective %q is the name of a collective of irisgen's catalogue (%s); a program may use both, and code objects "+
 			"found by collective name (Options.Kernels, $IRISGEN_KERNELS) would be taken for each other: rename this one (e.g. my_%s), "+
 			"or list %s under catalogue: in %s to use irisgen's",
 			c.Name, path.Join(CatalogueSpecRoot, c.Name+".yaml"), c.Name, c.Name, config.FileName))

@@ -82,7 +82,7 @@ func CompileAll(specs fs.FS, templates fs.FS, root string) ([]*Collective, error
 		file := path.Join(root, name)
 		src, err := fs.ReadFile(specs, name)
 		if err != nil {
-			errs.Add(Pos{File: file, Line: 1, Col: 1}, "cannot read the spec: "+err.Error())
+			errs.Add(diag.IO, Pos{File: file, Line: 1, Col: 1}, "cannot read the spec: "+err.Error())
 			continue
 		}
 		c, err := Compile(file, src, templates)
@@ -91,7 +91,7 @@ func CompileAll(specs fs.FS, templates fs.FS, root string) ([]*Collective, error
 			continue
 		}
 		if prev, dup := byName[c.Name]; dup {
-			errs.Add(c.Pos, fmt.Sprintf("collective %q is already defined in %s (at %s); collective names must be unique across spec files", c.Name, prev.SpecFile, prev.Pos))
+			errs.Add(diag.Name, c.Pos, fmt.Sprintf("collective %q is already defined in %s (at %s); collective names must be unique across spec files", c.Name, prev.SpecFile, prev.Pos))
 			continue
 		}
 		byName[c.Name] = c
@@ -123,8 +123,8 @@ type builder struct {
 	refusedOwned map[*Tensor]bool
 }
 
-func (b *builder) errorf(at Pos, format string, args ...any) {
-	b.errs.Add(at, fmt.Sprintf(format, args...))
+func (b *builder) errorf(code diag.Code, at Pos, format string, args ...any) {
+	b.errs.Add(code, at, fmt.Sprintf(format, args...))
 }
 
 func (b *builder) collective(f *spec.File) *Collective {
@@ -134,13 +134,13 @@ func (b *builder) collective(f *spec.File) *Collective {
 	}
 	switch {
 	case !f.Name.Set:
-		b.errorf(f.Pos, "the spec has no name; add `name: <collective>` (a lower-case identifier such as all_gather)")
+		b.errorf(diag.Schema, f.Pos, "the spec has no name; add `name: <collective>` (a lower-case identifier such as all_gather)")
 	case f.Name.OK():
 		c.Name = f.Name.Value
 		c.Pos = f.Name.Pos
 		if b.identifier(f.Name, "collective name", false) {
 			if why := goFileProblem(c.Name); why != "" {
-				b.errorf(f.Name.Pos, "collective name %q cannot name the generated Go file: %s; pick another name", c.Name, why)
+				b.errorf(diag.Name, f.Name.Pos, "collective name %q cannot name the generated Go file: %s; pick another name", c.Name, why)
 			}
 		}
 	}
@@ -149,9 +149,9 @@ func (b *builder) collective(f *spec.File) *Collective {
 	}
 	switch {
 	case !f.Summary.Set:
-		b.errorf(f.Pos, "the spec has no summary; add `summary: <one sentence>` (it becomes the doc comment of the generated wrappers)")
+		b.errorf(diag.Schema, f.Pos, "the spec has no summary; add `summary: <one sentence>` (it becomes the doc comment of the generated wrappers)")
 	case f.Summary.OK() && strings.TrimSpace(f.Summary.Value) == "":
-		b.errorf(f.Summary.Pos, "summary is empty; write one sentence saying what the collective does")
+		b.errorf(diag.Value, f.Summary.Pos, "summary is empty; write one sentence saying what the collective does")
 	case f.Summary.OK():
 		c.Summary = b.summary(f.Summary)
 	}
@@ -172,9 +172,9 @@ func (b *builder) collective(f *spec.File) *Collective {
 
 	switch {
 	case !f.Variants.Set:
-		b.errorf(f.Pos, "the spec has no variants; add `variants:` with at least one variant (template, access, ...)")
+		b.errorf(diag.Schema, f.Pos, "the spec has no variants; add `variants:` with at least one variant (template, access, ...)")
 	case f.Variants.OK() && len(f.Variants.List) == 0:
-		b.errorf(f.Variants.Pos, "variants is empty; define at least one variant")
+		b.errorf(diag.Value, f.Variants.Pos, "variants is empty; define at least one variant")
 	}
 	for _, sv := range f.Variants.List {
 		if v := b.variant(c, sv); v != nil {
@@ -192,7 +192,7 @@ func (b *builder) collective(f *spec.File) *Collective {
 func (b *builder) summary(s spec.Str) string {
 	text := strings.TrimSpace(s.Value)
 	if len(text) > MaxSummary {
-		b.errorf(s.Pos, "summary is %d bytes; keep it to a sentence or a short paragraph, at most %d bytes (it is repeated in the generated docs)", len(text), MaxSummary)
+		b.errorf(diag.Limit, s.Pos, "summary is %d bytes; keep it to a sentence or a short paragraph, at most %d bytes (it is repeated in the generated docs)", len(text), MaxSummary)
 	}
 	return text
 }
@@ -203,7 +203,7 @@ func (b *builder) withinLimits(f *spec.File) bool {
 	ok := true
 	over := func(n, limit int, at func(i int) Pos, what, why string) {
 		if n > limit {
-			b.errorf(at(limit), "the spec has %d %s; a collective may have at most %d (%s)", n, what, limit, why)
+			b.errorf(diag.Limit, at(limit), "the spec has %d %s; a collective may have at most %d (%s)", n, what, limit, why)
 			ok = false
 		}
 	}
@@ -219,7 +219,7 @@ func (b *builder) withinLimits(f *spec.File) bool {
 	}
 	for _, t := range f.Tensors.List {
 		if n := len(t.Shape.Dims); n > MaxDims {
-			b.errorf(t.Shape.Dims[MaxDims].Pos, "shape of tensor %q has %d dimensions; at most %d are allowed (the element count is their product: merge some)", t.Name.Value, n, MaxDims)
+			b.errorf(diag.Limit, t.Shape.Dims[MaxDims].Pos, "shape of tensor %q has %d dimensions; at most %d are allowed (the element count is their product: merge some)", t.Name.Value, n, MaxDims)
 			ok = false
 		}
 	}
@@ -261,7 +261,7 @@ func (b *builder) overflow(c *Collective) {
 		if wrapped {
 			count = "more than 2^64"
 		}
-		b.errorf(t.Pos, "tensor %q has more than 2^63-1 bytes for every launch: its constant dimensions multiply to %s elements of up to %d bytes; shrink them", t.Name, count, size)
+		b.errorf(diag.Limit, t.Pos, "tensor %q has more than 2^63-1 bytes for every launch: its constant dimensions multiply to %s elements of up to %d bytes; shrink them", t.Name, count, size)
 	}
 }
 
@@ -269,15 +269,15 @@ func (b *builder) overflow(c *Collective) {
 // (names that become parameters or struct fields).
 func (b *builder) identifier(s spec.Str, what string, keyword bool) bool {
 	if len(s.Value) > MaxNameLen {
-		b.errorf(s.Pos, "%s %q is %d bytes long; names are at most %d (they become file names and symbols)", what, s.Value[:MaxNameLen]+"...", len(s.Value), MaxNameLen)
+		b.errorf(diag.Limit, s.Pos, "%s %q is %d bytes long; names are at most %d (they become file names and symbols)", what, s.Value[:MaxNameLen]+"...", len(s.Value), MaxNameLen)
 		return false
 	}
 	if !spec.IsIdentifier(s.Value) {
-		b.errorf(s.Pos, "%s %q is not an identifier: use lower-case letters, digits and _, starting with a letter (e.g. %q)", what, s.Value, toIdentifier(s.Value))
+		b.errorf(diag.Name, s.Pos, "%s %q is not an identifier: use lower-case letters, digits and _, starting with a letter (e.g. %q)", what, s.Value, toIdentifier(s.Value))
 		return false
 	}
 	if keyword && spec.IsReserved(s.Value) {
-		b.errorf(s.Pos, "%s %q is a Go or C keyword and would not compile in the generated code; pick another name", what, s.Value)
+		b.errorf(diag.Name, s.Pos, "%s %q is a Go or C keyword and would not compile in the generated code; pick another name", what, s.Value)
 		return false
 	}
 	return true
@@ -309,7 +309,7 @@ func (b *builder) sizes(f *spec.File, c *Collective) map[string]bool {
 	first := map[string]Pos{}
 	for _, s := range f.Sizes.Items {
 		if s.Value == irismodel.WorldSymbol || s.Value == irismodel.BlocksSymbol {
-			b.errorf(s.Pos, "size %q is built in; remove it from sizes", s.Value)
+			b.errorf(diag.Name, s.Pos, "size %q is built in; remove it from sizes", s.Value)
 			continue
 		}
 		if !b.identifier(s, "size", true) {
@@ -317,7 +317,7 @@ func (b *builder) sizes(f *spec.File, c *Collective) map[string]bool {
 			continue
 		}
 		if at, dup := first[s.Value]; dup {
-			b.errorf(s.Pos, "size %q is declared twice (first at %s); remove one", s.Value, lineCol(at))
+			b.errorf(diag.Schema, s.Pos, "size %q is declared twice (first at %s); remove one", s.Value, lineCol(at))
 			continue
 		}
 		first[s.Value] = s.Pos
@@ -343,9 +343,9 @@ func (b *builder) tensors(f *spec.File, c *Collective, sizes map[string]bool) bo
 		if !b.identifier(st.Name, "tensor name", true) {
 			ok = false
 		} else if t.Name == irismodel.WorldSymbol || t.Name == irismodel.BlocksSymbol || sizes[t.Name] {
-			b.errorf(st.Name.Pos, "tensor %q has the name of a size symbol; rename the tensor", t.Name)
+			b.errorf(diag.Name, st.Name.Pos, "tensor %q has the name of a size symbol; rename the tensor", t.Name)
 		} else if c.Param(t.Name) != nil {
-			b.errorf(st.Name.Pos, "tensor %q has the name of a parameter; rename the tensor or the parameter", t.Name)
+			b.errorf(diag.Name, st.Name.Pos, "tensor %q has the name of a parameter; rename the tensor or the parameter", t.Name)
 		}
 		if st.Bad {
 			continue
@@ -353,13 +353,13 @@ func (b *builder) tensors(f *spec.File, c *Collective, sizes map[string]bool) bo
 		where := fmt.Sprintf("tensor %q", t.Name)
 		switch {
 		case !st.Dir.Set:
-			b.errorf(st.Name.Pos, "%s has no dir; add dir: in, out, inout or workspace", where)
+			b.errorf(diag.Schema, st.Name.Pos, "%s has no dir; add dir: in, out, inout or workspace", where)
 			ok = false
 		case st.Dir.OK():
 			if d, found := lookup(allDirs, st.Dir.Value); found {
 				t.Dir = d
 			} else {
-				b.errorf(st.Dir.Pos, "unknown dir %q of %s%s", st.Dir.Value, where, hint(st.Dir.Value, names(allDirs), oneOf(names(allDirs))))
+				b.errorf(diag.Value, st.Dir.Pos, "unknown dir %q of %s%s", st.Dir.Value, where, hint(st.Dir.Value, names(allDirs), oneOf(names(allDirs))))
 				ok = false
 			}
 		}
@@ -368,7 +368,7 @@ func (b *builder) tensors(f *spec.File, c *Collective, sizes map[string]bool) bo
 		}
 		if st.Optional.OK() && st.Optional.Value {
 			if t.Dir != irismodel.In {
-				b.errorf(st.Optional.Pos, "%s is optional but dir: %s; only dir: in tensors may be left out of a launch", where, t.Dir)
+				b.errorf(diag.Rule, st.Optional.Pos, "%s is optional but dir: %s; only dir: in tensors may be left out of a launch", where, t.Dir)
 				ok = false
 			}
 			t.Optional = true
@@ -380,20 +380,20 @@ func (b *builder) tensors(f *spec.File, c *Collective, sizes map[string]bool) bo
 			if d, found := lookup(allDTypes, st.DType.Value); found {
 				t.DType = d
 			} else {
-				b.errorf(st.DType.Pos, "unknown dtype %q of %s%s", st.DType.Value, where, hint(st.DType.Value, names(allDTypes), oneOf(names(allDTypes))))
+				b.errorf(diag.Value, st.DType.Pos, "unknown dtype %q of %s%s", st.DType.Value, where, hint(st.DType.Value, names(allDTypes), oneOf(names(allDTypes))))
 				ok = false
 			}
 		}
 		switch {
 		case !st.Shape.Set:
-			b.errorf(st.Name.Pos, "%s has no shape; add one, e.g. shape: [n]", where)
+			b.errorf(diag.Schema, st.Name.Pos, "%s has no shape; add one, e.g. shape: [n]", where)
 		case !st.Shape.Bad && len(st.Shape.Dims) == 0:
-			b.errorf(st.Shape.Pos, "shape of %s is empty; give at least one dimension, e.g. [n]", where)
+			b.errorf(diag.Value, st.Shape.Pos, "shape of %s is empty; give at least one dimension, e.g. [n]", where)
 		}
 		for _, d := range st.Shape.Dims {
 			if d.Symbol == "" {
 				if d.Const <= 0 {
-					b.errorf(d.Pos, "dimension %d of %s must be positive", d.Const, where)
+					b.errorf(diag.Value, d.Pos, "dimension %d of %s must be positive", d.Const, where)
 					continue
 				}
 				t.Shape = append(t.Shape, irismodel.Dim(d.Const))
@@ -402,13 +402,13 @@ func (b *builder) tensors(f *spec.File, c *Collective, sizes map[string]bool) bo
 			dim, known := irismodel.ParseDim(d.Symbol, c.Symbols)
 			switch {
 			case d.Symbol == irismodel.BlocksSymbol && t.Dir != irismodel.Workspace:
-				b.errorf(d.Pos, "%s uses blocks in its shape, but only workspace shapes may: the plan picks blocks, the caller does not know it", where)
+				b.errorf(diag.Rule, d.Pos, "%s uses blocks in its shape, but only workspace shapes may: the plan picks blocks, the caller does not know it", where)
 			case known:
 				t.Shape = append(t.Shape, dim)
 			case sizes[d.Symbol]:
 				// a size whose bad name was reported: no error on top
 			default:
-				b.errorf(d.Pos, "%s", undefinedDim(f, c, st, d.Symbol, where, symbols))
+				b.errorf(diag.Undefined, d.Pos, "%s", undefinedDim(f, c, st, d.Symbol, where, symbols))
 			}
 		}
 	}
@@ -554,7 +554,7 @@ func (b *builder) params(f *spec.File, c *Collective, sizes map[string]bool) {
 		name := sp.Name.Value
 		switch {
 		case name == irismodel.WorldSymbol || name == irismodel.BlocksSymbol || sizes[name]:
-			b.errorf(sp.Name.Pos, "parameter %q has the name of a size symbol; rename the parameter", name)
+			b.errorf(diag.Name, sp.Name.Pos, "parameter %q has the name of a size symbol; rename the parameter", name)
 			continue
 		case first[name] != Pos{}:
 			continue // reported by the parser
@@ -566,14 +566,14 @@ func (b *builder) params(f *spec.File, c *Collective, sizes map[string]bool) {
 		case sp.Bad:
 			continue
 		case !sp.Type.Set:
-			b.errorf(sp.Name.Pos, "%s has no type; give one of: %s (e.g. %s: rank)", where, strings.Join(names(types), ", "), name)
+			b.errorf(diag.Schema, sp.Name.Pos, "%s has no type; give one of: %s (e.g. %s: rank)", where, strings.Join(names(types), ", "), name)
 			continue
 		case !sp.Type.OK():
 			continue
 		}
 		t, found := lookup(types, sp.Type.Value)
 		if !found {
-			b.errorf(sp.Type.Pos, "unknown type %q of %s%s", sp.Type.Value, where, hint(sp.Type.Value, names(types), oneOf(names(types))))
+			b.errorf(diag.Value, sp.Type.Pos, "unknown type %q of %s%s", sp.Type.Value, where, hint(sp.Type.Value, names(types), oneOf(names(types))))
 			continue
 		}
 		p.Kind = t
@@ -590,13 +590,13 @@ func (b *builder) params(f *spec.File, c *Collective, sizes map[string]bool) {
 				if t == irismodel.ParamF32 {
 					why = "f32 parameters are not range-checked"
 				}
-				b.errorf(bound.n.KeyPos, "%s of %s: only int parameters take a range (%s); remove it", bound.key, where, why)
+				b.errorf(diag.Rule, bound.n.KeyPos, "%s of %s: only int parameters take a range (%s); remove it", bound.key, where, why)
 				continue
 			}
 			*bound.to = bound.n.Value
 		}
 		if p.Min > p.Max {
-			b.errorf(sp.Max.Pos, "%s has min %d above max %d; no value would pass", where, p.Min, p.Max)
+			b.errorf(diag.Value, sp.Max.Pos, "%s has min %d above max %d; no value would pass", where, p.Min, p.Max)
 		}
 		c.Params = append(c.Params, p)
 	}
@@ -616,13 +616,13 @@ func (b *builder) ranks(c *Collective, st *spec.Tensor, t *Tensor, where string)
 	}
 	switch {
 	case p == nil && len(rankParams) == 0:
-		b.errorf(r.Pos, "ranks of %s names %q, but the spec has no rank parameter; declare it, e.g. params: {%s: rank}", where, r.Value, r.Value)
+		b.errorf(diag.Undefined, r.Pos, "ranks of %s names %q, but the spec has no rank parameter; declare it, e.g. params: {%s: rank}", where, r.Value, r.Value)
 		return false
 	case p == nil:
-		b.errorf(r.Pos, "ranks of %s names %q, which is not a rank parameter%s", where, r.Value, hint(r.Value, rankParams, "rank parameters: "+strings.Join(rankParams, ", ")))
+		b.errorf(diag.Undefined, r.Pos, "ranks of %s names %q, which is not a rank parameter%s", where, r.Value, hint(r.Value, rankParams, "rank parameters: "+strings.Join(rankParams, ", ")))
 		return false
 	case p.Kind != irismodel.ParamRank:
-		b.errorf(r.Pos, "ranks of %s names %s parameter %q; it must name a rank parameter (type rank), whose rank alone uses the tensor", where, p.Kind, r.Value)
+		b.errorf(diag.Rule, r.Pos, "ranks of %s names %s parameter %q; it must name a rank parameter (type rank), whose rank alone uses the tensor", where, p.Kind, r.Value)
 		return false
 	}
 	t.Owner, t.OwnerPos = p.Name, r.Pos
@@ -634,15 +634,15 @@ func (b *builder) dtypes(f *spec.File, c *Collective, dataTensor string, tensors
 	switch {
 	case !l.Set:
 		if dataTensor != "" && tensorsOK {
-			b.errorf(f.Pos, "the spec has no dtypes, but tensor %q takes the kernel's element type; add e.g. dtypes: [f32, f16, bf16]", dataTensor)
+			b.errorf(diag.Rule, f.Pos, "the spec has no dtypes, but tensor %q takes the kernel's element type; add e.g. dtypes: [f32, f16, bf16]", dataTensor)
 		}
 		return
 	case l.Bad:
 	case len(l.Items) == 0:
-		b.errorf(l.Pos, "dtypes is empty; list the element types to generate kernels for, e.g. [f32, f16, bf16]")
+		b.errorf(diag.Value, l.Pos, "dtypes is empty; list the element types to generate kernels for, e.g. [f32, f16, bf16]")
 		return
 	case dataTensor == "" && tensorsOK:
-		b.errorf(l.KeyPos, "dtypes is given but no tensor takes the kernel's element type (each has a fixed dtype, or there are none), so the kernels would all be the same; remove dtypes")
+		b.errorf(diag.Rule, l.KeyPos, "dtypes is given but no tensor takes the kernel's element type (each has a fixed dtype, or there are none), so the kernels would all be the same; remove dtypes")
 		return
 	}
 	seen := map[string]Pos{}
@@ -650,9 +650,9 @@ func (b *builder) dtypes(f *spec.File, c *Collective, dataTensor string, tensors
 		d, found := lookup(allDTypes, it.Value)
 		switch {
 		case !found:
-			b.errorf(it.Pos, "unknown dtype %q%s", it.Value, hint(it.Value, names(allDTypes), oneOf(names(allDTypes))))
+			b.errorf(diag.Value, it.Pos, "unknown dtype %q%s", it.Value, hint(it.Value, names(allDTypes), oneOf(names(allDTypes))))
 		case seen[it.Value] != Pos{}:
-			b.errorf(it.Pos, "dtype %q is listed twice (first at %s); remove one", it.Value, lineCol(seen[it.Value]))
+			b.errorf(diag.Value, it.Pos, "dtype %q is listed twice (first at %s); remove one", it.Value, lineCol(seen[it.Value]))
 		default:
 			seen[it.Value] = it.Pos
 			c.DTypes = append(c.DTypes, d)
@@ -667,10 +667,10 @@ func (b *builder) ops(f *spec.File, c *Collective) {
 		return
 	case l.Bad:
 	case len(l.Items) == 0:
-		b.errorf(l.Pos, "ops is empty; omit ops for a collective that does not reduce, or list operators, e.g. [sum]")
+		b.errorf(diag.Value, l.Pos, "ops is empty; omit ops for a collective that does not reduce, or list operators, e.g. [sum]")
 		return
 	case !f.DTypes.Set:
-		b.errorf(l.KeyPos, "ops is given but the collective has no data tensors to reduce; remove ops")
+		b.errorf(diag.Rule, l.KeyPos, "ops is given but the collective has no data tensors to reduce; remove ops")
 		return
 	}
 	seen := map[string]Pos{}
@@ -678,9 +678,9 @@ func (b *builder) ops(f *spec.File, c *Collective) {
 		o, found := lookup(allOps, it.Value)
 		switch {
 		case !found:
-			b.errorf(it.Pos, "unknown op %q%s", it.Value, hint(it.Value, names(allOps), oneOf(names(allOps))))
+			b.errorf(diag.Value, it.Pos, "unknown op %q%s", it.Value, hint(it.Value, names(allOps), oneOf(names(allOps))))
 		case seen[it.Value] != Pos{}:
-			b.errorf(it.Pos, "op %q is listed twice (first at %s); remove one", it.Value, lineCol(seen[it.Value]))
+			b.errorf(diag.Value, it.Pos, "op %q is listed twice (first at %s); remove one", it.Value, lineCol(seen[it.Value]))
 		default:
 			seen[it.Value] = it.Pos
 			c.Ops = append(c.Ops, o)
@@ -701,7 +701,7 @@ func (b *builder) variant(c *Collective, sv *spec.Variant) *Variant {
 
 	switch t := sv.Template; {
 	case !t.Set:
-		b.errorf(sv.Name.Pos, "%s has no template; add template: <name> for the file templates/<name>%s", where, TemplateExt)
+		b.errorf(diag.Schema, sv.Name.Pos, "%s has no template; add template: <name> for the file templates/<name>%s", where, TemplateExt)
 	case t.OK() && b.identifier(t, "template name", false):
 		v.Template, v.TemplatePos = t.Value, t.Pos
 		b.templateExists(t, where)
@@ -717,7 +717,7 @@ func (b *builder) variant(c *Collective, sv *spec.Variant) *Variant {
 		case AliasForbid, AliasAllow:
 			v.Aliasing = Aliasing(a.Value)
 		default:
-			b.errorf(a.Pos, "unknown aliasing %q of %s%s", a.Value, where, hint(a.Value, []string{string(AliasForbid), string(AliasAllow)}, oneOf([]string{string(AliasForbid), string(AliasAllow)})))
+			b.errorf(diag.Value, a.Pos, "unknown aliasing %q of %s%s", a.Value, where, hint(a.Value, []string{string(AliasForbid), string(AliasAllow)}, oneOf([]string{string(AliasForbid), string(AliasAllow)})))
 		}
 		if v.Aliasing == AliasAllow {
 			b.aliasingSafe(v, a, where)
@@ -758,7 +758,7 @@ func (b *builder) templateExists(t spec.Str, where string) {
 	if s := spec.Closest(t.Value, b.available); s != "" {
 		fix = fmt.Sprintf("did you mean %q?", s)
 	}
-	b.errorf(t.Pos, "template %q of %s not found: there is no templates/%s (%s)", t.Value, where, file, fix)
+	b.errorf(diag.Undefined, t.Pos, "template %q of %s not found: there is no templates/%s (%s)", t.Value, where, file, fix)
 }
 
 // uses resolves the access mapping into one Use per tensor, in tensor order.
@@ -770,7 +770,7 @@ func (b *builder) uses(c *Collective, sv *spec.Variant, v *Variant, where string
 		return // nothing to describe: a collective without tensors (barrier)
 	}
 	if !am.Set {
-		b.errorf(sv.Name.Pos, "%s has no access; add access: with one entry per tensor, e.g. {%s}", where, accessExample(c))
+		b.errorf(diag.Schema, sv.Name.Pos, "%s has no access; add access: with one entry per tensor, e.g. {%s}", where, accessExample(c))
 		return
 	}
 	if am.Bad {
@@ -791,7 +791,7 @@ func (b *builder) uses(c *Collective, sv *spec.Variant, v *Variant, where string
 				list = "tensors are: " + strings.Join(tensorNames, ", ")
 			}
 			guessed[spec.Closest(a.Tensor.Value, tensorNames)] = true
-			b.errorf(a.Tensor.Pos, "access of %s names undefined tensor %q%s", where, a.Tensor.Value, hint(a.Tensor.Value, tensorNames, list))
+			b.errorf(diag.Undefined, a.Tensor.Pos, "access of %s names undefined tensor %q%s", where, a.Tensor.Value, hint(a.Tensor.Value, tensorNames, list))
 			continue
 		}
 		entries[a.Tensor.Value] = a
@@ -802,7 +802,7 @@ func (b *builder) uses(c *Collective, sv *spec.Variant, v *Variant, where string
 			continue
 		}
 		if a == nil {
-			b.errorf(am.KeyPos, "access of %s has no entry for tensor %q; add %s: <kind> (one of: %s; none if the variant does not touch it)", where, t.Name, t.Name, strings.Join(accessKinds()[:len(AccessNames)], ", "))
+			b.errorf(diag.Schema, am.KeyPos, "access of %s has no entry for tensor %q; add %s: <kind> (one of: %s; none if the variant does not touch it)", where, t.Name, t.Name, strings.Join(accessKinds()[:len(AccessNames)], ", "))
 			continue
 		}
 		acc, ok := b.kinds(a, where)
@@ -820,11 +820,11 @@ func (b *builder) uses(c *Collective, sv *spec.Variant, v *Variant, where string
 		}
 		switch rule.Refused {
 		case RefuseInWritten:
-			b.errorf(a.Kinds.Pos, "tensor %q is dir: in, but %s writes it (%s); make it dir: inout or drop the write", t.Name, where, acc&writes)
+			b.errorf(diag.Rule, a.Kinds.Pos, "tensor %q is dir: in, but %s writes it (%s); make it dir: inout or drop the write", t.Name, where, acc&writes)
 		case RefuseOutUnwritten:
-			b.errorf(a.Kinds.Pos, "tensor %q is dir: %s, but %s never writes it; give it a write kind (local_write, remote_write or remote_atomic)", t.Name, t.Dir, where)
+			b.errorf(diag.Rule, a.Kinds.Pos, "tensor %q is dir: %s, but %s never writes it; give it a write kind (local_write, remote_write or remote_atomic)", t.Name, t.Dir, where)
 		case RefuseOptionalRemote:
-			b.errorf(a.Kinds.Pos, "tensor %q is optional, but %s lets peers touch it (%s); a tensor left out has nothing to put on the heap: make it required or access it locally", t.Name, where, acc&remote)
+			b.errorf(diag.Rule, a.Kinds.Pos, "tensor %q is optional, but %s lets peers touch it (%s); a tensor left out has nothing to put on the heap: make it required or access it locally", t.Name, where, acc&remote)
 		}
 	}
 }
@@ -842,9 +842,9 @@ func (b *builder) ownedRefusal(t *Tensor, o *OwnedRule) {
 	b.refusedOwned[t] = true
 	switch o.Refused {
 	case OwnedWorkspace:
-		b.errorf(t.OwnerPos, "tensor %q is a workspace, which the plan allocates on every rank; remove ranks: %s", t.Name, t.Owner)
+		b.errorf(diag.Rule, t.OwnerPos, "tensor %q is a workspace, which the plan allocates on every rank; remove ranks: %s", t.Name, t.Owner)
 	case OwnedOptional:
-		b.errorf(t.OwnerPos, "tensor %q is optional and ranks: %s; optional already lets every rank leave it out: keep one of the two", t.Name, t.Owner)
+		b.errorf(diag.Rule, t.OwnerPos, "tensor %q is optional and ranks: %s; optional already lets every rank leave it out: keep one of the two", t.Name, t.Owner)
 	}
 }
 
@@ -866,7 +866,7 @@ func (b *builder) kinds(a *spec.Access, where string) (Access, bool) {
 	}
 	what := fmt.Sprintf("tensor %q in %s", a.Tensor.Value, where)
 	if len(a.Kinds.Items) == 0 {
-		b.errorf(a.Kinds.Pos, "access of %s is empty; give at least one kind, or none if the variant does not touch it", what)
+		b.errorf(diag.Value, a.Kinds.Pos, "access of %s is empty; give at least one kind, or none if the variant does not touch it", what)
 		return 0, false
 	}
 	known := accessKinds()
@@ -875,7 +875,7 @@ func (b *builder) kinds(a *spec.Access, where string) (Access, bool) {
 	seen := map[string]Pos{}
 	for _, k := range a.Kinds.Items {
 		if at, dup := seen[k.Value]; dup {
-			b.errorf(k.Pos, "access kind %q of %s is listed twice (first at %s); remove one", k.Value, what, lineCol(at))
+			b.errorf(diag.Value, k.Pos, "access kind %q of %s is listed twice (first at %s); remove one", k.Value, what, lineCol(at))
 			ok = false
 			continue
 		}
@@ -892,12 +892,12 @@ func (b *builder) kinds(a *spec.Access, where string) (Access, bool) {
 			}
 		}
 		if !found {
-			b.errorf(k.Pos, "unknown access kind %q of %s%s", k.Value, what, hint(k.Value, known, oneOf(known)))
+			b.errorf(diag.Value, k.Pos, "unknown access kind %q of %s%s", k.Value, what, hint(k.Value, known, oneOf(known)))
 			ok = false
 		}
 	}
 	if none && len(a.Kinds.Items) > 1 {
-		b.errorf(a.Kinds.Pos, "access of %s combines none with other kinds; use none alone", what)
+		b.errorf(diag.Rule, a.Kinds.Pos, "access of %s combines none with other kinds; use none alone", what)
 		ok = false
 	}
 	return acc, ok
@@ -916,13 +916,13 @@ func (b *builder) indexDTypes(st *spec.Tensor, t *Tensor, where string) bool {
 		d, found := lookup(allDTypes, it.Value)
 		switch {
 		case !found:
-			b.errorf(it.Pos, "unknown dtype %q of %s%s", it.Value, where, hint(it.Value, names(allDTypes), oneOf(names(allDTypes))))
+			b.errorf(diag.Value, it.Pos, "unknown dtype %q of %s%s", it.Value, where, hint(it.Value, names(allDTypes), oneOf(names(allDTypes))))
 			ok = false
 		case d != irismodel.I32 && d != irismodel.I64:
-			b.errorf(it.Pos, "a dtype list of %s may hold only index types (i32, i64), not %s; give one dtype instead", where, d)
+			b.errorf(diag.Value, it.Pos, "a dtype list of %s may hold only index types (i32, i64), not %s; give one dtype instead", where, d)
 			ok = false
 		case seen[d]:
-			b.errorf(it.Pos, "dtype %s of %s is listed twice; remove one", d, where)
+			b.errorf(diag.Value, it.Pos, "dtype %s of %s is listed twice; remove one", d, where)
 			ok = false
 		default:
 			seen[d] = true
@@ -932,13 +932,13 @@ func (b *builder) indexDTypes(st *spec.Tensor, t *Tensor, where string) bool {
 	switch {
 	case !ok:
 	case len(l.Items) == 0:
-		b.errorf(l.Pos, "the dtype list of %s is empty; give one dtype (e.g. dtype: i32), or a list of index types such as [i64, i32]", where)
+		b.errorf(diag.Value, l.Pos, "the dtype list of %s is empty; give one dtype (e.g. dtype: i32), or a list of index types such as [i64, i32]", where)
 		ok = false
 	case len(t.Index) < 2:
-		b.errorf(l.Pos, "the dtype list of %s has one entry; write dtype: %s", where, t.Index[0])
+		b.errorf(diag.Value, l.Pos, "the dtype list of %s has one entry; write dtype: %s", where, t.Index[0])
 		ok = false
 	case t.Dir != irismodel.In:
-		b.errorf(l.Pos, "%s has a dtype list but dir: %s; only dir: in tensors may come in several index types", where, t.Dir)
+		b.errorf(diag.Rule, l.Pos, "%s has a dtype list but dir: %s; only dir: in tensors may come in several index types", where, t.Dir)
 		ok = false
 	default:
 		t.DType = t.Index[0]
@@ -968,7 +968,7 @@ func (b *builder) aliasingSafe(v *Variant, a spec.Str, where string) {
 			case u.Access&(RemoteWrite|RemoteAtomic) != 0:
 				verb, harm = "write", "overwrite memory this rank has yet to read"
 			}
-			b.errs = append(b.errs, &diag.Error{Pos: a.Pos,
+			b.errs = append(b.errs, &diag.Error{Code: diag.Rule, Pos: a.Pos,
 				Msg:   fmt.Sprintf("aliasing: allow is unsafe in %s: peers %s %q, so it may not be the same memory as %q (peers would %s); use aliasing: forbid", where, verb, x.Name, other, harm),
 				Notes: []diag.Note{{Pos: u.Pos, Msg: fmt.Sprintf("%q is %s here (rule table row %d)", x.Name, u.Access, u.Rule.Row)}}})
 			return
@@ -983,7 +983,7 @@ func (b *builder) barriers(sv *spec.Variant, v *Variant, where string) {
 		return
 	}
 	if !l.Bad && len(l.Items) == 0 {
-		b.errorf(l.Pos, "barriers of %s is empty; list the supported modes, default first, e.g. [device, host, none]", where)
+		b.errorf(diag.Value, l.Pos, "barriers of %s is empty; list the supported modes, default first, e.g. [device, host, none]", where)
 		return
 	}
 	seen := map[string]Pos{}
@@ -991,9 +991,9 @@ func (b *builder) barriers(sv *spec.Variant, v *Variant, where string) {
 		m, found := lookup(allBarriers, it.Value)
 		switch {
 		case !found:
-			b.errorf(it.Pos, "unknown barrier mode %q of %s%s", it.Value, where, hint(it.Value, names(allBarriers), oneOf(names(allBarriers))))
+			b.errorf(diag.Value, it.Pos, "unknown barrier mode %q of %s%s", it.Value, where, hint(it.Value, names(allBarriers), oneOf(names(allBarriers))))
 		case seen[it.Value] != Pos{}:
-			b.errorf(it.Pos, "barrier mode %q of %s is listed twice (first at %s); remove one", it.Value, where, lineCol(seen[it.Value]))
+			b.errorf(diag.Value, it.Pos, "barrier mode %q of %s is listed twice (first at %s); remove one", it.Value, where, lineCol(seen[it.Value]))
 		default:
 			seen[it.Value] = it.Pos
 			v.Barriers = append(v.Barriers, m)
@@ -1009,21 +1009,21 @@ func (b *builder) launch(sv *spec.Variant, v *Variant, where string) {
 	}
 	if n := l.Threads; n.OK() {
 		if n.Value < minThreads || n.Value > maxThreads || n.Value%threadStep != 0 {
-			b.errorf(n.Pos, "threads of %s is %d; it must be a multiple of %d from %d to %d", where, n.Value, threadStep, minThreads, maxThreads)
+			b.errorf(diag.Value, n.Pos, "threads of %s is %d; it must be a multiple of %d from %d to %d", where, n.Value, threadStep, minThreads, maxThreads)
 		} else {
 			v.Launch.Threads = int(n.Value)
 		}
 	}
 	if n := l.MaxBlocks; n.OK() {
 		if n.Value < minBlocks || n.Value > maxBlocksLimit {
-			b.errorf(n.Pos, "max_blocks of %s is %d; it must be from %d to %d", where, n.Value, minBlocks, maxBlocksLimit)
+			b.errorf(diag.Value, n.Pos, "max_blocks of %s is %d; it must be from %d to %d", where, n.Value, minBlocks, maxBlocksLimit)
 		} else {
 			v.Launch.MaxBlocks = int(n.Value)
 		}
 	}
 	if n := l.VectorBytes; n.OK() {
 		if n.Value != 4 && n.Value != 8 && n.Value != 16 {
-			b.errorf(n.Pos, "vector_bytes of %s is %d; it must be 4, 8 or 16", where, n.Value)
+			b.errorf(diag.Value, n.Pos, "vector_bytes of %s is %d; it must be 4, 8 or 16", where, n.Value)
 		} else {
 			v.Launch.VectorBytes = int(n.Value)
 		}
@@ -1082,7 +1082,7 @@ func (b *builder) hash(c *Collective, src []byte) string {
 		}
 		body, err := fs.ReadFile(b.templates, name)
 		if err != nil {
-			b.errorf(c.Pos, "cannot read template %s: %v", name, err)
+			b.errorf(diag.IO, c.Pos, "cannot read template %s: %v", name, err)
 			continue
 		}
 		field([]byte(name))

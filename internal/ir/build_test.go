@@ -58,7 +58,7 @@ func TestCompileDerivations(t *testing.T) {
 	assert.Equal(t, "red", c.Name)
 	assert.Equal(t, "A reduction with every kind of access.", c.Summary)
 	assert.Equal(t, "specs/x.yaml", c.SpecFile)
-	assert.Equal(t, Pos{File: "specs/x.yaml", Line: 1, Col: 7}, c.Pos)
+	assert.Equal(t, Pos{File: "specs/x.yaml", Line: 1, Col: 7}, c.Pos.Start())
 	assert.Equal(t, []irismodel.DType{irismodel.F32, irismodel.BF16}, c.DTypes)
 	assert.Equal(t, []Op{OpSum, OpMax}, c.Ops)
 	assert.Equal(t, []string{"n", "k"}, c.Symbols, "declaration order, not alphabetical")
@@ -68,12 +68,12 @@ func TestCompileDerivations(t *testing.T) {
 	assert.Equal(t, irismodel.Shape{irismodel.DimSize(1), 2}, c.Tensors[2].Shape)
 	assert.Equal(t, irismodel.I32, c.Tensors[3].DType)
 	assert.Equal(t, irismodel.Workspace, c.Tensors[4].Dir)
-	assert.Equal(t, Pos{File: "specs/x.yaml", Line: 11, Col: 3}, c.Tensors[4].Pos)
+	assert.Equal(t, Pos{File: "specs/x.yaml", Line: 11, Col: 3}, c.Tensors[4].Pos.Start())
 
 	one := c.Variant("one")
 	require.NotNil(t, one)
 	assert.Equal(t, "t_a", one.Template)
-	assert.Equal(t, Pos{File: "specs/x.yaml", Line: 13, Col: 3}, one.Pos)
+	assert.Equal(t, Pos{File: "specs/x.yaml", Line: 13, Col: 3}, one.Pos.Start())
 	assert.Equal(t, AliasForbid, one.Aliasing, "forbid is the default")
 	assert.Equal(t, []irismodel.Barrier{irismodel.BarrierNone, irismodel.BarrierDevice}, one.Barriers, "order kept: first is the default")
 	assert.Equal(t, Launch{Threads: 256, MaxBlocks: 8, VectorBytes: 8}, one.Launch)
@@ -96,7 +96,7 @@ func TestCompileDerivations(t *testing.T) {
 		w := wantOne[u.Tensor.Name]
 		assert.Equal(t, w.access, u.Access, u.Tensor.Name)
 		assert.Equal(t, w.placement, u.Placement, u.Tensor.Name)
-		assert.Equal(t, Pos{File: "specs/x.yaml", Line: w.line, Col: 7}, u.Pos, u.Tensor.Name)
+		assert.Equal(t, Pos{File: "specs/x.yaml", Line: w.line, Col: 7}, u.Pos.Start(), u.Tensor.Name)
 	}
 
 	two := c.Variant("two")

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -110,12 +111,19 @@ func checkPositioned(t *testing.T, err error, file string) {
 	if len(list) > diag.MaxErrors {
 		t.Fatalf("%d errors, more than the cap", len(list))
 	}
+	ranged := func(p diag.Pos) bool {
+		l, c := p.End()
+		return l > p.Line || l == p.Line && c >= p.Col
+	}
 	for _, e := range list {
-		if e.Pos.File != file || e.Pos.Line < 1 || e.Pos.Col < 1 || e.Msg == "" {
-			t.Fatalf("badly positioned error: %v", e)
+		if e.Pos.File != file || e.Pos.Line < 1 || e.Pos.Col < 1 || e.Msg == "" || !ranged(e.Pos) {
+			t.Fatalf("badly positioned error: %v (%+v)", e, e.Pos)
+		}
+		if !slices.Contains(diag.Codes, e.Code) {
+			t.Fatalf("error without a known code (%q): %v", e.Code, e)
 		}
 		for _, n := range e.Notes {
-			if n.Pos.File != file || n.Pos.Line < 1 || n.Pos.Col < 1 || n.Msg == "" {
+			if n.Pos.File != file || n.Pos.Line < 1 || n.Pos.Col < 1 || n.Msg == "" || !ranged(n.Pos) {
 				t.Fatalf("badly positioned note: %v", e)
 			}
 		}

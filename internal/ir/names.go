@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
@@ -116,7 +117,7 @@ func (b *builder) hipSymbols(c *Collective) {
 			if prev.pos.Line > 0 {
 				where = " (at " + lineCol(prev.pos) + ")"
 			}
-			b.errorf(at, "HIP symbol %s, %s, is also %s%s; rename the variant", sym, what, prev.what, where)
+			b.errorf(diag.Name, at, "HIP symbol %s, %s, is also %s%s; rename the variant", sym, what, prev.what, where)
 			return false
 		}
 		owners[sym] = symbolOwner{what: what, pos: at}

@@ -47,13 +47,13 @@ func attachTuning(specs fs.FS, root string, cs []*Collective) error {
 		file := path.Join(root, name)
 		src, err := fs.ReadFile(specs, name)
 		if err != nil {
-			errs.Add(diag.Pos{File: file, Line: 1, Col: 1}, "cannot read the tuning table: "+err.Error())
+			errs.Add(diag.IO, diag.Pos{File: file, Line: 1, Col: 1}, "cannot read the tuning table: "+err.Error())
 			continue
 		}
 		coll := strings.TrimSuffix(path.Base(name), ".yaml")
 		c := byName[coll]
 		if c == nil {
-			errs.Add(diag.Pos{File: file, Line: 1, Col: 1}, fmt.Sprintf("tuning table for %q, but no spec defines that collective; remove the file or rename it after a collective", coll))
+			errs.Add(diag.Undefined, diag.Pos{File: file, Line: 1, Col: 1}, fmt.Sprintf("tuning table for %q, but no spec defines that collective; remove the file or rename it after a collective", coll))
 			continue
 		}
 		a, l := ParseTuning(file, src, c)
@@ -106,7 +106,7 @@ func ParseTuning(file string, src []byte, c *Collective) (*Auto, diag.List) {
 		}
 		set := map[string]bool{"collective": collective.Set, "measured": measured.Set, "rules": rules != nil}[k]
 		if !set {
-			rd.Errorf(top, "the tuning table has no %s; add %s", k, map[string]string{
+			rd.Errorf(diag.Schema, top, "the tuning table has no %s; add %s", k, map[string]string{
 				"collective": "collective: " + c.Name,
 				"measured":   `measured: "<machine, date, dtype, mode>"`,
 				"rules":      "rules: with at least one rule, e.g. - {variant: <name>}",
@@ -114,16 +114,16 @@ func ParseTuning(file string, src []byte, c *Collective) (*Auto, diag.List) {
 		}
 	}
 	if collective.OK() && collective.Value != c.Name {
-		rd.Errorf(collective.Pos, "collective %q, but the file is named after %q; they must agree", collective.Value, c.Name)
+		rd.Errorf(diag.Tuning, collective.Pos, "collective %q, but the file is named after %q; they must agree", collective.Value, c.Name)
 	}
 	a.Measured = measured.Value
 	if v := c.Variant(irismodel.AutoVariant); v != nil {
-		rd.Errorf(v.Pos, "variant %q is the name of the tuned variant, and %s has a tuning table; rename the variant", irismodel.AutoVariant, file)
+		rd.Errorf(diag.Name, v.Pos, "variant %q is the name of the tuned variant, and %s has a tuning table; rename the variant", irismodel.AutoVariant, file)
 	}
 	if rules != nil {
 		items, ok := rd.Seq(rules, "rules", "a non-empty list of {world, max_bytes, variant}")
 		if ok && len(items) == 0 {
-			rd.Errorf(rd.Pos(rules), "rules is empty; give at least one rule, the last one matching every launch: - {variant: <name>}")
+			rd.Errorf(diag.Value, rd.Pos(rules), "rules is empty; give at least one rule, the last one matching every launch: - {variant: <name>}")
 		}
 		for i, rn := range items {
 			if r, ok := tuningRule(rd, rn, i+1, c); ok {
@@ -157,7 +157,7 @@ func tuningRule(rd *spec.Reader, n *yaml.Node, num int, c *Collective) (AutoRule
 			case !x.OK():
 				ok = false
 			case x.Value < 1 || (key == "world" && x.Value > maxTuningWorld):
-				rd.Errorf(x.Pos, "%s of %s is %d; it must be a positive integer%s", key, where, x.Value, map[bool]string{true: fmt.Sprintf(" up to %d", maxTuningWorld)}[key == "world"])
+				rd.Errorf(diag.Value, x.Pos, "%s of %s is %d; it must be a positive integer%s", key, where, x.Value, map[bool]string{true: fmt.Sprintf(" up to %d", maxTuningWorld)}[key == "world"])
 				ok = false
 			case key == "world":
 				r.World = int(x.Value)
@@ -170,7 +170,7 @@ func tuningRule(rd *spec.Reader, n *yaml.Node, num int, c *Collective) (AutoRule
 	})
 	switch {
 	case !variant.Set:
-		rd.Errorf(r.Pos, "%s has no variant; add variant: <name>", where)
+		rd.Errorf(diag.Schema, r.Pos, "%s has no variant; add variant: <name>", where)
 		return r, false
 	case !variant.OK():
 		return r, false
@@ -179,7 +179,7 @@ func tuningRule(rd *spec.Reader, n *yaml.Node, num int, c *Collective) (AutoRule
 		for i, cv := range c.Variants {
 			names[i] = cv.Name
 		}
-		rd.Errorf(variant.Pos, "%s has no variant %q%s", c.Name, variant.Value, hint(variant.Value, names, "variants: "+strings.Join(names, ", ")))
+		rd.Errorf(diag.Undefined, variant.Pos, "%s has no variant %q%s", c.Name, variant.Value, hint(variant.Value, names, "variants: "+strings.Join(names, ", ")))
 		return r, false
 	}
 	r.Variant = variant.Value
@@ -198,13 +198,13 @@ func checkRuleOrder(rd *spec.Reader, rules []AutoRule) {
 			worldCovered := e.World == 0 || e.World == r.World
 			bytesCovered := e.MaxBytes == 0 || (r.MaxBytes != 0 && r.MaxBytes <= e.MaxBytes)
 			if worldCovered && bytesCovered {
-				rd.Errorf(r.Pos, "rule %d is never chosen: rule %d (at %s) matches every launch it matches; remove it or move it before rule %d", i+1, j+1, lineCol(e.Pos), j+1)
+				rd.Errorf(diag.Tuning, r.Pos, "rule %d is never chosen: rule %d (at %s) matches every launch it matches; remove it or move it before rule %d", i+1, j+1, lineCol(e.Pos), j+1)
 				break
 			}
 		}
 	}
 	if last := rules[len(rules)-1]; last.World != 0 || last.MaxBytes != 0 {
-		rd.Errorf(last.Pos, "the last rule must match every launch: give it only a variant (no world, no max_bytes)")
+		rd.Errorf(diag.Tuning, last.Pos, "the last rule must match every launch: give it only a variant (no world, no max_bytes)")
 	}
 }
 

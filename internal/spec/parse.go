@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -67,6 +68,10 @@ type parser struct {
 	budget    int
 	sizes     map[*yaml.Node]int
 	exhausted bool
+	// lines is the source, split into lines of runes on first use, for the
+	// ends of positions (span).
+	src   []byte
+	lines [][]rune
 }
 
 // aliasBudget is how many values alias expansion may add to a file's walk,
@@ -74,11 +79,11 @@ type parser struct {
 const aliasBudget, aliasFloor = 4, 1 << 16
 
 func newParser(file string, src []byte) *parser {
-	return &parser{file: file, budget: aliasBudget*len(src) + aliasFloor, sizes: map[*yaml.Node]int{}}
+	return &parser{file: file, budget: aliasBudget*len(src) + aliasFloor, sizes: map[*yaml.Node]int{}, src: src}
 }
 
-func (p *parser) errorf(at Pos, format string, args ...any) {
-	p.errs.Add(at, fmt.Sprintf(format, args...))
+func (p *parser) errorf(code diag.Code, at Pos, format string, args ...any) {
+	p.errs.Add(code, at, fmt.Sprintf(format, args...))
 }
 
 // at is column 1 of a line, for problems the YAML library only locates by line.
@@ -136,39 +141,39 @@ func (p *parser) document(src []byte, kind Kind) (root *yaml.Node, ok bool) {
 	}
 	empty := or(kind.Empty, fmt.Sprintf("the %s is empty; start it with %s (see docs/spec.md)", kind.Name, kind.Start))
 	if len(src) > MaxFileBytes {
-		p.errorf(p.at(1), "the %s is %d bytes; irisgen reads files of at most %d bytes (1 MiB): split it", kind.Name, len(src), MaxFileBytes)
+		p.errorf(diag.Limit, p.at(1), "the %s is %d bytes; irisgen reads files of at most %d bytes (1 MiB): split it", kind.Name, len(src), MaxFileBytes)
 		return nil, false
 	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(strings.NewReader(string(src)))
 	if err := decodeSafely(dec, &doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			p.errorf(p.at(1), "%s", empty)
+			p.errorf(diag.Schema, p.at(1), "%s", empty)
 			return nil, false
 		}
 		at, msg := p.syntaxError(src, err)
-		p.errorf(at, "invalid YAML: %s", msg)
+		p.errorf(diag.Syntax, at, "invalid YAML: %s", msg)
 		return nil, false
 	}
 	// A second document would be silently ignored by the decoder.
 	var extra yaml.Node
 	if err := decodeSafely(dec, &extra); err == nil {
-		p.errorf(p.pos(&extra), "%s", or(kind.Second, "a "+kind.Name+" file holds one YAML document; move this one to its own file"))
+		p.errorf(diag.Schema, p.pos(&extra), "%s", or(kind.Second, "a "+kind.Name+" file holds one YAML document; move this one to its own file"))
 	} else if !errors.Is(err, io.EOF) {
 		at, msg := p.syntaxError(src, err)
-		p.errorf(at, "invalid YAML: %s", msg)
+		p.errorf(diag.Syntax, at, "invalid YAML: %s", msg)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		p.errorf(p.at(1), "%s", empty)
+		p.errorf(diag.Schema, p.at(1), "%s", empty)
 		return nil, false
 	}
 	root = p.resolve(doc.Content[0])
 	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
-		p.errorf(p.at(1), "%s", empty)
+		p.errorf(diag.Schema, p.at(1), "%s", empty)
 		return nil, false
 	}
 	if root.Kind != yaml.MappingNode {
-		p.errorf(p.pos(root), "%s; found %s", or(kind.Mapping, "a "+kind.Name+" must be a mapping with the keys "+strings.Join(kind.Keys, ", ")), describe(root))
+		p.errorf(diag.Schema, p.pos(root), "%s; found %s", or(kind.Mapping, "a "+kind.Name+" must be a mapping with the keys "+strings.Join(kind.Keys, ", ")), describe(root))
 		return nil, false
 	}
 	return root, true
@@ -274,7 +279,7 @@ func (p *parser) tensors(k Str, v *yaml.Node) Tensors {
 		}
 		ts.List = append(ts.List, t)
 	}, func(name Str, _ *yaml.Node, first Pos) {
-		p.errorf(name.Pos, "duplicate tensor %q (first defined at %s); tensor names must be unique", name.Value, lineCol(first))
+		p.errorf(diag.Schema, name.Pos, "duplicate tensor %q (first defined at %s); tensor names must be unique", name.Value, lineCol(first))
 	})
 	return ts
 }
@@ -316,11 +321,11 @@ func (p *parser) params(k Str, v *yaml.Node) Params {
 			})
 		default:
 			pr.Bad = true
-			p.errorf(p.pos(r), "%s must be a type (rank, int, f32) or a mapping like {type: int, min: 0, max: 8}; found %s", where, describe(r))
+			p.errorf(diag.Schema, p.pos(r), "%s must be a type (rank, int, f32) or a mapping like {type: int, min: 0, max: 8}; found %s", where, describe(r))
 		}
 		ps.List = append(ps.List, pr)
 	}, func(name Str, _ *yaml.Node, first Pos) {
-		p.errorf(name.Pos, "duplicate parameter %q (first defined at %s); parameter names must be unique", name.Value, lineCol(first))
+		p.errorf(diag.Schema, name.Pos, "duplicate parameter %q (first defined at %s); parameter names must be unique", name.Value, lineCol(first))
 	})
 	return ps
 }
@@ -370,7 +375,7 @@ func (p *parser) variants(k Str, v *yaml.Node) Variants {
 		}
 		vs.List = append(vs.List, vr)
 	}, func(name Str, _ *yaml.Node, first Pos) {
-		p.errorf(name.Pos, "duplicate variant %q (first defined at %s); variant names must be unique", name.Value, lineCol(first))
+		p.errorf(diag.Schema, name.Pos, "duplicate variant %q (first defined at %s); variant names must be unique", name.Value, lineCol(first))
 	})
 	return vs
 }
@@ -393,7 +398,7 @@ func (p *parser) access(k Str, v *yaml.Node, where string) AccessMap {
 				a.Kinds.Bad = more.Bad
 			}
 		}
-		p.errorf(name.Pos, "duplicate access entry for tensor %q in %s (first at %s); write all its kinds in one list, e.g. %s: [local_read, remote_read]", name.Value, where, lineCol(first), name.Value)
+		p.errorf(diag.Schema, name.Pos, "duplicate access entry for tensor %q in %s (first at %s); write all its kinds in one list, e.g. %s: [local_read, remote_read]", name.Value, where, lineCol(first), name.Value)
 	})
 	return am
 }
@@ -409,7 +414,7 @@ func (p *parser) kinds(name Str, val *yaml.Node, where string) List {
 	case r.Kind == yaml.SequenceNode:
 		return p.list(name, val, what, "")
 	default:
-		p.errorf(p.pos(r), "%s must be an access kind or a list of kinds (e.g. [local_read, remote_write]), found %s", what, describe(r))
+		p.errorf(diag.Schema, p.pos(r), "%s must be an access kind or a list of kinds (e.g. [local_read, remote_write]), found %s", what, describe(r))
 		l := List{Node: p.keyed(name, val)}
 		l.Bad = true
 		return l
@@ -439,7 +444,7 @@ func (p *parser) shape(k Str, v *yaml.Node, where string) Shape {
 	r := p.resolve(v)
 	if r.Kind != yaml.SequenceNode {
 		s.Bad = true
-		p.errorf(p.pos(r), "shape of %s must be a list of dimensions (size symbols or positive integers), e.g. [world, n]; found %s", where, describe(r))
+		p.errorf(diag.Schema, p.pos(r), "shape of %s must be a list of dimensions (size symbols or positive integers), e.g. [world, n]; found %s", where, describe(r))
 		return s
 	}
 	for _, item := range r.Content {
@@ -450,7 +455,7 @@ func (p *parser) shape(k Str, v *yaml.Node, where string) Shape {
 			var c int64
 			if err := item.Decode(&c); err != nil {
 				s.Bad = true
-				p.errorf(at, "dimension %s of %s does not fit in 64 bits", item.Value, where)
+				p.errorf(diag.Value, at, "dimension %s of %s does not fit in 64 bits", item.Value, where)
 				continue
 			}
 			s.Dims = append(s.Dims, Dim{Pos: at, Const: c})
@@ -458,10 +463,10 @@ func (p *parser) shape(k Str, v *yaml.Node, where string) Shape {
 			s.Dims = append(s.Dims, Dim{Pos: at, Symbol: item.Value})
 		case item.Kind == yaml.ScalarNode && item.Tag == "!!float":
 			s.Bad = true
-			p.errorf(at, "dimension %s of %s is not an integer; dimensions are size symbols or positive integers", item.Value, where)
+			p.errorf(diag.Value, at, "dimension %s of %s is not an integer; dimensions are size symbols or positive integers", item.Value, where)
 		default:
 			s.Bad = true
-			p.errorf(at, "a dimension of %s must be a size symbol or a positive integer, found %s", where, describe(item))
+			p.errorf(diag.Schema, at, "a dimension of %s must be a size symbol or a positive integer, found %s", where, describe(item))
 		}
 	}
 	return s
@@ -484,13 +489,13 @@ func (p *parser) fields(m *yaml.Node, where string, known []string, set func(key
 					guessed[s] = k.Pos
 				}
 			}
-			p.errorf(k.Pos, "unknown key %q %s (%s)", k.Value, where, hint)
+			p.errorf(diag.Schema, k.Pos, "unknown key %q %s (%s)", k.Value, where, hint)
 			return
 		}
 		present[k.Value] = true
 		set(k.Value, k, v)
 	}, func(k Str, _ *yaml.Node, first Pos) {
-		p.errorf(k.Pos, "duplicate key %q %s (first at %s); keep only one", k.Value, where, lineCol(first))
+		p.errorf(diag.Schema, k.Pos, "duplicate key %q %s (first at %s); keep only one", k.Value, where, lineCol(first))
 	})
 	for key := range guessed {
 		if present[key] {
@@ -518,11 +523,11 @@ func (p *parser) entries(m *yaml.Node, each func(k Str, v *yaml.Node), dup func(
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		kn, v := p.resolve(m.Content[i]), m.Content[i+1]
 		if kn.Kind != yaml.ScalarNode || kn.Tag == "!!null" {
-			p.errorf(p.pos(kn), "a key must be a plain name, found %s", describe(kn))
+			p.errorf(diag.Schema, p.pos(kn), "a key must be a plain name, found %s", describe(kn))
 			continue
 		}
 		if kn.Tag == "!!merge" {
-			p.errorf(p.pos(kn), "merge keys (<<) are not supported; write the keys out")
+			p.errorf(diag.Schema, p.pos(kn), "merge keys (<<) are not supported; write the keys out")
 			continue
 		}
 		k := Str{Node: Node{Pos: p.pos(kn), KeyPos: p.pos(kn), Set: true}, Value: kn.Value}
@@ -541,7 +546,7 @@ func (p *parser) isMap(v *yaml.Node, n *Node, what, want string) bool {
 		return true
 	}
 	n.Bad = true
-	p.errorf(p.pos(r), "%s must be %s; found %s", what, want, describe(r))
+	p.errorf(diag.Schema, p.pos(r), "%s must be %s; found %s", what, want, describe(r))
 	return false
 }
 
@@ -550,7 +555,7 @@ func (p *parser) str(k Str, v *yaml.Node, what string) Str {
 	r := p.resolve(v)
 	if r.Kind != yaml.ScalarNode || r.Tag == "!!null" {
 		s.Bad = true
-		p.errorf(p.pos(r), "%s must be a string, found %s", what, describe(r))
+		p.errorf(diag.Schema, p.pos(r), "%s must be a string, found %s", what, describe(r))
 		return s
 	}
 	s.Value = r.Value
@@ -564,7 +569,7 @@ func (p *parser) boolean(k Str, v *yaml.Node, what string) Bool {
 		return b
 	}
 	b.Bad = true
-	p.errorf(p.pos(r), "%s must be true or false, found %s", what, describe(r))
+	p.errorf(diag.Schema, p.pos(r), "%s must be true or false, found %s", what, describe(r))
 	return b
 }
 
@@ -576,11 +581,11 @@ func (p *parser) integer(k Str, v *yaml.Node, what string) Int {
 			return n
 		}
 		n.Bad = true
-		p.errorf(p.pos(r), "%s: %s does not fit in 64 bits", what, r.Value)
+		p.errorf(diag.Value, p.pos(r), "%s: %s does not fit in 64 bits", what, r.Value)
 		return n
 	}
 	n.Bad = true
-	p.errorf(p.pos(r), "%s must be an integer, found %s", what, describe(r))
+	p.errorf(diag.Schema, p.pos(r), "%s must be an integer, found %s", what, describe(r))
 	return n
 }
 
@@ -594,14 +599,14 @@ func (p *parser) list(k Str, v *yaml.Node, what, want string) List {
 		if want == "" {
 			want = "a list"
 		}
-		p.errorf(p.pos(r), "%s must be %s; found %s", what, want, describe(r))
+		p.errorf(diag.Schema, p.pos(r), "%s must be %s; found %s", what, want, describe(r))
 		return l
 	}
 	for _, item := range r.Content {
 		item = p.resolve(item)
 		if item.Kind != yaml.ScalarNode || item.Tag == "!!null" {
 			l.Bad = true
-			p.errorf(p.pos(item), "items of %s must be names, found %s", what, describe(item))
+			p.errorf(diag.Schema, p.pos(item), "items of %s must be names, found %s", what, describe(item))
 			continue
 		}
 		l.Items = append(l.Items, Str{Node: Node{Pos: p.pos(item), Set: true}, Value: item.Value})
@@ -631,7 +636,7 @@ func (p *parser) resolve(n *yaml.Node) *yaml.Node {
 		if p.budget < 0 {
 			if !p.exhausted {
 				p.exhausted = true
-				p.errorf(p.pos(at), "aliases make this file too large to read (more values than %d per byte of it); write the values out instead of repeating large anchors", aliasBudget)
+				p.errorf(diag.Limit, p.pos(at), "aliases make this file too large to read (more values than %d per byte of it); write the values out instead of repeating large anchors", aliasBudget)
 			}
 			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: at.Line, Column: at.Column}
 		}
@@ -659,13 +664,138 @@ func (p *parser) size(n *yaml.Node) int {
 
 func (p *parser) pos(n *yaml.Node) Pos {
 	line, col := n.Line, n.Column
-	if line < 1 {
-		line = 1
+	if line < 1 || col < 1 {
+		return Pos{File: p.file, Line: max(line, 1), Col: max(col, 1)}
 	}
-	if col < 1 {
-		col = 1
+	at := Pos{File: p.file, Line: line, Col: col}
+	at.EndLine, at.EndCol = p.span(n)
+	return at
+}
+
+// span is where the text of n ends (the position just past it), or 0, 0
+// when the parser cannot tell: for a one-line scalar (quoted ones scanned
+// in the source, so escapes count as written), an alias and a flow
+// collection (to its closing bracket). Block collections (an error about
+// one, such as a missing key, points at its start, not at all its lines),
+// block scalars (| and >) and plain scalars over several lines have no end.
+func (p *parser) span(n *yaml.Node) (line, col int) {
+	if n == nil || n.Line < 1 || n.Column < 1 {
+		return 0, 0
 	}
-	return Pos{File: p.file, Line: line, Col: col}
+	if p.lines == nil {
+		for _, l := range strings.Split(string(p.src), "\n") {
+			p.lines = append(p.lines, []rune(strings.TrimSuffix(l, "\r")))
+		}
+	}
+	if n.Kind == yaml.AliasNode {
+		return n.Line, n.Column + 1 + utf8.RuneCountInString(n.Value)
+	}
+	line, col = p.value(n.Line, n.Column)
+	if line == 0 {
+		return 0, 0
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		switch n.Style &^ yaml.TaggedStyle {
+		case 0: // plain
+			if strings.ContainsAny(n.Value, "\n") || n.Value == "" {
+				return 0, 0
+			}
+			return line, col + utf8.RuneCountInString(n.Value)
+		case yaml.SingleQuotedStyle, yaml.DoubleQuotedStyle:
+			return p.closing(line, col, n.Style&yaml.DoubleQuotedStyle != 0)
+		}
+	case yaml.MappingNode, yaml.SequenceNode:
+		if n.Style&yaml.FlowStyle != 0 {
+			return p.bracket(line, col)
+		}
+	}
+	return 0, 0
+}
+
+// value skips the anchor (&name) and tag (!!str) that may come first in a
+// node's text at line:col, to where its value starts on that line (0, 0
+// when it does not).
+func (p *parser) value(line, col int) (int, int) {
+	if line > len(p.lines) {
+		return 0, 0
+	}
+	l := p.lines[line-1]
+	i := col - 1
+	for i < len(l) && (l[i] == '&' || l[i] == '!') {
+		for i < len(l) && l[i] != ' ' && l[i] != '\t' {
+			i++
+		}
+		for i < len(l) && (l[i] == ' ' || l[i] == '\t') {
+			i++
+		}
+	}
+	if i >= len(l) {
+		return 0, 0
+	}
+	return line, i + 1
+}
+
+// closing is the end of the quoted scalar starting at line:col, if it
+// closes on that line.
+func (p *parser) closing(line, col int, double bool) (int, int) {
+	if line > len(p.lines) {
+		return 0, 0
+	}
+	l := p.lines[line-1]
+	if col > len(l) || (l[col-1] != '"' && l[col-1] != '\'') {
+		return 0, 0 // a tag before the value, say
+	}
+	for i := col; i < len(l); i++ { // l[col-1] is the opening quote
+		switch {
+		case double && l[i] == '\\':
+			i++
+		case !double && l[i] == '\'' && i+1 < len(l) && l[i+1] == '\'':
+			i++
+		case l[i] == l[col-1]:
+			return line, i + 2
+		}
+	}
+	return 0, 0
+}
+
+// bracket is the end of the flow collection whose opening bracket is at
+// line:col: just past its matching closing bracket, skipping quoted text.
+func (p *parser) bracket(line, col int) (int, int) {
+	if line > len(p.lines) || col > len(p.lines[line-1]) || !strings.ContainsRune("[{", p.lines[line-1][col-1]) {
+		return 0, 0
+	}
+	depth := 0
+	var quote rune
+	for ln := line; ln <= len(p.lines); ln++ {
+		l := p.lines[ln-1]
+		start := 0
+		if ln == line {
+			start = col - 1
+		}
+		for i := start; i < len(l); i++ {
+			c := l[i]
+			switch {
+			case quote == '"' && c == '\\':
+				i++
+			case quote != 0:
+				if c == quote {
+					quote = 0
+				}
+			case c == '"' || c == '\'':
+				quote = c
+			case c == '#' && (i == 0 || l[i-1] == ' ' || l[i-1] == '\t'):
+				i = len(l)
+			case c == '[' || c == '{':
+				depth++
+			case c == ']' || c == '}':
+				if depth--; depth == 0 {
+					return ln, i + 2
+				}
+			}
+		}
+	}
+	return 0, 0
 }
 
 // describe names what a node is, for "found ..." in messages.

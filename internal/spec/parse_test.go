@@ -12,6 +12,11 @@ import (
 
 func at(line, col int) Pos { return Pos{File: "f.yaml", Line: line, Col: col} }
 
+// tok is the position of a token of width characters.
+func tok(line, col, width int) Pos {
+	return Pos{File: "f.yaml", Line: line, Col: col, EndLine: line, EndCol: col + width}
+}
+
 const sample = `name: ag
 summary: s
 dtypes: [f32, f16]
@@ -40,27 +45,27 @@ func TestParsePositions(t *testing.T) {
 	assert.Equal(t, at(1, 1), f.Pos)
 
 	assert.Equal(t, "ag", f.Name.Value)
-	assert.Equal(t, at(1, 7), f.Name.Pos)
-	assert.Equal(t, at(1, 1), f.Name.KeyPos)
+	assert.Equal(t, tok(1, 7, 2), f.Name.Pos)
+	assert.Equal(t, tok(1, 1, 4), f.Name.KeyPos)
 	assert.True(t, f.Name.OK())
 
 	assert.Equal(t, []Str{
-		{Node: Node{Pos: at(3, 10), Set: true}, Value: "f32"},
-		{Node: Node{Pos: at(3, 15), Set: true}, Value: "f16"},
+		{Node: Node{Pos: tok(3, 10, 3), Set: true}, Value: "f32"},
+		{Node: Node{Pos: tok(3, 15, 3), Set: true}, Value: "f16"},
 	}, f.DTypes.Items)
-	assert.Equal(t, at(5, 5), f.Sizes.Items[0].Pos, "block lists too")
+	assert.Equal(t, tok(5, 5, 1), f.Sizes.Items[0].Pos, "block lists too")
 	assert.False(t, f.Ops.Set, "absent")
 
 	require.Len(t, f.Tensors.List, 2)
 	in := f.Tensors.List[0]
-	assert.Equal(t, at(7, 3), in.Name.Pos)
+	assert.Equal(t, tok(7, 3, 5), in.Name.Pos)
 	assert.Equal(t, "in", in.Dir.Value)
-	assert.Equal(t, at(7, 16), in.Dir.Pos)
-	assert.Equal(t, []Dim{{Pos: at(7, 28), Symbol: "n"}, {Pos: at(7, 31), Const: 4}}, in.Shape.Dims)
+	assert.Equal(t, tok(7, 16, 2), in.Dir.Pos)
+	assert.Equal(t, []Dim{{Pos: tok(7, 28, 1), Symbol: "n"}, {Pos: tok(7, 31, 1), Const: 4}}, in.Shape.Dims)
 	assert.False(t, in.DType.Set)
 	ws := f.Tensors.List[1]
 	assert.Equal(t, "u64", ws.DType.Value)
-	assert.Equal(t, at(11, 12), ws.DType.Pos)
+	assert.Equal(t, tok(11, 12, 3), ws.DType.Pos)
 
 	require.Len(t, f.Variants.List, 2)
 	push := f.Variants.List[0]
@@ -68,19 +73,19 @@ func TestParsePositions(t *testing.T) {
 	require.Len(t, push.Access.List, 2)
 	a := push.Access.List[0]
 	assert.Equal(t, "input", a.Tensor.Value)
-	assert.Equal(t, at(15, 14), a.Tensor.Pos)
-	assert.Equal(t, []Str{{Node: Node{Pos: at(15, 21), Set: true}, Value: "local_read"}}, a.Kinds.Items, "one kind is a one-item list")
+	assert.Equal(t, tok(15, 14, 5), a.Tensor.Pos)
+	assert.Equal(t, []Str{{Node: Node{Pos: tok(15, 21, 10), Set: true}, Value: "local_read"}}, a.Kinds.Items, "one kind is a one-item list")
 	assert.Len(t, push.Access.List[1].Kinds.Items, 2)
 	assert.Equal(t, "allow", push.Aliasing.Value)
 	assert.Equal(t, int64(256), push.Launch.Threads.Value)
-	assert.Equal(t, at(18, 23), push.Launch.Threads.Pos)
+	assert.Equal(t, tok(18, 23, 3), push.Launch.Threads.Pos)
 	assert.False(t, push.Launch.MaxBlocks.Set)
 
 	// An alias reads as the anchored value, positions included.
 	cp := f.Variants.List[1]
 	assert.Equal(t, "copy", cp.Name.Value)
 	assert.Equal(t, "t", cp.Template.Value)
-	assert.Equal(t, at(14, 15), cp.Template.Pos)
+	assert.Equal(t, tok(14, 15, 1), cp.Template.Pos)
 	assert.Len(t, cp.Access.List, 2)
 }
 
@@ -192,16 +197,16 @@ tensors:
 	require.Empty(t, errs)
 	require.Len(t, f.Params.List, 2)
 	root, k := f.Params.List[0], f.Params.List[1]
-	assert.Equal(t, Str{Node: Node{Pos: at(3, 3), KeyPos: at(3, 3), Set: true}, Value: "root"}, root.Name)
+	assert.Equal(t, Str{Node: Node{Pos: tok(3, 3, 4), KeyPos: tok(3, 3, 4), Set: true}, Value: "root"}, root.Name)
 	assert.Equal(t, "rank", root.Type.Value)
-	assert.Equal(t, at(3, 9), root.Type.Pos)
+	assert.Equal(t, tok(3, 9, 4), root.Type.Pos)
 	assert.False(t, root.Min.Set)
 	assert.Equal(t, "int", k.Type.Value)
 	assert.Equal(t, int64(-2), k.Min.Value)
-	assert.Equal(t, at(4, 23), k.Min.Pos)
+	assert.Equal(t, tok(4, 23, 2), k.Min.Pos)
 	assert.Equal(t, int64(8), k.Max.Value)
 	assert.Equal(t, "root", f.Tensors.List[0].Ranks.Value)
-	assert.Equal(t, at(6, 39), f.Tensors.List[0].Ranks.Pos)
+	assert.Equal(t, tok(6, 39, 4), f.Tensors.List[0].Ranks.Pos)
 
 	_, errs = Parse("f.yaml", []byte("params: [root]\n"))
 	require.Len(t, errs, 1)
@@ -210,4 +215,31 @@ tensors:
 	require.Len(t, errs, 2)
 	assert.Contains(t, errs[0].Error(), "min of parameter \"k\" must be an integer, found the number 1.5")
 	assert.Contains(t, errs[1].Error(), `unknown key "mx" in parameter "k" (expected one of: type, min, max)`)
+}
+
+// TestParseEnds: the end of a position is just past the token as written:
+// quotes and escapes count, a flow list ends at its bracket (on a later
+// line too, past a quoted bracket and a comment), an alias at its name,
+// columns in characters; a block scalar has no end.
+func TestParseEnds(t *testing.T) {
+	src := "name: \"a\\\"g\"\nsummary: |\n  text\ndtypes: ['f''32', \"]\", # ]\n  f16]\nsizes: [é_n]\nops: &o [sum]\ntensors: {x: {dir: in, shape: [n]}}\n"
+	r, root := NewReader("f.yaml", []byte(src), Kind{Name: "spec"})
+	require.NotNil(t, root)
+	val := func(key string) Pos {
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			if root.Content[i].Value == key {
+				return r.Pos(root.Content[i+1])
+			}
+		}
+		t.Fatalf("no key %s", key)
+		return Pos{}
+	}
+	assert.Equal(t, tok(1, 7, 6), val("name"), `"a\"g" is 6 characters as written`)
+	assert.Equal(t, at(2, 10), val("summary"), "a block scalar has no end")
+	dtypes := val("dtypes")
+	assert.Equal(t, Pos{File: "f.yaml", Line: 4, Col: 9, EndLine: 5, EndCol: 7}, dtypes)
+	list := root.Content[5]
+	assert.Equal(t, tok(4, 10, 7), r.Pos(list.Content[0]), "'f''32'")
+	assert.Equal(t, tok(6, 8, 5), val("sizes"), "[é_n]: columns count characters, not bytes")
+	assert.Equal(t, tok(7, 6, 8), val("ops"), "the anchor is part of the node")
 }

@@ -37,7 +37,9 @@ func (r *Reader) Errors() diag.List {
 }
 
 // Errorf reports a problem at a position.
-func (r *Reader) Errorf(at Pos, format string, args ...any) { r.p.errorf(at, format, args...) }
+func (r *Reader) Errorf(code diag.Code, at Pos, format string, args ...any) {
+	r.p.errorf(code, at, format, args...)
+}
 
 // Pos is the position of a node (of the anchored value for an alias).
 func (r *Reader) Pos(n *yaml.Node) Pos { return r.p.pos(r.p.resolve(n)) }
@@ -81,7 +83,7 @@ func (r *Reader) List(k Str, v *yaml.Node, what, want string) List { return r.p.
 func (r *Reader) Seq(v *yaml.Node, what, want string) (items []*yaml.Node, ok bool) {
 	v = r.p.resolve(v)
 	if v.Kind != yaml.SequenceNode {
-		r.p.errorf(r.p.pos(v), "%s must be %s; found %s", what, want, describe(v))
+		r.p.errorf(diag.Schema, r.p.pos(v), "%s must be %s; found %s", what, want, describe(v))
 		return nil, false
 	}
 	items = make([]*yaml.Node, len(v.Content))

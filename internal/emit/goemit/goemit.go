@@ -78,11 +78,11 @@ func Emit(req *emit.Request) (emit.Files, error) {
 	owners := map[string]ir.Pos{} // package-level name -> where it comes from
 	claim := func(name string, pos ir.Pos) {
 		if file, ok := packageNames[name]; ok {
-			errs.Add(pos, fmt.Sprintf("generated Go name %s collides with the package's own %s in %s; rename the collective or variant", name, name, file))
+			errs.Add(diag.Name, pos, fmt.Sprintf("generated Go name %s collides with the package's own %s in %s; rename the collective or variant", name, name, file))
 			return
 		}
 		if prev, ok := owners[name]; ok {
-			errs.Add(pos, fmt.Sprintf("generated Go name %s collides with the one generated for %s; rename the collective, variant or op", name, prev))
+			errs.Add(diag.Name, pos, fmt.Sprintf("generated Go name %s collides with the one generated for %s; rename the collective, variant or op", name, prev))
 			return
 		}
 		owners[name] = pos
@@ -91,7 +91,7 @@ func Emit(req *emit.Request) (emit.Files, error) {
 	var gens []*gen
 	for i, c := range sorted {
 		if fixedFiles[c.Name+".go"] {
-			errs.Add(c.Pos, fmt.Sprintf("collective name %q would overwrite the generated package's %s.go; rename the collective", c.Name, c.Name))
+			errs.Add(diag.Name, c.Pos, fmt.Sprintf("collective name %q would overwrite the generated package's %s.go; rename the collective", c.Name, c.Name))
 			continue
 		}
 		g := &gen{c: c, coll: Exported(c.Name), index: i}
@@ -204,30 +204,30 @@ func (g *gen) validate() diag.List {
 		}
 		for _, d := range t.Shape {
 			if d == irismodel.DimBlocks {
-				errs.Add(t.Pos, fmt.Sprintf("tensor %s: only workspace shapes may use %q (the grid is derived from the user tensors' sizes)", t.Name, irismodel.BlocksSymbol))
+				errs.Add(diag.Internal, t.Pos, fmt.Sprintf("tensor %s: only workspace shapes may use %q (the grid is derived from the user tensors' sizes)", t.Name, irismodel.BlocksSymbol))
 			}
 		}
 		if t.DType == 0 && len(c.DTypes) == 0 {
-			errs.Add(t.Pos, fmt.Sprintf("tensor %s has the kernel's data type but the collective lists no dtypes", t.Name))
+			errs.Add(diag.Internal, t.Pos, fmt.Sprintf("tensor %s has the kernel's data type but the collective lists no dtypes", t.Name))
 		}
 	}
 	for _, t := range c.Tensors {
 		if t.DType != 0 && dtypeConst(t.DType) == "" {
-			errs.Add(t.Pos, fmt.Sprintf("tensor %s: dtype %q has no runtime type", t.Name, t.DType))
+			errs.Add(diag.Internal, t.Pos, fmt.Sprintf("tensor %s: dtype %q has no runtime type", t.Name, t.DType))
 		}
 	}
 	for _, dt := range c.DTypes {
 		if dtypeConst(dt) == "" {
-			errs.Add(c.Pos, fmt.Sprintf("dtype %q has no runtime type", dt))
+			errs.Add(diag.Internal, c.Pos, fmt.Sprintf("dtype %q has no runtime type", dt))
 		}
 	}
 	errs = append(errs, g.localNames()...)
 	if len(c.Symbols) > 64 {
-		errs.Add(c.Pos, fmt.Sprintf("%d size parameters; the runtime supports at most 64", len(c.Symbols)))
+		errs.Add(diag.Limit, c.Pos, fmt.Sprintf("%d size parameters; the runtime supports at most 64", len(c.Symbols)))
 	}
 	for _, v := range c.Variants {
 		if len(v.Uses) != len(c.Tensors) {
-			errs.Add(v.Pos, fmt.Sprintf("variant %s: %d tensor uses for %d tensors", v.Name, len(v.Uses), len(c.Tensors)))
+			errs.Add(diag.Internal, v.Pos, fmt.Sprintf("variant %s: %d tensor uses for %d tensors", v.Name, len(v.Uses), len(c.Tensors)))
 		}
 		// The runtime names the kernel of every dtype x op
 		// (irisimpl.Variant.Kernel); the IR must have compiled each.
@@ -241,16 +241,16 @@ func (g *gen) validate() diag.List {
 		for _, d := range dts {
 			for _, o := range ops {
 				if _, ok := v.Kernel(d, o); !ok {
-					errs.Add(v.Pos, fmt.Sprintf("variant %s has no kernel for dtype %q op %q", v.Name, d, o))
+					errs.Add(diag.Internal, v.Pos, fmt.Sprintf("variant %s has no kernel for dtype %q op %q", v.Name, d, o))
 				}
 			}
 		}
 		if len(v.Barriers) == 0 {
-			errs.Add(v.Pos, fmt.Sprintf("variant %s supports no barrier mode", v.Name))
+			errs.Add(diag.Internal, v.Pos, fmt.Sprintf("variant %s supports no barrier mode", v.Name))
 		}
 		for _, m := range v.Barriers {
 			if barrierConst(m) == "" {
-				errs.Add(v.Pos, fmt.Sprintf("variant %s: unknown barrier mode %q", v.Name, m))
+				errs.Add(diag.Internal, v.Pos, fmt.Sprintf("variant %s: unknown barrier mode %q", v.Name, m))
 			}
 		}
 	}
@@ -296,7 +296,7 @@ func (g *gen) localNames() diag.List {
 			taken[id] = n
 			continue
 		}
-		errs.Add(n.pos, fmt.Sprintf("%s %q and %s %q (at %d:%d) are both %s in the generated Go code, where they are parameters of the same function (Go refuses the file: %s redeclared); rename the %s, e.g. to %q",
+		errs.Add(diag.Name, n.pos, fmt.Sprintf("%s %q and %s %q (at %d:%d) are both %s in the generated Go code, where they are parameters of the same function (Go refuses the file: %s redeclared); rename the %s, e.g. to %q",
 			n.kind, n.name, prev.kind, prev.name, prev.pos.Line, prev.pos.Col, id, id, n.kind, freeName(n.name, names, ids)))
 	}
 	return errs

@@ -406,11 +406,11 @@ func (e *emitter) crossCheck(v *ir.Variant, t *source, kc *kernelCtx, rec *recor
 		for _, n := range ir.AccessNames {
 			switch {
 			case got&n.Access != 0 && u.Access&n.Access == 0:
-				errs = append(errs, &diag.Error{Pos: t.pos(rec.first[name][n.Access]),
+				errs = append(errs, &diag.Error{Code: diag.Template, Pos: t.pos(rec.first[name][n.Access]),
 					Msg:   fmt.Sprintf("the template makes %s access to tensor %q, which variant %q does not declare (declared: %s); add it to the variant's access, or change the template", n.Name, name, v.Name, u.Access),
 					Notes: []diag.Note{{Pos: u.Pos, Msg: fmt.Sprintf("%q is declared %s here", name, u.Access)}}})
 			case u.Access&n.Access != 0 && got&n.Access == 0:
-				errs = append(errs, &diag.Error{Pos: u.Pos,
+				errs = append(errs, &diag.Error{Code: diag.Template, Pos: u.Pos,
 					Msg:   fmt.Sprintf("variant %q declares %s access to tensor %q, but template %s never makes it (no %s call); drop it from the access, or make the template do it", v.Name, n.Name, name, t.file, helperOf[n.Access]),
 					Notes: []diag.Note{{Pos: t.pos(0), Msg: fmt.Sprintf("the template renders %s without it", kc)}}})
 			}
@@ -418,13 +418,13 @@ func (e *emitter) crossCheck(v *ir.Variant, t *source, kc *kernelCtx, rec *recor
 	}
 	for _, p := range e.c.Params {
 		if !rec.params[p.Name] {
-			errs = append(errs, &diag.Error{Pos: p.Pos,
+			errs = append(errs, &diag.Error{Code: diag.Template, Pos: p.Pos,
 				Msg:   fmt.Sprintf("parameter %q is never read by template %s (variant %q): every variant's kernel must use every parameter; read it with {{param %q}}, or remove it", p.Name, t.file, v.Name, p.Name),
 				Notes: []diag.Note{{Pos: t.pos(0), Msg: fmt.Sprintf("the template renders %s without it", kc)}}})
 		}
 	}
 	if v.Supports(irismodel.BarrierDevice) && !rec.barrier && !exchanges(v) {
-		errs = append(errs, &diag.Error{Pos: v.TemplatePos,
+		errs = append(errs, &diag.Error{Code: diag.Template, Pos: v.TemplatePos,
 			Msg:   fmt.Sprintf("variant %q supports barrier mode device, but template %s never calls barrier or sync: a device-mode launch would not be ordered against the peers; call {{barrier}} where the ranks must meet, or drop device from barriers", v.Name, t.file),
 			Notes: []diag.Note{{Pos: t.pos(0), Msg: fmt.Sprintf("the template renders %s without a barrier", kc)}}})
 	}

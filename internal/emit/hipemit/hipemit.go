@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"unicode/utf8"
 
 	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/internal/emit"
@@ -176,10 +177,33 @@ type source struct {
 	text string
 }
 
-// pos is the position of a byte offset of the template.
+// pos is the position of a byte offset of the template, with its end: the
+// end of the action ({{...}}) the offset is in, when it closes on the same
+// line, else of the C token there (an identifier or number, or one
+// character).
 func (s *source) pos(off int) diag.Pos {
+	off = min(max(off, 0), len(s.text))
 	line, col := lineCol(s.text, off)
-	return diag.Pos{File: s.path, Line: line, Col: col}
+	at := diag.Pos{File: s.path, Line: line, Col: col}
+	end := off
+	before := s.text[:off]
+	if open := strings.LastIndex(before, "{{"); open >= 0 && open >= strings.LastIndex(before, "}}") {
+		if c := strings.Index(s.text[off:], "}}"); c >= 0 && !strings.Contains(s.text[off:off+c], "\n") {
+			end = off + c + 2
+		}
+	} else {
+		for end < len(s.text) && isIdentPart(s.text[end]) {
+			end++
+		}
+		if end == off && end < len(s.text) && s.text[end] != '\n' {
+			_, w := utf8.DecodeRuneInString(s.text[end:])
+			end += w
+		}
+	}
+	if end > off {
+		at.EndLine, at.EndCol = lineCol(s.text, end)
+	}
+	return at
 }
 
 // variant renders the prelude and every kernel of v.
@@ -187,7 +211,7 @@ func (e *emitter) variant(b *bytes.Buffer, v *ir.Variant) {
 	file := v.Template + ir.TemplateExt
 	text, err := fs.ReadFile(e.templates, file)
 	if err != nil {
-		e.errs.Add(v.TemplatePos, fmt.Sprintf("cannot read template %s: %v", file, err))
+		e.errs.Add(diag.IO, v.TemplatePos, fmt.Sprintf("cannot read template %s: %v", file, err))
 		return
 	}
 	src := &source{file: file, path: path.Join(e.templatesDir, file), text: string(text)}
@@ -235,13 +259,13 @@ func (e *emitter) render(v *ir.Variant, src *source, kc *kernelCtx, report func(
 	funcs := h.funcs()
 	t, err := template.New(src.file).Option("missingkey=error").Funcs(h.builtins()).Funcs(funcs).Parse(src.text)
 	if err != nil {
-		report(diag.List{e.templateError(v, src, "", err)})
+		report(diag.List{e.templateError(diag.Syntax, v, src, "", err)})
 		return "", false
 	}
 	if bad := checkPipelines(t, funcs); len(bad) > 0 {
 		var errs diag.List
 		for _, b := range bad {
-			errs = append(errs, &diag.Error{Pos: src.pos(b.off), Msg: b.msg, Notes: []diag.Note{{Pos: v.TemplatePos, Msg: fmt.Sprintf("variant %q uses the template here", v.Name)}}})
+			errs = append(errs, &diag.Error{Code: diag.Template, Pos: src.pos(b.off), Msg: b.msg, Notes: []diag.Note{{Pos: v.TemplatePos, Msg: fmt.Sprintf("variant %q uses the template here", v.Name)}}})
 		}
 		report(errs)
 		return "", false
@@ -258,17 +282,17 @@ func (e *emitter) render(v *ir.Variant, src *source, kc *kernelCtx, report func(
 		err = t.Execute(out, data)
 	}
 	if err != nil {
-		report(diag.List{e.templateError(v, src, " ("+kc.String()+")", err)})
+		report(diag.List{e.templateError(diag.Template, v, src, " ("+kc.String()+")", err)})
 		return "", false
 	}
 	r := resolve(out.b.String(), h.calls)
 	if r.tooBig {
-		report(diag.List{e.templateError(v, src, " ("+kc.String()+")", fmt.Errorf("the template renders more than %d MiB; a kernel body is far smaller (a range over a huge count?)", maxRender>>20))})
+		report(diag.List{e.templateError(diag.Limit, v, src, " ("+kc.String()+")", fmt.Errorf("the template renders more than %d MiB; a kernel body is far smaller (a range over a huge count?)", maxRender>>20))})
 		return "", false
 	}
 	var errs diag.List
 	for _, at := range r.bad {
-		errs = append(errs, &diag.Error{Pos: src.pos(at), Msg: "the template prints a control character; a kernel's source holds none"})
+		errs = append(errs, &diag.Error{Code: diag.Template, Pos: src.pos(at), Msg: "the template prints a control character; a kernel's source holds none"})
 	}
 	for _, b := range append(bypasses(e.c, r, h.calls), scope(e.c, r, h.calls)...) {
 		note := diag.Note{Pos: v.AccessPos, Msg: fmt.Sprintf("variant %q declares its accesses here; the wrappers' checks come from them, so the kernel must reach tensors only through the helpers", v.Name)}
@@ -280,7 +304,7 @@ func (e *emitter) render(v *ir.Variant, src *source, kc *kernelCtx, report func(
 		case u != nil:
 			note = diag.Note{Pos: u.Pos, Msg: fmt.Sprintf("the wrappers check %q as declared here (%s)", b.tensor, u.Access)}
 		}
-		errs = append(errs, &diag.Error{Pos: src.pos(b.off), Msg: b.msg, Notes: []diag.Note{note}})
+		errs = append(errs, &diag.Error{Code: diag.Template, Pos: src.pos(b.off), Msg: b.msg, Notes: []diag.Note{note}})
 	}
 	if kc != nil {
 		errs = append(errs, e.crossCheck(v, src, kc, record(r, h.calls))...)
@@ -351,7 +375,7 @@ func (w *limitWriter) Write(p []byte) (int, error) {
 // templateError positions an error of the template engine in the template,
 // with a note at the spec's template entry; while names what was being
 // rendered, for errors of an execution.
-func (e *emitter) templateError(v *ir.Variant, src *source, while string, err error) *diag.Error {
+func (e *emitter) templateError(code diag.Code, v *ir.Variant, src *source, while string, err error) *diag.Error {
 	msg := strings.TrimPrefix(err.Error(), "template: ")
 	at := diag.Pos{File: src.path, Line: 1, Col: 1}
 	if m := engineErr.FindStringSubmatch(msg); m != nil {
@@ -363,7 +387,7 @@ func (e *emitter) templateError(v *ir.Variant, src *source, while string, err er
 		msg = m[3]
 	}
 	msg = execNoise.ReplaceAllString(msg, "")
-	return &diag.Error{Pos: at, Msg: msg, Notes: []diag.Note{{Pos: v.TemplatePos, Msg: fmt.Sprintf("variant %q uses the template here%s", v.Name, while)}}}
+	return &diag.Error{Code: code, Pos: at, Msg: msg, Notes: []diag.Note{{Pos: v.TemplatePos, Msg: fmt.Sprintf("variant %q uses the template here%s", v.Name, while)}}}
 }
 
 // engineErr splits text/template's "name:line[:col]: message".
