@@ -74,7 +74,7 @@ func entryParams(e collectives.Entry) []irismodel.Param {
 // otherDType is a dtype a tensor of ti may not have.
 func otherDType(ti collectives.TensorInfo, dt irismodel.DType) irismodel.DType {
 	for _, d := range []irismodel.DType{irismodel.F16, irismodel.U64, irismodel.F32} {
-		if d != ti.ElemType(dt) && !slices.Contains(ti.IndexDTypes, d) {
+		if d != ti.ElemType(dt) && !slices.Contains(ti.Index, d) {
 			return d
 		}
 	}
@@ -227,7 +227,7 @@ func checkEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (in
 	// slots of every tensor only one rank uses: given where peers touch it.
 	slot := irisimpl.CtxBytes + 8*(len(v.Uses)+len(e.Sizes)+len(e.Params))
 	for _, ti := range e.Tensors {
-		if len(ti.IndexDTypes) > 0 {
+		if len(ti.Index) > 0 {
 			slot += 8
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/irisgen/irisgen/internal/tuning"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // Tune builds the auto variant's table of a collective from irisgen's rows
@@ -92,7 +93,7 @@ func Tune(rows []Row, collective, dtype, mode string) (*tuning.Table, error) {
 	}
 	sort.Ints(worlds)
 	a := &tuning.Table{Measured: fmt.Sprintf("%s, %s, %s, %s, irisgen bench", strings.Join(devices, " and "), strings.Join(dates, " and "), dtype, mode)}
-	var largest []tuning.Rule
+	var largest []irismodel.AutoRule
 	for _, w := range worlds {
 		largest = largest[:0]
 		rs := byWorld[w]
@@ -101,7 +102,7 @@ func Tune(rows []Row, collective, dtype, mode string) (*tuning.Table, error) {
 			if i+1 < len(rs) && rs[i+1].Variant == r.Variant {
 				continue // the run goes on
 			}
-			rule := tuning.Rule{World: w, Variant: r.Variant}
+			rule := irismodel.AutoRule{World: w, Variant: r.Variant}
 			if i+1 < len(rs) {
 				rule.MaxBytes = r.Bytes
 			}

@@ -240,12 +240,12 @@ type AutoRule struct {
 	Pos Pos
 }
 
-// Choose returns the variant the table picks.
-func (a *Auto) Choose(world int, bytes int64) string {
-	for _, r := range a.Rules {
-		if r.Matches(world, bytes) {
-			return r.Variant
-		}
+// ModelRules are the rules without their positions: what the generated
+// table holds and irismodel.Choose picks from.
+func (a *Auto) ModelRules() []irismodel.AutoRule {
+	out := make([]irismodel.AutoRule, len(a.Rules))
+	for i, r := range a.Rules {
+		out[i] = r.AutoRule
 	}
-	return ""
+	return out
 }

@@ -211,9 +211,5 @@ func checkRuleOrder(rd *spec.Reader, rules []AutoRule) {
 // FormatTuning writes a table in the file format, with a header comment
 // (tuning.Format, the format's writer).
 func FormatTuning(collective string, a *Auto) []byte {
-	t := tuning.Table{Measured: a.Measured}
-	for _, r := range a.Rules {
-		t.Rules = append(t.Rules, tuning.Rule{World: r.World, MaxBytes: r.MaxBytes, Variant: r.Variant})
-	}
-	return tuning.Format(collective, t)
+	return tuning.Format(collective, tuning.Table{Measured: a.Measured, Rules: a.ModelRules()})
 }

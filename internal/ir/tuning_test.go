@@ -5,6 +5,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -37,9 +38,10 @@ func TestTuningTable(t *testing.T) {
 	a := cs[0].Auto
 	require.NotNil(t, a)
 	require.Equal(t, "specs/tuning/ar.yaml", a.File)
-	require.Equal(t, "one_shot", a.Choose(2, 1024))
-	require.Equal(t, "two_shot", a.Choose(2, 1025))
-	require.Equal(t, "two_shot", a.Choose(4, 8))
+	rules := a.ModelRules()
+	require.Equal(t, "one_shot", irismodel.Choose(rules, 2, 1024))
+	require.Equal(t, "two_shot", irismodel.Choose(rules, 2, 1025))
+	require.Equal(t, "two_shot", irismodel.Choose(rules, 4, 8))
 	// What FormatTuning writes, ParseTuning reads back.
 	back, errs := ParseTuning("x.yaml", FormatTuning("ar", a), cs[0])
 	require.Empty(t, errs)

@@ -2,7 +2,9 @@
 // (specs/tuning/<collective>.yaml): `irisgen bench -tune` makes them from
 // a benchmark run, and internal/ir reads them back (ir.ParseTuning, which
 // also checks them). It is apart from ir so that the GPU tools write the
-// format without linking the compiler.
+// format without linking the compiler. A rule is the model's
+// (irismodel.AutoRule), the type the generated table and the runtime's
+// choice use too.
 package tuning
 
 import (
@@ -10,22 +12,15 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
-// Rule picks Variant for a launch on World ranks (0: any) whose largest
-// tensor has at most MaxBytes bytes (0: any size); the first rule that
-// matches wins.
-type Rule struct {
-	World    int
-	MaxBytes int64
-	Variant  string
-}
-
 // Table is one collective's table: where it was measured, and its rules,
-// the last matching every launch.
+// first match first, the last matching every launch.
 type Table struct {
 	Measured string
-	Rules    []Rule
+	Rules    []irismodel.AutoRule
 }
 
 // Format writes t, the table of collective, in the file format, with a

@@ -28,28 +28,21 @@ type Entry struct {
 	v *Variant
 }
 
-// TensorInfo describes a user tensor of an Entry.
+// TensorInfo describes a user tensor of an Entry: the model's descriptor
+// (name, direction, shape, fixed or index dtypes, optional, owner; its
+// ElemType) and what the variant's rules make of it.
 type TensorInfo struct {
-	Name  string
-	Dir   irismodel.Dir
-	Shape string // as in the spec, e.g. "[world, n]"
-	// DType is the tensor's fixed element type; 0: the plan's data type.
-	DType irismodel.DType
-	// IndexDTypes, when set, are the index types a launch may pass (DType
-	// first).
-	IndexDTypes []irismodel.DType
-	// Optional: a launch may pass the zero irisrt.Tensor to leave it out.
-	Optional bool
-	// Owner, when set, is the rank parameter whose rank alone uses the
-	// tensor; the other ranks may pass the zero irisrt.Tensor.
-	Owner string
+	irismodel.TensorDesc
 	// Remote reports whether peers touch it (placement import or heap).
 	Remote bool
 	// Heap reports whether it must be on the heap (peers write it).
 	Heap bool
 
-	shape irismodel.Shape
+	sizes []string // the collective's size names, for ShapeString
 }
+
+// ShapeString is the shape as the spec writes it, e.g. "[world, n]".
+func (t TensorInfo) ShapeString() string { return t.Shape.String(t.sizes) }
 
 // Entries lists every variant of t, in collective and spec order; nil when
 // t is unusable (plans of it return the reason).
@@ -60,19 +53,14 @@ func (t *Table) Entries() []Entry {
 	var out []Entry
 	for ci := range t.Collectives {
 		c := &t.Collectives[ci]
-		sizes := make([]string, len(c.Sizes))
-		for i, s := range c.Sizes {
-			sizes[i] = s.Name
-		}
+		sizes := c.sizeNames()
 		for vi := range c.Variants {
 			v := &c.Variants[vi]
 			e := Entry{Collective: c.Name, Variant: v.Name, DTypes: c.DTypes, Ops: c.Ops, Sizes: sizes, Params: c.Params,
 				Barriers: v.Barriers, Capturable: v.Capturable, v: v}
 			for _, ti := range c.user {
-				td := &c.Tensors[ti]
-				e.Tensors = append(e.Tensors, TensorInfo{Name: td.Name, Dir: td.Dir, Shape: td.Shape.String(c.sizeNames()),
-					DType: td.DType, IndexDTypes: td.Index, Optional: td.Optional, Owner: td.Owner,
-					Remote: v.Uses[ti] >= UseImport, Heap: v.Uses[ti] == UseHeap, shape: td.Shape})
+				e.Tensors = append(e.Tensors, TensorInfo{TensorDesc: c.Tensors[ti], Remote: v.Uses[ti] >= UseImport,
+					Heap: v.Uses[ti] == UseHeap, sizes: sizes})
 			}
 			out = append(out, e)
 		}
@@ -151,20 +139,11 @@ func (e Entry) TensorsFor(rank int, ts []irisrt.Tensor, ps []irismodel.Param) []
 // Numel is the tensor's element count for a world size and the sizes in
 // spec order; -1 when it does not fit in an int64.
 func (t TensorInfo) Numel(world int, sizes []int64) int64 {
-	n, ok := t.shape.Numel(int64(world), 0, sizes)
+	n, ok := t.Shape.Numel(int64(world), 0, sizes)
 	if !ok {
 		return -1
 	}
 	return n
-}
-
-// ElemType is the tensor's element type in a plan of data type dt: its
-// fixed DType, else dt.
-func (t TensorInfo) ElemType(dt irismodel.DType) irismodel.DType {
-	if t.DType != 0 {
-		return t.DType
-	}
-	return dt
 }
 
 // Alloc allocates every tensor of e on r's heap for data type dt and the

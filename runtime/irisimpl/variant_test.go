@@ -530,7 +530,7 @@ func TestEntries(t *testing.T) {
 	assert.Same(t, &tab.Collectives[0].Variants[1], e.Descriptor())
 	var got []string
 	for _, ti := range e.Tensors {
-		got = append(got, fmt.Sprintf("%s %s %s remote=%v heap=%v opt=%v numel=%d elem=%s", ti.Name, ti.Dir, ti.Shape, ti.Remote, ti.Heap,
+		got = append(got, fmt.Sprintf("%s %s %s remote=%v heap=%v opt=%v numel=%d elem=%s", ti.Name, ti.Dir, ti.ShapeString(), ti.Remote, ti.Heap,
 			ti.Optional, ti.Numel(2, []int64{10, 3}), ti.ElemType(irismodel.BF16)))
 	}
 	assert.Equal(t, []string{
@@ -539,7 +539,7 @@ func TestEntries(t *testing.T) {
 		"ids in [k] remote=false heap=false opt=false numel=3 elem=i64",
 		"scale in [k] remote=false heap=false opt=true numel=3 elem=f32",
 	}, got)
-	assert.Equal(t, []irismodel.DType{irismodel.I64, irismodel.I32}, e.Tensors[2].IndexDTypes)
+	assert.Equal(t, []irismodel.DType{irismodel.I64, irismodel.I32}, e.Tensors[2].Index)
 	assert.Equal(t, int64(-1), e.Tensors[1].Numel(2, []int64{1 << 62, 1}), "overflow")
 	push, _ := tab.Lookup("demo", "push")
 	assert.True(t, push.Tensors[1].Heap && push.Tensors[1].Remote)
