@@ -140,37 +140,30 @@ func (d *Device) FreeHost(host unsafe.Pointer) error {
 
 // CopyHtoD copies host memory to the device synchronously.
 func (d *Device) CopyHtoD(dst gpu.DevicePtr, src unsafe.Pointer, bytes int64) error {
-	const call = "cuMemcpyHtoD_v2"
-	p := d.p
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err := p.captureGuard(call); err != nil {
-		return err
-	}
-	b, err := p.span(call, d.ord, dst, bytes)
-	if err != nil {
-		return err
-	}
-	p.clock += fakeEventTick
-	copy(b, hostBytes(src, bytes))
-	return nil
+	return d.copySync("cuMemcpyHtoD_v2", dst, bytes, func(dev []byte) { copy(dev, hostBytes(src, bytes)) })
 }
 
 // CopyDtoH copies device memory to the host synchronously.
 func (d *Device) CopyDtoH(dst unsafe.Pointer, src gpu.DevicePtr, bytes int64) error {
-	const call = "cuMemcpyDtoH_v2"
+	return d.copySync("cuMemcpyDtoH_v2", src, bytes, func(dev []byte) { copy(hostBytes(dst, bytes), dev) })
+}
+
+// copySync is a synchronous copy to or from the bytes bytes at a: move
+// gets them once they are checked. Like every synchronous call it is
+// illegal during a global capture.
+func (d *Device) copySync(call string, a gpu.DevicePtr, bytes int64, move func(dev []byte)) error {
 	p := d.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.captureGuard(call); err != nil {
 		return err
 	}
-	b, err := p.span(call, d.ord, src, bytes)
+	b, err := p.span(call, d.ord, a, bytes)
 	if err != nil {
 		return err
 	}
 	p.clock += fakeEventTick
-	copy(hostBytes(dst, bytes), b)
+	move(b)
 	return nil
 }
 
@@ -301,24 +294,13 @@ func (d *Device) NewEvent(timing bool) (gpu.Event, error) {
 	return h, nil
 }
 
-func (p *Platform) event(call string, dev int, h gpu.Event) (*event, error) {
-	e, ok := p.events[h]
-	if !ok {
-		return nil, fail(call, codeInvalidHandle, fmt.Sprintf("unknown event %#x", uintptr(h)))
-	}
-	if e.dev != dev {
-		return nil, fail(call, codeInvalidHandle, fmt.Sprintf("event %#x belongs to device %d, used on device %d", uintptr(h), e.dev, dev))
-	}
-	return e, nil
-}
-
 // DestroyEvent destroys an event.
 func (d *Device) DestroyEvent(e gpu.Event) error {
 	const call = "cuEventDestroy_v2"
 	p := d.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, err := p.event(call, d.ord, e); err != nil {
+	if _, err := lookup(call, "event", p.events, d.ord, e); err != nil {
 		return err
 	}
 	delete(p.events, e)
@@ -332,7 +314,7 @@ func (d *Device) RecordEvent(e gpu.Event, s gpu.Stream) error {
 	p := d.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ev, err := p.event(call, d.ord, e)
+	ev, err := lookup(call, "event", p.events, d.ord, e)
 	if err != nil {
 		return err
 	}
@@ -359,7 +341,7 @@ func (d *Device) SynchronizeEvent(e gpu.Event) error {
 	p := d.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ev, err := p.event(call, d.ord, e)
+	ev, err := lookup(call, "event", p.events, d.ord, e)
 	if err != nil {
 		return err
 	}
@@ -376,11 +358,11 @@ func (d *Device) Elapsed(start, end gpu.Event) (time.Duration, error) {
 	p := d.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	a, err := p.event(call, d.ord, start)
+	a, err := lookup(call, "event", p.events, d.ord, start)
 	if err != nil {
 		return 0, err
 	}
-	b, err := p.event(call, d.ord, end)
+	b, err := lookup(call, "event", p.events, d.ord, end)
 	if err != nil {
 		return 0, err
 	}
@@ -423,24 +405,13 @@ func (d *Device) LoadModule(image []byte) (gpu.Module, error) {
 	return h, nil
 }
 
-func (p *Platform) module(call string, dev int, h gpu.Module) (*module, error) {
-	m, ok := p.modules[h]
-	if !ok {
-		return nil, fail(call, codeInvalidHandle, fmt.Sprintf("unknown module %#x", uintptr(h)))
-	}
-	if m.dev != dev {
-		return nil, fail(call, codeInvalidHandle, fmt.Sprintf("module %#x was loaded on device %d, used on device %d", uintptr(h), m.dev, dev))
-	}
-	return m, nil
-}
-
 // UnloadModule unloads a module; its functions and globals become invalid.
 func (d *Device) UnloadModule(h gpu.Module) error {
 	const call = "cuModuleUnload"
 	p := d.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	m, err := p.module(call, d.ord, h)
+	m, err := lookup(call, "module", p.modules, d.ord, h)
 	if err != nil {
 		return err
 	}
@@ -462,7 +433,7 @@ func (d *Device) Function(h gpu.Module, name string) (gpu.Function, error) {
 	p := d.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	m, err := p.module(call, d.ord, h)
+	m, err := lookup(call, "module", p.modules, d.ord, h)
 	if err != nil {
 		return 0, err
 	}
@@ -485,7 +456,7 @@ func (d *Device) Global(h gpu.Module, name string) (gpu.DevicePtr, int64, error)
 	p := d.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	m, err := p.module(call, d.ord, h)
+	m, err := lookup(call, "module", p.modules, d.ord, h)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -527,12 +498,9 @@ func (d *Device) launch(dependent bool, f gpu.Function, grid, block gpu.Dim3, sh
 	if dependent {
 		call = "cuLaunchKernelEx"
 	}
-	fn, ok := p.functions[f]
-	if !ok {
-		return fail(call, codeInvalidHandle, fmt.Sprintf("unknown function %#x", uintptr(f)))
-	}
-	if fn.dev != d.ord {
-		return fail(call, codeInvalidHandle, fmt.Sprintf("function %q was loaded on device %d, launched on device %d", fn.name, fn.dev, d.ord))
+	fn, err := lookup(call, "function", p.functions, d.ord, f)
+	if err != nil {
+		return err
 	}
 	if grid.X == 0 || grid.Y == 0 || grid.Z == 0 || block.X == 0 || block.Y == 0 || block.Z == 0 {
 		return fail(call, codeInvalidValue, fmt.Sprintf("empty grid %v or block %v", grid, block))
@@ -766,9 +734,9 @@ func (d *Device) Instantiate(g gpu.Graph) (gpu.GraphExec, error) {
 	p := d.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	gr, ok := p.graphs[g]
-	if !ok || gr.dev != d.ord {
-		return 0, fail(call, codeInvalidHandle, fmt.Sprintf("graph %#x is not a graph of device %d", uintptr(g), d.ord))
+	gr, err := lookup(call, "graph", p.graphs, d.ord, g)
+	if err != nil {
+		return 0, err
 	}
 	h := gpu.GraphExec(p.newHandle())
 	p.execs[h] = &graph{dev: d.ord, ops: append([]op(nil), gr.ops...)}
@@ -807,9 +775,9 @@ func (d *Device) LaunchGraph(g gpu.GraphExec, s gpu.Stream) error {
 	p := d.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	gr, ok := p.execs[g]
-	if !ok || gr.dev != d.ord {
-		return fail(call, codeInvalidHandle, fmt.Sprintf("executable graph %#x is not one of device %d", uintptr(g), d.ord))
+	gr, err := lookup(call, "executable graph", p.execs, d.ord, g)
+	if err != nil {
+		return err
 	}
 	st, err := p.stream(call, d.ord, s)
 	if err != nil {
@@ -834,8 +802,8 @@ func (d *Device) DestroyGraph(g gpu.Graph) error {
 	p := d.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if gr, ok := p.graphs[g]; !ok || gr.dev != d.ord {
-		return fail("cuGraphDestroy", codeInvalidHandle, fmt.Sprintf("graph %#x is not a graph of device %d", uintptr(g), d.ord))
+	if _, err := lookup("cuGraphDestroy", "graph", p.graphs, d.ord, g); err != nil {
+		return err
 	}
 	delete(p.graphs, g)
 	return nil
@@ -846,8 +814,8 @@ func (d *Device) DestroyGraphExec(g gpu.GraphExec) error {
 	p := d.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if gr, ok := p.execs[g]; !ok || gr.dev != d.ord {
-		return fail("cuGraphExecDestroy", codeInvalidHandle, fmt.Sprintf("executable graph %#x is not one of device %d", uintptr(g), d.ord))
+	if _, err := lookup("cuGraphExecDestroy", "executable graph", p.execs, d.ord, g); err != nil {
+		return err
 	}
 	delete(p.execs, g)
 	return nil

@@ -522,18 +522,35 @@ func (p *Platform) invalidate(s *stream) {
 	}
 }
 
+// stream finds stream h of device dev; 0 is the device's legacy stream.
 func (p *Platform) stream(call string, dev int, h gpu.Stream) (*stream, error) {
 	if h == 0 {
 		return p.legacy[dev], nil
 	}
-	s, ok := p.streams[h]
+	return lookup(call, "stream", p.streams, dev, h)
+}
+
+// owned is what a handle names: an object made on one device.
+type owned interface{ device() int }
+
+func (s *stream) device() int   { return s.dev }
+func (e *event) device() int    { return e.dev }
+func (m *module) device() int   { return m.dev }
+func (f *function) device() int { return f.dev }
+func (g *graph) device() int    { return g.dev }
+
+// lookup finds the object handle h names in m (the table of one kind of
+// handle) for a call on device dev: an unknown handle, or one of another
+// device, is CUDA_ERROR_INVALID_HANDLE, as the driver answers.
+func lookup[H ~uintptr, T owned](call, kind string, m map[H]T, dev int, h H) (T, error) {
+	o, ok := m[h]
 	if !ok {
-		return nil, fail(call, codeInvalidHandle, fmt.Sprintf("unknown stream %#x", uintptr(h)))
+		return o, fail(call, codeInvalidHandle, fmt.Sprintf("unknown %s %#x", kind, uintptr(h)))
 	}
-	if s.dev != dev {
-		return nil, fail(call, codeInvalidHandle, fmt.Sprintf("stream %#x belongs to device %d, used on device %d", uintptr(h), s.dev, dev))
+	if o.device() != dev {
+		return o, fail(call, codeInvalidHandle, fmt.Sprintf("%s %#x belongs to device %d, used on device %d", kind, uintptr(h), o.device(), dev))
 	}
-	return s, nil
+	return o, nil
 }
 
 // enqueue decides what happens to a stream operation: it returns

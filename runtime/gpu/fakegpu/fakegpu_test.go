@@ -161,6 +161,49 @@ func TestStreamsBelongToTheirDevice(t *testing.T) {
 	wantCode(t, d0.StreamSynchronize(s0), "CUDA_ERROR_INVALID_HANDLE")
 }
 
+// TestHandlesBelongToTheirDevice: every kind of handle made on device 0 is
+// CUDA_ERROR_INVALID_HANDLE on device 1, and once destroyed on device 0 too.
+func TestHandlesBelongToTheirDevice(t *testing.T) {
+	p := New(2)
+	d0, d1 := open(t, p, 0), open(t, p, 1)
+	one := gpu.Dim3{X: 1, Y: 1, Z: 1}
+	f := loadKernel(t, p, d0, "k")
+	s0, err := d0.NewStream()
+	must(t, err)
+	s1, err := d1.NewStream()
+	must(t, err)
+	must(t, d0.BeginCapture(s0, gpu.CaptureRelaxed))
+	must(t, d0.Launch(f, one, one, 0, s0, nil))
+	g, err := d0.EndCapture(s0)
+	must(t, err)
+	x, err := d0.Instantiate(g)
+	must(t, err)
+	e, err := d0.NewEvent(true)
+	must(t, err)
+	m, err := d0.LoadModule([]byte("img-k"))
+	must(t, err)
+
+	wantCode(t, d1.Launch(f, one, one, 0, s1, nil), "CUDA_ERROR_INVALID_HANDLE")
+	_, err = d1.Instantiate(g)
+	wantCode(t, err, "CUDA_ERROR_INVALID_HANDLE")
+	wantCode(t, d1.LaunchGraph(x, s1), "CUDA_ERROR_INVALID_HANDLE")
+	wantCode(t, d1.RecordEvent(e, s1), "CUDA_ERROR_INVALID_HANDLE")
+	_, _, err = d1.Global(m, "x")
+	wantCode(t, err, "CUDA_ERROR_INVALID_HANDLE")
+	for name, destroy := range map[string]func(gpu.Device) error{
+		"graph":            func(d gpu.Device) error { return d.DestroyGraph(g) },
+		"executable graph": func(d gpu.Device) error { return d.DestroyGraphExec(x) },
+		"event":            func(d gpu.Device) error { return d.DestroyEvent(e) },
+		"module":           func(d gpu.Device) error { return d.UnloadModule(m) },
+	} {
+		wantCode(t, destroy(d1), "CUDA_ERROR_INVALID_HANDLE")
+		if err := destroy(d0); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		wantCode(t, destroy(d0), "CUDA_ERROR_INVALID_HANDLE")
+	}
+}
+
 func TestPeerAccess(t *testing.T) {
 	p := New(3)
 	d0, d1, d2 := open(t, p, 0), open(t, p, 1), open(t, p, 2)
