@@ -83,7 +83,9 @@ const (
 	// access it makes but the spec does not declare (or the reverse), a
 	// parameter it never reads, a missing barrier, a failed execution.
 	Template Code = "template"
-	// Config: irisgen.yaml, or the layout of the repository it describes.
+	// Config: irisgen.yaml's own rules (its version, a path that cannot
+	// be used) or the layout of the repository it describes; a misspelt
+	// key or a wrong value in it is Schema or Value, as in a spec.
 	Config Code = "config"
 	// Tuning: a tuning table.
 	Tuning Code = "tuning"
@@ -94,7 +96,8 @@ const (
 	Internal Code = "internal"
 )
 
-// Codes lists every code, for documentation and tests.
+// Codes lists every code, for documentation and tests; docs/spec.md
+// ("Error codes and -error-format json") has the same table for users.
 var Codes = []Code{Syntax, Schema, Value, Name, Undefined, Rule, Limit, Template, Config, Tuning, IO, Internal}
 
 // Note is a secondary position of an error: the other side of a mismatch.

@@ -385,8 +385,8 @@ func (c *Collective) prepareVariant(v *Variant) error {
 }
 
 // AliasPair is a pair of user tensors whose overlap a launch checks;
-// InPlace says that they may be the very same tensor (CheckInPlace), else
-// they may not overlap at all (CheckNoAlias).
+// InPlace says that they may be the very same tensor (checkInPlace), else
+// they may not overlap at all (checkNoAlias).
 type AliasPair struct {
 	A, B    string
 	InPlace bool

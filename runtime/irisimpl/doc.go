@@ -21,6 +21,6 @@
 // takes and returns (Rank, Tensor, the typed errors) are runtime/irisrt's,
 // and the dtypes, barrier modes and launch parameters runtime/irismodel's.
 // irisimpl drives irisrt's plan core through runtime/internal/core, which
-// irisrt does not export to users. docs/internals.md ("Runtime API that
-// generated wrappers call") lists this contract.
+// irisrt does not export to users. docs/internals.md ("The generated-code
+// contract") lists it, and "One home per rule" what lives where.
 package irisimpl

@@ -230,7 +230,7 @@ func TestLaunchChecks(t *testing.T) {
 	}
 	offHeap := fixtures.DemoTensors(t, r, 16, 4, false, false, false, false)
 	// A hand-made tensor into heap memory that is no live allocation: input is
-	// only touched locally, so no placement rule looks at it, and CheckLive
+	// only touched locally, so no placement rule looks at it, and checkLive
 	// must.
 	freed, err := r.Heap().Alloc(irismodel.F32, 16)
 	require.NoError(t, err)

@@ -7,8 +7,12 @@
 // type in a plan), launch parameters (ParamKind, ParamDesc with its range,
 // the values a launch passes: Param), the tuning rules of an auto variant
 // (AutoRule, Choose) and the names both sides must agree on (KernelName,
-// SpecHashSymbol).
+// SpecHashSymbol, KernelFile with each platform's ObjectExt).
 //
-// It imports nothing of irisgen, so generated packages, downstream programs
-// and the generator can all use it; it holds no state.
+// Each of these is defined here and nowhere else: internal/ir embeds the
+// descriptors with their spec positions, goemit writes them into the
+// generated table, internal/tuning writes AutoRules, and the runtime reads
+// them (docs/internals.md, "One home per rule"). It imports nothing of
+// irisgen, so generated packages, downstream programs and the generator can
+// all use it; it holds no state.
 package irismodel

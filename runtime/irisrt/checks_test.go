@@ -39,14 +39,14 @@ func TestAlignmentPerDType(t *testing.T) {
 }
 
 // liveWant is what the three checks say about one tensor: "" for accepted,
-// else the LiveError's Why; placement is CheckHeap's *PlacementError.
+// else the LiveError's Why; placement is checkHeap's *PlacementError.
 type liveWant struct {
 	tensor, live, heap string
 	placement          bool
 }
 
 // TestLiveChecks enumerates the ways a tensor can lie on (or near) a heap
-// and what CheckTensor (by its own allocation), CheckLive and CheckHeap say.
+// and what checkTensor (by its own allocation), checkLive and checkHeap say.
 func TestLiveChecks(t *testing.T) {
 	w := kernelWorld(t, 2, testHash)
 	var groups [2]*Rank
