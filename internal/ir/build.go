@@ -37,11 +37,12 @@ var (
 	accessNone = "none"
 )
 
-// Launch limits: threads a multiple of the AMD wavefront (64) up to the
-// hardware block limit; vector accesses of 4, 8 or 16 bytes.
+// Launch limits (irismodel's: threads a multiple of the AMD wavefront up to
+// the hardware block limit) and defaults; vector accesses of 4, 8 or 16
+// bytes.
 const (
-	minThreads, maxThreads, threadStep = 64, 1024, 64
-	minBlocks, maxBlocksLimit          = 1, 1024
+	minThreads, maxThreads, threadStep = irismodel.ThreadStep, irismodel.MaxThreads, irismodel.ThreadStep
+	minBlocks, maxBlocksLimit          = 1, irismodel.MaxBlocks
 	defaultThreads                     = 512
 	defaultMaxBlocks                   = 16
 	defaultVectorBytes                 = 16

@@ -186,9 +186,8 @@ func tuningRule(rd *spec.Reader, n *yaml.Node, num int, c *Collective) (AutoRule
 	return r, ok
 }
 
-// maxTuningWorld bounds a rule's world: a world has at most that many ranks
-// (IRISGEN_MAX_WORLD in the device header).
-const maxTuningWorld = 8
+// maxTuningWorld bounds a rule's world: a world has at most that many ranks.
+const maxTuningWorld = irismodel.MaxWorld
 
 // checkRuleOrder refuses a rule that an earlier one hides (it would never
 // be chosen) and a last rule that does not match every launch.

@@ -350,7 +350,7 @@ func (c *Collective) prepareVariant(v *Variant) error {
 			return fmt.Errorf("capturable mode %s is not one of its modes", m)
 		}
 	}
-	if v.Threads < 1 || v.Threads > 1024 || v.MaxBlocks < 1 || v.VectorBytes < 1 {
+	if v.Threads < 1 || v.Threads > irismodel.MaxThreads || v.MaxBlocks < 1 || v.MaxBlocks > irismodel.MaxBlocks || v.VectorBytes < 1 {
 		return fmt.Errorf("launch shape %d threads, %d blocks, %d-byte vectors", v.Threads, v.MaxBlocks, v.VectorBytes)
 	}
 	v.heap, v.pairs, v.exchanged = nil, nil, nil

@@ -50,6 +50,8 @@ func TestTableRules(t *testing.T) {
 			t.Collectives[0].Variants[1].Capturable = []irismodel.Barrier{irismodel.BarrierNone}
 		}, "capturable mode none"},
 		{"launch shape", func(t *irisimpl.Table) { t.Collectives[0].Variants[0].Threads = 0 }, "launch shape 0 threads"},
+		{"threads past the block limit", func(t *irisimpl.Table) { t.Collectives[0].Variants[0].Threads = irismodel.MaxThreads + 1 }, "launch shape 1025 threads"},
+		{"blocks past the limit", func(t *irisimpl.Table) { t.Collectives[0].Variants[0].MaxBlocks = irismodel.MaxBlocks + 1 }, "1025 blocks"},
 		{"auto names unknown", func(t *irisimpl.Table) { t.Collectives[0].Auto[1].Variant = "ring" }, `unknown variant "ring"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -6,8 +6,9 @@
 // count), a tensor of a collective's signature (TensorDesc, with its element
 // type in a plan), launch parameters (ParamKind, ParamDesc with its range,
 // the values a launch passes: Param), the tuning rules of an auto variant
-// (AutoRule, Choose) and the names both sides must agree on (KernelName,
-// SpecHashSymbol, KernelFile with each platform's ObjectExt).
+// (AutoRule, Choose), the limits both sides check (MaxWorld, ThreadStep,
+// MaxThreads, MaxBlocks) and the names both sides must agree on
+// (KernelName, SpecHashSymbol, KernelFile with each platform's ObjectExt).
 //
 // Each of these is defined here and nowhere else: internal/ir embeds the
 // descriptors with their spec positions, goemit writes them into the

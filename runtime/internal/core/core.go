@@ -23,7 +23,7 @@ import (
 // and the size of the control block at the start of every heap.
 const (
 	CtxBytes      = 112
-	MaxWorld      = 8 // IRISGEN_MAX_WORLD
+	MaxWorld      = irismodel.MaxWorld // IRISGEN_MAX_WORLD
 	CtxOffFlags   = 8 * MaxWorld
 	CtxOffEpochs  = CtxOffFlags + 8
 	CtxOffErr     = CtxOffEpochs + 8
