@@ -602,6 +602,7 @@ func (p *parser) list(k Str, v *yaml.Node, what, want string) List {
 		p.errorf(diag.Schema, p.pos(r), "%s must be %s; found %s", what, want, describe(r))
 		return l
 	}
+	l.Items = make([]Str, 0, len(r.Content)) // no regrowth: a list of an alias bomb is long
 	for _, item := range r.Content {
 		item = p.resolve(item)
 		if item.Kind != yaml.ScalarNode || item.Tag == "!!null" {
