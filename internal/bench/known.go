@@ -51,6 +51,13 @@ var knownCollectives = map[string]known{
 // slowLimit is the largest size e is timed at (0: any).
 func slowLimit(e irisimpl.Entry) int64 { return knownCollectives[e.Collective].slow[e.Variant] }
 
+// SlowByDesign reports whether e is a variant whose algorithm is not meant
+// for large messages (all_reduce atomic and spinlock): it is timed with
+// fewer launches, and the stall rules do not judge its median against the
+// collective's other variants (it is many times slower on every launch,
+// which is no stall).
+func SlowByDesign(e irisimpl.Entry) bool { return slowLimit(e) > 0 }
+
 // ncclCall is the NCCL baseline of a collective, in nccl-tests' sizes: the
 // cell's size is the larger buffer, and a buffer marked per-rank holds one
 // rank's share of it (size / world). It does what irisgen's bench

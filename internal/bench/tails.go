@@ -53,6 +53,9 @@ type Tail struct {
 	// MarkSlow): a cell stalled from its first launch to its last has a
 	// p99.9 close to its min, and only the other variants show it.
 	Slow bool
+	// ByDesign: the variant is slow by design (SlowByDesign), and MarkSlow
+	// does not mark it.
+	ByDesign bool
 }
 
 // Stalled reports whether t breaks one of the scenario's rules: its 99.9th
@@ -62,7 +65,7 @@ func (t Tail) Stalled() bool { return t.P999 > StallFactor*t.Min || t.Slow }
 
 // MarkSlow sets Slow on every tail whose median exceeds StallFactor times
 // the smallest median among the tails of the same collective, dtype, world
-// and size.
+// and size, but on the variants slow by design (ByDesign).
 func MarkSlow(tails []Tail) {
 	type key struct {
 		coll, dtype string
@@ -77,7 +80,7 @@ func MarkSlow(tails []Tail) {
 		}
 	}
 	for i, t := range tails {
-		tails[i].Slow = t.Median > StallFactor*fastest[key{t.Collective, t.DType, t.World, t.Bytes}]
+		tails[i].Slow = !t.ByDesign && t.Median > StallFactor*fastest[key{t.Collective, t.DType, t.World, t.Bytes}]
 	}
 }
 
@@ -145,6 +148,7 @@ func runTails(w *irisrt.World, cfg TailConfig, device, date string) ([]Tail, err
 		}
 		t := tailOf(slowestBatches(perRank))
 		t.Collective, t.Variant, t.DType, t.World, t.Bytes, t.Device, t.Date = coll, variant, dts, w.Size(), bytes, device, date
+		t.ByDesign = SlowByDesign(steps[0].e)
 		out = append(out, t)
 		if cfg.Log != nil {
 			fmt.Fprintf(cfg.Log, "tails %-18s %-16s %-4s %9d %6d launches: min %8.2f median %8.2f p99.9 %9.2f max %9.2f us%s\n",

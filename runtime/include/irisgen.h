@@ -453,12 +453,20 @@ struct control {
 
 // spin calls done() until it returns true, within the time limit (times
 // `slack`); on timeout it records the error (naming peer, epoch and info)
-// and returns false. Every 256 polls it also gives up at once: once the
-// rank's record 0 holds an error (this or an earlier kernel timed out: the
-// peers are out of step), instead of waiting the limit again; when peer
+// and returns false. Every 256 polls it also gives up at once when peer
 // refused this launch on the host (its refused word in this rank's control
-// block); and, after 1 ms (or half the limit), when peer began this launch
-// with another fingerprint (it launched something else as this launch).
+// block); and, after 1 ms (or half the limit), when the rank's record 0
+// holds an error (this or an earlier kernel timed out: the peers are out
+// of step), instead of waiting the limit again, or when peer began this
+// launch with another fingerprint (it launched something else as this
+// launch). Record 0 is host-mapped: when every spinning warp read it every
+// 256 polls, those PCIe reads put 2 and 4 H200s into a state where whole
+// cells of 1,000 back-to-back launches took 0.2-2.4 ms a call instead of
+// 5-50 us (a wait long enough to read it slowed the peers' waits enough
+// for them to read it too), in 13 of 174 cells of `bench -tails`, Lamport
+// kernels most; reading it only in a long wait, 0 (2026-11-26, A/B in one
+// run), and Lamport readers need no pause between polls any more (2-3%
+// faster without).
 // Every wait of the header is one; each waits for one peer (its own rank
 // for the waits among its blocks), and the waits of a launch between them
 // wait for every peer. The checks are two loads in the slow path, inline,
@@ -473,8 +481,9 @@ IRISGEN_DEV bool spin(const irisgen_ctx& c, Done done, uint32_t peer, uint64_t e
   for (uint32_t i = 1;; i++) {
     if (done()) return true;
     if ((i & 255) == 0) {
-      if (*(volatile uint32_t*)&((irisgen_error*)c.err)->code != 0) return false;
       const uint64_t waited = now_ns() - t0, limit = slack * 1000ull * c.timeout_us;
+      const bool long_wait = waited > 1000000u || 2 * waited > limit;
+      if (long_wait && *(volatile uint32_t*)&((irisgen_error*)c.err)->code != 0) return false;
       uint32_t code = waited > limit ? IRISGEN_ERR_TIMEOUT : 0;
       if (c.launch != 0 && peer < (uint32_t)c.world && (int)peer != c.rank) {
         const uint64_t r = load_relaxed(&((const detail::control*)c.base[c.rank])->refused[peer]);
@@ -482,7 +491,7 @@ IRISGEN_DEV bool spin(const irisgen_ctx& c, Done done, uint32_t peer, uint64_t e
           code = IRISGEN_ERR_REFUSED;
           epoch = c.base[c.rank];
           info = ((uint64_t)c.launch << 32) | (r >> 32);
-        } else if (waited > 1000000u || 2 * waited > limit) {
+        } else if (long_wait) {
           const uint64_t b = load_relaxed(&((const detail::control*)c.base[peer])->begun[c.launch % IRISGEN_RING]);
           if ((uint32_t)(b >> 32) == c.launch && (uint32_t)b != c.check) {
             code = IRISGEN_ERR_MISMATCH;
@@ -947,21 +956,6 @@ IRISGEN_DEV void store_bits_volatile(T* p, uint32_t b) {
   else *(volatile uint16_t*)p = (uint16_t)b;
 }
 
-// lamport_backoff pauses a thread whose slot element has not arrived
-// before it polls again. Every thread of a Lamport reader polls its own
-// elements (64K threads on a 128-block grid). Polling flat out, all_reduce
-// one_shot_lamport at 512 KiB-4 MiB on 2 and 4 H200s (2026-11-26) had
-// whole batches of calls at 0.55-1.7 ms a call instead of 5-50 us in 11 of
-// 12 cells; with a 200 ns pause after each miss, in 4 of 16 (all eager,
-// none under graph replay), and the fastest times moved by at most 1 us.
-IRISGEN_DEV void lamport_backoff() {
-#ifdef IRISGEN_CUDA
-  __nanosleep(200);
-#else
-  __builtin_amdgcn_s_sleep(6);  // about 64 x 6 cycles
-#endif
-}
-
 // lamport_wait spins on the vector at p until it has arrived, within the
 // time limit (false on timeout, error record set: info 3, a slot's data from
 // peer never arrived).
@@ -971,9 +965,7 @@ IRISGEN_DEV bool lamport_wait(const irisgen_ctx& c, const T* p, v16* v, int peer
       c,
       [&] {
         *v = vload_volatile(p);
-        if (v16_arrived<T>(*v)) return true;
-        lamport_backoff();
-        return false;
+        return v16_arrived<T>(*v);
       },
       (uint32_t)peer, call, 3);
 }
@@ -985,9 +977,7 @@ IRISGEN_DEV bool lamport_wait1(const irisgen_ctx& c, const T* p, uint32_t* b, in
       c,
       [&] {
         *b = load_bits_volatile(p);
-        if (*b != empty_bits<T>()) return true;
-        lamport_backoff();
-        return false;
+        return *b != empty_bits<T>();
       },
       (uint32_t)peer, call, 3);
 }

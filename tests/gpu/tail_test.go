@@ -103,7 +103,8 @@ func tailTimes(r *irisrt.Rank, e irisimpl.Entry, sizes []int64, k int) (_ []floa
 // and fails a cell whose p99.9 exceeds bench.StallFactor times its min,
 // or whose median exceeds bench.StallFactor times the fastest median of
 // its collective's variants at that size (a cell stalled from its first
-// launch to its last; bench.MarkSlow). Worlds whose ranks share GPUs are
+// launch to its last; bench.MarkSlow; not the variants slow by design,
+// bench.SlowByDesign). Worlds whose ranks share GPUs are
 // skipped: their timings mean nothing.
 func TestLaunchTail(t *testing.T) {
 	cases := countCases(t)
@@ -145,7 +146,7 @@ func TestLaunchTail(t *testing.T) {
 					lo, med, p999, hi := us[0], bench.Percentile(us, 0.5), bench.Percentile(us, 0.999), us[len(us)-1]
 					t.Logf("%d launches, sizes %v, bf16: min %.2f median %.2f p99.9 %.2f max %.2f us (p99.9 / min %.1f)",
 						tailLaunches, sizes, lo, med, p999, hi, p999/lo)
-					cells = append(cells, bench.Tail{Collective: e.Collective, Variant: e.Variant, DType: "bf16", World: w.Size(), Bytes: bytes, Median: med})
+					cells = append(cells, bench.Tail{Collective: e.Collective, Variant: e.Variant, DType: "bf16", World: w.Size(), Bytes: bytes, Median: med, ByDesign: bench.SlowByDesign(e)})
 					if p999 > bench.StallFactor*lo {
 						t.Errorf("stall: the 99.9th percentile launch took %.2f us, more than %gx the fastest (%.2f us)", p999, bench.StallFactor, lo)
 					}
