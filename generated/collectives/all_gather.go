@@ -33,17 +33,17 @@ const (
 // has the given bytes, from specs/tuning/all_gather.yaml (measured: 2x NVIDIA H200 and 4x NVIDIA H200,
 // 2026-11-26, bf16, graph, irisgen bench). The first matching rule wins:
 //
-//   - world == 2 and bytes <= 131072: lamport
-//   - world == 2 and bytes <= 524288: ring
-//   - world == 2 and bytes <= 1048576: pull
+//   - world == 2 and bytes <= 4194304: lamport
 //   - world == 2: ring
 //   - world == 4 and bytes <= 131072: lamport
-//   - world == 4 and bytes <= 1048576: push
-//   - world == 4 and bytes <= 4194304: pull
+//   - world == 4 and bytes <= 524288: push
+//   - world == 4 and bytes <= 1048576: pull
+//   - world == 4 and bytes <= 4194304: lamport
 //   - world == 4: ring
 //   - bytes <= 131072: lamport
-//   - bytes <= 1048576: push
-//   - bytes <= 4194304: pull
+//   - bytes <= 524288: push
+//   - bytes <= 1048576: pull
+//   - bytes <= 4194304: lamport
 //   - otherwise: ring
 func AllGatherChoose(world int, bytes int64) AllGatherVariant {
 	return AllGatherVariant(allGatherDesc.Choose(world, bytes))

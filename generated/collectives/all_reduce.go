@@ -37,18 +37,12 @@ const (
 // has the given bytes, from specs/tuning/all_reduce.yaml (measured: 2x NVIDIA H200 and 4x NVIDIA H200,
 // 2026-11-26, bf16, graph, irisgen bench). The first matching rule wins:
 //
-//   - world == 2 and bytes <= 32768: one_shot_lamport
-//   - world == 2 and bytes <= 524288: one_shot_staged
-//   - world == 2 and bytes <= 1048576: one_shot_push
-//   - world == 2 and bytes <= 4194304: one_shot_staged
-//   - world == 2 and bytes <= 16777216: one_shot
-//   - world == 2: ring
-//   - world == 4 and bytes <= 32768: one_shot_lamport
-//   - world == 4 and bytes <= 131072: one_shot_staged
+//   - world == 2 and bytes <= 4194304: one_shot_lamport
+//   - world == 2: one_shot
+//   - world == 4 and bytes <= 131072: one_shot_lamport
 //   - world == 4 and bytes <= 4194304: two_shot
 //   - world == 4: ring
-//   - bytes <= 32768: one_shot_lamport
-//   - bytes <= 131072: one_shot_staged
+//   - bytes <= 131072: one_shot_lamport
 //   - bytes <= 4194304: two_shot
 //   - otherwise: ring
 func AllReduceChoose(world int, bytes int64) AllReduceVariant {

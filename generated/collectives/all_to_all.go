@@ -33,13 +33,17 @@ const (
 // the given bytes, from specs/tuning/all_to_all.yaml (measured: 2x NVIDIA H200 and 4x NVIDIA H200,
 // 2026-11-26, bf16, graph, irisgen bench). The first matching rule wins:
 //
-//   - world == 2 and bytes <= 32768: lamport
+//   - world == 2 and bytes <= 1048576: lamport
+//   - world == 2 and bytes <= 4194304: push_overlap
+//   - world == 2 and bytes <= 16777216: push
 //   - world == 2: push_overlap
 //   - world == 4 and bytes <= 131072: lamport
-//   - world == 4 and bytes <= 4194304: push_overlap
+//   - world == 4 and bytes <= 1048576: push_overlap
+//   - world == 4 and bytes <= 4194304: lamport
 //   - world == 4: push
 //   - bytes <= 131072: lamport
-//   - bytes <= 4194304: push_overlap
+//   - bytes <= 1048576: push_overlap
+//   - bytes <= 4194304: lamport
 //   - otherwise: push
 func AllToAllChoose(world int, bytes int64) AllToAllVariant {
 	return AllToAllVariant(allToAllDesc.Choose(world, bytes))
