@@ -92,12 +92,12 @@ sanitize|synccheck-rmsnorm|40|80|synccheck: as racecheck-rmsnorm
 sanitize|synccheck-moe|40|80|synccheck: as racecheck-moe
 sanitize|synccheck-b2b|60|130|synccheck: as racecheck-b2b
 sanitize|synccheck-capture|60|100|synccheck: as racecheck-capture
-sanitize|initcheck-catalogue|40|90|initcheck: as racecheck-catalogue
-sanitize|initcheck-params|60|150|initcheck: as racecheck-params
-sanitize|initcheck-rmsnorm|40|80|initcheck: as racecheck-rmsnorm
-sanitize|initcheck-moe|40|80|initcheck: as racecheck-moe
+sanitize|initcheck-catalogue|240|480|initcheck: as racecheck-catalogue
+sanitize|initcheck-params|240|480|initcheck: as racecheck-params
+sanitize|initcheck-rmsnorm|240|480|initcheck: as racecheck-rmsnorm
+sanitize|initcheck-moe|240|480|initcheck: as racecheck-moe
 sanitize|initcheck-b2b|60|130|initcheck: as racecheck-b2b
-sanitize|initcheck-capture|60|100|initcheck: as racecheck-capture
+sanitize|initcheck-capture|240|480|initcheck: as racecheck-capture
 EOF
 }
 
