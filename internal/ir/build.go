@@ -11,6 +11,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/internal/spec"
@@ -54,7 +55,7 @@ const (
 // Collective and a non-empty diag.List (sorted) holding every problem found.
 func Compile(specPath string, src []byte, templates fs.FS) (*Collective, error) {
 	f, errs := spec.Parse(specPath, src)
-	b := &builder{file: specPath, errs: errs, templates: templates}
+	b := &builder{file: specPath, errs: errs, templates: templates, src: src}
 	c := b.collective(f)
 	if len(b.errs) == 0 {
 		c.SpecHash = b.hash(c, src)
@@ -122,6 +123,31 @@ type builder struct {
 	listed    bool
 	// refusedOwned: tensors whose ranks key was refused already.
 	refusedOwned map[*Tensor]bool
+	// src is the spec's text, for positions inside a scalar (within).
+	src []byte
+}
+
+// quoted reports whether the scalar at p starts with a quote.
+func (b *builder) quoted(p Pos) bool {
+	line := 1
+	for i := 0; i < len(b.src); i++ {
+		if line == p.Line {
+			col := 1
+			for j := i; j < len(b.src) && b.src[j] != '\n'; {
+				r, size := utf8.DecodeRune(b.src[j:])
+				if col == p.Col {
+					return r == '"' || r == '\''
+				}
+				col++
+				j += size
+			}
+			return false
+		}
+		if b.src[i] == '\n' {
+			line++
+		}
+	}
+	return false
 }
 
 func (b *builder) errorf(code diag.Code, at Pos, format string, args ...any) {
@@ -700,7 +726,9 @@ func (b *builder) variant(c *Collective, sv *spec.Variant) *Variant {
 	}
 	where := fmt.Sprintf("variant %q", v.Name)
 
+	b.engine(c, sv, v, where)
 	switch t := sv.Template; {
+	case v.Engine == irismodel.EngineCopy:
 	case !t.Set:
 		b.errorf(diag.Schema, sv.Name.Pos, "%s has no template; add template: <name> for the file templates/<name>%s", where, TemplateExt)
 	case t.OK() && b.identifier(t, "template name", false):
@@ -712,6 +740,7 @@ func (b *builder) variant(c *Collective, sv *spec.Variant) *Variant {
 		v.Summary = b.summary(sv.Summary)
 	}
 	b.uses(c, sv, v, where)
+	b.copySchedule(c, sv, v, where)
 
 	if a := sv.Aliasing; a.OK() {
 		switch Aliasing(a.Value) {
@@ -726,7 +755,9 @@ func (b *builder) variant(c *Collective, sv *spec.Variant) *Variant {
 	}
 
 	b.barriers(sv, v, where)
-	b.launch(sv, v, where)
+	if v.Engine != irismodel.EngineCopy {
+		b.launch(sv, v, where)
+	}
 
 	for _, m := range v.Barriers {
 		cp := Capture{Mode: m, Capturable: m != irismodel.BarrierHost}
@@ -735,7 +766,9 @@ func (b *builder) variant(c *Collective, sv *spec.Variant) *Variant {
 		}
 		v.Capture = append(v.Capture, cp)
 	}
-	v.Kernels = kernels(c, v)
+	if v.Engine != irismodel.EngineCopy {
+		v.Kernels = kernels(c, v)
+	}
 	return v
 }
 
@@ -1074,7 +1107,9 @@ func (b *builder) hash(c *Collective, src []byte) string {
 	field(src)
 	var used []string
 	for _, v := range c.Variants {
-		used = append(used, v.Template+TemplateExt)
+		if v.Engine != irismodel.EngineCopy {
+			used = append(used, v.Template+TemplateExt)
+		}
 	}
 	sort.Strings(used)
 	for i, name := range used {

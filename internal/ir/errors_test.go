@@ -1184,8 +1184,8 @@ summary: s
 variants: {a: b, c}
 `,
 		want: []string{
-			"3:15: error: variant \"a\" must be a mapping with the keys summary, template, access, aliasing, barriers, launch; found the string \"b\"",
-			"3:19: error: variant \"c\" must be a mapping with the keys summary, template, access, aliasing, barriers, launch; found nothing",
+			"3:15: error: variant \"a\" must be a mapping with the keys summary, template, engine, copies, access, aliasing, barriers, launch; found the string \"b\"",
+			"3:19: error: variant \"c\" must be a mapping with the keys summary, template, engine, copies, access, aliasing, barriers, launch; found nothing",
 		},
 	},
 	{

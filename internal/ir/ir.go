@@ -186,8 +186,43 @@ type Variant struct {
 	// Capturable reports, per barrier mode, whether a launch in that mode can
 	// be captured in a GPU graph, with the reason when it cannot.
 	Capture []Capture
+	// Kernels are the variant's entry points; none for EngineCopy.
 	Kernels []Kernel
-	Pos     Pos
+	// Engine is what moves the data (spec key engine): EngineSM, a kernel
+	// rendered from Template; EngineCopy, the copy engines, by the
+	// schedule Copies (no template, no kernel).
+	Engine irismodel.Engine
+	Copies []*CopyStmt
+	Pos    Pos
+}
+
+// CopyStmt is one statement of a copy-engine variant's schedule (an item
+// of its copies), resolved: the runtime's statement, with the names of its
+// rank variables and its positions.
+type CopyStmt struct {
+	irismodel.CopyStmt
+	Vars                []string // the each list
+	Pos, FromPos, ToPos Pos
+}
+
+// Schedule is every copy the variant's launches issue on world ranks with
+// the parameter values params (rank and int parameters as int64, in spec
+// order), rank by rank in issue order, one a line (irismodel.SpellCopies).
+func (v *Variant) Schedule(c *Collective, world int, params []int64) string {
+	names := make([]string, len(c.Tensors))
+	for i, t := range c.Tensors {
+		names[i] = t.Name
+	}
+	return irismodel.SpellCopies(v.Stmts(), world, params, names)
+}
+
+// Stmts are the runtime statements of Copies.
+func (v *Variant) Stmts() []irismodel.CopyStmt {
+	out := make([]irismodel.CopyStmt, len(v.Copies))
+	for i, c := range v.Copies {
+		out[i] = c.CopyStmt
+	}
+	return out
 }
 
 // Capture is the derived graph-capture claim of one barrier mode of a variant.

@@ -140,6 +140,25 @@ type Variant struct {
 	Aliasing Str
 	Barriers List
 	Launch   Launch
+	// Engine is what moves the data: sm (a kernel from Template, the
+	// default) or copy (the copy engines, by the schedule in Copies).
+	Engine Str
+	Copies Copies
+}
+
+// Copies is a copy-engine variant's copies list, in file order.
+type Copies struct {
+	Node
+	List []*Copy
+}
+
+// Copy is one item of copies: for every value of the rank variables
+// Each, block From (tensor[block]@rank) goes into block To. Its Node is
+// the item's mapping.
+type Copy struct {
+	Node
+	Each     List
+	From, To Str
 }
 
 // AccessMap is a variant's access mapping, in file order.

@@ -20,7 +20,8 @@ var (
 	topKeys     = []string{"name", "summary", "dtypes", "ops", "sizes", "params", "tensors", "variants"}
 	paramKeys   = []string{"type", "min", "max"}
 	tensorKeys  = []string{"dir", "shape", "dtype", "optional", "ranks"}
-	variantKeys = []string{"summary", "template", "access", "aliasing", "barriers", "launch"}
+	variantKeys = []string{"summary", "template", "engine", "copies", "access", "aliasing", "barriers", "launch"}
+	copyKeys    = []string{"each", "from", "to"}
 	launchKeys  = []string{"threads", "max_blocks", "vector_bytes"}
 )
 
@@ -353,6 +354,10 @@ func (p *parser) variants(k Str, v *yaml.Node) Variants {
 					vr.Barriers = p.list(k, v, "barriers of "+where, "a list of barrier modes, e.g. [device, host, none]")
 				case "launch":
 					vr.Launch = p.launch(k, v, where)
+				case "engine":
+					vr.Engine = p.str(k, v, "engine of "+where)
+				case "copies":
+					vr.Copies = p.copies(k, v, where)
 				}
 			})
 			markMisspelled(miss, func(key string) *Node {
@@ -369,6 +374,10 @@ func (p *parser) variants(k Str, v *yaml.Node) Variants {
 					return &vr.Barriers.Node
 				case "launch":
 					return &vr.Launch.Node
+				case "engine":
+					return &vr.Engine.Node
+				case "copies":
+					return &vr.Copies.Node
 				}
 				return nil
 			})
@@ -378,6 +387,47 @@ func (p *parser) variants(k Str, v *yaml.Node) Variants {
 		p.errorf(diag.Schema, name.Pos, "duplicate variant %q (first defined at %s); variant names must be unique", name.Value, lineCol(first))
 	})
 	return vs
+}
+
+// copies reads a copy-engine variant's copies: a list of mappings
+// {each, from, to}.
+func (p *parser) copies(k Str, v *yaml.Node, where string) Copies {
+	cs := Copies{Node: p.keyed(k, v)}
+	r := p.resolve(v)
+	if r.Kind != yaml.SequenceNode {
+		cs.Bad = true
+		p.errorf(diag.Schema, p.pos(r), "copies of %s must be a list of block copies, e.g. [{each: [r, p], from: input@r, to: \"output[r]@p\"}]; found %s", where, describe(r))
+		return cs
+	}
+	for i, item := range r.Content {
+		c := &Copy{Node: Node{Pos: p.pos(p.resolve(item)), Set: true}}
+		what := fmt.Sprintf("copy %d of %s", i+1, where)
+		if p.isMap(item, &c.Node, what, "a mapping like {each: [r, p], from: input@r, to: \"output[r]@p\"}") {
+			miss := p.fields(item, "in "+what, copyKeys, func(key string, k Str, v *yaml.Node) {
+				switch key {
+				case "each":
+					c.Each = p.list(k, v, "each of "+what, "a list of rank variables, e.g. [r, p]")
+				case "from":
+					c.From = p.str(k, v, "from of "+what)
+				case "to":
+					c.To = p.str(k, v, "to of "+what)
+				}
+			})
+			markMisspelled(miss, func(key string) *Node {
+				switch key {
+				case "each":
+					return &c.Each.Node
+				case "from":
+					return &c.From.Node
+				case "to":
+					return &c.To.Node
+				}
+				return nil
+			})
+		}
+		cs.List = append(cs.List, c)
+	}
+	return cs
 }
 
 func (p *parser) access(k Str, v *yaml.Node, where string) AccessMap {

@@ -237,6 +237,16 @@ func (d *device) MemsetD32Async(dst DevicePtr, v uint32, n int64, s Stream) erro
 	return d.check(call, C.ig_memset32_async(d.t, d.h, C.uintptr_t(dst), C.uint(v), C.size_t(n), C.uintptr_t(s), &call))
 }
 
+func (d *device) WriteValue32(dst DevicePtr, v uint32, s Stream) error {
+	var call *C.char
+	return d.check(call, C.ig_write_value32(d.t, d.h, C.uintptr_t(dst), C.uint(v), C.uintptr_t(s), &call))
+}
+
+func (d *device) WaitValue32(dst DevicePtr, v uint32, s Stream) error {
+	var call *C.char
+	return d.check(call, C.ig_wait_value32(d.t, d.h, C.uintptr_t(dst), C.uint(v), C.uintptr_t(s), &call))
+}
+
 // BindThread makes the device (its primary context) current on the calling
 // OS thread (gpu.ThreadBinder).
 func (d *device) BindThread() error {

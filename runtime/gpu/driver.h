@@ -29,6 +29,8 @@ enum {
 	IG_CAPTURE_STATUS_NONE = 0,
 	IG_CAPTURE_STATUS_ACTIVE = 1,
 	IG_CAPTURE_STATUS_INVALIDATED = 2,
+	IG_WRITE_VALUE_DEFAULT = 0x0, // CU_STREAM_WRITE_VALUE_DEFAULT (a memory barrier first); HIP's flags are reserved, 0
+	IG_WAIT_VALUE_GEQ = 0x0,      // CU_STREAM_WAIT_VALUE_GEQ, hipStreamWaitValueGte
 };
 
 // IG_API(X) lists the functions both libraries have, as X(CUDA name,
@@ -60,6 +62,10 @@ enum {
 	X(cuMemsetD32Async, (CUdeviceptr dst, unsigned int v, size_t n, CUstream s), \
 		hipMemsetD32Async, (hipDeviceptr_t dest, int value, size_t count, hipStream_t stream)) \
 	X(cuStreamCreate, (CUstream *s, unsigned int flags), hipStreamCreateWithFlags, (hipStream_t *stream, unsigned int flags)) \
+	X(cuStreamWriteValue32_v2, (CUstream s, CUdeviceptr addr, unsigned int value, unsigned int flags), \
+		hipStreamWriteValue32, (hipStream_t stream, void *ptr, uint32_t value, unsigned int flags)) \
+	X(cuStreamWaitValue32_v2, (CUstream s, CUdeviceptr addr, unsigned int value, unsigned int flags), \
+		hipStreamWaitValue32, (hipStream_t stream, void *ptr, uint32_t value, unsigned int flags, uint32_t mask)) \
 	X(cuStreamDestroy_v2, (CUstream s), hipStreamDestroy, (hipStream_t stream)) \
 	X(cuStreamSynchronize, (CUstream s), hipStreamSynchronize, (hipStream_t stream)) \
 	X(cuEventCreate, (CUevent *e, unsigned int flags), hipEventCreateWithFlags, (hipEvent_t *event, unsigned int flags)) \
@@ -156,6 +162,12 @@ enum {
 	X(one, memset32_async, (uintptr_t h, uintptr_t dst, unsigned int v, size_t n, uintptr_t s, const char **call), \
 		(h, dst, v, n, s, call), \
 		cuMemsetD32Async, ((CUdeviceptr)dst, v, n, (CUstream)s), hipMemsetD32Async, ((hipDeviceptr_t)dst, (int)v, n, (hipStream_t)s)) \
+	X(one, write_value32, (uintptr_t h, uintptr_t dst, unsigned int v, uintptr_t s, const char **call), (h, dst, v, s, call), \
+		cuStreamWriteValue32_v2, ((CUstream)s, (CUdeviceptr)dst, v, IG_WRITE_VALUE_DEFAULT), \
+		hipStreamWriteValue32, ((hipStream_t)s, (void *)dst, v, IG_WRITE_VALUE_DEFAULT)) \
+	X(one, wait_value32, (uintptr_t h, uintptr_t dst, unsigned int v, uintptr_t s, const char **call), (h, dst, v, s, call), \
+		cuStreamWaitValue32_v2, ((CUstream)s, (CUdeviceptr)dst, v, IG_WAIT_VALUE_GEQ), \
+		hipStreamWaitValue32, ((hipStream_t)s, (void *)dst, v, IG_WAIT_VALUE_GEQ, 0xffffffffu)) \
 	X(bind, bind, (uintptr_t h, const char **call), (h, call)) \
 	X(one, sync, (uintptr_t h, const char **call), (h, call), cuCtxSynchronize, (), hipDeviceSynchronize, ()) \
 	X(out, stream_create, (uintptr_t h, uintptr_t *s, const char **call), (h, s, call), s, \

@@ -78,6 +78,12 @@ R cuStreamSynchronize(CUstream s) { say("cuStreamSynchronize %#lx", (unsigned lo
 R cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s) {
 	say("cuMemsetD32Async %#llx %u %zu %#lx", d, v, n, (unsigned long)(uintptr_t)s); return 0;
 }
+R cuStreamWriteValue32_v2(CUstream s, CUdeviceptr d, unsigned int v, unsigned int f) {
+	say("cuStreamWriteValue32_v2 %#lx %#llx %u %u", (unsigned long)(uintptr_t)s, d, v, f); return 0;
+}
+R cuStreamWaitValue32_v2(CUstream s, CUdeviceptr d, unsigned int v, unsigned int f) {
+	say("cuStreamWaitValue32_v2 %#lx %#llx %u %u", (unsigned long)(uintptr_t)s, d, v, f); return 0;
+}
 R cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice p) { say("cuDeviceCanAccessPeer %d %d", d, p); *can = 1; return 0; }
 R cuCtxEnablePeerAccess(CUcontext p, unsigned int f) { say("cuCtxEnablePeerAccess %#lx", (unsigned long)(uintptr_t)p); return 704; }
 R cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b) { say("cuEventElapsedTime_v2"); *ms = 1.5f; return 0; }
@@ -98,6 +104,12 @@ R hipStreamCreateWithFlags(hipStream_t *s, unsigned int flags) { say("hipStreamC
 R hipStreamSynchronize(hipStream_t s) { say("hipStreamSynchronize %#lx", (unsigned long)(uintptr_t)s); return 0; }
 R hipMemsetD32Async(hipDeviceptr_t d, int v, size_t n, hipStream_t s) {
 	say("hipMemsetD32Async %#lx %u %zu %#lx", (unsigned long)(uintptr_t)d, (unsigned)v, n, (unsigned long)(uintptr_t)s); return 0;
+}
+R hipStreamWriteValue32(hipStream_t s, void *d, uint32_t v, unsigned int f) {
+	say("hipStreamWriteValue32 %#lx %#lx %u %u", (unsigned long)(uintptr_t)s, (unsigned long)(uintptr_t)d, v, f); return 0;
+}
+R hipStreamWaitValue32(hipStream_t s, void *d, uint32_t v, unsigned int f, uint32_t m) {
+	say("hipStreamWaitValue32 %#lx %#lx %u %u %#x", (unsigned long)(uintptr_t)s, (unsigned long)(uintptr_t)d, v, f, m); return 0;
 }
 R hipDeviceCanAccessPeer(int *can, int d, int p) { say("hipDeviceCanAccessPeer %d %d", d, p); *can = 1; return 0; }
 R hipDeviceEnablePeerAccess(int p, unsigned int f) { say("hipDeviceEnablePeerAccess %d", p); return 704; }
@@ -203,6 +215,12 @@ func TestBindings(t *testing.T) {
 				{func() error { return d0.MemsetD8Async(0x10, 1, 8, 7) }, []string{"cuMemsetD8Async"}, []string{"hipMemsetD8Async"}, false},
 				{func() error { return d0.MemsetD32Async(0x10, 0xdeadbeef, 3, 7) }, []string{"cuMemsetD32Async 0x10 3735928559 3 0x7"},
 					[]string{"hipMemsetD32Async 0x10 3735928559 3 0x7"}, false},
+				// The stream memory operations: GEQ (0) waits, writes with
+				// the default memory barrier (0), the whole word compared.
+				{func() error { return d0.WriteValue32(0x40, 1, 7) }, []string{"cuStreamWriteValue32_v2 0x7 0x40 1 0"},
+					[]string{"hipStreamWriteValue32 0x7 0x40 1 0"}, false},
+				{func() error { return d0.WaitValue32(0x44, 1, 7) }, []string{"cuStreamWaitValue32_v2 0x7 0x44 1 0"},
+					[]string{"hipStreamWaitValue32 0x7 0x44 1 0 0xffffffff"}, false},
 				{func() error { return d0.(ThreadBinder).BindThread() }, nil, nil, false},
 				{d0.Synchronize, []string{"cuCtxSynchronize"}, []string{"hipDeviceSynchronize"}, false},
 				{func() error {

@@ -158,6 +158,18 @@ type Device interface {
 	// MemsetD32Async sets n 32-bit words from dst (4-byte aligned) to v,
 	// each with one store: a reader never sees a word in part.
 	MemsetD32Async(dst DevicePtr, v uint32, n int64, s Stream) error
+	// WriteValue32 stores v into the 4-byte word at dst (device memory,
+	// a peer's mapped memory included) once the stream's earlier work is
+	// done, after a memory barrier that makes that work's writes visible
+	// first (a stream memory operation: cuStreamWriteValue32,
+	// hipStreamWriteValue32). WaitValue32 holds the stream's later work
+	// until (int32)(*dst - v) >= 0 (cuStreamWaitValue32 with
+	// CU_STREAM_WAIT_VALUE_GEQ, hipStreamWaitValue32 with
+	// hipStreamWaitValueGte: the same for the words 0 and 1 irisgen
+	// waits on); the wait has no time limit. Both run without a kernel,
+	// and CUDA captures them into a graph (batch memory-operation nodes).
+	WriteValue32(dst DevicePtr, v uint32, s Stream) error
+	WaitValue32(dst DevicePtr, v uint32, s Stream) error
 	Synchronize() error
 
 	NewStream() (Stream, error) // non-blocking with respect to the legacy stream

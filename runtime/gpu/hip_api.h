@@ -66,6 +66,7 @@ IGHIP_SAME(IG_CAPTURE_MODE_RELAXED, hipStreamCaptureModeRelaxed);
 IGHIP_SAME(IG_CAPTURE_STATUS_NONE, hipStreamCaptureStatusNone);
 IGHIP_SAME(IG_CAPTURE_STATUS_ACTIVE, hipStreamCaptureStatusActive);
 IGHIP_SAME(IG_CAPTURE_STATUS_INVALIDATED, hipStreamCaptureStatusInvalidated);
+IGHIP_SAME(IG_WAIT_VALUE_GEQ, hipStreamWaitValueGte);
 #endif
 
 // IGHIP_ONLY lists the functions the platform layer calls that only HIP

@@ -111,6 +111,12 @@ type Variant struct {
 	// The launch shape: threads a block, the largest grid and the vector
 	// width that sizes it (Blocks).
 	Threads, MaxBlocks, VectorBytes int
+	// Engine is what moves the data. EngineCopy: the variant has no
+	// kernel; a launch enqueues the copies its schedule Copies gives this
+	// rank (irismodel.ExpandCopies) on the launch stream, between the
+	// barriers of its mode (docs/internals.md, "Copy-engine launches").
+	Engine irismodel.Engine
+	Copies []irismodel.CopyStmt
 
 	c     *Collective
 	label string // "collective/variant", for errors
@@ -355,8 +361,13 @@ func (c *Collective) prepareVariant(v *Variant) error {
 	}
 	v.heap, v.pairs, v.exchanged = nil, nil, nil
 	v.meets = !slices.Equal(v.Barriers, []irismodel.Barrier{irismodel.BarrierNone})
+	if err := c.checkCopies(v); err != nil {
+		return err
+	}
 	for ti := range c.Tensors {
-		if c.owner[ti] >= 0 && v.Uses[ti] >= UseImport {
+		// A copy-engine variant's peers read such a tensor at the owner's
+		// staging buffer (Plans.Stage), which needs no address slots.
+		if c.owner[ti] >= 0 && v.Uses[ti] >= UseImport && v.Engine != irismodel.EngineCopy {
 			v.exchanged = append(v.exchanged, ti)
 		}
 		if v.Uses[ti] >= UseImport {
@@ -378,6 +389,53 @@ func (c *Collective) prepareVariant(v *Variant) error {
 			da, db := c.Tensors[ia].Dir, c.Tensors[c.user[b]].Dir
 			if writes(da) || writes(db) {
 				v.pairs = append(v.pairs, aliasPair{a: a, b: b, same: v.InPlace && (da == irismodel.In) != (db == irismodel.In)})
+			}
+		}
+	}
+	return nil
+}
+
+// checkCopies checks a copy-engine variant's schedule against the
+// collective: the tensors and parameters it names, the blocks it indexes;
+// and that a kernel variant has none.
+func (c *Collective) checkCopies(v *Variant) error {
+	switch {
+	case v.Engine == irismodel.EngineSM && len(v.Copies) > 0:
+		return fmt.Errorf("a kernel variant with a copy schedule")
+	case v.Engine == irismodel.EngineSM:
+		return nil
+	case v.Engine != irismodel.EngineCopy:
+		return fmt.Errorf("unknown engine %d", v.Engine)
+	case len(v.Copies) == 0:
+		return fmt.Errorf("a copy-engine variant without copies")
+	}
+	rank := func(e irismodel.RankExpr, vars int, whole bool) error {
+		switch {
+		case e.Whole() && whole:
+			return nil
+		case e.Var >= vars || e.Param >= len(c.Params) || e.Shift >= len(c.Params) || (e.Var < 0) == (e.Param < 0):
+			return fmt.Errorf("a rank that names no variable or parameter")
+		case e.Param >= 0 && c.Params[e.Param].Kind != irismodel.ParamRank, e.Shift >= 0 && c.Params[e.Shift].Kind != irismodel.ParamInt:
+			return fmt.Errorf("a rank of a parameter of the wrong kind")
+		}
+		return nil
+	}
+	for i, st := range v.Copies {
+		if st.Vars < 0 || st.Vars > irismodel.MaxCopyVars {
+			return fmt.Errorf("copy %d has %d rank variables", i, st.Vars)
+		}
+		for _, e := range []irismodel.CopyEnd{st.From, st.To} {
+			if e.Tensor < 0 || e.Tensor >= len(c.Tensors) || c.Tensors[e.Tensor].Dir == irismodel.Workspace {
+				return fmt.Errorf("copy %d names tensor %d, which is not a user tensor", i, e.Tensor)
+			}
+			if !e.Block.Whole() && c.Tensors[e.Tensor].Shape[0] != irismodel.DimWorld {
+				return fmt.Errorf("copy %d indexes tensor %s, whose first dimension is not world", i, c.Tensors[e.Tensor].Name)
+			}
+			if err := rank(e.Block, st.Vars, true); err != nil {
+				return fmt.Errorf("copy %d: %v", i, err)
+			}
+			if err := rank(e.Rank, st.Vars, false); err != nil {
+				return fmt.Errorf("copy %d: %v", i, err)
 			}
 		}
 	}

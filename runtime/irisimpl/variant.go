@@ -27,6 +27,14 @@ type VariantPlan struct {
 	bufs  []gpu.DevicePtr // per tensor: its workspace buffer, or its address slots, else 0
 	// empty: every user tensor has 0 elements, so a launch enqueues nothing.
 	empty bool
+
+	// A copy-engine variant's launch state, reused by every launch: per
+	// tensor its bytes and this rank's address of it (the one the peers'
+	// translate), the parameters' values and the expanded schedule.
+	tbytes []int64
+	ptrs   []gpu.DevicePtr
+	vals   []int64
+	sched  []irismodel.BlockCopy
 }
 
 // AnyPlan is what every plan of a generated package offers, whatever its
@@ -150,6 +158,14 @@ func newVariantPlan(r *irisrt.Rank, v *Variant, dt irismodel.DType, op string, s
 		Embedded: c.t.Embedded, KernelsCommand: c.t.KernelsCommand,
 		Package: c.t.ImportPath, Op: c.Name, Variant: v.Name, Module: c.Name, SpecHash: c.SpecHash, Kernel: v.Kernel(dt, op),
 		Threads: v.Threads, Blocks: blocks, Barriers: v.Barriers, Capturable: v.Capturable, Sizes: p.sizes, Local: !v.meets,
+		Copy: v.Engine == irismodel.EngineCopy,
+	}
+	if spec.Copy {
+		spec.Kernel = ""
+		p.tbytes, p.ptrs, p.vals = make([]int64, len(c.Tensors)), make([]gpu.DevicePtr, len(c.Tensors)), make([]int64, len(c.Params))
+		for i, ti := range c.user {
+			p.tbytes[ti] = p.lens[i] * c.Tensors[ti].ElemType(dt).Size()
+		}
 	}
 	var workspace []int // the tensors of spec.Workspace
 	u := 0              // position among the user tensors
@@ -308,10 +324,20 @@ func (p *VariantPlan) launchChecked(s gpu.Stream, ts []irisrt.Tensor, ps []irism
 			continue
 		case !mine(ti):
 			a.Ptr(0)
+		case v.Uses[ti] == UseImport && p.ptrs != nil && c.owner[ti] >= 0:
+			rt.Stage(p.plan, a, td.Name, ts[u])
 		case v.Uses[ti] == UseImport:
 			rt.Staged(p.plan, a, td.Name, ts[u])
 		default:
 			a.Ptr(ts[u].Ptr)
+		}
+		if p.ptrs != nil {
+			p.ptrs[ti] = gpu.DevicePtr(binary.LittleEndian.Uint64(a.B[len(a.B)-8:]))
+			if !mine(ti) && v.Uses[ti] == UseImport {
+				// The owner's copy is in its staging buffer, at this
+				// rank's offset of the same buffer.
+				p.ptrs[ti] = rt.Buffer(p.plan, td.Name)
+			}
 		}
 		u++
 	}
@@ -335,7 +361,39 @@ func (p *VariantPlan) launchChecked(s gpu.Stream, ts []irisrt.Tensor, ps []irism
 			a.Ptr(p.bufs[ti]) // the slots where peers touch it, else 0
 		}
 	}
+	if p.ptrs != nil && a.Err == nil {
+		p.copies(a, ps)
+	}
 	return rt.Launch(p.plan, s, mode, a, n, core.Fingerprint(rt.ID(p.plan), n, mode, ps))
+}
+
+// copies appends to a the copies a copy-engine launch of this rank issues:
+// the variant's schedule expanded for the world, this rank and the
+// parameters, each block's address worked out from this rank's address of
+// its tensor (a peer's through the heap: the same offset on every rank).
+func (p *VariantPlan) copies(a *core.Args, ps []irismodel.Param) {
+	r := rt.Rank(p.plan)
+	world, me := r.World(), r.Rank()
+	for i, x := range ps {
+		p.vals[i] = x.Int()
+	}
+	p.sched = irismodel.ExpandCopies(p.sched[:0], p.v.Copies, world, me, p.vals)
+	block := func(t, rank, blk int) (gpu.DevicePtr, int64) {
+		ptr, bytes := p.ptrs[t], p.tbytes[t]
+		if rank != me {
+			ptr = r.Heap().Peer(ptr, rank)
+		}
+		if blk >= 0 {
+			bytes /= int64(world)
+			ptr += gpu.DevicePtr(int64(blk) * bytes)
+		}
+		return ptr, bytes
+	}
+	for _, bc := range p.sched {
+		src, bytes := block(bc.From, bc.FromRank, bc.FromBlock)
+		dst, _ := block(bc.To, bc.ToRank, bc.ToBlock)
+		a.Copies = append(a.Copies, core.Copy{Dst: dst, Src: src, Bytes: bytes})
+	}
 }
 
 // paramCountError reports a launch of what with got parameters instead of

@@ -105,6 +105,14 @@ func (d traceDevice) MemsetD32Async(dst gpu.DevicePtr, v uint32, n int64, s gpu.
 	d.note("MemsetD32Async")
 	return d.d.MemsetD32Async(dst, v, n, s)
 }
+func (d traceDevice) WriteValue32(dst gpu.DevicePtr, v uint32, s gpu.Stream) error {
+	d.note("WriteValue32")
+	return d.d.WriteValue32(dst, v, s)
+}
+func (d traceDevice) WaitValue32(dst gpu.DevicePtr, v uint32, s gpu.Stream) error {
+	d.note("WaitValue32")
+	return d.d.WaitValue32(dst, v, s)
+}
 func (d traceDevice) Synchronize() error { d.note("Synchronize"); return d.d.Synchronize() }
 func (d traceDevice) NewStream() (gpu.Stream, error) {
 	d.note("NewStream")

@@ -12,6 +12,7 @@ func init() {
 		Buffer:           (*Plan).buffer,
 		Args:             (*Plan).argsFor,
 		Staged:           (*Plan).staged,
+		Stage:            (*Plan).stage,
 		Launch:           (*Plan).launch,
 		ID:               func(p *Plan) uint64 { return p.id },
 		Skip:             (*Plan).skip,

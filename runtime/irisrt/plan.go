@@ -83,12 +83,31 @@ func (p *Plan) staged(a *core.Args, name string, t Tensor) {
 	a.Ptr(b.ptr)
 }
 
+// stage appends the address of the plan's staging buffer name and copies
+// t there in launch, wherever t lies (core.Plans.Stage).
+func (p *Plan) stage(a *core.Args, name string, t Tensor) {
+	if a.Err != nil {
+		return
+	}
+	if err := checkLive(p.spec.Op, name, p.r, t); err != nil {
+		a.Err = err
+		return
+	}
+	b, err := p.staging(name, t)
+	if err != nil {
+		a.Ptr(0).Err = err
+		return
+	}
+	p.stages = append(p.stages, stage{name, b.ptr, t})
+	a.Ptr(b.ptr)
+}
+
 func validateSpec(s *core.PlanSpec) error {
 	bad := func(format string, v ...any) error {
 		return fmt.Errorf("plan %s %s: invalid PlanSpec: %s", s.Op, s.Variant, fmt.Sprintf(format, v...))
 	}
 	switch {
-	case s.Module == "" || s.Kernel == "":
+	case !s.Copy && (s.Module == "" || s.Kernel == ""):
 		return bad("Module and Kernel are required")
 	case s.Threads < 1 || s.Threads > 1024:
 		return bad("Threads = %d, want 1..1024", s.Threads)
@@ -117,8 +136,8 @@ func validateSpec(s *core.PlanSpec) error {
 
 // digest identifies a plan across ranks: every rank must make the same one.
 func specDigest(s *core.PlanSpec) []byte {
-	d := fmt.Sprintf("%s|%s|%s|%s|%s|%s|%d|%d|%v|%v|%v|%v|sizes %v|local %v", s.Package, s.Op, s.Variant, s.Module, s.SpecHash, s.Kernel,
-		s.Threads, s.Blocks, s.Barriers, s.Capturable, s.Workspace, s.Staging, s.Sizes, s.Local)
+	d := fmt.Sprintf("%s|%s|%s|%s|%s|%s|%d|%d|%v|%v|%v|%v|sizes %v|local %v|copy %v", s.Package, s.Op, s.Variant, s.Module, s.SpecHash, s.Kernel,
+		s.Threads, s.Blocks, s.Barriers, s.Capturable, s.Workspace, s.Staging, s.Sizes, s.Local, s.Copy)
 	return []byte(d)
 }
 
@@ -169,8 +188,10 @@ func (p *Plan) setup() error {
 			What: "it loads the kernel, allocates and zeroes heap memory and waits for the other ranks",
 			Fix:  "make the plan before capture and launch it inside the capture"}
 	}
-	if p.fn, err = r.function(s); err != nil {
-		return err
+	if !s.Copy {
+		if p.fn, err = r.function(s); err != nil {
+			return err
+		}
 	}
 	alloc := func(bytes int64) (gpu.DevicePtr, error) {
 		a, err := r.heap.alloc(bytes, kindPlan)
@@ -317,7 +338,7 @@ func (p *Plan) argsFor() *core.Args {
 		return &p.refused
 	}
 	p.args.B = append(p.args.B[:0], p.ctx[:]...)
-	p.args.Ptrs, p.args.Err, p.stages = p.args.Ptrs[:0], nil, p.stages[:0]
+	p.args.Ptrs, p.args.Err, p.stages, p.args.Copies = p.args.Ptrs[:0], nil, p.stages[:0], p.args.Copies[:0]
 	return &p.args
 }
 
@@ -442,10 +463,16 @@ func (p *Plan) launch(s gpu.Stream, mode irismodel.Barrier, a *core.Args, n, che
 	if g := p.r.graphs.capturing.Load(); g != nil {
 		g.use(p, a, n)
 	}
-	grid := gpu.Dim3{X: uint32(p.spec.Blocks), Y: 1, Z: 1}
-	block := gpu.Dim3{X: uint32(p.spec.Threads), Y: 1, Z: 1}
-	if err := p.r.launch(p.fn, grid, block, s, a.B); err != nil {
-		return false, platformErr(fmt.Sprintf("launching %s", p.spec.Kernel), err)
+	if p.spec.Copy {
+		if enqueued, err := p.issueCopies(s, mode, a.Copies); err != nil {
+			return enqueued, err
+		}
+	} else {
+		grid := gpu.Dim3{X: uint32(p.spec.Blocks), Y: 1, Z: 1}
+		block := gpu.Dim3{X: uint32(p.spec.Threads), Y: 1, Z: 1}
+		if err := p.r.launch(p.fn, grid, block, s, a.B); err != nil {
+			return false, platformErr(fmt.Sprintf("launching %s", p.spec.Kernel), err)
+		}
 	}
 	if mode == irismodel.BarrierHost {
 		return true, p.r.HostBarrier(s)

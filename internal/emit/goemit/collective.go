@@ -215,6 +215,10 @@ func (g *gen) variantDoc(v *ir.Variant, plan string) string {
 		capt = []string{"none of them"}
 	}
 	fmt.Fprintf(&b, "; capturable in a graph: %s.", strings.Join(capt, ", "))
+	if v.Engine == irismodel.EngineCopy {
+		b.WriteString(" No kernel: the copy engines move the blocks, enqueued on the launch stream (" + copyText(g.c, v) + ").")
+		return b.String()
+	}
 	blocks := "up to " + plural(v.Launch.MaxBlocks, "block", "blocks")
 	if v.Launch.MaxBlocks == 1 {
 		blocks = "1 block"
@@ -496,4 +500,29 @@ func (g *gen) convenience(f *jen.File) {
 		jen.Return(jen.Id(g.desc()).Dot(run).Call(append(args, jen.Id("mode"))...)),
 	)
 	f.Line()
+}
+
+// copyText is a copy-engine variant's schedule as its spec writes it.
+func copyText(c *ir.Collective, v *ir.Variant) string {
+	tensors := make([]string, len(c.Tensors))
+	for i, t := range c.Tensors {
+		tensors[i] = t.Name
+	}
+	params := make([]string, len(c.Params))
+	for i, p := range c.Params {
+		params[i] = p.Name
+	}
+	var parts []string
+	for _, st := range v.Copies {
+		s := ""
+		if len(st.Vars) > 0 {
+			s = "for each " + strings.Join(st.Vars, ", ") + ": "
+		}
+		who := "the source issues it"
+		if st.Pull {
+			who = "the destination issues it"
+		}
+		parts = append(parts, s+st.From.Spell(tensors, st.Vars, params)+" -> "+st.To.Spell(tensors, st.Vars, params)+", "+who)
+	}
+	return strings.Join(parts, "; ")
 }

@@ -311,6 +311,36 @@ func (g *gen) variantEntry(v *ir.Variant, modes *modeSets) *jen.Statement {
 	}
 	fs = append(fs, field("Threads", jen.Lit(v.Launch.Threads)), field("MaxBlocks", jen.Lit(v.Launch.MaxBlocks)),
 		field("VectorBytes", jen.Lit(v.Launch.VectorBytes)))
+	if v.Engine == irismodel.EngineCopy {
+		var cs []jen.Code
+		for _, st := range v.Copies {
+			cs = append(cs, copyEntry(st.CopyStmt).Op(","))
+		}
+		fs = append(fs, jen.Line().Add(field("Engine", md("EngineCopy"))),
+			field("Copies", jen.Index().Add(md("CopyStmt")).Custom(multi, cs...)))
+	}
+	return jen.Values(fs...)
+}
+
+// copyEntry is the irismodel.CopyStmt literal of st.
+func copyEntry(st irismodel.CopyStmt) *jen.Statement {
+	rank := func(e irismodel.RankExpr) *jen.Statement {
+		if e == irismodel.NoRank {
+			return md("NoRank")
+		}
+		fs := []jen.Code{field("Var", jen.Lit(e.Var)), field("Param", jen.Lit(e.Param)), field("Shift", jen.Lit(e.Shift))}
+		if e.Neg {
+			fs = append(fs, field("Neg", jen.True()))
+		}
+		return md("RankExpr").Values(fs...)
+	}
+	end := func(e irismodel.CopyEnd) *jen.Statement {
+		return md("CopyEnd").Values(field("Tensor", jen.Lit(e.Tensor)), field("Block", rank(e.Block)), field("Rank", rank(e.Rank)))
+	}
+	fs := []jen.Code{field("Vars", jen.Lit(st.Vars)), field("From", end(st.From)), field("To", end(st.To))}
+	if st.Pull {
+		fs = append(fs, field("Pull", jen.True()))
+	}
 	return jen.Values(fs...)
 }
 

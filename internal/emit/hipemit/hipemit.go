@@ -63,6 +63,9 @@ func emitOne(c *ir.Collective, templates fs.FS, templatesDir, outDir string) ([]
 	var b bytes.Buffer
 	e.fileHeader(&b)
 	for _, v := range c.Variants {
+		if v.Engine == irismodel.EngineCopy {
+			continue // no kernel: its launches enqueue copies (irisimpl)
+		}
 		e.variant(&b, v)
 	}
 	if len(e.errs) > 0 {

@@ -214,6 +214,25 @@ func (d *Device) MemsetD32Async(dst gpu.DevicePtr, v uint32, n int64, s gpu.Stre
 	return d.streamOp("cuMemsetD32Async", s, op{kind: opMemset32, dst: dst, word: v, bytes: 4 * n})
 }
 
+// WriteValue32 stores v into the 4-byte word at dst (a peer's too) once
+// the stream's earlier operations are done.
+func (d *Device) WriteValue32(dst gpu.DevicePtr, v uint32, s gpu.Stream) error {
+	if dst%4 != 0 {
+		return fail("cuStreamWriteValue32_v2", codeInvalidValue, fmt.Sprintf("%#x is not 4-byte aligned", uint64(dst)))
+	}
+	return d.streamOp("cuStreamWriteValue32_v2", s, op{kind: opWriteValue, dst: dst, word: v, bytes: 4})
+}
+
+// WaitValue32 holds the stream's later operations until the 4-byte word
+// at dst reaches v ((int32)(*dst - v) >= 0). The fake runs operations when
+// they are called, so the call itself waits (see SetWaitLimit).
+func (d *Device) WaitValue32(dst gpu.DevicePtr, v uint32, s gpu.Stream) error {
+	if dst%4 != 0 {
+		return fail("cuStreamWaitValue32_v2", codeInvalidValue, fmt.Sprintf("%#x is not 4-byte aligned", uint64(dst)))
+	}
+	return d.streamOp("cuStreamWaitValue32_v2", s, op{kind: opWaitValue, dst: dst, word: v, bytes: 4})
+}
+
 // Synchronize waits for the device: nothing is pending, but it is illegal
 // during capture.
 func (d *Device) Synchronize() error {

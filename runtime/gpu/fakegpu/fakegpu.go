@@ -189,6 +189,8 @@ const (
 	opHtoD
 	opDtoH
 	opDtoD
+	opWriteValue
+	opWaitValue
 )
 
 // op is one stream operation, run at once or captured and replayed by
@@ -225,6 +227,8 @@ type Platform struct {
 	graphs    map[gpu.Graph]*graph
 	execs     map[gpu.GraphExec]*graph
 	launches  []Launch
+	memOps    []MemOp
+	waitLimit time.Duration // how long a WaitValue32 waits before it fails (SetWaitLimit)
 	onLaunch  func(Launch) error
 	allocHook func(device int, bytes int64) error
 	limit     []int64 // per device; 0: none
@@ -610,6 +614,16 @@ func (p *Platform) runOne(dev int, o op, s gpu.Stream, g gpu.GraphExec) error {
 			binary.LittleEndian.PutUint32(b[i:], o.word)
 		}
 		return nil
+	case opWriteValue:
+		b, err := p.span("cuStreamWriteValue32_v2", dev, o.dst, 4)
+		if err != nil {
+			return err
+		}
+		binary.LittleEndian.PutUint32(b, o.word)
+		p.memOps = append(p.memOps, MemOp{Device: dev, Stream: s, Graph: g, Kind: MemOpWrite, Dst: o.dst, Value: o.word})
+		return nil
+	case opWaitValue:
+		return p.waitValue(dev, o, s, g)
 	case opHtoD:
 		d, err := p.span("cuMemcpyHtoDAsync_v2", dev, o.dst, o.bytes)
 		if err != nil {
@@ -634,8 +648,96 @@ func (p *Platform) runOne(dev int, o op, s gpu.Stream, g gpu.GraphExec) error {
 			return err
 		}
 		copy(d, src)
+		p.memOps = append(p.memOps, MemOp{Device: dev, Stream: s, Graph: g, Kind: MemOpCopy, Dst: o.dst, Src: o.src, Bytes: o.bytes})
 		return nil
 	}
+}
+
+// waitValue runs a WaitValue32: operations complete when they are called,
+// so the caller waits here until (int32)(*dst - value) >= 0, as a stream
+// would, the lock released so that another rank's goroutine can write the
+// word; after the wait limit (SetWaitLimit) it fails instead of hanging a
+// test whose peer never writes.
+func (p *Platform) waitValue(dev int, o op, s gpu.Stream, g gpu.GraphExec) error {
+	const call = "cuStreamWaitValue32_v2"
+	limit := p.waitLimit
+	if limit <= 0 {
+		limit = DefaultWaitLimit
+	}
+	deadline := time.Now().Add(limit)
+	for {
+		b, err := p.span(call, dev, o.dst, 4)
+		if err != nil {
+			return err
+		}
+		if int32(binary.LittleEndian.Uint32(b)-o.word) >= 0 {
+			p.memOps = append(p.memOps, MemOp{Device: dev, Stream: s, Graph: g, Kind: MemOpWait, Dst: o.dst, Value: o.word})
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fail(call, codeIllegalState, fmt.Sprintf("device %d waited %v for the word at %#x to reach %d; it holds %d (a peer never wrote it: on a GPU the stream would wait for ever)",
+				dev, limit, uint64(o.dst), o.word, binary.LittleEndian.Uint32(b)))
+		}
+		p.mu.Unlock()
+		time.Sleep(20 * time.Microsecond)
+		p.mu.Lock()
+	}
+}
+
+// DefaultWaitLimit is how long a WaitValue32 of the fake waits for its
+// word before it fails, unless SetWaitLimit says otherwise.
+const DefaultWaitLimit = 20 * time.Second
+
+// SetWaitLimit sets how long a WaitValue32 waits for its word before it
+// fails (0: DefaultWaitLimit).
+func (p *Platform) SetWaitLimit(d time.Duration) {
+	p.mu.Lock()
+	p.waitLimit = d
+	p.mu.Unlock()
+}
+
+// MemOpKind is the kind of a recorded stream operation of the copy
+// engines and the stream memory operations.
+type MemOpKind int
+
+// The kinds of MemOp.
+const (
+	MemOpCopy  MemOpKind = iota // CopyDtoDAsync: Bytes from Src to Dst
+	MemOpWrite                  // WriteValue32: Value into Dst
+	MemOpWait                   // WaitValue32: returned once Dst reached Value
+)
+
+func (k MemOpKind) String() string {
+	return [...]string{"copy", "write", "wait"}[k]
+}
+
+// MemOp is a device-to-device copy or a stream memory operation as it ran
+// (eagerly, or from a graph: Graph set), in the order the operations ran
+// on the platform.
+type MemOp struct {
+	Device int
+	Stream gpu.Stream
+	Graph  gpu.GraphExec
+	Kind   MemOpKind
+	Dst    gpu.DevicePtr
+	Src    gpu.DevicePtr
+	Bytes  int64
+	Value  uint32
+}
+
+// MemOps returns the copies and stream memory operations that ran so far,
+// in order.
+func (p *Platform) MemOps() []MemOp {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]MemOp(nil), p.memOps...)
+}
+
+// ClearMemOps forgets the recorded copies and stream memory operations.
+func (p *Platform) ClearMemOps() {
+	p.mu.Lock()
+	p.memOps = nil
+	p.mu.Unlock()
 }
 
 // record appends a launch and, unless captured, calls the hook with the lock

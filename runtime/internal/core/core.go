@@ -80,6 +80,12 @@ type PlanSpec struct {
 	// local, barrier mode none only), so a rank may launch it alone; its
 	// launches are not numbered.
 	Local bool
+	// Copy: a copy-engine variant (irismodel.EngineCopy). The plan loads
+	// no kernel (Module and Kernel are unused); a launch enqueues the
+	// copies of its Args (Args.Copies) in place of a kernel, between the
+	// barriers of its mode made of stream memory operations on the plan's
+	// flags.
+	Copy bool
 	// Embedded holds the package's embedded code objects
 	// (kernels/<file>), found after Options.Kernels and $IRISGEN_KERNELS;
 	// KernelsCommand is the command errors about them name.
@@ -101,6 +107,16 @@ type Args struct {
 	B    []byte
 	Ptrs []gpu.DevicePtr // the pointers among B (a graph holds their allocations)
 	Err  error
+	// Copies are a copy-engine launch's copies, in issue order (PlanSpec.Copy).
+	Copies []Copy
+}
+
+// Copy is one copy of a copy-engine launch: Bytes from Src to Dst, device
+// addresses as mapped on the launching rank's device (a peer's heap
+// included).
+type Copy struct {
+	Dst, Src gpu.DevicePtr
+	Bytes    int64
 }
 
 // Ptr appends a tensor pointer.
@@ -142,6 +158,11 @@ type Plans[R, P, T any] struct {
 	// Staged appends t's address when t lies on the heap, otherwise the
 	// address of staging buffer name, into which Launch copies t first.
 	Staged func(p P, a *Args, name string, t T)
+	// Stage appends the address of staging buffer name, into which Launch
+	// copies t first, wherever t lies: a copy-engine variant's peers reach
+	// a tensor only one rank passes at its staging buffer, whose heap
+	// offset every rank knows.
+	Stage func(p P, a *Args, name string, t T)
 	// Launch launches the plan's kernel as launch number n with
 	// fingerprint check; enqueued says whether it reached the stream.
 	Launch func(p P, s gpu.Stream, mode irismodel.Barrier, a *Args, n, check uint32) (enqueued bool, err error)
