@@ -55,7 +55,7 @@ func TestBenchOnFake(t *testing.T) {
 		count[r.Collective]++
 	}
 	// barrier: 2 modes; all_gather: 4 variants x 2 sizes x 2 modes; send_recv: 2 variants x 2 x 2.
-	assert.Equal(t, map[string]int{"barrier": 2, "all_gather": 16, "send_recv": 8}, count)
+	assert.Equal(t, map[string]int{"barrier": 2, "all_gather": 24, "send_recv": 12}, count) // all_gather 6 variants, send_recv 3
 	assert.FileExists(t, filepath.Join(out, "results.md"))
 }
 
@@ -67,7 +67,7 @@ func TestProbeOnFake(t *testing.T) {
 	prog, stdout, stderr := fake(t, 2)
 	code := prog.Run([]string{"probe", "-n", "2", "-replays", "2", "-elems", "9", "-collectives", "all_gather,broadcast", "-package", catalogue})
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	assert.Contains(t, stdout.String(), "all 30 claims hold") // all_gather 4 x 3 modes; broadcast 3 x 3 modes x 2 roots
+	assert.Contains(t, stdout.String(), "all 46 claims hold") // all_gather 6 x 3 modes; broadcast (3 + copy_push) x 3 modes x 2 roots, copy_pull 2 modes x 2 roots
 	assert.Contains(t, stdout.String(), catalogue)
 	assert.Contains(t, stdout.String(), "broadcast   push")
 }
@@ -115,7 +115,7 @@ func TestTailsOnFake(t *testing.T) {
 	}
 	md, err := os.ReadFile(filepath.Join(out, "tails.md"))
 	require.NoError(t, err)
-	assert.Equal(t, 4+3*2, strings.Count(string(md), "| bf16 | 2 |"), "all_gather's 4 variants at 8 KiB, all_reduce_rmsnorm's 3 at 1 and 3 tokens:\n%s", md)
+	assert.Equal(t, 6+3*2, strings.Count(string(md), "| bf16 | 2 |"), "all_gather's 6 variants at 8 KiB, all_reduce_rmsnorm's 3 at 1 and 3 tokens:\n%s", md)
 	assert.Contains(t, string(md), "| all_reduce_rmsnorm | one_shot | bf16 | 2 | 42 KiB | 20 |")
 }
 

@@ -11,7 +11,7 @@ import (
 
 // AllGatherSpecHash is the hash of specs/all_gather.yaml and the templates it uses; the runtime
 // refuses a code object of all_gather made from other ones (*irisrt.KernelError).
-const AllGatherSpecHash = "ef91a206565e9c27"
+const AllGatherSpecHash = "956965eed2e64e35"
 
 // allGatherDesc is all_gather in the package's descriptor table.
 var allGatherDesc = &table.Collectives[0]
@@ -22,11 +22,13 @@ type AllGatherVariant string
 // The variants of all_gather; each has a plan type <Variant>Plan with its rules. AllGatherAuto picks
 // one by world size and message size (AllGatherChoose).
 const (
-	AllGatherPush    AllGatherVariant = "push"
-	AllGatherPull    AllGatherVariant = "pull"
-	AllGatherRing    AllGatherVariant = "ring"
-	AllGatherLamport AllGatherVariant = "lamport"
-	AllGatherAuto    AllGatherVariant = "auto"
+	AllGatherPush     AllGatherVariant = "push"
+	AllGatherPull     AllGatherVariant = "pull"
+	AllGatherRing     AllGatherVariant = "ring"
+	AllGatherLamport  AllGatherVariant = "lamport"
+	AllGatherCopyPush AllGatherVariant = "copy_push"
+	AllGatherCopyPull AllGatherVariant = "copy_pull"
+	AllGatherAuto     AllGatherVariant = "auto"
 )
 
 // AllGatherChoose is the variant AllGatherAuto runs on world ranks when the launch's largest tensor
@@ -143,5 +145,52 @@ func NewAllGatherLamportPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllG
 // Launch checks the tensors by the rules above and launches all_gather/lamport on s in barrier mode
 // mode.
 func (p *AllGatherLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
+	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
+}
+
+// AllGatherCopyPushPlan is variant copy_push of all_gather (specs/all_gather.yaml).
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in [n]): local_read; only this rank touches it: any device memory.
+//   - output (out [world, n]): remote_write; peers write it: must be on the symmetric heap.
+//
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. No kernel: the copy engines move the blocks, enqueued on the launch stream (for
+// each r, p: input@r -> output[r]@p, the source issues it).
+type AllGatherCopyPushPlan struct{ irisimpl.VariantPlan }
+
+// NewAllGatherCopyPushPlan makes a plan of all_gather/copy_push for dt (f32, f16, bf16) and size n.
+func NewAllGatherCopyPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllGatherCopyPushPlan, error) {
+	return irisimpl.NewPlanOf[AllGatherCopyPushPlan](r, &allGatherDesc.Variants[4], dt, "", n)
+}
+
+// Launch checks the tensors by the rules above and launches all_gather/copy_push on s in barrier mode
+// mode.
+func (p *AllGatherCopyPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
+	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
+}
+
+// AllGatherCopyPullPlan is variant copy_pull of all_gather (specs/all_gather.yaml).
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in [n]): remote_read; peers read it: on the symmetric heap, or else copied into the
+//     plan's staging on s.
+//   - output (out [world, n]): local_write; only this rank touches it: any device memory.
+//
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. No kernel: the copy engines move the blocks, enqueued on the launch stream (for
+// each r, p: input@r -> output[r]@p, the destination issues it).
+type AllGatherCopyPullPlan struct{ irisimpl.VariantPlan }
+
+// NewAllGatherCopyPullPlan makes a plan of all_gather/copy_pull for dt (f32, f16, bf16) and size n.
+func NewAllGatherCopyPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllGatherCopyPullPlan, error) {
+	return irisimpl.NewPlanOf[AllGatherCopyPullPlan](r, &allGatherDesc.Variants[5], dt, "", n)
+}
+
+// Launch checks the tensors by the rules above and launches all_gather/copy_pull on s in barrier mode
+// mode.
+func (p *AllGatherCopyPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }

@@ -66,6 +66,16 @@ var table = irisimpl.Table{
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 			{Name: "lamport", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "copy_push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap, irisimpl.Unused},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 1, VectorBytes: 16,
+				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
+					{Vars: 2, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}, Rank: irismodel.RankExpr{Var: 1, Param: -1, Shift: -1}}},
+				}},
+			{Name: "copy_pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal, irisimpl.Unused},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 1, VectorBytes: 16,
+				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
+					{Vars: 2, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}, Rank: irismodel.RankExpr{Var: 1, Param: -1, Shift: -1}}, Pull: true},
+				}},
 		},
 		Auto: []irismodel.AutoRule{
 			{World: 2, MaxBytes: 4194304, Variant: "lamport"},
@@ -163,6 +173,16 @@ var table = irisimpl.Table{
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 			{Name: "lamport", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "copy_push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap, irisimpl.Unused},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 1, VectorBytes: 16,
+				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
+					{Vars: 2, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.RankExpr{Var: 1, Param: -1, Shift: -1}, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}, Rank: irismodel.RankExpr{Var: 1, Param: -1, Shift: -1}}},
+				}},
+			{Name: "copy_pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal, irisimpl.Unused},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 1, VectorBytes: 16,
+				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
+					{Vars: 2, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.RankExpr{Var: 1, Param: -1, Shift: -1}, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}, Rank: irismodel.RankExpr{Var: 1, Param: -1, Shift: -1}}, Pull: true},
+				}},
 		},
 		Auto: []irismodel.AutoRule{
 			{World: 2, MaxBytes: 1048576, Variant: "lamport"},
@@ -201,6 +221,16 @@ var table = irisimpl.Table{
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 			{Name: "scatter_gather", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseHeap},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "copy_push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 1, VectorBytes: 16,
+				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
+					{Vars: 1, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: -1, Param: 0, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}},
+				}},
+			{Name: "copy_pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal},
+				Barriers: modesDeviceHost, Capturable: modesDevice, Threads: 512, MaxBlocks: 1, VectorBytes: 16,
+				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
+					{Vars: 1, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: -1, Param: 0, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}, Pull: true},
+				}},
 		},
 	}, {
 		Name: "gather", SpecHash: GatherSpecHash,
@@ -218,6 +248,11 @@ var table = irisimpl.Table{
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 			{Name: "push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "copy_pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 1, VectorBytes: 16,
+				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
+					{Vars: 1, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}, Rank: irismodel.RankExpr{Var: -1, Param: 0, Shift: -1}}, Pull: true},
+				}},
 		},
 	}, {
 		Name: "moe_combine", SpecHash: MoeCombineSpecHash,
@@ -324,6 +359,11 @@ var table = irisimpl.Table{
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 			{Name: "pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "copy_push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 1, VectorBytes: 16,
+				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
+					{Vars: 1, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}, Rank: irismodel.RankExpr{Var: -1, Param: 0, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}},
+				}},
 		},
 	}, {
 		Name: "send_recv", SpecHash: SendRecvSpecHash,
@@ -342,6 +382,11 @@ var table = irisimpl.Table{
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 			{Name: "pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "copy_pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal},
+				Barriers: modesDeviceHost, Capturable: modesDevice, Threads: 512, MaxBlocks: 1, VectorBytes: 16,
+				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
+					{Vars: 0, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: -1, Param: 0, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: -1, Param: 1, Shift: -1}}, Pull: true},
+				}},
 		},
 	}, {
 		Name: "shift", SpecHash: ShiftSpecHash,
@@ -359,6 +404,16 @@ var table = irisimpl.Table{
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 			{Name: "pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "copy_push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 1, VectorBytes: 16,
+				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
+					{Vars: 1, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: 0}}},
+				}},
+			{Name: "copy_pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 1, VectorBytes: 16,
+				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
+					{Vars: 1, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: 0, Neg: true}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}, Pull: true},
+				}},
 		},
 	}},
 }

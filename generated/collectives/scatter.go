@@ -11,7 +11,7 @@ import (
 
 // ScatterSpecHash is the hash of specs/scatter.yaml and the templates it uses; the runtime refuses a
 // code object of scatter made from other ones (*irisrt.KernelError).
-const ScatterSpecHash = "1edbabf70c5ec64d"
+const ScatterSpecHash = "7168884190558491"
 
 // scatterDesc is scatter in the package's descriptor table.
 var scatterDesc = &table.Collectives[12]
@@ -21,8 +21,9 @@ type ScatterVariant string
 
 // The variants of scatter; each has a plan type <Variant>Plan with its rules.
 const (
-	ScatterPush ScatterVariant = "push"
-	ScatterPull ScatterVariant = "pull"
+	ScatterPush     ScatterVariant = "push"
+	ScatterPull     ScatterVariant = "pull"
+	ScatterCopyPush ScatterVariant = "copy_push"
 )
 
 // Scatter runs a variant of scatter through the rank's plan cache (see the package doc), with the
@@ -84,5 +85,33 @@ func NewScatterPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*ScatterPu
 // Launch checks the parameters and the tensors by the rules above and launches scatter/pull on s in
 // barrier mode mode.
 func (p *ScatterPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
+}
+
+// ScatterCopyPushPlan is variant copy_push of scatter (specs/scatter.yaml).
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in [world, n], on rank root only): local_read; only this rank touches it: any device
+//     memory; checked on rank root only, the other ranks pass the zero irisrt.Tensor.
+//   - output (out [n]): remote_write; peers write it: must be on the symmetric heap.
+//
+// Parameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):
+//
+//   - root (int): a rank, 0 <= root < world.
+//
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. No kernel: the copy engines move the blocks, enqueued on the launch stream (for
+// each p: input[p]@root -> output@p, the source issues it).
+type ScatterCopyPushPlan struct{ irisimpl.VariantPlan }
+
+// NewScatterCopyPushPlan makes a plan of scatter/copy_push for dt (f32, f16, bf16) and size n.
+func NewScatterCopyPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*ScatterCopyPushPlan, error) {
+	return irisimpl.NewPlanOf[ScatterCopyPushPlan](r, &scatterDesc.Variants[2], dt, "", n)
+}
+
+// Launch checks the parameters and the tensors by the rules above and launches scatter/copy_push on s
+// in barrier mode mode.
+func (p *ScatterCopyPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
 	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }

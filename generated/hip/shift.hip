@@ -4,12 +4,12 @@
 // mod world and receives into `output` from rank (rank - offset) mod world, in
 // one launch (the step of a pipeline; offset 1 is nccl-tests' sendrecv).
 //
-// Spec hash feaf8128b00fd2b3: the Go wrappers carry the same value, and the runtime
+// Spec hash 1e289b744230ffee: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_shift[] = "feaf8128b00fd2b3";
+extern "C" __device__ const char irisgen_spec_hash_shift[] = "1e289b744230ffee";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch

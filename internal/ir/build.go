@@ -755,6 +755,7 @@ func (b *builder) variant(c *Collective, sv *spec.Variant) *Variant {
 	}
 
 	b.barriers(sv, v, where)
+	b.copyBarriers(sv, v, where)
 	if v.Engine != irismodel.EngineCopy {
 		b.launch(sv, v, where)
 	}

@@ -484,3 +484,39 @@ func paramText(c *Collective, params []int64) string {
 	}
 	return " with " + strings.Join(parts, ", ")
 }
+
+// StagesAlways reports whether a launch of v always copies a tensor onto
+// the heap before its copies: a copy-engine variant whose peers read a
+// tensor only one rank passes reach it at that rank's staging buffer (the
+// one address every rank knows when it enqueues its copies), so the owner
+// stages it on every launch, and mode none, where nothing would order that
+// copy before the peers' reads, is not among its modes.
+func (v *Variant) StagesAlways() bool {
+	if v.Engine != irismodel.EngineCopy {
+		return false
+	}
+	for _, u := range v.Uses {
+		if u.Tensor.Owner != "" && u.Access == RemoteRead {
+			return true
+		}
+	}
+	return false
+}
+
+// copyBarriers drops mode none from a variant that always stages
+// (StagesAlways) where the spec leaves its modes to the default, and
+// refuses it where the spec lists it.
+func (b *builder) copyBarriers(sv *spec.Variant, v *Variant, where string) {
+	if !v.StagesAlways() {
+		return
+	}
+	if sv.Barriers.Set {
+		for _, it := range sv.Barriers.Items {
+			if it.Value == irismodel.BarrierNone.String() {
+				b.errorf(diag.Rule, it.Pos, "%s reads a tensor only one rank passes through its copy engines, so that rank stages it on the heap at every launch, and in mode none nothing would order that copy before the peers' reads; remove none", where)
+			}
+		}
+		return
+	}
+	v.Barriers = slices.DeleteFunc(v.Barriers, func(m irismodel.Barrier) bool { return m == irismodel.BarrierNone })
+}

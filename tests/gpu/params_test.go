@@ -62,7 +62,10 @@ type paramCase struct {
 	inOwner, outOwner string
 	importIn          bool // peers read input: off the heap it is staged
 	heapOut           bool // peers write output: it must be on the heap
-	newPlan           func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (pplan, error)
+	// noNone: the variant has no mode none (a copy-engine variant that
+	// stages a tensor only one rank passes at every launch).
+	noNone  bool
+	newPlan func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (pplan, error)
 	// ref is output element i of rank `rank` for a, from in(p), the input
 	// of rank p.
 	ref func(in func(p int) []float32, w, rank int, op string, n, i int64, a args) float32
@@ -236,6 +239,35 @@ var paramCatalogue = []paramCase{
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return shiftPlan(collectives.NewShiftPullPlan(r, dt, n))
 		}},
+	// The copy-engine variants.
+	{coll: "broadcast", variant: "copy_push", inLen: nLen, outLen: nLen, inOwner: "root", heapOut: true, ref: broadcastRef,
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
+			return rootPlan(collectives.NewBroadcastCopyPushPlan(r, dt, n))
+		}},
+	{coll: "broadcast", variant: "copy_pull", inLen: nLen, outLen: nLen, inOwner: "root", importIn: true, noNone: true, ref: broadcastRef,
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
+			return rootPlan(collectives.NewBroadcastCopyPullPlan(r, dt, n))
+		}},
+	{coll: "gather", variant: "copy_pull", inLen: nLen, outLen: wnLen, outOwner: "root", importIn: true, ref: gatherRef,
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
+			return rootPlan(collectives.NewGatherCopyPullPlan(r, dt, n))
+		}},
+	{coll: "scatter", variant: "copy_push", inLen: wnLen, outLen: nLen, inOwner: "root", heapOut: true, ref: scatterRef,
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
+			return rootPlan(collectives.NewScatterCopyPushPlan(r, dt, n))
+		}},
+	{coll: "send_recv", variant: "copy_pull", inLen: nLen, outLen: nLen, inOwner: "src", outOwner: "dst", importIn: true, noNone: true, ref: sendRecvRef,
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
+			return pairPlan(collectives.NewSendRecvCopyPullPlan(r, dt, n))
+		}},
+	{coll: "shift", variant: "copy_push", inLen: nLen, outLen: nLen, heapOut: true, ref: shiftRef,
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
+			return shiftPlan(collectives.NewShiftCopyPushPlan(r, dt, n))
+		}},
+	{coll: "shift", variant: "copy_pull", inLen: nLen, outLen: nLen, importIn: true, ref: shiftRef,
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
+			return shiftPlan(collectives.NewShiftCopyPullPlan(r, dt, n))
+		}},
 }
 
 // paramSizes are the element counts n of the matrix: 0 (a launch that
@@ -333,6 +365,9 @@ func checkParamCase(r *irisrt.Rank, pc *paramCase, dt irismodel.DType, op string
 			in, out = irisrt.Tensor{}, irisrt.Tensor{} // the zero Tensor stands for an empty one
 		}
 		for _, mode := range modes {
+			if pc.noNone && mode == irismodel.BarrierNone {
+				continue
+			}
 			round++
 			all := inputs(dt, g.in.Len, seed, uint64(round))
 			if err := upload(r, g.in, encode(dt, all(me))); err != nil {

@@ -1,0 +1,327 @@
+package tests
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/irisgen/irisgen/generated/collectives"
+	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/irismodel"
+	"github.com/irisgen/irisgen/runtime/irisrt"
+)
+
+// copyRef is what rank r's output holds after a launch of collective c on
+// world ranks, from the inputs in[rank] (the whole tensor's bytes) and the
+// parameters ps, written from the collectives' definitions
+// (docs/collectives.md), not from any schedule: nil where r passes no
+// output.
+func copyRef(c string, world, r int, in [][]byte, ps []irismodel.Param) []byte {
+	mod := func(x int64) int { w := int64(world); return int(((x % w) + w) % w) }
+	block := func(b []byte, i int) []byte { n := len(b) / world; return b[i*n : (i+1)*n] }
+	var out []byte
+	switch c {
+	case "all_gather":
+		for p := range world {
+			out = append(out, in[p]...)
+		}
+	case "all_to_all":
+		for p := range world {
+			out = append(out, block(in[p], r)...)
+		}
+	case "broadcast":
+		out = slices.Clone(in[ps[0].Int()])
+	case "send_recv":
+		if int64(r) != ps[1].Int() {
+			return nil
+		}
+		out = slices.Clone(in[ps[0].Int()])
+	case "gather":
+		if int64(r) != ps[0].Int() {
+			return nil
+		}
+		for p := range world {
+			out = append(out, in[p]...)
+		}
+	case "scatter":
+		out = slices.Clone(block(in[ps[0].Int()], r))
+	case "shift":
+		out = slices.Clone(in[mod(int64(r)-ps[0].Int())])
+	default:
+		panic("no reference for " + c)
+	}
+	return out
+}
+
+// TestCopyVariantsOnFake runs every copy-engine variant of the catalogue
+// through its generated wrapper on the fake platform, whose copies and
+// stream memory operations really move bytes and wait: on 2 and 3 ranks,
+// 5 elements (not a multiple of any vector), both parameter samples,
+// every mode the variant supports, eagerly and captured then replayed with
+// fresh inputs; each output against copyRef, byte for byte. In mode device
+// it checks the order of every rank's operations (the enter barrier, the
+// copies, the done barrier) and that no rank copies before every peer has
+// entered, nor leaves before every peer's copies are done.
+func TestCopyVariantsOnFake(t *testing.T) {
+	var entries []collectives.Entry
+	for _, e := range collectives.Catalogue {
+		if e.Descriptor().Engine == irismodel.EngineCopy {
+			entries = append(entries, e)
+		}
+	}
+	want := []string{"all_gather/copy_push", "all_gather/copy_pull", "all_to_all/copy_push", "all_to_all/copy_pull",
+		"broadcast/copy_push", "broadcast/copy_pull", "gather/copy_pull", "scatter/copy_push", "send_recv/copy_pull", "shift/copy_push", "shift/copy_pull"}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Collective+"/"+e.Variant)
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("copy-engine variants %v, want %v", got, want)
+	}
+	for _, world := range []int{2, 3} {
+		p := fakegpu.New(world)
+		w := fakeWorld(t, world, p, fakeKernels(p))
+		for _, e := range entries {
+			t.Run(fmt.Sprintf("%s/%s/w%d", e.Collective, e.Variant, world), func(t *testing.T) {
+				checks := make([]int, world)
+				err := w.Run(func(r *irisrt.Rank) error {
+					n, err := checkCopyEntry(r, p, e)
+					checks[r.Rank()] = n
+					return err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if checks[0] == 0 {
+					t.Fatal("nothing checked")
+				}
+			})
+		}
+	}
+}
+
+// checkCopyEntry is TestCopyVariantsOnFake on one rank; it returns the
+// outputs it checked.
+func checkCopyEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (int, error) {
+	const n = 5
+	world, me := r.World(), r.Rank()
+	dt := irismodel.BF16
+	sizes := []int64{n}
+	plan, err := e.New(r, dt, "", sizes)
+	if err != nil {
+		return 0, err
+	}
+	defer plan.Close()
+	ts, free, err := e.Alloc(r, dt, sizes)
+	if err != nil {
+		return 0, err
+	}
+	defer free()
+	in, out := 0, 1 // every catalogue copy-engine collective: input, output
+	s := r.Stream()
+	checked := 0
+	// fill writes every rank's input (each rank fills its own; all know
+	// all, for the reference) for round k.
+	inputs := func(k int) [][]byte {
+		all := make([][]byte, world)
+		for q := range world {
+			b := make([]byte, ts[in].Bytes())
+			for i := range b {
+				b[i] = byte(1 + q*37 + i*3 + k*101)
+			}
+			all[q] = b
+		}
+		return all
+	}
+	fill := func(all [][]byte) error {
+		if err := fake.Write(ts[in].Ptr, all[me]); err != nil {
+			return err
+		}
+		// Outputs poisoned, so a copy that did not happen shows.
+		return fake.Write(ts[out].Ptr, slices.Repeat([]byte{0xEE}, int(ts[out].Bytes())))
+	}
+	verify := func(what string, all [][]byte, ps []irismodel.Param) error {
+		got, err := fake.Read(ts[out].Ptr, ts[out].Bytes())
+		if err != nil {
+			return err
+		}
+		ref := copyRef(e.Collective, world, me, all, ps)
+		if ref == nil {
+			ref = slices.Repeat([]byte{0xEE}, int(ts[out].Bytes())) // not this rank's output: untouched
+		}
+		if !slices.Equal(got, ref) {
+			return fmt.Errorf("%s: rank %d's output % x, want % x", what, me, got, ref)
+		}
+		checked++
+		return nil
+	}
+	dev := r.Device().Ordinal()
+	for sample := range 2 {
+		ps := e.SampleParams(world, sample)
+		mine := e.TensorsFor(me, ts, ps)
+		for k, mode := range e.Barriers {
+			what := fmt.Sprintf("%s mode %s, sample %d", e.Variant, mode, sample)
+			all := inputs(10*sample + k)
+			if err := fill(all); err != nil {
+				return checked, err
+			}
+			if err := r.HostBarrier(s); err != nil {
+				return checked, err
+			}
+			if me == 0 {
+				fake.ClearMemOps()
+			}
+			if err := r.HostBarrier(s); err != nil {
+				return checked, err
+			}
+			if err := plan.LaunchParams(s, mine, ps, mode); err != nil {
+				return checked, fmt.Errorf("%s: %w", what, err)
+			}
+			if err := r.HostBarrier(s); err != nil {
+				return checked, err
+			}
+			if err := verify(what, all, ps); err != nil {
+				return checked, err
+			}
+			if mode == irismodel.BarrierDevice {
+				if err := checkCopyOrder(fake.MemOps(), dev, world); err != nil {
+					return checked, fmt.Errorf("%s: %w", what, err)
+				}
+			}
+			if err := r.HostBarrier(s); err != nil {
+				return checked, err
+			}
+		}
+		// Captured once, replayed twice with fresh inputs.
+		for _, mode := range e.Capturable {
+			what := fmt.Sprintf("%s captured in mode %s, sample %d", e.Variant, mode, sample)
+			g, err := r.Capture(s, func() error { return plan.LaunchParams(s, mine, ps, mode) })
+			if err != nil {
+				return checked, fmt.Errorf("%s: %w", what, err)
+			}
+			for rep := range 2 {
+				all := inputs(50 + 10*sample + rep)
+				if err := fill(all); err != nil {
+					return checked, err
+				}
+				if err := r.HostBarrier(s); err != nil {
+					return checked, err
+				}
+				if err := g.Replay(s); err != nil {
+					return checked, fmt.Errorf("%s, replay %d: %w", what, rep, err)
+				}
+				if err := r.HostBarrier(s); err != nil {
+					return checked, err
+				}
+				if err := verify(fmt.Sprintf("%s, replay %d", what, rep), all, ps); err != nil {
+					return checked, err
+				}
+				if err := r.HostBarrier(s); err != nil {
+					return checked, err
+				}
+			}
+			if err := g.Destroy(); err != nil {
+				return checked, err
+			}
+		}
+	}
+	// Peers write the output of a push variant: off the heap it is refused
+	// on every rank that passes it, before anything is enqueued.
+	for i, ti := range e.Tensors {
+		if !ti.Heap || ti.Owner != "" {
+			continue
+		}
+		off, err := r.Device().Alloc(ts[i].Bytes(), false)
+		if err != nil {
+			return checked, err
+		}
+		bad := slices.Clone(ts)
+		bad[i] = irisrt.Tensor{Ptr: off, DType: ts[i].DType, Len: ts[i].Len}
+		before := len(fake.MemOps())
+		var pe *irisrt.PlacementError
+		err = plan.LaunchParams(s, e.TensorsFor(me, bad, e.SampleParams(world, 0)), e.SampleParams(world, 0), irismodel.BarrierHost)
+		r.Device().Free(off)
+		if !errors.As(err, &pe) {
+			return checked, fmt.Errorf("%s off the heap: got %v, want a *irisrt.PlacementError", ti.Name, err)
+		}
+		if len(fake.MemOps()) != before {
+			return checked, fmt.Errorf("%s off the heap: refused, but enqueued operations", ti.Name)
+		}
+		checked++
+	}
+	return checked, r.HostBarrier(s)
+}
+
+// checkCopyOrder checks one launch in mode device from the operations of
+// every device: after its staging copies, device dev signals every peer, waits for each and resets
+// its word, copies, and does the same on the done row; its first copy runs
+// after every peer's enter signal, and its last done wait after every
+// peer's last copy.
+func checkCopyOrder(ops []fakegpu.MemOp, dev, world int) error {
+	var kinds []string
+	firstCopy, lastWait, entered := -1, -1, false
+	for i, o := range ops {
+		if o.Device != dev {
+			continue
+		}
+		// A tensor imported onto the heap is copied there first (the
+		// launch's staging, before the barrier that publishes it).
+		if !entered && o.Kind == fakegpu.MemOpCopy {
+			continue
+		}
+		entered = true
+		kinds = append(kinds, o.Kind.String())
+		if o.Kind == fakegpu.MemOpCopy && firstCopy < 0 {
+			firstCopy = i
+		}
+		if o.Kind == fakegpu.MemOpWait {
+			lastWait = i
+		}
+	}
+	barrier := func() []string {
+		var b []string
+		for range world - 1 {
+			b = append(b, "write")
+		}
+		for range world - 1 {
+			b = append(b, "wait", "write")
+		}
+		return b
+	}
+	enter, done := barrier(), barrier()
+	if len(kinds) < len(enter)+len(done) || !slices.Equal(kinds[:len(enter)], enter) || !slices.Equal(kinds[len(kinds)-len(done):], done) {
+		return fmt.Errorf("device %d ran %v: want the enter barrier %v, the copies, the done barrier %v", dev, kinds, enter, done)
+	}
+	for _, k := range kinds[len(enter) : len(kinds)-len(done)] {
+		if k != "copy" {
+			return fmt.Errorf("device %d ran %v: only copies between the barriers", dev, kinds)
+		}
+	}
+	for q := range world {
+		if q == dev {
+			continue
+		}
+		enterSignal, peerLastCopy := -1, -1
+		for i, o := range ops {
+			if o.Device != q {
+				continue
+			}
+			if o.Kind == fakegpu.MemOpWrite && o.Value == 1 && enterSignal < 0 {
+				enterSignal = i
+			}
+			if o.Kind == fakegpu.MemOpCopy {
+				peerLastCopy = i
+			}
+		}
+		if firstCopy >= 0 && enterSignal > firstCopy {
+			return fmt.Errorf("device %d copied (op %d) before device %d entered (op %d)", dev, firstCopy, q, enterSignal)
+		}
+		if peerLastCopy > lastWait {
+			return fmt.Errorf("device %d left (op %d) before device %d's copies were done (op %d)", dev, lastWait, q, peerLastCopy)
+		}
+	}
+	return nil
+}
