@@ -70,6 +70,16 @@ var table = irisimpl.Table{
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 			{Name: "scatter_gather", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseHeap},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "copy_push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 1, VectorBytes: 16,
+				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
+					{Vars: 1, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: -1, Param: 0, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}},
+				}},
+			{Name: "copy_pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal},
+				Barriers: modesDeviceHost, Capturable: modesDevice, Threads: 512, MaxBlocks: 1, VectorBytes: 16,
+				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
+					{Vars: 1, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: -1, Param: 0, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}, Pull: true},
+				}},
 		},
 	}, {
 		Name: "ring_shift", SpecHash: RingShiftSpecHash,
