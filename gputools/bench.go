@@ -19,7 +19,7 @@ import (
 
 const (
 	benchSummary = "time the collectives beside NCCL and torch symmetric memory; CSV, Markdown, plots"
-	benchUsage   = "bench [-package PATH] [-n N] [-sizes LIST] [-dtypes LIST] [-modes LIST] [-collectives LIST] [-repeats R] [-baselines=false] [-compare BASE.csv] [-out DIR] | bench -tails [-n N] [-launches L] [-sizes LIST] [-collectives LIST] [-out DIR] | bench -report CSV[,CSV...] [-compare BASE.csv] [-out DIR]"
+	benchUsage   = "bench [-package PATH] [-n N] [-sizes LIST] [-dtypes LIST] [-modes LIST] [-collectives LIST] [-repeats R] [-baselines=false] [-compare BASE.csv] [-out DIR] | bench -overlap [-n N] [-sizes LIST] [-modes LIST] [-collectives LIST] [-repeats R] [-baselines=false] [-out DIR] | bench -tails [-n N] [-launches L] [-sizes LIST] [-collectives LIST] [-out DIR] | bench -report CSV[,CSV...] [-compare BASE.csv] [-out DIR]"
 	benchHelp    = `
 Bench times every variant of the generated packages the program links
 (irisgen-gpu: irisgen's catalogue; -package picks one) on N GPUs of this
@@ -74,6 +74,21 @@ torch's rms_norm). results.md ends with the speed-up of fusing per size.
 
 The tables show each cell as the median and the maximum of its repeats and
 mark "(!)" a cell whose slowest repeat took more than 3x its fastest.
+
+-overlap is the overlap scenario: every variant of the selected collectives
+(not the barrier, not a scenario's), and NCCL (its own API, plain buffers,
+out of place; no torch), beside a compute-bound kernel that fills every SM
+(a grid of 1024 blocks of FMA chains, calibrated to about 50 us a launch)
+on a second stream of the same GPUs, at 1, 4, 16, 64 and 256 MiB of bf16
+unless -sizes and -dtypes say otherwise. Per cell it times the collective
+alone, the compute kernel alone, then both at once, the compute batch
+sized to span the collective's (from a first run side by side), every
+run after a barrier of the ranks; graph mode captures each stream's
+batch. results.md shows the compute kernel's slowdown (its time a launch
+beside the collective / alone) and the collective's time alone and
+beside it; the plots OUT/<collective>_<dtype>_w<N>_<mode>_overlap.svg
+show both against size. The compute kernel is built with the catalogue
+(make kernels, make gpu-kernels).
 
 -tails is the stall scenario: -launches (10,000) back-to-back eager
 launches of every variant (all_reduce_rmsnorm at 32 to 1024 tokens too;
@@ -131,6 +146,7 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 	tuneMode := fs.String("tune-mode", "graph", "mode the tables are chosen by (eager or graph)")
 	tails := fs.Bool("tails", false, "the stall scenario instead: -launches back-to-back launches of every variant, each timed alone; min, median, p99, p99.9, max")
 	launches := fs.Int("launches", bench.DefaultTailLaunches, "with -tails: launches per cell (slow-by-design variants a tenth)")
+	overlap := fs.Bool("overlap", false, "the overlap scenario instead: each collective (and NCCL) beside a compute kernel that fills every SM on another stream; times alone and beside, and the compute kernel's slowdown")
 	if err := env.Parse(c, fs, args); err != nil {
 		return err
 	}
@@ -194,6 +210,21 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 	device := p.deviceName(world)
 	date := time.Now().UTC().Format("2006-01-02")
 	opts := p.options(irisrt.Options{HeapBytes: *heap, Timeout: 20 * time.Second})
+	if *tails && *overlap {
+		return cli.UsageErr("-tails and -overlap are two scenarios: run one at a time")
+	}
+	if *overlap {
+		if !given["sizes"] {
+			sz = bench.OverlapSizes
+		}
+		dts := "bf16"
+		if given["dtypes"] {
+			dts = *dtypes
+		}
+		cfg := bench.Config{World: world, Entries: entries, Sizes: sz, DTypes: cli.SplitList(dts), Modes: ms, Collectives: cli.SplitList(*colls),
+			Warmup: *warmup, Repeats: *repeats, HeapBytes: *heap, Log: env.Stdout}
+		return p.runOverlap(env, cfg, opts, *baselines, *ncclLib, *python, device, date, *out)
+	}
 	if *tails {
 		if !given["sizes"] {
 			sz = bench.TailSizes
@@ -284,6 +315,14 @@ func runTails(env *cli.Env, cfg bench.TailConfig, n int, opts irisrt.Options, de
 // runNCCL measures NCCL through its own API (bench.RunNCCL); a failure is
 // reported and leaves the rows it has.
 func runNCCL(env *cli.Env, lib, python string, cfg bench.Config, device, date string) []bench.Row {
+	return withNCCL(env, lib, python, func() ([]bench.Row, error) { return bench.RunNCCL(cfg, device, date) })
+}
+
+// withNCCL loads NCCL (lib, else $IRISGEN_NCCL, else python's
+// nvidia-nccl package, else the loader's path) and runs measure, its rows'
+// notes naming the version; a failure is reported and leaves the rows it
+// has.
+func withNCCL(env *cli.Env, lib, python string, measure func() ([]bench.Row, error)) []bench.Row {
 	if lib == "" && os.Getenv(nccl.EnvLibrary) == "" {
 		lib = pythonNCCL(python)
 	}
@@ -293,7 +332,7 @@ func runNCCL(env *cli.Env, lib, python string, cfg bench.Config, device, date st
 		return nil
 	}
 	fmt.Fprintf(env.Stdout, "NCCL %s (%s) through its own API\n", version, path)
-	rows, err := bench.RunNCCL(cfg, device, date)
+	rows, err := measure()
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "irisgen bench: NCCL baseline failed (%v); the report has its rows up to there\n", err)
 	}
@@ -301,6 +340,38 @@ func runNCCL(env *cli.Env, lib, python string, cfg bench.Config, device, date st
 		rows[i].Note = strings.TrimSpace("NCCL " + version + ", " + rows[i].Note)
 	}
 	return rows
+}
+
+// runOverlap runs the overlap scenario in a world of cfg.World GPUs: the
+// compute kernel's calibration, irisgen's variants beside it, then NCCL's
+// (in the same world, which holds the compute kernel's plans); it writes
+// the report.
+func (p Program) runOverlap(env *cli.Env, cfg bench.Config, opts irisrt.Options, baselines bool, lib, python, device, date, out string) error {
+	fmt.Fprintf(env.Stdout, "irisgen bench -overlap: %d GPUs (%s), %s\n", cfg.World, device, date)
+	w, err := irisrt.NewLocalWorld(cfg.World, opts)
+	if err != nil {
+		return cli.Fail(err)
+	}
+	comp, err := bench.CalibrateCompute(w, cfg)
+	var rows []bench.Row
+	if err == nil {
+		fmt.Fprintf(env.Stdout, "compute kernel: %d FMA rounds a launch, %.1f us alone\n", comp.Iters, comp.LaunchUS)
+		rows, err = bench.RunOverlap(w, cfg, comp, device, date)
+	}
+	switch {
+	case err != nil:
+	case baselines && p.Platform != nil:
+		fmt.Fprintf(env.Stderr, "irisgen bench: no baselines on the %s platform\n", p.Platform.Name())
+	case baselines:
+		rows = append(rows, withNCCL(env, lib, python, func() ([]bench.Row, error) { return bench.RunOverlapNCCL(w, cfg, comp, device, date) })...)
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return cli.Fail(fmt.Errorf("irisgen bench -overlap: %w", err))
+	}
+	return writeReport(env, rows, out)
 }
 
 // pythonNCCL is the libnccl.so.2 of python's nvidia-nccl package (the NCCL
@@ -437,10 +508,18 @@ func writeReport(env *cli.Env, rows []bench.Row, out string) error {
 	}
 	shown := bench.BestNCCL(rows) // NCCL at its best in tables and plots; the CSV keeps both buffer kinds
 	md := filepath.Join(out, "results.md")
-	if err := os.WriteFile(md, []byte(bench.VersusNCCL(shown)+bench.Markdown(shown)+bench.FusionTable(shown)), 0o644); err != nil {
+	// The overlap scenario's pairs from the rows as measured: each names its
+	// NCCL buffers, which BestNCCL folds.
+	text := bench.OverlapMarkdown(rows) + bench.VersusNCCL(shown) + bench.Markdown(shown) + bench.FusionTable(shown)
+	if err := os.WriteFile(md, []byte(text), 0o644); err != nil {
 		return err
 	}
 	files, err := bench.Plot(shown, out)
+	if err != nil {
+		return cli.Fail(fmt.Errorf("plotting: %w", err))
+	}
+	more, err := bench.PlotOverlap(rows, out)
+	files = append(files, more...)
 	if err != nil {
 		return cli.Fail(fmt.Errorf("plotting: %w", err))
 	}

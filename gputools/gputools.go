@@ -37,6 +37,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/irisgen/irisgen/internal/bench"
 	"github.com/irisgen/irisgen/internal/cli"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/irisimpl"
@@ -85,10 +86,18 @@ func (p Program) Run(args []string) int {
 	return prog.Main(args, p.Stdout, p.Stderr)
 }
 
+// tables are the generated packages of collectives the program links:
+// every registered one but the benchmark's own compute kernel's
+// (bench.ComputePackage), which bench -overlap launches beside them and
+// which is no collective to time or probe.
+func tables() []*irisimpl.Table {
+	return slices.DeleteFunc(irisimpl.Tables(), func(t *irisimpl.Table) bool { return t.ImportPath == bench.ComputePackage })
+}
+
 // linked lists the import paths of the generated packages in the program.
 func linked() []string {
 	var paths []string
-	for _, t := range irisimpl.Tables() {
+	for _, t := range tables() {
 		paths = append(paths, t.ImportPath)
 	}
 	if len(paths) == 0 {
@@ -104,7 +113,7 @@ const packageFlag = "import path of the generated package to run (default: every
 // the program links), checked to be usable and to name each collective
 // once.
 func entries(pkg string) ([]irisimpl.Entry, string, error) {
-	tables := irisimpl.Tables()
+	tables := tables()
 	if len(tables) == 0 {
 		return nil, "", cli.Fail(fmt.Errorf("no generated package is linked into this program: import yours in its main " +
 			"(import _ \"IMPORT/PATH/OF/YOUR/PACKAGE\") beside github.com/irisgen/irisgen/gputools"))

@@ -2,15 +2,20 @@ package gputools
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/irisgen/irisgen/internal/bench"
+	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu/fakekernels"
 	"github.com/irisgen/irisgen/runtime/irisimpl"
@@ -25,7 +30,7 @@ const catalogue = "github.com/irisgen/irisgen/generated/collectives"
 func fake(t *testing.T, n int) (Program, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
 	p := fakegpu.New(n)
-	kernels, err := fakekernels.For(p, irisimpl.Registered(catalogue))
+	kernels, err := fakekernels.For(p, irisimpl.Registered(catalogue), irisimpl.Registered(bench.ComputePackage))
 	require.NoError(t, err)
 	var stdout, stderr bytes.Buffer
 	return Program{Name: "tools", Platform: p, Kernels: kernels, Stdout: &stdout, Stderr: &stderr}, &stdout, &stderr
@@ -134,4 +139,127 @@ func TestMoEOnFake(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1+2*2*2*2, strings.Count(string(csv), "\n"), "dispatch and combine x 2 k x 2 token counts x 2 modes:\n%s", csv)
 	assert.Contains(t, string(csv), "irisgen,moe_combine_k2,push,bf16,2,1152,graph,")
+}
+
+// TestOverlapOnFake runs the overlap scenario's wiring on the fake (no
+// kernel runs and the times are the fake's clock, so none is judged): the
+// compute kernel is calibrated, then every variant of the selected
+// collective is timed alone and beside it, four rows a cell, which the
+// report pairs; the compute kernel runs its full grid with the calibrated
+// rounds on streams of its own, never the collectives' (kernels or
+// copies); the report's slowdowns are the rows' ratios.
+func TestOverlapOnFake(t *testing.T) {
+	prog, stdout, stderr := fake(t, 2)
+	fp := prog.Platform.(*fakegpu.Platform)
+	type launch struct {
+		dev    int
+		stream uint64
+		iters  int64
+	}
+	var mu sync.Mutex
+	var computeLaunches, collLaunches []launch
+	fp.OnLaunch(func(l fakegpu.Launch) error {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case l.Function == "irisgen_compute_fma_f32":
+			assert.Equal(t, gpu.Dim3{X: 1024, Y: 1, Z: 1}, l.Grid, "the compute kernel's full grid")
+			assert.Equal(t, uint32(512), l.Block.X)
+			// iters is the last 8 bytes of its argument struct (ctx, data, n, iters).
+			computeLaunches = append(computeLaunches, launch{l.Device, uint64(l.Stream), int64(binary.LittleEndian.Uint64(l.Args[len(l.Args)-8:]))})
+		case strings.HasPrefix(l.Function, "irisgen_send_recv_"):
+			collLaunches = append(collLaunches, launch{dev: l.Device, stream: uint64(l.Stream)})
+		}
+		return nil
+	})
+	out := t.TempDir()
+	code := prog.Run([]string{"bench", "-overlap", "-n", "2", "-sizes", "64KiB", "-repeats", "2", "-warmup", "1", "-heap", "67108864",
+		"-collectives", "send_recv", "-out", out})
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	assert.Contains(t, stderr.String(), "no baselines on the fake platform")
+
+	var iters int64
+	_, err := fmt.Sscanf(stdout.String()[strings.Index(stdout.String(), "compute kernel:"):], "compute kernel: %d FMA rounds a launch", &iters)
+	require.NoError(t, err, stdout.String())
+	require.NotEmpty(t, computeLaunches)
+	require.NotEmpty(t, collLaunches)
+	collStreams := map[[2]uint64]bool{}
+	for _, l := range collLaunches {
+		collStreams[[2]uint64{uint64(l.dev), l.stream}] = true
+	}
+	for _, op := range fp.MemOps() { // copy_pull's copies and barriers
+		collStreams[[2]uint64{uint64(op.Device), uint64(op.Stream)}] = true
+	}
+	probes := 0
+	for _, l := range computeLaunches {
+		assert.False(t, collStreams[[2]uint64{uint64(l.dev), l.stream}], "a compute launch on a collective's stream: %+v", l)
+		if l.iters == 1024 {
+			probes++ // CalibrateCompute's first launches
+			continue
+		}
+		assert.Equal(t, iters, l.iters, "every other launch has the calibrated rounds")
+	}
+	assert.Positive(t, probes)
+
+	f, err := os.Open(filepath.Join(out, "results.csv"))
+	require.NoError(t, err)
+	defer f.Close()
+	rows, err := bench.ReadCSV(f)
+	require.NoError(t, err)
+	require.Len(t, rows, 3*2*4, "send_recv's 3 variants x 2 modes, four rows a cell")
+	type pair struct{ alone, beside, computeAlone, computeBeside bench.Row }
+	pairs := map[string]*pair{}
+	for _, r := range rows {
+		require.Equal(t, "send_recv", r.Collective)
+		require.Equal(t, int64(64<<10), r.Bytes)
+		require.Greater(t, r.TimeUS, 0.0, "%+v", r)
+		series := r.Impl + " " + r.Variant
+		if r.Impl == bench.ComputeImpl {
+			series = r.Variant
+			assert.True(t, math.IsNaN(r.BusBW), "the compute kernel has no bandwidth: %+v", r)
+			assert.Regexp(t, `^\d+(-\d+)? launches of `+fmt.Sprint(iters)+` FMA rounds a batch$`, r.Note)
+		}
+		k := series + " " + r.Mode
+		if pairs[k] == nil {
+			pairs[k] = &pair{}
+		}
+		switch {
+		case r.Impl == bench.ComputeImpl && r.Beside == "":
+			pairs[k].computeAlone = r
+		case r.Impl == bench.ComputeImpl:
+			require.Equal(t, series, r.Beside)
+			pairs[k].computeBeside = r
+		case r.Beside == "":
+			pairs[k].alone = r
+		default:
+			require.Equal(t, bench.ComputeImpl, r.Beside)
+			pairs[k].beside = r
+		}
+	}
+	require.Len(t, pairs, 6)
+	md, err := os.ReadFile(filepath.Join(out, "results.md"))
+	require.NoError(t, err)
+	for _, mode := range []string{"eager", "graph"} {
+		for _, v := range []string{"push", "pull", "copy_pull"} {
+			p := pairs["irisgen "+v+" "+mode]
+			require.NotNil(t, p, "irisgen %s %s", v, mode)
+			for _, r := range []bench.Row{p.alone, p.beside, p.computeAlone, p.computeBeside} {
+				require.Equal(t, mode, r.Mode)
+			}
+			// The compute slowdown and the collective's times, in the group's table.
+			// (within the rounding of the CSV's and the table's digits).
+			section := string(md)[strings.Index(string(md), "### send_recv bf16, 2 GPUs, "+mode+", beside the compute kernel"):]
+			var slowdown, alone, beside float64
+			_, err := fmt.Sscanf(section[strings.Index(section, "| irisgen "+v+" |"):], "| irisgen "+v+" | %f |", &slowdown)
+			require.NoError(t, err)
+			assert.InDelta(t, p.computeBeside.TimeUS/p.computeAlone.TimeUS, slowdown, 0.006, "%s %s", v, mode)
+			times := section[strings.Index(section, "| collective us"):]
+			_, err = fmt.Sscanf(times[strings.Index(times, "| irisgen "+v+" |"):], "| irisgen "+v+" | %f -> %f", &alone, &beside)
+			require.NoError(t, err)
+			assert.InDelta(t, p.alone.TimeUS, alone, 0.051, "%s %s", v, mode)
+			assert.InDelta(t, p.beside.TimeUS, beside, 0.051, "%s %s", v, mode)
+		}
+		assert.FileExists(t, filepath.Join(out, "send_recv_bf16_w2_"+mode+"_overlap.svg"))
+		assert.FileExists(t, filepath.Join(out, "send_recv_bf16_w2_"+mode+".svg"), "the times alone, as the bench plots them")
+	}
 }

@@ -461,7 +461,14 @@ func repoRoot(t *testing.T) string {
 // catalogue is this repository's own project, as irisgen.yaml describes it.
 func catalogue(t *testing.T) *driver.Project {
 	t.Helper()
-	c, err := config.Load(filepath.Join(repoRoot(t), config.FileName))
+	return project(t, config.FileName)
+}
+
+// project is the project of the config file at path, relative to the
+// repository's root.
+func project(t *testing.T, path string) *driver.Project {
+	t.Helper()
+	c, err := config.Load(filepath.Join(repoRoot(t), path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,23 +507,29 @@ func TestCatalogueDeterministic(t *testing.T) {
 }
 
 // TestCatalogueMatchesGenerated compares the checked-in generated/ with the
-// catalogue, as `irisgen check` does.
+// catalogue, and the bench's compute kernel's package with its spec, as
+// `irisgen check` does.
 func TestCatalogueMatchesGenerated(t *testing.T) {
-	p := catalogue(t)
-	files, _, err := p.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	changes, err := p.Compare(files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stale []string
-	for _, c := range driver.Stale(changes) {
-		stale = append(stale, fmt.Sprintf("%s (%s)", c.Path, c.Kind))
-	}
-	if len(stale) > 0 {
-		t.Errorf("generated/ is stale (%s): run `go generate ./...` or `irisgen generate`", strings.Join(stale, ", "))
+	for _, c := range []struct{ config, out string }{
+		{config.FileName, "generated/"},
+		{"internal/bench/compute/irisgen.yaml", "internal/bench/compute"},
+	} {
+		p := project(t, c.config)
+		files, _, err := p.Generate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		changes, err := p.Compare(files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stale []string
+		for _, c := range driver.Stale(changes) {
+			stale = append(stale, fmt.Sprintf("%s (%s)", c.Path, c.Kind))
+		}
+		if len(stale) > 0 {
+			t.Errorf("%s is stale (%s): run `go generate ./...` or `irisgen generate -config %s`", c.out, strings.Join(stale, ", "), c.config)
+		}
 	}
 }
 

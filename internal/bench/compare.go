@@ -20,7 +20,7 @@ type Delta struct {
 
 // cellKey identifies a cell across runs.
 func cellKey(r Row) string {
-	return fmt.Sprintf("%s|%s|%s|%s|%d|%d|%s", r.Impl, r.Collective, r.Variant, r.DType, r.World, r.Bytes, r.Mode)
+	return fmt.Sprintf("%s|%s|%s|%s|%d|%d|%s|%s", r.Impl, r.Collective, r.Variant, r.DType, r.World, r.Bytes, r.Mode, r.Beside)
 }
 
 // halfRange is half the range of a row's repeats (0 when unknown).

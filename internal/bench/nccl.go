@@ -258,18 +258,21 @@ func ncclAlloc(dev gpu.Device, s gpu.Stream, comm *nccl.Comm, kind string, bytes
 	return p, dev.MemsetD8Async(p, 0, bytes, s)
 }
 
-// ncclCellTimes allocates one cell's buffers, times it and frees them.
-func ncclCellTimes(cfg Config, dev gpu.Device, s gpu.Stream, comm *nccl.Comm, c ncclCell, bar *hostBarrier) (_ []float64, err error) {
+// ncclCellCall allocates one cell's buffers on dev and returns one call
+// of the cell's collective on s and what frees the buffers; a nil call
+// when the size is below one element per rank (no measurement, on every
+// rank alike).
+func ncclCellCall(dev gpu.Device, s gpu.Stream, comm *nccl.Comm, c ncclCell) (call func() error, free func() error, err error) {
 	dt, es, err := ncclType(c.dtype)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	base := knownCollectives[c.coll].nccl
 	w := int64(comm.World())
 	rank := comm.Rank()
 	per := c.bytes / es / w // elements of one rank's share
 	if per < 1 {
-		return nil, nil // below one element per rank: no measurement, on every rank alike
+		return nil, func() error { return nil }, nil
 	}
 	// send and recv bytes of the cell.
 	sendB, recvB := c.bytes, c.bytes
@@ -279,12 +282,16 @@ func ncclCellTimes(cfg Config, dev gpu.Device, s gpu.Stream, comm *nccl.Comm, c 
 	if base.recvPerRank {
 		recvB = per * es
 	}
-	var b ncclBufs
-	defer func() { err = errors.Join(err, b.release()) }()
-	if c.inPlace {
-		p, err := ncclAlloc(dev, s, comm, c.buffers, max(sendB, recvB), &b)
+	b := &ncclBufs{}
+	defer func() {
 		if err != nil {
-			return nil, err
+			err = errors.Join(err, b.release())
+		}
+	}()
+	if c.inPlace {
+		p, err := ncclAlloc(dev, s, comm, c.buffers, max(sendB, recvB), b)
+		if err != nil {
+			return nil, nil, err
 		}
 		b.send, b.recv = p, p
 		at := p + gpu.DevicePtr(int64(rank)*per*es) // the rank's share in place
@@ -295,65 +302,82 @@ func ncclCellTimes(cfg Config, dev gpu.Device, s gpu.Stream, comm *nccl.Comm, c 
 			b.recv = at
 		}
 	} else {
-		if b.send, err = ncclAlloc(dev, s, comm, c.buffers, sendB, &b); err != nil {
-			return nil, err
+		if b.send, err = ncclAlloc(dev, s, comm, c.buffers, sendB, b); err != nil {
+			return nil, nil, err
 		}
-		if b.recv, err = ncclAlloc(dev, s, comm, c.buffers, recvB, &b); err != nil {
-			return nil, err
+		if b.recv, err = ncclAlloc(dev, s, comm, c.buffers, recvB, b); err != nil {
+			return nil, nil, err
 		}
 	}
 	args := ncclArgs{send: b.send, recv: b.recv, count: c.bytes / es, per: per, dt: dt, es: es, s: s}
-	call := func() error { return base.run(comm, args) }
-	k := Iterations(c.bytes)
+	return func() error { return base.run(comm, args) }, b.release, nil
+}
+
+// ncclCapture captures on the calling thread (NCCL's calls cannot be
+// captured through a Rank).
+func ncclCapture(dev gpu.Device) capturer {
+	return func(s gpu.Stream, batch func() error) (func() error, func(), error) {
+		if err := dev.BeginCapture(s, gpu.CaptureThreadLocal); err != nil {
+			return nil, nil, err
+		}
+		berr := batch()
+		g, eerr := dev.EndCapture(s)
+		if err := errors.Join(berr, eerr); err != nil {
+			return nil, nil, err
+		}
+		exec, err := dev.Instantiate(g)
+		_ = dev.DestroyGraph(g)
+		if err != nil {
+			return nil, nil, err
+		}
+		return func() error { return dev.LaunchGraph(exec, s) }, func() { _ = dev.DestroyGraphExec(exec) }, nil
+	}
+}
+
+// ncclWarm makes warmup calls (at least one) and waits for them: NCCL
+// connects a communicator's peers lazily, on the first call of each
+// collective and buffer kind, and cannot do so inside a stream capture
+// ("operation not permitted when stream is capturing"), so a cell runs
+// eagerly on every rank before it is captured, as nccl-tests does.
+func ncclWarm(dev gpu.Device, s gpu.Stream, warmup int, call func() error) error {
+	for range max(warmup, 1) {
+		if err := call(); err != nil {
+			return err
+		}
+	}
+	return dev.StreamSynchronize(s)
+}
+
+// ncclCellTimes allocates one cell's buffers, times it and frees them.
+func ncclCellTimes(cfg Config, dev gpu.Device, s gpu.Stream, comm *nccl.Comm, c ncclCell, bar *hostBarrier) (_ []float64, err error) {
+	call, free, err := ncclCellCall(dev, s, comm, c)
+	if err != nil || call == nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, free()) }()
 	sync := func() error { return dev.StreamSynchronize(s) }
+	if c.mode == "graph" {
+		if err := ncclWarm(dev, s, cfg.Warmup, call); err != nil {
+			return nil, err
+		}
+	}
+	l, lfree, err := newLane(s, c.mode, Iterations(c.bytes), call, ncclCapture(dev))
+	if err != nil {
+		return nil, err
+	}
+	defer lfree()
 	barrier := func() error {
 		if err := sync(); err != nil {
 			return err
 		}
 		return bar.wait()
 	}
-	batch := func() error {
-		for range k {
-			if err := call(); err != nil {
-				return err
-			}
-		}
-		return nil
+	warm := func() error { return ncclWarm(dev, s, cfg.Warmup, call) }
+	us, err := timeBatches(dev, []lane{l}, cfg.repeats(), barrier, warm, sync)
+	if err != nil {
+		return nil, err
 	}
-	warm := func() error {
-		for range max(cfg.Warmup, 1) {
-			if err := call(); err != nil {
-				return err
-			}
-		}
-		return sync()
-	}
-	run := batch
-	if c.mode == "graph" {
-		// NCCL connects a communicator's peers lazily, on the first call of
-		// each collective and buffer kind, and cannot do so inside a stream
-		// capture ("operation not permitted when stream is capturing"): run
-		// the cell eagerly first, on every rank, as nccl-tests does.
-		if err := warm(); err != nil {
-			return nil, err
-		}
-		if err := dev.BeginCapture(s, gpu.CaptureThreadLocal); err != nil {
-			return nil, err
-		}
-		berr := batch()
-		g, eerr := dev.EndCapture(s)
-		if err := errors.Join(berr, eerr); err != nil {
-			return nil, err
-		}
-		exec, err := dev.Instantiate(g)
-		_ = dev.DestroyGraph(g)
-		if err != nil {
-			return nil, err
-		}
-		defer dev.DestroyGraphExec(exec)
-		run = func() error { return dev.LaunchGraph(exec, s) }
-	}
-	return timeBatches(dev, s, k, cfg.repeats(), barrier, warm, run, sync)
+	return us[0], nil
 }
 
 // hostBarrier is a reusable rendezvous of n goroutines that a failing one
@@ -414,7 +438,7 @@ func BestNCCL(rows []Row) []Row {
 			out = append(out, r)
 			continue
 		}
-		key := fmt.Sprintf("%s|%s|%d|%d|%s", r.Collective, r.DType, r.World, r.Bytes, r.Mode)
+		key := fmt.Sprintf("%s|%s|%d|%d|%s|%s", r.Collective, r.DType, r.World, r.Bytes, r.Mode, r.Beside)
 		r.Note = r.Variant + ", " + r.Note
 		r.Variant = "best"
 		j, ok := best[key]

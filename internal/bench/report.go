@@ -33,6 +33,9 @@ func groups(rows []Row) []*group {
 	var out []*group
 	idx := map[string]*group{}
 	for _, r := range rows {
+		if r.Overlap() {
+			continue // OverlapMarkdown's and PlotOverlap's
+		}
 		k := fmt.Sprintf("%s|%s|%d|%s", r.Collective, r.DType, r.World, r.Mode)
 		g := idx[k]
 		if g == nil {

@@ -39,15 +39,33 @@ type Row struct {
 	Device     string
 	Date       string
 	Note       string // why a measurement is missing
+	// Beside is what ran on another stream of the same GPUs during the
+	// measurement (bench -overlap): "" nothing; ComputeImpl for a
+	// collective timed beside the compute kernel; the collective's series
+	// ("irisgen copy_push", "nccl plain") for the compute kernel timed
+	// beside it.
+	Beside string
 }
+
+// ComputeImpl is the Impl of the rows of bench -overlap's compute kernel
+// (Variant: the series of the collective it was paired with), and the
+// Beside of a collective's rows timed beside it.
+const ComputeImpl = "compute"
+
+// Overlap reports whether r belongs to bench -overlap's pairs: a
+// measurement beside another stream's work, or the compute kernel's. Their
+// tables and plots are OverlapMarkdown's and PlotOverlap's; the other
+// reports (Markdown, Plot, VersusNCCL, Tune) leave them out.
+func (r Row) Overlap() bool { return r.Beside != "" || r.Impl == ComputeImpl }
 
 // Header is the CSV header, shared with baselines.py.
 var Header = []string{"impl", "collective", "variant", "dtype", "world", "bytes", "mode",
-	"time_us", "algbw_gbps", "busbw_gbps", "device", "date", "note", "time_min_us", "time_max_us", "repeats"}
+	"time_us", "algbw_gbps", "busbw_gbps", "device", "date", "note", "time_min_us", "time_max_us", "repeats", "beside"}
 
 // optionalColumns are the columns of Header that CSVs written before the
-// bench timed repeats lack; ReadCSV reads those as unknown.
-var optionalColumns = map[string]bool{"time_min_us": true, "time_max_us": true, "repeats": true}
+// bench timed repeats (or ran -overlap) lack, as baselines.py's do; ReadCSV
+// reads those as unknown.
+var optionalColumns = map[string]bool{"time_min_us": true, "time_max_us": true, "repeats": true, "beside": true}
 
 // BusFactor is nccl-tests' ratio of bus bandwidth to algorithm bandwidth
 // for a collective (knownCollectives); 0 for one nccl-tests has no rule
@@ -67,7 +85,7 @@ func BusFactor(collective string, world int) float64 {
 
 // SetBandwidth fills AlgBW and BusBW from Bytes and TimeUS.
 func (r *Row) SetBandwidth() {
-	if r.TimeUS <= 0 || math.IsNaN(r.TimeUS) || r.Bytes == 0 {
+	if r.TimeUS <= 0 || math.IsNaN(r.TimeUS) || r.Bytes == 0 || r.Impl == ComputeImpl { // the compute kernel moves no collective's bytes
 		r.AlgBW, r.BusBW = math.NaN(), math.NaN()
 		return
 	}
@@ -87,7 +105,7 @@ func WriteCSV(w io.Writer, rows []Row) error {
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
 	for _, r := range rows {
 		rec := []string{r.Impl, r.Collective, r.Variant, r.DType, strconv.Itoa(r.World), strconv.FormatInt(r.Bytes, 10), r.Mode,
-			f(r.TimeUS), f(r.AlgBW), f(r.BusBW), r.Device, r.Date, r.Note, f(r.MinUS), f(r.MaxUS), strconv.Itoa(r.Repeats)}
+			f(r.TimeUS), f(r.AlgBW), f(r.BusBW), r.Device, r.Date, r.Note, f(r.MinUS), f(r.MaxUS), strconv.Itoa(r.Repeats), r.Beside}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
@@ -133,6 +151,9 @@ func ReadCSV(r io.Reader) ([]Row, error) {
 		var r Row
 		r.Impl, r.Collective, r.Variant, r.DType, r.Mode = get("impl"), get("collective"), get("variant"), get("dtype"), get("mode")
 		r.Device, r.Date, r.Note = get("device"), get("date"), get("note")
+		if _, ok := col["beside"]; ok {
+			r.Beside = get("beside")
+		}
 		w, err := strconv.Atoi(get("world"))
 		if err != nil {
 			return nil, fmt.Errorf("line %d: world: %w", line+2, err)

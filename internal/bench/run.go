@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -334,85 +335,157 @@ func slowestBatches(perRank [][]float64) []float64 {
 // or one replay of a graph of k calls (graph). Every rank starts each batch
 // after a host barrier.
 func timeCalls(r *irisrt.Rank, mode string, k, warmup, repeats int, call func() error) ([]float64, error) {
-	dev, s := r.Device(), r.Stream()
-	batch := func() error {
-		for range k {
-			if err := call(); err != nil {
-				return err
-			}
-		}
-		return nil
+	s := r.Stream()
+	l, free, err := newLane(s, mode, k, call, rankCapture(r))
+	if err != nil {
+		return nil, err
 	}
-	var run func() error
-	switch mode {
-	case "eager":
-		run = batch
-	case "graph":
-		exec, err := r.Capture(s, batch)
-		if err != nil {
-			return nil, err
-		}
-		defer exec.Destroy()
-		run = func() error { return dev.LaunchGraph(exec.Exec(), s) }
-	default:
-		return nil, fmt.Errorf("unknown mode %q (want eager or graph)", mode)
-	}
-	return timeBatches(dev, s, k, repeats, func() error { return r.HostBarrier(s) }, func() error {
+	defer free()
+	us, err := timeBatches(r.Device(), []lane{l}, repeats, func() error { return r.HostBarrier(s) }, func() error {
 		for range warmup {
 			if err := call(); err != nil {
 				return err
 			}
 		}
 		return drain(r)
-	}, run, func() error { return drain(r) })
+	}, func() error { return drain(r) })
+	if err != nil {
+		return nil, err
+	}
+	return us[0], nil
 }
 
-// timeBatches warms up, then times `repeats` runs of run (each k calls)
-// between events on s, each after barrier, and returns the per-call
-// microseconds of each. done waits for s and reports device errors. It is
-// shared by irisgen's and NCCL's measurements, so both are timed alike.
-func timeBatches(dev gpu.Device, s gpu.Stream, k, repeats int, barrier, warm, run, done func() error) ([]float64, error) {
+// lane is one stream's part of a timed batch: its steps enqueue calls
+// calls on s (k eager launches, or one launch of a graph of k).
+type lane struct {
+	s     gpu.Stream
+	calls int
+	steps []func() error
+}
+
+// capturer records on s what batch enqueues into a graph and returns what
+// launches it on s and what frees it.
+type capturer func(s gpu.Stream, batch func() error) (launch func() error, free func(), err error)
+
+// rankCapture captures through r (Rank.Capture: the plans a graph launches
+// are held by it).
+func rankCapture(r *irisrt.Rank) capturer {
+	return func(s gpu.Stream, batch func() error) (func() error, func(), error) {
+		g, err := r.Capture(s, batch)
+		if err != nil {
+			return nil, nil, err
+		}
+		return func() error { return r.Device().LaunchGraph(g.Exec(), s) }, func() { g.Destroy() }, nil
+	}
+}
+
+// newLane is k calls of call on s in mode: k steps (eager), or one launch
+// of a graph of the k calls, recorded by capture (graph).
+func newLane(s gpu.Stream, mode string, k int, call func() error, capture capturer) (lane, func(), error) {
+	switch mode {
+	case "eager":
+		steps := make([]func() error, k)
+		for i := range steps {
+			steps[i] = call
+		}
+		return lane{s: s, calls: k, steps: steps}, func() {}, nil
+	case "graph":
+		launch, free, err := capture(s, func() error {
+			for range k {
+				if err := call(); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return lane{}, nil, err
+		}
+		return lane{s: s, calls: k, steps: []func() error{launch}}, free, nil
+	}
+	return lane{}, nil, fmt.Errorf("unknown mode %q (want eager or graph)", mode)
+}
+
+// enqueue runs the lanes' steps interleaved in proportion to their
+// counts (the lane furthest behind its share goes next, the first on a
+// tie), so that side by side no stream starts far ahead of another or is
+// left to run alone at the end.
+func enqueue(lanes []lane) error {
+	done := make([]int, len(lanes))
+	for {
+		next := -1
+		for i, l := range lanes {
+			if done[i] < len(l.steps) && (next < 0 || done[i]*len(lanes[next].steps) < done[next]*len(l.steps)) {
+				next = i
+			}
+		}
+		if next < 0 {
+			return nil
+		}
+		if err := lanes[next].steps[done[next]](); err != nil {
+			return err
+		}
+		done[next]++
+	}
+}
+
+// timeBatches warms up, then times `repeats` runs of the lanes (each run
+// enqueues every lane's steps, interleaved) between events on each lane's
+// stream, each run after barrier, and returns per lane the per-call
+// microseconds of each run. done waits for the streams and reports device
+// errors. It is shared by irisgen's and NCCL's measurements, alone and
+// beside the compute kernel (-overlap), so all are timed alike.
+func timeBatches(dev gpu.Device, lanes []lane, repeats int, barrier, warm, done func() error) (_ [][]float64, err error) {
 	if err := warm(); err != nil {
 		return nil, err
 	}
-	if err := run(); err != nil { // one untimed run: a graph's first launch uploads it
+	if err := enqueue(lanes); err != nil { // one untimed run: a graph's first launch uploads it
 		return nil, err
 	}
 	if err := done(); err != nil {
 		return nil, err
 	}
-	start, err := dev.NewEvent(true)
-	if err != nil {
-		return nil, err
+	var events []gpu.Event
+	defer func() {
+		for _, e := range events {
+			err = errors.Join(err, dev.DestroyEvent(e))
+		}
+	}()
+	for range 2 * len(lanes) { // lane i: start 2i, end 2i+1
+		e, err := dev.NewEvent(true)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, e)
 	}
-	defer dev.DestroyEvent(start)
-	end, err := dev.NewEvent(true)
-	if err != nil {
-		return nil, err
-	}
-	defer dev.DestroyEvent(end)
-	us := make([]float64, 0, repeats)
+	us := make([][]float64, len(lanes))
 	for range repeats {
 		if err := barrier(); err != nil {
 			return nil, err
 		}
-		if err := dev.RecordEvent(start, s); err != nil {
+		for i, l := range lanes {
+			if err := dev.RecordEvent(events[2*i], l.s); err != nil {
+				return nil, err
+			}
+		}
+		if err := enqueue(lanes); err != nil {
 			return nil, err
 		}
-		if err := run(); err != nil {
-			return nil, err
-		}
-		if err := dev.RecordEvent(end, s); err != nil {
-			return nil, err
+		for i, l := range lanes {
+			if err := dev.RecordEvent(events[2*i+1], l.s); err != nil {
+				return nil, err
+			}
 		}
 		if err := done(); err != nil {
 			return nil, err
 		}
-		d, err := dev.Elapsed(start, end)
-		if err != nil {
-			return nil, err
+		for i, l := range lanes {
+			d, err := dev.Elapsed(events[2*i], events[2*i+1])
+			if err != nil {
+				return nil, err
+			}
+			us[i] = append(us[i], float64(d.Nanoseconds())/1e3/float64(l.calls))
 		}
-		us = append(us, float64(d.Nanoseconds())/1e3/float64(k))
 	}
 	return us, nil
 }

@@ -25,7 +25,7 @@ type Series struct {
 }
 
 // Chart is one panel. Points that are not positive and finite cannot sit on a
-// log axis and are left out.
+// log axis and are left out (on a linear y axis, those that are not finite).
 type Chart struct {
 	Title, XLabel, YLabel string
 	Series                []Series
@@ -34,6 +34,10 @@ type Chart struct {
 	// 1 KiB, 4 KiB, 16 KiB, ...
 	XTick func(float64) string
 	XBase float64
+	// YLinear puts the y axis on a linear scale (ticks at 1, 2 or 5 times
+	// a power of ten) for values close to each other, such as ratios near
+	// 1 that a log axis would crush; its points may be 0 or negative.
+	YLinear bool
 }
 
 // Panel size in SVG user units (points) without its legend, which goes
@@ -80,7 +84,8 @@ func WriteSVG(w io.Writer, charts ...Chart) error {
 // axis maps a log-scaled data range onto a pixel range. Ticks sit at whole
 // powers of the base, so their values are exact.
 type axis struct {
-	lo, hi float64 // log10 of the axis ends, both ticks
+	lo, hi float64 // log10 of the axis ends (linear: the ends), both ticks
+	linear bool
 	p0, p1 float64 // pixels of lo and hi
 	label  func(float64) string
 	ticks  []float64 // tick values, from lo to hi
@@ -111,7 +116,40 @@ func newAxis(min, max, base float64, maxTicks int, label func(float64) string, p
 	return a
 }
 
+// newLinearAxis is a linear axis from the tick at or below vmin to the
+// one at or above vmax, ticks a step of 1, 2 or 5 times a power of ten apart,
+// at most maxTicks intervals.
+func newLinearAxis(vmin, vmax float64, maxTicks int, p0, p1 float64) *axis {
+	if vmax <= vmin { // one value: a little room around it
+		pad := math.Max(math.Abs(vmin), 1) / 20
+		vmin, vmax = vmin-pad, vmax+pad
+	}
+	span := vmax - vmin
+	mag := math.Pow(10, math.Floor(math.Log10(span/float64(maxTicks))))
+	step := 10 * mag
+	for _, m := range []float64{1, 2, 5} {
+		if m*mag*float64(maxTicks) >= span {
+			step = m * mag
+			break
+		}
+	}
+	kLo, kHi := math.Floor(vmin/step+1e-9), math.Ceil(vmax/step-1e-9)
+	if kHi <= kLo {
+		kHi = kLo + 1
+	}
+	digits := max(0, int(-math.Floor(math.Log10(step)+1e-9)))
+	a := &axis{lo: kLo * step, hi: kHi * step, linear: true, p0: p0, p1: p1,
+		label: func(v float64) string { return strconv.FormatFloat(v, 'f', digits, 64) }}
+	for k := kLo; k <= kHi; k++ {
+		a.ticks = append(a.ticks, k*step)
+	}
+	return a
+}
+
 func (a *axis) pos(v float64) float64 {
+	if a.linear {
+		return a.p0 + (v-a.lo)/(a.hi-a.lo)*(a.p1-a.p0)
+	}
 	return a.p0 + (math.Log10(v)-a.lo)/(a.hi-a.lo)*(a.p1-a.p0)
 }
 
@@ -123,8 +161,10 @@ func number(v float64) string {
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
-func usable(p Point) bool {
-	return p.X > 0 && p.Y > 0 && !math.IsInf(p.X, 0) && !math.IsInf(p.Y, 0) && !math.IsNaN(p.X) && !math.IsNaN(p.Y)
+// usable reports whether p can be drawn: finite, and positive on log
+// axes.
+func (c *Chart) usable(p Point) bool {
+	return p.X > 0 && (p.Y > 0 || c.YLinear) && !math.IsInf(p.X, 0) && !math.IsInf(p.Y, 0) && !math.IsNaN(p.X) && !math.IsNaN(p.Y)
 }
 
 func (c *Chart) draw(w *bufio.Writer) {
@@ -140,7 +180,7 @@ func (c *Chart) draw(w *bufio.Writer) {
 	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
 	for _, s := range c.Series {
 		for _, p := range s.Points {
-			if usable(p) {
+			if c.usable(p) {
 				xmin, xmax = math.Min(xmin, p.X), math.Max(xmax, p.X)
 				ymin, ymax = math.Min(ymin, p.Y), math.Max(ymax, p.Y)
 			}
@@ -151,6 +191,9 @@ func (c *Chart) draw(w *bufio.Writer) {
 	}
 	xa := newAxis(xmin, xmax, c.XBase, 6, c.XTick, x0, x1)
 	ya := newAxis(ymin, ymax, 10, 8, nil, y0, y1)
+	if c.YLinear {
+		ya = newLinearAxis(ymin, ymax, 8, y0, y1)
+	}
 	for _, t := range xa.ticks {
 		px := xa.pos(t)
 		fmt.Fprintf(w, "<line x1=\"%.1f\" y1=\"%g\" x2=\"%.1f\" y2=\"%g\" stroke=\"#dddddd\"/>\n", px, y0, px, y1)
@@ -166,7 +209,7 @@ func (c *Chart) draw(w *bufio.Writer) {
 		var pts []Point // in pixels
 		var coords []string
 		for _, p := range c.Series[i].Points {
-			if usable(p) {
+			if c.usable(p) {
 				px := Point{xa.pos(p.X), ya.pos(p.Y)}
 				pts = append(pts, px)
 				coords = append(coords, fmt.Sprintf("%.1f,%.1f", px.X, px.Y))
@@ -196,7 +239,7 @@ func (c *Chart) drawn() []int {
 	var out []int
 	for i, s := range c.Series {
 		for _, p := range s.Points {
-			if usable(p) {
+			if c.usable(p) {
 				out = append(out, i)
 				break
 			}

@@ -94,3 +94,30 @@ func TestEmptyAndDeterministic(t *testing.T) {
 	require.NotContains(t, svg, "<polyline")
 	require.Equal(t, render(t, sample()...), render(t, sample()...))
 }
+
+// TestLinearY: a YLinear panel's ticks are a step of 1, 2 or 5 times a
+// power of ten around the data, labelled with the step's digits; points
+// of 0 and below are drawn, NaN and infinities are not.
+func TestLinearY(t *testing.T) {
+	a := newLinearAxis(0.97, 1.31, 8, 0, 100)
+	require.Equal(t, []string{"0.95", "1.00", "1.05", "1.10", "1.15", "1.20", "1.25", "1.30", "1.35"}, labels(a))
+	require.InDelta(t, 0, a.pos(0.95), 1e-9)
+	require.InDelta(t, 50, a.pos(1.15), 1e-9, "linear: the middle value at the middle")
+	require.Equal(t, []string{"0", "2", "4", "6", "8", "10"}, labels(newLinearAxis(0, 10, 8, 0, 100)))
+	require.Equal(t, []string{"1.90", "1.95", "2.00", "2.05", "2.10"}, labels(newLinearAxis(2, 2, 8, 0, 100)), "a single value: room around it")
+	c := Chart{Title: "slowdown", YLinear: true, Series: []Series{{Name: "s", Points: []Point{{1, 1.02}, {2, 0}, {4, -0.5}, {8, math.NaN()}, {16, math.Inf(1)}}}}}
+	svg := render(t, c)
+	lines := regexp.MustCompile(`points="([^"]*)"`).FindAllStringSubmatch(svg, -1)
+	require.Len(t, lines, 1)
+	require.Len(t, strings.Fields(lines[0][1]), 3, "1.02, 0 and -0.5 drawn")
+	require.Contains(t, svg, ">-0.6<")
+	require.Contains(t, svg, ">1.2<")
+}
+
+func labels(a *axis) []string {
+	var out []string
+	for _, v := range a.ticks {
+		out = append(out, a.label(v))
+	}
+	return out
+}
