@@ -184,6 +184,9 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 	if *repeats < 1 {
 		return cli.UsageErr("-repeats %d: want at least 1", *repeats)
 	}
+	if *tails && *overlap {
+		return cli.UsageErr("-tails and -overlap are two scenarios: run one at a time")
+	}
 	sz, err := parseSizes(*sizes)
 	if err != nil {
 		return cli.UsageErr("-sizes: %v", err)
@@ -210,9 +213,6 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 	device := p.deviceName(world)
 	date := time.Now().UTC().Format("2006-01-02")
 	opts := p.options(irisrt.Options{HeapBytes: *heap, Timeout: 20 * time.Second})
-	if *tails && *overlap {
-		return cli.UsageErr("-tails and -overlap are two scenarios: run one at a time")
-	}
 	if *overlap {
 		if !given["sizes"] {
 			sz = bench.OverlapSizes

@@ -90,6 +90,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"probe", "-collectives", "moe"}, 2, `"moe" is not a collective or scenario`}, // a bench scenario, not a collective
 		{[]string{"bench", "-n", "3"}, 2, "-n 3: this machine has 2 GPUs"},
 		{[]string{"probe", "-replays", "0"}, 2, "-replays must be at least 1"},
+		{[]string{"bench", "-overlap", "-tails"}, 2, "-tails and -overlap are two scenarios: run one at a time"},
 		{[]string{"nope"}, 2, `unknown command "nope"`},
 	} {
 		prog, stdout, stderr := fake(t, 2)
