@@ -398,7 +398,9 @@ func RunOverlapNCCL(w *irisrt.World, cfg Config, comp Compute, device, date stri
 	for i := range perCell {
 		perCell[i] = make([]pairTimes, w.Size())
 	}
-	done := make([]bool, len(cells)) // rank 0 measured it
+	// rows[i]: cell i's rows, made by rank 0 once every rank measured it
+	// (and logged then, so that a run cut short has them in its log).
+	rows := make([][]Row, len(cells))
 	runErr := w.Run(func(r *irisrt.Rank) error {
 		runtime.LockOSThread() // NCCL's calls go to the thread's current device
 		defer runtime.UnlockOSThread()
@@ -426,23 +428,18 @@ func RunOverlapNCCL(w *irisrt.World, cfg Config, comp Compute, device, date stri
 				return fmt.Errorf("nccl %s plain %s %d bytes %s beside the compute kernel: %w", c.coll, c.dtype, c.bytes, c.mode, err)
 			}
 			perCell[i][r.Rank()] = t
-			if r.Rank() == 0 {
-				done[i] = t.alone != nil
+			if err := r.HostBarrier(s); err != nil {
+				return err
+			}
+			if r.Rank() == 0 && t.alone != nil { // nil: below one element per rank
+				rows[i] = pairRows(Row{Impl: "nccl", Collective: c.coll, Variant: c.buffers, DType: c.dtype, World: w.Size(), Bytes: c.bytes,
+					Mode: c.mode, Device: device, Date: date, Note: "out of place"}, perCell[i], comp)
+				logPair(cfg, rows[i])
 			}
 		}
 		return nil
 	})
-	var rows []Row
-	for i, c := range cells {
-		if !done[i] {
-			continue // below one element per rank, or not reached
-		}
-		cell := pairRows(Row{Impl: "nccl", Collective: c.coll, Variant: c.buffers, DType: c.dtype, World: w.Size(), Bytes: c.bytes, Mode: c.mode,
-			Device: device, Date: date, Note: "out of place"}, perCell[i], comp)
-		logPair(cfg, cell)
-		rows = append(rows, cell...)
-	}
-	return rows, runErr
+	return slices.Concat(rows...), runErr
 }
 
 // ncclPair measures one NCCL cell beside the compute kernel on r (zero
