@@ -189,9 +189,11 @@ func ncclRows(cfg Config, cells []ncclCell, times [][][]float64, device, date st
 	return rows
 }
 
-// ncclRank is one GPU's goroutine.
-func ncclRank(cfg Config, dev gpu.Device, rank int, id nccl.ID, cells []ncclCell, times [][][]float64, bar *hostBarrier) error {
-	runtime.LockOSThread() // NCCL's calls go to the thread's current device
+// withNCCLRank runs body on a thread locked to dev (NCCL's calls go to
+// the thread's current device) with rank's communicator of a world of
+// world ranks and a stream of its own, and frees both after.
+func withNCCLRank(dev gpu.Device, world, rank int, id nccl.ID, body func(comm *nccl.Comm, s gpu.Stream) error) error {
+	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b, ok := dev.(gpu.ThreadBinder)
 	if !ok {
@@ -200,7 +202,7 @@ func ncclRank(cfg Config, dev gpu.Device, rank int, id nccl.ID, cells []ncclCell
 	if err := b.BindThread(); err != nil {
 		return err
 	}
-	comm, err := nccl.InitRank(cfg.World, id, rank)
+	comm, err := nccl.InitRank(world, id, rank)
 	if err != nil {
 		return err
 	}
@@ -210,14 +212,21 @@ func ncclRank(cfg Config, dev gpu.Device, rank int, id nccl.ID, cells []ncclCell
 		return err
 	}
 	defer dev.DestroyStream(s)
-	for i, c := range cells {
-		us, err := ncclCellTimes(cfg, dev, s, comm, c, bar)
-		if err != nil {
-			return fmt.Errorf("%s %s %s %d bytes %s %s: %w", c.coll, c.buffers, c.dtype, c.bytes, c.mode, map[bool]string{false: "out of place", true: "in place"}[c.inPlace], err)
+	return body(comm, s)
+}
+
+// ncclRank is one GPU's goroutine: it times every cell on its rank.
+func ncclRank(cfg Config, dev gpu.Device, rank int, id nccl.ID, cells []ncclCell, times [][][]float64, bar *hostBarrier) error {
+	return withNCCLRank(dev, cfg.World, rank, id, func(comm *nccl.Comm, s gpu.Stream) error {
+		for i, c := range cells {
+			us, err := ncclCellTimes(cfg, dev, s, comm, c, bar)
+			if err != nil {
+				return fmt.Errorf("%s %s %s %d bytes %s %s: %w", c.coll, c.buffers, c.dtype, c.bytes, c.mode, map[bool]string{false: "out of place", true: "in place"}[c.inPlace], err)
+			}
+			times[i][rank] = us
 		}
-		times[i][rank] = us
-	}
-	return nil
+		return nil
+	})
 }
 
 // ncclBufs are one cell's buffers on one rank.

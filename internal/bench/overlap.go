@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 
@@ -402,42 +401,24 @@ func RunOverlapNCCL(w *irisrt.World, cfg Config, comp Compute, device, date stri
 	// (and logged then, so that a run cut short has them in its log).
 	rows := make([][]Row, len(cells))
 	runErr := w.Run(func(r *irisrt.Rank) error {
-		runtime.LockOSThread() // NCCL's calls go to the thread's current device
-		defer runtime.UnlockOSThread()
-		dev := r.Device()
-		b, ok := dev.(gpu.ThreadBinder)
-		if !ok {
-			return fmt.Errorf("the %s platform cannot make a device current on a thread", dev.Platform().Name())
-		}
-		if err := b.BindThread(); err != nil {
-			return err
-		}
-		comm, err := nccl.InitRank(w.Size(), id, r.Rank())
-		if err != nil {
-			return err
-		}
-		defer comm.Destroy()
-		s, err := dev.NewStream()
-		if err != nil {
-			return err
-		}
-		defer dev.DestroyStream(s)
-		for i, c := range cells {
-			t, err := ncclPair(cfg, comp, r, s, comm, c)
-			if err != nil {
-				return fmt.Errorf("nccl %s plain %s %d bytes %s beside the compute kernel: %w", c.coll, c.dtype, c.bytes, c.mode, err)
+		return withNCCLRank(r.Device(), w.Size(), r.Rank(), id, func(comm *nccl.Comm, s gpu.Stream) error {
+			for i, c := range cells {
+				t, err := ncclPair(cfg, comp, r, s, comm, c)
+				if err != nil {
+					return fmt.Errorf("nccl %s plain %s %d bytes %s beside the compute kernel: %w", c.coll, c.dtype, c.bytes, c.mode, err)
+				}
+				perCell[i][r.Rank()] = t
+				if err := r.HostBarrier(s); err != nil {
+					return err
+				}
+				if r.Rank() == 0 && t.alone != nil { // nil: below one element per rank
+					rows[i] = pairRows(Row{Impl: "nccl", Collective: c.coll, Variant: c.buffers, DType: c.dtype, World: w.Size(), Bytes: c.bytes,
+						Mode: c.mode, Device: device, Date: date, Note: "out of place"}, perCell[i], comp)
+					logPair(cfg, rows[i])
+				}
 			}
-			perCell[i][r.Rank()] = t
-			if err := r.HostBarrier(s); err != nil {
-				return err
-			}
-			if r.Rank() == 0 && t.alone != nil { // nil: below one element per rank
-				rows[i] = pairRows(Row{Impl: "nccl", Collective: c.coll, Variant: c.buffers, DType: c.dtype, World: w.Size(), Bytes: c.bytes,
-					Mode: c.mode, Device: device, Date: date, Note: "out of place"}, perCell[i], comp)
-				logPair(cfg, rows[i])
-			}
-		}
-		return nil
+			return nil
+		})
 	})
 	return slices.Concat(rows...), runErr
 }
