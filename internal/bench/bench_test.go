@@ -493,3 +493,11 @@ func TestMarkSlow(t *testing.T) {
 	}
 	require.Equal(t, []string{"lamport@4/1048576"}, slow)
 }
+
+// TestBusText: a table shows "-" where a cell has no bus bandwidth (a
+// collective without nccl-tests' rule reports 0, a barrier NaN), never "0".
+func TestBusText(t *testing.T) {
+	for in, want := range map[float64]string{0: "-", -1: "-", math.NaN(): "-", 12.4: "12", 351.6: "352"} {
+		require.Equal(t, want, busText(in), "%v", in)
+	}
+}

@@ -147,7 +147,7 @@ func Markdown(rows []Row) string {
 			} else {
 				fmt.Fprintf(&b, " %.2f |", bestI/bestB)
 			}
-			fmt.Fprintf(&b, " %.0f, %.0f |\n", bwI, bwB)
+			fmt.Fprintf(&b, " %s, %s |\n", busText(bwI), busText(bwB))
 		}
 		b.WriteString("\n")
 		if marked {
@@ -155,6 +155,15 @@ func Markdown(rows []Row) string {
 		}
 	}
 	return b.String()
+}
+
+// busText is a bus bandwidth in GB/s for a table, "-" where there is none
+// (no rule for the collective, or no such side in the cell).
+func busText(gbps float64) string {
+	if !(gbps > 0) {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", gbps)
 }
 
 // Plot writes one SVG per group into dir: latency and bus bandwidth against
