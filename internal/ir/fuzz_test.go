@@ -16,10 +16,14 @@ import (
 // FuzzCompile checks that no input makes Compile panic or stall, and that
 // every result is either a consistent Collective (the rule table applied,
 // names and symbols that build) or a non-empty, positioned diag.List.
-// Seeds: the error table, the derivation spec, the catalogue, plus
+// Seeds: the error tables (copy-engine refusals too), the derivation spec,
+// the catalogue (copy-engine variants too), plus
 // testdata/fuzz/FuzzCompile (every_key uses every key of the language).
 func FuzzCompile(f *testing.F) {
 	for _, tc := range errorCases {
+		f.Add([]byte(tc.src))
+	}
+	for _, tc := range copyErrorCases {
 		f.Add([]byte(tc.src))
 	}
 	f.Add([]byte(reduceSpec))
