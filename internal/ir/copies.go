@@ -159,6 +159,10 @@ func (b *builder) copyStmt(c *Collective, v *Variant, sc *spec.Copy, what string
 	return st
 }
 
+// worldBlocks reports whether t is made of one block a rank (its first
+// dimension is world). A tensor whose shape failed to parse has none.
+func worldBlocks(t *Tensor) bool { return len(t.Shape) > 0 && t.Shape[0] == irismodel.DimWorld }
+
 // copyEnd parses tensor[block]@rank.
 func (b *builder) copyEnd(c *Collective, vars []string, s spec.Str, what string) (irismodel.CopyEnd, bool) {
 	e := irismodel.CopyEnd{Block: irismodel.NoRank}
@@ -191,8 +195,12 @@ func (b *builder) copyEnd(c *Collective, vars []string, s spec.Str, what string)
 	e.Tensor = slices.Index(c.Tensors, t)
 	ok := true
 	if blockOff > 0 {
-		if t.Shape[0] != irismodel.DimWorld {
-			b.errorf(diag.Rule, at(blockOff), "%s indexes tensor %q, whose first dimension is %s, not world: a block index picks one rank's block of a [world, ...] tensor; copy the whole tensor (%s@...)", what, t.Name, t.Shape[0].Name(c.Symbols), t.Name)
+		if !worldBlocks(t) {
+			first := "missing"
+			if len(t.Shape) > 0 {
+				first = t.Shape[0].Name(c.Symbols)
+			}
+			b.errorf(diag.Rule, at(blockOff), "%s indexes tensor %q, whose first dimension is %s, not world: a block index picks one rank's block of a [world, ...] tensor; copy the whole tensor (%s@...)", what, t.Name, first, t.Name)
 			ok = false
 		} else if r, good := b.rankExpr(c, vars, s, blockOff, block, "the block index of "+what); good {
 			e.Block = r
@@ -421,7 +429,7 @@ func (b *builder) coverOnce(c *Collective, v *Variant, stmts []irismodel.CopyStm
 	for si := range stmts {
 		for _, bc := range irismodel.ExpandCopies(nil, stmts[si:si+1], world, -1, params) {
 			blocks := []int{bc.ToBlock}
-			if bc.ToBlock < 0 && c.Tensors[bc.To].Shape[0] == irismodel.DimWorld {
+			if bc.ToBlock < 0 && worldBlocks(c.Tensors[bc.To]) {
 				blocks = nil
 				for k := range world {
 					blocks = append(blocks, k)
@@ -443,7 +451,7 @@ func (b *builder) coverOnce(c *Collective, v *Variant, stmts []irismodel.CopyStm
 	for _, ti := range written {
 		t := c.Tensors[ti]
 		nblocks := 1
-		if t.Shape[0] == irismodel.DimWorld {
+		if worldBlocks(t) {
 			nblocks = world
 		}
 		for r := range world {
