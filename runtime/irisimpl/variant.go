@@ -242,7 +242,10 @@ func (p *VariantPlan) LaunchParams(s gpu.Stream, ts []irisrt.Tensor, ps []irismo
 func (p *VariantPlan) launch(s gpu.Stream, ts []irisrt.Tensor, ps []irismodel.Param, mode irismodel.Barrier, n uint32) error {
 	enqueued, err := p.launchChecked(s, ts, ps, mode, n)
 	if err != nil && !enqueued {
-		return rt.Refuse(rt.Rank(p.plan), s, n, err)
+		if p.empty {
+			return rt.Refuse(rt.Rank(p.plan), s, n, err) // nothing of the peers' waits for it
+		}
+		return rt.RefuseLaunch(p.plan, s, n, mode, err)
 	}
 	return err
 }

@@ -1,7 +1,12 @@
 package irisrt
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/internal/core"
@@ -13,6 +18,8 @@ import (
 //
 //	enter: 1 into word rank of every peer's enter row; for every peer j,
 //	       wait until the own enter[j] holds 1, then store 0 into it
+//	seen:  a copy of the own control block's refused words into the
+//	       rank's host-mapped seen area (below)
 //	the copies (Args.Copies, CopyDtoDAsync between heap addresses)
 //	done:  the same on the done row
 //
@@ -30,9 +37,53 @@ import (
 // alone (the caller orders the ranks), mode host the copies between the
 // host barriers that Plan.launch makes around them.
 //
-// The waits are stream memory operations without a time limit: a peer that
-// never launches its part holds the stream for ever (the kernels' time
-// limits and error records do not exist here).
+// The waits are stream memory operations without a time limit, so a rank
+// that refuses a launch (Plan.refuse) releases the waits its peers' launch
+// of it makes on it, and they learn of the refusal:
+//
+//   - The release. A word is a one-slot mailbox without a launch number
+//     in it, and it must stay so: a graph replays the values it captured,
+//     so launch-numbered (GEQ) words would let a replay of an old launch
+//     pass on a newer eager launch's number, and a write-only release
+//     cannot be placed safely in a 0/1 protocol. Written on the control
+//     stream, a release races with the rank's own earlier launch of the
+//     plan, still on its stream (two 1s in one word before the reader's
+//     reset: one is lost and the reader waits for ever), and even after
+//     that launch has finished, the done word may still hold the previous
+//     1 (its reader resets it only after its own done wait). What keeps
+//     the mailboxes in step is the writer's flow control, the barrier's
+//     own waits. So the refusing rank enqueues, where the launch would
+//     have gone (its stream), the plan's two barriers without the copies
+//     and without the seen copy (hollow): they take the refused launch's
+//     place in the rank's sequence of barriers of the plan, meet the
+//     peers' launch of it and leave every word as a launch does. The
+//     peers' copies then run on whatever the refusing rank's buffers
+//     hold: their results of that launch are invalid, and the world stays
+//     usable. While the stream captures, the hollow barriers go into the
+//     capture (a capture that survives the refusal replays them with the
+//     peers' replays); a capture that fails enqueues the hollow barriers
+//     of every copy launch it took, once, on the stream after it ended
+//     (Rank.Capture), to meet the peers' first replay of their graph.
+//     A rank with a world fault (reason RefusedWorldFault: the world is
+//     to be closed, only liveness matters) writes the two words on every
+//     peer from its control stream instead, without waiting for anyone.
+//   - The detection. The refused words (launch, reason) that the
+//     refusing rank writes into every peer's control block (Rank.refuse)
+//     are written and waited for before the hollow barriers are
+//     enqueued, so a peer's launch whose enter barrier it released finds
+//     them there. The seen copy after the enter barrier (64 bytes at
+//     most, a copy-engine operation on the stream: no host sync, no
+//     kernel) puts them where the host reads them without waiting for
+//     the GPU, and Rank.Check (Graph.Replay, the host barrier) reports a
+//     word it has not reported before as a *PeerRefusedError with Copies
+//     set, once (a call fault: the world stays usable), unless this rank
+//     refused that launch too. Reading the control block itself would
+//     cost a device-to-host copy and a host sync at every check; a kernel
+//     would take the SMs that copy-engine variants leave free.
+//
+// A rank that never launches its part at all (a crash, a skipped call, a
+// refusal before a plan exists, a launch refused because another
+// goroutine holds the plan) still holds its peers' streams for ever.
 
 const (
 	copyEnterRow = 0
@@ -48,6 +99,9 @@ func (p *Plan) issueCopies(s gpu.Stream, mode irismodel.Barrier, copies []core.C
 			return false, err
 		}
 		enqueued = true
+		if err := p.r.seen.snapshot(s); err != nil {
+			return true, err
+		}
 	}
 	for _, c := range copies {
 		if c.Bytes == 0 {
@@ -88,6 +142,206 @@ func (p *Plan) copyBarrier(s gpu.Stream, row int64) error {
 		}
 		if err := dev.WriteValue32(word(j), 0, s); err != nil {
 			return platformErr(fmt.Sprintf("%s %s: resetting rank %d's flag", p.spec.Op, p.spec.Variant, j), err)
+		}
+	}
+	return nil
+}
+
+// hollow enqueues a copy-engine launch in mode device without its copies:
+// the enter and the done barrier, which meet the peers' launch and leave
+// the flags as a launch does (see above).
+func (p *Plan) hollow(s gpu.Stream) error {
+	if err := p.copyBarrier(s, copyEnterRow); err != nil {
+		return err
+	}
+	return p.copyBarrier(s, copyDoneRow)
+}
+
+// unblock writes 1 into this rank's enter and done words on every peer
+// from the control stream, without waiting: the release of a rank with a
+// world fault, which only keeps the peers' streams going (the words may
+// end out of step; the world is to be closed anyway).
+func (p *Plan) unblock() error {
+	r := p.r
+	var errs []error
+	for j := range r.world {
+		if j == r.rank {
+			continue
+		}
+		for _, row := range []int64{copyEnterRow, copyDoneRow} {
+			word := p.flags + gpu.DevicePtr(row+4*int64(r.rank))
+			if err := r.dev.WriteValue32(r.heap.Peer(word, j), 1, r.control); err != nil {
+				errs = append(errs, platformErr(fmt.Sprintf("%s %s: releasing rank %d", p.spec.Op, p.spec.Variant, j), err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// releases reports whether a refused launch of the plan in mode must
+// release its peers' stream waits: a copy-engine plan with barriers, in
+// mode device, launch n counted, in a world of more than one rank.
+func (p *Plan) releases(n uint32, mode irismodel.Barrier) bool {
+	return p.spec.Copy && mode == irismodel.BarrierDevice && n != 0 && p.r.world > 1
+}
+
+// refuse is Rank.refuse for launch n of the plan in mode on s: it tells
+// the peers, and a copy-engine plan releases their stream waits on this
+// rank (see above): hollow barriers on s, or, after a world fault, the
+// words written from the control stream. A plan held by another goroutine
+// (*InUseError) or closed releases nothing: its flags are not this
+// call's to touch.
+func (p *Plan) refuse(s gpu.Stream, n uint32, mode irismodel.Barrier, err error) error {
+	r := p.r
+	err = r.refuse(s, n, err)
+	if !p.releases(n, mode) || r.isClosed() {
+		return err
+	}
+	if !p.busy.CompareAndSwap(false, true) {
+		return err
+	}
+	defer p.busy.Store(false)
+	if p.closed {
+		return err
+	}
+	var rerr error
+	if reasonOf(err) == RefusedWorldFault {
+		rerr = p.unblock()
+	} else {
+		rerr = p.hollow(s)
+		if g := r.graphs.capturing.Load(); g != nil && rerr == nil {
+			if st, e := r.dev.CaptureStatus(s); e == nil && st != gpu.CaptureNone {
+				g.first(r, n)
+				g.rounds = append(g.rounds, p)
+			}
+		}
+	}
+	if rerr != nil {
+		return errors.Join(err, platformErr(fmt.Sprintf("rank %d releasing its peers' copy-engine launch %d", r.rank, n), rerr))
+	}
+	return err
+}
+
+// copySeen is a rank's (or a group's) host-mapped seen area: the refused
+// words of its control block as its latest copy-engine launch in mode
+// device found them after its enter barrier (uint64[MaxWorld]), and what
+// Check has reported of them.
+type copySeen struct {
+	r        *Rank
+	host     unsafe.Pointer
+	dev      gpu.DevicePtr
+	reported [MaxWorld]uint64 // per peer: the word last reported
+}
+
+// seenSet holds the seen areas of a world rank and its groups (Check reads
+// them all, as the error records are shared).
+type seenSet struct {
+	mu    sync.Mutex
+	areas []*copySeen
+}
+
+// needSeen makes the rank's seen area, once: a plan with copy-engine
+// launches in mode device is being made (not a launch path).
+func (r *Rank) needSeen() error {
+	if r.seen != nil {
+		return nil
+	}
+	const bytes = 8 * MaxWorld
+	host, dev, err := r.dev.AllocHostMapped(bytes)
+	if err != nil {
+		return platformErr(fmt.Sprintf("rank %d allocating the record of its copy-engine launches' refusals", r.rank), err)
+	}
+	clear(unsafe.Slice((*byte)(host), bytes))
+	r.seen = &copySeen{r: r, host: host, dev: dev}
+	r.seens.mu.Lock()
+	r.seens.areas = append(r.seens.areas, r.seen)
+	r.seens.mu.Unlock()
+	return nil
+}
+
+// dropSeen frees the rank's seen area (a group's Close).
+func (r *Rank) dropSeen() error {
+	c := r.seen
+	if c == nil {
+		return nil
+	}
+	r.seen = nil
+	r.seens.mu.Lock()
+	r.seens.areas = slices.DeleteFunc(r.seens.areas, func(x *copySeen) bool { return x == c })
+	r.seens.mu.Unlock()
+	return r.dev.FreeHost(c.host)
+}
+
+// snapshot enqueues the seen copy on s.
+func (c *copySeen) snapshot(s gpu.Stream) error {
+	if c == nil || c.r.world == 1 {
+		return nil
+	}
+	r := c.r
+	if err := r.dev.CopyDtoDAsync(c.dev, r.heap.base+core.OffRefused, 8*int64(r.world), s); err != nil {
+		return platformErr("recording the refusals a copy-engine launch met", err)
+	}
+	return nil
+}
+
+// next returns the first refusal in the area not reported yet, and marks
+// it reported; nil when there is none.
+func (c *copySeen) next() *PeerRefusedError {
+	r := c.r
+	for q := range r.world {
+		if q == r.rank {
+			continue
+		}
+		w := atomic.LoadUint64((*uint64)(unsafe.Add(c.host, 8*q)))
+		n := uint32(w)
+		if n == 0 || w == c.reported[q] {
+			continue
+		}
+		c.reported[q] = w
+		if r.refusedToo(n) {
+			continue // this rank refused it too: it made no copies of it
+		}
+		e := &PeerRefusedError{Rank: r.rank, Peer: q, Launch: n, Reason: RefusalReason(w >> 32), Copies: true}
+		if r.local != nil {
+			e.Err = r.local.refusal(refusalKey{r.heap.base, n})
+		}
+		r.met[r.metNext%len(r.met)] = e
+		r.metNext++
+		return e
+	}
+	return nil
+}
+
+// copyRefusal returns a refusal that a copy-engine launch of the rank or
+// of one of its groups met and Check has not reported yet, or nil.
+func (r *Rank) copyRefusal() error {
+	set := r.seens
+	if set == nil {
+		return nil
+	}
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	for _, c := range set.areas {
+		if e := c.next(); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// refusedToo reports whether this rank refused launch n itself (lately).
+func (r *Rank) refusedToo(n uint32) bool {
+	return slices.Contains(r.own[:], n)
+}
+
+// metRefusal returns the reported refusal of launch n that a copy-engine
+// launch of this rank met, or nil: a graph that replays launch n is
+// refused from then on (Graph.Launch), since the peer has no part of it
+// to meet the replay with.
+func (r *Rank) metRefusal(n uint32) *PeerRefusedError {
+	for _, e := range r.met {
+		if e != nil && e.Launch == n {
+			return e
 		}
 	}
 	return nil

@@ -484,20 +484,38 @@ func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
 // which was waiting for it, gave up at once. The world's device state is
 // undefined afterwards (the ranks' barrier epochs are out of step): close
 // the world and start it again, as after a timeout.
+//
+// With Copies set, the launch was a copy-engine launch (engine: copy): the
+// refusing rank released this rank's stream waits on it, so this rank's
+// copies of that launch ran on whatever the peer's buffers held and its
+// results of that launch are invalid. The barrier flags stayed in step:
+// Check reports it once and the world stays usable (unless Reason is
+// RefusedWorldFault: the peer's world is to be closed).
 type PeerRefusedError struct {
-	Rank   int // the rank whose kernel gave up
+	Rank   int // the rank whose kernel gave up (whose copies ran without the peer)
 	Peer   int // the rank that refused
 	Launch uint32
 	Reason RefusalReason
 	// Err is the peer's own error, where it travels (an in-process world);
 	// nil in a multi-process world, where Reason says what kind it was.
 	Err error
+	// Copies: a copy-engine launch, released by the peer (see above).
+	Copies bool
 }
 
 func (e *PeerRefusedError) Error() string {
 	why := e.Reason.String()
 	if e.Err != nil {
 		why += ": " + e.Err.Error()
+	}
+	if e.Copies {
+		after := "The world stays usable"
+		if e.Reason == RefusedWorldFault {
+			after = fmt.Sprintf("Rank %d has a world fault: close the world and start it again", e.Peer)
+		}
+		return fmt.Sprintf("rank %d refused its launch %d on the host (%s) and released rank %d's copy-engine launch of it, whose copies ran without it: "+
+			"rank %d's results of launch %d are invalid; fix rank %d's launch (that rank returned the error). %s",
+			e.Peer, e.Launch, why, e.Rank, e.Rank, e.Launch, e.Peer, after)
 	}
 	return fmt.Sprintf("rank %d refused its launch %d on the host (%s), so rank %d's kernel of that launch, which waited for it, gave up; "+
 		"fix rank %d's launch (that rank returned the error). The world's device state is now undefined: close the world and start it again",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/internal/core"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // Faults. Kernels report errors in the rank's two error records
@@ -74,6 +75,9 @@ func (r *Rank) Check() error {
 	if err := r.poisoned(); err != nil {
 		return err
 	}
+	if err := r.copyRefusal(); err != nil {
+		return err
+	}
 	err := r.record(1)
 	if err != nil {
 		atomic.StoreUint32((*uint32)(unsafe.Add(r.errHost, core.ErrRecordBytes)), 0)
@@ -87,6 +91,34 @@ type graphSet struct {
 	capturing atomic.Pointer[Graph] // the graph whose capture is running, or nil
 	mu        sync.Mutex
 	live      map[*Graph]bool
+}
+
+// abandon is a failed capture's release of the peers' copy-engine
+// launches (copy.go): their graphs hold the launches this rank took (or
+// refused) in the capture, and wait on this rank's flags when replayed. It
+// tells the peers, as a refused replay does, of the first launch it has
+// not told them of already, and enqueues the hollow barriers of every
+// copy-engine launch of the capture on s, once, to meet the peers' first
+// replay (which then reports the refusal; Graph.Launch refuses later
+// ones). It returns err, joined with a failure.
+func (g *Graph) abandon(s gpu.Stream, err error) error {
+	if len(g.rounds) == 0 {
+		return err
+	}
+	if st, e := g.r.dev.CaptureStatus(s); e != nil || st != gpu.CaptureNone {
+		return err // still capturing: nothing can be enqueued eagerly
+	}
+	for _, f := range g.firsts {
+		if !f.r.refusedToo(f.n) {
+			err = f.r.refuse(s, f.n, err)
+		}
+	}
+	// The refused words were written from the control stream, maybe
+	// without waiting (under capture): they land before the release.
+	if e := g.r.dev.StreamSynchronize(g.r.control); e != nil {
+		return errors.Join(err, platformErr("telling the peers of a failed capture", e))
+	}
+	return releaseRounds(s, g.rounds, err)
 }
 
 // Graph is a graph captured with Rank.Capture, instantiated and ready to
@@ -104,6 +136,11 @@ type Graph struct {
 	// firsts: the first launch number the graph replays, per rank (its
 	// world rank, groups): a refused replay reaches the peers with it.
 	firsts []graphLaunch
+	// rounds: the plans of its copy-engine launches in mode device, in
+	// capture order, a refused one's hollow barriers included (copy.go);
+	// copies: their launch numbers (of those that went ahead).
+	rounds []*Plan
+	copies []graphLaunch
 }
 
 // graphLaunch is a launch number of a rank (a world rank or a group).
@@ -134,13 +171,47 @@ func (g *Graph) Launch(s gpu.Stream) error {
 	if err := g.r.usable("Graph.Launch"); err != nil {
 		return err
 	}
+	for _, c := range g.copies {
+		if e := c.r.metRefusal(c.n); e != nil {
+			// The peer has no part of this launch to meet a replay with
+			// (it refused it at capture time, or refused a replay): the
+			// first replay met its release, and Check reported it.
+			return fmt.Errorf("Graph.Launch: not replayed, a copy-engine launch of the graph was refused by a peer (destroy the graph): %w", e)
+		}
+	}
 	if err := g.launch(s); err != nil {
 		for _, f := range g.firsts {
 			err = f.r.refuse(s, f.n, err)
 		}
-		return err
+		return releaseRounds(s, g.rounds, err)
 	}
 	return nil
+}
+
+// releaseRounds releases the peers' copy-engine launches of rounds (a
+// graph's, in capture order) after this rank refused to run them with err
+// (copy.go): hollow barriers on s, or after a world fault the words
+// written from the control stream. It returns err, joined with a failure.
+func releaseRounds(s gpu.Stream, rounds []*Plan, err error) error {
+	worldFault := reasonOf(err) == RefusedWorldFault
+	var errs []error
+	for _, p := range rounds {
+		if p.r.isClosed() || !p.busy.CompareAndSwap(false, true) {
+			continue
+		}
+		if !p.closed {
+			if worldFault {
+				errs = append(errs, p.unblock())
+			} else {
+				errs = append(errs, p.hollow(s))
+			}
+		}
+		p.busy.Store(false)
+	}
+	if e := errors.Join(errs...); e != nil {
+		return errors.Join(err, platformErr("releasing the peers' copy-engine launches of a graph", e))
+	}
+	return err
 }
 
 func (g *Graph) launch(s gpu.Stream) error {
@@ -198,11 +269,14 @@ func (g *Graph) release() {
 	g.plans, g.pins = nil, nil
 }
 
-// use records that launch n of p with arguments a went into the graph.
-// Capture is not the steady-state launch path: the lists may grow here.
-func (g *Graph) use(p *Plan, a *core.Args, n uint32) {
-	if n != 0 && !slices.ContainsFunc(g.firsts, func(f graphLaunch) bool { return f.r == p.r }) {
-		g.firsts = append(g.firsts, graphLaunch{p.r, n})
+// use records that launch n of p in mode with arguments a went into the
+// graph. Capture is not the steady-state launch path: the lists may grow
+// here.
+func (g *Graph) use(p *Plan, a *core.Args, n uint32, mode irismodel.Barrier) {
+	g.first(p.r, n)
+	if p.releases(n, mode) {
+		g.rounds = append(g.rounds, p)
+		g.copies = append(g.copies, graphLaunch{p.r, n})
 	}
 	if !slices.Contains(g.plans, p) {
 		g.plans = append(g.plans, p)
@@ -215,6 +289,14 @@ func (g *Graph) use(p *Plan, a *core.Args, n uint32) {
 				break
 			}
 		}
+	}
+}
+
+// first records launch n of r as the first of the capture, unless r has
+// one already.
+func (g *Graph) first(r *Rank, n uint32) {
+	if n != 0 && !slices.ContainsFunc(g.firsts, func(f graphLaunch) bool { return f.r == r }) {
+		g.firsts = append(g.firsts, graphLaunch{r, n})
 	}
 }
 
@@ -323,7 +405,7 @@ func (r *Rank) Capture(s gpu.Stream, fn func() error) (*Graph, error) {
 	}
 	if err != nil {
 		g.release()
-		return nil, err
+		return nil, g.abandon(s, err)
 	}
 	r.graphs.mu.Lock()
 	if r.graphs.live == nil {

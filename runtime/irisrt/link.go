@@ -22,6 +22,7 @@ func init() {
 		ClosedErr:        (*Rank).closedErr,
 		NextLaunch:       (*Rank).nextLaunch,
 		Refuse:           (*Rank).refuse,
+		RefuseLaunch:     (*Plan).refuse,
 		MaxBlocks:        func(r *Rank, maxBlocks int) int { return sharedMaxBlocks(maxBlocks, r.perGPU) },
 		Cache:            func(r *Rank) *core.Cache { return &r.plans },
 		CheckTensor:      checkTensor,

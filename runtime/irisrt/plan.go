@@ -192,6 +192,10 @@ func (p *Plan) setup() error {
 		if p.fn, err = r.function(s); err != nil {
 			return err
 		}
+	} else if slices.Contains(s.Barriers, irismodel.BarrierDevice) {
+		if err := r.needSeen(); err != nil {
+			return err
+		}
 	}
 	alloc := func(bytes int64) (gpu.DevicePtr, error) {
 		a, err := r.heap.alloc(bytes, kindPlan)
@@ -461,7 +465,7 @@ func (p *Plan) launch(s gpu.Stream, mode irismodel.Barrier, a *core.Args, n, che
 		}
 	}
 	if g := p.r.graphs.capturing.Load(); g != nil {
-		g.use(p, a, n)
+		g.use(p, a, n, mode)
 	}
 	if p.spec.Copy {
 		if enqueued, err := p.issueCopies(s, mode, a.Copies); err != nil {

@@ -41,6 +41,16 @@ type Rank struct {
 	groups   int           // NewGroup calls so far (names in-process groups)
 
 	launches atomic.Uint32 // the last launch number (launch.go)
+
+	// Copy-engine refusals (copy.go): the seen area of this rank's
+	// copy-engine launches, all of the world rank's and its groups', this
+	// rank's own latest refusals and the peers' refusals Check reported.
+	seen    *copySeen
+	seens   *seenSet
+	own     [16]uint32
+	ownNext int
+	met     [16]*PeerRefusedError
+	metNext int
 	closed   atomic.Bool   // released (a world rank), or closed (a group)
 
 	releaseOnce sync.Once
@@ -50,7 +60,7 @@ type Rank struct {
 // newRank creates the device resources of a rank: stream, zeroed heap and
 // zeroed error record. On error it frees what it made.
 func newRank(rank, world int, dev gpu.Device, opts Options) (r *Rank, err error) {
-	r = &Rank{rank: rank, world: world, opts: opts, dev: dev, kernels: &kernelCache{}, graphs: &graphSet{}}
+	r = &Rank{rank: rank, world: world, opts: opts, dev: dev, kernels: &kernelCache{}, graphs: &graphSet{}, seens: &seenSet{}}
 	made := r // the returns below clear r
 	defer func() {
 		if err != nil {
@@ -125,6 +135,12 @@ func (r *Rank) release() error {
 		}
 		if r.errHost != nil {
 			errs = append(errs, r.dev.FreeHost(r.errHost))
+		}
+		if r.seens != nil {
+			for _, c := range r.seens.areas {
+				errs = append(errs, r.dev.FreeHost(c.host))
+			}
+			r.seens.areas = nil
 		}
 		if r.stream != 0 {
 			errs = append(errs, r.dev.DestroyStream(r.stream))

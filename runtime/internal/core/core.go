@@ -180,9 +180,12 @@ type Plans[R, P, T any] struct {
 	ClosedErr func(r R, op string) error
 	// NextLaunch numbers a launch call (0 for a plan that never meets its
 	// peers); Refuse tells the peers that launch n was refused with err,
-	// and returns err.
-	NextLaunch func(r R, meets bool) uint32
-	Refuse     func(r R, s gpu.Stream, n uint32, err error) error
+	// and returns err. RefuseLaunch is Refuse for launch n of plan p in
+	// mode (a plan with something to launch): a copy-engine plan also
+	// releases the stream waits its peers' launch n makes on this rank.
+	NextLaunch   func(r R, meets bool) uint32
+	Refuse       func(r R, s gpu.Stream, n uint32, err error) error
+	RefuseLaunch func(p P, s gpu.Stream, n uint32, mode irismodel.Barrier, err error) error
 	// MaxBlocks is a variant's largest grid on r (smaller where ranks
 	// share a GPU).
 	MaxBlocks func(r R, maxBlocks int) int
