@@ -51,7 +51,7 @@ type Rank struct {
 	ownNext int
 	met     [16]*PeerRefusedError
 	metNext int
-	closed   atomic.Bool   // released (a world rank), or closed (a group)
+	closed  atomic.Bool // released (a world rank), or closed (a group)
 
 	releaseOnce sync.Once
 	releaseErr  error

@@ -5,6 +5,7 @@ package gpu_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -160,6 +161,121 @@ func refusedLaunchRank(r *irisrt.Rank, scenario string) error {
 		return fmt.Errorf("rank %d: a launch after the fault: got %v, want the sticky *irisrt.PeerRefusedError", me, err)
 	}
 	return nil
+}
+
+// TestFaultRefusedCopyLaunch is TestFaultRefusedLaunch for every
+// copy-engine variant in mode device, whose barriers are stream waits
+// without a time limit: the last rank that passes a tensor refuses its
+// launch (a tensor of another dtype) and releases its peers' waits on it,
+// so no rank hangs; every other rank's check (or replay) returns a
+// *irisrt.PeerRefusedError with Copies set naming it and the reason, at
+// once; the world stays usable: the next launch, matching, runs on every
+// rank without an error. Eagerly, and under graph replay where the
+// refusal comes at capture time (the peers' first replay is released and
+// reports it, a second one is refused on the host).
+func TestFaultRefusedCopyLaunch(t *testing.T) {
+	var scenarios []string
+	for _, e := range collectives.Catalogue {
+		if e.Descriptor().Engine == irismodel.EngineCopy && slices.Contains(e.Barriers, irismodel.BarrierDevice) {
+			scenarios = append(scenarios, e.Collective+"/"+e.Variant+"/eager", e.Collective+"/"+e.Variant+"/replay")
+		}
+	}
+	launchCheckRuns(t, "TestFaultRefusedCopyLaunch", scenarios, refusedCopyLaunchRank)
+}
+
+func refusedCopyLaunchRank(r *irisrt.Rank, scenario string) error {
+	const n = 4096 + 3
+	parts := strings.Split(scenario, "/")
+	var e collectives.Entry
+	for _, c := range collectives.Catalogue {
+		if c.Collective == parts[0] && c.Variant == parts[1] {
+			e = c
+		}
+	}
+	me, world, s := r.Rank(), r.World(), r.Stream()
+	p, err := e.New(r, irismodel.BF16, "", []int64{n})
+	if err != nil {
+		return err
+	}
+	ts, _, err := e.Alloc(r, irismodel.BF16, []int64{n})
+	if err != nil {
+		return err
+	}
+	ps := e.SampleParams(world, 0)
+	refuser := -1
+	for q := world - 1; q >= 0 && refuser < 0; q-- {
+		for _, t := range e.TensorsFor(q, ts, ps) {
+			if t.Ptr != 0 {
+				refuser = q
+				break
+			}
+		}
+	}
+	mine := e.TensorsFor(me, ts, ps)
+	launch := mine
+	if me == refuser {
+		launch = slices.Clone(mine)
+		for i, t := range launch {
+			if t.Ptr != 0 {
+				launch[i].DType = irismodel.F32 // refused: another dtype
+				break
+			}
+		}
+	}
+	if err := r.HostBarrier(s); err != nil {
+		return err
+	}
+	start := time.Now()
+	var launchErr, runErr, againErr error
+	if scenario := parts[2]; scenario == "eager" {
+		if launchErr = p.LaunchParams(s, launch, ps, irismodel.BarrierDevice); launchErr == nil {
+			runErr = syncCheck(r, s)
+		}
+	} else {
+		g, err := r.Capture(s, func() error { return p.LaunchParams(s, launch, ps, irismodel.BarrierDevice) })
+		launchErr = err
+		if err == nil {
+			runErr = g.Replay(s)
+			againErr = g.Replay(s)
+			g.Destroy()
+		}
+	}
+	if err := r.Device().StreamSynchronize(s); err != nil { // the refusing rank's release met the peers
+		return err
+	}
+	took := time.Since(start)
+	fmt.Printf("rank %d (%s): %v / %v after %v\n", me, scenario, launchErr, runErr, took.Round(time.Microsecond))
+	var de *irisrt.DTypeError
+	var pe *irisrt.PeerRefusedError
+	switch {
+	case me == refuser && !errors.As(launchErr, &de):
+		return fmt.Errorf("rank %d: got %v, want its *irisrt.DTypeError", me, launchErr)
+	case me == refuser:
+	case launchErr != nil:
+		return fmt.Errorf("rank %d: the launch itself: %w", me, launchErr)
+	case !errors.As(runErr, &pe) || pe.Peer != refuser || pe.Reason != irisrt.RefusedDType || !pe.Copies:
+		return fmt.Errorf("rank %d: got %v, want a *irisrt.PeerRefusedError of a copy-engine launch naming rank %d and a dtype", me, runErr, refuser)
+	case parts[2] == "replay" && !errors.Is(againErr, irisrt.ErrPeerRefused):
+		return fmt.Errorf("rank %d: a second replay: got %v, want it refused with the *irisrt.PeerRefusedError", me, againErr)
+	case took > checkLimit:
+		return fmt.Errorf("rank %d: the error took %v: want it at once", me, took)
+	case r.CaptureMode() == gpu.CaptureRelaxed && !errors.As(pe.Err, &de):
+		return fmt.Errorf("rank %d: the refusing rank's own error did not travel in process: %v", me, runErr)
+	}
+	if err := r.Check(); err != nil {
+		return fmt.Errorf("rank %d: the refusal is reported once, then %w", me, err)
+	}
+	// The world stays usable: the next launch matches and runs.
+	if err := r.HostBarrier(s); err != nil {
+		return err
+	}
+	if err := p.LaunchParams(s, mine, ps, irismodel.BarrierDevice); err != nil {
+		return fmt.Errorf("rank %d: the next launch: %w", me, err)
+	}
+	if err := syncCheck(r, s); err != nil {
+		return fmt.Errorf("rank %d: the next launch: %w", me, err)
+	}
+	return r.HostBarrier(s)
 }
 
 // TestFaultMismatchedLaunch: ranks that disagree on a launch all end with
