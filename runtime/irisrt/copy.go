@@ -329,9 +329,31 @@ func (r *Rank) copyRefusal() error {
 	return nil
 }
 
-// refusedToo reports whether this rank refused launch n itself (lately).
+// noteOwn records that this rank refused launch n.
+func (r *Rank) noteOwn(n uint32) {
+	if r.seens == nil {
+		return
+	}
+	r.seens.mu.Lock()
+	defer r.seens.mu.Unlock()
+	r.own[r.ownNext%len(r.own)] = n
+	r.ownNext++
+}
+
+// refusedToo reports whether this rank refused launch n itself (lately);
+// the seen set's lock held.
 func (r *Rank) refusedToo(n uint32) bool {
 	return slices.Contains(r.own[:], n)
+}
+
+// refusedOwn is refusedToo, taking the lock.
+func (r *Rank) refusedOwn(n uint32) bool {
+	if r.seens == nil {
+		return false
+	}
+	r.seens.mu.Lock()
+	defer r.seens.mu.Unlock()
+	return r.refusedToo(n)
 }
 
 // metRefusal returns the reported refusal of launch n that a copy-engine
@@ -339,6 +361,11 @@ func (r *Rank) refusedToo(n uint32) bool {
 // refused from then on (Graph.Launch), since the peer has no part of it
 // to meet the replay with.
 func (r *Rank) metRefusal(n uint32) *PeerRefusedError {
+	if r.seens == nil {
+		return nil
+	}
+	r.seens.mu.Lock()
+	defer r.seens.mu.Unlock()
 	for _, e := range r.met {
 		if e != nil && e.Launch == n {
 			return e

@@ -29,6 +29,10 @@ import (
 //     capacity exceeded. The kernel skipped the bad item, went on and met
 //     its peers, so only that call's results are incomplete: Rank.Check
 //     returns the error once and clears it, and the world stays usable.
+//
+// A peer's refusal of a copy-engine launch, which it released (copy.go),
+// is a call fault too, kept in the seen areas rather than a record:
+// Rank.Check reports it once (*PeerRefusedError with Copies set).
 
 // record reads error record i, or nil when it holds none. A record being
 // written (code 0xffffffff) is read at the next check.
@@ -64,7 +68,9 @@ func (r *Rank) poisoned() error { return r.record(0) }
 // Check returns the error the rank's kernels reported: the world fault
 // (*BarrierTimeoutError, or a *DeviceFaultError with World set), which
 // stays set and comes back from every later Check and launch until the
-// world is closed, else a call fault (*DeviceFaultError: an index out of
+// world is closed, else a call fault (a *PeerRefusedError with Copies set:
+// a peer refused a copy-engine launch and released it, so this rank's
+// copies of it ran without it; a *DeviceFaultError: an index out of
 // range, a capacity exceeded), which Check reports once and clears. It
 // does not wait for the GPU: synchronize the stream first to see the
 // errors of launched kernels (Graph.Replay does both).
@@ -109,7 +115,7 @@ func (g *Graph) abandon(s gpu.Stream, err error) error {
 		return err // still capturing: nothing can be enqueued eagerly
 	}
 	for _, f := range g.firsts {
-		if !f.r.refusedToo(f.n) {
+		if !f.r.refusedOwn(f.n) {
 			err = f.r.refuse(s, f.n, err)
 		}
 	}

@@ -151,8 +151,7 @@ func (r *Rank) refuse(s gpu.Stream, n uint32, err error) error {
 	if n == 0 || r.world == 1 || r.isClosed() {
 		return err
 	}
-	r.own[r.ownNext%len(r.own)] = n
-	r.ownNext++
+	r.noteOwn(n)
 	reason := reasonOf(err)
 	if r.local != nil {
 		for q := 0; q < r.world; q++ {

@@ -112,7 +112,7 @@ VARIANTS_C='^(reduce_scatter|all_gather|all_to_all)/'
 LARGE='^(TestLargeOffsets|TestParamLargeOffsets)$'
 MOE='^(TestMoE|TestMoEGraph|TestMoEBadExpert|TestMoECapacity)$'
 LAUNCHES='^(TestBackToBack|TestCapture|TestGroups|TestConvenience|TestPlacementAndAliasing|TestHeapTranslation|TestHostBarrier|TestDeviceBarrier|TestBarrierTimeout|TestLaunchTail)$'
-FAULTS='^(TestFaultTimeoutRecovery|TestFaultKilledRank|TestFaultReplay|TestFaultRefusedLaunch|TestFaultMismatchedLaunch|TestGraphUseGuard|TestBarrierVisibility|TestProbeProcessWorld)$'
+FAULTS='^(TestFaultTimeoutRecovery|TestFaultKilledRank|TestFaultReplay|TestFaultRefusedLaunch|TestFaultRefusedCopyLaunch|TestFaultMismatchedLaunch|TestGraphUseGuard|TestBarrierVisibility|TestProbeProcessWorld)$'
 # The sanitizers' families: the kernel tests, without the timing and fault
 # tests (a sanitizer adds nothing to what they check, and slows the timings
 # they assert).

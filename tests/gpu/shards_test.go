@@ -229,7 +229,7 @@ func TestShardsSplitTheCatalogue(t *testing.T) {
 // test of the suite but the timing and fault tests; the large-offset and
 // multi-process tests run under memcheck alone (see docs/testing-gpu.md).
 func TestShardsSanitizeEveryKernelTest(t *testing.T) {
-	none := []string{"TestFaultTimeoutRecovery", "TestFaultKilledRank", "TestFaultReplay", "TestFaultRefusedLaunch", "TestFaultMismatchedLaunch", "TestGraphUseGuard",
+	none := []string{"TestFaultTimeoutRecovery", "TestFaultKilledRank", "TestFaultReplay", "TestFaultRefusedLaunch", "TestFaultRefusedCopyLaunch", "TestFaultMismatchedLaunch", "TestGraphUseGuard",
 		"TestBarrierVisibility", "TestProbeProcessWorld", "TestLaunchTail"}
 	memcheckOnly := []string{"TestLargeOffsets", "TestParamLargeOffsets", "TestProcessWorld", "TestRMSNormProcessWorld"}
 	steps := shardSteps(t, "sanitize")
