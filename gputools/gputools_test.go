@@ -47,6 +47,8 @@ func TestBenchOnFake(t *testing.T) {
 		"-heap", "67108864", "-collectives", "barrier,all_gather,send_recv", "-out", out})
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	assert.Contains(t, stdout.String(), "irisgen bench: 2 GPUs (2x fake)")
+	// Every row's log line gives the wall time its measurement took.
+	assert.Regexp(t, `(?m)^irisgen all_gather +copy_push +bf16 +8192 graph +[0-9.]+ us \[[0-9]+\.[0-9]{2} s\]`, stdout.String())
 	assert.Contains(t, stderr.String(), "no baselines on the fake platform")
 	f, err := os.Open(filepath.Join(out, "results.csv"))
 	require.NoError(t, err)

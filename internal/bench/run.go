@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/irisimpl"
@@ -149,6 +150,10 @@ func RunOn(w *irisrt.World, cfg Config, device, date string) ([]Row, error) {
 	}
 	sel := cfg.selection()
 	var rows []Row
+	// The log gives each row the wall time it took to measure (since the
+	// row before), so that a run cut short by a call's limit shows where
+	// its time went.
+	last := time.Now()
 	add := func(r Row) {
 		if r.Impl == "" {
 			r.Impl = "irisgen"
@@ -157,8 +162,9 @@ func RunOn(w *irisrt.World, cfg Config, device, date string) ([]Row, error) {
 		r.SetBandwidth()
 		rows = append(rows, r)
 		if cfg.Log != nil {
-			fmt.Fprintf(cfg.Log, "%s %-14s %-9s %-4s %10d %-5s %10.2f us %s\n", r.Impl, r.Collective, r.Variant, r.DType, r.Bytes, r.Mode, r.TimeUS, r.Note)
+			fmt.Fprintf(cfg.Log, "%s %-14s %-9s %-4s %10d %-5s %10.2f us [%.2f s] %s\n", r.Impl, r.Collective, r.Variant, r.DType, r.Bytes, r.Mode, r.TimeUS, time.Since(last).Seconds(), r.Note)
 		}
+		last = time.Now()
 	}
 	for _, e := range sel.fixed {
 		dt, dts := irismodel.DType(0), "-"
