@@ -20,7 +20,9 @@ type module struct {
 func (m *module) hasTool(p string) bool { return contains(m.tools, p) }
 
 // findModule reads the go.mod in dir or the nearest parent; nil when there
-// is none.
+// is none. A directory that cannot exist (a file on its path, a name too
+// long for the file system) holds none: the search goes on above it, and
+// whatever later writes there reports the path.
 func findModule(dir string) (*module, error) {
 	for {
 		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
@@ -29,7 +31,7 @@ func findModule(dir string) (*module, error) {
 			m.root = dir
 			return m, nil
 		}
-		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, os.ErrPermission) && !errors.Is(err, syscall.ENOTDIR) {
+		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, os.ErrPermission) && !errors.Is(err, syscall.ENOTDIR) && !errors.Is(err, syscall.ENAMETOOLONG) {
 			return nil, err
 		}
 		parent := filepath.Dir(dir)
