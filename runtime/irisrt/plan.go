@@ -74,13 +74,7 @@ func (p *Plan) staged(a *core.Args, name string, t Tensor) {
 		a.Ptr(t.Ptr)
 		return
 	}
-	b, err := p.staging(name, t)
-	if err != nil {
-		a.Ptr(0).Err = err
-		return
-	}
-	p.stages = append(p.stages, stage{name, b.ptr, t})
-	a.Ptr(b.ptr)
+	p.toStaging(a, name, t)
 }
 
 // stage appends the address of the plan's staging buffer name and copies
@@ -93,6 +87,12 @@ func (p *Plan) stage(a *core.Args, name string, t Tensor) {
 		a.Err = err
 		return
 	}
+	p.toStaging(a, name, t)
+}
+
+// toStaging appends the address of the plan's staging buffer name and
+// records the copy of t into it that launch makes.
+func (p *Plan) toStaging(a *core.Args, name string, t Tensor) {
 	b, err := p.staging(name, t)
 	if err != nil {
 		a.Ptr(0).Err = err
