@@ -62,7 +62,7 @@ func TestBenchOnFake(t *testing.T) {
 		count[r.Collective]++
 	}
 	// barrier: 2 modes; all_gather: 4 variants x 2 sizes x 2 modes; send_recv: 2 variants x 2 x 2.
-	assert.Equal(t, map[string]int{"barrier": 2, "all_gather": 24, "send_recv": 12}, count) // all_gather 6 variants, send_recv 3
+	assert.Equal(t, map[string]int{"barrier": 2, "all_gather": 20, "send_recv": 12}, count) // all_gather 5 variants, send_recv 3
 	assert.FileExists(t, filepath.Join(out, "results.md"))
 }
 
@@ -74,7 +74,7 @@ func TestProbeOnFake(t *testing.T) {
 	prog, stdout, stderr := fake(t, 2)
 	code := prog.Run([]string{"probe", "-n", "2", "-replays", "2", "-elems", "9", "-collectives", "all_gather,broadcast", "-package", catalogue})
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	assert.Contains(t, stdout.String(), "all 46 claims hold") // all_gather 6 x 3 modes; broadcast (3 + copy_push) x 3 modes x 2 roots, copy_pull 2 modes x 2 roots
+	assert.Contains(t, stdout.String(), "all 39 claims hold") // all_gather 5 x 3 modes; broadcast (3 + copy_push) x 3 modes x 2 roots
 	assert.Contains(t, stdout.String(), catalogue)
 	assert.Contains(t, stdout.String(), "broadcast   push")
 }
@@ -123,7 +123,7 @@ func TestTailsOnFake(t *testing.T) {
 	}
 	md, err := os.ReadFile(filepath.Join(out, "tails.md"))
 	require.NoError(t, err)
-	assert.Equal(t, 6+3*2, strings.Count(string(md), "| bf16 | 2 |"), "all_gather's 6 variants at 8 KiB, all_reduce_rmsnorm's 3 at 1 and 3 tokens:\n%s", md)
+	assert.Equal(t, 5+3*2, strings.Count(string(md), "| bf16 | 2 |"), "all_gather's 5 variants at 8 KiB, all_reduce_rmsnorm's 3 at 1 and 3 tokens:\n%s", md)
 	assert.Contains(t, string(md), "| all_reduce_rmsnorm | one_shot | bf16 | 2 | 42 KiB | 20 |")
 }
 
@@ -190,7 +190,7 @@ func TestOverlapOnFake(t *testing.T) {
 	for _, l := range collLaunches {
 		collStreams[[2]uint64{uint64(l.dev), l.stream}] = true
 	}
-	for _, op := range fp.MemOps() { // copy_pull's copies and barriers
+	for _, op := range fp.MemOps() { // copy_push's copies and barriers
 		collStreams[[2]uint64{uint64(op.Device), uint64(op.Stream)}] = true
 	}
 	probes := 0
@@ -243,7 +243,7 @@ func TestOverlapOnFake(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(out, "results.md"))
 	require.NoError(t, err)
 	for _, mode := range []string{"eager", "graph"} {
-		for _, v := range []string{"push", "pull", "copy_pull"} {
+		for _, v := range []string{"push", "pull", "copy_push"} {
 			p := pairs["irisgen "+v+" "+mode]
 			require.NotNil(t, p, "irisgen %s %s", v, mode)
 			for _, r := range []bench.Row{p.alone, p.beside, p.computeAlone, p.computeBeside} {

@@ -30,8 +30,8 @@ func TestCopyRefusalReleasesPeers(t *testing.T) {
 			entries = append(entries, e)
 		}
 	}
-	if len(entries) != 11 {
-		t.Fatalf("%d copy-engine variants with mode device, want 11", len(entries))
+	if len(entries) != 7 {
+		t.Fatalf("%d copy-engine variants with mode device, want 7", len(entries))
 	}
 	for _, world := range []int{2, 3} {
 		for _, e := range entries {

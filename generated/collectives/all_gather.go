@@ -11,7 +11,7 @@ import (
 
 // AllGatherSpecHash is the hash of specs/all_gather.yaml and the templates it uses; the runtime
 // refuses a code object of all_gather made from other ones (*irisrt.KernelError).
-const AllGatherSpecHash = "956965eed2e64e35"
+const AllGatherSpecHash = "25ae7e40d80249a6"
 
 // allGatherDesc is all_gather in the package's descriptor table.
 var allGatherDesc = &table.Collectives[0]
@@ -27,7 +27,6 @@ const (
 	AllGatherRing     AllGatherVariant = "ring"
 	AllGatherLamport  AllGatherVariant = "lamport"
 	AllGatherCopyPush AllGatherVariant = "copy_push"
-	AllGatherCopyPull AllGatherVariant = "copy_pull"
 	AllGatherAuto     AllGatherVariant = "auto"
 )
 
@@ -157,7 +156,7 @@ func (p *AllGatherLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor,
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. No kernel: the copy engines move the blocks, enqueued on the launch stream (for
-// each r, p: input@r -> output[r]@p, the source issues it).
+// each r, p: input@r -> output[r]@p).
 type AllGatherCopyPushPlan struct{ irisimpl.VariantPlan }
 
 // NewAllGatherCopyPushPlan makes a plan of all_gather/copy_push for dt (f32, f16, bf16) and size n.
@@ -168,29 +167,5 @@ func NewAllGatherCopyPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*All
 // Launch checks the tensors by the rules above and launches all_gather/copy_push on s in barrier mode
 // mode.
 func (p *AllGatherCopyPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
-	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
-}
-
-// AllGatherCopyPullPlan is variant copy_pull of all_gather (specs/all_gather.yaml).
-//
-// Tensors, in the order Launch takes them:
-//
-//   - input (in [n]): remote_read; peers read it: on the symmetric heap, or else copied into the
-//     plan's staging on s.
-//   - output (out [world, n]): local_write; only this rank touches it: any device memory.
-//
-// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
-// graph: device, none. No kernel: the copy engines move the blocks, enqueued on the launch stream (for
-// each r, p: input@r -> output[r]@p, the destination issues it).
-type AllGatherCopyPullPlan struct{ irisimpl.VariantPlan }
-
-// NewAllGatherCopyPullPlan makes a plan of all_gather/copy_pull for dt (f32, f16, bf16) and size n.
-func NewAllGatherCopyPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllGatherCopyPullPlan, error) {
-	return irisimpl.NewPlanOf[AllGatherCopyPullPlan](r, &allGatherDesc.Variants[5], dt, "", n)
-}
-
-// Launch checks the tensors by the rules above and launches all_gather/copy_pull on s in barrier mode
-// mode.
-func (p *AllGatherCopyPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }

@@ -11,7 +11,7 @@ import (
 
 // AllToAllSpecHash is the hash of specs/all_to_all.yaml and the templates it uses; the runtime refuses
 // a code object of all_to_all made from other ones (*irisrt.KernelError).
-const AllToAllSpecHash = "20d58ffd88cdb277"
+const AllToAllSpecHash = "31afd9ede5afee5d"
 
 // allToAllDesc is all_to_all in the package's descriptor table.
 var allToAllDesc = &table.Collectives[3]
@@ -27,7 +27,6 @@ const (
 	AllToAllPull        AllToAllVariant = "pull"
 	AllToAllLamport     AllToAllVariant = "lamport"
 	AllToAllCopyPush    AllToAllVariant = "copy_push"
-	AllToAllCopyPull    AllToAllVariant = "copy_pull"
 	AllToAllAuto        AllToAllVariant = "auto"
 )
 
@@ -158,7 +157,7 @@ func (p *AllToAllLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, 
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. No kernel: the copy engines move the blocks, enqueued on the launch stream (for
-// each r, p: input[p]@r -> output[r]@p, the source issues it).
+// each r, p: input[p]@r -> output[r]@p).
 type AllToAllCopyPushPlan struct{ irisimpl.VariantPlan }
 
 // NewAllToAllCopyPushPlan makes a plan of all_to_all/copy_push for dt (f32, f16, bf16) and size n.
@@ -169,29 +168,5 @@ func NewAllToAllCopyPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllT
 // Launch checks the tensors by the rules above and launches all_to_all/copy_push on s in barrier mode
 // mode.
 func (p *AllToAllCopyPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
-	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
-}
-
-// AllToAllCopyPullPlan is variant copy_pull of all_to_all (specs/all_to_all.yaml).
-//
-// Tensors, in the order Launch takes them:
-//
-//   - input (in [world, n]): remote_read; peers read it: on the symmetric heap, or else copied into
-//     the plan's staging on s.
-//   - output (out [world, n]): local_write; only this rank touches it: any device memory.
-//
-// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
-// graph: device, none. No kernel: the copy engines move the blocks, enqueued on the launch stream (for
-// each r, p: input[p]@r -> output[r]@p, the destination issues it).
-type AllToAllCopyPullPlan struct{ irisimpl.VariantPlan }
-
-// NewAllToAllCopyPullPlan makes a plan of all_to_all/copy_pull for dt (f32, f16, bf16) and size n.
-func NewAllToAllCopyPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*AllToAllCopyPullPlan, error) {
-	return irisimpl.NewPlanOf[AllToAllCopyPullPlan](r, &allToAllDesc.Variants[5], dt, "", n)
-}
-
-// Launch checks the tensors by the rules above and launches all_to_all/copy_pull on s in barrier mode
-// mode.
-func (p *AllToAllCopyPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mode irismodel.Barrier) error {
 	return p.LaunchTensors(s, []irisrt.Tensor{input, output}, mode)
 }

@@ -41,8 +41,8 @@
 //
 // Collectives:
 //
-//   - AllGather (specs/all_gather.yaml; variants push, pull, ring, lamport, copy_push, copy_pull):
-//     Gather every rank's `input` into `output` on every rank.
+//   - AllGather (specs/all_gather.yaml; variants push, pull, ring, lamport, copy_push): Gather every
+//     rank's `input` into `output` on every rank.
 //   - AllReduce (specs/all_reduce.yaml; variants one_shot, one_shot_staged, one_shot_push,
 //     one_shot_lamport, two_shot, atomic, spinlock, ring): Reduce `input` over all ranks into `output`
 //     on every rank.
@@ -51,13 +51,13 @@
 //     into `output`, per row of `hidden` elements: residual += sum over ranks of input; output =
 //     residual * rsqrt(mean of residual^2 + eps) * weight (a transformer layer's all_reduce, residual
 //     add and RMSNorm in one kernel; fp32 accumulation).
-//   - AllToAll (specs/all_to_all.yaml; variants push, push_overlap, pull, lamport, copy_push,
-//     copy_pull): Exchange blocks between all ranks; block p of rank r's `input` becomes block r of
-//     rank p's `output`.
+//   - AllToAll (specs/all_to_all.yaml; variants push, push_overlap, pull, lamport, copy_push):
+//     Exchange blocks between all ranks; block p of rank r's `input` becomes block r of rank p's
+//     `output`.
 //   - Barrier (specs/barrier.yaml; variants device): Wait until every rank has reached the barrier.
-//   - Broadcast (specs/broadcast.yaml; variants push, pull, scatter_gather, copy_push, copy_pull):
-//     Copy rank `root`'s `input` into `output` on every rank (NCCL's ncclBroadcast).
-//   - Gather (specs/gather.yaml; variants pull, push, copy_pull): Gather every rank's `input` into
+//   - Broadcast (specs/broadcast.yaml; variants push, pull, scatter_gather, copy_push): Copy rank
+//     `root`'s `input` into `output` on every rank (NCCL's ncclBroadcast).
+//   - Gather (specs/gather.yaml; variants pull, push, copy_push): Gather every rank's `input` into
 //     `output` on rank `root`; output[r] is rank r's input (NCCL's ncclGather).
 //   - MoeCombine (specs/moe_combine.yaml; variants push): Return the expert outputs of a
 //     mixture-of-experts layer to the tokens' ranks, reduced on the way: every rank sums in fp32 the
@@ -79,12 +79,12 @@
 //     the unfused path (an all_reduce, then this) that all_reduce_rmsnorm fuses into one.
 //   - Scatter (specs/scatter.yaml; variants push, pull, copy_push): Send slice r of rank `root`'s
 //     `input` to rank r's `output` (NCCL's ncclScatter).
-//   - SendRecv (specs/send_recv.yaml; variants push, pull, copy_pull): Rank `src` sends its `input` to
+//   - SendRecv (specs/send_recv.yaml; variants push, pull, copy_push): Rank `src` sends its `input` to
 //     rank `dst`'s `output` (NCCL's ncclSend and ncclRecv); every rank launches it, the others only
 //     meet the two at the barriers. src may equal dst.
-//   - Shift (specs/shift.yaml; variants push, pull, copy_push, copy_pull): A ring shift: every rank
-//     sends its `input` to rank (rank + offset) mod world and receives into `output` from rank (rank -
-//     offset) mod world, in one launch (the step of a pipeline; offset 1 is nccl-tests' sendrecv).
+//   - Shift (specs/shift.yaml; variants push, pull, copy_push): A ring shift: every rank sends its
+//     `input` to rank (rank + offset) mod world and receives into `output` from rank (rank - offset)
+//     mod world, in one launch (the step of a pipeline; offset 1 is nccl-tests' sendrecv).
 //
 // Do not edit these files: change the specs and regenerate; `irisgen check` fails when they are stale.
 package collectives

@@ -11,7 +11,7 @@ import (
 
 // GatherSpecHash is the hash of specs/gather.yaml and the templates it uses; the runtime refuses a
 // code object of gather made from other ones (*irisrt.KernelError).
-const GatherSpecHash = "73bff9d098a7df09"
+const GatherSpecHash = "9bafdbff65200696"
 
 // gatherDesc is gather in the package's descriptor table.
 var gatherDesc = &table.Collectives[6]
@@ -23,7 +23,7 @@ type GatherVariant string
 const (
 	GatherPull     GatherVariant = "pull"
 	GatherPush     GatherVariant = "push"
-	GatherCopyPull GatherVariant = "copy_pull"
+	GatherCopyPush GatherVariant = "copy_push"
 )
 
 // Gather runs a variant of gather through the rank's plan cache (see the package doc), with the sizes
@@ -89,31 +89,32 @@ func (p *GatherPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root 
 	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }
 
-// GatherCopyPullPlan is variant copy_pull of gather (specs/gather.yaml).
+// GatherCopyPushPlan is variant copy_push of gather (specs/gather.yaml).
 //
 // Tensors, in the order Launch takes them:
 //
-//   - input (in [n]): remote_read; peers read it: on the symmetric heap, or else copied into the
-//     plan's staging on s.
-//   - output (out [world, n], on rank root only): local_write; only this rank touches it: any device
-//     memory; checked on rank root only, the other ranks pass the zero irisrt.Tensor.
+//   - input (in [n]): local_read; only this rank touches it: any device memory.
+//   - output (out [world, n], on rank root only): remote_write; peers write it at rank root's staging
+//     buffer, which the launch copies into it after its last barrier: any device memory; checked on
+//     rank root only, the other ranks pass the zero irisrt.Tensor (the kernel tells them where rank
+//     root's is).
 //
 // Parameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):
 //
 //   - root (int): a rank, 0 <= root < world.
 //
-// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
-// graph: device, none. No kernel: the copy engines move the blocks, enqueued on the launch stream (for
-// each r: input@r -> output[r]@root, the destination issues it).
-type GatherCopyPullPlan struct{ irisimpl.VariantPlan }
+// Inputs and outputs may not overlap. Barrier modes: device (default), host; capturable in a graph:
+// device. No kernel: the copy engines move the blocks, enqueued on the launch stream (for each r:
+// input@r -> output[r]@root).
+type GatherCopyPushPlan struct{ irisimpl.VariantPlan }
 
-// NewGatherCopyPullPlan makes a plan of gather/copy_pull for dt (f32, f16, bf16) and size n.
-func NewGatherCopyPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*GatherCopyPullPlan, error) {
-	return irisimpl.NewPlanOf[GatherCopyPullPlan](r, &gatherDesc.Variants[2], dt, "", n)
+// NewGatherCopyPushPlan makes a plan of gather/copy_push for dt (f32, f16, bf16) and size n.
+func NewGatherCopyPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*GatherCopyPushPlan, error) {
+	return irisimpl.NewPlanOf[GatherCopyPushPlan](r, &gatherDesc.Variants[2], dt, "", n)
 }
 
-// Launch checks the parameters and the tensors by the rules above and launches gather/copy_pull on s
+// Launch checks the parameters and the tensors by the rules above and launches gather/copy_push on s
 // in barrier mode mode.
-func (p *GatherCopyPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+func (p *GatherCopyPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
 	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }

@@ -102,7 +102,7 @@ func (p *ScatterPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. No kernel: the copy engines move the blocks, enqueued on the launch stream (for
-// each p: input[p]@root -> output@p, the source issues it).
+// each p: input[p]@root -> output@p).
 type ScatterCopyPushPlan struct{ irisimpl.VariantPlan }
 
 // NewScatterCopyPushPlan makes a plan of scatter/copy_push for dt (f32, f16, bf16) and size n.

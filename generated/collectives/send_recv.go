@@ -11,7 +11,7 @@ import (
 
 // SendRecvSpecHash is the hash of specs/send_recv.yaml and the templates it uses; the runtime refuses
 // a code object of send_recv made from other ones (*irisrt.KernelError).
-const SendRecvSpecHash = "ff96a069c90b5162"
+const SendRecvSpecHash = "22e10b90cafe9b12"
 
 // sendRecvDesc is send_recv in the package's descriptor table.
 var sendRecvDesc = &table.Collectives[13]
@@ -23,7 +23,7 @@ type SendRecvVariant string
 const (
 	SendRecvPush     SendRecvVariant = "push"
 	SendRecvPull     SendRecvVariant = "pull"
-	SendRecvCopyPull SendRecvVariant = "copy_pull"
+	SendRecvCopyPush SendRecvVariant = "copy_push"
 )
 
 // SendRecv runs a variant of send_recv through the rank's plan cache (see the package doc). Rank `src`
@@ -93,15 +93,15 @@ func (p *SendRecvPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, src
 	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(src)), irismodel.IntParam(int64(dst))}, mode)
 }
 
-// SendRecvCopyPullPlan is variant copy_pull of send_recv (specs/send_recv.yaml).
+// SendRecvCopyPushPlan is variant copy_push of send_recv (specs/send_recv.yaml).
 //
 // Tensors, in the order Launch takes them:
 //
-//   - input (in [n], on rank src only): remote_read; peers read it: on the symmetric heap, or else
-//     copied into the plan's staging on s; checked on rank src only, the other ranks pass the zero
-//     irisrt.Tensor (the kernel tells them where rank src's is).
-//   - output (out [n], on rank dst only): local_write; only this rank touches it: any device memory;
-//     checked on rank dst only, the other ranks pass the zero irisrt.Tensor.
+//   - input (in [n], on rank src only): local_read; only this rank touches it: any device memory;
+//     checked on rank src only, the other ranks pass the zero irisrt.Tensor.
+//   - output (out [n], on rank dst only): remote_write; peers write it at rank dst's staging buffer,
+//     which the launch copies into it after its last barrier: any device memory; checked on rank dst
+//     only, the other ranks pass the zero irisrt.Tensor (the kernel tells them where rank dst's is).
 //
 // Parameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):
 //
@@ -110,16 +110,16 @@ func (p *SendRecvPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, src
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host; capturable in a graph:
 // device. No kernel: the copy engines move the blocks, enqueued on the launch stream (input@src ->
-// output@dst, the destination issues it).
-type SendRecvCopyPullPlan struct{ irisimpl.VariantPlan }
+// output@dst).
+type SendRecvCopyPushPlan struct{ irisimpl.VariantPlan }
 
-// NewSendRecvCopyPullPlan makes a plan of send_recv/copy_pull for dt (f32, f16, bf16) and size n.
-func NewSendRecvCopyPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*SendRecvCopyPullPlan, error) {
-	return irisimpl.NewPlanOf[SendRecvCopyPullPlan](r, &sendRecvDesc.Variants[2], dt, "", n)
+// NewSendRecvCopyPushPlan makes a plan of send_recv/copy_push for dt (f32, f16, bf16) and size n.
+func NewSendRecvCopyPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*SendRecvCopyPushPlan, error) {
+	return irisimpl.NewPlanOf[SendRecvCopyPushPlan](r, &sendRecvDesc.Variants[2], dt, "", n)
 }
 
-// Launch checks the parameters and the tensors by the rules above and launches send_recv/copy_pull on
+// Launch checks the parameters and the tensors by the rules above and launches send_recv/copy_push on
 // s in barrier mode mode.
-func (p *SendRecvCopyPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, src, dst int, mode irismodel.Barrier) error {
+func (p *SendRecvCopyPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, src, dst int, mode irismodel.Barrier) error {
 	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(src)), irismodel.IntParam(int64(dst))}, mode)
 }

@@ -11,7 +11,7 @@ import (
 
 // ShiftSpecHash is the hash of specs/shift.yaml and the templates it uses; the runtime refuses a code
 // object of shift made from other ones (*irisrt.KernelError).
-const ShiftSpecHash = "1e289b744230ffee"
+const ShiftSpecHash = "9f3dcddef4e85eaf"
 
 // shiftDesc is shift in the package's descriptor table.
 var shiftDesc = &table.Collectives[14]
@@ -24,7 +24,6 @@ const (
 	ShiftPush     ShiftVariant = "push"
 	ShiftPull     ShiftVariant = "pull"
 	ShiftCopyPush ShiftVariant = "copy_push"
-	ShiftCopyPull ShiftVariant = "copy_pull"
 )
 
 // Shift runs a variant of shift through the rank's plan cache (see the package doc), with the sizes
@@ -101,7 +100,7 @@ func (p *ShiftPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, offset
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. No kernel: the copy engines move the blocks, enqueued on the launch stream (for
-// each r: input@r -> output@r+offset, the source issues it).
+// each r: input@r -> output@r+offset).
 type ShiftCopyPushPlan struct{ irisimpl.VariantPlan }
 
 // NewShiftCopyPushPlan makes a plan of shift/copy_push for dt (f32, f16, bf16) and size n.
@@ -112,33 +111,5 @@ func NewShiftCopyPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*ShiftCo
 // Launch checks the parameters and the tensors by the rules above and launches shift/copy_push on s in
 // barrier mode mode.
 func (p *ShiftCopyPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, offset int64, mode irismodel.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(offset)}, mode)
-}
-
-// ShiftCopyPullPlan is variant copy_pull of shift (specs/shift.yaml).
-//
-// Tensors, in the order Launch takes them:
-//
-//   - input (in [n]): remote_read; peers read it: on the symmetric heap, or else copied into the
-//     plan's staging on s.
-//   - output (out [n]): local_write; only this rank touches it: any device memory.
-//
-// Parameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):
-//
-//   - offset (int64): any int64.
-//
-// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
-// graph: device, none. No kernel: the copy engines move the blocks, enqueued on the launch stream (for
-// each r: input@r-offset -> output@r, the destination issues it).
-type ShiftCopyPullPlan struct{ irisimpl.VariantPlan }
-
-// NewShiftCopyPullPlan makes a plan of shift/copy_pull for dt (f32, f16, bf16) and size n.
-func NewShiftCopyPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*ShiftCopyPullPlan, error) {
-	return irisimpl.NewPlanOf[ShiftCopyPullPlan](r, &shiftDesc.Variants[3], dt, "", n)
-}
-
-// Launch checks the parameters and the tensors by the rules above and launches shift/copy_pull on s in
-// barrier mode mode.
-func (p *ShiftCopyPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, offset int64, mode irismodel.Barrier) error {
 	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(offset)}, mode)
 }

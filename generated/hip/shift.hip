@@ -4,12 +4,12 @@
 // mod world and receives into `output` from rank (rank - offset) mod world, in
 // one launch (the step of a pipeline; offset 1 is nccl-tests' sendrecv).
 //
-// Spec hash 1e289b744230ffee: the Go wrappers carry the same value, and the runtime
+// Spec hash 9f3dcddef4e85eaf: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_shift[] = "1e289b744230ffee";
+extern "C" __device__ const char irisgen_spec_hash_shift[] = "9f3dcddef4e85eaf";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch

@@ -303,9 +303,15 @@ func shapeText(s irismodel.Shape, sizes []string) string {
 	return s.String(sizes)
 }
 
-// copyAccess checks the access entries against the schedule: each copy
-// is issued by one of its ends, so one end is local and the other remote,
-// and which is which says who issues it.
+// copyAccess checks the access entries against the schedule: the rank that
+// holds a copy's source issues it, so the source is read locally and the
+// destination written through the heap. A driver runs a copy on the GPU
+// that holds its source; a copy issued by the rank at the destination
+// (reading a peer through the heap) would queue on that peer behind the
+// other ranks' reads of it, in an order no barrier controls: with three
+// ranks or more, back-to-back launches deadlocked (all_gather copy_pull on
+// 4 H100s). A tensor only one rank passes is written through its owner's
+// staging buffer (StagesAlways).
 func (b *builder) copyAccess(c *Collective, v *Variant, where string) {
 	use := func(ti int) *Use {
 		for i := range v.Uses {
@@ -325,10 +331,12 @@ func (b *builder) copyAccess(c *Collective, v *Variant, where string) {
 		touched[st.From.Tensor], touched[st.To.Tensor] = true, true
 		switch {
 		case fu.Access == LocalRead && tu.Access == RemoteWrite:
-		case fu.Access == RemoteRead && tu.Access == LocalWrite:
-			st.Pull = true
+		case fu.Access == RemoteRead:
+			b.errs.AddNoted(diag.Rule, fu.Pos, fmt.Sprintf("%s reads %q through the heap (remote_read), so the rank at its destination would issue it; a driver runs a copy on the GPU that holds its source, where copies that several ranks issue to read it queue in an order no barrier controls (back-to-back launches deadlock with three ranks or more): let the source issue it, %s local_read and %s remote_write",
+				what, fu.Tensor.Name, fu.Tensor.Name, tu.Tensor.Name), diag.Note{Pos: st.Pos, Msg: "the copy is here"})
+			continue
 		case !fu.Tensor.Dir.Writes() && tu.Tensor.Dir.Writes() || fu.Tensor.Dir == irismodel.InOut:
-			b.errs.AddNoted(diag.Rule, st.Pos, fmt.Sprintf("%s reads %q (%s) and writes %q (%s): one of the two ranks issues a copy, so one end is local and the other through the heap; declare from local_read and to remote_write (the source issues it) or from remote_read and to local_write (the destination does)",
+			b.errs.AddNoted(diag.Rule, st.Pos, fmt.Sprintf("%s reads %q (%s) and writes %q (%s): the rank that holds the source issues a copy, reading it locally and writing the destination through the heap; declare from local_read and to remote_write",
 				what, fu.Tensor.Name, fu.Access, tu.Tensor.Name, tu.Access), diag.Note{Pos: fu.Pos, Msg: "the access entries are here"})
 			continue
 		default:
@@ -339,8 +347,7 @@ func (b *builder) copyAccess(c *Collective, v *Variant, where string) {
 		for _, e := range []struct {
 			end irismodel.CopyEnd
 			pos Pos
-			u   *Use
-		}{{st.From, st.FromPos, fu}, {st.To, st.ToPos, tu}} {
+		}{{st.From, st.FromPos}, {st.To, st.ToPos}} {
 			t := c.Tensors[e.end.Tensor]
 			if t.Owner == "" {
 				continue
@@ -348,14 +355,11 @@ func (b *builder) copyAccess(c *Collective, v *Variant, where string) {
 			owner := slices.Index(c.Params, c.Param(t.Owner))
 			if e.end.Rank.Param != owner || e.end.Rank.Shift >= 0 {
 				b.errorf(diag.Rule, e.pos, "%s places %q on another rank than %s's, but only rank %s passes it (ranks: %s); write %s@%s", what, t.Name, t.Owner, t.Owner, t.Owner, t.Name, t.Owner)
-				continue
-			}
-			if e.u.Access == RemoteWrite {
-				b.errorf(diag.Rule, e.pos, "%s writes rank %s's %q from another rank, but only rank %s knows where that tensor is when the copy is enqueued (a copy engine takes both addresses from the host); let rank %s issue it: from remote_read, %s local_write", what, t.Owner, t.Name, t.Owner, t.Owner, t.Name)
 			}
 		}
 	}
-	for _, u := range v.Uses {
+	for i, u := range v.Uses {
+		v.Uses[i].Staged = u.Tensor.Owner != "" && u.Access == RemoteWrite
 		ti := slices.Index(c.Tensors, u.Tensor)
 		switch {
 		case u.Access == 0 && touched[ti]:
@@ -493,18 +497,19 @@ func paramText(c *Collective, params []int64) string {
 	return " with " + strings.Join(parts, ", ")
 }
 
-// StagesAlways reports whether a launch of v always copies a tensor onto
-// the heap before its copies: a copy-engine variant whose peers read a
-// tensor only one rank passes reach it at that rank's staging buffer (the
-// one address every rank knows when it enqueues its copies), so the owner
-// stages it on every launch, and mode none, where nothing would order that
-// copy before the peers' reads, is not among its modes.
+// StagesAlways reports whether a launch of v always goes through a staging
+// buffer: a copy-engine variant whose peers write a tensor only one rank
+// passes reach it at that rank's staging buffer (the one address of it
+// every rank knows when it enqueues its copies), and the owner copies the
+// buffer into the tensor after the launch's last barrier; so mode none,
+// where nothing would order that copy after the peers' writes, is not
+// among its modes.
 func (v *Variant) StagesAlways() bool {
 	if v.Engine != irismodel.EngineCopy {
 		return false
 	}
 	for _, u := range v.Uses {
-		if u.Tensor.Owner != "" && u.Access == RemoteRead {
+		if u.Tensor.Owner != "" && u.Access == RemoteWrite {
 			return true
 		}
 	}
@@ -521,7 +526,7 @@ func (b *builder) copyBarriers(sv *spec.Variant, v *Variant, where string) {
 	if sv.Barriers.Set {
 		for _, it := range sv.Barriers.Items {
 			if it.Value == irismodel.BarrierNone.String() {
-				b.errorf(diag.Rule, it.Pos, "%s reads a tensor only one rank passes through its copy engines, so that rank stages it on the heap at every launch, and in mode none nothing would order that copy before the peers' reads; remove none", where)
+				b.errorf(diag.Rule, it.Pos, "%s writes a tensor only one rank passes through its copy engines, so the peers write that rank's staging buffer and it copies the buffer into the tensor at every launch, and in mode none nothing would order that copy after the peers' writes; remove none", where)
 			}
 		}
 		return

@@ -1,6 +1,7 @@
 package ir
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -8,11 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/irisgen/irisgen/internal/diag"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // copySpecs are collectives with copy-engine variants, written as the
 // catalogue's specs write them (every tensor, parameter and shape of the
-// real ones), each with a push and a pull schedule where both exist.
+// real ones), each with its push schedule (the source issues every copy).
 var copySpecs = map[string]string{
 	"all_gather": `name: all_gather
 summary: s
@@ -30,10 +32,6 @@ variants:
         from: input@r
         to: output[r]@p
     access: {input: local_read, output: remote_write, lamport: none}
-  copy_pull:
-    engine: copy
-    copies: [{each: [r, p], from: input@r, to: "output[r]@p"}]
-    access: {input: remote_read, output: local_write, lamport: none}
 `,
 	"all_to_all": `name: all_to_all
 summary: s
@@ -61,10 +59,6 @@ variants:
     engine: copy
     copies: [{each: [p], from: input@root, to: output@p}]
     access: {input: local_read, output: remote_write}
-  copy_pull:
-    engine: copy
-    copies: [{each: [p], from: input@root, to: output@p}]
-    access: {input: remote_read, output: local_write}
 `,
 	"send_recv": `name: send_recv
 summary: s
@@ -75,10 +69,10 @@ tensors:
   input:  {dir: in,  shape: [n], ranks: src}
   output: {dir: out, shape: [n], ranks: dst}
 variants:
-  copy_pull:
+  copy_push:
     engine: copy
     copies: [{from: input@src, to: output@dst}]
-    access: {input: remote_read, output: local_write}
+    access: {input: local_read, output: remote_write}
 `,
 	"gather": `name: gather
 summary: s
@@ -89,10 +83,10 @@ tensors:
   input:  {dir: in,  shape: [n]}
   output: {dir: out, shape: [world, n], ranks: root}
 variants:
-  copy_pull:
+  copy_push:
     engine: copy
     copies: [{each: [r], from: input@r, to: "output[r]@root"}]
-    access: {input: remote_read, output: local_write}
+    access: {input: local_read, output: remote_write}
 `,
 	"scatter": `name: scatter
 summary: s
@@ -121,10 +115,6 @@ variants:
     engine: copy
     copies: [{each: [r], from: input@r, to: output@r+offset}]
     access: {input: local_read, output: remote_write}
-  copy_pull:
-    engine: copy
-    copies: [{each: [r], from: input@r-offset, to: output@r}]
-    access: {input: remote_read, output: local_write}
 `,
 }
 
@@ -149,15 +139,15 @@ input@0 -> output[0]@1 (by 0)
 input@0 -> output[0]@0 (by 0)
 input@1 -> output[1]@0 (by 1)
 input@1 -> output[1]@1 (by 1)`},
-		{"all_gather", "copy_pull", 3, nil, `
-input@1 -> output[1]@0 (by 0)
-input@2 -> output[2]@0 (by 0)
+		{"all_gather", "copy_push", 3, nil, `
+input@0 -> output[0]@1 (by 0)
+input@0 -> output[0]@2 (by 0)
 input@0 -> output[0]@0 (by 0)
-input@2 -> output[2]@1 (by 1)
-input@0 -> output[0]@1 (by 1)
+input@1 -> output[1]@2 (by 1)
+input@1 -> output[1]@0 (by 1)
 input@1 -> output[1]@1 (by 1)
-input@0 -> output[0]@2 (by 2)
-input@1 -> output[1]@2 (by 2)
+input@2 -> output[2]@0 (by 2)
+input@2 -> output[2]@1 (by 2)
 input@2 -> output[2]@2 (by 2)`},
 		{"all_to_all", "copy_push", 3, nil, `
 input[1]@0 -> output[0]@1 (by 0)
@@ -173,17 +163,13 @@ input[2]@2 -> output[2]@2 (by 2)`},
 input@1 -> output@2 (by 1)
 input@1 -> output@0 (by 1)
 input@1 -> output@1 (by 1)`},
-		{"broadcast", "copy_pull", 3, []int64{1}, `
-input@1 -> output@0 (by 0)
-input@1 -> output@1 (by 1)
-input@1 -> output@2 (by 2)`},
-		{"send_recv", "copy_pull", 3, []int64{2, 0}, `
-input@2 -> output@0 (by 0)`},
-		{"send_recv", "copy_pull", 2, []int64{1, 1}, `
+		{"send_recv", "copy_push", 3, []int64{2, 0}, `
+input@2 -> output@0 (by 2)`},
+		{"send_recv", "copy_push", 2, []int64{1, 1}, `
 input@1 -> output@1 (by 1)`},
-		{"gather", "copy_pull", 3, []int64{2}, `
-input@0 -> output[0]@2 (by 2)
-input@1 -> output[1]@2 (by 2)
+		{"gather", "copy_push", 3, []int64{2}, `
+input@0 -> output[0]@2 (by 0)
+input@1 -> output[1]@2 (by 1)
 input@2 -> output[2]@2 (by 2)`},
 		{"scatter", "copy_push", 2, []int64{0}, `
 input[1]@0 -> output@1 (by 0)
@@ -192,10 +178,6 @@ input[0]@0 -> output@0 (by 0)`},
 input@0 -> output@2 (by 0)
 input@1 -> output@0 (by 1)
 input@2 -> output@1 (by 2)`},
-		{"shift", "copy_pull", 3, []int64{1}, `
-input@2 -> output@0 (by 0)
-input@0 -> output@1 (by 1)
-input@1 -> output@2 (by 2)`},
 	} {
 		t.Run(tc.collective+"/"+tc.variant, func(t *testing.T) {
 			c := compileCopySpec(t, tc.collective)
@@ -307,20 +289,26 @@ variants:
   twice:
     engine: copy
     copies: [{each: [r, p], from: input@r, to: "output[p]@p"}, {each: [p], from: input@p, to: out2@root+k}]
-    access: {input: remote_read, other: none, output: local_write, out2: local_write, ws: none}
+    access: {input: local_read, other: none, output: remote_write, out2: remote_write, ws: none}
   never:
     engine: copy
     copies: [{each: [r], from: input@r, to: "output[r]@root"}, {each: [p], from: input@p, to: out2@p+k}]
+    access: {input: local_read, other: none, output: remote_write, out2: remote_write, ws: none}
+  pull:
+    engine: copy
+    copies: [{each: [r, p], from: input@r, to: "output[r]@p"}, {from: input@root, to: out2@root+k}]
     access: {input: remote_read, other: none, output: local_write, out2: local_write, ws: none}
 `,
 		want: []string{
-			"15:14: error: copy 1 of variant \"both_local\" reads \"input\" (local_read) and writes \"output\" (local_write): one of the two ranks issues a copy, so one end is local and the other through the heap; declare from local_read and to remote_write (the source issues it) or from remote_read and to local_write (the destination does)\n16:14: note: the access entries are here",
+			"15:14: error: copy 1 of variant \"both_local\" reads \"input\" (local_read) and writes \"output\" (local_write): the rank that holds the source issues a copy, reading it locally and writing the destination through the heap; declare from local_read and to remote_write\n16:14: note: the access entries are here",
 			"20:33: error: variant \"untouched\" declares local_read access to \"other\", but none of its copies touches it; set it to none or add a copy",
 			"20:94: error: variant \"untouched\" declares local_read,remote_write access to \"ws\", but none of its copies touches it; set it to none or add a copy",
 			"23:48: error: copy 1 of variant \"shapes\" copies a block of shape [n] of \"input\" into a block of shape [world, n] of \"output\": a copy moves one contiguous block into one of the same shape; index the [world, ...] side with [rank] or fix the shapes",
 			"23:90: error: copy 2 of variant \"shapes\" copies \"other\" into \"out2\", whose element types differ (or vary per launch): a copy moves bytes, so both take the same dtype; give them the same dtype",
 			"27:14: error: copy 1 of variant \"twice\" writes block 0 of \"output\" on rank 0 again (copy 1 wrote it first) on 2 ranks with root = 0, k = 0: every block of a written tensor is written once; fix the ranks or the block index",
-			"32:47: error: the copies of variant \"never\" never write block 0 of \"output\" on rank 1 on 2 ranks with root = 0, k = 0, so the launch would leave it as it was; add the copy that fills it",
+			"32:46: error: the copies of variant \"never\" never write block 0 of \"output\" on rank 1 on 2 ranks with root = 0, k = 0, so the launch would leave it as it was; add the copy that fills it",
+			"36:14: error: copy 1 of variant \"pull\" reads \"input\" through the heap (remote_read), so the rank at its destination would issue it; a driver runs a copy on the GPU that holds its source, where copies that several ranks issue to read it queue in an order no barrier controls (back-to-back launches deadlock with three ranks or more): let the source issue it, input local_read and output remote_write\n35:14: note: the copy is here",
+			"36:14: error: copy 2 of variant \"pull\" reads \"input\" through the heap (remote_read), so the rank at its destination would issue it; a driver runs a copy on the GPU that holds its source, where copies that several ranks issue to read it queue in an order no barrier controls (back-to-back launches deadlock with three ranks or more): let the source issue it, input local_read and out2 remote_write\n35:64: note: the copy is here",
 		},
 	},
 	{
@@ -341,11 +329,10 @@ variants:
   wrong_rank:
     engine: copy
     copies: [{each: [p], from: input@p, to: output@dst}]
-    access: {input: remote_read, output: local_write}
+    access: {input: local_read, output: remote_write}
 `,
 		want: []string{
 			"5:10: error: parameter \"src\" is never used by the copies of variant \"wrong_rank\": a launch would pass it for nothing; place a rank with it (tensor@src) or remove it\n16:14: note: the copies are here",
-			"12:36: error: copy 1 of variant \"push\" writes rank dst's \"output\" from another rank, but only rank dst knows where that tensor is when the copy is enqueued (a copy engine takes both addresses from the host); let rank dst issue it: from remote_read, output local_write",
 			"16:32: error: copy 1 of variant \"wrong_rank\" places \"input\" on another rank than src's, but only rank src passes it (ranks: src); write input@src",
 		},
 	},
@@ -386,4 +373,24 @@ func TestCopyErrors(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
+}
+
+// TestCopyStagedOutputs enumerates which copy-engine variants write a
+// tensor only one rank passes (through its staging buffer, StagesAlways)
+// and so have no mode none, and the refusal of a none the spec lists.
+func TestCopyStagedOutputs(t *testing.T) {
+	staged := map[string]bool{"gather": true, "send_recv": true}
+	for name := range copySpecs {
+		t.Run(name, func(t *testing.T) {
+			v := compileCopySpec(t, name).Variant("copy_push")
+			require.NotNil(t, v)
+			assert.Equal(t, staged[name], v.StagesAlways())
+			assert.Equal(t, !staged[name], slices.Contains(v.Barriers, irismodel.BarrierNone), "mode none offered: %v", v.Barriers)
+		})
+	}
+	src := strings.Replace(copySpecs["send_recv"], "access: {input: local_read, output: remote_write}",
+		"access: {input: local_read, output: remote_write}\n    barriers: [device, none]", 1)
+	_, err := Compile("send_recv.yaml", []byte(src), testTemplates())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `writes a tensor only one rank passes through its copy engines, so the peers write that rank's staging buffer and it copies the buffer into the tensor at every launch, and in mode none nothing would order that copy after the peers' writes; remove none`)
 }

@@ -126,7 +126,11 @@ type Use struct {
 	// Owned is the row of OwnedTable for a tensor only one rank uses
 	// (Tensor.Ranks), nil for the others.
 	Owned *OwnedRule
-	Pos   Pos // position of the access entry in the spec
+	// Staged: a copy-engine variant's peers write this tensor, which only
+	// one rank passes, at that rank's staging buffer, and the launch
+	// copies the buffer into it after its last barrier (StagesAlways).
+	Staged bool
+	Pos    Pos // position of the access entry in the spec
 }
 
 // Exchanged reports whether peers touch a tensor only one rank uses: the
@@ -142,6 +146,9 @@ func (u Use) PlacementDoc() string {
 		rule = Classify(RoleOf(u.Tensor), u.Access)
 	}
 	d := rule.Doc
+	if u.Staged {
+		d = fmt.Sprintf("peers write it at rank %s's staging buffer, which the launch copies into it after its last barrier: any device memory", u.Tensor.Owner)
+	}
 	if o := u.Tensor.Owner; o != "" {
 		d += fmt.Sprintf("; checked on rank %s only, the other ranks pass the zero irisrt.Tensor", o)
 		if u.Exchanged() {

@@ -35,7 +35,8 @@ type TensorInfo struct {
 	irismodel.TensorDesc
 	// Remote reports whether peers touch it (placement import or heap).
 	Remote bool
-	// Heap reports whether it must be on the heap (peers write it).
+	// Heap reports whether it must be on the heap (peers write it, and not
+	// at its owner's staging buffer: Plans.StageOut).
 	Heap bool
 
 	sizes []string // the collective's size names, for ShapeString
@@ -60,7 +61,7 @@ func (t *Table) Entries() []Entry {
 				Barriers: v.Barriers, Capturable: v.Capturable, v: v}
 			for _, ti := range c.user {
 				e.Tensors = append(e.Tensors, TensorInfo{TensorDesc: c.Tensors[ti], Remote: v.Uses[ti] >= UseImport,
-					Heap: v.Uses[ti] == UseHeap, sizes: sizes})
+					Heap: v.Uses[ti] == UseHeap && !v.stagesOut(ti), sizes: sizes})
 			}
 			out = append(out, e)
 		}

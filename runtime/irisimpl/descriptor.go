@@ -365,8 +365,8 @@ func (c *Collective) prepareVariant(v *Variant) error {
 		return err
 	}
 	for ti := range c.Tensors {
-		// A copy-engine variant's peers read such a tensor at the owner's
-		// staging buffer (Plans.Stage), which needs no address slots.
+		// A copy-engine variant's peers write such a tensor at the owner's
+		// staging buffer (Plans.StageOut), which needs no address slots.
 		if c.owner[ti] >= 0 && v.Uses[ti] >= UseImport && v.Engine != irismodel.EngineCopy {
 			v.exchanged = append(v.exchanged, ti)
 		}
@@ -379,7 +379,7 @@ func (c *Collective) prepareVariant(v *Variant) error {
 		if v.Uses[ia] > UseHeap {
 			return fmt.Errorf("tensor %s has unknown use %d", c.Tensors[ia].Name, v.Uses[ia])
 		}
-		if v.Uses[ia] == UseHeap {
+		if v.Uses[ia] == UseHeap && !v.stagesOut(ia) {
 			v.heap = append(v.heap, a)
 		}
 		// The pairs ir.Variant.AliasPairs lists: every pair of user tensors
@@ -393,6 +393,13 @@ func (c *Collective) prepareVariant(v *Variant) error {
 		}
 	}
 	return nil
+}
+
+// stagesOut reports whether v's launches write tensor ti through the
+// owner's staging buffer: a copy-engine variant whose peers write a tensor
+// only one rank passes (Plans.StageOut).
+func (v *Variant) stagesOut(ti int) bool {
+	return v.Engine == irismodel.EngineCopy && v.c.owner[ti] >= 0 && v.Uses[ti] == UseHeap
 }
 
 // checkCopies checks a copy-engine variant's schedule against the

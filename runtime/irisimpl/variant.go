@@ -179,7 +179,7 @@ func newVariantPlan(r *irisrt.Rank, v *Variant, dt irismodel.DType, op string, s
 			}
 			spec.Workspace = append(spec.Workspace, core.Buffer{Name: td.Name, Bytes: bytes})
 			workspace = append(workspace, ti)
-		case td.Dir != irismodel.Workspace && v.Uses[ti] == UseImport:
+		case td.Dir != irismodel.Workspace && (v.Uses[ti] == UseImport || v.stagesOut(ti)):
 			spec.Staging = append(spec.Staging, core.Buffer{Name: td.Name, Bytes: p.lens[u] * td.ElemType(dt).Size()})
 		}
 		if td.Dir != irismodel.Workspace {
@@ -327,8 +327,8 @@ func (p *VariantPlan) launchChecked(s gpu.Stream, ts []irisrt.Tensor, ps []irism
 			continue
 		case !mine(ti):
 			a.Ptr(0)
-		case v.Uses[ti] == UseImport && p.ptrs != nil && c.owner[ti] >= 0:
-			rt.Stage(p.plan, a, td.Name, ts[u])
+		case v.stagesOut(ti):
+			rt.StageOut(p.plan, a, td.Name, ts[u])
 		case v.Uses[ti] == UseImport:
 			rt.Staged(p.plan, a, td.Name, ts[u])
 		default:
@@ -336,9 +336,9 @@ func (p *VariantPlan) launchChecked(s gpu.Stream, ts []irisrt.Tensor, ps []irism
 		}
 		if p.ptrs != nil {
 			p.ptrs[ti] = gpu.DevicePtr(binary.LittleEndian.Uint64(a.B[len(a.B)-8:]))
-			if !mine(ti) && v.Uses[ti] == UseImport {
-				// The owner's copy is in its staging buffer, at this
-				// rank's offset of the same buffer.
+			if !mine(ti) && v.stagesOut(ti) {
+				// The owner's tensor is reached at its staging buffer, at
+				// this rank's offset of the same buffer.
 				p.ptrs[ti] = rt.Buffer(p.plan, td.Name)
 			}
 		}

@@ -32,11 +32,14 @@ const (
 	// moved the generated-code contract out of runtime/irisrt into this
 	// package and the model (dtypes, barrier modes, descriptors) into
 	// runtime/irismodel: code of levels 1 and 2 names them in irisrt and
-	// must be regenerated.
-	API = 3
+	// must be regenerated. Level 4 dropped irismodel.CopyStmt.Pull (the
+	// rank that holds a copy's source issues it; a copy-engine variant
+	// writes a tensor only one rank passes through Plans.StageOut): code
+	// of level 3 with copy_pull variants names it and must be regenerated.
+	API = 4
 	// MinAPI is the oldest level whose generated code this runtime still
 	// runs; raise it to API when a change breaks older generated code.
-	MinAPI = 3
+	MinAPI = 4
 )
 
 // GeneratedCodeTooOldRegenerate is the type of the check that the generated

@@ -119,14 +119,15 @@ func (c CopyEnd) Spell(tensors, vars, params []string) string {
 
 // CopyStmt is one statement of a copy-engine variant's schedule (spec key
 // copies): for every value of its Vars rank variables (each 0..world-1),
-// the block From goes into the block To. Pull says which rank issues the
-// copy on its launch stream: the destination's (it reads the source
-// through the heap: remote_read, local_write), else the source's (it
-// writes the destination through the heap: local_read, remote_write).
+// the block From goes into the block To. The source's rank issues the
+// copy on its launch stream (it writes the destination through the heap):
+// a driver runs a copy on the GPU that holds its source, so a copy that a
+// rank issued to read a peer's memory queues on that peer behind the other
+// ranks' reads of it, in an order no barrier controls (with three ranks or
+// more, back-to-back launches deadlocked on H100s).
 type CopyStmt struct {
 	Vars     int
 	From, To CopyEnd
-	Pull     bool
 }
 
 // BlockCopy is one copy of an expanded schedule: block FromBlock of tensor
@@ -153,9 +154,9 @@ func (c BlockCopy) Spell(tensors []string) string {
 // ExpandCopies appends to out the copies of the schedule stmts that rank
 // issuer issues on world ranks with the launch's parameter values (issuer
 // -1: every rank's), in issue order: statement by statement, and within a
-// statement by the distance from the issuer to the rank at the other end
-// ((other - issuer) mod world), 1 first and the copy within the issuer
-// last, so that at any moment the ranks copy to (from) different peers.
+// statement by the distance from the issuer to the destination's rank
+// ((to - issuer) mod world), 1 first and the copy within the issuer last,
+// so that at any moment the ranks copy to different peers.
 // It allocates only where out must grow.
 func ExpandCopies(out []BlockCopy, stmts []CopyStmt, world, issuer int, params []int64) []BlockCopy {
 	var vars [MaxCopyVars]int
@@ -179,9 +180,6 @@ func ExpandCopies(out []BlockCopy, stmts []CopyStmt, world, issuer int, params [
 				c.ToBlock = st.To.Block.Eval(world, vars[:], params)
 			}
 			c.Issuer = c.FromRank
-			if st.Pull {
-				c.Issuer = c.ToRank
-			}
 			if issuer >= 0 && c.Issuer != issuer {
 				continue
 			}
@@ -190,11 +188,7 @@ func ExpandCopies(out []BlockCopy, stmts []CopyStmt, world, issuer int, params [
 		// Insertion sort by distance (stable; at most world^2 entries, and
 		// it allocates nothing).
 		dist := func(c BlockCopy) int {
-			other := c.ToRank
-			if st.Pull {
-				other = c.FromRank
-			}
-			d := ((other-c.Issuer)%world + world) % world
+			d := ((c.ToRank-c.Issuer)%world + world) % world
 			if d == 0 {
 				d = world
 			}

@@ -12,7 +12,7 @@ func init() {
 		Buffer:           (*Plan).buffer,
 		Args:             (*Plan).argsFor,
 		Staged:           (*Plan).staged,
-		Stage:            (*Plan).stage,
+		StageOut:         (*Plan).stageOut,
 		Launch:           (*Plan).launch,
 		ID:               func(p *Plan) uint64 { return p.id },
 		Skip:             (*Plan).skip,

@@ -35,7 +35,7 @@ type Plan struct {
 	allocs  []gpu.DevicePtr // in allocation order
 	ctx     [core.CtxBytes]byte
 	args    core.Args
-	stages  []stage      // copies launch makes onto the heap first (args' imports)
+	stages  []stage      // copies launch makes through staging (args' imports, a copy-engine launch's staged outputs)
 	busy    atomic.Bool  // held from args to the end of launch, and by Close
 	refused core.Args    // what args returns while busy: its Err says so; never written after newPlan
 	closed  bool         // read and written only while busy is held
@@ -49,11 +49,14 @@ type planBuf struct {
 	staging bool
 }
 
-// stage is one pending import: t copied into staging buffer name at to.
+// stage is one pending copy through staging buffer name at buf: an import
+// (t copied into it before the kernel), or with out a copy-engine
+// launch's staged output (the buffer copied into t after the launch).
 type stage struct {
 	name string
-	to   gpu.DevicePtr
+	buf  gpu.DevicePtr
 	t    Tensor
+	out  bool
 }
 
 // staged appends t's address to a when t lies on the rank's heap (in a live
@@ -74,12 +77,15 @@ func (p *Plan) staged(a *core.Args, name string, t Tensor) {
 		a.Ptr(t.Ptr)
 		return
 	}
-	p.toStaging(a, name, t)
+	p.toStaging(a, name, t, false)
 }
 
-// stage appends the address of the plan's staging buffer name and copies
-// t there in launch, wherever t lies (core.Plans.Stage).
-func (p *Plan) stage(a *core.Args, name string, t Tensor) {
+// stageOut appends the address of the plan's staging buffer name, which
+// launch copies into t after the launch's last barrier, wherever t lies
+// (core.Plans.StageOut): a copy-engine variant's peers write a tensor only
+// one rank passes at its staging buffer, whose heap offset every rank
+// knows.
+func (p *Plan) stageOut(a *core.Args, name string, t Tensor) {
 	if a.Err != nil {
 		return
 	}
@@ -87,18 +93,18 @@ func (p *Plan) stage(a *core.Args, name string, t Tensor) {
 		a.Err = err
 		return
 	}
-	p.toStaging(a, name, t)
+	p.toStaging(a, name, t, true)
 }
 
 // toStaging appends the address of the plan's staging buffer name and
-// records the copy of t into it that launch makes.
-func (p *Plan) toStaging(a *core.Args, name string, t Tensor) {
+// records the copy between it and t that launch makes (out: from it).
+func (p *Plan) toStaging(a *core.Args, name string, t Tensor, out bool) {
 	b, err := p.staging(name, t)
 	if err != nil {
 		a.Ptr(0).Err = err
 		return
 	}
-	p.stages = append(p.stages, stage{name, b.ptr, t})
+	p.stages = append(p.stages, stage{name, b.ptr, t, out})
 	a.Ptr(b.ptr)
 }
 
@@ -321,13 +327,20 @@ func (p *Plan) staging(name string, t Tensor) (planBuf, error) {
 	return b, nil
 }
 
-// copyIn enqueues one import's copy on s.
-func (p *Plan) copyIn(s gpu.Stream, st stage) error {
-	if st.t.Bytes() == 0 {
-		return nil
-	}
-	if err := p.r.dev.CopyDtoDAsync(st.to, st.t.Ptr, st.t.Bytes(), s); err != nil {
-		return platformErr(fmt.Sprintf("%s: importing %q onto the heap", p.spec.Op, st.name), err)
+// copyStages enqueues on s the copies of the stages whose out is out: the
+// imports into their staging buffers, or the staged outputs out of them.
+func (p *Plan) copyStages(s gpu.Stream, out bool) error {
+	for _, st := range p.stages {
+		if st.out != out || st.t.Bytes() == 0 {
+			continue
+		}
+		dst, src, what := st.buf, st.t.Ptr, "importing %q onto the heap"
+		if out {
+			dst, src, what = st.t.Ptr, st.buf, "copying %q out of its staging buffer"
+		}
+		if err := p.r.dev.CopyDtoDAsync(dst, src, st.t.Bytes(), s); err != nil {
+			return platformErr(fmt.Sprintf("%s: "+what, p.spec.Op, st.name), err)
+		}
 	}
 	return nil
 }
@@ -427,17 +440,19 @@ func (p *Plan) launch(s gpu.Stream, mode irismodel.Barrier, a *core.Args, n, che
 	if err := p.checkLaunch(s, mode); err != nil {
 		return false, err
 	}
-	if mode == irismodel.BarrierNone && len(p.stages) > 0 {
-		// Nothing would order the copy before the peers' reads.
-		st := p.stages[0]
-		return false, &PlacementError{Op: p.spec.Op, Name: st.name, Rank: p.r.rank, Tensor: st.t, Unordered: true}
+	if mode == irismodel.BarrierNone {
+		// Nothing would order an import before the peers' reads (a variant
+		// with staged outputs has no mode none).
+		for _, st := range p.stages {
+			if !st.out {
+				return false, &PlacementError{Op: p.spec.Op, Name: st.name, Rank: p.r.rank, Tensor: st.t, Unordered: true}
+			}
+		}
 	}
 	// Imports reach the stream only once the launch is sure to go ahead, so
 	// a refused launch leaves nothing in a capture.
-	for _, st := range p.stages {
-		if err := p.copyIn(s, st); err != nil {
-			return false, err
-		}
+	if err := p.copyStages(s, false); err != nil {
+		return false, err
 	}
 	var flag uint32
 	if mode == irismodel.BarrierDevice {
@@ -479,9 +494,13 @@ func (p *Plan) launch(s gpu.Stream, mode irismodel.Barrier, a *core.Args, n, che
 		}
 	}
 	if mode == irismodel.BarrierHost {
-		return true, p.r.HostBarrier(s)
+		if err := p.r.HostBarrier(s); err != nil {
+			return true, err
+		}
 	}
-	return true, nil
+	// The staged outputs, once the peers' copies into the staging buffers
+	// are done (after the last barrier).
+	return true, p.copyStages(s, true)
 }
 
 func capturableWhy(mode irismodel.Barrier) string {

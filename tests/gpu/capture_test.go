@@ -102,6 +102,8 @@ func (g *graphCase) verify(r *irisrt.Rank, rounds int) error {
 // replayOne captures one launch of vc and replays it `rounds` times with
 // fresh input before every replay; every 10th round runs eagerly instead.
 func replayOne(r *irisrt.Rank, vc *variantCase, rounds int) error {
+	tracef(r, "replayOne %s: %d rounds", vc.name(), rounds)
+	defer tracef(r, "replayOne %s: done", vc.name())
 	g, err := newGraphCase(r, vc, irismodel.BF16, rounds)
 	if err != nil {
 		return err
@@ -152,6 +154,8 @@ func replayOne(r *irisrt.Rank, vc *variantCase, rounds int) error {
 // replayAll captures one launch of every variant, in sequence, into one
 // graph and replays it with fresh inputs, eager rounds in between.
 func replayAll(r *irisrt.Rank, rounds int) error {
+	tracef(r, "replayAll: %d rounds", rounds)
+	defer tracef(r, "replayAll: done")
 	var gs []*graphCase
 	defer func() {
 		for _, g := range gs {
@@ -159,6 +163,9 @@ func replayAll(r *irisrt.Rank, rounds int) error {
 		}
 	}()
 	for i := range catalogue {
+		if !variantSelected(catalogue[i].name()) {
+			continue
+		}
 		g, err := newGraphCase(r, &catalogue[i], irismodel.BF16, rounds)
 		if err != nil {
 			return err
@@ -218,9 +225,12 @@ func replayAll(r *irisrt.Rank, rounds int) error {
 // It returns the rounds it checked (a round of the one graph counts once a
 // variant).
 func captureRank(r *irisrt.Rank) (int, error) {
-	checked := 0
+	checked, selected := 0, 0
 	for i := range catalogue {
 		vc := &catalogue[i]
+		if !variantSelected(vc.name()) {
+			continue
+		}
 		rounds := 100
 		if vc.coll == "all_reduce" && (vc.variant == "one_shot" || vc.variant == "two_shot") {
 			rounds = 1000
@@ -229,11 +239,12 @@ func captureRank(r *irisrt.Rank) (int, error) {
 			return checked, err
 		}
 		checked += rounds
+		selected++
 	}
 	if err := replayAll(r, 100); err != nil {
 		return checked, err
 	}
-	return checked + 100*len(catalogue), nil
+	return checked + 100*selected, nil
 }
 
 // TestCapture checks that every device-barrier variant is capturable: it

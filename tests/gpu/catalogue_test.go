@@ -173,17 +173,9 @@ var catalogue = []variantCase{
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllGatherCopyPushPlan(r, dt, n))
 		}},
-	{coll: "all_gather", variant: "copy_pull", inLen: nLen, outLen: wnLen, importIn: true, ref: allGatherRef,
-		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
-			return asLauncher(collectives.NewAllGatherCopyPullPlan(r, dt, n))
-		}},
 	{coll: "all_to_all", variant: "copy_push", inLen: wnLen, outLen: wnLen, heapOut: true, ref: allToAllRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllToAllCopyPushPlan(r, dt, n))
-		}},
-	{coll: "all_to_all", variant: "copy_pull", inLen: wnLen, outLen: wnLen, importIn: true, ref: allToAllRef,
-		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
-			return asLauncher(collectives.NewAllToAllCopyPullPlan(r, dt, n))
 		}},
 }
 

@@ -62,8 +62,9 @@ type paramCase struct {
 	inOwner, outOwner string
 	importIn          bool // peers read input: off the heap it is staged
 	heapOut           bool // peers write output: it must be on the heap
-	// noNone: the variant has no mode none (a copy-engine variant that
-	// stages a tensor only one rank passes at every launch).
+	// noNone: the variant has no mode none (a copy-engine variant whose
+	// peers write a tensor only one rank passes: its staging buffer, copied
+	// into the tensor at every launch).
 	noNone  bool
 	newPlan func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (pplan, error)
 	// ref is output element i of rank `rank` for a, from in(p), the input
@@ -244,29 +245,21 @@ var paramCatalogue = []paramCase{
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewBroadcastCopyPushPlan(r, dt, n))
 		}},
-	{coll: "broadcast", variant: "copy_pull", inLen: nLen, outLen: nLen, inOwner: "root", importIn: true, noNone: true, ref: broadcastRef,
+	{coll: "gather", variant: "copy_push", inLen: nLen, outLen: wnLen, outOwner: "root", noNone: true, ref: gatherRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
-			return rootPlan(collectives.NewBroadcastCopyPullPlan(r, dt, n))
-		}},
-	{coll: "gather", variant: "copy_pull", inLen: nLen, outLen: wnLen, outOwner: "root", importIn: true, ref: gatherRef,
-		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
-			return rootPlan(collectives.NewGatherCopyPullPlan(r, dt, n))
+			return rootPlan(collectives.NewGatherCopyPushPlan(r, dt, n))
 		}},
 	{coll: "scatter", variant: "copy_push", inLen: wnLen, outLen: nLen, inOwner: "root", heapOut: true, ref: scatterRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewScatterCopyPushPlan(r, dt, n))
 		}},
-	{coll: "send_recv", variant: "copy_pull", inLen: nLen, outLen: nLen, inOwner: "src", outOwner: "dst", importIn: true, noNone: true, ref: sendRecvRef,
+	{coll: "send_recv", variant: "copy_push", inLen: nLen, outLen: nLen, inOwner: "src", outOwner: "dst", noNone: true, ref: sendRecvRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
-			return pairPlan(collectives.NewSendRecvCopyPullPlan(r, dt, n))
+			return pairPlan(collectives.NewSendRecvCopyPushPlan(r, dt, n))
 		}},
 	{coll: "shift", variant: "copy_push", inLen: nLen, outLen: nLen, heapOut: true, ref: shiftRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return shiftPlan(collectives.NewShiftCopyPushPlan(r, dt, n))
-		}},
-	{coll: "shift", variant: "copy_pull", inLen: nLen, outLen: nLen, importIn: true, ref: shiftRef,
-		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
-			return shiftPlan(collectives.NewShiftCopyPullPlan(r, dt, n))
 		}},
 }
 

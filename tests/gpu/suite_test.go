@@ -14,6 +14,8 @@
 //	                       the variants whose "collective/variant" it matches
 //	IRISGEN_TEST_PARTS     comma-separated parts of TestProcessWorld's ranks (default: all;
 //	                       see processParts)
+//	IRISGEN_TEST_TRACE     when set, the ranks print where they are (tracef) to stderr, so
+//	                       the log of a run that hangs shows which case each rank was in
 //	IRISGEN_SHARE_GPUS     1: ranks share GPUs (rank i on GPU i mod the count), so a
 //	                       world of 2 or 4 can be checked on one GPU
 //
@@ -93,6 +95,17 @@ func countCases(t *testing.T) *caseCount {
 	})
 	return c
 }
+
+// tracef prints a line of rank r's progress to stderr when
+// $IRISGEN_TEST_TRACE is set: a hang (a copy-engine wait has no time
+// limit) then shows which case each rank was in.
+func tracef(r *irisrt.Rank, format string, args ...any) {
+	if traceOn {
+		fmt.Fprintf(os.Stderr, "[trace rank %d] %s\n", r.Rank(), fmt.Sprintf(format, args...))
+	}
+}
+
+var traceOn = os.Getenv("IRISGEN_TEST_TRACE") != ""
 
 // variantSelected reports whether $IRISGEN_TEST_VARIANTS (a regular
 // expression on "collective/variant"; empty: every variant) selects name.

@@ -518,11 +518,7 @@ func copyText(c *ir.Collective, v *ir.Variant) string {
 		if len(st.Vars) > 0 {
 			s = "for each " + strings.Join(st.Vars, ", ") + ": "
 		}
-		who := "the source issues it"
-		if st.Pull {
-			who = "the destination issues it"
-		}
-		parts = append(parts, s+st.From.Spell(tensors, st.Vars, params)+" -> "+st.To.Spell(tensors, st.Vars, params)+", "+who)
+		parts = append(parts, s+st.From.Spell(tensors, st.Vars, params)+" -> "+st.To.Spell(tensors, st.Vars, params))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -37,7 +37,7 @@ const (
 // API is the runtime API level (irisimpl.API) the generated code is written
 // against; the generated package refuses to compile against a runtime that
 // does not support it.
-const API = 3
+const API = 4
 
 // Defaults of the request's package settings.
 const (

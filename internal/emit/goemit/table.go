@@ -338,9 +338,6 @@ func copyEntry(st irismodel.CopyStmt) *jen.Statement {
 		return md("CopyEnd").Values(field("Tensor", jen.Lit(e.Tensor)), field("Block", rank(e.Block)), field("Rank", rank(e.Rank)))
 	}
 	fs := []jen.Code{field("Vars", jen.Lit(st.Vars)), field("From", end(st.From)), field("To", end(st.To))}
-	if st.Pull {
-		fs = append(fs, field("Pull", jen.True()))
-	}
 	return jen.Values(fs...)
 }
 

@@ -158,11 +158,11 @@ type Plans[R, P, T any] struct {
 	// Staged appends t's address when t lies on the heap, otherwise the
 	// address of staging buffer name, into which Launch copies t first.
 	Staged func(p P, a *Args, name string, t T)
-	// Stage appends the address of staging buffer name, into which Launch
-	// copies t first, wherever t lies: a copy-engine variant's peers reach
-	// a tensor only one rank passes at its staging buffer, whose heap
-	// offset every rank knows.
-	Stage func(p P, a *Args, name string, t T)
+	// StageOut appends the address of staging buffer name, which Launch
+	// copies into t after the launch's last barrier, wherever t lies: a
+	// copy-engine variant's peers write a tensor only one rank passes at
+	// its staging buffer, whose heap offset every rank knows.
+	StageOut func(p P, a *Args, name string, t T)
 	// Launch launches the plan's kernel as launch number n with
 	// fingerprint check; enqueued says whether it reached the stream.
 	Launch func(p P, s gpu.Stream, mode irismodel.Barrier, a *Args, n, check uint32) (enqueued bool, err error)

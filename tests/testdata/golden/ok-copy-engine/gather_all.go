@@ -61,7 +61,7 @@ func (p *GatherAllPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mo
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. No kernel: the copy engines move the blocks, enqueued on the launch stream (for
-// each r, p: input@r -> output[r]@p, the source issues it).
+// each r, p: input@r -> output[r]@p).
 type GatherAllCopyPlan struct{ irisimpl.VariantPlan }
 
 // NewGatherAllCopyPlan makes a plan of gather_all/copy for dt (f32, bf16) and size n.

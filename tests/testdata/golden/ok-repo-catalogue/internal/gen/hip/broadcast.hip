@@ -3,12 +3,12 @@
 // broadcast: Copy rank `root`'s `input` into `output` on every rank (NCCL's
 // ncclBroadcast).
 //
-// Spec hash b4e489c72458dd18: the Go wrappers carry the same value, and the runtime
+// Spec hash b2dcddffb99e418e: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_broadcast[] = "b4e489c72458dd18";
+extern "C" __device__ const char irisgen_spec_hash_broadcast[] = "b2dcddffb99e418e";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch

@@ -11,7 +11,7 @@ import (
 
 // BroadcastSpecHash is the hash of github.com/irisgen/irisgen/specs/broadcast.yaml and the templates
 // it uses; the runtime refuses a code object of broadcast made from other ones (*irisrt.KernelError).
-const BroadcastSpecHash = "b4e489c72458dd18"
+const BroadcastSpecHash = "b2dcddffb99e418e"
 
 // broadcastDesc is broadcast in the package's descriptor table.
 var broadcastDesc = &table.Collectives[1]
@@ -25,7 +25,6 @@ const (
 	BroadcastPull          BroadcastVariant = "pull"
 	BroadcastScatterGather BroadcastVariant = "scatter_gather"
 	BroadcastCopyPush      BroadcastVariant = "copy_push"
-	BroadcastCopyPull      BroadcastVariant = "copy_pull"
 )
 
 // Broadcast runs a variant of broadcast through the rank's plan cache (see the package doc), with the
@@ -136,7 +135,7 @@ func (p *BroadcastScatterGatherPlan) Launch(s gpu.Stream, input, output irisrt.T
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
 // graph: device, none. No kernel: the copy engines move the blocks, enqueued on the launch stream (for
-// each p: input@root -> output@p, the source issues it).
+// each p: input@root -> output@p).
 type BroadcastCopyPushPlan struct{ irisimpl.VariantPlan }
 
 // NewBroadcastCopyPushPlan makes a plan of broadcast/copy_push for dt (f32, f16, bf16) and size n.
@@ -147,35 +146,5 @@ func NewBroadcastCopyPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*Bro
 // Launch checks the parameters and the tensors by the rules above and launches broadcast/copy_push on
 // s in barrier mode mode.
 func (p *BroadcastCopyPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
-	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
-}
-
-// BroadcastCopyPullPlan is variant copy_pull of broadcast
-// (github.com/irisgen/irisgen/specs/broadcast.yaml).
-//
-// Tensors, in the order Launch takes them:
-//
-//   - input (in [n], on rank root only): remote_read; peers read it: on the symmetric heap, or else
-//     copied into the plan's staging on s; checked on rank root only, the other ranks pass the zero
-//     irisrt.Tensor (the kernel tells them where rank root's is).
-//   - output (out [n]): local_write; only this rank touches it: any device memory.
-//
-// Parameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):
-//
-//   - root (int): a rank, 0 <= root < world.
-//
-// Inputs and outputs may not overlap. Barrier modes: device (default), host; capturable in a graph:
-// device. No kernel: the copy engines move the blocks, enqueued on the launch stream (for each p:
-// input@root -> output@p, the destination issues it).
-type BroadcastCopyPullPlan struct{ irisimpl.VariantPlan }
-
-// NewBroadcastCopyPullPlan makes a plan of broadcast/copy_pull for dt (f32, f16, bf16) and size n.
-func NewBroadcastCopyPullPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*BroadcastCopyPullPlan, error) {
-	return irisimpl.NewPlanOf[BroadcastCopyPullPlan](r, &broadcastDesc.Variants[4], dt, "", n)
-}
-
-// Launch checks the parameters and the tensors by the rules above and launches broadcast/copy_pull on
-// s in barrier mode mode.
-func (p *BroadcastCopyPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
 	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }
