@@ -96,7 +96,8 @@ not the barrier, not MoE), each timed alone between two GPU events (its
 slowest rank's), at 512 KiB, 1, 2 and 4 MiB of bf16 unless -sizes and
 -dtypes say otherwise. It writes
 OUT/tails.csv and OUT/tails.md (min, median, p99, p99.9, max) and exits 1
-when a cell's 99.9th percentile launch took more than 20x its fastest.
+when a cell's 99.9th percentile launch took more than 20x its fastest and
+more than 300 us beyond it.
 
 It writes OUT/results.csv, OUT/results.md (one table per collective, dtype,
 world size and mode) and OUT/<collective>_<dtype>_w<N>_<mode>.svg (time and

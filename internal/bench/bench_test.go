@@ -501,3 +501,22 @@ func TestBusText(t *testing.T) {
 		require.Equal(t, want, busText(in), "%v", in)
 	}
 }
+
+// TestStalls enumerates the stall rule's cases: over the factor and over
+// the floor stalls; either alone does not.
+func TestStalls(t *testing.T) {
+	for _, c := range []struct {
+		min, p999 float64
+		want      bool
+	}{
+		{8.8, 202.3, false},  // 23x, but 194 us beyond: host noise (4 H100s, 2026-11-26)
+		{10, 1000, true},     // a millisecond stall of a 10 us kernel
+		{50, 1600, true},     // the 2026-11-26 Lamport stalls
+		{100, 1900, false},   // 19x
+		{20, 401, true},      // just over both
+		{20, 320, false},     // 16x, at the floor
+		{1000, 19000, false}, // 19x of a slow cell
+	} {
+		assert.Equal(t, c.want, Stalls(c.min, c.p999), "min %g p99.9 %g", c.min, c.p999)
+	}
+}

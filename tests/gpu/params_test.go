@@ -565,7 +565,7 @@ func checkParamRules(r *irisrt.Rank, pc *paramCase) error {
 			if err := g.p.launch(s, c.in, c.out, base, irismodel.BarrierDevice); !errors.As(err, c.target) {
 				return fmt.Errorf("%s: got %v, want %T", c.what, err, c.target)
 			}
-		} else if err := refuseToo(func(m irismodel.Barrier) error { return g.p.launch(s, c.in, c.out, base, m) }); err != nil {
+		} else if err := refuseAlongside(pc, base, func(a args, m irismodel.Barrier) error { return g.p.launch(s, c.in, c.out, a, m) }); err != nil {
 			return err
 		}
 		if err := poisoned(); err != nil {
@@ -888,3 +888,36 @@ func refuseToo(launch func(mode irismodel.Barrier) error) error {
 	}
 	return nil
 }
+
+// refuseAlongside is refuseToo for a call a peer refuses in mode device.
+// A copy-engine launch refused in mode device still enqueues its two
+// barriers (without the copies) to meet the peers' launch, whose stream
+// waits have no time limit; so the peers refuse theirs in mode device too
+// (a rank parameter out of range), and their barriers meet.
+func refuseAlongside(pc *paramCase, base args, launch func(a args, mode irismodel.Barrier) error) error {
+	if !pc.copyEngine() {
+		return refuseToo(func(m irismodel.Barrier) error { return launch(base, m) })
+	}
+	a := base
+	if pc.coll == "send_recv" {
+		a.src = -1
+	} else {
+		a.root = -1
+	}
+	var pe *irisrt.ParamError
+	if err := launch(a, irismodel.BarrierDevice); !errors.As(err, &pe) {
+		return fmt.Errorf("a copy-engine call refused in mode device alongside a peer's refusal: got %v, want *irisrt.ParamError", err)
+	}
+	return nil
+}
+
+// copyEngine reports whether the variant is a copy-engine one.
+func (pc *paramCase) copyEngine() bool {
+	for _, e := range collectives.Catalogue {
+		if e.Collective == pc.coll && e.Variant == pc.variant {
+			return e.Descriptor().Engine == irismodel.EngineCopy
+		}
+	}
+	return false
+}
+

@@ -21,7 +21,8 @@ import (
 // events of its own. The 2026-11-26 stalls were milliseconds long in
 // kernels of 10-50 us, so irisgen bench -tails's rule catches them:
 // the 99.9th percentile launch may take at most bench.StallFactor times the
-// fastest (machine noise stays well inside it).
+// fastest, or bench.StallFloorUS beyond it (bench.Stalls: machine noise
+// stays well inside it).
 
 const (
 	tailLaunches = 2000 // timed launches of a cell: p99.9 is the 2nd slowest
@@ -100,8 +101,7 @@ func tailTimes(r *irisrt.Rank, e irisimpl.Entry, sizes []int64, k int) (_ []floa
 // variant of tailEntries (all_reduce_rmsnorm's Lamport variant included)
 // at 512 KiB and 4 MiB a rank (bf16) in every world; a launch's
 // time is its slowest rank's. It logs min, median, p99.9 and max per cell
-// and fails a cell whose p99.9 exceeds bench.StallFactor times its min,
-// or whose median exceeds bench.StallFactor times the fastest median of
+// and fails a cell whose p99.9 stalls (bench.Stalls), or whose median exceeds bench.StallFactor times the fastest median of
 // its collective's variants at that size (a cell stalled from its first
 // launch to its last; bench.MarkSlow; not the variants slow by design,
 // bench.SlowByDesign). Worlds whose ranks share GPUs are
@@ -147,8 +147,8 @@ func TestLaunchTail(t *testing.T) {
 					t.Logf("%d launches, sizes %v, bf16: min %.2f median %.2f p99.9 %.2f max %.2f us (p99.9 / min %.1f)",
 						tailLaunches, sizes, lo, med, p999, hi, p999/lo)
 					cells = append(cells, bench.Tail{Collective: e.Collective, Variant: e.Variant, DType: "bf16", World: w.Size(), Bytes: bytes, Median: med, ByDesign: bench.SlowByDesign(e)})
-					if p999 > bench.StallFactor*lo {
-						t.Errorf("stall: the 99.9th percentile launch took %.2f us, more than %gx the fastest (%.2f us)", p999, bench.StallFactor, lo)
+					if bench.Stalls(lo, p999) {
+						t.Errorf("stall: the 99.9th percentile launch took %.2f us, more than %gx the fastest (%.2f us) and %g us beyond it", p999, bench.StallFactor, lo, bench.StallFloorUS)
 					}
 					cases.add(1)
 				})
