@@ -920,4 +920,3 @@ func (pc *paramCase) copyEngine() bool {
 	}
 	return false
 }
-
