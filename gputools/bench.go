@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -104,7 +105,9 @@ world size and mode) and OUT/<collective>_<dtype>_w<N>_<mode>.svg (time and
 bus bandwidth against size, log axes). -report re-renders the Markdown and
 the plots from CSV files (e.g. runs on different machines) without a GPU.
 -tune DIR also writes the auto variants' tables (DIR/<collective>.yaml, e.g.
-specs/tuning) from irisgen's fastest variant per world and size.
+specs/tuning) from irisgen's fastest variant per world and size: it
+refreshes the tables DIR holds, and adds one (a new auto variant) only for
+a collective named in -collectives.
 NVLink multicast stays off (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1).
 
 Examples:
@@ -142,7 +145,7 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 	link := fs.Float64("link-gbps", bench.DefaultLinkGBps, "link rate (GB/s, one way) the MoE rows report their share of")
 	out := fs.String("out", "bench-out", "output directory")
 	report := fs.String("report", "", "render OUT/results.md and the plots from these CSV files instead of measuring")
-	tune := fs.String("tune", "", "also write the auto variants' tables into this directory (e.g. specs/tuning), from irisgen's fastest variant per size")
+	tune := fs.String("tune", "", "also refresh the auto variants' tables in this directory (e.g. specs/tuning), from irisgen's fastest variant per size; a collective named in -collectives gets one if it has none")
 	tuneDType := fs.String("tune-dtype", "bf16", "dtype the tables are chosen by")
 	tuneMode := fs.String("tune-mode", "graph", "mode the tables are chosen by (eager or graph)")
 	tails := fs.Bool("tails", false, "the stall scenario instead: -launches back-to-back launches of every variant, each timed alone; min, median, p99, p99.9, max")
@@ -170,7 +173,7 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 		if err := writeReport(env, rows, *out); err != nil {
 			return err
 		}
-		if err := writeTuning(env, rows, *tune, *tuneDType, *tuneMode); err != nil {
+		if err := writeTuning(env, rows, *tune, *tuneDType, *tuneMode, cli.SplitList(*colls)); err != nil {
 			return err
 		}
 		return compareWith(env, rows, *compare, *tolerance, *out)
@@ -272,7 +275,7 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 	if err := writeReport(env, rows, *out); err != nil {
 		return err
 	}
-	if err := writeTuning(env, rows, *tune, *tuneDType, *tuneMode); err != nil {
+	if err := writeTuning(env, rows, *tune, *tuneDType, *tuneMode, cli.SplitList(*colls)); err != nil {
 		return err
 	}
 	return compareWith(env, rows, *compare, *tolerance, *out)
@@ -419,8 +422,11 @@ func compareWith(env *cli.Env, rows []bench.Row, base string, tolerance float64,
 }
 
 // writeTuning writes dir/<collective>.yaml for every collective with two or
-// more irisgen variants in rows (nothing when dir is empty).
-func writeTuning(env *cli.Env, rows []bench.Row, dir, dtype, mode string) error {
+// more irisgen variants in rows whose table exists in dir already or that
+// named lists (-collectives): a table makes an auto variant, so a run over
+// the whole package refreshes the tables there are and adds none (nothing
+// when dir is empty).
+func writeTuning(env *cli.Env, rows []bench.Row, dir, dtype, mode string, named []string) error {
 	if dir == "" {
 		return nil
 	}
@@ -433,12 +439,16 @@ func writeTuning(env *cli.Env, rows []bench.Row, dir, dtype, mode string) error 
 			continue
 		}
 		seen[r.Collective] = true
+		p := filepath.Join(dir, r.Collective+".yaml")
+		if _, err := os.Stat(p); err != nil && !slices.Contains(named, r.Collective) {
+			fmt.Fprintf(env.Stdout, "no auto table for %s: %s does not exist (a table adds an auto variant: name %s in -collectives to write one)\n", r.Collective, p, r.Collective)
+			continue
+		}
 		a, err := bench.Tune(rows, r.Collective, dtype, mode)
 		if err != nil {
 			fmt.Fprintf(env.Stdout, "no auto table for %s: %v\n", r.Collective, err)
 			continue
 		}
-		p := filepath.Join(dir, r.Collective+".yaml")
 		if err := os.WriteFile(p, tuning.Format(r.Collective, *a), 0o644); err != nil {
 			return err
 		}

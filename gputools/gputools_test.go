@@ -266,3 +266,43 @@ func TestOverlapOnFake(t *testing.T) {
 		assert.FileExists(t, filepath.Join(out, "send_recv_bf16_w2_"+mode+".svg"), "the times alone, as the bench plots them")
 	}
 }
+
+// TestTuneRefreshesExistingTables: -tune rewrites the tables its directory
+// holds and adds one only for a collective named in -collectives (a table
+// makes an auto variant).
+func TestTuneRefreshesExistingTables(t *testing.T) {
+	prog, stdout, stderr := fake(t, 2)
+	dir, out := t.TempDir(), t.TempDir()
+	csv := filepath.Join(dir, "results.csv")
+	var b strings.Builder
+	b.WriteString("impl,collective,variant,dtype,world,bytes,mode,time_us,algbw_gbps,busbw_gbps,device,date,note,time_min_us,time_max_us,repeats,beside\n")
+	for _, c := range []string{"all_gather", "broadcast"} {
+		for _, v := range []struct {
+			name string
+			us   [2]float64
+		}{{"push", [2]float64{5, 40}}, {"pull", [2]float64{6, 30}}} {
+			for i, bytes := range []int64{8192, 4 << 20} {
+				fmt.Fprintf(&b, "irisgen,%s,%s,bf16,2,%d,graph,%g,1,1,fake,2026-11-26,,%g,%g,3,\n", c, v.name, bytes, v.us[i], v.us[i], v.us[i])
+			}
+		}
+	}
+	require.NoError(t, os.WriteFile(csv, []byte(b.String()), 0o644))
+	tables := filepath.Join(dir, "tuning")
+	require.NoError(t, os.MkdirAll(tables, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(tables, "all_gather.yaml"), []byte("old\n"), 0o644))
+
+	code := prog.Run([]string{"bench", "-report", csv, "-out", out, "-tune", tables})
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	ag, err := os.ReadFile(filepath.Join(tables, "all_gather.yaml"))
+	require.NoError(t, err)
+	assert.NotEqual(t, "old\n", string(ag), "the existing table is refreshed")
+	assert.Contains(t, string(ag), "pull")
+	assert.NoFileExists(t, filepath.Join(tables, "broadcast.yaml"), "no table added for a collective not named")
+	assert.Contains(t, stdout.String(), "no auto table for broadcast: ")
+	assert.Contains(t, stdout.String(), "name broadcast in -collectives to write one")
+
+	stdout.Reset()
+	code = prog.Run([]string{"bench", "-report", csv, "-out", out, "-tune", tables, "-collectives", "broadcast"})
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	assert.FileExists(t, filepath.Join(tables, "broadcast.yaml"), "named: added")
+}
