@@ -77,6 +77,25 @@ static int igcu_alloc(uintptr_t ctx, size_t n, int fine, uintptr_t *p, const cha
 	return r;
 }
 
+// igcu_value_ops enqueues the operations as one cuStreamBatchMemOp, in
+// order: one stream operation (and one graph node) instead of one each.
+static int igcu_value_ops(uintptr_t ctx, const ig_value_op *ops, unsigned int n, uintptr_t s, const char **call) {
+	IG_BIND(ctx);
+	if (n > IGCU_BATCH_MEM_OPS_MAX) {
+		*call = "cuStreamBatchMemOp_v2";
+		return IGCU_ERROR_INVALID_VALUE;
+	}
+	IGCU_BatchMemOpParams p[IGCU_BATCH_MEM_OPS_MAX];
+	memset(p, 0, n * sizeof p[0]);
+	for (unsigned int i = 0; i < n; i++) {
+		p[i].op.operation = ops[i].wait ? IGCU_STREAM_MEM_OP_WAIT_VALUE_32 : IGCU_STREAM_MEM_OP_WRITE_VALUE_32;
+		p[i].op.address = (CUdeviceptr)ops[i].dst;
+		p[i].op.value = ops[i].value;
+		p[i].op.flags = ops[i].wait ? IG_WAIT_VALUE_GEQ : IG_WRITE_VALUE_DEFAULT;
+	}
+	return IG_CALL(cuStreamBatchMemOp_v2, ((CUstream)s, n, p, 0));
+}
+
 static int igcu_event_elapsed(uintptr_t ctx, uintptr_t a, uintptr_t b, float *ms, const char **call) {
 	IG_BIND(ctx);
 	*call = igcu_elapsed_name;

@@ -37,9 +37,27 @@ typedef struct {
 	unsigned int numAttrs;
 } IGCU_LaunchConfig;
 
+// cuStreamBatchMemOp's parameters of one operation (CUstreamBatchMemOpParams:
+// a 48-byte union; the wait and write members share this layout).
+typedef union {
+	struct {
+		int operation; // IGCU_STREAM_MEM_OP_*
+		CUdeviceptr address;
+		union { unsigned int value; unsigned long long value64; };
+		unsigned int flags;
+		CUdeviceptr alias; // the driver's
+	} op;
+	unsigned long long pad[6];
+} IGCU_BatchMemOpParams;
+
 // The values only the CUDA driver uses (those both libraries share are
 // driver.h's).
 enum {
+	IGCU_STREAM_MEM_OP_WAIT_VALUE_32 = 1,
+	IGCU_STREAM_MEM_OP_WRITE_VALUE_32 = 2,
+	// cuStreamBatchMemOp takes fewer than 256 operations a call.
+	IGCU_BATCH_MEM_OPS_MAX = 255,
+	IGCU_ERROR_INVALID_VALUE = 1,
 	IGCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
 	IGCU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
 	// The first driver version (CUDA 12.3) whose stream capture records
@@ -57,6 +75,7 @@ enum {
 	X(cuDeviceGet, (CUdevice *dev, int ordinal)) \
 	X(cuDevicePrimaryCtxRetain, (CUcontext *ctx, CUdevice dev)) \
 	X(cuGetErrorName, (CUresult r, const char **s)) \
-	X(cuGetErrorString, (CUresult r, const char **s))
+	X(cuGetErrorString, (CUresult r, const char **s)) \
+	X(cuStreamBatchMemOp_v2, (CUstream s, unsigned int count, IGCU_BatchMemOpParams *ops, unsigned int flags))
 
 #endif

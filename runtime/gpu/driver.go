@@ -247,6 +247,34 @@ func (d *device) WaitValue32(dst DevicePtr, v uint32, s Stream) error {
 	return d.check(call, C.ig_wait_value32(d.t, d.h, C.uintptr_t(dst), C.uint(v), C.uintptr_t(s), &call))
 }
 
+// ValueOps enqueues ops on s in order as one batch where the library has
+// one (gpu.ValueBatcher): CUDA's cuStreamBatchMemOp, chunked below its
+// limit; HIP one call each.
+func (d *device) ValueOps(ops []ValueOp, s Stream) error {
+	var buf [valueOpsChunk]C.ig_value_op
+	for len(ops) > 0 {
+		n := min(len(ops), valueOpsChunk)
+		for i, o := range ops[:n] {
+			buf[i] = C.ig_value_op{dst: C.uint64_t(o.Dst), value: C.uint32_t(o.Value)}
+			if o.Wait {
+				buf[i].wait = 1
+			}
+		}
+		var call *C.char
+		r := C.ig_value_ops(d.t, d.h, &buf[0], C.uint(n), C.uintptr_t(s), &call)
+		if err := d.check(call, r); err != nil {
+			return err
+		}
+		ops = ops[n:]
+	}
+	return nil
+}
+
+// valueOpsChunk is the most operations ValueOps passes in one call (the
+// CUDA driver takes fewer than 256; a copy-engine barrier of a world of 8
+// has 21).
+const valueOpsChunk = 64
+
 // BindThread makes the device (its primary context) current on the calling
 // OS thread (gpu.ThreadBinder).
 func (d *device) BindThread() error {

@@ -101,6 +101,15 @@ enum {
 	X(cuGraphDestroy, (CUgraph g), hipGraphDestroy, (hipGraph_t graph)) \
 	X(cuGraphExecDestroy, (CUgraphExec e), hipGraphExecDestroy, (hipGraphExec_t graphExec))
 
+// ig_value_op is one stream memory operation of a batch (value_ops): with
+// wait, WaitValue32's wait until the word at dst is at least value, else
+// WriteValue32's store of value into it.
+typedef struct {
+	uint64_t dst;
+	uint32_t value;
+	int32_t wait;
+} ig_value_op;
+
 // IG_OPS(X) lists the operations of a binding (the ig_driver table), as
 // X(kind, op, (parameters), (argument names), what each library does).
 // Every operation returns the library's result code (0: success) and sets
@@ -168,6 +177,8 @@ enum {
 	X(one, wait_value32, (uintptr_t h, uintptr_t dst, unsigned int v, uintptr_t s, const char **call), (h, dst, v, s, call), \
 		cuStreamWaitValue32_v2, ((CUstream)s, (CUdeviceptr)dst, v, IG_WAIT_VALUE_GEQ), \
 		hipStreamWaitValue32, ((hipStream_t)s, (void *)dst, v, IG_WAIT_VALUE_GEQ, 0xffffffffu)) \
+	X(own, value_ops, (uintptr_t h, const ig_value_op *ops, unsigned int n, uintptr_t s, const char **call), \
+		(h, ops, n, s, call)) \
 	X(bind, bind, (uintptr_t h, const char **call), (h, call)) \
 	X(one, sync, (uintptr_t h, const char **call), (h, call), cuCtxSynchronize, (), hipDeviceSynchronize, ()) \
 	X(out, stream_create, (uintptr_t h, uintptr_t *s, const char **call), (h, s, call), s, \

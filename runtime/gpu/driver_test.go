@@ -84,6 +84,12 @@ R cuStreamWriteValue32_v2(CUstream s, CUdeviceptr d, unsigned int v, unsigned in
 R cuStreamWaitValue32_v2(CUstream s, CUdeviceptr d, unsigned int v, unsigned int f) {
 	say("cuStreamWaitValue32_v2 %#lx %#llx %u %u", (unsigned long)(uintptr_t)s, d, v, f); return 0;
 }
+R cuStreamBatchMemOp_v2(CUstream s, unsigned int n, IGCU_BatchMemOpParams *p, unsigned int f) {
+	char b[512]; int k = snprintf(b, sizeof b, "cuStreamBatchMemOp_v2 %#lx %u %u", (unsigned long)(uintptr_t)s, n, f);
+	for (unsigned int i = 0; i < n && k < (int)sizeof b; i++)
+		k += snprintf(b + k, sizeof b - k, " [%d %#llx %u %u]", p[i].op.operation, p[i].op.address, p[i].op.value, p[i].op.flags);
+	say("%s", b); return 0;
+}
 R cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice p) { say("cuDeviceCanAccessPeer %d %d", d, p); *can = 1; return 0; }
 R cuCtxEnablePeerAccess(CUcontext p, unsigned int f) { say("cuCtxEnablePeerAccess %#lx", (unsigned long)(uintptr_t)p); return 704; }
 R cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b) { say("cuEventElapsedTime_v2"); *ms = 1.5f; return 0; }
@@ -221,6 +227,12 @@ func TestBindings(t *testing.T) {
 					[]string{"hipStreamWriteValue32 0x7 0x40 1 0"}, false},
 				{func() error { return d0.WaitValue32(0x44, 1, 7) }, []string{"cuStreamWaitValue32_v2 0x7 0x44 1 0"},
 					[]string{"hipStreamWaitValue32 0x7 0x44 1 0 0xffffffff"}, false},
+				// A batch: one cuStreamBatchMemOp on CUDA (write 2, wait 1,
+				// in order, the same flags), one call each on HIP.
+				{func() error {
+					return ValueOps(d0, []ValueOp{{Dst: 0x40, Value: 1}, {Dst: 0x44, Value: 1, Wait: true}, {Dst: 0x44}}, 7)
+				}, []string{"cuStreamBatchMemOp_v2 0x7 3 0 [2 0x40 1 0] [1 0x44 1 0] [2 0x44 0 0]"},
+					[]string{"hipStreamWriteValue32 0x7 0x40 1 0", "hipStreamWaitValue32 0x7 0x44 1 0 0xffffffff", "hipStreamWriteValue32 0x7 0x44 0 0"}, false},
 				{func() error { return d0.(ThreadBinder).BindThread() }, nil, nil, false},
 				{d0.Synchronize, []string{"cuCtxSynchronize"}, []string{"hipDeviceSynchronize"}, false},
 				{func() error {

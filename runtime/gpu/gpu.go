@@ -208,6 +208,42 @@ type Device interface {
 	DestroyGraphExec(g GraphExec) error
 }
 
+// ValueOp is one stream memory operation of a batch (ValueOps): with Wait,
+// WaitValue32's wait until the word at Dst is at least Value, else
+// WriteValue32's store of Value into it.
+type ValueOp struct {
+	Dst   DevicePtr
+	Value uint32
+	Wait  bool
+}
+
+// ValueBatcher is a Device that enqueues several stream memory operations
+// as one, in order (CUDA's cuStreamBatchMemOp: one stream operation and one
+// graph node where WriteValue32 and WaitValue32 make one each).
+type ValueBatcher interface {
+	ValueOps(ops []ValueOp, s Stream) error
+}
+
+// ValueOps enqueues ops on s in order: as one batch where d is a
+// ValueBatcher, else one WriteValue32 or WaitValue32 each.
+func ValueOps(d Device, ops []ValueOp, s Stream) error {
+	if b, ok := d.(ValueBatcher); ok {
+		return b.ValueOps(ops, s)
+	}
+	for _, o := range ops {
+		var err error
+		if o.Wait {
+			err = d.WaitValue32(o.Dst, o.Value, s)
+		} else {
+			err = d.WriteValue32(o.Dst, o.Value, s)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ThreadBinder is implemented by devices that can make themselves current on
 // the calling OS thread, for libraries that use the platform's own runtime
 // API on that thread (NCCL, which irisgen bench runs as a baseline). The

@@ -89,6 +89,19 @@ static int ighip_alloc(uintptr_t dev, size_t n, int fine, uintptr_t *p, const ch
 	return r;
 }
 
+// ighip_value_ops enqueues the operations one call each, in order (HIP has
+// no batch of stream memory operations that every ROCm since 5 has).
+static int ighip_value_ops(uintptr_t dev, const ig_value_op *ops, unsigned int n, uintptr_t s, const char **call) {
+	IG_BIND(dev);
+	for (unsigned int i = 0; i < n; i++) {
+		hipError_t r = ops[i].wait
+			? IG_CALL(hipStreamWaitValue32, ((hipStream_t)s, (void *)(uintptr_t)ops[i].dst, ops[i].value, IG_WAIT_VALUE_GEQ, 0xffffffffu))
+			: IG_CALL(hipStreamWriteValue32, ((hipStream_t)s, (void *)(uintptr_t)ops[i].dst, ops[i].value, IG_WRITE_VALUE_DEFAULT));
+		if (r != 0) return r;
+	}
+	return 0;
+}
+
 static int ighip_event_elapsed(uintptr_t dev, uintptr_t a, uintptr_t b, float *ms, const char **call) {
 	IG_BIND(dev);
 	return IG_CALL(hipEventElapsedTime, (ms, (hipEvent_t)a, (hipEvent_t)b));

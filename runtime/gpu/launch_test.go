@@ -1,6 +1,7 @@
 package gpu_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,4 +54,45 @@ func TestLaunchDependent(t *testing.T) {
 		assert.Equal(t, s, l.Stream, c.name)
 		assert.Equal(t, []byte{7}, l.Args, c.name)
 	}
+}
+
+// valueRecorder is a Device without a batch of stream memory operations:
+// it records its WriteValue32 and WaitValue32 calls.
+type valueRecorder struct {
+	gpu.Device
+	calls []string
+}
+
+func (v *valueRecorder) WriteValue32(dst gpu.DevicePtr, x uint32, s gpu.Stream) error {
+	v.calls = append(v.calls, fmt.Sprintf("write %#x %d", uint64(dst), x))
+	return nil
+}
+
+func (v *valueRecorder) WaitValue32(dst gpu.DevicePtr, x uint32, s gpu.Stream) error {
+	v.calls = append(v.calls, fmt.Sprintf("wait %#x %d", uint64(dst), x))
+	return nil
+}
+
+// batcher is one with a batch: it records the batch whole.
+type batcher struct {
+	valueRecorder
+	batches [][]gpu.ValueOp
+}
+
+func (b *batcher) ValueOps(ops []gpu.ValueOp, s gpu.Stream) error {
+	b.batches = append(b.batches, append([]gpu.ValueOp(nil), ops...))
+	return nil
+}
+
+// TestValueOps: a batch goes whole to a ValueBatcher, and one call an
+// operation, in order, to any other Device.
+func TestValueOps(t *testing.T) {
+	ops := []gpu.ValueOp{{Dst: 0x40, Value: 1}, {Dst: 0x44, Value: 1, Wait: true}, {Dst: 0x44}}
+	var plain valueRecorder
+	require.NoError(t, gpu.ValueOps(&plain, ops, 7))
+	assert.Equal(t, []string{"write 0x40 1", "wait 0x44 1", "write 0x44 0"}, plain.calls)
+	var b batcher
+	require.NoError(t, gpu.ValueOps(&b, ops, 7))
+	assert.Equal(t, [][]gpu.ValueOp{ops}, b.batches)
+	assert.Empty(t, b.calls, "a batcher's batch makes no single calls")
 }

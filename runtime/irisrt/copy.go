@@ -121,28 +121,28 @@ func (p *Plan) issueCopies(s gpu.Stream, mode irismodel.Barrier, copies []core.C
 }
 
 // copyBarrier enqueues one barrier of a copy-engine launch on the flag row
-// at byte offset row of the plan's flags.
+// at byte offset row of the plan's flags, as one batch of stream memory
+// operations where the platform has one (gpu.ValueOps: one stream
+// operation instead of three a peer, each of which cost about 2.5 us on
+// H100s): 1 into this rank's word on every peer, then for every peer a
+// wait for its word here and the reset of it.
 func (p *Plan) copyBarrier(s gpu.Stream, row int64) error {
-	r, dev := p.r, p.r.dev
+	r := p.r
 	word := func(j int) gpu.DevicePtr { return p.flags + gpu.DevicePtr(row+4*int64(j)) }
+	ops := p.valueOps[:0]
 	for j := range r.world {
-		if j == r.rank {
-			continue
-		}
-		if err := dev.WriteValue32(r.heap.Peer(word(r.rank), j), 1, s); err != nil {
-			return platformErr(fmt.Sprintf("%s %s: signalling rank %d", p.spec.Op, p.spec.Variant, j), err)
+		if j != r.rank {
+			ops = append(ops, gpu.ValueOp{Dst: r.heap.Peer(word(r.rank), j), Value: 1})
 		}
 	}
 	for j := range r.world {
-		if j == r.rank {
-			continue
+		if j != r.rank {
+			ops = append(ops, gpu.ValueOp{Dst: word(j), Value: 1, Wait: true}, gpu.ValueOp{Dst: word(j)})
 		}
-		if err := dev.WaitValue32(word(j), 1, s); err != nil {
-			return platformErr(fmt.Sprintf("%s %s: waiting for rank %d", p.spec.Op, p.spec.Variant, j), err)
-		}
-		if err := dev.WriteValue32(word(j), 0, s); err != nil {
-			return platformErr(fmt.Sprintf("%s %s: resetting rank %d's flag", p.spec.Op, p.spec.Variant, j), err)
-		}
+	}
+	p.valueOps = ops
+	if err := gpu.ValueOps(r.dev, ops, s); err != nil {
+		return platformErr(fmt.Sprintf("%s %s: the barrier with its peers", p.spec.Op, p.spec.Variant), err)
 	}
 	return nil
 }

@@ -41,6 +41,9 @@ type Plan struct {
 	closed  bool         // read and written only while busy is held
 	graphs  atomic.Int32 // live graphs (Rank.Capture) that launch the plan
 	id      uint64       // the plan in its launches' checks: its spec and heap offset
+	// valueOps: a copy-engine barrier's stream memory operations, reused
+	// from launch to launch (copyBarrier).
+	valueOps []gpu.ValueOp
 }
 
 type planBuf struct {
