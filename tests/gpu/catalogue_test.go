@@ -404,6 +404,9 @@ func TestCatalogue(t *testing.T) {
 // flags wrongly, fails here. With several ranks (groups of one world rank,
 // sharing its stream) every round launches one plan on each, in turn.
 func backToBack(rs []*irisrt.Rank, vc *variantCase, dt irismodel.DType, op string, n int64, rounds int) error {
+	for _, r := range rs {
+		tracef(r, "back to back %s %s %s n=%d, %d rounds", vc.name(), dt, op, n, rounds)
+	}
 	type lane struct {
 		r                 *irisrt.Rank
 		in, out, pool, rx irisrt.Tensor

@@ -477,6 +477,7 @@ func TestParamCollectives(t *testing.T) {
 // heap where peers write it. A wrong tensor on a rank that does not use it
 // is ignored: the launch goes ahead and is right.
 func checkParamRules(r *irisrt.Rank, pc *paramCase) error {
+	tracef(r, "rules %s", pc.name())
 	const n = 4096 + 3
 	dt, op, w, me := irismodel.BF16, pc.ops()[0], r.World(), r.Rank()
 	g, err := newParamRig(r, pc, dt, op, n, placement{true, true})
@@ -632,6 +633,7 @@ func TestParamRules(t *testing.T) {
 // checked at the end. A kernel that found last launch's root's address, or
 // let a rank overwrite an input a slow peer still reads, fails here.
 func paramBackToBack(r *irisrt.Rank, pc *paramCase, dt irismodel.DType, n int64, rounds int) error {
+	tracef(r, "back to back %s %s n=%d, %d rounds", pc.name(), dt, n, rounds)
 	w, me := r.World(), r.Rank()
 	op := pc.ops()[0]
 	g, err := newParamRig(r, pc, dt, op, n, placement{true, true})

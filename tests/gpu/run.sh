@@ -43,6 +43,10 @@ case $B in /*) BIN=$B ;; *) BIN=$PWD/$B ;; esac
 PLATFORM=${IRISGEN_PLATFORM:-cuda}
 # Never use NVLink multicast on shared machines.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+# The ranks say which variant they are at (capture, back to back, rules):
+# a copy-engine wait has no time limit, and the log of a step that hangs
+# then names the case.
+export IRISGEN_TEST_TRACE=${IRISGEN_TEST_TRACE-1}
 # No kernel variable: every program finds its code objects in the packages
 # it imports.
 unset IRISGEN_KERNELS
