@@ -502,8 +502,17 @@ func (p *Plan) launch(s gpu.Stream, mode irismodel.Barrier, a *core.Args, n, che
 		}
 	}
 	// The staged outputs, once the peers' copies into the staging buffers
-	// are done (after the last barrier).
-	return true, p.copyStages(s, true)
+	// are done (after the last barrier); in mode host the launch returns
+	// with its output complete, as a kernel's does.
+	if err := p.copyStages(s, true); err != nil {
+		return true, err
+	}
+	if mode == irismodel.BarrierHost && slices.ContainsFunc(p.stages, func(st stage) bool { return st.out }) {
+		if err := p.r.dev.StreamSynchronize(s); err != nil {
+			return true, platformErr("waiting for the staged outputs", err)
+		}
+	}
+	return true, nil
 }
 
 func capturableWhy(mode irismodel.Barrier) string {
