@@ -96,8 +96,7 @@ func (p *GatherPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root 
 //   - input (in [n]): local_read; only this rank touches it: any device memory.
 //   - output (out [world, n], on rank root only): remote_write; peers write it at rank root's staging
 //     buffer, which the launch copies into it after its last barrier: any device memory; checked on
-//     rank root only, the other ranks pass the zero irisrt.Tensor (the kernel tells them where rank
-//     root's is).
+//     rank root only, the other ranks pass the zero irisrt.Tensor.
 //
 // Parameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):
 //

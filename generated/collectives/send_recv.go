@@ -101,7 +101,7 @@ func (p *SendRecvPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, src
 //     checked on rank src only, the other ranks pass the zero irisrt.Tensor.
 //   - output (out [n], on rank dst only): remote_write; peers write it at rank dst's staging buffer,
 //     which the launch copies into it after its last barrier: any device memory; checked on rank dst
-//     only, the other ranks pass the zero irisrt.Tensor (the kernel tells them where rank dst's is).
+//     only, the other ranks pass the zero irisrt.Tensor.
 //
 // Parameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):
 //

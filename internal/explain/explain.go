@@ -82,7 +82,11 @@ func Write(w io.Writer, c *ir.Collective) {
 		fmt.Fprintf(w, "  params (per launch, checked before it): %s\n", strings.Join(ps, ", "))
 	}
 	for _, v := range c.Variants {
-		fmt.Fprintf(w, "\nvariant %s (template %s, Go: New%s%sPlan)\n", v.Name, v.Template, goemit.Exported(c.Name), goemit.Exported(v.Name))
+		engine := "template " + v.Template
+		if v.Engine == irismodel.EngineCopy {
+			engine = "copy engines, no kernel"
+		}
+		fmt.Fprintf(w, "\nvariant %s (%s, Go: New%s%sPlan)\n", v.Name, engine, goemit.Exported(c.Name), goemit.Exported(v.Name))
 		if len(c.Tensors) > 0 {
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "  tensor\tdir\tshape\taccess\tplacement\taliasing")
@@ -109,6 +113,10 @@ func Write(w io.Writer, c *ir.Collective) {
 			} else {
 				fmt.Fprintf(w, "    %s: no, %s\n", cp.Mode, cp.Reason)
 			}
+		}
+		if v.Engine == irismodel.EngineCopy {
+			copySchedule(w, c, v)
+			continue
 		}
 		fmt.Fprintf(w, "  launch: %d threads per block, at most %d blocks, %d-byte vectors (blocks = clamp(ceil(bytes / (threads*vector)), 1, max))\n",
 			v.Launch.Threads, v.Launch.MaxBlocks, v.Launch.VectorBytes)
@@ -180,4 +188,32 @@ func aliasing(c *ir.Collective, v *ir.Variant, t *ir.Tensor) string {
 		return "same as or disjoint from " + strings.Join(others, ", ")
 	}
 	return "no overlap with " + strings.Join(others, ", ")
+}
+
+// copySchedule prints a copy-engine variant's copies on 2 ranks, the
+// rank parameters 0, 1, 0, ... and the int parameters 1: each line a block
+// from a rank's tensor into a rank's, and the rank that issues it (the
+// source's).
+func copySchedule(w io.Writer, c *ir.Collective, v *ir.Variant) {
+	params := make([]int64, len(c.Params))
+	var with []string
+	ranks := 0
+	for i, p := range c.Params {
+		switch p.Kind {
+		case irismodel.ParamInt:
+			params[i] = 1
+		case irismodel.ParamRank:
+			params[i] = int64(ranks % 2)
+			ranks++
+		}
+		with = append(with, fmt.Sprintf("%s = %d", p.Name, params[i]))
+	}
+	title := "  copies on 2 ranks"
+	if len(with) > 0 {
+		title += " with " + strings.Join(with, ", ")
+	}
+	fmt.Fprintln(w, title+" (the source's rank issues each, in this order):")
+	for _, line := range strings.Split(strings.TrimSuffix(v.Schedule(c, 2, params), "\n"), "\n") {
+		fmt.Fprintf(w, "    %s\n", line)
+	}
 }

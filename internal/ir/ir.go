@@ -151,7 +151,7 @@ func (u Use) PlacementDoc() string {
 	}
 	if o := u.Tensor.Owner; o != "" {
 		d += fmt.Sprintf("; checked on rank %s only, the other ranks pass the zero irisrt.Tensor", o)
-		if u.Exchanged() {
+		if u.Exchanged() && !u.Staged {
 			d += fmt.Sprintf(" (the kernel tells them where rank %s's is)", o)
 		}
 	}
