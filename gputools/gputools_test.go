@@ -255,7 +255,12 @@ func TestOverlapOnFake(t *testing.T) {
 			var slowdown, alone, beside float64
 			_, err := fmt.Sscanf(section[strings.Index(section, "| irisgen "+v+" |"):], "| irisgen "+v+" | %f |", &slowdown)
 			require.NoError(t, err)
-			assert.InDelta(t, p.computeBeside.TimeUS/p.computeAlone.TimeUS, slowdown, 0.006, "%s %s", v, mode)
+			// The table rounds the slowdown to 0.01; the CSV's times carry
+			// 3 decimals, so the ratio of them is off by up to its share
+			// of 0.0005 us in each.
+			ratio := p.computeBeside.TimeUS / p.computeAlone.TimeUS
+			tol := 0.005 + ratio*(0.0005/p.computeBeside.TimeUS+0.0005/p.computeAlone.TimeUS) + 1e-9
+			assert.InDelta(t, ratio, slowdown, tol, "%s %s", v, mode)
 			times := section[strings.Index(section, "| collective us"):]
 			_, err = fmt.Sscanf(times[strings.Index(times, "| irisgen "+v+" |"):], "| irisgen "+v+" | %f -> %f", &alone, &beside)
 			require.NoError(t, err)
