@@ -305,12 +305,12 @@ func shapeText(s irismodel.Shape, sizes []string) string {
 
 // copyAccess checks the access entries against the schedule: the rank that
 // holds a copy's source issues it, so the source is read locally and the
-// destination written through the heap. A driver runs a copy on the GPU
-// that holds its source; a copy issued by the rank at the destination
-// (reading a peer through the heap) would queue on that peer behind the
-// other ranks' reads of it, in an order no barrier controls: with three
-// ranks or more, back-to-back launches deadlocked (all_gather copy_pull on
-// 4 H100s). A tensor only one rank passes is written through its owner's
+// destination written through the heap. Copies issued by the rank at the
+// destination (reading a peer through the heap) deadlocked when launched
+// back to back by 4 ranks (all_gather copy_pull on 4 H100s; 2 ranks and
+// single launches passed): the driver appears to run a peer copy on the
+// GPU that holds its source, where the copies several ranks issue to read
+// it queue in an order no barrier controls. A tensor only one rank passes is written through its owner's
 // staging buffer (StagesAlways).
 func (b *builder) copyAccess(c *Collective, v *Variant, where string) {
 	use := func(ti int) *Use {
@@ -332,7 +332,7 @@ func (b *builder) copyAccess(c *Collective, v *Variant, where string) {
 		switch {
 		case fu.Access == LocalRead && tu.Access == RemoteWrite:
 		case fu.Access == RemoteRead:
-			b.errs.AddNoted(diag.Rule, fu.Pos, fmt.Sprintf("%s reads %q through the heap (remote_read), so the rank at its destination would issue it; a driver runs a copy on the GPU that holds its source, where copies that several ranks issue to read it queue in an order no barrier controls (back-to-back launches deadlock with three ranks or more): let the source issue it, %s local_read and %s remote_write",
+			b.errs.AddNoted(diag.Rule, fu.Pos, fmt.Sprintf("%s reads %q through the heap (remote_read), so the rank at its destination would issue it; such copies deadlocked when launched back to back by 4 ranks on H100s (the driver appears to run a peer copy on the GPU that holds its source, where the copies several ranks issue to read it queue in an order no barrier controls): let the source issue it, %s local_read and %s remote_write",
 				what, fu.Tensor.Name, fu.Tensor.Name, tu.Tensor.Name), diag.Note{Pos: st.Pos, Msg: "the copy is here"})
 			continue
 		case !fu.Tensor.Dir.Writes() && tu.Tensor.Dir.Writes() || fu.Tensor.Dir == irismodel.InOut:

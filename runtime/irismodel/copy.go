@@ -121,10 +121,10 @@ func (c CopyEnd) Spell(tensors, vars, params []string) string {
 // copies): for every value of its Vars rank variables (each 0..world-1),
 // the block From goes into the block To. The source's rank issues the
 // copy on its launch stream (it writes the destination through the heap):
-// a driver runs a copy on the GPU that holds its source, so a copy that a
-// rank issued to read a peer's memory queues on that peer behind the other
-// ranks' reads of it, in an order no barrier controls (with three ranks or
-// more, back-to-back launches deadlocked on H100s).
+// copies issued to read a peer's memory deadlocked when 4 ranks launched
+// them back to back on H100s (the driver appears to run a peer copy on the
+// GPU that holds its source, where the readers' copies queue in an order
+// no barrier controls).
 type CopyStmt struct {
 	Vars     int
 	From, To CopyEnd
