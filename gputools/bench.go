@@ -217,13 +217,14 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 	device := p.deviceName(world)
 	date := time.Now().UTC().Format("2006-01-02")
 	opts := p.options(irisrt.Options{HeapBytes: *heap, Timeout: 20 * time.Second})
+	// The scenarios default to bf16 and their own sizes.
+	dts := "bf16"
+	if given["dtypes"] {
+		dts = *dtypes
+	}
 	if *overlap {
 		if !given["sizes"] {
 			sz = bench.OverlapSizes
-		}
-		dts := "bf16"
-		if given["dtypes"] {
-			dts = *dtypes
 		}
 		cfg := bench.Config{World: world, Entries: entries, Sizes: sz, DTypes: cli.SplitList(dts), Modes: ms, Collectives: cli.SplitList(*colls),
 			Warmup: *warmup, Repeats: *repeats, HeapBytes: *heap, Log: env.Stdout}
@@ -232,10 +233,6 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 	if *tails {
 		if !given["sizes"] {
 			sz = bench.TailSizes
-		}
-		dts := "bf16"
-		if given["dtypes"] {
-			dts = *dtypes
 		}
 		if *launches < 1 {
 			return cli.UsageErr("-launches %d: want at least 1", *launches)

@@ -313,6 +313,10 @@ func shapeText(s irismodel.Shape, sizes []string) string {
 // it queue in an order no barrier controls. A tensor only one rank passes is written through its owner's
 // staging buffer (StagesAlways).
 func (b *builder) copyAccess(c *Collective, v *Variant, where string) {
+	// The one home of the staging rule (Use.Staged, StagesAlways).
+	for i, u := range v.Uses {
+		v.Uses[i].Staged = u.Tensor.Owner != "" && u.Access == RemoteWrite
+	}
 	use := func(ti int) *Use {
 		for i := range v.Uses {
 			if v.Uses[i].Tensor == c.Tensors[ti] {
@@ -358,8 +362,7 @@ func (b *builder) copyAccess(c *Collective, v *Variant, where string) {
 			}
 		}
 	}
-	for i, u := range v.Uses {
-		v.Uses[i].Staged = u.Tensor.Owner != "" && u.Access == RemoteWrite
+	for _, u := range v.Uses {
 		ti := slices.Index(c.Tensors, u.Tensor)
 		switch {
 		case u.Access == 0 && touched[ti]:
@@ -508,12 +511,7 @@ func (v *Variant) StagesAlways() bool {
 	if v.Engine != irismodel.EngineCopy {
 		return false
 	}
-	for _, u := range v.Uses {
-		if u.Tensor.Owner != "" && u.Access == RemoteWrite {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(v.Uses, func(u Use) bool { return u.Staged })
 }
 
 // copyBarriers drops mode none from a variant that always stages

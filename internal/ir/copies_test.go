@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
@@ -191,11 +190,7 @@ input@2 -> output@1 (by 2)`},
 
 // copyErrorCases are the refusals of copy-engine variants, with their
 // exact positions (as errorCases).
-var copyErrorCases = []struct {
-	name string
-	src  string
-	want []string
-}{
+var copyErrorCases = []errorCase{
 	{
 		name: "engine and keys",
 		src: `name: ag
@@ -358,22 +353,7 @@ variants:
 	},
 }
 
-func TestCopyErrors(t *testing.T) {
-	for _, tc := range copyErrorCases {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := Compile("spec.yaml", []byte(tc.src), testTemplates())
-			require.Error(t, err)
-			assert.Nil(t, c)
-			var list diag.List
-			require.ErrorAs(t, err, &list)
-			var got []string
-			for _, e := range list {
-				got = append(got, strings.ReplaceAll(strings.TrimPrefix(e.Error(), "spec.yaml:"), "\nspec.yaml:", "\n"))
-			}
-			assert.Equal(t, tc.want, got)
-		})
-	}
-}
+func TestCopyErrors(t *testing.T) { checkErrorCases(t, copyErrorCases) }
 
 // TestCopyStagedOutputs enumerates which copy-engine variants write a
 // tensor only one rank passes (through its staging buffer, StagesAlways)

@@ -22,14 +22,18 @@ func testTemplates() fstest.MapFS {
 	return fsys
 }
 
-// errorCases lists every user error with its exact positions; want is the
-// whole error output of Compile("spec.yaml", src, testTemplates()) without
-// the "spec.yaml:" prefix, one error per item, sorted.
-var errorCases = []struct {
+// errorCase is a spec and the errors it must give, one a string:
+// "line:col: error: ..." with its notes after newlines.
+type errorCase struct {
 	name string
 	src  string
 	want []string
-}{
+}
+
+// errorCases lists every user error with its exact positions; want is the
+// whole error output of Compile("spec.yaml", src, testTemplates()) without
+// the "spec.yaml:" prefix, one error per item, sorted.
+var errorCases = []errorCase{
 	{
 		name: "parameters",
 		src: `name: ag
@@ -1234,8 +1238,12 @@ variants:
 	},
 }
 
-func TestCompileErrors(t *testing.T) {
-	for _, tc := range errorCases {
+func TestCompileErrors(t *testing.T) { checkErrorCases(t, errorCases) }
+
+// checkErrorCases compiles every case's spec and compares its errors,
+// positions and notes included, with the case's.
+func checkErrorCases(t *testing.T, cases []errorCase) {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			require.NotEmpty(t, tc.want, "an error case must expect errors")
 			c, err := Compile("spec.yaml", []byte(tc.src), testTemplates())

@@ -249,19 +249,14 @@ func (d *device) WaitValue32(dst DevicePtr, v uint32, s Stream) error {
 
 // ValueOps enqueues ops on s in order as one batch where the library has
 // one (gpu.ValueBatcher): CUDA's cuStreamBatchMemOp, chunked below its
-// limit; HIP one call each.
+// limit; HIP one call each. The library reads ops where they lie: a
+// ValueOp has ig_value_op's layout (checked below), so a launch copies
+// and allocates nothing for them.
 func (d *device) ValueOps(ops []ValueOp, s Stream) error {
-	var buf [valueOpsChunk]C.ig_value_op
 	for len(ops) > 0 {
 		n := min(len(ops), valueOpsChunk)
-		for i, o := range ops[:n] {
-			buf[i] = C.ig_value_op{dst: C.uint64_t(o.Dst), value: C.uint32_t(o.Value)}
-			if o.Wait {
-				buf[i].wait = 1
-			}
-		}
 		var call *C.char
-		r := C.ig_value_ops(d.t, d.h, &buf[0], C.uint(n), C.uintptr_t(s), &call)
+		r := C.ig_value_ops(d.t, d.h, (*C.ig_value_op)(unsafe.Pointer(&ops[0])), C.uint(n), C.uintptr_t(s), &call)
 		if err := d.check(call, r); err != nil {
 			return err
 		}
@@ -273,7 +268,19 @@ func (d *device) ValueOps(ops []ValueOp, s Stream) error {
 // valueOpsChunk is the most operations ValueOps passes in one call (the
 // CUDA driver takes fewer than 256; a copy-engine barrier of a world of 8
 // has 21).
-const valueOpsChunk = 64
+const valueOpsChunk = 255
+
+// ValueOp and ig_value_op agree field by field (a constant that would be
+// negative does not compile).
+const (
+	_ = uint(unsafe.Sizeof(ValueOp{}) - unsafe.Sizeof(C.ig_value_op{}))
+	_ = uint(unsafe.Sizeof(C.ig_value_op{}) - unsafe.Sizeof(ValueOp{}))
+	_ = uint(unsafe.Offsetof(ValueOp{}.Value) - unsafe.Offsetof(C.ig_value_op{}.value))
+	_ = uint(unsafe.Offsetof(C.ig_value_op{}.value) - unsafe.Offsetof(ValueOp{}.Value))
+	_ = uint(unsafe.Offsetof(ValueOp{}.Wait) - unsafe.Offsetof(C.ig_value_op{}.wait))
+	_ = uint(unsafe.Offsetof(C.ig_value_op{}.wait) - unsafe.Offsetof(ValueOp{}.Wait))
+	_ = uint(unsafe.Sizeof(ValueOp{}.Wait) - unsafe.Sizeof(C.ig_value_op{}.wait))
+)
 
 // BindThread makes the device (its primary context) current on the calling
 // OS thread (gpu.ThreadBinder).

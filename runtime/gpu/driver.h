@@ -102,12 +102,14 @@ enum {
 	X(cuGraphExecDestroy, (CUgraphExec e), hipGraphExecDestroy, (hipGraphExec_t graphExec))
 
 // ig_value_op is one stream memory operation of a batch (value_ops): with
-// wait, WaitValue32's wait until the word at dst is at least value, else
-// WriteValue32's store of value into it.
+// wait (1), WaitValue32's wait until the word at dst is at least value,
+// else (0) WriteValue32's store of value into it. gpu.ValueOp has this
+// layout (driver.go checks it), so Go passes its slice as it is.
 typedef struct {
 	uint64_t dst;
 	uint32_t value;
-	int32_t wait;
+	uint8_t wait;
+	uint8_t pad_[3];
 } ig_value_op;
 
 // IG_OPS(X) lists the operations of a binding (the ig_driver table), as

@@ -210,7 +210,9 @@ type Device interface {
 
 // ValueOp is one stream memory operation of a batch (ValueOps): with Wait,
 // WaitValue32's wait until the word at Dst is at least Value, else
-// WriteValue32's store of Value into it.
+// WriteValue32's store of Value into it. The bindings hand a slice of them
+// to the library as it lies (driver.h's ig_value_op; driver.go checks that
+// the layouts agree), so the fields keep this order.
 type ValueOp struct {
 	Dst   DevicePtr
 	Value uint32
