@@ -70,6 +70,8 @@ test-go:
 	@out=$$("$$($(GO) env GOROOT)/bin/gofmt" -l .) || exit 1; if [ -n "$$out" ]; then echo "gofmt -l: not formatted (run gofmt -w on them):"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -race ./...
+	@# Every variant has a case in the GPU suite (needs no GPU).
+	$(GO) test -tags gpu -count=1 -run '^TestSuiteCoversEveryVariant$$' ./tests/gpu
 	@# Say so when the GPU suite is left out (no `gpu` tag, no GPUs here).
 	@$(GO) test -count=1 -v -run '^TestGPUSuiteSkipped$$' ./tests/gpu | grep -B1 -e '--- SKIP' || true
 

@@ -351,11 +351,14 @@ func checkCase(r *irisrt.Rank, vc *variantCase, dt irismodel.DType, op string, n
 
 var allModes = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost, irismodel.BarrierNone, irismodel.BarrierDevice}
 
-// caseSizes are the per-rank element counts n of the matrix.
+// caseSizes are the per-rank element counts n of the matrix. The full
+// sizes hold one that is no multiple of the vector width and large enough
+// for the kernels that cut it into slices (broadcast scatter_gather: 2 to 4
+// of 8 MiB on 4 ranks) to cut it unevenly.
 func caseSizes() []int64 {
 	sizes := []int64{1, 7, 4096 + 3, 1 << 20}
 	if os.Getenv("IRISGEN_TEST_QUICK") == "" {
-		sizes = append(sizes, 64<<20)
+		sizes = append(sizes, 9<<20+5, 64<<20)
 	}
 	return sizes
 }

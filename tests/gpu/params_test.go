@@ -200,6 +200,10 @@ var paramCatalogue = []paramCase{
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewBroadcastPullPlan(r, dt, n))
 		}},
+	{coll: "broadcast", variant: "scatter_gather", inLen: nLen, outLen: nLen, inOwner: "root", importIn: true, heapOut: true, ref: broadcastRef,
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
+			return rootPlan(collectives.NewBroadcastScatterGatherPlan(r, dt, n))
+		}},
 	{coll: "reduce", variant: "pull", reduces: true, inLen: nLen, outLen: nLen, outOwner: "root", importIn: true, ref: reduceRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewReducePullPlan(r, dt, redOp(op), n))

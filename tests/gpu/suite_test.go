@@ -39,6 +39,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
@@ -437,4 +438,42 @@ func slowest(ds []time.Duration) time.Duration {
 		m = max(m, d)
 	}
 	return m
+}
+
+// ownTests are the tests of the variants outside the suite's matrices.
+var ownTests = map[string]string{
+	"barrier/device":    "TestDeviceBarrier",
+	"moe_dispatch/push": "TestMoE",
+	"moe_combine/push":  "TestMoE",
+}
+
+// TestSuiteCoversEveryVariant checks that every variant of the catalogue has
+// a case in one of the suite's matrices (catalogue, paramCatalogue,
+// normCatalogue) or a test of its own: a variant missing from them passes
+// the suite untested (broadcast scatter_gather did until 2026-11-26). It
+// needs no GPU; `make test` runs it.
+func TestSuiteCoversEveryVariant(t *testing.T) {
+	covered := map[string]string{}
+	for i := range catalogue {
+		covered[catalogue[i].name()] = "catalogue"
+	}
+	for i := range paramCatalogue {
+		covered[paramCatalogue[i].name()] = "paramCatalogue"
+	}
+	for i := range normCatalogue {
+		covered[normCatalogue[i].name()] = "normCatalogue"
+	}
+	for name, test := range ownTests {
+		covered[name] = test
+	}
+	for _, e := range collectives.Catalogue {
+		name := e.Collective + "/" + e.Variant
+		if covered[name] == "" {
+			t.Errorf("%s has no case in the GPU suite: add one to catalogue (catalogue_test.go), paramCatalogue (params_test.go, for a variant with launch parameters) or normCatalogue (rmsnorm_test.go)", name)
+		}
+		delete(covered, name)
+	}
+	for name, where := range covered {
+		t.Errorf("%s in %s is no variant of the catalogue: remove it", name, where)
+	}
 }
