@@ -11,7 +11,7 @@ import (
 
 // BroadcastSpecHash is the hash of specs/broadcast.yaml and the templates it uses; the runtime refuses
 // a code object of broadcast made from other ones (*irisrt.KernelError).
-const BroadcastSpecHash = "b2dcddffb99e418e"
+const BroadcastSpecHash = "2630645a3a873849"
 
 // broadcastDesc is broadcast in the package's descriptor table.
 var broadcastDesc = &table.Collectives[5]

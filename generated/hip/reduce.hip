@@ -3,12 +3,12 @@
 // reduce: Reduce `input` over all ranks into `output` on rank `root` (NCCL's
 // ncclReduce).
 //
-// Spec hash 6b9a9c3c093c63ec: the Go wrappers carry the same value, and the runtime
+// Spec hash d8d77930e1390f23: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_reduce[] = "6b9a9c3c093c63ec";
+extern "C" __device__ const char irisgen_spec_hash_reduce[] = "d8d77930e1390f23";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch
@@ -253,17 +253,22 @@ irisgen_reduce_split_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
-#line 8 "templates/reduce_split.hip.tmpl"
+#line 13 "templates/reduce_split.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root);
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
   T* out = ((irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
-  int64_t lo, hi;
-  irisgen::chunk_part<T>(n, ctx.rank, ctx.world, &lo, &hi);
-  irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
+  const bool root_free = ctx.world > 2;
+  if (!root_free || ctx.rank != root) {
+    const int c = root_free && ctx.rank > root ? ctx.rank - 1 : ctx.rank;
+    int64_t lo, hi;
+    irisgen::chunk_part<T>(n, c, root_free ? ctx.world - 1 : ctx.world, &lo, &hi);
+    irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
+  }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 267 "generated/hip/reduce.hip"
+#line 272 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -279,17 +284,22 @@ irisgen_reduce_split_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
-#line 8 "templates/reduce_split.hip.tmpl"
+#line 13 "templates/reduce_split.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root);
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
   T* out = ((irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
-  int64_t lo, hi;
-  irisgen::chunk_part<T>(n, ctx.rank, ctx.world, &lo, &hi);
-  irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
+  const bool root_free = ctx.world > 2;
+  if (!root_free || ctx.rank != root) {
+    const int c = root_free && ctx.rank > root ? ctx.rank - 1 : ctx.rank;
+    int64_t lo, hi;
+    irisgen::chunk_part<T>(n, c, root_free ? ctx.world - 1 : ctx.world, &lo, &hi);
+    irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
+  }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 293 "generated/hip/reduce.hip"
+#line 303 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -305,17 +315,22 @@ irisgen_reduce_split_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
-#line 8 "templates/reduce_split.hip.tmpl"
+#line 13 "templates/reduce_split.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root);
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_input, (p));
   T* out = ((irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
-  int64_t lo, hi;
-  irisgen::chunk_part<T>(n, ctx.rank, ctx.world, &lo, &hi);
-  irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
+  const bool root_free = ctx.world > 2;
+  if (!root_free || ctx.rank != root) {
+    const int c = root_free && ctx.rank > root ? ctx.rank - 1 : ctx.rank;
+    int64_t lo, hi;
+    irisgen::chunk_part<T>(n, c, root_free ? ctx.world - 1 : ctx.world, &lo, &hi);
+    irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
+  }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 319 "generated/hip/reduce.hip"
+#line 334 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -331,17 +346,22 @@ irisgen_reduce_split_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
-#line 8 "templates/reduce_split.hip.tmpl"
+#line 13 "templates/reduce_split.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root);
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
   T* out = ((irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
-  int64_t lo, hi;
-  irisgen::chunk_part<T>(n, ctx.rank, ctx.world, &lo, &hi);
-  irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
+  const bool root_free = ctx.world > 2;
+  if (!root_free || ctx.rank != root) {
+    const int c = root_free && ctx.rank > root ? ctx.rank - 1 : ctx.rank;
+    int64_t lo, hi;
+    irisgen::chunk_part<T>(n, c, root_free ? ctx.world - 1 : ctx.world, &lo, &hi);
+    irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
+  }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 345 "generated/hip/reduce.hip"
+#line 365 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -357,17 +377,22 @@ irisgen_reduce_split_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
-#line 8 "templates/reduce_split.hip.tmpl"
+#line 13 "templates/reduce_split.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root);
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
   T* out = ((irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
-  int64_t lo, hi;
-  irisgen::chunk_part<T>(n, ctx.rank, ctx.world, &lo, &hi);
-  irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
+  const bool root_free = ctx.world > 2;
+  if (!root_free || ctx.rank != root) {
+    const int c = root_free && ctx.rank > root ? ctx.rank - 1 : ctx.rank;
+    int64_t lo, hi;
+    irisgen::chunk_part<T>(n, c, root_free ? ctx.world - 1 : ctx.world, &lo, &hi);
+    irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
+  }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 371 "generated/hip/reduce.hip"
+#line 396 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -383,17 +408,22 @@ irisgen_reduce_split_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
-#line 8 "templates/reduce_split.hip.tmpl"
+#line 13 "templates/reduce_split.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root);
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_input, (p));
   T* out = ((irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
-  int64_t lo, hi;
-  irisgen::chunk_part<T>(n, ctx.rank, ctx.world, &lo, &hi);
-  irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
+  const bool root_free = ctx.world > 2;
+  if (!root_free || ctx.rank != root) {
+    const int c = root_free && ctx.rank > root ? ctx.rank - 1 : ctx.rank;
+    int64_t lo, hi;
+    irisgen::chunk_part<T>(n, c, root_free ? ctx.world - 1 : ctx.world, &lo, &hi);
+    irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
+  }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 397 "generated/hip/reduce.hip"
+#line 427 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -409,17 +439,22 @@ irisgen_reduce_split_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
-#line 8 "templates/reduce_split.hip.tmpl"
+#line 13 "templates/reduce_split.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root);
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
   T* out = ((float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
-  int64_t lo, hi;
-  irisgen::chunk_part<T>(n, ctx.rank, ctx.world, &lo, &hi);
-  irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
+  const bool root_free = ctx.world > 2;
+  if (!root_free || ctx.rank != root) {
+    const int c = root_free && ctx.rank > root ? ctx.rank - 1 : ctx.rank;
+    int64_t lo, hi;
+    irisgen::chunk_part<T>(n, c, root_free ? ctx.world - 1 : ctx.world, &lo, &hi);
+    irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
+  }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 423 "generated/hip/reduce.hip"
+#line 458 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -435,17 +470,22 @@ irisgen_reduce_split_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
-#line 8 "templates/reduce_split.hip.tmpl"
+#line 13 "templates/reduce_split.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root);
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
   T* out = ((float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
-  int64_t lo, hi;
-  irisgen::chunk_part<T>(n, ctx.rank, ctx.world, &lo, &hi);
-  irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
+  const bool root_free = ctx.world > 2;
+  if (!root_free || ctx.rank != root) {
+    const int c = root_free && ctx.rank > root ? ctx.rank - 1 : ctx.rank;
+    int64_t lo, hi;
+    irisgen::chunk_part<T>(n, c, root_free ? ctx.world - 1 : ctx.world, &lo, &hi);
+    irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
+  }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 449 "generated/hip/reduce.hip"
+#line 489 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -461,17 +501,22 @@ irisgen_reduce_split_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
-#line 8 "templates/reduce_split.hip.tmpl"
+#line 13 "templates/reduce_split.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root);
   const T* in[IRISGEN_MAX_WORLD];
   for (int p = 0; p < ctx.world; p++) in[p] = irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_input, (p));
   T* out = ((float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
-  int64_t lo, hi;
-  irisgen::chunk_part<T>(n, ctx.rank, ctx.world, &lo, &hi);
-  irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
+  const bool root_free = ctx.world > 2;
+  if (!root_free || ctx.rank != root) {
+    const int c = root_free && ctx.rank > root ? ctx.rank - 1 : ctx.rank;
+    int64_t lo, hi;
+    irisgen::chunk_part<T>(n, c, root_free ? ctx.world - 1 : ctx.world, &lo, &hi);
+    irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
+  }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 475 "generated/hip/reduce.hip"
+#line 520 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
