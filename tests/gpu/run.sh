@@ -56,16 +56,16 @@ unset IRISGEN_KERNELS
 # docs/testing-gpu.md); a sanitize shard's are the more uncertain.
 shard_table() {
   cat <<'EOF'
-quick|inprocess|160|340|in-process world: every test at quick sizes (every variant x dtype x op at 1, 7, 4099 and 1Mi elements; faults, refused and mismatched launches, visibility and the probe in both worlds; capture, groups, MoE, the stall guard), the platform tests, irisgen probe, the downstream example
-quick|processes|55|140|irisgen run -n N: TestProcessWorld (barriers, catalogue, capture, groups) and TestRMSNormProcessWorld at quick sizes, the downstream example
-full|catalogue-a|45|90|TestCatalogue at every size up to 64Mi: all_reduce one_shot, one_shot_staged, one_shot_push, one_shot_lamport
-full|catalogue-b|45|90|TestCatalogue at every size up to 64Mi: all_reduce two_shot, atomic, spinlock, ring
-full|catalogue-c|45|130|TestCatalogue at every size up to 64Mi: reduce_scatter, all_gather, all_to_all
-full|large|45|90|TestLargeOffsets (1.25 GiB a rank past the first GiB), TestParamLargeOffsets
-full|params|70|150|TestParamCollectives up to 64Mi, TestParamRules, TestParamBackToBack, TestParamCapture
-full|rmsnorm|45|85|TestRMSNorm up to 2048 tokens, TestRMSNormRules, TestRMSNormBackToBack, TestRMSNormCapture
-full|moe|40|75|TestMoE (with 8192 x 7168, k 8), TestMoEGraph, TestMoEBadExpert, TestMoECapacity
-full|launches|55|100|TestBackToBack, TestCapture, TestGroups, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests, TestLaunchTail
+quick|inprocess|160|360|in-process world: every test at quick sizes (every variant x dtype x op at 1, 7, 4099 and 1Mi elements; faults, refused and mismatched launches, visibility and the probe in both worlds; capture, groups, MoE, the stall guard), the platform tests, irisgen probe, the downstream example
+quick|processes|55|95|irisgen run -n N: TestProcessWorld (barriers, catalogue, capture, groups) and TestRMSNormProcessWorld at quick sizes, the downstream example
+full|catalogue-a|45|55|TestCatalogue at every size up to 64Mi: all_reduce one_shot, one_shot_staged, one_shot_push, one_shot_lamport
+full|catalogue-b|45|55|TestCatalogue at every size up to 64Mi: all_reduce two_shot, atomic, spinlock, ring
+full|catalogue-c|45|180|TestCatalogue at every size up to 64Mi: reduce_scatter, all_gather, all_to_all
+full|large|45|50|TestLargeOffsets (1.25 GiB a rank past the first GiB), TestParamLargeOffsets
+full|params|70|145|TestParamCollectives up to 64Mi, TestParamRules, TestParamBackToBack, TestParamCapture
+full|rmsnorm|45|40|TestRMSNorm up to 2048 tokens, TestRMSNormRules, TestRMSNormBackToBack, TestRMSNormCapture
+full|moe|40|70|TestMoE (with 8192 x 7168, k 8), TestMoEGraph, TestMoEBadExpert, TestMoECapacity
+full|launches|55|70|TestBackToBack, TestCapture, TestGroups, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests, TestLaunchTail
 full|faults|100|135|the fault tests (refused and mismatched launches included) and TestBarrierVisibility and TestProbeProcessWorld in both worlds, the platform tests, irisgen probe in both worlds, the downstream example in both worlds
 full|proc-catalogue-a|50|95|irisgen run -n N: TestProcessWorld's catalogue up to 64Mi, the variants of catalogue-a
 full|proc-catalogue-b|50|95|irisgen run -n N: TestProcessWorld's catalogue up to 64Mi, the variants of catalogue-b
