@@ -132,11 +132,10 @@ type CopyStmt struct {
 
 // BlockCopy is one copy of an expanded schedule: block FromBlock of tensor
 // From on rank FromRank into block ToBlock of tensor To on rank ToRank (a
-// block of -1: the whole tensor), issued by rank Issuer.
+// block of -1: the whole tensor), issued by rank FromRank (CopyStmt).
 type BlockCopy struct {
 	From, FromRank, FromBlock int
 	To, ToRank, ToBlock       int
-	Issuer                    int
 }
 
 // Spell is c as "input[1]@0 -> output[0]@1 (by 0)".
@@ -148,7 +147,7 @@ func (c BlockCopy) Spell(tensors []string) string {
 		}
 		return s + fmt.Sprintf("@%d", r)
 	}
-	return fmt.Sprintf("%s -> %s (by %d)", end(c.From, c.FromRank, c.FromBlock), end(c.To, c.ToRank, c.ToBlock), c.Issuer)
+	return fmt.Sprintf("%s -> %s (by %d)", end(c.From, c.FromRank, c.FromBlock), end(c.To, c.ToRank, c.ToBlock), c.FromRank)
 }
 
 // ExpandCopies appends to out the copies of the schedule stmts that rank
@@ -179,8 +178,7 @@ func ExpandCopies(out []BlockCopy, stmts []CopyStmt, world, issuer int, params [
 			if !st.To.Block.Whole() {
 				c.ToBlock = st.To.Block.Eval(world, vars[:], params)
 			}
-			c.Issuer = c.FromRank
-			if issuer >= 0 && c.Issuer != issuer {
+			if issuer >= 0 && c.FromRank != issuer {
 				continue
 			}
 			out = append(out, c)
@@ -188,11 +186,11 @@ func ExpandCopies(out []BlockCopy, stmts []CopyStmt, world, issuer int, params [
 		// Insertion sort by distance (stable; at most world^2 entries, and
 		// it allocates nothing).
 		dist := func(c BlockCopy) int {
-			d := ((c.ToRank-c.Issuer)%world + world) % world
+			d := ((c.ToRank-c.FromRank)%world + world) % world
 			if d == 0 {
 				d = world
 			}
-			return c.Issuer*(world+1) + d // every issuer's copies together when issuer is -1
+			return c.FromRank*(world+1) + d // every issuer's copies together when issuer is -1
 		}
 		for i := start + 1; i < len(out); i++ {
 			for j := i; j > start && dist(out[j]) < dist(out[j-1]); j-- {
