@@ -310,8 +310,8 @@ func shapeText(s irismodel.Shape, sizes []string) string {
 // back to back by 4 ranks (all_gather copy_pull on 4 H100s; 2 ranks and
 // single launches passed): the driver appears to run a peer copy on the
 // GPU that holds its source, where the copies several ranks issue to read
-// it queue in an order no barrier controls. A tensor only one rank passes is written through its owner's
-// staging buffer (StagesAlways).
+// it queue in an order no barrier controls. A tensor only one rank passes
+// is written through its owner's staging buffer (StagesAlways).
 func (b *builder) copyAccess(c *Collective, v *Variant, where string) {
 	// The one home of the staging rule (Use.Staged, StagesAlways).
 	for i, u := range v.Uses {

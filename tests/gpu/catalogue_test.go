@@ -353,8 +353,8 @@ var allModes = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHos
 
 // caseSizes are the per-rank element counts n of the matrix. The full
 // sizes hold one that is no multiple of the vector width and large enough
-// for the kernels that cut it into slices (broadcast scatter_gather: 2 to 4
-// of 8 MiB on 4 ranks) to cut it unevenly.
+// for the kernels that cut it into slices (broadcast scatter_gather: 4 to 9
+// of at least 4 MiB on 4 ranks) to cut it unevenly.
 func caseSizes() []int64 {
 	sizes := []int64{1, 7, 4096 + 3, 1 << 20}
 	if os.Getenv("IRISGEN_TEST_QUICK") == "" {

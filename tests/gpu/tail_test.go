@@ -101,7 +101,8 @@ func tailTimes(r *irisrt.Rank, e irisimpl.Entry, sizes []int64, k int) (_ []floa
 // variant of tailEntries (all_reduce_rmsnorm's Lamport variant included)
 // at 512 KiB and 4 MiB a rank (bf16) in every world; a launch's
 // time is its slowest rank's. It logs min, median, p99.9 and max per cell
-// and fails a cell whose p99.9 stalls (bench.Stalls), or whose median exceeds bench.StallFactor times the fastest median of
+// and fails a cell whose p99.9 stalls (bench.Stalls), or whose median
+// exceeds bench.StallFactor times the fastest median of
 // its collective's variants at that size (a cell stalled from its first
 // launch to its last; bench.MarkSlow; not the variants slow by design,
 // bench.SlowByDesign). Worlds whose ranks share GPUs are
