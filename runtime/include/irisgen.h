@@ -373,6 +373,21 @@ IRISGEN_DEV uint32_t cas32(uint32_t* p, uint32_t expect, uint32_t want) {
 #endif
 }
 
+// cas32_local is cas32 at device scope, for words only this GPU updates in
+// memory that may be host-mapped (the error records): a system-scoped
+// atomic there needs host-native atomics, which a PCIe-attached GPU lacks
+// (compute-sanitizer's memcheck stops the kernel on one).
+IRISGEN_DEV uint32_t cas32_local(uint32_t* p, uint32_t expect, uint32_t want) {
+#ifdef IRISGEN_CUDA
+  uint32_t old;
+  asm volatile("atom.acq_rel.gpu.global.cas.b32 %0, [%1], %2, %3;" : "=r"(old) : "l"(p), "r"(expect), "r"(want) : "memory");
+  return old;
+#else
+  __hip_atomic_compare_exchange_strong(p, &expect, want, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+  return expect;
+#endif
+}
+
 IRISGEN_DEV uint64_t cas64(uint64_t* p, uint64_t expect, uint64_t want) {
 #ifdef IRISGEN_CUDA
   uint64_t old;
@@ -422,7 +437,7 @@ IRISGEN_DEV uint64_t now_ns() {
 // record 1 (a call fault), the others in record 0 (a world fault).
 IRISGEN_DEV void fail(const irisgen_ctx& c, uint32_t code, uint32_t peer, uint64_t epoch, uint64_t info) {
   irisgen_error* e = (irisgen_error*)c.err + (code == IRISGEN_ERR_INDEX || code == IRISGEN_ERR_CAPACITY ? 1 : 0);
-  if (cas32(&e->code, 0, 0xffffffffu) == 0) {
+  if (cas32_local(&e->code, 0, 0xffffffffu) == 0) {
     e->rank = (uint32_t)c.rank;
     e->peer = peer;
     e->block = blockIdx.x;
