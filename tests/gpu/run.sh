@@ -27,8 +27,10 @@
 #   IRISGEN_TEST_WORLDS  world sizes, comma-separated (default: quick 2 and the
 #                        GPU count when larger; full and sanitize the GPU count)
 #   CALL_LIMIT           seconds for all shards of this run (default 570, inside
-#                        a 10-minute call); a step is stopped at the limit and a
-#                        shard not started is reported NOT_RUN; 0: no limit
+#                        a 10-minute call); a step stopped at the limit makes its
+#                        shard CUT (rerun it with more time), and a shard is not
+#                        started (NOT_RUN) when less is left than half its
+#                        estimate; 0: no limit
 #   COMPUTE_SANITIZER    the sanitizer (default: compute-sanitizer on PATH or
 #                        under /usr/local/cuda*/bin)
 #   KERNELS_ONLY=1       compile the code objects here with the carried
@@ -243,7 +245,7 @@ time_left() { # seconds this run may still take; a large number without a limit
 }
 
 # counters of the shard under way
-reset_counts() { PASSED=0 FAILED=0 SKIPPED=0 CASES=0 ERRORS=0 HAZARDS=0 KINDS=""; }
+reset_counts() { PASSED=0 FAILED=0 SKIPPED=0 CASES=0 ERRORS=0 HAZARDS=0 KINDS="" CUT=0; }
 
 # tally LOGFILE MODE RC: adds a step's results to the counters. MODE go: the
 # test binary's own results; procs: rank 0's of `irisgen run`; cmd: one
@@ -287,7 +289,7 @@ step() {
   left=$(time_left)
   if [ "$left" -le 15 ]; then
     echo "== $name: not started, the run's time is up (CALL_LIMIT)" | tee -a "$SHARD_LOG"
-    FAILED=$((FAILED + 1))
+    FAILED=$((FAILED + 1)) CUT=$((CUT + 1))
     return
   fi
   out=$(mktemp)
@@ -301,7 +303,13 @@ step() {
     tail -n 20 "$out"
   fi
   tally "$out" "$mode" "$rc"
-  [ "$rc" -eq 124 ] && note "== $name: stopped at the run's time limit"
+  # Stopped at the run's limit: by timeout, or by the test binary's own
+  # -test.timeout, which the limit sets. The failure that brings is the
+  # cut's, not a test's (the shard is CUT, unless a test failed before).
+  if [ "$rc" -eq 124 ] || { [ "$rc" -ne 0 ] && grep -q 'panic: test timed out after' "$out"; }; then
+    CUT=$((CUT + 1))
+    note "== $name: stopped at the run's time limit (CALL_LIMIT): rerun the shard in a call with more time"
+  fi
   note "== $name: rc=$rc in $((SECONDS - t0))s"
   rm -f "$out"
 }
@@ -377,9 +385,11 @@ run_shard() {
   : >"$SHARD_LOG"
   reset_counts
   t0=$(now)
-  if [ "$(time_left)" -le 15 ]; then
+  local est left
+  est=$(estimate "$tier" "$name") left=$(time_left)
+  if [ "$left" -le 15 ] || [ "$left" -lt $((est / 2)) ]; then
     result=NOT_RUN
-    echo "== $tier/$name: not started, the run's time is up (CALL_LIMIT)" | tee -a "$SHARD_LOG"
+    echo "== $tier/$name: not started: ${left}s left of the run (CALL_LIMIT), the shard takes about ${est}s" | tee -a "$SHARD_LOG"
   elif [ "$tier" = sanitize ] && [ -z "$SANITIZER" ]; then
     result=FAIL
     FAILED=1
@@ -388,7 +398,11 @@ run_shard() {
     echo "== shard $tier/$name on worlds $WORLDS" | tee -a "$SHARD_LOG"
     shard_steps "$tier" "$name"
     result=PASS
-    if [ "$FAILED" -gt 0 ] || [ "$ERRORS" -gt 0 ] || [ "$HAZARDS" -gt 0 ]; then result=FAIL; fi
+    if [ "$ERRORS" -gt 0 ] || [ "$HAZARDS" -gt 0 ] || [ "$FAILED" -gt "$CUT" ]; then
+      result=FAIL
+    elif [ "$CUT" -gt 0 ]; then
+      result=CUT
+    fi
   fi
   local line
   line="tier=$tier shard=$name worlds=$WORLDS kinds=${KINDS// /+} tests=$((PASSED + FAILED + SKIPPED)) passed=$PASSED failed=$FAILED skipped=$SKIPPED"
@@ -401,6 +415,14 @@ run_shard() {
 # --- the command line -------------------------------------------------------
 
 tier_shards() { shard_table | awk -F'|' -v t="$1" '$1 == t { print $2 }'; }
+
+# estimate TIER NAME: the shard's estimated seconds in its largest world
+# (the table's 2-GPU column up to a world of 2, else the 4-GPU column).
+estimate() {
+  local max=0 w
+  for w in ${WORLDS//,/ }; do [ "$w" -gt "$max" ] && max=$w; done
+  shard_table | awk -F'|' -v t="$1" -v n="$2" -v c=$((max > 2 ? 4 : 3)) '$1 == t && $2 == n { print $c }'
+}
 
 list() {
   local t

@@ -257,7 +257,8 @@ func TestShardsSanitizeEveryKernelTest(t *testing.T) {
 // compute-sanitizer into dir: each prints what the real one prints that
 // run.sh reads (test results, IRISGEN_CASES lines, probe's claims, the
 // downstream example's cases, the sanitizer's summary), FAILME=1 makes the
-// suite fail a test, SANERR=n makes the sanitizer report n errors.
+// suite fail a test, CUTME=1 makes it stop at its -test.timeout, SANERR=n
+// makes the sanitizer report n errors.
 func fakeTools(t *testing.T, dir string) {
 	t.Helper()
 	files := map[string]string{
@@ -277,6 +278,7 @@ echo "IRISGEN_CASES 660 TestA"
 echo "--- PASS: TestA (1.00s)"
 echo "--- SKIP: TestB (0.00s)"
 if [ -n "${FAILME:-}" ]; then echo "    --- FAIL: TestC/world2 (0.10s)"; echo "--- FAIL: TestC (0.10s)"; echo FAIL; exit 1; fi
+if [ -n "${CUTME:-}" ]; then echo "panic: test timed out after 22s"; exit 2; fi
 echo PASS`,
 		"build/platform.test": `echo "--- PASS: TestEvents (0.10s)"; echo PASS`,
 		"build/irisgen": `if [ "$1" = run ]; then n=$3; shift 4; rc=0
@@ -372,4 +374,12 @@ func TestRunShResultLines(t *testing.T) {
 	n := strings.Count(string(list), "\n") - 1 // the tier's line, then a shard a line
 	expect(run([]string{"SHARD=2/" + strconv.Itoa(n), "TIER=full"}), map[string]string{"shard": "catalogue-b"})
 	expect(run([]string{"CALL_LIMIT=1"}, "full", "launches"), map[string]string{"result": "NOT_RUN"})
+	// A shard is not started with less time left than half its estimate
+	// (params: 70 s on 2 GPUs), and is started with more.
+	expect(run([]string{"CALL_LIMIT=30"}, "full", "params"), map[string]string{"result": "NOT_RUN"})
+	expect(run([]string{"CALL_LIMIT=40"}, "full", "params"), map[string]string{"result": "PASS"})
+	// A step stopped at the run's limit cuts its shard (a cut is no test's
+	// failure); a failed test still fails it.
+	expect(run([]string{"CUTME=1"}, "full", "moe"), map[string]string{"failed": "1", "result": "CUT"})
+	expect(run([]string{"CUTME=1", "SANERR=1"}, "sanitize", "memcheck-moe"), map[string]string{"result": "FAIL"})
 }
