@@ -68,34 +68,34 @@ full|params|70|145|TestParamCollectives up to 64Mi, TestParamRules, TestParamBac
 full|rmsnorm|45|40|TestRMSNorm up to 2048 tokens, TestRMSNormRules, TestRMSNormBackToBack, TestRMSNormCapture
 full|moe|40|70|TestMoE (with 8192 x 7168, k 8), TestMoEGraph, TestMoEBadExpert, TestMoECapacity
 full|launches|55|70|TestBackToBack, TestCapture, TestGroups, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests, TestLaunchTail
-full|faults|100|135|the fault tests (refused and mismatched launches included) and TestBarrierVisibility and TestProbeProcessWorld in both worlds, the platform tests, irisgen probe in both worlds, the downstream example in both worlds
-full|proc-catalogue-a|50|95|irisgen run -n N: TestProcessWorld's catalogue up to 64Mi, the variants of catalogue-a
-full|proc-catalogue-b|50|95|irisgen run -n N: TestProcessWorld's catalogue up to 64Mi, the variants of catalogue-b
-full|proc-catalogue-c|50|135|irisgen run -n N: TestProcessWorld's catalogue up to 64Mi, the variants of catalogue-c
-full|proc-params|75|155|irisgen run -n N: TestProcessWorld's collectives with parameters up to 64Mi (matrix, rules, back-to-back, capture)
-full|proc-moe|40|75|irisgen run -n N: TestProcessWorld's MoE cases and graph
-full|proc-rest|75|130|irisgen run -n N: TestProcessWorld's barriers, back-to-back and rules, convenience calls, capture, groups; TestRMSNormProcessWorld up to 2048 tokens
-sanitize|memcheck-catalogue-a|60|120|memcheck: catalogue-a at full sizes
-sanitize|memcheck-catalogue-b|60|120|memcheck: catalogue-b at full sizes
-sanitize|memcheck-catalogue-c|60|170|memcheck: catalogue-c at full sizes
-sanitize|memcheck-large|60|120|memcheck: TestLargeOffsets, TestParamLargeOffsets
-sanitize|memcheck-params|70|170|memcheck: TestParamCollectives up to 64Mi, TestParamRules
-sanitize|memcheck-rmsnorm|50|100|memcheck: TestRMSNorm up to 2048 tokens, TestRMSNormRules
-sanitize|memcheck-moe|50|100|memcheck: TestMoE (with 8192 x 7168), TestMoEGraph, TestMoEBadExpert, TestMoECapacity
-sanitize|memcheck-b2b|60|120|memcheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups
-sanitize|memcheck-capture|60|100|memcheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests
+full|faults|100|94|the fault tests (refused and mismatched launches included) and TestBarrierVisibility and TestProbeProcessWorld in both worlds, the platform tests, irisgen probe in both worlds, the downstream example in both worlds
+full|proc-catalogue-a|50|64|irisgen run -n N: TestProcessWorld's catalogue up to 64Mi, the variants of catalogue-a
+full|proc-catalogue-b|50|62|irisgen run -n N: TestProcessWorld's catalogue up to 64Mi, the variants of catalogue-b
+full|proc-catalogue-c|50|182|irisgen run -n N: TestProcessWorld's catalogue up to 64Mi, the variants of catalogue-c
+full|proc-params|75|136|irisgen run -n N: TestProcessWorld's collectives with parameters up to 64Mi (matrix, rules, back-to-back, capture)
+full|proc-moe|40|69|irisgen run -n N: TestProcessWorld's MoE cases and graph
+full|proc-rest|75|52|irisgen run -n N: TestProcessWorld's barriers, back-to-back and rules, convenience calls, capture, groups; TestRMSNormProcessWorld up to 2048 tokens
+sanitize|memcheck-catalogue-a|60|65|memcheck: catalogue-a at full sizes
+sanitize|memcheck-catalogue-b|60|68|memcheck: catalogue-b at full sizes
+sanitize|memcheck-catalogue-c|60|190|memcheck: catalogue-c at full sizes
+sanitize|memcheck-large|60|56|memcheck: TestLargeOffsets, TestParamLargeOffsets
+sanitize|memcheck-params|70|158|memcheck: TestParamCollectives up to 64Mi, TestParamRules
+sanitize|memcheck-rmsnorm|50|33|memcheck: TestRMSNorm up to 2048 tokens, TestRMSNormRules
+sanitize|memcheck-moe|50|92|memcheck: TestMoE (with 8192 x 7168), TestMoEGraph, TestMoEBadExpert, TestMoECapacity
+sanitize|memcheck-b2b|60|108|memcheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups
+sanitize|memcheck-capture|60|20|memcheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests
 sanitize|memcheck-processes-a|85|155|memcheck, irisgen run -n N, quick sizes: TestProcessWorld's barriers, catalogue, back-to-back and rules, convenience calls, capture and groups; TestRMSNormProcessWorld
 sanitize|memcheck-processes-b|60|125|memcheck, irisgen run -n N, quick sizes: TestProcessWorld's MoE cases and graph and collectives with parameters
-sanitize|racecheck-catalogue|40|90|racecheck: TestCatalogue at quick sizes
+sanitize|racecheck-catalogue|40|107|racecheck: TestCatalogue at quick sizes
 sanitize|racecheck-params|60|150|racecheck: TestParamCollectives, TestParamRules at quick sizes
 sanitize|racecheck-rmsnorm|40|80|racecheck: TestRMSNorm, TestRMSNormRules at quick sizes
 sanitize|racecheck-moe|40|80|racecheck: TestMoE, TestMoEGraph, TestMoEBadExpert, TestMoECapacity at quick sizes
 sanitize|racecheck-b2b|60|130|racecheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups at quick sizes
 sanitize|racecheck-capture|60|100|racecheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests
-sanitize|synccheck-catalogue|40|90|synccheck: as racecheck-catalogue
+sanitize|synccheck-catalogue|40|42|synccheck: as racecheck-catalogue
 sanitize|synccheck-params|60|150|synccheck: as racecheck-params
-sanitize|synccheck-rmsnorm|40|80|synccheck: as racecheck-rmsnorm
-sanitize|synccheck-moe|40|80|synccheck: as racecheck-moe
+sanitize|synccheck-rmsnorm|40|21|synccheck: as racecheck-rmsnorm
+sanitize|synccheck-moe|40|33|synccheck: as racecheck-moe
 sanitize|synccheck-b2b|60|130|synccheck: as racecheck-b2b
 sanitize|synccheck-capture|60|100|synccheck: as racecheck-capture
 sanitize|initcheck-catalogue|240|480|initcheck: as racecheck-catalogue
