@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/irisgen/irisgen/generated/collectives"
+	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
@@ -81,31 +82,39 @@ func TestCopyVariantsOnFake(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("copy-engine variants %v, want %v", got, want)
 	}
-	for _, world := range []int{2, 3} {
-		p := fakegpu.New(world)
-		w := fakeWorld(t, world, p, fakeKernels(p))
-		for _, e := range entries {
-			t.Run(fmt.Sprintf("%s/%s/w%d", e.Collective, e.Variant, world), func(t *testing.T) {
-				checks := make([]int, world)
-				err := w.Run(func(r *irisrt.Rank) error {
-					n, err := checkCopyEntry(r, p, e)
-					checks[r.Rank()] = n
-					return err
+	// lanes: the streams a launch spreads its copies over (the default:
+	// as many as ranks; IRISGEN_COPY_STREAMS=1: one).
+	for _, c := range []struct{ world, lanes int }{{2, 2}, {3, 3}, {3, 1}} {
+		t.Run(fmt.Sprintf("w%d/streams%d", c.world, c.lanes), func(t *testing.T) {
+			if c.lanes != c.world {
+				t.Setenv("IRISGEN_COPY_STREAMS", fmt.Sprint(c.lanes))
+			}
+			p := fakegpu.New(c.world)
+			w := fakeWorld(t, c.world, p, fakeKernels(p))
+			for _, e := range entries {
+				t.Run(e.Collective+"/"+e.Variant, func(t *testing.T) {
+					checks := make([]int, c.world)
+					err := w.Run(func(r *irisrt.Rank) error {
+						n, err := checkCopyEntry(r, p, e, c.lanes)
+						checks[r.Rank()] = n
+						return err
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if checks[0] == 0 {
+						t.Fatal("nothing checked")
+					}
 				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if checks[0] == 0 {
-					t.Fatal("nothing checked")
-				}
-			})
-		}
+			}
+		})
 	}
 }
 
-// checkCopyEntry is TestCopyVariantsOnFake on one rank; it returns the
-// outputs it checked.
-func checkCopyEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry) (int, error) {
+// checkCopyEntry is TestCopyVariantsOnFake on one rank, whose launches
+// spread their copies over lanes streams; it returns the outputs it
+// checked.
+func checkCopyEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry, lanes int) (int, error) {
 	const n = 5
 	world, me := r.World(), r.Rank()
 	dt := irismodel.BF16
@@ -188,7 +197,7 @@ func checkCopyEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry)
 				return checked, err
 			}
 			if mode == irismodel.BarrierDevice {
-				if err := checkCopyOrder(fake.MemOps(), dev, world); err != nil {
+				if err := checkCopyOrder(fake.MemOps(), dev, world, lanes); err != nil {
 					return checked, fmt.Errorf("%s: %w", what, err)
 				}
 			}
@@ -291,7 +300,7 @@ func checkCopyEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry)
 // staged outputs out of their staging buffers; its first copy runs after
 // every peer's enter signal, and its last done wait after every peer's
 // last copy before that peer's own last wait.
-func checkCopyOrder(ops []fakegpu.MemOp, dev, world int) error {
+func checkCopyOrder(ops []fakegpu.MemOp, dev, world, lanes int) error {
 	var kinds []string
 	firstCopy, lastWait := -1, -1
 	for i, o := range ops {
@@ -327,6 +336,22 @@ func checkCopyOrder(ops []fakegpu.MemOp, dev, world int) error {
 		if k != "copy" {
 			return fmt.Errorf("device %d ran %v: only copies between the barriers", dev, kinds)
 		}
+	}
+	// The first copy is the seen copy, on the launch's stream; the others
+	// go round the lanes, as many as they fill.
+	var streams []gpu.Stream
+	for _, o := range ops[firstCopy:] {
+		if o.Device == dev && o.Kind == fakegpu.MemOpCopy && len(streams) < len(kinds)-len(enter)-len(done) {
+			streams = append(streams, o.Stream)
+		}
+	}
+	distinct := map[gpu.Stream]bool{}
+	for _, s := range streams[1:] {
+		distinct[s] = true
+	}
+	if want := min(len(streams)-1, lanes); len(distinct) != want || (want > 0 && !distinct[streams[0]]) {
+		return fmt.Errorf("device %d made %d copies on %d streams (%v after the seen copy's %v), want %d streams, the launch's among them",
+			dev, len(streams)-1, len(distinct), streams[1:], streams[0], want)
 	}
 	for q := range world {
 		if q == dev {

@@ -11,7 +11,7 @@ import (
 
 // AllGatherSpecHash is the hash of specs/all_gather.yaml and the templates it uses; the runtime
 // refuses a code object of all_gather made from other ones (*irisrt.KernelError).
-const AllGatherSpecHash = "25ae7e40d80249a6"
+const AllGatherSpecHash = "a29da8d7d90a466e"
 
 // allGatherDesc is all_gather in the package's descriptor table.
 var allGatherDesc = &table.Collectives[0]

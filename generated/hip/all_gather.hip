@@ -2,12 +2,12 @@
 //
 // all_gather: Gather every rank's `input` into `output` on every rank.
 //
-// Spec hash 25ae7e40d80249a6: the Go wrappers carry the same value, and the runtime
+// Spec hash a29da8d7d90a466e: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_gather[] = "25ae7e40d80249a6";
+extern "C" __device__ const char irisgen_spec_hash_all_gather[] = "a29da8d7d90a466e";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.

@@ -328,6 +328,12 @@ func (d *device) RecordEvent(e Event, s Stream) error {
 	return d.check(call, C.ig_event_record(d.t, d.h, C.uintptr_t(e), C.uintptr_t(s), &call))
 }
 
+// WaitEvent makes s wait for e (EventWaiter).
+func (d *device) WaitEvent(s Stream, e Event) error {
+	var call *C.char
+	return d.check(call, C.ig_wait_event(d.t, d.h, C.uintptr_t(s), C.uintptr_t(e), &call))
+}
+
 func (d *device) SynchronizeEvent(e Event) error {
 	var call *C.char
 	return d.check(call, C.ig_event_sync(d.t, d.h, C.uintptr_t(e), &call))

@@ -72,6 +72,8 @@ enum {
 	X(cuEventDestroy_v2, (CUevent e), hipEventDestroy, (hipEvent_t event)) \
 	X(cuEventRecord, (CUevent e, CUstream s), hipEventRecord, (hipEvent_t event, hipStream_t stream)) \
 	X(cuEventSynchronize, (CUevent e), hipEventSynchronize, (hipEvent_t event)) \
+	X(cuStreamWaitEvent, (CUstream s, CUevent e, unsigned int flags), \
+		hipStreamWaitEvent, (hipStream_t stream, hipEvent_t event, unsigned int flags)) \
 	X(cuModuleLoadData, (CUmodule *m, const void *image), hipModuleLoadData, (hipModule_t *module, const void *image)) \
 	X(cuModuleUnload, (CUmodule m), hipModuleUnload, (hipModule_t module)) \
 	X(cuModuleGetFunction, (CUfunction *f, CUmodule m, const char *name), \
@@ -199,6 +201,8 @@ typedef struct {
 		cuEventRecord, ((CUevent)e, (CUstream)s), hipEventRecord, ((hipEvent_t)e, (hipStream_t)s)) \
 	X(one, event_sync, (uintptr_t h, uintptr_t e, const char **call), (h, e, call), \
 		cuEventSynchronize, ((CUevent)e), hipEventSynchronize, ((hipEvent_t)e)) \
+	X(one, wait_event, (uintptr_t h, uintptr_t s, uintptr_t e, const char **call), (h, s, e, call), \
+		cuStreamWaitEvent, ((CUstream)s, (CUevent)e, 0), hipStreamWaitEvent, ((hipStream_t)s, (hipEvent_t)e, 0)) \
 	X(own, event_elapsed, (uintptr_t h, uintptr_t a, uintptr_t b, float *ms, const char **call), (h, a, b, ms, call)) \
 	X(out, module_load, (uintptr_t h, const void *image, uintptr_t *m, const char **call), (h, image, m, call), m, \
 		CUmodule, cuModuleLoadData, (&o, image), hipModule_t, hipModuleLoadData, (&o, image)) \

@@ -248,6 +248,7 @@ func TestBindings(t *testing.T) {
 				{func() error { return d0.DestroyEvent(3) }, []string{"cuEventDestroy_v2"}, []string{"hipEventDestroy"}, false},
 				{func() error { return d0.RecordEvent(3, 7) }, []string{"cuEventRecord"}, []string{"hipEventRecord"}, false},
 				{func() error { return d0.SynchronizeEvent(3) }, []string{"cuEventSynchronize"}, []string{"hipEventSynchronize"}, false},
+				{func() error { return d0.(EventWaiter).WaitEvent(7, 3) }, []string{"cuStreamWaitEvent"}, []string{"hipStreamWaitEvent"}, false},
 				{func() error {
 					ms, err := d0.Elapsed(3, 4)
 					if err == nil && ms.Microseconds() != 1500 {

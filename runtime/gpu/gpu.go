@@ -246,6 +246,17 @@ func ValueOps(d Device, ops []ValueOp, s Stream) error {
 	return nil
 }
 
+// EventWaiter is a Device whose streams can wait for an event recorded on
+// another stream (cuStreamWaitEvent, hipStreamWaitEvent). Under capture
+// such a wait forks the waiting stream into the capture (when the event
+// was recorded in it) or joins its work back, so one launch can capture
+// work on several streams as parallel branches of one graph; EndCapture
+// fails while a stream that joined the capture holds work the capturing
+// stream never waited for.
+type EventWaiter interface {
+	WaitEvent(s Stream, e Event) error
+}
+
 // ThreadBinder is implemented by devices that can make themselves current on
 // the calling OS thread, for libraries that use the platform's own runtime
 // API on that thread (NCCL, which irisgen bench runs as a baseline). The

@@ -109,4 +109,29 @@ func TestParseBytesAndEnvOptions(t *testing.T) {
 	t.Setenv("IRISGEN_TIMEOUT", "soon")
 	_, err = Options{}.resolve()
 	assert.ErrorContains(t, err, "IRISGEN_TIMEOUT")
+	t.Setenv("IRISGEN_TIMEOUT", "")
+
+	// CopyStreams: 0 (the world size) unless the environment says; the
+	// option wins; 1 to MaxWorld.
+	t.Setenv("IRISGEN_COPY_STREAMS", "")
+	o, err = Options{}.resolve()
+	require.NoError(t, err)
+	assert.Equal(t, 0, o.CopyStreams)
+	t.Setenv("IRISGEN_COPY_STREAMS", "1")
+	o, err = Options{}.resolve()
+	require.NoError(t, err)
+	assert.Equal(t, 1, o.CopyStreams)
+	o, err = Options{CopyStreams: 4}.resolve()
+	require.NoError(t, err)
+	assert.Equal(t, 4, o.CopyStreams, "an explicit option wins over the environment")
+	for _, v := range []string{"0", "9", "many"} {
+		t.Setenv("IRISGEN_COPY_STREAMS", v)
+		_, err = Options{}.resolve()
+		assert.ErrorContains(t, err, "IRISGEN_COPY_STREAMS="+`"`+v+`": want 1`, v)
+	}
+	t.Setenv("IRISGEN_COPY_STREAMS", "")
+	for _, n := range []int{-1, MaxWorld + 1} {
+		_, err = Options{CopyStreams: n}.resolve()
+		assert.ErrorContains(t, err, "Options.CopyStreams", n)
+	}
 }

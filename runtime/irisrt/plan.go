@@ -44,6 +44,9 @@ type Plan struct {
 	// valueOps: a copy-engine barrier's stream memory operations, reused
 	// from launch to launch (copyBarrier).
 	valueOps []gpu.ValueOp
+	// lanes: a copy-engine plan's streams besides the launch's (copy.go);
+	// nil where it uses one.
+	lanes *copyLanes
 }
 
 type planBuf struct {
@@ -201,8 +204,13 @@ func (p *Plan) setup() error {
 		if p.fn, err = r.function(s); err != nil {
 			return err
 		}
-	} else if slices.Contains(s.Barriers, irismodel.BarrierDevice) {
-		if err := r.needSeen(); err != nil {
+	} else {
+		if slices.Contains(s.Barriers, irismodel.BarrierDevice) {
+			if err := r.needSeen(); err != nil {
+				return err
+			}
+		}
+		if p.lanes, err = r.newLanes(); err != nil {
 			return err
 		}
 	}
@@ -242,9 +250,11 @@ func (p *Plan) setup() error {
 	return nil
 }
 
-// freeAll returns the plan's heap buffers, newest first.
+// freeAll returns the plan's heap buffers, newest first, and destroys its
+// lanes.
 func (p *Plan) freeAll() error {
-	var errs []error
+	errs := []error{p.r.dropLanes(p.lanes)}
+	p.lanes = nil
 	for i := len(p.allocs) - 1; i >= 0; i-- {
 		errs = append(errs, p.r.heap.free(p.allocs[i], 0, kindPlan))
 	}

@@ -47,6 +47,7 @@ type Rank struct {
 	// rank's own latest refusals and the peers' refusals Check reported.
 	seen    *copySeen
 	seens   *seenSet
+	lanes   *laneSet // the lanes of the live copy-engine plans (copy.go)
 	own     [16]uint32
 	ownNext int
 	met     [16]*PeerRefusedError
@@ -60,7 +61,7 @@ type Rank struct {
 // newRank creates the device resources of a rank: stream, zeroed heap and
 // zeroed error record. On error it frees what it made.
 func newRank(rank, world int, dev gpu.Device, opts Options) (r *Rank, err error) {
-	r = &Rank{rank: rank, world: world, opts: opts, dev: dev, kernels: &kernelCache{}, graphs: &graphSet{}, seens: &seenSet{}}
+	r = &Rank{rank: rank, world: world, opts: opts, dev: dev, kernels: &kernelCache{}, graphs: &graphSet{}, seens: &seenSet{}, lanes: &laneSet{live: map[*copyLanes]bool{}}}
 	made := r // the returns below clear r
 	defer func() {
 		if err != nil {
@@ -142,6 +143,12 @@ func (r *Rank) release() error {
 			}
 			r.seens.areas = nil
 		}
+		r.lanes.mu.Lock()
+		for l := range r.lanes.live {
+			errs = append(errs, l.destroy(r.dev))
+		}
+		clear(r.lanes.live)
+		r.lanes.mu.Unlock()
 		if r.stream != 0 {
 			errs = append(errs, r.dev.DestroyStream(r.stream))
 		}

@@ -69,6 +69,15 @@ type Options struct {
 	// Groups must then hold whole GPUs (see SharedGPUGroupError).
 	// False: $IRISGEN_SHARE_GPUS (1 or true).
 	ShareGPUs bool
+	// CopyStreams is how many streams a copy-engine launch spreads its
+	// copies over: its own and up to CopyStreams-1 more of the rank's,
+	// forked from it and joined back with events (a fork and join in a
+	// captured graph), so that the copies to different peers run at once
+	// instead of one after another. 1: every copy on the launch's stream.
+	// Zero: $IRISGEN_COPY_STREAMS, else the world size (one stream a
+	// copy). A platform that cannot make a stream wait for an event
+	// (gpu.EventWaiter) uses one.
+	CopyStreams int
 }
 
 // resolve fills in defaults from the environment.
@@ -104,6 +113,16 @@ func (o Options) resolve() (Options, error) {
 		if o.ShareGPUs, err = ShareGPUsEnv(); err != nil {
 			return o, err
 		}
+	}
+	if o.CopyStreams < 0 || o.CopyStreams > MaxWorld {
+		return o, fmt.Errorf("Options.CopyStreams = %d: want 1 to %d, or 0 for the default", o.CopyStreams, MaxWorld)
+	}
+	if v := os.Getenv("IRISGEN_COPY_STREAMS"); o.CopyStreams == 0 && v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxWorld {
+			return o, fmt.Errorf("IRISGEN_COPY_STREAMS=%q: want 1 (every copy of a copy-engine launch on its stream) to %d", v, MaxWorld)
+		}
+		o.CopyStreams = n
 	}
 	return o, nil
 }

@@ -347,10 +347,58 @@ func (d *Device) RecordEvent(e gpu.Event, s gpu.Stream) error {
 		return err
 	}
 	if captured {
-		ev.captured = true
+		ev.captured, ev.from, ev.fromOps = true, st, st.ops
 		return nil
 	}
+	ev.from = nil
 	return p.runOne(d.ord, o, s, 0)
+}
+
+// WaitEvent holds s's later operations until e's work is done. The fake has
+// run that work already, so eagerly it only checks the handles; under
+// capture it follows CUDA: a stream that waits for an event recorded in a
+// capture joins that capture (a fork: its operations go into the graph),
+// a capture's stream that waits for an event recorded on a joined stream
+// takes that stream's work up to the record (a join), and EndCapture fails
+// while a joined stream holds work no stream of the capture waited for.
+func (d *Device) WaitEvent(s gpu.Stream, e gpu.Event) error {
+	const call = "cuStreamWaitEvent"
+	p := d.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, err := p.stream(call, d.ord, s)
+	if err != nil {
+		return err
+	}
+	ev, ok := p.events[e]
+	if !ok {
+		return fail(call, codeInvalidHandle, fmt.Sprintf("unknown event %#x", uintptr(e)))
+	}
+	if st.capture == gpu.CaptureInvalidated {
+		return fail(call, codeStreamCaptureInvalidated, "the stream's capture was invalidated; end it")
+	}
+	if !ev.captured || ev.from == nil {
+		return nil
+	}
+	src := ev.from.root()
+	switch {
+	case src.capture != gpu.CaptureActive:
+		return fail(call, codeIllegalState, "the event was recorded in a capture that has ended")
+	case st.capture == gpu.CaptureNone:
+		if s == 0 {
+			return fail(call, codeStreamCaptureUnsupported, "the legacy stream cannot join a capture")
+		}
+		st.capture, st.origin, st.ops, st.unjoined = gpu.CaptureActive, src, 0, false
+		return nil
+	case st.root() != src:
+		p.invalidate(st)
+		p.invalidate(src)
+		return fail(call, codeStreamCaptureIsolation, "the stream waits for an event of another capture")
+	}
+	if f := ev.from; f.origin == src && f.ops == ev.fromOps {
+		f.unjoined = false
+	}
+	return nil
 }
 
 // SynchronizeEvent waits for e; on an event recorded during a capture it
@@ -718,12 +766,22 @@ func (d *Device) EndCapture(s gpu.Stream) (gpu.Graph, error) {
 		// Refused; the capture is left as it was.
 		return 0, fail(call, codeStreamCaptureWrongThread, "a global or thread-local capture ends on the thread that began it")
 	}
-	switch st.capture {
-	case gpu.CaptureNone:
+	switch {
+	case st.capture == gpu.CaptureNone:
 		return 0, fail(call, codeIllegalState, "the stream is not capturing")
-	case gpu.CaptureInvalidated:
+	case st.origin != nil:
+		return 0, fail(call, codeStreamCaptureUnmatched, "the stream joined another stream's capture; end it on that stream")
+	case st.capture == gpu.CaptureInvalidated:
 		st.capture = gpu.CaptureNone
+		p.endJoined(st)
 		return 0, fail(call, codeStreamCaptureInvalidated, "an illegal operation during the capture invalidated it")
+	}
+	if p.endJoined(st) {
+		st.capture, st.captured = gpu.CaptureNone, nil
+		if st.strict {
+			p.capturing--
+		}
+		return 0, fail(call, codeStreamCaptureUnjoined, "a stream that joined the capture holds work the capturing stream never waited for; join it back (record an event on it and wait for that on the capturing stream)")
 	}
 	g := &graph{dev: d.ord, ops: st.captured}
 	st.capture, st.captured = gpu.CaptureNone, nil

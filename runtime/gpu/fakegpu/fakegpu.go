@@ -55,6 +55,8 @@ const (
 	codeStreamCaptureUnsupported               = 900
 	codeStreamCaptureInvalidated               = 901
 	codeStreamCaptureUnmatched                 = 903
+	codeStreamCaptureUnjoined                  = 904
+	codeStreamCaptureIsolation                 = 906
 	codeStreamCaptureWrongThread               = 908
 	codeIllegalState                           = 401
 	fakeEventTick                              = time.Microsecond
@@ -78,6 +80,8 @@ var codeNames = map[int][2]string{
 	codeStreamCaptureUnsupported: {"CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
 	codeStreamCaptureInvalidated: {"CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture"},
 	codeStreamCaptureUnmatched:   {"CUDA_ERROR_STREAM_CAPTURE_UNMATCHED", "capture was not initiated in this stream"},
+	codeStreamCaptureUnjoined:    {"CUDA_ERROR_STREAM_CAPTURE_UNJOINED", "capturing stream has unjoined work"},
+	codeStreamCaptureIsolation:   {"CUDA_ERROR_STREAM_CAPTURE_ISOLATION", "dependency created on uncaptured work in another stream"},
 	codeStreamCaptureWrongThread: {"CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD", "attempt to terminate a thread-local capture sequence from another thread"},
 }
 
@@ -163,6 +167,23 @@ type stream struct {
 	thread    int  // the OS thread that began a strict capture (0: not known)
 	captured  []op
 	destroyed bool
+	// origin is the stream whose capture this one joined by waiting for an
+	// event recorded in it (a fork), nil otherwise: its operations go into
+	// the origin's graph. ops counts the operations captured on it, and
+	// unjoined says it holds captured work no stream of the capture has
+	// waited for since (EndCapture then fails, as CUDA's does).
+	origin   *stream
+	ops      int
+	unjoined bool
+}
+
+// root is the stream whose capture s takes part in: s, or the stream it
+// joined.
+func (s *stream) root() *stream {
+	if s.origin != nil {
+		return s.origin
+	}
+	return s
 }
 
 type event struct {
@@ -171,6 +192,10 @@ type event struct {
 	recorded bool
 	captured bool // last recorded during a capture (syncing it is illegal)
 	at       time.Duration
+	// from and fromOps: the stream a captured record was made on and its
+	// operation count then (a wait for it joins from's work up to there).
+	from    *stream
+	fromOps int
 }
 
 type graph struct {
@@ -519,11 +544,32 @@ func (p *Platform) invalidateAll() {
 
 // invalidate marks s's active capture invalidated.
 func (p *Platform) invalidate(s *stream) {
+	s = s.root()
+	if s.capture != gpu.CaptureActive {
+		return
+	}
 	s.capture = gpu.CaptureInvalidated
 	s.captured = nil
 	if s.strict {
 		p.capturing--
 	}
+	for _, x := range p.streams {
+		if x.origin == s {
+			x.capture = gpu.CaptureInvalidated
+		}
+	}
+}
+
+// endJoined ends the part of the streams that joined r's capture; it
+// reports whether one of them held work no stream had waited for.
+func (p *Platform) endJoined(r *stream) (unjoined bool) {
+	for _, x := range p.streams {
+		if x.origin == r {
+			unjoined = unjoined || x.unjoined
+			x.capture, x.origin, x.ops, x.unjoined = gpu.CaptureNone, nil, 0, false
+		}
+	}
+	return unjoined
 }
 
 // stream finds stream h of device dev; 0 is the device's legacy stream.
@@ -562,7 +608,12 @@ func lookup[H ~uintptr, T owned](call, kind string, m map[H]T, dev int, h H) (T,
 func (p *Platform) enqueue(call string, s *stream, o op) (bool, error) {
 	switch s.capture {
 	case gpu.CaptureActive:
-		s.captured = append(s.captured, o)
+		r := s.root()
+		r.captured = append(r.captured, o)
+		s.ops++
+		if s.origin != nil {
+			s.unjoined = true
+		}
 		return true, nil
 	case gpu.CaptureInvalidated:
 		return false, fail(call, codeStreamCaptureInvalidated, "the stream's capture was invalidated; end it")

@@ -686,3 +686,79 @@ func TestConcurrentRanks(t *testing.T) {
 		t.Fatalf("%d launches", len(p.Launches()))
 	}
 }
+
+// A capture forks onto another stream that waits for an event recorded in
+// it, and takes that stream's work back when it waits for an event
+// recorded after the work; EndCapture fails while a forked stream's work
+// was never waited for, and a stream cannot wait across two captures.
+func TestCaptureForkJoin(t *testing.T) {
+	p := New(1)
+	d := open(t, p, 0)
+	w := d.(gpu.EventWaiter)
+	s, _ := d.NewStream()
+	side, _ := d.NewStream()
+	fork, _ := d.NewEvent(false)
+	join, _ := d.NewEvent(false)
+	buf, _ := d.Alloc(8, false)
+
+	// Eagerly a wait only checks its handles.
+	must(t, d.RecordEvent(fork, s))
+	must(t, w.WaitEvent(side, fork))
+	wantCode(t, w.WaitEvent(side, 0xbad), "CUDA_ERROR_INVALID_HANDLE")
+
+	capture := func(joinBack, workAfterJoin bool) (gpu.Graph, error) {
+		t.Helper()
+		must(t, d.BeginCapture(s, gpu.CaptureRelaxed))
+		must(t, d.RecordEvent(fork, s))
+		must(t, w.WaitEvent(side, fork))
+		if st, _ := d.CaptureStatus(side); st != gpu.CaptureActive {
+			t.Fatal("the forked stream does not capture")
+		}
+		must(t, d.MemsetD8Async(buf, 0x22, 4, side))
+		must(t, d.MemsetD8Async(buf+4, 0x33, 4, s))
+		if joinBack {
+			must(t, d.RecordEvent(join, side))
+			must(t, w.WaitEvent(s, join))
+		}
+		if workAfterJoin {
+			must(t, d.MemsetD8Async(buf, 0x44, 1, side))
+		}
+		_, err := d.EndCapture(side)
+		wantCode(t, err, "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED")
+		g, err := d.EndCapture(s)
+		if st, _ := d.CaptureStatus(side); st != gpu.CaptureNone {
+			t.Fatal("the forked stream still captures after EndCapture")
+		}
+		return g, err
+	}
+	g, err := capture(true, false)
+	must(t, err)
+	if b, _ := p.Read(buf, 8); !bytes.Equal(b, make([]byte, 8)) {
+		t.Fatalf("captured work ran: % x", b)
+	}
+	ge, err := d.Instantiate(g)
+	must(t, err)
+	must(t, d.LaunchGraph(ge, s))
+	if b, _ := p.Read(buf, 8); !bytes.Equal(b, []byte{0x22, 0x22, 0x22, 0x22, 0x33, 0x33, 0x33, 0x33}) {
+		t.Fatalf("the replay wrote % x, want both branches", b)
+	}
+	_, err = capture(false, false)
+	wantCode(t, err, "CUDA_ERROR_STREAM_CAPTURE_UNJOINED")
+	_, err = capture(true, true)
+	wantCode(t, err, "CUDA_ERROR_STREAM_CAPTURE_UNJOINED")
+	must(t, d.DestroyStream(side)) // no longer capturing
+
+	// Two captures: a stream of one waits for an event of the other.
+	a, _ := d.NewStream()
+	b, _ := d.NewStream()
+	must(t, d.BeginCapture(a, gpu.CaptureRelaxed))
+	must(t, d.BeginCapture(b, gpu.CaptureRelaxed))
+	must(t, d.RecordEvent(fork, a))
+	wantCode(t, w.WaitEvent(b, fork), "CUDA_ERROR_STREAM_CAPTURE_ISOLATION")
+	_, err = d.EndCapture(a)
+	wantCode(t, err, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED")
+	_, err = d.EndCapture(b)
+	wantCode(t, err, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED")
+	// An event of a capture that has ended joins nothing.
+	wantCode(t, w.WaitEvent(b, fork), "CUDA_ERROR_ILLEGAL_STATE")
+}
