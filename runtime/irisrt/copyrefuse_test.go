@@ -116,3 +116,38 @@ func TestCopyRefusalWorldFault(t *testing.T) {
 	assert.Contains(t, pe.Error(), "Rank 1 has a world fault: close the world")
 	assert.True(t, errors.Is(pe.Err, ErrBarrierTimeout), "in process, rank 1's own error")
 }
+
+// TestCopyLanesLifecycle: a copy-engine plan of a world of 3 makes two
+// streams and three events a rank (its lanes), none with
+// IRISGEN_COPY_STREAMS=1; Close destroys them, and so does the world's
+// Close for a plan left open.
+func TestCopyLanesLifecycle(t *testing.T) {
+	for _, c := range []struct {
+		env             string
+		streams, events int
+	}{{"", 2, 3}, {"1", 0, 0}, {"2", 1, 2}} {
+		t.Run("IRISGEN_COPY_STREAMS="+c.env, func(t *testing.T) {
+			t.Setenv("IRISGEN_COPY_STREAMS", c.env)
+			fake := fakegpu.New(3)
+			w, err := NewLocalWorld(3, Options{Platform: fake, HeapBytes: 1 << 20})
+			require.NoError(t, err)
+			s0, e0 := fake.LiveStreamsAndEvents()
+			plans := copyPlans(t, w.ranks)
+			s1, e1 := fake.LiveStreamsAndEvents()
+			assert.Equal(t, 3*c.streams, s1-s0, "streams of the plans")
+			assert.Equal(t, 3*c.events, e1-e0, "events of the plans")
+			for k, err := range eachProcess(w.ranks, func(r *Rank) error { return copyLaunch(plans[r.rank], nil) }) {
+				require.NoError(t, err, "rank %d", k)
+			}
+			for k, err := range eachProcess(w.ranks, func(r *Rank) error { return plans[r.rank].Close() }) {
+				require.NoError(t, err, "rank %d", k)
+			}
+			s2, e2 := fake.LiveStreamsAndEvents()
+			assert.Equal(t, [2]int{s0, e0}, [2]int{s2, e2}, "after Close")
+			copyPlans(t, w.ranks) // left open
+			require.NoError(t, w.Close())
+			s3, e3 := fake.LiveStreamsAndEvents()
+			assert.Equal(t, [2]int{0, 0}, [2]int{s3, e3}, "after the world's Close")
+		})
+	}
+}

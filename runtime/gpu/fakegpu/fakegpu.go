@@ -400,6 +400,14 @@ func (p *Platform) Allocated(device int) int64 {
 	return p.used[device]
 }
 
+// LiveStreamsAndEvents counts the streams and events not destroyed yet
+// (the legacy streams not among them); tests use it to find leaks.
+func (p *Platform) LiveStreamsAndEvents() (streams, events int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.streams), len(p.events)
+}
+
 // LiveRegions counts live allocations of every kind (device, host-mapped,
 // IPC mappings, module globals); tests use it to find leaks.
 func (p *Platform) LiveRegions() int {
