@@ -83,9 +83,13 @@ func TestCopyVariantsOnFake(t *testing.T) {
 		t.Fatalf("copy-engine variants %v, want %v", got, want)
 	}
 	// lanes: the streams a launch spreads its copies over (the default:
-	// as many as ranks; IRISGEN_COPY_STREAMS=1: one).
-	for _, c := range []struct{ world, lanes int }{{2, 2}, {3, 3}, {3, 1}} {
-		t.Run(fmt.Sprintf("w%d/streams%d", c.world, c.lanes), func(t *testing.T) {
+	// as many as ranks; IRISGEN_COPY_STREAMS=1: one; 4 in a world of 2,
+	// with 3 Mi elements, cuts the copies into pieces to fill them).
+	for _, c := range []struct {
+		world, lanes int
+		n            int64
+	}{{2, 2, 5}, {3, 3, 5}, {3, 1, 5}, {2, 4, 3 << 20}} {
+		t.Run(fmt.Sprintf("w%d/streams%d/n%d", c.world, c.lanes, c.n), func(t *testing.T) {
 			if c.lanes != c.world {
 				t.Setenv("IRISGEN_COPY_STREAMS", fmt.Sprint(c.lanes))
 			}
@@ -95,7 +99,7 @@ func TestCopyVariantsOnFake(t *testing.T) {
 				t.Run(e.Collective+"/"+e.Variant, func(t *testing.T) {
 					checks := make([]int, c.world)
 					err := w.Run(func(r *irisrt.Rank) error {
-						n, err := checkCopyEntry(r, p, e, c.lanes)
+						n, err := checkCopyEntry(r, p, e, c.lanes, c.n)
 						checks[r.Rank()] = n
 						return err
 					})
@@ -111,11 +115,10 @@ func TestCopyVariantsOnFake(t *testing.T) {
 	}
 }
 
-// checkCopyEntry is TestCopyVariantsOnFake on one rank, whose launches
-// spread their copies over lanes streams; it returns the outputs it
-// checked.
-func checkCopyEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry, lanes int) (int, error) {
-	const n = 5
+// checkCopyEntry is TestCopyVariantsOnFake on one rank, n elements, whose
+// launches spread their copies over lanes streams; it returns the outputs
+// it checked.
+func checkCopyEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry, lanes int, n int64) (int, error) {
 	world, me := r.World(), r.Rank()
 	dt := irismodel.BF16
 	sizes := []int64{n}
@@ -197,7 +200,12 @@ func checkCopyEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry,
 				return checked, err
 			}
 			if mode == irismodel.BarrierDevice {
-				if err := checkCopyOrder(fake.MemOps(), dev, world, lanes); err != nil {
+				// Blocks of 2 MiB pieces and more, fewer than the lanes: cut.
+				var cut int64
+				if 2*n >= 4<<20 {
+					cut = 2 * n
+				}
+				if err := checkCopyOrder(fake.MemOps(), dev, world, lanes, cut); err != nil {
 					return checked, fmt.Errorf("%s: %w", what, err)
 				}
 			}
@@ -300,7 +308,7 @@ func checkCopyEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry,
 // staged outputs out of their staging buffers; its first copy runs after
 // every peer's enter signal, and its last done wait after every peer's
 // last copy before that peer's own last wait.
-func checkCopyOrder(ops []fakegpu.MemOp, dev, world, lanes int) error {
+func checkCopyOrder(ops []fakegpu.MemOp, dev, world, lanes int, cut int64) error {
 	var kinds []string
 	firstCopy, lastWait := -1, -1
 	for i, o := range ops {
@@ -339,9 +347,13 @@ func checkCopyOrder(ops []fakegpu.MemOp, dev, world, lanes int) error {
 	}
 	// The first copy is the seen copy, on the launch's stream; the others
 	// go round the lanes, as many as they fill.
+	// With cut > 0 (a block's bytes), every copy is a piece of less.
 	var streams []gpu.Stream
 	for _, o := range ops[firstCopy:] {
 		if o.Device == dev && o.Kind == fakegpu.MemOpCopy && len(streams) < len(kinds)-len(enter)-len(done) {
+			if cut > 0 && len(streams) > 0 && o.Bytes >= cut {
+				return fmt.Errorf("device %d copied %d bytes whole: want pieces of less than %d over its %d streams", dev, o.Bytes, cut, lanes)
+			}
 			streams = append(streams, o.Stream)
 		}
 	}

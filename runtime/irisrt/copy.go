@@ -119,14 +119,13 @@ type laneSet struct {
 }
 
 // newLanes makes the lanes of a copy-engine plan of r: none where one
-// stream is all the plan may use (Options.CopyStreams, one rank, a
-// platform without gpu.EventWaiter).
+// stream is all the plan may use (Options.CopyStreams, by default the
+// world size; a platform without gpu.EventWaiter).
 func (r *Rank) newLanes() (*copyLanes, error) {
 	n := r.opts.CopyStreams
 	if n == 0 {
 		n = r.world
 	}
-	n = min(n, r.world)
 	if _, ok := r.dev.(gpu.EventWaiter); !ok || n <= 1 {
 		return nil, nil
 	}
@@ -185,22 +184,21 @@ func (l *copyLanes) destroy(dev gpu.Device) error {
 	return errors.Join(errs...)
 }
 
-// copy enqueues copies on s and the lanes: the i-th copy that moves bytes
+// copy enqueues copies on s and the lanes: the copies that move bytes,
+// cut into pieces where they are fewer than the lanes (spread), the i-th
 // on lane i mod the lanes used (lane 0 is s; the copies come sorted by the
 // peer they reach, so each lane takes other peers), the lanes forked from
 // s before their first copy and joined back into s after their last.
 // enqueued says whether anything reached s or a lane.
 func (p *Plan) copy(s gpu.Stream, copies []core.Copy) (enqueued bool, err error) {
 	dev := p.r.dev
-	moved := 0
-	for _, c := range copies {
-		if c.Bytes > 0 {
-			moved++
-		}
-	}
 	var sides []gpu.Stream
-	if p.lanes != nil && moved > 1 {
-		sides = p.lanes.streams[:min(moved, 1+len(p.lanes.streams))-1]
+	if p.lanes != nil {
+		p.pieces = spread(p.pieces[:0], copies, 1+len(p.lanes.streams))
+		copies = p.pieces
+		if len(copies) > 1 {
+			sides = p.lanes.streams[:min(len(copies), 1+len(p.lanes.streams))-1]
+		}
 	}
 	fail := func(step string, err error) (bool, error) {
 		return enqueued, platformErr(fmt.Sprintf("%s %s: %s", p.spec.Op, p.spec.Variant, step), err)
@@ -244,6 +242,47 @@ func (p *Plan) copy(s gpu.Stream, copies []core.Copy) (enqueued bool, err error)
 		i++
 	}
 	return enqueued, nil
+}
+
+// copyPiece is the least a copy is cut down to so that a launch with fewer
+// copies than lanes fills them (a send_recv's one copy, a broadcast root's
+// few): below it a copy's fixed cost, a few microseconds, outweighs what
+// another copy engine adds.
+const copyPiece = 2 << 20
+
+// spread appends to out the copies that move bytes, each of b bytes cut
+// into k = min(ceil(lanes / their count), b / copyPiece) pieces of b/k
+// bytes rounded up to 64 KiB (the last takes the rest, at most k x 64 KiB
+// less), the pieces of a copy one after another so that they go to
+// different lanes.
+func spread(out, copies []core.Copy, lanes int) []core.Copy {
+	moved := 0
+	for _, c := range copies {
+		if c.Bytes > 0 {
+			moved++
+		}
+	}
+	if moved == 0 {
+		return out
+	}
+	most := (lanes + moved - 1) / moved
+	for _, c := range copies {
+		if c.Bytes == 0 {
+			continue
+		}
+		k := min(int64(most), c.Bytes/copyPiece)
+		if k <= 1 {
+			out = append(out, c)
+			continue
+		}
+		const align = 64 << 10
+		piece := ((c.Bytes+k-1)/k + align - 1) / align * align
+		for off := int64(0); off < c.Bytes; off += piece {
+			n := min(piece, c.Bytes-off)
+			out = append(out, core.Copy{Dst: c.Dst + gpu.DevicePtr(off), Src: c.Src + gpu.DevicePtr(off), Bytes: n})
+		}
+	}
+	return out
 }
 
 // issueCopies enqueues a copy-engine launch on s; enqueued says whether

@@ -47,6 +47,8 @@ type Plan struct {
 	// lanes: a copy-engine plan's streams besides the launch's (copy.go);
 	// nil where it uses one.
 	lanes *copyLanes
+	// pieces: a launch's copies as spread over the lanes, reused.
+	pieces []core.Copy
 }
 
 type planBuf struct {

@@ -70,13 +70,14 @@ type Options struct {
 	// False: $IRISGEN_SHARE_GPUS (1 or true).
 	ShareGPUs bool
 	// CopyStreams is how many streams a copy-engine launch spreads its
-	// copies over: its own and up to CopyStreams-1 more of the rank's,
+	// copies over: its own and up to CopyStreams-1 more of the plan's,
 	// forked from it and joined back with events (a fork and join in a
 	// captured graph), so that the copies to different peers run at once
-	// instead of one after another. 1: every copy on the launch's stream.
-	// Zero: $IRISGEN_COPY_STREAMS, else the world size (one stream a
-	// copy). A platform that cannot make a stream wait for an event
-	// (gpu.EventWaiter) uses one.
+	// instead of one after another; a launch with fewer copies than
+	// streams cuts its copies of 4 MiB and more into pieces of at least
+	// 2 MiB to fill them. 1: every copy on the launch's stream, whole.
+	// Zero: $IRISGEN_COPY_STREAMS, else the world size. A platform that
+	// cannot make a stream wait for an event (gpu.EventWaiter) uses one.
 	CopyStreams int
 }
 
