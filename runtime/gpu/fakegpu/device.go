@@ -776,18 +776,15 @@ func (d *Device) EndCapture(s gpu.Stream) (gpu.Graph, error) {
 		p.endJoined(st)
 		return 0, fail(call, codeStreamCaptureInvalidated, "an illegal operation during the capture invalidated it")
 	}
-	if p.endJoined(st) {
-		st.capture, st.captured = gpu.CaptureNone, nil
-		if st.strict {
-			p.capturing--
-		}
-		return 0, fail(call, codeStreamCaptureUnjoined, "a stream that joined the capture holds work the capturing stream never waited for; join it back (record an event on it and wait for that on the capturing stream)")
-	}
-	g := &graph{dev: d.ord, ops: st.captured}
+	unjoined, ops := p.endJoined(st), st.captured
 	st.capture, st.captured = gpu.CaptureNone, nil
 	if st.strict {
 		p.capturing--
 	}
+	if unjoined {
+		return 0, fail(call, codeStreamCaptureUnjoined, "a stream that joined the capture holds work the capturing stream never waited for; join it back (record an event on it and wait for that on the capturing stream)")
+	}
+	g := &graph{dev: d.ord, ops: ops}
 	h := gpu.Graph(p.newHandle())
 	p.graphs[h] = g
 	return h, nil
