@@ -429,7 +429,7 @@ list() {
   for t in ${1:-quick full sanitize}; do
     echo "$t:"
     shard_table | awk -F'|' -v t="$t" '$1 == t { printf "  %-22s ~%4ds on 2 GPUs, ~%4ds on 4 GPUs  %s\n", $2, $3, $4, $5; a += $3; b += $4 }
-      END { printf "  %-22s ~%4ds on 2 GPUs, ~%4ds on 4 GPUs  (a call runs CALL_LIMIT, 570 s, of them)\n", "total", a, b }'
+      END { printf "  %-22s ~%4ds on 2 GPUs, ~%4ds on 4 GPUs  (one call runs up to CALL_LIMIT seconds of them)\n", "total", a, b }'
   done
 }
 
