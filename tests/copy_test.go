@@ -84,7 +84,7 @@ func TestCopyVariantsOnFake(t *testing.T) {
 	}
 	// lanes: the streams a launch spreads its copies over (the default:
 	// as many as ranks; IRISGEN_COPY_STREAMS=1: one; 4 in a world of 2,
-	// with 3 Mi elements, cuts the copies into pieces to fill them).
+	// with 3 Mi elements, more streams than copies: the copies stay whole).
 	for _, c := range []struct {
 		world, lanes int
 		n            int64
@@ -200,12 +200,7 @@ func checkCopyEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry,
 				return checked, err
 			}
 			if mode == irismodel.BarrierDevice {
-				// Blocks of 2 MiB pieces and more, fewer than the lanes: cut.
-				var cut int64
-				if 2*n >= 4<<20 {
-					cut = 2 * n
-				}
-				if err := checkCopyOrder(fake.MemOps(), dev, world, lanes, cut); err != nil {
+				if err := checkCopyOrder(fake.MemOps(), dev, world, lanes); err != nil {
 					return checked, fmt.Errorf("%s: %w", what, err)
 				}
 			}
@@ -308,7 +303,7 @@ func checkCopyEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry,
 // staged outputs out of their staging buffers; its first copy runs after
 // every peer's enter signal, and its last done wait after every peer's
 // last copy before that peer's own last wait.
-func checkCopyOrder(ops []fakegpu.MemOp, dev, world, lanes int, cut int64) error {
+func checkCopyOrder(ops []fakegpu.MemOp, dev, world, lanes int) error {
 	var kinds []string
 	firstCopy, lastWait := -1, -1
 	for i, o := range ops {
@@ -347,13 +342,17 @@ func checkCopyOrder(ops []fakegpu.MemOp, dev, world, lanes int, cut int64) error
 	}
 	// The first copy is the seen copy, on the launch's stream; the others
 	// go round the lanes, as many as they fill.
-	// With cut > 0 (a block's bytes), every copy is a piece of less.
+	// No copy is cut: none starts where another ends at both ends.
 	var streams []gpu.Stream
+	var copies []fakegpu.MemOp
 	for _, o := range ops[firstCopy:] {
 		if o.Device == dev && o.Kind == fakegpu.MemOpCopy && len(streams) < len(kinds)-len(enter)-len(done) {
-			if cut > 0 && len(streams) > 0 && o.Bytes >= cut {
-				return fmt.Errorf("device %d copied %d bytes whole: want pieces of less than %d over its %d streams", dev, o.Bytes, cut, lanes)
+			for _, c := range copies {
+				if c.Dst+gpu.DevicePtr(c.Bytes) == o.Dst && c.Src+gpu.DevicePtr(c.Bytes) == o.Src {
+					return fmt.Errorf("device %d copied %v then %v: one copy cut in two", dev, c, o)
+				}
 			}
+			copies = append(copies, o)
 			streams = append(streams, o.Stream)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
 	"github.com/irisgen/irisgen/runtime/internal/core"
 	"github.com/irisgen/irisgen/runtime/irismodel"
@@ -151,77 +150,4 @@ func TestCopyLanesLifecycle(t *testing.T) {
 			assert.Equal(t, [2]int{0, 0}, [2]int{s3, e3}, "after the world's Close")
 		})
 	}
-}
-
-// TestSpread enumerates how a launch's copies are spread over its lanes:
-// zero-byte copies dropped, a copy cut only when the copies are fewer than
-// the lanes and it holds two pieces of copyPiece, into at most
-// ceil(lanes/copies) pieces at 64 KiB boundaries that cover it in order.
-func TestSpread(t *testing.T) {
-	const mi = 1 << 20
-	c := func(dst, src gpu.DevicePtr, n int64) core.Copy { return core.Copy{Dst: dst, Src: src, Bytes: n} }
-	for _, tc := range []struct {
-		copies []core.Copy
-		lanes  int
-	}{
-		{nil, 4},
-		{[]core.Copy{c(0x1000, 0x2000, 0), c(0x3000, 0x4000, 16)}, 4},
-		{[]core.Copy{c(1<<30, 2<<30, 64*mi)}, 1},
-		{[]core.Copy{c(1<<30, 2<<30, 4*mi-1)}, 4},
-		{[]core.Copy{c(1<<30, 2<<30, 4*mi)}, 4},
-		{[]core.Copy{c(1<<30, 2<<30, 64*mi)}, 4},
-		{[]core.Copy{c(1<<30, 2<<30, 5*mi+1)}, 4},
-		{[]core.Copy{c(1<<30, 2<<30, 64*mi), c(3<<30, 4<<30, 64*mi)}, 2},
-		{[]core.Copy{c(1<<30, 2<<30, 64*mi), c(3<<30, 4<<30, 8*mi), c(5<<30, 6<<30, 1)}, 8},
-	} {
-		got := spread(nil, tc.copies, tc.lanes)
-		moved := 0
-		for _, x := range tc.copies {
-			if x.Bytes > 0 {
-				moved++
-			}
-		}
-		most := 1
-		if moved > 0 {
-			most = (tc.lanes + moved - 1) / moved
-		}
-		i := 0
-		for _, x := range tc.copies {
-			if x.Bytes == 0 {
-				continue
-			}
-			k := max(1, min(int64(most), x.Bytes/copyPiece))
-			var off int64
-			for n := int64(0); off < x.Bytes; n++ {
-				require.Less(t, i, len(got), "%v lanes %d: pieces end early", tc.copies, tc.lanes)
-				p := got[i]
-				assert.Equal(t, x.Dst+gpu.DevicePtr(off), p.Dst, "piece %d of %v", n, x)
-				assert.Equal(t, x.Src+gpu.DevicePtr(off), p.Src, "piece %d of %v", n, x)
-				assert.Positive(t, p.Bytes)
-				if off+p.Bytes < x.Bytes {
-					assert.Zero(t, (off+p.Bytes)%(64<<10), "a cut at %d of %v", off+p.Bytes, x)
-				}
-				assert.Less(t, n, k, "more than %d pieces of %v (lanes %d)", k, x, tc.lanes)
-				off += p.Bytes
-				i++
-			}
-			assert.Equal(t, x.Bytes, off, "the pieces of %v", x)
-			if k > 1 {
-				assert.GreaterOrEqual(t, got[i-1].Bytes, x.Bytes/k-k*(64<<10), "the last piece of %v", x)
-			}
-		}
-		assert.Len(t, got, i, "%v lanes %d", tc.copies, tc.lanes)
-	}
-	// The cuts where they matter: one copy of 64 MiB on 4 lanes is four
-	// of 16 MiB; 4 MiB on 4 lanes two of 2 MiB; two copies on 2 lanes whole.
-	sizes := func(cs []core.Copy) []int64 {
-		var out []int64
-		for _, x := range cs {
-			out = append(out, x.Bytes)
-		}
-		return out
-	}
-	assert.Equal(t, []int64{16 * mi, 16 * mi, 16 * mi, 16 * mi}, sizes(spread(nil, []core.Copy{c(0, 0, 64*mi)}, 4)))
-	assert.Equal(t, []int64{2 * mi, 2 * mi}, sizes(spread(nil, []core.Copy{c(0, 0, 4*mi)}, 4)))
-	assert.Equal(t, []int64{64 * mi, 64 * mi}, sizes(spread(nil, []core.Copy{c(0, 0, 64*mi), c(0, 0, 64*mi)}, 2)))
 }

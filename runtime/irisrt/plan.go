@@ -47,8 +47,8 @@ type Plan struct {
 	// lanes: a copy-engine plan's streams besides the launch's (copy.go);
 	// nil where it uses one.
 	lanes *copyLanes
-	// pieces: a launch's copies as spread over the lanes, reused.
-	pieces []core.Copy
+	// moving: a launch's copies that move bytes, reused (copy).
+	moving []core.Copy
 }
 
 type planBuf struct {

@@ -73,9 +73,9 @@ type Options struct {
 	// copies over: its own and up to CopyStreams-1 more of the plan's,
 	// forked from it and joined back with events (a fork and join in a
 	// captured graph), so that the copies to different peers run at once
-	// instead of one after another; a launch with fewer copies than
-	// streams cuts its copies of 4 MiB and more into pieces of at least
-	// 2 MiB to fill them. 1: every copy on the launch's stream, whole.
+	// instead of one after another; a copy is never cut, so a launch uses
+	// at most as many streams as it has copies. 1: every copy on the
+	// launch's stream.
 	// Zero: $IRISGEN_COPY_STREAMS, else the world size. A platform that
 	// cannot make a stream wait for an event (gpu.EventWaiter) uses one.
 	CopyStreams int
