@@ -11,7 +11,7 @@ import (
 
 // BroadcastSpecHash is the hash of specs/broadcast.yaml and the templates it uses; the runtime refuses
 // a code object of broadcast made from other ones (*irisrt.KernelError).
-const BroadcastSpecHash = "2630645a3a873849"
+const BroadcastSpecHash = "7208ab2e4d9ca9a5"
 
 // broadcastDesc is broadcast in the package's descriptor table.
 var broadcastDesc = &table.Collectives[5]

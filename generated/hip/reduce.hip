@@ -3,12 +3,12 @@
 // reduce: Reduce `input` over all ranks into `output` on rank `root` (NCCL's
 // ncclReduce).
 //
-// Spec hash d8d77930e1390f23: the Go wrappers carry the same value, and the runtime
+// Spec hash 31b3182757e93289: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_reduce[] = "d8d77930e1390f23";
+extern "C" __device__ const char irisgen_spec_hash_reduce[] = "31b3182757e93289";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch
@@ -261,7 +261,7 @@ irisgen_reduce_split_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   T* out = ((irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
   const bool root_free = ctx.world > 2;
   if (!root_free || ctx.rank != root) {
-    const int c = root_free && ctx.rank > root ? ctx.rank - 1 : ctx.rank;
+    const int c = root_free ? irisgen::index_without(ctx.rank, root) : ctx.rank;
     int64_t lo, hi;
     irisgen::chunk_part<T>(n, c, root_free ? ctx.world - 1 : ctx.world, &lo, &hi);
     irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
@@ -292,7 +292,7 @@ irisgen_reduce_split_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   T* out = ((irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
   const bool root_free = ctx.world > 2;
   if (!root_free || ctx.rank != root) {
-    const int c = root_free && ctx.rank > root ? ctx.rank - 1 : ctx.rank;
+    const int c = root_free ? irisgen::index_without(ctx.rank, root) : ctx.rank;
     int64_t lo, hi;
     irisgen::chunk_part<T>(n, c, root_free ? ctx.world - 1 : ctx.world, &lo, &hi);
     irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
@@ -323,7 +323,7 @@ irisgen_reduce_split_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   T* out = ((irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
   const bool root_free = ctx.world > 2;
   if (!root_free || ctx.rank != root) {
-    const int c = root_free && ctx.rank > root ? ctx.rank - 1 : ctx.rank;
+    const int c = root_free ? irisgen::index_without(ctx.rank, root) : ctx.rank;
     int64_t lo, hi;
     irisgen::chunk_part<T>(n, c, root_free ? ctx.world - 1 : ctx.world, &lo, &hi);
     irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
@@ -354,7 +354,7 @@ irisgen_reduce_split_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   T* out = ((irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
   const bool root_free = ctx.world > 2;
   if (!root_free || ctx.rank != root) {
-    const int c = root_free && ctx.rank > root ? ctx.rank - 1 : ctx.rank;
+    const int c = root_free ? irisgen::index_without(ctx.rank, root) : ctx.rank;
     int64_t lo, hi;
     irisgen::chunk_part<T>(n, c, root_free ? ctx.world - 1 : ctx.world, &lo, &hi);
     irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
@@ -385,7 +385,7 @@ irisgen_reduce_split_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   T* out = ((irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
   const bool root_free = ctx.world > 2;
   if (!root_free || ctx.rank != root) {
-    const int c = root_free && ctx.rank > root ? ctx.rank - 1 : ctx.rank;
+    const int c = root_free ? irisgen::index_without(ctx.rank, root) : ctx.rank;
     int64_t lo, hi;
     irisgen::chunk_part<T>(n, c, root_free ? ctx.world - 1 : ctx.world, &lo, &hi);
     irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
@@ -416,7 +416,7 @@ irisgen_reduce_split_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   T* out = ((irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
   const bool root_free = ctx.world > 2;
   if (!root_free || ctx.rank != root) {
-    const int c = root_free && ctx.rank > root ? ctx.rank - 1 : ctx.rank;
+    const int c = root_free ? irisgen::index_without(ctx.rank, root) : ctx.rank;
     int64_t lo, hi;
     irisgen::chunk_part<T>(n, c, root_free ? ctx.world - 1 : ctx.world, &lo, &hi);
     irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
@@ -447,7 +447,7 @@ irisgen_reduce_split_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   T* out = ((float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
   const bool root_free = ctx.world > 2;
   if (!root_free || ctx.rank != root) {
-    const int c = root_free && ctx.rank > root ? ctx.rank - 1 : ctx.rank;
+    const int c = root_free ? irisgen::index_without(ctx.rank, root) : ctx.rank;
     int64_t lo, hi;
     irisgen::chunk_part<T>(n, c, root_free ? ctx.world - 1 : ctx.world, &lo, &hi);
     irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
@@ -478,7 +478,7 @@ irisgen_reduce_split_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   T* out = ((float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
   const bool root_free = ctx.world > 2;
   if (!root_free || ctx.rank != root) {
-    const int c = root_free && ctx.rank > root ? ctx.rank - 1 : ctx.rank;
+    const int c = root_free ? irisgen::index_without(ctx.rank, root) : ctx.rank;
     int64_t lo, hi;
     irisgen::chunk_part<T>(n, c, root_free ? ctx.world - 1 : ctx.world, &lo, &hi);
     irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());
@@ -509,7 +509,7 @@ irisgen_reduce_split_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   T* out = ((float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
   const bool root_free = ctx.world > 2;
   if (!root_free || ctx.rank != root) {
-    const int c = root_free && ctx.rank > root ? ctx.rank - 1 : ctx.rank;
+    const int c = root_free ? irisgen::index_without(ctx.rank, root) : ctx.rank;
     int64_t lo, hi;
     irisgen::chunk_part<T>(n, c, root_free ? ctx.world - 1 : ctx.world, &lo, &hi);
     irisgen::reduce_n<T, Op>(&out, 1, in, ctx.world, lo, hi, irisgen::thread_id(), irisgen::thread_count());

@@ -705,6 +705,10 @@ IRISGEN_DEV bool barrier(const irisgen_ctx& c) { return !c.barrier || sync(c); }
 
 // ------------------------------------------------------- partitions ----
 
+// index_without is rank q's index among the ranks other than root (q !=
+// root): the chunk a rooted collective gives q when the root takes none.
+IRISGEN_DEV int index_without(int q, int root) { return q < root ? q : q - 1; }
+
 // chunk_part is chunk c of `parts` equal chunks of [0, n), each a multiple
 // of 16 bytes long except the last (two-shot, ring and other scatters).
 template <typename T>

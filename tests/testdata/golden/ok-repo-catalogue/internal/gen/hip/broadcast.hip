@@ -3,12 +3,12 @@
 // broadcast: Copy rank `root`'s `input` into `output` on every rank (NCCL's
 // ncclBroadcast).
 //
-// Spec hash 2630645a3a873849: the Go wrappers carry the same value, and the runtime
+// Spec hash 7208ab2e4d9ca9a5: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_broadcast[] = "2630645a3a873849";
+extern "C" __device__ const char irisgen_spec_hash_broadcast[] = "7208ab2e4d9ca9a5";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch
@@ -230,7 +230,7 @@ irisgen_broadcast_scatter_gather_bf16(const IRISGEN_GRID_CONSTANT irisgen_broadc
     }
   } else {
     const T* src = ((const irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x)));
-    const int c = ctx.rank < root ? ctx.rank : ctx.rank - 1;  // this rank's chunk
+    const int c = irisgen::index_without(ctx.rank, root);  // this rank's chunk
     for (int s = 0; s <= S; s++) {
       if (s > 0) {
         // Slice s-1 of every chunk is in its rank's output.
@@ -246,7 +246,7 @@ irisgen_broadcast_scatter_gather_bf16(const IRISGEN_GRID_CONSTANT irisgen_broadc
           const int q = (ctx.rank + j) % w;  // spread the loads over the links
           if (q == root) continue;
           int64_t a, z;
-          part<T>(n, s - 1, S, q < root ? q : q - 1, w - 1, &a, &z);
+          part<T>(n, s - 1, S, irisgen::index_without(q, root), w - 1, &a, &z);
           irisgen::copy_block(out, irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_output, (q)), a, z);
         }
       }
@@ -291,7 +291,7 @@ irisgen_broadcast_scatter_gather_f16(const IRISGEN_GRID_CONSTANT irisgen_broadca
     }
   } else {
     const T* src = ((const irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x)));
-    const int c = ctx.rank < root ? ctx.rank : ctx.rank - 1;  // this rank's chunk
+    const int c = irisgen::index_without(ctx.rank, root);  // this rank's chunk
     for (int s = 0; s <= S; s++) {
       if (s > 0) {
         // Slice s-1 of every chunk is in its rank's output.
@@ -307,7 +307,7 @@ irisgen_broadcast_scatter_gather_f16(const IRISGEN_GRID_CONSTANT irisgen_broadca
           const int q = (ctx.rank + j) % w;  // spread the loads over the links
           if (q == root) continue;
           int64_t a, z;
-          part<T>(n, s - 1, S, q < root ? q : q - 1, w - 1, &a, &z);
+          part<T>(n, s - 1, S, irisgen::index_without(q, root), w - 1, &a, &z);
           irisgen::copy_block(out, irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_output, (q)), a, z);
         }
       }
@@ -352,7 +352,7 @@ irisgen_broadcast_scatter_gather_f32(const IRISGEN_GRID_CONSTANT irisgen_broadca
     }
   } else {
     const T* src = ((const float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x)));
-    const int c = ctx.rank < root ? ctx.rank : ctx.rank - 1;  // this rank's chunk
+    const int c = irisgen::index_without(ctx.rank, root);  // this rank's chunk
     for (int s = 0; s <= S; s++) {
       if (s > 0) {
         // Slice s-1 of every chunk is in its rank's output.
@@ -368,7 +368,7 @@ irisgen_broadcast_scatter_gather_f32(const IRISGEN_GRID_CONSTANT irisgen_broadca
           const int q = (ctx.rank + j) % w;  // spread the loads over the links
           if (q == root) continue;
           int64_t a, z;
-          part<T>(n, s - 1, S, q < root ? q : q - 1, w - 1, &a, &z);
+          part<T>(n, s - 1, S, irisgen::index_without(q, root), w - 1, &a, &z);
           irisgen::copy_block(out, irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_output, (q)), a, z);
         }
       }
