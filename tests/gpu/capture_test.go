@@ -231,17 +231,17 @@ func captureRank(r *irisrt.Rank) (int, error) {
 		if !variantSelected(vc.name()) {
 			continue
 		}
-		rounds := 100
+		n := rounds(100)
 		if vc.coll == "all_reduce" && (vc.variant == "one_shot" || vc.variant == "two_shot") {
-			rounds = 1000
+			n = rounds(1000)
 		}
-		if err := replayOne(r, vc, rounds); err != nil {
+		if err := replayOne(r, vc, n); err != nil {
 			return checked, err
 		}
-		checked += rounds
+		checked += n
 		selected++
 	}
-	if err := replayAll(r, 100); err != nil {
+	if err := replayAll(r, rounds(100)); err != nil {
 		return checked, err
 	}
 	return checked + 100*selected, nil

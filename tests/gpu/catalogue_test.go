@@ -510,7 +510,7 @@ func TestBackToBack(t *testing.T) {
 				for _, n := range []int64{4096 + 3, 1 << 18} {
 					op := vc.ops()[0]
 					t.Run(fmt.Sprintf("%s/%s/%s/n=%d", vc.name(), dt, op, n), func(t *testing.T) {
-						if err := w.Run(func(r *irisrt.Rank) error { return backToBack([]*irisrt.Rank{r}, vc, dt, op, n, 100) }); err != nil {
+						if err := w.Run(func(r *irisrt.Rank) error { return backToBack([]*irisrt.Rank{r}, vc, dt, op, n, rounds(100)) }); err != nil {
 							t.Fatal(err)
 						}
 						cases.add(100)

@@ -75,7 +75,7 @@ func groupsRankCount(r *irisrt.Rank) (int, error) {
 				}
 				checked += len(allModes)
 			}
-			if err := backToBack([]*irisrt.Rank{a, b}, vc, irismodel.BF16, vc.ops()[0], 4096+3, 30); err != nil {
+			if err := backToBack([]*irisrt.Rank{a, b}, vc, irismodel.BF16, vc.ops()[0], 4096+3, rounds(30)); err != nil {
 				return fmt.Errorf("%s back to back in two groups: %w", vc.name(), err)
 			}
 			checked += 2 * 30

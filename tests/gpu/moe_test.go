@@ -564,17 +564,17 @@ func TestMoEGraph(t *testing.T) {
 // moeGraphRank runs moeGraphCase for two configurations and returns the
 // rounds it checked.
 func moeGraphRank(r *irisrt.Rank) (int, error) {
-	rounds := 0
+	checked := 0
 	for _, c := range []moeCase{
 		{t: 512, h: 256, k: 8, e: 4 * int64(r.World()), routing: "random", dt: irismodel.BF16},
 		{t: 300, h: 256, k: 2, e: 4 * int64(r.World()), routing: "random", dt: irismodel.F16, ids32: true, noWeights: true},
 	} {
 		if err := moeGraphCase(r, c); err != nil {
-			return rounds, fmt.Errorf("%s: %w", c, err)
+			return checked, fmt.Errorf("%s: %w", c, err)
 		}
-		rounds += moeGraphRounds
+		checked += rounds(moeGraphRounds)
 	}
-	return rounds, nil
+	return checked, nil
 }
 
 // moeGraphRounds are the rounds of a moeGraphCase.
@@ -593,7 +593,7 @@ func moeGraphCase(r *irisrt.Rank, c moeCase) error {
 	}
 	defer exec.Destroy()
 	w := r.World()
-	for round := uint64(0); round < moeGraphRounds; round++ {
+	for round := uint64(0); round < uint64(rounds(moeGraphRounds)); round++ {
 		all := make([]moeInput, w)
 		for src := 0; src < w; src++ {
 			all[src] = moeInputs(c, w, src, 1000+round)

@@ -722,7 +722,7 @@ func TestParamBackToBack(t *testing.T) {
 			for _, dt := range []irismodel.DType{irismodel.BF16, irismodel.F32} {
 				for _, n := range []int64{4096 + 3, 1 << 18} {
 					t.Run(fmt.Sprintf("%s/%s/n=%d", pc.name(), dt, n), func(t *testing.T) {
-						if err := w.Run(func(r *irisrt.Rank) error { return paramBackToBack(r, pc, dt, n, 100) }); err != nil {
+						if err := w.Run(func(r *irisrt.Rank) error { return paramBackToBack(r, pc, dt, n, rounds(100)) }); err != nil {
 							t.Fatal(err)
 						}
 						cases.add(100)
@@ -870,7 +870,7 @@ func paramProcessRank(r *irisrt.Rank) (int, error) {
 		if err := checkParamRules(r, pc); err != nil {
 			return cases, fmt.Errorf("%s rules: %w", pc.name(), err)
 		}
-		if err := paramBackToBack(r, pc, irismodel.BF16, 4096+3, 100); err != nil {
+		if err := paramBackToBack(r, pc, irismodel.BF16, 4096+3, rounds(100)); err != nil {
 			return cases, fmt.Errorf("%s back to back: %w", pc.name(), err)
 		}
 		cases += 1 + 100

@@ -62,7 +62,7 @@ var processParts = []struct {
 			if !variantSelected(vc.name()) {
 				continue
 			}
-			if err := backToBack([]*irisrt.Rank{r}, vc, irismodel.BF16, vc.ops()[0], 4096+3, 100); err != nil {
+			if err := backToBack([]*irisrt.Rank{r}, vc, irismodel.BF16, vc.ops()[0], 4096+3, rounds(100)); err != nil {
 				return cases, fmt.Errorf("%s back to back: %w", vc.name(), err)
 			}
 			if err := checkRules(r, vc); err != nil {

@@ -587,7 +587,7 @@ func TestRMSNormBackToBack(t *testing.T) {
 			}
 			for _, c := range normB2BSizes() {
 				t.Run(fmt.Sprintf("%s/%s/tokens=%d/hidden=%d", nc.name(), c.dt, c.t, c.h), func(t *testing.T) {
-					if err := w.Run(func(r *irisrt.Rank) error { return normBackToBack(r, nc, c.dt, c.t, c.h, 100) }); err != nil {
+					if err := w.Run(func(r *irisrt.Rank) error { return normBackToBack(r, nc, c.dt, c.t, c.h, rounds(100)) }); err != nil {
 						t.Fatal(err)
 					}
 					cases.add(100)
@@ -659,17 +659,17 @@ func normReplays(r *irisrt.Rank, nc *normCase, eps float32, rounds int) error {
 // a graph captured with eps 1e-5, replayed with fresh data; then a second
 // captured with 1e-6. It returns the rounds it checked.
 func normCaptureRank(r *irisrt.Rank) (int, error) {
-	rounds := 0
+	checked := 0
 	for i := range normCatalogue {
 		nc := &normCatalogue[i]
 		for _, eps := range normEps {
-			if err := normReplays(r, nc, eps, 20); err != nil {
-				return rounds, fmt.Errorf("%s: %w", nc.name(), err)
+			if err := normReplays(r, nc, eps, rounds(20)); err != nil {
+				return checked, fmt.Errorf("%s: %w", nc.name(), err)
 			}
-			rounds += 20
+			checked += rounds(20)
 		}
 	}
-	return rounds, nil
+	return checked, nil
 }
 
 // TestRMSNormCapture: a graph replays the launch and the eps it captured,
@@ -736,7 +736,7 @@ func normProcessRank(r *irisrt.Rank) (int, error) {
 			return cases, fmt.Errorf("%s rules: %w", nc.name(), err)
 		}
 		c := normB2BSizes()[0]
-		if err := normBackToBack(r, nc, c.dt, c.t, c.h, 100); err != nil {
+		if err := normBackToBack(r, nc, c.dt, c.t, c.h, rounds(100)); err != nil {
 			return cases, fmt.Errorf("%s back to back: %w", nc.name(), err)
 		}
 		cases += 1 + 100

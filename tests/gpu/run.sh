@@ -84,26 +84,26 @@ sanitize|memcheck-rmsnorm|50|33|memcheck: TestRMSNorm up to 2048 tokens, TestRMS
 sanitize|memcheck-moe|50|92|memcheck: TestMoE (with 8192 x 7168), TestMoEGraph, TestMoEBadExpert, TestMoECapacity
 sanitize|memcheck-b2b|60|108|memcheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups
 sanitize|memcheck-capture|60|20|memcheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests
-sanitize|memcheck-processes-a|85|155|memcheck, irisgen run -n N, quick sizes: TestProcessWorld's barriers, catalogue, back-to-back and rules, convenience calls, capture and groups; TestRMSNormProcessWorld
-sanitize|memcheck-processes-b|60|125|memcheck, irisgen run -n N, quick sizes: TestProcessWorld's MoE cases and graph and collectives with parameters
+sanitize|memcheck-processes-a|85|70|memcheck, irisgen run -n N, quick sizes: TestProcessWorld's barriers, catalogue, back-to-back and rules, convenience calls, capture and groups; TestRMSNormProcessWorld
+sanitize|memcheck-processes-b|60|92|memcheck, irisgen run -n N, quick sizes: TestProcessWorld's MoE cases and graph and collectives with parameters
 sanitize|racecheck-catalogue|40|107|racecheck: TestCatalogue at quick sizes
-sanitize|racecheck-params|60|150|racecheck: TestParamCollectives, TestParamRules at quick sizes
-sanitize|racecheck-rmsnorm|40|80|racecheck: TestRMSNorm, TestRMSNormRules at quick sizes
-sanitize|racecheck-moe|40|80|racecheck: TestMoE, TestMoEGraph, TestMoEBadExpert, TestMoECapacity at quick sizes
-sanitize|racecheck-b2b|60|130|racecheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups at quick sizes
-sanitize|racecheck-capture|60|100|racecheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests
+sanitize|racecheck-params|60|165|racecheck: TestParamCollectives, TestParamRules at quick sizes
+sanitize|racecheck-rmsnorm|40|114|racecheck: TestRMSNorm, TestRMSNormRules at quick sizes
+sanitize|racecheck-moe|40|107|racecheck: TestMoE, TestMoEGraph, TestMoEBadExpert, TestMoECapacity at quick sizes
+sanitize|racecheck-b2b|60|406|racecheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups at quick sizes
+sanitize|racecheck-capture|60|179|racecheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests
 sanitize|synccheck-catalogue|40|42|synccheck: as racecheck-catalogue
-sanitize|synccheck-params|60|150|synccheck: as racecheck-params
-sanitize|synccheck-rmsnorm|40|21|synccheck: as racecheck-rmsnorm
-sanitize|synccheck-moe|40|33|synccheck: as racecheck-moe
-sanitize|synccheck-b2b|60|130|synccheck: as racecheck-b2b
-sanitize|synccheck-capture|60|100|synccheck: as racecheck-capture
+sanitize|synccheck-params|60|62|synccheck: as racecheck-params
+sanitize|synccheck-rmsnorm|40|17|synccheck: as racecheck-rmsnorm
+sanitize|synccheck-moe|40|29|synccheck: as racecheck-moe
+sanitize|synccheck-b2b|60|77|synccheck: as racecheck-b2b
+sanitize|synccheck-capture|60|16|synccheck: as racecheck-capture
 sanitize|initcheck-catalogue|240|480|initcheck: as racecheck-catalogue
 sanitize|initcheck-params|240|480|initcheck: as racecheck-params
 sanitize|initcheck-rmsnorm|240|480|initcheck: as racecheck-rmsnorm
-sanitize|initcheck-moe|240|480|initcheck: as racecheck-moe
-sanitize|initcheck-b2b|60|130|initcheck: as racecheck-b2b
-sanitize|initcheck-capture|240|480|initcheck: as racecheck-capture
+sanitize|initcheck-moe|240|480|initcheck: as racecheck-moe, 10 graph rounds
+sanitize|initcheck-b2b|180|360|initcheck: as racecheck-b2b, 10 rounds a case
+sanitize|initcheck-capture|240|480|initcheck: as racecheck-capture, 10 rounds a case
 EOF
 }
 
@@ -132,6 +132,7 @@ SAN_CAPTURE='^(TestCapture|TestParamCapture|TestRMSNormCapture|TestConvenience|T
 shard_steps() {
   local tier=$1 name=$2
   QUICK=
+  ROUNDS=
   SAN=()
   case $tier in
   quick)
@@ -185,7 +186,8 @@ shard_steps() {
     local tool=${name%%-*} family=${name#*-}
     case $tool in
     memcheck) ;;
-    racecheck | synccheck | initcheck) QUICK=1 ;; # see docs/testing-gpu.md: their hazards do not depend on the size
+    racecheck | synccheck) QUICK=1 ;; # see docs/testing-gpu.md: their hazards do not depend on the size
+    initcheck) QUICK=1 ROUNDS=10 ;; # and 10 rounds a back-to-back or replay case, not 100
     *) return 1 ;;
     esac
     SAN=("$SANITIZER" --tool "$tool" --error-exitcode 3 --target-processes all)
@@ -320,6 +322,7 @@ note() { echo "$*" | tee -a "$SHARD_LOG"; }
 test_env() {
   local e=("IRISGEN_TEST_WORLDS=$WORLDS")
   [ -n "$QUICK" ] && e+=(IRISGEN_TEST_QUICK=1)
+  [ -n "$ROUNDS" ] && e+=("IRISGEN_TEST_ROUNDS=$ROUNDS")
   printf '%s\n' "${e[@]}"
 }
 

@@ -279,6 +279,7 @@ echo "--- PASS: TestA (1.00s)"
 echo "--- SKIP: TestB (0.00s)"
 if [ -n "${FAILME:-}" ]; then echo "    --- FAIL: TestC/world2 (0.10s)"; echo "--- FAIL: TestC (0.10s)"; echo FAIL; exit 1; fi
 if [ -n "${CUTME:-}" ]; then echo "panic: test timed out after 22s"; exit 2; fi
+if [ "${IRISGEN_TEST_ROUNDS:-}" != "${WANTROUNDS:-}" ]; then echo "--- FAIL: TestRounds: IRISGEN_TEST_ROUNDS=${IRISGEN_TEST_ROUNDS:-}"; exit 1; fi
 echo PASS`,
 		"build/platform.test": `echo "--- PASS: TestEvents (0.10s)"; echo PASS`,
 		"build/irisgen": `if [ "$1" = run ]; then n=$3; shift 4; rc=0
@@ -367,6 +368,11 @@ func TestRunShResultLines(t *testing.T) {
 	expect(run([]string{"FAILME=1"}, "full", "moe"), map[string]string{"tests": "3", "passed": "1", "failed": "1", "result": "FAIL"})
 	expect(run([]string{"SANERR=2"}, "sanitize", "memcheck-moe"), map[string]string{"sanitizer_errors": "2", "failed": "1", "result": "FAIL"})
 	expect(run(nil, "sanitize", "racecheck-moe"), map[string]string{"sanitizer_errors": "0", "result": "PASS"})
+	// initcheck, about six times slower, caps the rounds of a case; the
+	// other tools leave them.
+	expect(run([]string{"WANTROUNDS=10"}, "sanitize", "initcheck-b2b"), map[string]string{"result": "PASS"})
+	expect(run(nil, "sanitize", "racecheck-b2b"), map[string]string{"result": "PASS"})
+	expect(run([]string{"WANTROUNDS=10"}, "sanitize", "racecheck-b2b"), map[string]string{"result": "FAIL"})
 	list, err := exec.Command("bash", "run.sh", "-list", "full").Output()
 	if err != nil {
 		t.Fatal(err)

@@ -129,6 +129,35 @@ var variantFilter struct {
 	err  error
 }
 
+// rounds is def, the launches of a back-to-back or replay case, capped at
+// $IRISGEN_TEST_ROUNDS (at least 2: a round after the first reuses the
+// launch's flags). run.sh caps them in the initcheck shards, where every
+// launch runs about six times slower than under racecheck.
+func rounds(def int) int {
+	roundCap.once.Do(func() {
+		if v := os.Getenv("IRISGEN_TEST_ROUNDS"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 2 {
+				roundCap.err = fmt.Errorf("IRISGEN_TEST_ROUNDS=%q: want an integer of at least 2", v)
+			}
+			roundCap.n = n
+		}
+	})
+	if roundCap.err != nil {
+		panic(roundCap.err.Error())
+	}
+	if roundCap.n > 0 {
+		return min(def, roundCap.n)
+	}
+	return def
+}
+
+var roundCap struct {
+	once sync.Once
+	n    int
+	err  error
+}
+
 // catalogueHeap is the heap a rank needs for the catalogue's largest case
 // in a world of n: all_to_all lamport's n slices of a 64 Mi f32 block
 // (256 MiB each) in and out beside its workspace of 3 x n more, with room
