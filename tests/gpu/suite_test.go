@@ -14,6 +14,8 @@
 //	                       the variants whose "collective/variant" it matches
 //	IRISGEN_TEST_PARTS     comma-separated parts of TestProcessWorld's ranks (default: all;
 //	                       see processParts)
+//	IRISGEN_TEST_ROUNDS    at least 2: caps the rounds of each back-to-back and replay case
+//	                       (run.sh's initcheck shards: 10)
 //	IRISGEN_TEST_TRACE     when set, the ranks print where they are (tracef) to stderr, so
 //	                       the log of a run that hangs shows which case each rank was in
 //	IRISGEN_SHARE_GPUS     1: ranks share GPUs (rank i on GPU i mod the count), so a
