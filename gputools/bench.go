@@ -40,8 +40,11 @@ every launch uses barrier mode device where the variant has it.
 Then it runs the baselines in the same run, for the collectives that have
 one: NCCL through its own C API (libnccl.so.2, or librccl, loaded like the
 GPU platform; one thread and communicator per GPU as nccl-tests; plain
-buffers and buffers registered as symmetric windows, in and out of place;
-the reports show the better as "nccl best", the CSV keeps both; send_recv
+buffers and buffers registered as symmetric windows, in and out of place,
+and for all_gather, all_to_all, gather and scatter symmetric windows of a
+communicator made with NCCL_CTA_POLICY_ZERO, which NCCL 2.28.3 and later
+runs on copy engines ("cta0"); the reports show the best as "nccl best",
+the CSV keeps each; send_recv
 is NCCL's ncclSend and ncclRecv, shift nccl-tests' sendrecv), then NCCL
 through torch.distributed (torch_nccl) and PyTorch symmetric memory
 (python3 with torch; the script is built into irisgen), same sizes,
@@ -77,8 +80,9 @@ The tables show each cell as the median and the maximum of its repeats and
 mark "(!)" a cell whose slowest repeat took more than 3x its fastest.
 
 -overlap is the overlap scenario: every variant of the selected collectives
-(not the barrier, not a scenario's), and NCCL (its own API, plain buffers,
-out of place; no torch), beside a compute-bound kernel that fills every SM
+(not the barrier, not a scenario's), and NCCL (its own API, out of place,
+plain buffers and, for the collectives it runs on copy engines, "cta0";
+no torch), beside a compute-bound kernel that fills every SM
 (a grid of 1024 blocks of FMA chains, calibrated to about 50 us a launch)
 on a second stream of the same GPUs, at 1, 4, 16, 64 and 256 MiB of bf16
 unless -sizes and -dtypes say otherwise. Per cell it times the collective

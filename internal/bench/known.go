@@ -67,7 +67,11 @@ type ncclCall struct {
 	// inPlace: NCCL runs it in place too, the per-rank buffer at the
 	// rank's offset of the other.
 	inPlace bool
-	run     func(c *nccl.Comm, a ncclArgs) error
+	// copyEngine: NCCL runs it on copy engines, no kernel, between
+	// symmetric windows of a communicator made with NCCL_CTA_POLICY_ZERO
+	// (2.28.3 and later; the "cta0" cells).
+	copyEngine bool
+	run        func(c *nccl.Comm, a ncclArgs) error
 }
 
 // ncclArgs are one call's arguments: count elements of the whole buffer,
@@ -84,13 +88,13 @@ var (
 	ncclAllReduce = &ncclCall{inPlace: true, run: func(c *nccl.Comm, a ncclArgs) error {
 		return c.AllReduce(a.send, a.recv, a.count, a.dt, nccl.Sum, a.s)
 	}}
-	ncclAllGather = &ncclCall{sendPerRank: true, inPlace: true, run: func(c *nccl.Comm, a ncclArgs) error {
+	ncclAllGather = &ncclCall{sendPerRank: true, inPlace: true, copyEngine: true, run: func(c *nccl.Comm, a ncclArgs) error {
 		return c.AllGather(a.send, a.recv, a.per, a.dt, a.s)
 	}}
 	ncclReduceScatter = &ncclCall{recvPerRank: true, inPlace: true, run: func(c *nccl.Comm, a ncclArgs) error {
 		return c.ReduceScatter(a.send, a.recv, a.per, a.dt, nccl.Sum, a.s)
 	}}
-	ncclAllToAll = &ncclCall{run: func(c *nccl.Comm, a ncclArgs) error {
+	ncclAllToAll = &ncclCall{copyEngine: true, run: func(c *nccl.Comm, a ncclArgs) error {
 		return c.AllToAll(a.send, a.recv, a.per, a.dt, a.es, a.s)
 	}}
 	ncclBroadcast = &ncclCall{inPlace: true, run: func(c *nccl.Comm, a ncclArgs) error {
@@ -99,10 +103,10 @@ var (
 	ncclReduce = &ncclCall{inPlace: true, run: func(c *nccl.Comm, a ncclArgs) error {
 		return c.Reduce(a.send, a.recv, a.count, a.dt, nccl.Sum, 0, a.s)
 	}}
-	ncclGather = &ncclCall{sendPerRank: true, run: func(c *nccl.Comm, a ncclArgs) error {
+	ncclGather = &ncclCall{sendPerRank: true, copyEngine: true, run: func(c *nccl.Comm, a ncclArgs) error {
 		return c.Gather(a.send, a.recv, a.per, a.dt, 0, a.s)
 	}}
-	ncclScatter = &ncclCall{recvPerRank: true, run: func(c *nccl.Comm, a ncclArgs) error {
+	ncclScatter = &ncclCall{recvPerRank: true, copyEngine: true, run: func(c *nccl.Comm, a ncclArgs) error {
 		return c.Scatter(a.send, a.recv, a.per, a.dt, 0, a.s)
 	}}
 	// send_recv: rank 0 sends to rank 1 (ncclSend and ncclRecv in a group),

@@ -13,10 +13,26 @@ import (
 	"github.com/irisgen/irisgen/runtime/gpu"
 )
 
-// ncclBuffers are the two ways RunNCCL allocates: plain device memory, and
+// ncclBuffers are the ways RunNCCL runs a cell: plain device memory;
 // ncclMemAlloc memory registered as symmetric windows (NCCL's low-latency
-// symmetric kernels, 2.27 and later).
-var ncclBuffers = []string{"plain", "sym"}
+// symmetric kernels, 2.27 and later); and symmetric windows of a
+// communicator made with NCCL_CTA_POLICY_ZERO, on which NCCL runs its
+// copy-engine collectives, no kernel (ncclZeroCTA; 2.28.3 and later, the
+// collectives whose ncclCall has copyEngine).
+var ncclBuffers = []string{"plain", "sym", ncclZeroCTA}
+
+const ncclZeroCTA = "cta0"
+
+// ncclHas reports whether this NCCL runs collective c with buffers buf.
+func ncclHas(c, buf string) bool {
+	switch buf {
+	case "sym":
+		return nccl.Has(nccl.SymmetricWindows)
+	case ncclZeroCTA:
+		return knownCollectives[c].nccl.copyEngine && nccl.Has(nccl.CopyEngineCollectives)
+	}
+	return true
+}
 
 // NCCLVersion loads NCCL (lib first when given) and returns the path it
 // loaded and its version, e.g. "2.28.9".
@@ -68,7 +84,7 @@ func ncclCells(cfg Config, colls []string) []ncclCell {
 			for _, size := range cfg.Sizes {
 				for _, mode := range cfg.Modes {
 					for _, buf := range ncclBuffers {
-						if buf == "sym" && !nccl.Has(nccl.SymmetricWindows) {
+						if !ncclHas(c, buf) {
 							continue
 						}
 						for _, in := range []bool{false, true} {
@@ -102,10 +118,12 @@ func ncclType(dt string) (nccl.DataType, int64, error) {
 // to its OS thread per GPU, each with its own communicator and stream,
 // eager (k back-to-back calls) and graph (one replay of a graph of k calls),
 // timed with the same events, barriers and repeats as irisgen. Every cell
-// runs with plain buffers and with symmetric windows (where NCCL has them),
-// out of place and in place; a row per buffer kind keeps the faster
-// placement (its note says which). Rows have Impl "nccl" and Variant "plain"
-// or "sym"; the reports show the better of the two as NCCL.
+// runs with plain buffers, with symmetric windows and, for the collectives
+// NCCL runs on copy engines, with symmetric windows of a zero-CTA
+// communicator (where NCCL has them), out of place and in place; a row per
+// buffer kind keeps the faster placement (its note says which). Rows have
+// Impl "nccl" and Variant "plain", "sym" or "cta0"; the reports show the
+// best as NCCL.
 func RunNCCL(cfg Config, device, date string) ([]Row, error) {
 	colls := ncclSelected(cfg)
 	if len(colls) == 0 {
@@ -121,11 +139,11 @@ func RunNCCL(cfg Config, device, date string) ([]Row, error) {
 			return nil, err
 		}
 	}
-	id, err := nccl.NewID()
+	cells := ncclCells(cfg, colls)
+	ids, err := newNCCLIDs(cells)
 	if err != nil {
 		return nil, err
 	}
-	cells := ncclCells(cfg, colls)
 	times := make([][][]float64, len(cells)) // cell -> rank -> per-call us of each batch
 	for i := range times {
 		times[i] = make([][]float64, cfg.World)
@@ -134,7 +152,7 @@ func RunNCCL(cfg Config, device, date string) ([]Row, error) {
 	errs := make(chan error, cfg.World)
 	for rank := range cfg.World {
 		go func() {
-			err := ncclRank(cfg, devs[rank], rank, id, cells, times, bar)
+			err := ncclRank(cfg, devs[rank], rank, ids, cells, times, bar)
 			if err != nil {
 				bar.abort()
 				err = fmt.Errorf("NCCL rank %d: %w", rank, err)
@@ -189,10 +207,44 @@ func ncclRows(cfg Config, cells []ncclCell, times [][][]float64, device, date st
 	return rows
 }
 
+// ncclIDs are the unique ids of a run's communicators: NCCL's default
+// configuration, and a zero-CTA one where a cell needs it (zero nil).
+type ncclIDs struct {
+	plain nccl.ID
+	zero  *nccl.ID
+}
+
+func newNCCLIDs(cells []ncclCell) (ncclIDs, error) {
+	var ids ncclIDs
+	var err error
+	if ids.plain, err = nccl.NewID(); err != nil {
+		return ids, err
+	}
+	for _, c := range cells {
+		if c.buffers == ncclZeroCTA {
+			id, err := nccl.NewID()
+			ids.zero = &id
+			return ids, err
+		}
+	}
+	return ids, nil
+}
+
+// ncclComms are one rank's communicators, as ncclIDs.
+type ncclComms struct{ plain, zero *nccl.Comm }
+
+// of is the communicator that runs cell c.
+func (cs ncclComms) of(c ncclCell) *nccl.Comm {
+	if c.buffers == ncclZeroCTA {
+		return cs.zero
+	}
+	return cs.plain
+}
+
 // withNCCLRank runs body on a thread locked to dev (NCCL's calls go to
-// the thread's current device) with rank's communicator of a world of
-// world ranks and a stream of its own, and frees both after.
-func withNCCLRank(dev gpu.Device, world, rank int, id nccl.ID, body func(comm *nccl.Comm, s gpu.Stream) error) error {
+// the thread's current device) with rank's communicators of a world of
+// world ranks and a stream of its own, and frees them after.
+func withNCCLRank(dev gpu.Device, world, rank int, ids ncclIDs, body func(comms ncclComms, s gpu.Stream) error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b, ok := dev.(gpu.ThreadBinder)
@@ -202,24 +254,31 @@ func withNCCLRank(dev gpu.Device, world, rank int, id nccl.ID, body func(comm *n
 	if err := b.BindThread(); err != nil {
 		return err
 	}
-	comm, err := nccl.InitRank(world, id, rank)
-	if err != nil {
+	var comms ncclComms
+	var err error
+	if comms.plain, err = nccl.InitRank(world, ids.plain, rank); err != nil {
 		return err
 	}
-	defer comm.Destroy()
+	defer comms.plain.Destroy()
+	if ids.zero != nil {
+		if comms.zero, err = nccl.InitRankPolicy(world, *ids.zero, rank, nccl.CTAPolicyZero); err != nil {
+			return err
+		}
+		defer comms.zero.Destroy()
+	}
 	s, err := dev.NewStream()
 	if err != nil {
 		return err
 	}
 	defer dev.DestroyStream(s)
-	return body(comm, s)
+	return body(comms, s)
 }
 
 // ncclRank is one GPU's goroutine: it times every cell on its rank.
-func ncclRank(cfg Config, dev gpu.Device, rank int, id nccl.ID, cells []ncclCell, times [][][]float64, bar *hostBarrier) error {
-	return withNCCLRank(dev, cfg.World, rank, id, func(comm *nccl.Comm, s gpu.Stream) error {
+func ncclRank(cfg Config, dev gpu.Device, rank int, ids ncclIDs, cells []ncclCell, times [][][]float64, bar *hostBarrier) error {
+	return withNCCLRank(dev, cfg.World, rank, ids, func(comms ncclComms, s gpu.Stream) error {
 		for i, c := range cells {
-			us, err := ncclCellTimes(cfg, dev, s, comm, c, bar)
+			us, err := ncclCellTimes(cfg, dev, s, comms.of(c), c, bar)
 			if err != nil {
 				return fmt.Errorf("%s %s %s %d bytes %s %s: %w", c.coll, c.buffers, c.dtype, c.bytes, c.mode, map[bool]string{false: "out of place", true: "in place"}[c.inPlace], err)
 			}
@@ -243,8 +302,9 @@ func (b *ncclBufs) release() error {
 	return errors.Join(errs...)
 }
 
-// ncclAlloc allocates bytes on dev: plain, or from ncclMemAlloc and
-// registered as a symmetric window (collective: every rank does the same).
+// ncclAlloc allocates bytes on dev: plain, or (sym, cta0) from ncclMemAlloc
+// and registered as a symmetric window of comm (collective: every rank does
+// the same).
 func ncclAlloc(dev gpu.Device, s gpu.Stream, comm *nccl.Comm, kind string, bytes int64, b *ncclBufs) (gpu.DevicePtr, error) {
 	if kind == "plain" {
 		p, err := dev.Alloc(bytes, false)

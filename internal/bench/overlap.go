@@ -369,19 +369,25 @@ func RunOverlap(w *irisrt.World, cfg Config, comp Compute, device, date string) 
 }
 
 // RunOverlapNCCL times NCCL beside the compute kernel as RunOverlap times
-// irisgen, for the selected collectives NCCL has a call for, with plain
-// buffers out of place (as programs call it by default): on every rank of
-// w (which holds the compute kernel's plans), its goroutine locked to its
-// OS thread with the device current, a communicator of its own and NCCL's
-// calls on a stream of their own, as RunNCCL. NCCL must be loaded
-// (NCCLVersion). Rows have Impl "nccl" and Variant "plain".
+// irisgen, for the selected collectives NCCL has a call for, out of place:
+// with plain buffers (as programs call it by default) and, for those NCCL
+// runs on copy engines, with the symmetric windows of a zero-CTA
+// communicator (its SM-free path, the one to run beside compute): on every
+// rank of w (which holds the compute kernel's plans), its goroutine locked
+// to its OS thread with the device current, communicators of its own and
+// NCCL's calls on a stream of their own, as RunNCCL. NCCL must be loaded
+// (NCCLVersion). Rows have Impl "nccl" and Variant "plain" or "cta0".
 func RunOverlapNCCL(w *irisrt.World, cfg Config, comp Compute, device, date string) ([]Row, error) {
 	var cells []ncclCell
 	for _, c := range ncclSelected(cfg) {
 		for _, dt := range cfg.DTypes {
 			for _, size := range cfg.Sizes {
 				for _, mode := range cfg.Modes {
-					cells = append(cells, ncclCell{coll: c, dtype: dt, mode: mode, buffers: "plain", bytes: size})
+					for _, buf := range []string{"plain", ncclZeroCTA} {
+						if ncclHas(c, buf) {
+							cells = append(cells, ncclCell{coll: c, dtype: dt, mode: mode, buffers: buf, bytes: size})
+						}
+					}
 				}
 			}
 		}
@@ -389,7 +395,7 @@ func RunOverlapNCCL(w *irisrt.World, cfg Config, comp Compute, device, date stri
 	if len(cells) == 0 {
 		return nil, nil
 	}
-	id, err := nccl.NewID()
+	ids, err := newNCCLIDs(cells)
 	if err != nil {
 		return nil, err
 	}
@@ -401,11 +407,11 @@ func RunOverlapNCCL(w *irisrt.World, cfg Config, comp Compute, device, date stri
 	// (and logged then, so that a run cut short has them in its log).
 	rows := make([][]Row, len(cells))
 	runErr := w.Run(func(r *irisrt.Rank) error {
-		return withNCCLRank(r.Device(), w.Size(), r.Rank(), id, func(comm *nccl.Comm, s gpu.Stream) error {
+		return withNCCLRank(r.Device(), w.Size(), r.Rank(), ids, func(comms ncclComms, s gpu.Stream) error {
 			for i, c := range cells {
-				t, err := ncclPair(cfg, comp, r, s, comm, c)
+				t, err := ncclPair(cfg, comp, r, s, comms.of(c), c)
 				if err != nil {
-					return fmt.Errorf("nccl %s plain %s %d bytes %s beside the compute kernel: %w", c.coll, c.dtype, c.bytes, c.mode, err)
+					return fmt.Errorf("nccl %s %s %s %d bytes %s beside the compute kernel: %w", c.coll, c.buffers, c.dtype, c.bytes, c.mode, err)
 				}
 				perCell[i][r.Rank()] = t
 				if err := r.HostBarrier(s); err != nil {

@@ -12,6 +12,7 @@ package nccl
 /*
 #cgo LDFLAGS: -ldl
 #include <dlfcn.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -41,9 +42,33 @@ typedef void *cudaStream_t;
 	X(ncclSend, (const void *s, size_t n, int dt, int peer, ncclComm_t c, cudaStream_t st)) \
 	X(ncclRecv, (void *r, size_t n, int dt, int peer, ncclComm_t c, cudaStream_t st))
 
+// ign_config is the start of ncclConfig_t as NCCL 2.27 declared it (later
+// versions append fields): NCCL copies `size` bytes over its defaults and
+// takes `version` to say which fields are set, so a caller may pass a
+// prefix. Every field is NCCL's "unset" but the CTA policy.
+typedef struct {
+	size_t size;
+	unsigned int magic;
+	unsigned int version;
+	int blocking;
+	int cgaClusterSize;
+	int minCTAs;
+	int maxCTAs;
+	const char *netName;
+	int splitShare;
+	int trafficClass;
+	const char *commName;
+	int collnetEnable;
+	int CTAPolicy;
+	int shrinkShare;
+	int nvlsCTAs;
+} ign_config;
+
 // Newer calls: symmetric windows (2.27), all-to-all, gather and scatter
-// verbs (2.28). Absent ones stay NULL.
+// verbs (2.28), communicators with a configuration (2.14). Absent ones stay
+// NULL.
 #define IGN_OPTIONAL(X) \
+	X(ncclCommInitRankConfig, (ncclComm_t *comm, int nranks, ncclUniqueId id, int rank, ign_config *config)) \
 	X(ncclMemAlloc, (void **p, size_t n)) \
 	X(ncclMemFree, (void *p)) \
 	X(ncclCommWindowRegister, (ncclComm_t c, void *p, size_t n, ncclWindow_t *w, int flags)) \
@@ -83,6 +108,7 @@ static int ign_has(int which) {
 		ign_ncclCommWindowRegister != NULL && ign_ncclCommWindowDeregister != NULL;
 	case 1: return ign_ncclAlltoAll != NULL;
 	case 2: return ign_ncclGather != NULL && ign_ncclScatter != NULL;
+	case 3: return ign_ncclCommInitRankConfig != NULL;
 	}
 	return 0;
 }
@@ -99,6 +125,20 @@ static ncclResult_t ign_init_rank(uintptr_t *c, int n, ncclUniqueId *id, int ran
 	ncclResult_t r = ign_ncclCommInitRank(&comm, n, *id, rank);
 	*c = (uintptr_t)comm;
 	return r;
+}
+static ncclResult_t ign_init_rank_policy(uintptr_t *c, int n, ncclUniqueId *id, int rank, int policy) {
+	ign_config cfg = {
+		sizeof(ign_config), 0xcafebeef, 22700, // NCCL_API_MAGIC, NCCL_VERSION(2, 27, 0)
+		INT_MIN, INT_MIN, INT_MIN, INT_MIN, NULL, INT_MIN, INT_MIN, NULL, INT_MIN, policy, INT_MIN, INT_MIN,
+	};
+	ncclComm_t comm = NULL;
+	ncclResult_t r = ign_ncclCommInitRankConfig(&comm, n, *id, rank, &cfg);
+	*c = (uintptr_t)comm;
+	return r;
+}
+static void ign_config_layout(int *size, int *policy_at) {
+	*size = (int)sizeof(ign_config);
+	*policy_at = (int)offsetof(ign_config, CTAPolicy);
 }
 static ncclResult_t ign_destroy(uintptr_t c) { return ign_ncclCommDestroy((ncclComm_t)c); }
 static ncclResult_t ign_group_start(void) { return ign_ncclGroupStart(); }
@@ -265,10 +305,23 @@ const (
 	SymmetricWindows   Feature = iota // ncclMemAlloc + ncclCommWindowRegister (2.27)
 	AllToAllVerb                      // ncclAlltoAll (2.28)
 	GatherScatterVerbs                // ncclGather, ncclScatter (2.28)
+	// CopyEngineCollectives: a communicator made with CTAPolicyZero runs
+	// all-gather, all-to-all, gather and scatter between symmetric windows
+	// on copy engines, no kernel (2.28.3).
+	CopyEngineCollectives
 )
 
 // Has reports whether the loaded library has f.
-func Has(f Feature) bool { return opened() == nil && C.ign_has(C.int(f)) != 0 }
+func Has(f Feature) bool {
+	if opened() != nil {
+		return false
+	}
+	if f == CopyEngineCollectives {
+		v, err := Version()
+		return err == nil && v >= 22803 && C.ign_has(3) != 0 && Has(SymmetricWindows) && Has(AllToAllVerb) && Has(GatherScatterVerbs)
+	}
+	return C.ign_has(C.int(f)) != 0
+}
 
 // ID is a communicator's unique id (ncclUniqueId), made by one rank and
 // handed to every rank.
@@ -308,6 +361,37 @@ func InitRank(world int, id ID, rank int) (*Comm, error) {
 		return nil, err
 	}
 	return &Comm{c: c, rank: rank, world: world}, nil
+}
+
+// CTAPolicyZero is NCCL_CTA_POLICY_ZERO: the communicator's collectives
+// use no CTA where NCCL can do without (copy engines; see
+// CopyEngineCollectives).
+const CTAPolicyZero = 0x02
+
+// InitRankPolicy is InitRank with the communicator's CTA policy set
+// (ncclCommInitRankConfig; NCCL 2.27 and later read it).
+func InitRankPolicy(world int, id ID, rank, policy int) (*Comm, error) {
+	if err := opened(); err != nil {
+		return nil, err
+	}
+	if C.ign_has(3) == 0 {
+		return nil, errors.New("nccl: this NCCL has no ncclCommInitRankConfig (2.14 or later)")
+	}
+	var cid C.ncclUniqueId
+	C.memcpy(unsafe.Pointer(&cid), unsafe.Pointer(&id[0]), C.size_t(len(id)))
+	var c C.uintptr_t
+	if err := check("ncclCommInitRankConfig", C.ign_init_rank_policy(&c, C.int(world), &cid, C.int(rank), C.int(policy)), 0); err != nil {
+		return nil, err
+	}
+	return &Comm{c: c, rank: rank, world: world}, nil
+}
+
+// configLayout is the size of the ncclConfig_t prefix passed and the
+// offset of its CTAPolicy field (tested against nccl.h).
+func configLayout() (size, policyAt int) {
+	var sz, at C.int
+	C.ign_config_layout(&sz, &at)
+	return int(sz), int(at)
 }
 
 // Rank and World are the communicator's.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -29,6 +30,22 @@ func TestOpenMissing(t *testing.T) {
 	require.ErrorIs(t, err, errNotOpen)
 	_, err = NewID()
 	require.ErrorIs(t, err, errNotOpen)
+	require.False(t, Has(CopyEngineCollectives))
+	_, err = InitRankPolicy(2, ID{}, 0, CTAPolicyZero)
+	require.ErrorIs(t, err, errNotOpen)
+}
+
+// TestConfigLayout pins the ncclConfig_t prefix passed to
+// ncclCommInitRankConfig to nccl.h's (2.27 to 2.29, 64-bit): size_t size,
+// two unsigned ints, four ints, a pointer, two ints, a pointer, then
+// collnetEnable and CTAPolicy, shrinkShare and nvlsCTAs.
+func TestConfigLayout(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("the offsets below are a 64-bit ABI's")
+	}
+	size, at := configLayout()
+	require.Equal(t, 72, size)
+	require.Equal(t, 60, at)
 }
 
 func TestVersionString(t *testing.T) {
