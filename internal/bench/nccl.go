@@ -77,8 +77,11 @@ type ncclCell struct {
 	inPlace                    bool
 }
 
+// ncclCells lists the cells of a run, the zero-CTA ones last: NCCL's
+// newest path, should it fail, leaves the rows of the others (a failed
+// rank stops the run).
 func ncclCells(cfg Config, colls []string) []ncclCell {
-	var cells []ncclCell
+	var cells, zero []ncclCell
 	for _, c := range colls {
 		for _, dt := range cfg.DTypes {
 			for _, size := range cfg.Sizes {
@@ -91,14 +94,19 @@ func ncclCells(cfg Config, colls []string) []ncclCell {
 							if in && !knownCollectives[c].nccl.inPlace {
 								continue
 							}
-							cells = append(cells, ncclCell{coll: c, dtype: dt, mode: mode, buffers: buf, bytes: size, inPlace: in})
+							cell := ncclCell{coll: c, dtype: dt, mode: mode, buffers: buf, bytes: size, inPlace: in}
+							if buf == ncclZeroCTA {
+								zero = append(zero, cell)
+							} else {
+								cells = append(cells, cell)
+							}
 						}
 					}
 				}
 			}
 		}
 	}
-	return cells
+	return append(cells, zero...)
 }
 
 func ncclType(dt string) (nccl.DataType, int64, error) {

@@ -379,11 +379,11 @@ func RunOverlap(w *irisrt.World, cfg Config, comp Compute, device, date string) 
 // (NCCLVersion). Rows have Impl "nccl" and Variant "plain" or "cta0".
 func RunOverlapNCCL(w *irisrt.World, cfg Config, comp Compute, device, date string) ([]Row, error) {
 	var cells []ncclCell
-	for _, c := range ncclSelected(cfg) {
-		for _, dt := range cfg.DTypes {
-			for _, size := range cfg.Sizes {
-				for _, mode := range cfg.Modes {
-					for _, buf := range []string{"plain", ncclZeroCTA} {
+	for _, buf := range []string{"plain", ncclZeroCTA} { // the zero-CTA cells last, as in ncclCells
+		for _, c := range ncclSelected(cfg) {
+			for _, dt := range cfg.DTypes {
+				for _, size := range cfg.Sizes {
+					for _, mode := range cfg.Modes {
 						if ncclHas(c, buf) {
 							cells = append(cells, ncclCell{coll: c, dtype: dt, mode: mode, buffers: buf, bytes: size})
 						}
