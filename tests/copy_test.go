@@ -394,3 +394,37 @@ func checkCopyOrder(ops []fakegpu.MemOp, dev, world, lanes int) error {
 	}
 	return nil
 }
+
+// TestMaxIssued enumerates the catalogue's copy schedules on worlds of 1
+// to 8, every issuing rank and every parameter value from -world to
+// world: no rank ever issues more copies than irismodel.MaxIssued (which
+// sizes a plan's streams), and some rank issues that many.
+func TestMaxIssued(t *testing.T) {
+	for _, e := range collectives.Catalogue {
+		d := e.Descriptor()
+		if d.Engine != irismodel.EngineCopy {
+			continue
+		}
+		for world := 1; world <= 8; world++ {
+			bound, most := irismodel.MaxIssued(d.Copies, world), 0
+			params := make([]int64, len(e.Params))
+			var each func(i int)
+			each = func(i int) {
+				if i < len(params) {
+					for v := -world; v <= world; v++ {
+						params[i] = int64(v)
+						each(i + 1)
+					}
+					return
+				}
+				for issuer := range world {
+					most = max(most, len(irismodel.ExpandCopies(nil, d.Copies, world, issuer, params)))
+				}
+			}
+			each(0)
+			if most != bound {
+				t.Errorf("%s/%s world %d: a rank issues at most %d copies, MaxIssued says %d", e.Collective, e.Variant, world, most, bound)
+			}
+		}
+	}
+}

@@ -161,7 +161,7 @@ func newVariantPlan(r *irisrt.Rank, v *Variant, dt irismodel.DType, op string, s
 		Copy: v.Engine == irismodel.EngineCopy,
 	}
 	if spec.Copy {
-		spec.Kernel = ""
+		spec.Kernel, spec.MaxCopies = "", irismodel.MaxIssued(v.Copies, int(world))
 		p.tbytes, p.ptrs, p.vals = make([]int64, len(c.Tensors)), make([]gpu.DevicePtr, len(c.Tensors)), make([]int64, len(c.Params))
 		for i, ti := range c.user {
 			p.tbytes[ti] = p.lens[i] * c.Tensors[ti].ElemType(dt).Size()

@@ -150,6 +150,25 @@ func (c BlockCopy) Spell(tensors []string) string {
 	return fmt.Sprintf("%s -> %s (by %d)", end(c.From, c.FromRank, c.FromBlock), end(c.To, c.ToRank, c.ToBlock), c.FromRank)
 }
 
+// MaxIssued is the most copies ExpandCopies gives one issuing rank of a
+// world of world ranks, whatever the parameters: world^Vars a statement,
+// world^(Vars-1) where the source's rank is a rank variable (with any
+// shift, one value of it per issuer).
+func MaxIssued(stmts []CopyStmt, world int) int {
+	n := 0
+	for _, st := range stmts {
+		k := 1
+		for range st.Vars {
+			k *= world
+		}
+		if st.From.Rank.Var >= 0 {
+			k /= world
+		}
+		n += k
+	}
+	return n
+}
+
 // ExpandCopies appends to out the copies of the schedule stmts that rank
 // issuer issues on world ranks with the launch's parameter values (issuer
 // -1: every rank's), in issue order: statement by statement, and within a

@@ -120,13 +120,18 @@ type laneSet struct {
 	live map[*copyLanes]bool
 }
 
-// newLanes makes the lanes of a copy-engine plan of r: none where one
-// stream is all the plan may use (Options.CopyStreams, by default the
-// world size; a platform without gpu.EventWaiter).
-func (r *Rank) newLanes() (*copyLanes, error) {
+// newLanes makes the lanes of a copy-engine plan of r with at most
+// maxCopies copies a launch (0: no bound): none where one stream is all
+// the plan may use (Options.CopyStreams, by default the world size; at
+// most maxCopies, copies being never cut; a platform without
+// gpu.EventWaiter).
+func (r *Rank) newLanes(maxCopies int) (*copyLanes, error) {
 	n := r.opts.CopyStreams
 	if n == 0 {
 		n = r.world
+	}
+	if maxCopies > 0 {
+		n = min(n, maxCopies)
 	}
 	w, ok := r.dev.(gpu.EventWaiter)
 	if !ok || n <= 1 {

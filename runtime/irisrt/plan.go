@@ -212,7 +212,7 @@ func (p *Plan) setup() error {
 				return err
 			}
 		}
-		if p.lanes, err = r.newLanes(); err != nil {
+		if p.lanes, err = r.newLanes(s.MaxCopies); err != nil {
 			return err
 		}
 	}

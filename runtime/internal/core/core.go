@@ -86,6 +86,9 @@ type PlanSpec struct {
 	// barriers of its mode made of stream memory operations on the plan's
 	// flags.
 	Copy bool
+	// MaxCopies bounds a copy-engine launch's copies on this rank
+	// (irismodel.MaxIssued); zero: no bound known.
+	MaxCopies int
 	// Embedded holds the package's embedded code objects
 	// (kernels/<file>), found after Options.Kernels and $IRISGEN_KERNELS;
 	// KernelsCommand is the command errors about them name.
