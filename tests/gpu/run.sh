@@ -75,33 +75,34 @@ full|proc-catalogue-c|50|182|irisgen run -n N: TestProcessWorld's catalogue up t
 full|proc-params|75|136|irisgen run -n N: TestProcessWorld's collectives with parameters up to 64Mi (matrix, rules, back-to-back, capture)
 full|proc-moe|40|69|irisgen run -n N: TestProcessWorld's MoE cases and graph
 full|proc-rest|75|52|irisgen run -n N: TestProcessWorld's barriers, back-to-back and rules, convenience calls, capture, groups; TestRMSNormProcessWorld up to 2048 tokens
-sanitize|memcheck-catalogue-a|60|65|memcheck: catalogue-a at full sizes
-sanitize|memcheck-catalogue-b|60|68|memcheck: catalogue-b at full sizes
-sanitize|memcheck-catalogue-c|60|190|memcheck: catalogue-c at full sizes
-sanitize|memcheck-large|60|56|memcheck: TestLargeOffsets, TestParamLargeOffsets
-sanitize|memcheck-params|70|158|memcheck: TestParamCollectives up to 64Mi, TestParamRules
-sanitize|memcheck-rmsnorm|50|33|memcheck: TestRMSNorm up to 2048 tokens, TestRMSNormRules
-sanitize|memcheck-moe|50|92|memcheck: TestMoE (with 8192 x 7168), TestMoEGraph, TestMoEBadExpert, TestMoECapacity
-sanitize|memcheck-b2b|60|108|memcheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups
-sanitize|memcheck-capture|60|20|memcheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests
-sanitize|memcheck-processes-a|85|70|memcheck, irisgen run -n N, quick sizes: TestProcessWorld's barriers, catalogue, back-to-back and rules, convenience calls, capture and groups; TestRMSNormProcessWorld
-sanitize|memcheck-processes-b|60|92|memcheck, irisgen run -n N, quick sizes: TestProcessWorld's MoE cases and graph and collectives with parameters
-sanitize|racecheck-catalogue|40|107|racecheck: TestCatalogue at quick sizes
-sanitize|racecheck-params|60|165|racecheck: TestParamCollectives, TestParamRules at quick sizes
-sanitize|racecheck-rmsnorm|40|114|racecheck: TestRMSNorm, TestRMSNormRules at quick sizes
-sanitize|racecheck-moe|40|107|racecheck: TestMoE, TestMoEGraph, TestMoEBadExpert, TestMoECapacity at quick sizes
-sanitize|racecheck-b2b|60|406|racecheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups at quick sizes
-sanitize|racecheck-capture|60|179|racecheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests
-sanitize|synccheck-catalogue|40|42|synccheck: as racecheck-catalogue
-sanitize|synccheck-params|60|62|synccheck: as racecheck-params
-sanitize|synccheck-rmsnorm|40|17|synccheck: as racecheck-rmsnorm
-sanitize|synccheck-moe|40|29|synccheck: as racecheck-moe
-sanitize|synccheck-b2b|60|77|synccheck: as racecheck-b2b
-sanitize|synccheck-capture|60|16|synccheck: as racecheck-capture
+sanitize|memcheck-catalogue-a|34|65|memcheck: catalogue-a at full sizes
+sanitize|memcheck-catalogue-b|33|68|memcheck: catalogue-b at full sizes
+sanitize|memcheck-catalogue-c|69|190|memcheck: catalogue-c at full sizes
+sanitize|memcheck-large|34|56|memcheck: TestLargeOffsets, TestParamLargeOffsets
+sanitize|memcheck-params|65|158|memcheck: TestParamCollectives up to 64Mi, TestParamRules
+sanitize|memcheck-rmsnorm|23|33|memcheck: TestRMSNorm up to 2048 tokens, TestRMSNormRules
+sanitize|memcheck-moe|65|92|memcheck: TestMoE (with 8192 x 7168), TestMoEGraph, TestMoEBadExpert, TestMoECapacity
+sanitize|memcheck-b2b|53|108|memcheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups
+sanitize|memcheck-capture|10|20|memcheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests
+sanitize|memcheck-processes-a|40|70|memcheck, irisgen run -n N, quick sizes: TestProcessWorld's barriers, catalogue, back-to-back and rules, convenience calls, capture and groups; TestRMSNormProcessWorld
+sanitize|memcheck-processes-b|41|92|memcheck, irisgen run -n N, quick sizes: TestProcessWorld's MoE cases and graph and collectives with parameters
+sanitize|racecheck-catalogue|63|107|racecheck: TestCatalogue at quick sizes
+sanitize|racecheck-params|59|165|racecheck: TestParamCollectives, TestParamRules at quick sizes
+sanitize|racecheck-rmsnorm|94|114|racecheck: TestRMSNorm, TestRMSNormRules at quick sizes
+sanitize|racecheck-moe|68|107|racecheck: TestMoE, TestMoEGraph, TestMoEBadExpert, TestMoECapacity at quick sizes
+sanitize|racecheck-b2b|314|406|racecheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups at quick sizes
+sanitize|racecheck-capture|146|179|racecheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests
+sanitize|synccheck-catalogue|18|42|synccheck: as racecheck-catalogue
+sanitize|synccheck-params|18|62|synccheck: as racecheck-params
+sanitize|synccheck-rmsnorm|11|17|synccheck: as racecheck-rmsnorm
+sanitize|synccheck-moe|22|29|synccheck: as racecheck-moe
+sanitize|synccheck-b2b|46|77|synccheck: as racecheck-b2b
+sanitize|synccheck-capture|10|16|synccheck: as racecheck-capture
 sanitize|initcheck-catalogue|240|480|initcheck: as racecheck-catalogue
 sanitize|initcheck-params|240|480|initcheck: as racecheck-params
-sanitize|initcheck-rmsnorm|240|480|initcheck: as racecheck-rmsnorm
-sanitize|initcheck-moe|240|480|initcheck: as racecheck-moe, 10 graph rounds
+sanitize|initcheck-rmsnorm|165|480|initcheck: as racecheck-rmsnorm
+sanitize|initcheck-moe-a|240|340|initcheck: TestMoE's f32 and f16 cases at quick sizes
+sanitize|initcheck-moe-b|200|280|initcheck: TestMoE's bf16 cases at quick sizes, TestMoEGraph (10 graph rounds), TestMoEBadExpert, TestMoECapacity
 sanitize|initcheck-b2b|180|360|initcheck: as racecheck-b2b, 10 rounds a case
 sanitize|initcheck-capture|240|480|initcheck: as racecheck-capture, 10 rounds a case
 EOF
@@ -117,6 +118,9 @@ VARIANTS_B='^all_reduce/(two_shot|atomic|spinlock|ring)$'
 VARIANTS_C='^(reduce_scatter|all_gather|all_to_all)/'
 LARGE='^(TestLargeOffsets|TestParamLargeOffsets)$'
 MOE='^(TestMoE|TestMoEGraph|TestMoEBadExpert|TestMoECapacity)$'
+# initcheck takes TestMoE in two halves by dtype (its third name level):
+# all of it, about 330 s on 2 GPUs, would not fit a shard on 4.
+MOE_HALF='^TestMoE$/^world[0-9]+$/^(f32|f16)$'
 LAUNCHES='^(TestBackToBack|TestCapture|TestGroups|TestConvenience|TestPlacementAndAliasing|TestHeapTranslation|TestHostBarrier|TestDeviceBarrier|TestBarrierTimeout|TestLaunchTail)$'
 FAULTS='^(TestFaultTimeoutRecovery|TestFaultKilledRank|TestFaultReplay|TestFaultRefusedLaunch|TestFaultRefusedCopyLaunch|TestFaultMismatchedLaunch|TestGraphUseGuard|TestBarrierVisibility|TestProbeProcessWorld)$'
 # The sanitizers' families: the kernel tests, without the timing and fault
@@ -208,6 +212,8 @@ shard_steps() {
     */catalogue) gotest catalogue "$SAN_CATALOGUE" ;;
     */params) gotest params "$SAN_PARAMS" ;;
     */rmsnorm) gotest rmsnorm "$SAN_RMSNORM" ;;
+    initcheck/moe-a) gotest moe "$MOE_HALF" ;;
+    initcheck/moe-b) gotest moe "$MOE" "$MOE_HALF" ;;
     */moe) gotest moe "$MOE" ;;
     */b2b) gotest b2b "$SAN_B2B" ;;
     */capture) gotest capture "$SAN_CAPTURE" ;;

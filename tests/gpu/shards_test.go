@@ -125,20 +125,71 @@ func processPartNames(t *testing.T) []string {
 	return names
 }
 
-// runs reports whether step runs the top-level test name.
+// levels splits a -test.run or -test.skip pattern as the testing package
+// does: at each slash outside brackets and parentheses, one regexp a level
+// of a test's name.
+func levels(pattern string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, c := range pattern {
+		switch c {
+		case '[', '(':
+			depth++
+		case ']', ')':
+			depth--
+		case '/':
+			if depth == 0 {
+				out = append(out, pattern[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, pattern[start:])
+}
+
+// runs reports whether step runs the top-level test name, all of it or
+// part of its subtests (a pattern of several levels).
 func (s shardStep) runs(t *testing.T, name string) bool {
-	ok, err := regexp.MatchString(s.run, name)
+	ok, err := regexp.MatchString(levels(s.run)[0], name)
 	if err != nil {
 		t.Fatalf("shard %s: -test.run %q: %v", s.shard, s.run, err)
 	}
-	if s.skip != "" {
-		skip, err := regexp.MatchString(s.skip, name)
+	// A skip of several levels leaves the rest of the test to run.
+	if skip := levels(s.skip); s.skip != "" && len(skip) == 1 {
+		skipped, err := regexp.MatchString(skip[0], name)
 		if err != nil {
 			t.Fatalf("shard %s: -test.skip %q: %v", s.shard, s.skip, err)
 		}
-		ok = ok && !skip
+		ok = ok && !skipped
 	}
 	return ok
+}
+
+// TestShardsSplitTestsWhole: a shard that runs part of a test's subtests
+// (a -test.run of several levels) has a partner under the same tool that
+// runs the test skipping exactly that part, and the other way round, so
+// that a test cut in two still runs whole.
+func TestShardsSplitTestsWhole(t *testing.T) {
+	tool := func(shard string) string { name, _, _ := strings.Cut(shard, "-"); return name }
+	tests := suiteTests(t)
+	for _, tier := range []string{"quick", "full", "sanitize"} {
+		steps := shardSteps(t, tier)
+		partner := func(s shardStep, match func(o shardStep) bool) bool {
+			return slices.ContainsFunc(steps, func(o shardStep) bool { return o.shard != s.shard && tool(o.shard) == tool(s.shard) && match(o) })
+		}
+		// o runs every test that s runs part of.
+		covers := func(o, s shardStep) bool {
+			return !slices.ContainsFunc(tests, func(name string) bool { return s.runs(t, name) && !o.runs(t, name) })
+		}
+		for _, s := range steps {
+			if len(levels(s.run)) > 1 && !partner(s, func(o shardStep) bool { return o.skip == s.run && covers(o, s) }) {
+				t.Errorf("%s: shard %s runs part of a test (%q) and no shard runs the rest (-test.skip %q)", tier, s.shard, s.run, s.run)
+			}
+			if len(levels(s.skip)) > 1 && !partner(s, func(o shardStep) bool { return o.run == s.skip }) {
+				t.Errorf("%s: shard %s skips part of a test (%q) that no shard runs", tier, s.shard, s.skip)
+			}
+		}
+	}
 }
 
 func TestShardsRunEveryTest(t *testing.T) {
