@@ -85,15 +85,19 @@ func TestCopyVariantsOnFake(t *testing.T) {
 	// lanes: the streams a launch spreads its copies over (the default:
 	// as many as ranks; IRISGEN_COPY_STREAMS=1: one; 4 in a world of 2,
 	// with 3 Mi elements, more streams than copies: the copies stay whole).
+	// noPeerWrites: the platform refuses stream memory operations into a
+	// peer's memory (CUDA 13.1 and later), so the barriers copy their flags.
 	for _, c := range []struct {
 		world, lanes int
 		n            int64
-	}{{2, 2, 5}, {3, 3, 5}, {3, 1, 5}, {2, 4, 3 << 20}} {
-		t.Run(fmt.Sprintf("w%d/streams%d/n%d", c.world, c.lanes, c.n), func(t *testing.T) {
+		noPeerWrites bool
+	}{{2, 2, 5, false}, {3, 3, 5, false}, {3, 1, 5, false}, {2, 4, 3 << 20, false}, {2, 2, 5, true}, {3, 3, 5, true}} {
+		t.Run(fmt.Sprintf("w%d/streams%d/n%d/peerwrites=%v", c.world, c.lanes, c.n, !c.noPeerWrites), func(t *testing.T) {
 			if c.lanes != c.world {
 				t.Setenv("IRISGEN_COPY_STREAMS", fmt.Sprint(c.lanes))
 			}
 			p := fakegpu.New(c.world)
+			p.SetPeerValueWrites(!c.noPeerWrites)
 			w := fakeWorld(t, c.world, p, fakeKernels(p))
 			for _, e := range entries {
 				t.Run(e.Collective+"/"+e.Variant, func(t *testing.T) {
@@ -200,7 +204,7 @@ func checkCopyEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry,
 				return checked, err
 			}
 			if mode == irismodel.BarrierDevice {
-				if err := checkCopyOrder(fake.MemOps(), dev, world, lanes); err != nil {
+				if err := checkCopyOrder(fake.MemOps(), dev, world, lanes, gpu.PeerValueWrites(r.Device())); err != nil {
 					return checked, fmt.Errorf("%s: %w", what, err)
 				}
 			}
@@ -298,22 +302,26 @@ func checkCopyEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry,
 }
 
 // checkCopyOrder checks one launch in mode device from the operations of
-// every device: device dev signals every peer, waits for each and resets
-// its word, copies, and does the same on the done row, then copies its
-// staged outputs out of their staging buffers; its first copy runs after
-// every peer's enter signal, and its last done wait after every peer's
-// last copy before that peer's own last wait.
-func checkCopyOrder(ops []fakegpu.MemOp, dev, world, lanes int) error {
+// every device: device dev signals every peer (a write, or with
+// peerWrites false a copy), waits for each and resets its word, copies,
+// and does the same on the done row, then copies its staged outputs out of
+// their staging buffers; its first copy runs after every peer's enter
+// signal, and its last done wait after every peer's last copy before that
+// peer's own last wait.
+func checkCopyOrder(ops []fakegpu.MemOp, dev, world, lanes int, peerWrites bool) error {
+	raise := "write"
+	if !peerWrites {
+		raise = "copy"
+	}
 	var kinds []string
-	firstCopy, lastWait := -1, -1
+	var mine []int // dev's operations' indexes in ops
+	lastWait := -1
 	for i, o := range ops {
 		if o.Device != dev {
 			continue
 		}
 		kinds = append(kinds, o.Kind.String())
-		if o.Kind == fakegpu.MemOpCopy && firstCopy < 0 {
-			firstCopy = i
-		}
+		mine = append(mine, i)
 		if o.Kind == fakegpu.MemOpWait {
 			lastWait = i
 		}
@@ -321,7 +329,7 @@ func checkCopyOrder(ops []fakegpu.MemOp, dev, world, lanes int) error {
 	barrier := func() []string {
 		var b []string
 		for range world - 1 {
-			b = append(b, "write")
+			b = append(b, raise)
 		}
 		for range world - 1 {
 			b = append(b, "wait", "write")
@@ -329,6 +337,10 @@ func checkCopyOrder(ops []fakegpu.MemOp, dev, world, lanes int) error {
 		return b
 	}
 	enter, done := barrier(), barrier()
+	firstCopy := -1 // the first operation after the enter barrier
+	if len(mine) > len(enter) {
+		firstCopy = mine[len(enter)]
+	}
 	for len(kinds) > 0 && kinds[len(kinds)-1] == "copy" {
 		kinds = kinds[:len(kinds)-1] // staged outputs, after the done barrier
 	}
@@ -378,8 +390,8 @@ func checkCopyOrder(ops []fakegpu.MemOp, dev, world, lanes int) error {
 			if o.Device != q || i > peerLastWait {
 				continue
 			}
-			if o.Kind == fakegpu.MemOpWrite && o.Value == 1 && enterSignal < 0 {
-				enterSignal = i
+			if enterSignal < 0 {
+				enterSignal = i // its first: the enter barrier's first signal
 			}
 			if o.Kind == fakegpu.MemOpCopy {
 				peerLastCopy = i

@@ -43,6 +43,15 @@ static int igcu_dependent(int *dependent, const char **call) {
 	return r;
 }
 
+// igcu_peer_writes: drivers before CUDA 13.1 store a stream memory
+// operation's value into a peer GPU's memory.
+static int igcu_peer_writes(int *ok, const char **call) {
+	int version = 0;
+	CUresult r = IG_CALL(cuDriverGetVersion, (&version));
+	*ok = version < IGCU_NO_PEER_WRITES_DRIVER;
+	return r;
+}
+
 // igcu_device retains the device's primary context (kept for the process's
 // life): h is the context, id the CUdevice; only an sm_90 or later GPU
 // launches dependents.

@@ -63,6 +63,10 @@ enum {
 	// The first driver version (CUDA 12.3) whose stream capture records
 	// programmatic dependencies as graph edges.
 	IGCU_PDL_DRIVER = 12030,
+	// The first driver version (CUDA 13.1) whose stream memory operations
+	// no longer store into a peer GPU's memory (NVIDIA's NCCL maintainers,
+	// NVIDIA/nccl#2052; NCCL 2.29 copies its flags since).
+	IGCU_NO_PEER_WRITES_DRIVER = 13010,
 };
 // CU_STREAM_LEGACY: the legacy default stream, whatever the per-thread mode.
 #define IGCU_STREAM_LEGACY ((CUstream)0x1)

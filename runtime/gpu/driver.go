@@ -92,7 +92,15 @@ func (b binding) open(lib string) (p Platform, opened bool, err error) {
 		}
 		pdl = allowed && dependent != 0
 	}
-	return &platform{b: b, count: int(count), pdl: pdl, devs: map[int]*device{}}, true, nil
+	var peerWrites C.int
+	if r := C.ig_peer_writes(b.table, &peerWrites, &call); r != 0 {
+		return nil, true, fmt.Errorf("%s: %w", lib, b.error(call, r))
+	}
+	allowed, err := peerWritesAllowed()
+	if err != nil {
+		return nil, true, err
+	}
+	return &platform{b: b, count: int(count), pdl: pdl, peerWrites: allowed && peerWrites != 0, devs: map[int]*device{}}, true, nil
 }
 
 // error turns a library's result into an *Error named by the library.
@@ -122,8 +130,11 @@ type platform struct {
 	b     binding
 	count int
 	pdl   bool // the library launches programmatic dependents and IRISGEN_PDL allows it
-	mu    sync.Mutex
-	devs  map[int]*device
+	// peerWrites: the library's stream memory operations store into a
+	// peer's memory and IRISGEN_PEER_WRITES allows them to.
+	peerWrites bool
+	mu         sync.Mutex
+	devs       map[int]*device
 }
 
 func (p *platform) Name() string { return p.b.name }
@@ -412,6 +423,11 @@ func (d *device) launch(dependent bool, f Function, grid, block Dim3, sharedByte
 		C.uint(grid.X), C.uint(grid.Y), C.uint(grid.Z), C.uint(block.X), C.uint(block.Y), C.uint(block.Z),
 		C.uint(sharedBytes), C.uintptr_t(s), ap, C.size_t(len(args)), &call))
 }
+
+// PeerValueWrites reports whether WriteValue32 may store into a peer's
+// memory: on CUDA drivers before 13.1 and on HIP, unless
+// IRISGEN_PEER_WRITES is 0 (gpu.PeerValueWriter).
+func (d *device) PeerValueWrites() bool { return d.p.peerWrites }
 
 // DependentLaunches reports whether LaunchDependent overlaps kernels: on
 // CUDA an sm_90 or later GPU, a CUDA 12.3 or later driver, and IRISGEN_PDL

@@ -244,6 +244,7 @@ typedef struct {
 		cuGraphExecDestroy, ((CUgraphExec)e), hipGraphExecDestroy, ((hipGraphExec_t)e)) \
 	X(load, open, (const char *lib, int *opened, const char **msg), (lib, opened, msg)) \
 	X(own, dependent, (int *dependent, const char **call), (dependent, call)) \
+	X(own, peer_writes, (int *ok, const char **call), (ok, call)) \
 	X(start, init, (int *count, int *dependent, const char **call), (count, dependent, call), \
 		cuInit, (0), cuDeviceGetCount, (count), hipInit, (0), hipGetDeviceCount, (count)) \
 	X(own, device, (int ordinal, uintptr_t *h, uintptr_t *id, int *dependent, const char **call), \

@@ -65,7 +65,9 @@ void say(const char *fmt, ...) {
 }
 #ifdef FAKE_CUDA
 R cuDeviceGetCount(int *n) { say("cuDeviceGetCount"); *n = 2; return 0; }
-R cuDriverGetVersion(int *v) { say("cuDriverGetVersion"); *v = 12040; return 0; }
+R cuDriverGetVersion(int *v) {
+	say("cuDriverGetVersion"); *v = getenv("IG_FAKE_DRIVER") ? atoi(getenv("IG_FAKE_DRIVER")) : 12040; return 0;
+}
 R cuDeviceGet(CUdevice *d, int ordinal) { say("cuDeviceGet %d", ordinal); *d = 10 + ordinal; return 0; }
 R cuDeviceGetAttribute(int *v, int attr, CUdevice d) { say("cuDeviceGetAttribute %d %d", attr, d); *v = 9; return 0; }
 R cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) { say("cuDevicePrimaryCtxRetain %d", d); *c = (CUcontext)(uintptr_t)(0xC0 + d); return 0; }
@@ -182,7 +184,7 @@ func TestBindings(t *testing.T) {
 			if p == nil {
 				t.Fatalf("the fake %s library does not load: %v", name, why)
 			}
-			init := map[string][]string{"cuda": {"cuInit", "cuDriverGetVersion", "cuDeviceGetCount"}, "hip": {"hipInit", "hipGetDeviceCount"}}[name]
+			init := map[string][]string{"cuda": {"cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDriverGetVersion"}, "hip": {"hipInit", "hipGetDeviceCount"}}[name]
 			if got := calls(t, log); strings.Join(got, ",") != strings.Join(init, ",") {
 				t.Errorf("loading called %q, want %q", got, init)
 			}
@@ -319,6 +321,37 @@ func TestBindings(t *testing.T) {
 					}
 				} else if p != nil || len(why) == 0 || !strings.Contains(why[0].Error(), EnvPDL) {
 					t.Errorf("%s=bogus: %v %v", EnvPDL, p, why)
+				}
+			}
+			t.Setenv(EnvPDL, "")
+			// Stream memory operations store into peers' memory on CUDA
+			// drivers before 13.1 and on HIP, unless IRISGEN_PEER_WRITES
+			// is 0; another value is an error.
+			for _, c := range []struct {
+				driver, env string
+				want        bool
+			}{
+				{"12040", "", true}, {"13000", "", true}, {"13010", "", name == "hip"}, {"13020", "1", name == "hip"},
+				{"12040", "0", false}, {"12040", "false", false}, {"12040", "bogus", false},
+			} {
+				t.Setenv("IG_FAKE_DRIVER", c.driver)
+				t.Setenv(EnvPeerWrites, c.env)
+				p, why := b.load()
+				if c.env == "bogus" {
+					if p != nil || len(why) == 0 || !strings.Contains(why[0].Error(), EnvPeerWrites) {
+						t.Errorf("%s=bogus: %v %v", EnvPeerWrites, p, why)
+					}
+					continue
+				}
+				if p == nil {
+					t.Fatalf("driver %s, %s=%q: %v", c.driver, EnvPeerWrites, c.env, why)
+				}
+				d, err := p.Open(0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := PeerValueWrites(d); got != c.want {
+					t.Errorf("driver %s, %s=%q: PeerValueWrites = %v, want %v", c.driver, EnvPeerWrites, c.env, got, c.want)
 				}
 			}
 		})

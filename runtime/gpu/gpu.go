@@ -293,17 +293,54 @@ type DependentLauncher interface {
 // and later) support it. Read when the CUDA platform loads.
 const EnvPDL = "IRISGEN_PDL"
 
-// pdlAllowed reads EnvPDL; a value other than those above is an error that
-// says what to set.
-func pdlAllowed() (bool, error) {
-	switch v := os.Getenv(EnvPDL); strings.ToLower(v) {
+// PeerValueWriter is implemented by devices that know whether a stream
+// memory operation may store into a peer GPU's memory (WriteValue32, and
+// ValueOps' stores, at an address of a peer's mapped memory). CUDA drivers
+// before 13.1 do; from 13.1, NVIDIA's NCCL maintainers report, they do not
+// (NCCL 2.29 and later copy their flags to the peers instead), and neither
+// does any device when IRISGEN_PEER_WRITES is 0. A device that does not
+// implement it may.
+type PeerValueWriter interface {
+	PeerValueWrites() bool
+}
+
+// PeerValueWrites reports whether d's stream memory operations may store
+// into a peer's memory (PeerValueWriter; true for a device that does not
+// say).
+func PeerValueWrites(d Device) bool {
+	if w, ok := d.(PeerValueWriter); ok {
+		return w.PeerValueWrites()
+	}
+	return true
+}
+
+// EnvPeerWrites switches stream memory operations into peers' memory at run
+// time, so one binary A/Bs the copies that replace them and a driver that
+// has them tests the path of one that has not: 0 (or false) makes every
+// device report that it has none (PeerValueWriter), 1 (or true, or unset)
+// leaves it to the driver. Read when the platform loads.
+const EnvPeerWrites = "IRISGEN_PEER_WRITES"
+
+// envSwitch reads the run-time switch name: "", 1 or true (any case) is
+// on, 0 or false off; another value is an error that names the variable
+// and says what each setting does.
+func envSwitch(name, off, on string) (bool, error) {
+	switch v := os.Getenv(name); strings.ToLower(v) {
 	case "", "1", "true":
 		return true, nil
 	case "0", "false":
 		return false, nil
 	default:
-		return false, fmt.Errorf("%s=%q: want 0 or false (off), 1 or true (on where supported, the default)", EnvPDL, v)
+		return false, fmt.Errorf("%s=%q: want 0 or false (%s), 1 or true (%s, the default)", name, v, off, on)
 	}
+}
+
+// pdlAllowed reads EnvPDL.
+func pdlAllowed() (bool, error) { return envSwitch(EnvPDL, "off", "on where supported") }
+
+// peerWritesAllowed reads EnvPeerWrites.
+func peerWritesAllowed() (bool, error) {
+	return envSwitch(EnvPeerWrites, "copy the flags into peers' memory", "store them with stream memory operations where the driver can")
 }
 
 // LaunchDependent launches f on d as a programmatic dependent of the kernel

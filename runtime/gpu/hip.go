@@ -44,6 +44,13 @@ static int ighip_dependent(int *dependent, const char **call) {
 	return 0;
 }
 
+// ighip_peer_writes: hipStreamWriteValue32 stores into a peer GPU's
+// memory.
+static int ighip_peer_writes(int *ok, const char **call) {
+	*ok = 1;
+	return 0;
+}
+
 // ighip_device: every call selects the device by its ordinal.
 static int ighip_device(int ordinal, uintptr_t *h, uintptr_t *id, int *dependent, const char **call) {
 	*h = *id = (uintptr_t)ordinal;

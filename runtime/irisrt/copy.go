@@ -16,8 +16,10 @@ import (
 // A copy-engine launch (core.PlanSpec.Copy) runs no kernel. On its stream
 // it enqueues, in mode device:
 //
-//	enter: 1 into word rank of every peer's enter row; for every peer j,
-//	       wait until the own enter[j] holds 1, then store 0 into it
+//	enter: 1 into word rank of every peer's enter row (a stream memory
+//	       operation, or where the driver's cannot store into a peer's
+//	       memory a 4-byte copy: Rank.raise); for every peer j, wait
+//	       until the own enter[j] holds 1, then store 0 into it
 //	seen:  a copy of the own control block's refused words into the
 //	       rank's host-mapped seen area (below)
 //	the copies (Args.Copies, CopyDtoDAsync between heap addresses)
@@ -278,15 +280,18 @@ func (p *Plan) issueCopies(s gpu.Stream, mode irismodel.Barrier, copies []core.C
 // at byte offset row of the plan's flags, as one batch of stream memory
 // operations where the platform has one (gpu.ValueOps: one stream
 // operation instead of three a peer, each of which cost about 2.5 us on
-// H100s): 1 into this rank's word on every peer, then for every peer a
-// wait for its word here and the reset of it.
+// H100s): 1 into this rank's word on every peer (raise), then for every
+// peer a wait for its word here and the reset of it.
 func (p *Plan) copyBarrier(s gpu.Stream, row int64) error {
 	r := p.r
 	word := func(j int) gpu.DevicePtr { return p.flags + gpu.DevicePtr(row+4*int64(j)) }
 	ops := p.valueOps[:0]
 	for j := range r.world {
 		if j != r.rank {
-			ops = append(ops, gpu.ValueOp{Dst: r.heap.Peer(word(r.rank), j), Value: 1})
+			var err error
+			if ops, err = r.raise(ops, r.heap.Peer(word(r.rank), j), s); err != nil {
+				return platformErr(fmt.Sprintf("%s %s: the barrier with its peers", p.spec.Op, p.spec.Variant), err)
+			}
 		}
 	}
 	for j := range r.world {
@@ -324,12 +329,31 @@ func (p *Plan) unblock() error {
 		}
 		for _, row := range []int64{copyEnterRow, copyDoneRow} {
 			word := p.flags + gpu.DevicePtr(row+4*int64(r.rank))
-			if err := r.dev.WriteValue32(r.heap.Peer(word, j), 1, r.control); err != nil {
+			ops, err := r.raise(nil, r.heap.Peer(word, j), r.control)
+			if err == nil {
+				err = gpu.ValueOps(r.dev, ops, r.control)
+			}
+			if err != nil {
 				errs = append(errs, platformErr(fmt.Sprintf("%s %s: releasing rank %d", p.spec.Op, p.spec.Variant, j), err))
 			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// raise stores 1 into dst, a word of a peer's memory, on s: as a stream
+// memory operation appended to ops (for the caller to enqueue, after any
+// it enqueued on s before) where the device's can store into a peer's
+// memory, else now, as a 4-byte copy from the rank's one word (CUDA 13.1
+// and later; IRISGEN_PEER_WRITES=0). The copy, like the stream memory
+// operation, starts once the stream's earlier work has ended, so a peer
+// that sees the 1 sees that work's writes. It costs a copy-engine
+// operation a peer where a batch of memory operations took them all.
+func (r *Rank) raise(ops []gpu.ValueOp, dst gpu.DevicePtr, s gpu.Stream) ([]gpu.ValueOp, error) {
+	if r.one == 0 {
+		return append(ops, gpu.ValueOp{Dst: dst, Value: 1}), nil
+	}
+	return ops, r.dev.CopyDtoDAsync(dst, r.one, 4, s)
 }
 
 // releases reports whether a refused launch of the plan in mode must

@@ -2,6 +2,7 @@ package irisrt
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -48,28 +49,34 @@ func copyLaunch(p *Plan, refuse error) error {
 // TestCopyRefusalAcrossProcesses: in a multi-process world the refusal of
 // a copy-engine launch releases the peer's stream waits and reaches its
 // Check through the seen copy (no host path carries the error: Err nil),
-// once; the next launch meets.
+// once; the next launch meets. With stream memory operations into peers'
+// memory and, as from CUDA 13.1, without (the flags copied).
 func TestCopyRefusalAcrossProcesses(t *testing.T) {
-	fake := fakegpu.New(2)
-	fake.SetWaitLimit(5 * time.Second)
-	ranks := joinFakeProcesses(t, fake, 2, Options{HeapBytes: 1 << 20, RendezvousTimeout: 10 * time.Second})
-	t.Cleanup(func() { closeAll(t, ranks) })
-	plans := copyPlans(t, ranks)
-	errs := eachProcess(ranks, func(r *Rank) error {
-		if r.rank == 1 {
-			return copyLaunch(plans[1], &DTypeError{Op: "copies", Name: "input", Want: irismodel.BF16, Got: irismodel.F32})
-		}
-		return copyLaunch(plans[0], nil)
-	})
-	require.ErrorIs(t, errs[1], ErrDType)
-	var pe *PeerRefusedError
-	require.ErrorAs(t, errs[0], &pe)
-	assert.Equal(t, PeerRefusedError{Rank: 0, Peer: 1, Launch: 1, Reason: RefusedDType, Copies: true}, *pe)
-	assert.Contains(t, pe.Error(), "rank 0's results of launch 1 are invalid")
-	assert.Contains(t, pe.Error(), "The world stays usable")
-	require.NoError(t, ranks[0].Check(), "reported once")
-	for k, err := range eachProcess(ranks, func(r *Rank) error { return copyLaunch(plans[r.rank], nil) }) {
-		require.NoError(t, err, "rank %d: the next launch", k)
+	for _, peerWrites := range []bool{true, false} {
+		t.Run(fmt.Sprintf("peerwrites=%v", peerWrites), func(t *testing.T) {
+			fake := fakegpu.New(2)
+			fake.SetPeerValueWrites(peerWrites)
+			fake.SetWaitLimit(5 * time.Second)
+			ranks := joinFakeProcesses(t, fake, 2, Options{HeapBytes: 1 << 20, RendezvousTimeout: 10 * time.Second})
+			t.Cleanup(func() { closeAll(t, ranks) })
+			plans := copyPlans(t, ranks)
+			errs := eachProcess(ranks, func(r *Rank) error {
+				if r.rank == 1 {
+					return copyLaunch(plans[1], &DTypeError{Op: "copies", Name: "input", Want: irismodel.BF16, Got: irismodel.F32})
+				}
+				return copyLaunch(plans[0], nil)
+			})
+			require.ErrorIs(t, errs[1], ErrDType)
+			var pe *PeerRefusedError
+			require.ErrorAs(t, errs[0], &pe)
+			assert.Equal(t, PeerRefusedError{Rank: 0, Peer: 1, Launch: 1, Reason: RefusedDType, Copies: true}, *pe)
+			assert.Contains(t, pe.Error(), "rank 0's results of launch 1 are invalid")
+			assert.Contains(t, pe.Error(), "The world stays usable")
+			require.NoError(t, ranks[0].Check(), "reported once")
+			for k, err := range eachProcess(ranks, func(r *Rank) error { return copyLaunch(plans[r.rank], nil) }) {
+				require.NoError(t, err, "rank %d: the next launch", k)
+			}
+		})
 	}
 }
 
@@ -94,27 +101,33 @@ func TestCopyRefusalEverywhere(t *testing.T) {
 
 // TestCopyRefusalWorldFault: a rank with a world fault releases its peers'
 // copy-engine launches by writing its words from the control stream (no
-// wait of its own); the peer learns the reason.
+// wait of its own); the peer learns the reason. With and without stream
+// memory operations into peers' memory.
 func TestCopyRefusalWorldFault(t *testing.T) {
-	fake := fakegpu.New(2)
-	fake.SetWaitLimit(5 * time.Second)
-	w, err := NewLocalWorld(2, Options{Platform: fake, HeapBytes: 1 << 20})
-	require.NoError(t, err)
-	t.Cleanup(func() { w.Close() })
-	plans := copyPlans(t, w.ranks)
-	errs := eachProcess(w.ranks, func(r *Rank) error {
-		if r.rank == 1 {
-			return copyLaunch(plans[1], &BarrierTimeoutError{Rank: 1, Peer: 0})
-		}
-		return copyLaunch(plans[0], nil)
-	})
-	require.ErrorIs(t, errs[1], ErrBarrierTimeout)
-	var pe *PeerRefusedError
-	require.ErrorAs(t, errs[0], &pe)
-	assert.Equal(t, RefusedWorldFault, pe.Reason)
-	assert.True(t, pe.Copies)
-	assert.Contains(t, pe.Error(), "Rank 1 has a world fault: close the world")
-	assert.True(t, errors.Is(pe.Err, ErrBarrierTimeout), "in process, rank 1's own error")
+	for _, peerWrites := range []bool{true, false} {
+		t.Run(fmt.Sprintf("peerwrites=%v", peerWrites), func(t *testing.T) {
+			fake := fakegpu.New(2)
+			fake.SetPeerValueWrites(peerWrites)
+			fake.SetWaitLimit(5 * time.Second)
+			w, err := NewLocalWorld(2, Options{Platform: fake, HeapBytes: 1 << 20})
+			require.NoError(t, err)
+			t.Cleanup(func() { w.Close() })
+			plans := copyPlans(t, w.ranks)
+			errs := eachProcess(w.ranks, func(r *Rank) error {
+				if r.rank == 1 {
+					return copyLaunch(plans[1], &BarrierTimeoutError{Rank: 1, Peer: 0})
+				}
+				return copyLaunch(plans[0], nil)
+			})
+			require.ErrorIs(t, errs[1], ErrBarrierTimeout)
+			var pe *PeerRefusedError
+			require.ErrorAs(t, errs[0], &pe)
+			assert.Equal(t, RefusedWorldFault, pe.Reason)
+			assert.True(t, pe.Copies)
+			assert.Contains(t, pe.Error(), "Rank 1 has a world fault: close the world")
+			assert.True(t, errors.Is(pe.Err, ErrBarrierTimeout), "in process, rank 1's own error")
+		})
+	}
 }
 
 // TestCopyLanesLifecycle: a copy-engine plan of a world of 3 makes two

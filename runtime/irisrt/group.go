@@ -88,7 +88,7 @@ func (r *Rank) NewGroup(members []int, heapBytes int64) (*Rank, error) {
 	}
 	base := r.heap.base + gpu.DevicePtr(res.off)
 	g := &Rank{rank: slices.Index(members, r.rank), world: len(members), opts: r.opts, dev: r.dev,
-		stream: r.stream, control: r.control, errHost: r.errHost, errDev: r.errDev, kernels: r.kernels, graphs: r.graphs, seens: r.seens, lanes: r.lanes, local: r.local, perGPU: r.perGPU, parent: r, reserved: base}
+		stream: r.stream, control: r.control, errHost: r.errHost, errDev: r.errDev, one: r.one, kernels: r.kernels, graphs: r.graphs, seens: r.seens, lanes: r.lanes, local: r.local, perGPU: r.perGPU, parent: r, reserved: base}
 	bases := make([]gpu.DevicePtr, len(members))
 	for i, m := range members {
 		bases[i] = r.heap.Peer(base, m)

@@ -27,6 +27,11 @@ type Rank struct {
 	errHost     unsafe.Pointer
 	errDev      gpu.DevicePtr
 	ctx         [core.CtxBytes]byte
+	// one is a device word holding 1 where the device's stream memory
+	// operations cannot store into a peer's memory (gpu.PeerValueWrites):
+	// the source of the 4-byte copies that raise the copy-engine barriers'
+	// flags on the peers instead (copy.go). 0 where they can.
+	one gpu.DevicePtr
 
 	kernels *kernelCache
 	graphs  *graphSet       // shared with the rank's groups
@@ -91,6 +96,15 @@ func newRank(rank, world int, dev gpu.Device, opts Options) (r *Rank, err error)
 	}
 	r.errHost, r.errDev = host, errDev
 	clear(unsafe.Slice((*byte)(host), core.ErrRecords*core.ErrRecordBytes))
+	if !gpu.PeerValueWrites(dev) {
+		if r.one, err = dev.Alloc(4, false); err != nil {
+			return nil, platformErr(fmt.Sprintf("rank %d allocating the word its copy-engine barriers copy to peers", rank), err)
+		}
+		one := uint32(1)
+		if err := dev.CopyHtoD(r.one, unsafe.Pointer(&one), 4); err != nil {
+			return nil, platformErr(fmt.Sprintf("rank %d setting the word its copy-engine barriers copy to peers", rank), err)
+		}
+	}
 	// Heap memory starts zeroed, so flags and epochs of the first plans and
 	// user tensors have a known state.
 	if err := dev.MemsetD8Async(base, 0, opts.HeapBytes, r.stream); err != nil {
@@ -136,6 +150,9 @@ func (r *Rank) release() error {
 		}
 		if r.errHost != nil {
 			errs = append(errs, r.dev.FreeHost(r.errHost))
+		}
+		if r.one != 0 {
+			errs = append(errs, r.dev.Free(r.one))
 		}
 		if r.seens != nil {
 			for _, c := range r.seens.areas {

@@ -58,8 +58,8 @@ unset IRISGEN_KERNELS
 # docs/testing-gpu.md); a sanitize shard's are the more uncertain.
 shard_table() {
   cat <<'EOF'
-quick|inprocess|160|360|in-process world: every test at quick sizes (every variant x dtype x op at 1, 7, 4099 and 1Mi elements; faults, refused and mismatched launches, visibility and the probe in both worlds; capture, groups, MoE, the stall guard), the platform tests, irisgen probe, the downstream example
-quick|processes|55|95|irisgen run -n N: TestProcessWorld (barriers, catalogue, capture, groups) and TestRMSNormProcessWorld at quick sizes, the downstream example
+quick|inprocess|190|400|in-process world: every test at quick sizes (every variant x dtype x op at 1, 7, 4099 and 1Mi elements; faults, refused and mismatched launches, visibility and the probe in both worlds; capture, groups, MoE, the stall guard), the platform tests, irisgen probe, the downstream example; the copy-engine variants' tests again with IRISGEN_PEER_WRITES=0
+quick|processes|65|110|irisgen run -n N: TestProcessWorld (barriers, catalogue, capture, groups) and TestRMSNormProcessWorld at quick sizes, the downstream example; the copy-engine variants' catalogue and capture parts again with IRISGEN_PEER_WRITES=0
 full|catalogue-a|45|55|TestCatalogue at every size up to 64Mi: all_reduce one_shot, one_shot_staged, one_shot_push, one_shot_lamport
 full|catalogue-b|45|55|TestCatalogue at every size up to 64Mi: all_reduce two_shot, atomic, spinlock, ring
 full|catalogue-c|45|180|TestCatalogue at every size up to 64Mi: reduce_scatter, all_gather, all_to_all
@@ -126,6 +126,10 @@ FAULTS='^(TestFaultTimeoutRecovery|TestFaultKilledRank|TestFaultReplay|TestFault
 # The sanitizers' families: the kernel tests, without the timing and fault
 # tests (a sanitizer adds nothing to what they check, and slows the timings
 # they assert).
+# The copy-engine variants' tests, which the quick tier runs again with
+# IRISGEN_PEER_WRITES=0: their barriers then copy their flags into the
+# peers' memory, as on CUDA 13.1 and later drivers.
+COPY_TESTS='^(TestCatalogue|TestCapture|TestBackToBack|TestParamCollectives|TestParamBackToBack|TestParamCapture|TestFaultRefusedCopyLaunch)$'
 SAN_CATALOGUE='^TestCatalogue$'
 SAN_PARAMS='^(TestParamCollectives|TestParamRules)$'
 SAN_RMSNORM='^(TestRMSNorm|TestRMSNormRules)$'
@@ -145,12 +149,14 @@ shard_steps() {
     inprocess)
       cmd platform "$BIN/platform.test" -test.v -test.count=1
       gotest suite . "$QUICK_SKIP"
+      gotest copies-without-peer-writes "$COPY_TESTS" '' IRISGEN_PEER_WRITES=0 IRISGEN_TEST_VARIANTS='copy_push$'
       cmd probe "$BIN/irisgen" probe
       cmd downstream "${DOWNSTREAM[@]}" "$BIN/stencil" -quick
       ;;
     processes)
       procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=barriers,catalogue,capture,groups
       procs rmsnorm-process-world '^TestRMSNormProcessWorld$'
+      procs process-world-without-peer-writes '^TestProcessWorld$' IRISGEN_TEST_PARTS=catalogue,capture IRISGEN_PEER_WRITES=0 IRISGEN_TEST_VARIANTS='copy_push$'
       procs_cmd downstream-processes "${DOWNSTREAM[@]}" "$BIN/irisgen" run -n WORLD -- "$BIN/stencil" -quick
       ;;
     *) return 1 ;;

@@ -393,25 +393,27 @@ func TestRunShResultLines(t *testing.T) {
 			}
 		}
 	}
-	// platform (1 pass) + suite (1 pass, 1 skip, 660 cases) + probe (142
+	// platform (1 pass) + suite, and the copy variants' tests again
+	// without peer writes (each 1 pass, 1 skip, 660 cases) + probe (142
 	// claims) + the downstream example (180 cases).
 	quick := run(nil, "quick", "inprocess")
 	expect(quick, map[string]string{"file": "result-quick-inprocess.txt", "tier": "quick", "shard": "inprocess",
-		"worlds": "2", "kinds": "in-process", "tests": "5", "passed": "4", "failed": "0", "skipped": "1", "cases": "982",
+		"worlds": "2", "kinds": "in-process", "tests": "7", "passed": "5", "failed": "0", "skipped": "2", "cases": strconv.Itoa(2*660 + 142 + 180),
 		"sanitizer_errors": "0", "gpus": "2x NVIDIA H100 80GB HBM3", "driver": "580.159.04", "result": "PASS"})
 	// The line as a row of the record in docs/testing-gpu.md.
 	row, err := exec.Command("bash", "run.sh", "-rows", "nvidia-h100-x2", quick["path"]).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "| quick | inprocess | nvidia-h100-x2 | 2x NVIDIA H100 80GB HBM3 | 2 | in-process | 4/0/1 | 982 | "; !strings.HasPrefix(string(row), want) ||
+	if want := "| quick | inprocess | nvidia-h100-x2 | 2x NVIDIA H100 80GB HBM3 | 2 | in-process | 5/0/2 | 1642 | "; !strings.HasPrefix(string(row), want) ||
 		!strings.HasSuffix(string(row), " | PASS |\n") {
 		t.Errorf("run.sh -rows: %q, want %q... PASS |", row, want)
 	}
-	// Worlds 2 and 4, each: TestProcessWorld and TestRMSNormProcessWorld
-	// (rank 0's pass, skip and 660 cases) and the downstream example.
+	// Worlds 2 and 4, each: TestProcessWorld, TestRMSNormProcessWorld and
+	// TestProcessWorld's copy variants without peer writes (rank 0's pass,
+	// skip and 660 cases) and the downstream example.
 	expect(run([]string{"IRISGEN_TEST_WORLDS=2,4"}, "quick", "processes"), map[string]string{"worlds": "2,4", "kinds": "processes",
-		"tests": "10", "passed": "6", "skipped": "4", "cases": strconv.Itoa(2 * (660 + 660 + 180)), "result": "PASS"})
+		"tests": "14", "passed": "8", "skipped": "6", "cases": strconv.Itoa(2 * (3*660 + 180)), "result": "PASS"})
 	// The faults shard: the platform tests, the suite, probe in-process and
 	// as processes (rank 0's claims alone), the downstream example in both.
 	expect(run(nil, "full", "faults"), map[string]string{"kinds": "in-process+processes", "tests": "7", "passed": "6", "skipped": "1",

@@ -214,13 +214,31 @@ func (d *Device) MemsetD32Async(dst gpu.DevicePtr, v uint32, n int64, s gpu.Stre
 	return d.streamOp("cuMemsetD32Async", s, op{kind: opMemset32, dst: dst, word: v, bytes: 4 * n})
 }
 
-// WriteValue32 stores v into the 4-byte word at dst (a peer's too) once
-// the stream's earlier operations are done.
+// WriteValue32 stores v into the 4-byte word at dst (a peer's too, unless
+// SetPeerValueWrites turned that off) once the stream's earlier operations
+// are done.
 func (d *Device) WriteValue32(dst gpu.DevicePtr, v uint32, s gpu.Stream) error {
+	const call = "cuStreamWriteValue32_v2"
 	if dst%4 != 0 {
-		return fail("cuStreamWriteValue32_v2", codeInvalidValue, fmt.Sprintf("%#x is not 4-byte aligned", uint64(dst)))
+		return fail(call, codeInvalidValue, fmt.Sprintf("%#x is not 4-byte aligned", uint64(dst)))
 	}
-	return d.streamOp("cuStreamWriteValue32_v2", s, op{kind: opWriteValue, dst: dst, word: v, bytes: 4})
+	p := d.p
+	p.mu.Lock()
+	r := p.find(dst)
+	refuse := p.noPeerWrites && r != nil && r.owner != d.ord
+	p.mu.Unlock()
+	if refuse {
+		return fail(call, codeNotSupported, fmt.Sprintf("%#x is device %d's memory: stream memory operations store only into the calling device's", uint64(dst), r.owner))
+	}
+	return d.streamOp(call, s, op{kind: opWriteValue, dst: dst, word: v, bytes: 4})
+}
+
+// PeerValueWrites reports whether WriteValue32 stores into peers' memory
+// (SetPeerValueWrites).
+func (d *Device) PeerValueWrites() bool {
+	d.p.mu.Lock()
+	defer d.p.mu.Unlock()
+	return !d.p.noPeerWrites
 }
 
 // WaitValue32 holds the stream's later operations until the 4-byte word

@@ -59,6 +59,7 @@ const (
 	codeStreamCaptureIsolation                 = 906
 	codeStreamCaptureWrongThread               = 908
 	codeIllegalState                           = 401
+	codeNotSupported                           = 801
 	fakeEventTick                              = time.Microsecond
 	addressAlign                               = 256
 	deviceRangeStride                          = 0x1000_0000_0000
@@ -75,6 +76,7 @@ var codeNames = map[int][2]string{
 	codeInvalidHandle:            {"CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
 	codeIllegalState:             {"CUDA_ERROR_ILLEGAL_STATE", "the operation cannot be performed in the present state"},
 	codeNotFound:                 {"CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+	codeNotSupported:             {"CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
 	codeIllegalAddress:           {"CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
 	codePeerAccessNotEnabled:     {"CUDA_ERROR_PEER_ACCESS_NOT_ENABLED", "peer access has not been enabled"},
 	codeStreamCaptureUnsupported: {"CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
@@ -260,9 +262,11 @@ type Platform struct {
 	used      []int64
 	canPeer   func(from, to int) bool
 	dependent bool // devices launch programmatic dependents (SetDependentLaunches)
-	clock     time.Duration
-	capturing int // streams with a strict (global or thread-local) capture active
-	ipcID     uint64
+	// noPeerWrites: WriteValue32 refuses a peer's memory (SetPeerValueWrites)
+	noPeerWrites bool
+	clock        time.Duration
+	capturing    int // streams with a strict (global or thread-local) capture active
+	ipcID        uint64
 }
 
 var _ gpu.Platform = (*Platform)(nil)
@@ -343,6 +347,16 @@ func (p *Platform) OnLaunch(hook func(l Launch) error) {
 func (p *Platform) SetDependentLaunches(on bool) {
 	p.mu.Lock()
 	p.dependent = on
+	p.mu.Unlock()
+}
+
+// SetPeerValueWrites makes WriteValue32 store into peers' memory (on, as
+// New's platform does) or refuse it with CUDA_ERROR_NOT_SUPPORTED, as
+// CUDA drivers from 13.1 do by NVIDIA's account; the devices' PeerValueWrites
+// reports it (gpu.PeerValueWriter).
+func (p *Platform) SetPeerValueWrites(on bool) {
+	p.mu.Lock()
+	p.noPeerWrites = !on
 	p.mu.Unlock()
 }
 
