@@ -15,12 +15,13 @@ import (
 	"github.com/irisgen/irisgen/internal/cli"
 	"github.com/irisgen/irisgen/internal/nccl"
 	"github.com/irisgen/irisgen/internal/tuning"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 const (
 	benchSummary = "time the collectives beside NCCL and torch symmetric memory; CSV, Markdown, plots"
-	benchUsage   = "bench [-package PATH] [-n N] [-sizes LIST] [-dtypes LIST] [-modes LIST] [-collectives LIST] [-repeats R] [-baselines=false] [-compare BASE.csv] [-out DIR] | bench -overlap [-n N] [-sizes LIST] [-modes LIST] [-collectives LIST] [-repeats R] [-baselines=false] [-out DIR] | bench -tails [-n N] [-launches L] [-sizes LIST] [-collectives LIST] [-out DIR] | bench -report CSV[,CSV...] [-compare BASE.csv] [-out DIR]"
+	benchUsage   = "bench [-package PATH] [-n N] [-sizes LIST] [-dtypes LIST] [-modes LIST] [-collectives LIST] [-variants LIST] [-repeats R] [-baselines=false] [-compare BASE.csv] [-out DIR] | bench -overlap [-n N] [-sizes LIST] [-modes LIST] [-collectives LIST] [-variants LIST] [-repeats R] [-baselines=false] [-out DIR] | bench -tails [-n N] [-launches L] [-sizes LIST] [-collectives LIST] [-variants LIST] [-out DIR] | bench -report CSV[,CSV...] [-compare BASE.csv] [-out DIR]"
 	benchHelp    = `
 Bench times every variant of the generated packages the program links
 (irisgen-gpu: irisgen's catalogue; -package picks one) on N GPUs of this
@@ -79,6 +80,11 @@ torch's rms_norm). results.md ends with the speed-up of fusing per size.
 The tables show each cell as the median and the maximum of its repeats and
 mark "(!)" a cell whose slowest repeat took more than 3x its fastest.
 
+-variants keeps only the variants named, in every mode and scenario (the
+baselines still run), so that an A/B of one variant, or of a run-time
+switch such as IRISGEN_PEER_WRITES or IRISGEN_COPY_STREAMS, spends no GPU
+time on the others.
+
 -overlap is the overlap scenario: every variant of the selected collectives
 (not the barrier, not a scenario's), and NCCL (its own API, out of place,
 plain buffers and, for the collectives it runs on copy engines, "cta0";
@@ -122,6 +128,7 @@ Examples:
   irisgen bench -n 4 -tails -collectives all_reduce,all_reduce_rmsnorm -out tails   # stalls in the tail
   irisgen bench -n 1 -baselines=false -collectives barrier,all_reduce -sizes 8KiB   # fixed cost, no peers
   irisgen bench -n 2 -collectives all_reduce -torch=false -compare docs/perf/h200x2/results.csv
+  IRISGEN_PEER_WRITES=0 irisgen bench -n 2 -variants copy_push -baselines=false -compare base/results.csv   # one variant, A/B of a switch
   irisgen bench -report new/results.csv -compare old/results.csv -out cmp   # A/B of two runs
   irisgen bench -report h200x2/results.csv,h200x4/results.csv -out docs/perf -tune specs/tuning`
 )
@@ -137,6 +144,7 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 	dtypes := fs.String("dtypes", "bf16,f32", "comma-separated dtypes")
 	modes := fs.String("modes", "eager,graph", "eager, graph or both")
 	colls := fs.String("collectives", "", "comma-separated collectives and scenarios (moe, all_reduce_rmsnorm) of the package (default: all)")
+	variants := fs.String("variants", "", "comma-separated variants to time, e.g. copy_push or push,ring (default: every variant of what -collectives selects)")
 	baselines := fs.Bool("baselines", true, "also run the baselines: NCCL through its own API, and (-torch) through torch")
 	torch := fs.Bool("torch", true, "with -baselines, also NCCL through torch.distributed and torch symmetric memory (python3 with torch)")
 	ncclLib := fs.String("nccl", "", "path of libnccl.so.2 (or librccl); default: $IRISGEN_NCCL, the loader's path, then the nvidia-nccl package of -python")
@@ -161,6 +169,9 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 	given := cli.Set(fs)
 	if fs.NArg() > 0 {
 		return cli.UsageErr("unexpected arguments %q", fs.Args())
+	}
+	if *report != "" && *variants != "" {
+		return cli.UsageErr("-variants chooses what to measure; -report measures nothing (it renders the CSVs' rows as they are)")
 	}
 	if *report != "" {
 		if err := os.MkdirAll(*out, 0o755); err != nil {
@@ -187,6 +198,9 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 		return err
 	}
 	if err := checkNames(cli.SplitList(*colls), bench.Names(entries), pkgs); err != nil {
+		return err
+	}
+	if entries, err = keepVariants(entries, cli.SplitList(*variants), cli.SplitList(*colls)); err != nil {
 		return err
 	}
 	if *repeats < 1 {
@@ -280,6 +294,27 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 		return err
 	}
 	return compareWith(env, rows, *compare, *tolerance, *out)
+}
+
+// keepVariants keeps the entries of the variants named (all of them when
+// none is); a name no entry of the selected collectives (colls; empty: all)
+// has is a usage error that lists theirs.
+func keepVariants(entries []irisimpl.Entry, variants, colls []string) ([]irisimpl.Entry, error) {
+	if len(variants) == 0 {
+		return entries, nil
+	}
+	var have []string
+	for _, e := range entries {
+		if (len(colls) == 0 || slices.Contains(colls, e.Collective)) && !slices.Contains(have, e.Variant) {
+			have = append(have, e.Variant)
+		}
+	}
+	for _, v := range variants {
+		if !slices.Contains(have, v) {
+			return nil, cli.UsageErr("-variants: %q is not a variant of the collectives selected (they have %s)", v, strings.Join(have, ", "))
+		}
+	}
+	return slices.DeleteFunc(slices.Clone(entries), func(e irisimpl.Entry) bool { return !slices.Contains(variants, e.Variant) }), nil
 }
 
 // runTails runs the stall scenario in a world of n GPUs and writes

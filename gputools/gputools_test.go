@@ -66,6 +66,26 @@ func TestBenchOnFake(t *testing.T) {
 	assert.FileExists(t, filepath.Join(out, "results.md"))
 }
 
+// TestBenchVariantsOnFake: -variants keeps the variants named of what
+// -collectives selects, and nothing else.
+func TestBenchVariantsOnFake(t *testing.T) {
+	prog, stdout, stderr := fake(t, 2)
+	out := t.TempDir()
+	code := prog.Run([]string{"bench", "-n", "2", "-sizes", "8KiB", "-dtypes", "bf16", "-repeats", "1", "-warmup", "1",
+		"-heap", "67108864", "-collectives", "all_gather,send_recv", "-variants", "copy_push", "-out", out})
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	f, err := os.Open(filepath.Join(out, "results.csv"))
+	require.NoError(t, err)
+	defer f.Close()
+	rows, err := bench.ReadCSV(f)
+	require.NoError(t, err)
+	count := map[string]int{}
+	for _, r := range rows {
+		count[r.Collective+"/"+r.Variant]++
+	}
+	assert.Equal(t, map[string]int{"all_gather/copy_push": 2, "send_recv/copy_push": 2}, count) // eager and graph
+}
+
 // TestProbeOnFake runs probe's cases on the fake (outputs stay poisoned,
 // so eager and replay agree): every claim of the selected collectives
 // holds, and the table says whose they are.
@@ -93,6 +113,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"bench", "-n", "3"}, 2, "-n 3: this machine has 2 GPUs"},
 		{[]string{"probe", "-replays", "0"}, 2, "-replays must be at least 1"},
 		{[]string{"bench", "-overlap", "-tails"}, 2, "-tails and -overlap are two scenarios: run one at a time"},
+		{[]string{"bench", "-collectives", "send_recv", "-variants", "copy_push,ring"}, 2, `-variants: "ring" is not a variant of the collectives selected (they have push, pull, copy_push)`},
+		{[]string{"bench", "-report", "x.csv", "-variants", "push"}, 2, "-variants chooses what to measure; -report measures nothing"},
 		{[]string{"nope"}, 2, `unknown command "nope"`},
 	} {
 		prog, stdout, stderr := fake(t, 2)
