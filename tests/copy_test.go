@@ -9,6 +9,7 @@ import (
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -175,6 +176,17 @@ func checkCopyEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry,
 		checked++
 		return nil
 	}
+	// clearOps forgets the operations recorded so far, once every rank is
+	// done with what came before and before any starts what follows.
+	clearOps := func() error {
+		if err := r.HostBarrier(s); err != nil {
+			return err
+		}
+		if me == 0 {
+			fake.ClearMemOps()
+		}
+		return r.HostBarrier(s)
+	}
 	dev := r.Device().Ordinal()
 	for sample := range 2 {
 		ps := e.SampleParams(world, sample)
@@ -185,13 +197,7 @@ func checkCopyEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry,
 			if err := fill(all, ts[out]); err != nil {
 				return checked, err
 			}
-			if err := r.HostBarrier(s); err != nil {
-				return checked, err
-			}
-			if me == 0 {
-				fake.ClearMemOps()
-			}
-			if err := r.HostBarrier(s); err != nil {
+			if err := clearOps(); err != nil {
 				return checked, err
 			}
 			if err := plan.LaunchParams(s, mine, ps, mode); err != nil {
@@ -244,6 +250,50 @@ func checkCopyEntry(r *irisrt.Rank, fake *fakegpu.Platform, e collectives.Entry,
 				return checked, err
 			}
 		}
+	}
+	// In place (aliasing: own_block): the input as this rank's own block of
+	// the output comes out right, and the launch copies nothing onto
+	// itself; the input at another rank's block is refused on every rank
+	// (mode none: nothing waits for the refusals).
+	if slices.ContainsFunc(e.Descriptor().AliasPairs(), func(p irisimpl.AliasPair) bool { return p.OwnBlock }) {
+		ps := e.SampleParams(world, 0)
+		n := ts[in].Len
+		all := inputs(70)
+		own := ts[out].Slice(int64(me)*n, n)
+		if err := fake.Write(ts[out].Ptr, slices.Repeat([]byte{0xEE}, int(ts[out].Bytes()))); err != nil {
+			return checked, err
+		}
+		if err := fake.Write(own.Ptr, all[me]); err != nil {
+			return checked, err
+		}
+		inPlace := slices.Clone(ts)
+		inPlace[in] = own
+		if err := clearOps(); err != nil {
+			return checked, err
+		}
+		if err := plan.LaunchParams(s, e.TensorsFor(me, inPlace, ps), ps, irismodel.BarrierDevice); err != nil {
+			return checked, fmt.Errorf("in place: %w", err)
+		}
+		if err := r.HostBarrier(s); err != nil {
+			return checked, err
+		}
+		if err := verify("in place", ts[out], all, ps); err != nil {
+			return checked, err
+		}
+		for _, o := range fake.MemOps() {
+			if o.Device == dev && o.Kind == fakegpu.MemOpCopy && o.Src == o.Dst {
+				return checked, fmt.Errorf("in place: device %d copied %d bytes at %#x onto themselves", dev, o.Bytes, uint64(o.Src))
+			}
+		}
+		if err := r.HostBarrier(s); err != nil {
+			return checked, err
+		}
+		inPlace[in] = ts[out].Slice(int64((me+1)%world)*n, n)
+		var ae *irisrt.AliasError
+		if err := plan.LaunchParams(s, e.TensorsFor(me, inPlace, ps), ps, irismodel.BarrierNone); world > 1 && (!errors.As(err, &ae) || !ae.OwnBlock) {
+			return checked, fmt.Errorf("input at rank %d's block: got %v, want an *irisrt.AliasError (own block)", (me+1)%world, err)
+		}
+		checked++
 	}
 	// A tensor only one rank passes that peers write goes through that
 	// rank's staging buffer: anywhere in device memory it comes out right.

@@ -120,7 +120,7 @@ func TestTableMatchesIR(t *testing.T) {
 			// Aliasing: the runtime's pairs are the IR's, with its rule.
 			var pairs []irisimpl.AliasPair
 			for _, p := range v.AliasPairs() {
-				pairs = append(pairs, irisimpl.AliasPair{A: p[0].Name, B: p[1].Name, InPlace: v.InPlace(p[0], p[1])})
+				pairs = append(pairs, irisimpl.AliasPair{A: p[0].Name, B: p[1].Name, InPlace: v.InPlace(p[0], p[1]), OwnBlock: v.OwnBlock(p[0], p[1]) || v.OwnBlock(p[1], p[0])})
 			}
 			if got := tv.AliasPairs(); !slices.Equal(got, pairs) {
 				t.Errorf("%s/%s: alias pairs %v, IR %v", c.Name, v.Name, got, pairs)

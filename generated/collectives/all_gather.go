@@ -11,7 +11,7 @@ import (
 
 // AllGatherSpecHash is the hash of specs/all_gather.yaml and the templates it uses; the runtime
 // refuses a code object of all_gather made from other ones (*irisrt.KernelError).
-const AllGatherSpecHash = "a29da8d7d90a466e"
+const AllGatherSpecHash = "2e9fa7b134e9dcc7"
 
 // allGatherDesc is all_gather in the package's descriptor table.
 var allGatherDesc = &table.Collectives[0]
@@ -154,9 +154,10 @@ func (p *AllGatherLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor,
 //   - input (in [n]): local_read; only this rank touches it: any device memory.
 //   - output (out [world, n]): remote_write; peers write it: must be on the symmetric heap.
 //
-// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
-// graph: device, none. No kernel: the copy engines move the blocks, enqueued on the launch stream (for
-// each r, p: input@r -> output[r]@p).
+// An input may be this rank's own block of an output (in place: output[rank]), else not overlap it at
+// all. Barrier modes: device (default), host, none; capturable in a graph: device, none. No kernel:
+// the copy engines move the blocks, enqueued on the launch stream (for each r, p: input@r ->
+// output[r]@p).
 type AllGatherCopyPushPlan struct{ irisimpl.VariantPlan }
 
 // NewAllGatherCopyPushPlan makes a plan of all_gather/copy_push for dt (f32, f16, bf16) and size n.

@@ -66,7 +66,7 @@ var table = irisimpl.Table{
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 			{Name: "lamport", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
-			{Name: "copy_push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap, irisimpl.Unused},
+			{Name: "copy_push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap, irisimpl.Unused}, OwnBlock: true,
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 1, VectorBytes: 16,
 				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
 					{Vars: 2, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}, Rank: irismodel.RankExpr{Var: 1, Param: -1, Shift: -1}}},

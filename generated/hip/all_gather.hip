@@ -2,12 +2,12 @@
 //
 // all_gather: Gather every rank's `input` into `output` on every rank.
 //
-// Spec hash a29da8d7d90a466e: the Go wrappers carry the same value, and the runtime
+// Spec hash 2e9fa7b134e9dcc7: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_gather[] = "a29da8d7d90a466e";
+extern "C" __device__ const char irisgen_spec_hash_all_gather[] = "2e9fa7b134e9dcc7";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.

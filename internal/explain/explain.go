@@ -172,22 +172,36 @@ func aliasing(c *ir.Collective, v *ir.Variant, t *ir.Tensor) string {
 	if t.Dir == irismodel.Workspace {
 		return "-"
 	}
-	var others []string
+	var others, blocks []string
 	for _, p := range v.AliasPairs() {
-		switch t {
-		case p[0]:
-			others = append(others, p[1].Name)
-		case p[1]:
-			others = append(others, p[0].Name)
+		o := p[0]
+		if t == p[0] {
+			o = p[1]
+		} else if t != p[1] {
+			continue
+		}
+		switch {
+		case v.OwnBlock(t, o):
+			blocks = append(blocks, "the rank's own block of "+o.Name)
+		case v.OwnBlock(o, t):
+			blocks = append(blocks, o.Name+" as the rank's own block")
+		default:
+			others = append(others, o.Name)
 		}
 	}
-	if len(others) == 0 {
+	if len(others) == 0 && len(blocks) == 0 {
 		return "-"
 	}
-	if v.Aliasing == ir.AliasAllow {
-		return "same as or disjoint from " + strings.Join(others, ", ")
+	var parts []string
+	if len(blocks) > 0 {
+		parts = append(parts, strings.Join(blocks, ", ")+" or disjoint")
 	}
-	return "no overlap with " + strings.Join(others, ", ")
+	if len(others) > 0 && v.Aliasing == ir.AliasAllow {
+		parts = append(parts, "same as or disjoint from "+strings.Join(others, ", "))
+	} else if len(others) > 0 {
+		parts = append(parts, "no overlap with "+strings.Join(others, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // copySchedule prints a copy-engine variant's copies on 2 ranks, the

@@ -744,13 +744,16 @@ func (b *builder) variant(c *Collective, sv *spec.Variant) *Variant {
 
 	if a := sv.Aliasing; a.OK() {
 		switch Aliasing(a.Value) {
-		case AliasForbid, AliasAllow:
+		case AliasForbid, AliasAllow, AliasOwnBlock:
 			v.Aliasing = Aliasing(a.Value)
 		default:
-			b.errorf(diag.Value, a.Pos, "unknown aliasing %q of %s%s", a.Value, where, hint(a.Value, []string{string(AliasForbid), string(AliasAllow)}, oneOf([]string{string(AliasForbid), string(AliasAllow)})))
+			b.errorf(diag.Value, a.Pos, "unknown aliasing %q of %s%s", a.Value, where, hint(a.Value, aliasings, oneOf(aliasings)))
 		}
-		if v.Aliasing == AliasAllow {
+		switch v.Aliasing {
+		case AliasAllow:
 			b.aliasingSafe(v, a, where)
+		case AliasOwnBlock:
+			b.ownBlockSafe(c, v, a, where)
 		}
 	}
 

@@ -407,6 +407,15 @@ func (b *builder) copyCoverage(c *Collective, v *Variant, where string) {
 			written = append(written, slices.Index(c.Tensors, u.Tensor))
 		}
 	}
+	eachWorld(c, func(world int, params []int64) bool {
+		return b.coverOnce(c, v, stmts, world, params, names, written, where)
+	})
+}
+
+// eachWorld calls fn with every world size up to irismodel.MaxWorld and
+// every value of the collective's parameters (ranks of that world), until
+// fn returns false (one example of an error is enough).
+func eachWorld(c *Collective, fn func(world int, params []int64) bool) {
 	for world := 1; world <= irismodel.MaxWorld; world++ {
 		params := make([]int64, len(c.Params))
 		var walk func(i int) bool
@@ -420,12 +429,59 @@ func (b *builder) copyCoverage(c *Collective, v *Variant, where string) {
 				}
 				return true
 			}
-			return b.coverOnce(c, v, stmts, world, params, names, written, where)
+			return fn(world, params)
 		}
 		if !walk(0) {
-			return // one example is enough
+			return
 		}
 	}
+}
+
+// ownBlockSafe checks aliasing: own_block. Only a copy-engine variant may
+// take it (its copies say block by block what a launch writes; a kernel's
+// accesses do not), it must apply to a pair (a dir: in tensor that is one
+// block of a written one: irismodel.TensorDesc.OwnBlock), and on every
+// world and parameter value the only copy that writes a rank's own block
+// of the written tensor must be the whole in tensor of that rank (the copy
+// the launch drops in place, where source and destination are one). Any
+// other would overwrite, in place, the input a launch has yet to read.
+func (b *builder) ownBlockSafe(c *Collective, v *Variant, a spec.Str, where string) {
+	if v.Engine != irismodel.EngineCopy {
+		b.errorf(diag.Rule, a.Pos, "aliasing: own_block in %s needs engine: copy: irisgen proves it safe from the copies, and a kernel's accesses are not known block by block; use aliasing: forbid, or allow for the very same tensor", where)
+		return
+	}
+	var pairs [][2]int // the in tensor, the written tensor it may be a block of
+	for _, pr := range v.AliasPairs() {
+		for _, o := range [][2]*Tensor{{pr[0], pr[1]}, {pr[1], pr[0]}} {
+			if v.OwnBlock(o[0], o[1]) {
+				pairs = append(pairs, [2]int{slices.Index(c.Tensors, o[0]), slices.Index(c.Tensors, o[1])})
+			}
+		}
+	}
+	if len(pairs) == 0 {
+		b.errorf(diag.Rule, a.Pos, "aliasing: own_block in %s allows nothing: no dir: in tensor is one block of a written tensor (shape [world] followed by the in tensor's, the same dtype); use aliasing: forbid", where)
+		return
+	}
+	if len(v.Copies) == 0 {
+		return // the copies' errors are reported already
+	}
+	stmts := v.Stmts()
+	eachWorld(c, func(world int, params []int64) bool {
+		for si := range stmts {
+			for _, bc := range irismodel.ExpandCopies(nil, stmts[si:si+1], world, -1, params) {
+				for _, pr := range pairs {
+					own := bc.To == pr[1] && (bc.ToBlock < 0 || bc.ToBlock == bc.ToRank)
+					identity := bc.From == pr[0] && bc.FromBlock < 0 && bc.FromRank == bc.ToRank && bc.ToBlock == bc.ToRank
+					if own && !identity {
+						b.errorf(diag.Rule, v.Copies[si].Pos, "copy %d of %s writes %s on rank %d on %d ranks%s, which under aliasing: own_block may be %q itself there: a launch in place would overwrite its input before reading it; use aliasing: forbid",
+							si+1, where, blockName(c, pr[1], bc.ToRank), bc.ToRank, world, paramText(c, params), c.Tensors[pr[0]].Name)
+						return false
+					}
+				}
+			}
+		}
+		return true
+	})
 }
 
 // coverOnce checks one world and parameter set; false after an error.

@@ -31,6 +31,7 @@ variants:
         from: input@r
         to: output[r]@p
     access: {input: local_read, output: remote_write, lamport: none}
+    aliasing: own_block
 `,
 	"all_to_all": `name: all_to_all
 summary: s
@@ -191,6 +192,41 @@ input@2 -> output@1 (by 2)`},
 // copyErrorCases are the refusals of copy-engine variants, with their
 // exact positions (as errorCases).
 var copyErrorCases = []errorCase{
+	{
+		name: "own_block",
+		src: `name: ag
+summary: s
+dtypes: [f32]
+sizes: [n]
+params: {offset: int}
+tensors:
+  input: {dir: in, shape: [n]}
+  output: {dir: out, shape: [world, n]}
+variants:
+  a: {template: t_a, aliasing: own_block, access: {input: local_read, output: remote_write}}
+  b: {engine: copy, aliasing: own_block, copies: [{each: [r, p], from: input@r, to: "output[r+offset]@p"}], access: {input: local_read, output: remote_write}}
+`,
+		want: []string{
+			"10:32: error: aliasing: own_block in variant \"a\" needs engine: copy: irisgen proves it safe from the copies, and a kernel's accesses are not known block by block; use aliasing: forbid, or allow for the very same tensor",
+			"11:51: error: copy 1 of variant \"b\" writes block 1 of \"output\" on rank 1 on 2 ranks with offset = 1, which under aliasing: own_block may be \"input\" itself there: a launch in place would overwrite its input before reading it; use aliasing: forbid",
+		},
+	},
+	{
+		name: "own_block without a block",
+		src: `name: aa
+summary: s
+dtypes: [f32]
+sizes: [n]
+tensors:
+  input: {dir: in, shape: [world, n]}
+  output: {dir: out, shape: [world, n]}
+variants:
+  a: {engine: copy, aliasing: own_block, copies: [{each: [r, p], from: "input[p]@r", to: "output[r]@p"}], access: {input: local_read, output: remote_write}}
+`,
+		want: []string{
+			"9:31: error: aliasing: own_block in variant \"a\" allows nothing: no dir: in tensor is one block of a written tensor (shape [world] followed by the in tensor's, the same dtype); use aliasing: forbid",
+		},
+	},
 	{
 		name: "engine and keys",
 		src: `name: ag

@@ -821,7 +821,7 @@ variants:
   v: {template: t_a, aliasing: maybe}
 `,
 		want: []string{
-			"4:32: error: unknown aliasing \"maybe\" of variant \"v\" (expected one of: forbid, allow)",
+			"4:32: error: unknown aliasing \"maybe\" of variant \"v\" (expected one of: forbid, allow, own_block)",
 		},
 	},
 	{

@@ -114,6 +114,14 @@ func (v *Variant) AliasPairs() [][2]*Tensor {
 	return pairs
 }
 
+// OwnBlock reports whether a launch may pass a as the rank's own block of b:
+// the variant's aliasing is own_block and a is a dir: in tensor of which b
+// is [world] blocks (irismodel.TensorDesc.OwnBlock). The runtime checks
+// such a pair as exactly that block or disjoint.
+func (v *Variant) OwnBlock(a, b *Tensor) bool {
+	return v.Aliasing == AliasOwnBlock && a.TensorDesc.OwnBlock(&b.TensorDesc)
+}
+
 // InPlace reports whether a launch may pass the same tensor as a and b: the
 // variant allows aliasing and one of them is dir: in, the other written. The
 // runtime (irisimpl) checks such a pair as in place (the same tensor or

@@ -161,11 +161,18 @@ func (u Use) PlacementDoc() string {
 // Aliasing is whether input and output tensors of a launch may overlap.
 type Aliasing string
 
-// Aliasing rules.
+// Aliasing rules. AliasOwnBlock is for copy-engine variants: a dir: in
+// tensor may be the rank's own block of a written tensor whose shape is
+// [world] followed by its (irismodel.TensorDesc.OwnBlock; NCCL's in-place
+// all_gather), which the copies prove safe (ownBlockSafe).
 const (
-	AliasForbid Aliasing = "forbid"
-	AliasAllow  Aliasing = "allow"
+	AliasForbid   Aliasing = "forbid"
+	AliasAllow    Aliasing = "allow"
+	AliasOwnBlock Aliasing = "own_block"
 )
+
+// aliasings are the spec's values, in the order errors list them.
+var aliasings = []string{string(AliasForbid), string(AliasAllow), string(AliasOwnBlock)}
 
 // Launch is a variant's launch shape.
 type Launch struct {

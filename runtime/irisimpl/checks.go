@@ -1,6 +1,7 @@
 package irisimpl
 
 import (
+	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -32,6 +33,16 @@ func checkInPlace(op, a string, ta irisrt.Tensor, b string, tb irisrt.Tensor) er
 		return &irisrt.AliasError{Op: op, A: a, B: b, TA: ta, TB: tb, InPlace: true}
 	}
 	return nil
+}
+
+// checkOwnBlock checks that ta (block) is exactly block rank of tb (whole),
+// which holds world blocks of ta's size, or does not overlap it (the rule
+// of aliasing: own_block).
+func checkOwnBlock(op, block string, ta irisrt.Tensor, whole string, tb irisrt.Tensor, rank, world int) error {
+	if !ta.Overlaps(tb) || (ta.Ptr == tb.Ptr+gpu.DevicePtr(int64(rank)*ta.Bytes()) && tb.Bytes() == int64(world)*ta.Bytes()) {
+		return nil
+	}
+	return &irisrt.AliasError{Op: op, A: block, B: whole, TA: ta, TB: tb, OwnBlock: true, Rank: rank}
 }
 
 // checkParam reports whether v is a value of d on a world of world ranks

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -25,6 +26,36 @@ func TestAliasChecks(t *testing.T) {
 	assert.True(t, ae.InPlace && errors.Is(ae, irisrt.ErrAlias))
 	assert.Contains(t, ae.Error(), "overlap only in part")
 	assert.Error(t, checkInPlace("op", "a", x.Slice(0, 4), "b", x.Slice(0, 3)), "same start, different length")
+}
+
+// TestOwnBlockCheck enumerates aliasing: own_block's cases in a world of
+// 4 (a block of 3 elements, the whole of 12) for every rank and every
+// placement of the block over the whole: exactly the rank's block, or
+// disjoint, passes; any other overlap (another rank's block, a shifted
+// one, a block of another length, the whole itself) is refused.
+func TestOwnBlockCheck(t *testing.T) {
+	const world, n = 4, 3
+	whole := irisrt.Tensor{Ptr: 0x1000, DType: irismodel.F32, Len: world * n}
+	for rank := range world {
+		for start := -n; start <= world*n; start++ {
+			for _, l := range []int64{n, n - 1, n + 1} {
+				block := irisrt.Tensor{Ptr: whole.Ptr + gpu.DevicePtr(start*4), DType: irismodel.F32, Len: l}
+				ok := !block.Overlaps(whole) || (start == rank*n && l == n)
+				err := checkOwnBlock("all_gather", "input", block, "output", whole, rank, world)
+				if ok != (err == nil) {
+					t.Errorf("rank %d, block at element %d of %d elements: %v, want ok %v", rank, start, l, err, ok)
+				}
+				var ae *irisrt.AliasError
+				if err != nil && (!errors.As(err, &ae) || !ae.OwnBlock || ae.Rank != rank || !errors.Is(err, irisrt.ErrAlias)) {
+					t.Errorf("rank %d: %v, want an *irisrt.AliasError with OwnBlock and the rank", rank, err)
+				}
+			}
+		}
+	}
+	err := checkOwnBlock("all_gather", "input", whole.Slice(0, n), "output", whole, 2, world)
+	assert.ErrorContains(t, err, `"input" is not rank 2's own block of "output"`)
+	assert.ErrorContains(t, err, "exactly output[2] (24 bytes from its start)")
+	assert.NoError(t, checkOwnBlock("op", "input", whole, "output", whole, 0, 1), "a world of one: rank 0's block is the whole")
 }
 
 func TestBlocks(t *testing.T) {

@@ -104,6 +104,12 @@ type Variant struct {
 	// (two written tensors in one memory lose one's results), they may not
 	// overlap at all (ir.Variant.AliasPairs and InPlace).
 	InPlace bool
+	// OwnBlock is the spec's aliasing: own_block (copy-engine variants): a
+	// dir: in tensor whose shape a written tensor's is [world] blocks of
+	// (irismodel.TensorDesc.OwnBlock) may be exactly this rank's block of
+	// it, in place, else disjoint; the launch then drops the copy whose
+	// source and destination are one.
+	OwnBlock bool
 	// Barriers are the modes a launch may ask for, the default first;
 	// Capturable those whose launch may be captured in a graph.
 	Barriers   []irismodel.Barrier
@@ -136,6 +142,9 @@ type Variant struct {
 type aliasPair struct {
 	a, b int
 	same bool
+	// blockOf: a may be this rank's own block of b (aliasing: own_block);
+	// hasBlock: b may be this rank's own block of a.
+	blockOf, hasBlock bool
 }
 
 // Label is "collective/variant", as errors name the variant.
@@ -359,6 +368,9 @@ func (c *Collective) prepareVariant(v *Variant) error {
 	if v.Threads < 1 || v.Threads > irismodel.MaxThreads || v.MaxBlocks < 1 || v.MaxBlocks > irismodel.MaxBlocks || v.VectorBytes < 1 {
 		return fmt.Errorf("launch shape %d threads, %d blocks, %d-byte vectors", v.Threads, v.MaxBlocks, v.VectorBytes)
 	}
+	if v.OwnBlock && (v.Engine != irismodel.EngineCopy || v.InPlace) {
+		return fmt.Errorf("OwnBlock on a variant that is not a copy-engine one, or also InPlace (ir refuses aliasing: own_block but with engine: copy)")
+	}
 	v.heap, v.pairs, v.exchanged = nil, nil, nil
 	v.meets = !slices.Equal(v.Barriers, []irismodel.Barrier{irismodel.BarrierNone})
 	if err := c.checkCopies(v); err != nil {
@@ -388,7 +400,9 @@ func (c *Collective) prepareVariant(v *Variant) error {
 		for b := a + 1; b < len(c.user); b++ {
 			da, db := c.Tensors[ia].Dir, c.Tensors[c.user[b]].Dir
 			if writes(da) || writes(db) {
-				v.pairs = append(v.pairs, aliasPair{a: a, b: b, same: v.InPlace && (da == irismodel.In) != (db == irismodel.In)})
+				ta, tb := &c.Tensors[ia], &c.Tensors[c.user[b]]
+				v.pairs = append(v.pairs, aliasPair{a: a, b: b, same: v.InPlace && (da == irismodel.In) != (db == irismodel.In),
+					blockOf: v.OwnBlock && ta.OwnBlock(tb), hasBlock: v.OwnBlock && tb.OwnBlock(ta)})
 			}
 		}
 	}
@@ -450,11 +464,13 @@ func (c *Collective) checkCopies(v *Variant) error {
 }
 
 // AliasPair is a pair of user tensors whose overlap a launch checks;
-// InPlace says that they may be the very same tensor (checkInPlace), else
-// they may not overlap at all (checkNoAlias).
+// InPlace says that they may be the very same tensor (checkInPlace),
+// OwnBlock that one may be exactly this rank's block of the other
+// (checkOwnBlock), else they may not overlap at all (checkNoAlias).
 type AliasPair struct {
-	A, B    string
-	InPlace bool
+	A, B     string
+	InPlace  bool
+	OwnBlock bool
 }
 
 // AliasPairs lists the pairs of user tensors whose overlap a launch of v
@@ -462,7 +478,7 @@ type AliasPair struct {
 func (v *Variant) AliasPairs() []AliasPair {
 	out := make([]AliasPair, len(v.pairs))
 	for i, p := range v.pairs {
-		out[i] = AliasPair{A: v.c.Tensors[v.c.user[p.a]].Name, B: v.c.Tensors[v.c.user[p.b]].Name, InPlace: p.same}
+		out[i] = AliasPair{A: v.c.Tensors[v.c.user[p.a]].Name, B: v.c.Tensors[v.c.user[p.b]].Name, InPlace: p.same, OwnBlock: p.blockOf || p.hasBlock}
 	}
 	return out
 }

@@ -302,11 +302,19 @@ func (p *VariantPlan) launchChecked(s gpu.Stream, ts []irisrt.Tensor, ps []irism
 		if !mine(ta) || !mine(tb) {
 			continue
 		}
-		check := checkNoAlias
-		if pr.same {
-			check = checkInPlace
+		na, nb := c.Tensors[ta].Name, c.Tensors[tb].Name
+		var err error
+		switch {
+		case pr.blockOf:
+			err = checkOwnBlock(v.label, na, ts[pr.a], nb, ts[pr.b], r.Rank(), r.World())
+		case pr.hasBlock:
+			err = checkOwnBlock(v.label, nb, ts[pr.b], na, ts[pr.a], r.Rank(), r.World())
+		case pr.same:
+			err = checkInPlace(v.label, na, ts[pr.a], nb, ts[pr.b])
+		default:
+			err = checkNoAlias(v.label, na, ts[pr.a], nb, ts[pr.b])
 		}
-		if err := check(v.label, c.Tensors[ta].Name, ts[pr.a], c.Tensors[tb].Name, ts[pr.b]); err != nil {
+		if err != nil {
 			return false, err
 		}
 	}

@@ -557,8 +557,8 @@ func TestEntries(t *testing.T) {
 		return p.Close()
 	}))
 	assert.Equal(t, "[2, world, blocks, 7]", irismodel.Shape{2, irismodel.DimWorld, irismodel.DimBlocks, 7}.String(tab.Collectives[0].SizeNames()))
-	assert.Equal(t, []irisimpl.AliasPair{{"input", "output", false}, {"output", "ids", false}, {"output", "scale", false}}, tab.Collectives[0].Variants[0].AliasPairs())
-	assert.Equal(t, []irisimpl.AliasPair{{"input", "output", true}, {"output", "ids", true}, {"output", "scale", true}}, tab.Collectives[0].Variants[1].AliasPairs(),
+	assert.Equal(t, []irisimpl.AliasPair{{"input", "output", false, false}, {"output", "ids", false, false}, {"output", "scale", false, false}}, tab.Collectives[0].Variants[0].AliasPairs())
+	assert.Equal(t, []irisimpl.AliasPair{{"input", "output", true, false}, {"output", "ids", true, false}, {"output", "scale", true, false}}, tab.Collectives[0].Variants[1].AliasPairs(),
 		"pull runs in place: each dir-in tensor may be the very output")
 }
 

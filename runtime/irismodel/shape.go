@@ -1,6 +1,7 @@
 package irismodel
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -149,6 +150,15 @@ type TensorDesc struct {
 	// the other ranks it ignores what the caller passes (the zero Tensor)
 	// and the kernel gets a null pointer.
 	Owner string
+}
+
+// OwnBlock reports whether t may be rank r's own block of b in place
+// (aliasing: own_block): t is dir: in, b written, of the same element
+// type, and b's shape is [world] followed by t's, so block r of b is
+// exactly t's size.
+func (t *TensorDesc) OwnBlock(b *TensorDesc) bool {
+	return t.Dir == In && (b.Dir == Out || b.Dir == InOut) && t.DType == b.DType &&
+		len(b.Shape) == len(t.Shape)+1 && b.Shape[0] == DimWorld && slices.Equal(b.Shape[1:], t.Shape)
 }
 
 // User reports whether the caller passes the tensor to a launch; workspace

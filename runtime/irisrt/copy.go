@@ -205,7 +205,9 @@ func (p *Plan) copy(s gpu.Stream, copies []core.Copy) (enqueued bool, err error)
 	dev, l := p.r.dev, p.lanes
 	p.moving = p.moving[:0]
 	for _, c := range copies {
-		if c.Bytes > 0 {
+		// A copy onto itself is the in-place launch's own block
+		// (aliasing: own_block): nothing to move.
+		if c.Bytes > 0 && c.Src != c.Dst {
 			p.moving = append(p.moving, c)
 		}
 	}

@@ -78,9 +78,18 @@ type AliasError struct {
 	// InPlace: the variant runs in place, and the tensors overlap without
 	// being the same.
 	InPlace bool
+	// OwnBlock: the variant runs in place when A is exactly rank Rank's
+	// block of B (aliasing: own_block), and A overlaps B otherwise.
+	OwnBlock bool
+	Rank     int
 }
 
 func (e *AliasError) Error() string {
+	if e.OwnBlock {
+		return fmt.Sprintf("%s: tensors %q (%s) and %q (%s) overlap, but %q is not rank %d's own block of %q: "+
+			"this variant runs in place only when %q is exactly %s[%d] (%d bytes from its start), else they may not overlap: "+
+			"pass that block, or separate buffers", e.Op, e.A, e.TA, e.B, e.TB, e.A, e.Rank, e.B, e.A, e.B, e.Rank, int64(e.Rank)*e.TA.Bytes())
+	}
 	if e.InPlace {
 		return fmt.Sprintf("%s: tensors %q (%s) and %q (%s) overlap only in part; this variant runs in place "+
 			"only when they are the very same tensor (a shifted overlap lets one block overwrite %q before another has read it): "+

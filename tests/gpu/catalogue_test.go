@@ -13,6 +13,7 @@ import (
 
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/irisimpl"
 	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
@@ -578,6 +579,18 @@ func TestPlacementAndAliasing(t *testing.T) {
 	})
 }
 
+// ownBlockVariant reports whether vc's variant runs in place with its input
+// as the rank's own block of its output (aliasing: own_block), from the
+// catalogue's descriptor.
+func ownBlockVariant(vc *variantCase) bool {
+	for _, e := range collectives.Catalogue {
+		if e.Collective == vc.coll && e.Variant == vc.variant {
+			return slices.ContainsFunc(e.Descriptor().AliasPairs(), func(p irisimpl.AliasPair) bool { return p.OwnBlock })
+		}
+	}
+	return false
+}
+
 func checkRules(r *irisrt.Rank, vc *variantCase) error {
 	const n = 4096 + 3
 	dt, op, w := irismodel.BF16, vc.ops()[0], r.World()
@@ -623,14 +636,27 @@ func checkRules(r *irisrt.Rank, vc *variantCase) error {
 			}
 		}
 	}
+	own := ownBlockVariant(vc)
 	if !vc.aliasAllow {
 		a, b := out.Slice(0, min(in.Len, out.Len)), out // the input inside the output
 		if in.Len > out.Len {
 			a, b = in, in.Slice(0, out.Len) // the output inside the input
 		}
+		if own {
+			a = out.Slice(1, in.Len) // block 0 is rank 0's own: off every block
+		}
 		var ae *irisrt.AliasError
 		if err := p.Launch(s, a, b, irismodel.BarrierDevice); !errors.As(err, &ae) {
 			return fmt.Errorf("input and output overlapping: got %v, want *irisrt.AliasError", err)
+		}
+		if !own {
+			return nil
+		}
+		// In place (aliasing: own_block): the input is this rank's block
+		// of the output.
+		block := out.Slice(int64(r.Rank())*in.Len, in.Len)
+		if err := inPlaceRound(r, p, vc, dt, op, n, block, out, 98); err != nil {
+			return fmt.Errorf("in place, the input as output[%d]: %w", r.Rank(), err)
 		}
 		return nil
 	}
@@ -645,14 +671,25 @@ func checkRules(r *irisrt.Rank, vc *variantCase) error {
 		return fmt.Errorf("input and output overlapping in part: got %v, want *irisrt.AliasError (in place)", err)
 	}
 	// In place: output = input.
-	all := inputs(dt, in.Len, 99, 0)
-	if err := upload(r, out, encode(dt, all(r.Rank()))); err != nil {
+	if err := inPlaceRound(r, p, vc, dt, op, n, out, out, 99); err != nil {
+		return fmt.Errorf("in place: %w", err)
+	}
+	return nil
+}
+
+// inPlaceRound uploads this rank's input of round seed into in (which lies
+// in out), launches p on (in, out) in mode device and checks out against
+// vc's reference.
+func inPlaceRound(r *irisrt.Rank, p launcher, vc *variantCase, dt irismodel.DType, op string, n int64, in, out irisrt.Tensor, seed uint64) error {
+	s := r.Stream()
+	all := inputs(dt, in.Len, seed, 0)
+	if err := upload(r, in, encode(dt, all(r.Rank()))); err != nil {
 		return err
 	}
 	if err := r.HostBarrier(s); err != nil {
 		return err
 	}
-	if err := p.Launch(s, out, out, irismodel.BarrierDevice); err != nil {
+	if err := p.Launch(s, in, out, irismodel.BarrierDevice); err != nil {
 		return err
 	}
 	if err := syncCheck(r, s); err != nil {
@@ -662,8 +699,8 @@ func checkRules(r *irisrt.Rank, vc *variantCase) error {
 	if err != nil {
 		return err
 	}
-	if err := vc.checkResult(decode(dt, b), dt, op, w, r.Rank(), n, all); err != nil {
-		return fmt.Errorf("in place: %w", err)
+	if err := vc.checkResult(decode(dt, b), dt, op, r.World(), r.Rank(), n, all); err != nil {
+		return err
 	}
 	return r.HostBarrier(s)
 }

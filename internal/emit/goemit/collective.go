@@ -194,6 +194,8 @@ func (g *gen) variantDoc(v *ir.Variant, plan string) string {
 	case len(v.AliasPairs()) == 0:
 	case inPlace(v):
 		b.WriteString("An input may be the very same tensor as an output (in place), but not overlap it in part. ")
+	case ownBlock(v):
+		b.WriteString("An input may be this rank's own block of an output (in place: output[rank]), else not overlap it at all. ")
 	default:
 		b.WriteString("Inputs and outputs may not overlap. ")
 	}

@@ -301,6 +301,9 @@ func (g *gen) variantEntry(v *ir.Variant, modes *modeSets) *jen.Statement {
 	if inPlace(v) {
 		fs = append(fs, field("InPlace", jen.True()))
 	}
+	if ownBlock(v) {
+		fs = append(fs, field("OwnBlock", jen.True()))
+	}
 	barriers := field("Barriers", jen.Id(modes.name(v.Barriers)))
 	if len(uses) > 0 {
 		barriers = jen.Line().Add(barriers) // the uses fill the first line
@@ -339,6 +342,18 @@ func copyEntry(st irismodel.CopyStmt) *jen.Statement {
 	}
 	fs := []jen.Code{field("Vars", jen.Lit(st.Vars)), field("From", end(st.From)), field("To", end(st.To))}
 	return jen.Values(fs...)
+}
+
+// ownBlock reports whether some alias pair of v may be a rank's own block
+// of the other (the table's Variant.OwnBlock, which the runtime applies to
+// exactly those pairs).
+func ownBlock(v *ir.Variant) bool {
+	for _, pr := range v.AliasPairs() {
+		if v.OwnBlock(pr[0], pr[1]) || v.OwnBlock(pr[1], pr[0]) {
+			return true
+		}
+	}
+	return false
 }
 
 // inPlace reports whether some alias pair of v may be the very same tensor
