@@ -50,11 +50,7 @@ func TestBenchOnFake(t *testing.T) {
 	// Every row's log line gives the wall time its measurement took.
 	assert.Regexp(t, `(?m)^irisgen all_gather +copy_push +bf16 +8192 graph +[0-9.]+ us \[[0-9]+\.[0-9]{2} s\]`, stdout.String())
 	assert.Contains(t, stderr.String(), "no baselines on the fake platform")
-	f, err := os.Open(filepath.Join(out, "results.csv"))
-	require.NoError(t, err)
-	defer f.Close()
-	rows, err := bench.ReadCSV(f)
-	require.NoError(t, err)
+	rows := readResults(t, out)
 	count := map[string]int{}
 	for _, r := range rows {
 		assert.Equal(t, "irisgen", r.Impl)
@@ -74,16 +70,23 @@ func TestBenchVariantsOnFake(t *testing.T) {
 	code := prog.Run([]string{"bench", "-n", "2", "-sizes", "8KiB", "-dtypes", "bf16", "-repeats", "1", "-warmup", "1",
 		"-heap", "67108864", "-collectives", "all_gather,send_recv", "-variants", "copy_push", "-out", out})
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	f, err := os.Open(filepath.Join(out, "results.csv"))
-	require.NoError(t, err)
-	defer f.Close()
-	rows, err := bench.ReadCSV(f)
-	require.NoError(t, err)
+	rows := readResults(t, out)
 	count := map[string]int{}
 	for _, r := range rows {
 		count[r.Collective+"/"+r.Variant]++
 	}
 	assert.Equal(t, map[string]int{"all_gather/copy_push": 2, "send_recv/copy_push": 2}, count) // eager and graph
+}
+
+// readResults reads OUT/results.csv.
+func readResults(t *testing.T, out string) []bench.Row {
+	t.Helper()
+	f, err := os.Open(filepath.Join(out, "results.csv"))
+	require.NoError(t, err)
+	defer f.Close()
+	rows, err := bench.ReadCSV(f)
+	require.NoError(t, err)
+	return rows
 }
 
 // TestProbeOnFake runs probe's cases on the fake (outputs stay poisoned,
@@ -226,11 +229,7 @@ func TestOverlapOnFake(t *testing.T) {
 	}
 	assert.Positive(t, probes)
 
-	f, err := os.Open(filepath.Join(out, "results.csv"))
-	require.NoError(t, err)
-	defer f.Close()
-	rows, err := bench.ReadCSV(f)
-	require.NoError(t, err)
+	rows := readResults(t, out)
 	require.Len(t, rows, 3*2*4, "send_recv's 3 variants x 2 modes, four rows a cell")
 	type pair struct{ alone, beside, computeAlone, computeBeside bench.Row }
 	pairs := map[string]*pair{}
