@@ -80,6 +80,11 @@ torch's rms_norm). results.md ends with the speed-up of fusing per size.
 The tables show each cell as the median and the maximum of its repeats and
 mark "(!)" a cell whose slowest repeat took more than 3x its fastest.
 
+A variant that may run in place with its input as the rank's own block
+of its output (aliasing: own_block: all_gather copy_push) is timed both
+ways and the faster kept, its note saying which, as NCCL's cells are the
+best of in and out of place.
+
 -variants keeps only the variants named, in every mode and scenario (the
 baselines still run), so that an A/B of one variant, or of a run-time
 switch such as IRISGEN_PEER_WRITES or IRISGEN_COPY_STREAMS, spends no GPU

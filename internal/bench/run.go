@@ -201,6 +201,20 @@ func RunOn(w *irisrt.World, cfg Config, device, date string) ([]Row, error) {
 						if err := timeCell(w, cfg, &row, []step{{e: e, dt: dt, sizes: sizes}}, Iterations(size)); err != nil {
 							return rows, err
 						}
+						// A variant that runs in place is timed both ways,
+						// the faster kept, as NCCL's cells are.
+						if len(ownBlocks(e)) > 0 && !math.IsNaN(row.TimeUS) {
+							in := Row{Collective: row.Collective, Variant: row.Variant, DType: row.DType, Bytes: row.Bytes, Mode: row.Mode, TimeUS: math.NaN()}
+							if err := timeCell(w, cfg, &in, []step{{e: e, dt: dt, sizes: sizes, inPlace: true}}, Iterations(size)); err != nil {
+								return rows, err
+							}
+							if in.TimeUS < row.TimeUS {
+								row = in
+								row.Note = "in place"
+							} else {
+								row.Note = "out of place"
+							}
+						}
 					}
 					add(row)
 				}

@@ -105,6 +105,29 @@ type step struct {
 	dt    irismodel.DType
 	sizes []int64
 	from  map[int]stepTensor // tensor index -> an earlier step's tensor
+	// inPlace: each input the variant may pass as this rank's own block of
+	// an output (ownBlocks) is that block.
+	inPlace bool
+}
+
+// ownBlocks lists e's pairs of user tensor positions (input, output) whose
+// input may be this rank's own block of the output (aliasing: own_block).
+func ownBlocks(e irisimpl.Entry) [][2]int {
+	var out [][2]int
+	at := func(name string) int {
+		return slices.IndexFunc(e.Tensors, func(t irisimpl.TensorInfo) bool { return t.Name == name })
+	}
+	for _, p := range e.Descriptor().AliasPairs() {
+		if !p.OwnBlock {
+			continue
+		}
+		a, b := at(p.A), at(p.B)
+		if e.Tensors[a].Dir != irismodel.In {
+			a, b = b, a
+		}
+		out = append(out, [2]int{a, b})
+	}
+	return out
 }
 
 type stepTensor struct{ step, tensor int }
@@ -150,6 +173,12 @@ func prepare(r *irisrt.Rank, steps []step) (call func() error, done func(), err 
 		ts = slices.Clone(ts)
 		for ti, ref := range st.from {
 			ts[ti] = tensors[ref.step][ref.tensor]
+		}
+		if st.inPlace {
+			for _, pr := range ownBlocks(st.e) {
+				n := ts[pr[0]].Len
+				ts[pr[0]] = ts[pr[1]].Slice(int64(r.Rank())*n, n)
+			}
 		}
 		tensors[i] = ts
 		ps := st.e.SampleParams(r.World(), 0)

@@ -10,6 +10,19 @@ import (
 	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
+// TestOwnBlocks: the catalogue's variants that run with the input as the
+// rank's own block of the output (timed both ways) are all_gather
+// copy_push's input in its output, and no other.
+func TestOwnBlocks(t *testing.T) {
+	got := map[string][][2]int{}
+	for _, e := range collectives.Catalogue {
+		if ob := ownBlocks(e); ob != nil {
+			got[e.Collective+"/"+e.Variant] = ob
+		}
+	}
+	assert.Equal(t, map[string][][2]int{"all_gather/copy_push": {{0, 1}}}, got)
+}
+
 // TestChain: the rmsnorm scenario's description resolves against the
 // catalogue into the launches the old hand-written path made: the grid
 // with tokens outermost, every fused variant, the unfused path's all_reduce
