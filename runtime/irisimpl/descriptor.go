@@ -369,7 +369,7 @@ func (c *Collective) prepareVariant(v *Variant) error {
 		return fmt.Errorf("launch shape %d threads, %d blocks, %d-byte vectors", v.Threads, v.MaxBlocks, v.VectorBytes)
 	}
 	if v.OwnBlock && (v.Engine != irismodel.EngineCopy || v.InPlace) {
-		return fmt.Errorf("OwnBlock on a variant that is not a copy-engine one, or also InPlace (ir refuses aliasing: own_block but with engine: copy)")
+		return fmt.Errorf("OwnBlock on a kernel variant, or with InPlace: it is a copy-engine variant's aliasing: own_block alone")
 	}
 	v.heap, v.pairs, v.exchanged = nil, nil, nil
 	v.meets = !slices.Equal(v.Barriers, []irismodel.Barrier{irismodel.BarrierNone})

@@ -53,6 +53,7 @@ func TestTableRules(t *testing.T) {
 		{"threads past the block limit", func(t *irisimpl.Table) { t.Collectives[0].Variants[0].Threads = irismodel.MaxThreads + 1 }, "launch shape 1025 threads"},
 		{"blocks past the limit", func(t *irisimpl.Table) { t.Collectives[0].Variants[0].MaxBlocks = irismodel.MaxBlocks + 1 }, "1025 blocks"},
 		{"auto names unknown", func(t *irisimpl.Table) { t.Collectives[0].Auto[1].Variant = "ring" }, `unknown variant "ring"`},
+		{"own block on a kernel", func(t *irisimpl.Table) { t.Collectives[0].Variants[0].OwnBlock = true }, "OwnBlock on a kernel variant, or with InPlace"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tab := fixtures.DemoTable("example.com/" + t.Name())
