@@ -77,21 +77,22 @@ type ncclCell struct {
 	inPlace                    bool
 }
 
-// ncclCells lists the cells of a run, the zero-CTA ones last: NCCL's
-// newest path, should it fail, leaves the rows of the others (a failed
-// rank stops the run).
-func ncclCells(cfg Config, colls []string) []ncclCell {
+// ncclCells lists the cells of a run with the buffer kinds bufs (where
+// this NCCL has them), out of place and, with inPlace, in place too where
+// the call runs so; the zero-CTA ones last: NCCL's newest path, should it
+// fail, leaves the rows of the others (a failed rank stops the run).
+func ncclCells(cfg Config, colls, bufs []string, inPlace bool) []ncclCell {
 	var cells, zero []ncclCell
 	for _, c := range colls {
 		for _, dt := range cfg.DTypes {
 			for _, size := range cfg.Sizes {
 				for _, mode := range cfg.Modes {
-					for _, buf := range ncclBuffers {
+					for _, buf := range bufs {
 						if !ncclHas(c, buf) {
 							continue
 						}
 						for _, in := range []bool{false, true} {
-							if in && !knownCollectives[c].nccl.inPlace {
+							if in && !(inPlace && knownCollectives[c].nccl.inPlace) {
 								continue
 							}
 							cell := ncclCell{coll: c, dtype: dt, mode: mode, buffers: buf, bytes: size, inPlace: in}
@@ -147,7 +148,7 @@ func RunNCCL(cfg Config, device, date string) ([]Row, error) {
 			return nil, err
 		}
 	}
-	cells := ncclCells(cfg, colls)
+	cells := ncclCells(cfg, colls, ncclBuffers, true)
 	ids, err := newNCCLIDs(cells)
 	if err != nil {
 		return nil, err

@@ -378,20 +378,7 @@ func RunOverlap(w *irisrt.World, cfg Config, comp Compute, device, date string) 
 // NCCL's calls on a stream of their own, as RunNCCL. NCCL must be loaded
 // (NCCLVersion). Rows have Impl "nccl" and Variant "plain" or "cta0".
 func RunOverlapNCCL(w *irisrt.World, cfg Config, comp Compute, device, date string) ([]Row, error) {
-	var cells []ncclCell
-	for _, buf := range []string{"plain", ncclZeroCTA} { // the zero-CTA cells last, as in ncclCells
-		for _, c := range ncclSelected(cfg) {
-			for _, dt := range cfg.DTypes {
-				for _, size := range cfg.Sizes {
-					for _, mode := range cfg.Modes {
-						if ncclHas(c, buf) {
-							cells = append(cells, ncclCell{coll: c, dtype: dt, mode: mode, buffers: buf, bytes: size})
-						}
-					}
-				}
-			}
-		}
-	}
+	cells := ncclCells(cfg, ncclSelected(cfg), []string{"plain", ncclZeroCTA}, false)
 	if len(cells) == 0 {
 		return nil, nil
 	}

@@ -311,6 +311,10 @@ const (
 	CopyEngineCollectives
 )
 
+// hasConfig is ign_has's question for ncclCommInitRankConfig (not a
+// Feature: CopyEngineCollectives asks it among others).
+const hasConfig = 3
+
 // Has reports whether the loaded library has f.
 func Has(f Feature) bool {
 	if opened() != nil {
@@ -318,7 +322,7 @@ func Has(f Feature) bool {
 	}
 	if f == CopyEngineCollectives {
 		v, err := Version()
-		return err == nil && v >= 22803 && C.ign_has(3) != 0 && Has(SymmetricWindows) && Has(AllToAllVerb) && Has(GatherScatterVerbs)
+		return err == nil && v >= 22803 && C.ign_has(hasConfig) != 0 && Has(SymmetricWindows) && Has(AllToAllVerb) && Has(GatherScatterVerbs)
 	}
 	return C.ign_has(C.int(f)) != 0
 }
@@ -351,13 +355,21 @@ type Comm struct {
 // InitRank makes rank's communicator of world ranks. Every rank calls it at
 // the same time from its own thread, with its device current there.
 func InitRank(world int, id ID, rank int) (*Comm, error) {
+	return initRank("ncclCommInitRank", world, id, rank, func(c *C.uintptr_t, cid *C.ncclUniqueId) C.ncclResult_t {
+		return C.ign_init_rank(c, C.int(world), cid, C.int(rank))
+	})
+}
+
+// initRank makes rank's communicator with init (NCCL's call named call)
+// from id.
+func initRank(call string, world int, id ID, rank int, init func(c *C.uintptr_t, cid *C.ncclUniqueId) C.ncclResult_t) (*Comm, error) {
 	if err := opened(); err != nil {
 		return nil, err
 	}
 	var cid C.ncclUniqueId
 	C.memcpy(unsafe.Pointer(&cid), unsafe.Pointer(&id[0]), C.size_t(len(id)))
 	var c C.uintptr_t
-	if err := check("ncclCommInitRank", C.ign_init_rank(&c, C.int(world), &cid, C.int(rank)), 0); err != nil {
+	if err := check(call, init(&c, &cid), 0); err != nil {
 		return nil, err
 	}
 	return &Comm{c: c, rank: rank, world: world}, nil
@@ -371,19 +383,12 @@ const CTAPolicyZero = 0x02
 // InitRankPolicy is InitRank with the communicator's CTA policy set
 // (ncclCommInitRankConfig; NCCL 2.27 and later read it).
 func InitRankPolicy(world int, id ID, rank, policy int) (*Comm, error) {
-	if err := opened(); err != nil {
-		return nil, err
-	}
-	if C.ign_has(3) == 0 {
+	if opened() == nil && C.ign_has(hasConfig) == 0 {
 		return nil, errors.New("nccl: this NCCL has no ncclCommInitRankConfig (2.14 or later)")
 	}
-	var cid C.ncclUniqueId
-	C.memcpy(unsafe.Pointer(&cid), unsafe.Pointer(&id[0]), C.size_t(len(id)))
-	var c C.uintptr_t
-	if err := check("ncclCommInitRankConfig", C.ign_init_rank_policy(&c, C.int(world), &cid, C.int(rank), C.int(policy)), 0); err != nil {
-		return nil, err
-	}
-	return &Comm{c: c, rank: rank, world: world}, nil
+	return initRank("ncclCommInitRankConfig", world, id, rank, func(c *C.uintptr_t, cid *C.ncclUniqueId) C.ncclResult_t {
+		return C.ign_init_rank_policy(c, C.int(world), cid, C.int(rank), C.int(policy))
+	})
 }
 
 // configLayout is the size of the ncclConfig_t prefix passed and the
