@@ -430,21 +430,29 @@ func checkCopyOrder(ops []fakegpu.MemOp, dev, world, lanes int, peerWrites bool)
 		if q == dev {
 			continue
 		}
-		enterSignal, peerLastCopy, peerLastWait := -1, -1, -1
+		// q's operations up to its last wait end with its done barrier's
+		// signals and all its waits and resets but the last reset; what
+		// comes before them are its copies. With peerWrites false the
+		// signals are copies too, and one into a third rank may well come
+		// after dev has left.
+		var theirs []int
 		for i, o := range ops {
-			if o.Device == q && o.Kind == fakegpu.MemOpWait {
-				peerLastWait = i
+			if o.Device == q {
+				theirs = append(theirs, i)
 			}
 		}
-		for i, o := range ops {
-			if o.Device != q || i > peerLastWait {
-				continue
-			}
-			if enterSignal < 0 {
-				enterSignal = i // its first: the enter barrier's first signal
-			}
-			if o.Kind == fakegpu.MemOpCopy {
-				peerLastCopy = i
+		for len(theirs) > 0 && ops[theirs[len(theirs)-1]].Kind != fakegpu.MemOpWait {
+			theirs = theirs[:len(theirs)-1]
+		}
+		enterSignal, peerLastCopy := -1, -1
+		if len(theirs) > 0 {
+			enterSignal = theirs[0] // its first: the enter barrier's first signal
+		}
+		if doneOps := 3*(world-1) - 1; len(theirs) > doneOps {
+			for _, i := range theirs[:len(theirs)-doneOps] {
+				if ops[i].Kind == fakegpu.MemOpCopy {
+					peerLastCopy = i
+				}
 			}
 		}
 		if firstCopy >= 0 && enterSignal > firstCopy {
