@@ -211,7 +211,7 @@ func TestParamsLaunchAllocatesNothing(t *testing.T) {
 	p := fakegpu.New(2)
 	q := fakegpu.NewQuiet(p)
 	t.Setenv("IRISGEN_KERNELS", "")
-	tab := fixtures.RootedTable("example.com/" + t.Name())
+	tab := fixtures.RootedTable(fixtures.Path(t))
 	irisimpl.Register(tab)
 	p.AddModule(tab.Embedded.(fstest.MapFS)["kernels/rooted.fake"].Data, []string{"irisgen_rooted_pull_f32", "irisgen_rooted_push_f32"},
 		map[string][]byte{irismodel.SpecHashSymbol("rooted"): append([]byte("h3"), 0)})
@@ -263,13 +263,13 @@ func TestOwnedTableRules(t *testing.T) {
 		{"empty range", func(c *irisimpl.Collective) { c.Params[1].Min = 5 }, "parameter k has min 5 above max 4"},
 		{"twice", func(c *irisimpl.Collective) { c.Params[1].Name = "root" }, "parameter root is declared twice"},
 	} {
-		tab := fixtures.RootedTable("example.com/" + t.Name() + "/" + c.name)
+		tab := fixtures.RootedTable(fixtures.Path(t, c.name))
 		c.edit(&tab.Collectives[0])
 		err := tab.Prepare()
 		require.Error(t, err, c.name)
 		assert.Contains(t, err.Error(), c.want, c.name)
 	}
-	e, ok := fixtures.RootedTable("example.com/"+t.Name()).Lookup("rooted", "push")
+	e, ok := fixtures.RootedTable(fixtures.Path(t)).Lookup("rooted", "push")
 	require.True(t, ok)
 	assert.Equal(t, []string{"root", "k", "eps", "dst", "shift"}, func() (ns []string) {
 		for _, p := range e.Params {
@@ -285,7 +285,7 @@ func TestOwnedTableRules(t *testing.T) {
 // TestSampleParams: tools' sample values of every kind, and what a rank
 // passes for them.
 func TestSampleParams(t *testing.T) {
-	e, ok := fixtures.RootedTable("example.com/"+t.Name()).Lookup("rooted", "pull")
+	e, ok := fixtures.RootedTable(fixtures.Path(t)).Lookup("rooted", "pull")
 	require.True(t, ok)
 	assert.Equal(t, []irismodel.Param{irismodel.IntParam(0), irismodel.IntParam(1), irismodel.F32Param(1), irismodel.IntParam(1), irismodel.IntParam(1)}, e.SampleParams(2, 0))
 	assert.Equal(t, []irismodel.Param{irismodel.IntParam(1), irismodel.IntParam(1), irismodel.F32Param(0.5), irismodel.IntParam(0), irismodel.IntParam(-1)}, e.SampleParams(2, 1), "k's range starts at 1")
@@ -295,7 +295,7 @@ func TestSampleParams(t *testing.T) {
 	assert.Equal(t, []irisrt.Tensor{ts[0], {}, ts[2]}, e.TensorsFor(0, ts, ps), "rank 0 is the root, not dst")
 	assert.Equal(t, []irisrt.Tensor{{}, ts[1], ts[2]}, e.TensorsFor(1, ts, ps))
 	assert.Equal(t, []irisrt.Tensor{{Ptr: 1, DType: irismodel.F32, Len: 1}, {Ptr: 2, DType: irismodel.F32, Len: 1}, {Ptr: 3, DType: irismodel.F32, Len: 1}}, ts, "ts is not changed")
-	d, ok := fixtures.DemoTable("example.com/"+t.Name()+"/demo").Lookup("demo", "push")
+	d, ok := fixtures.DemoTable(fixtures.Path(t, "demo")).Lookup("demo", "push")
 	require.True(t, ok)
 	assert.Nil(t, d.SampleParams(2, 0))
 	assert.Equal(t, ts, d.TensorsFor(1, ts, nil))
@@ -309,7 +309,7 @@ func TestSampleParams(t *testing.T) {
 func TestAutoChoiceAlike(t *testing.T) {
 	fake := fakegpu.New(2)
 	t.Setenv("IRISGEN_KERNELS", "")
-	tab := fixtures.RootedTable("example.com/" + t.Name())
+	tab := fixtures.RootedTable(fixtures.Path(t))
 	c := &tab.Collectives[0]
 	// input and shared hold 8 f32 (32 bytes), output [world, 8] (64):
 	// only the ranks that pass output would see more than 32 bytes.

@@ -331,7 +331,7 @@ func TestClosedWorld(t *testing.T) {
 		t.Run(map[bool]string{false: "in-process", true: "multi-process"}[processes], func(t *testing.T) {
 			tp := newTracePlatform(2)
 			t.Setenv("IRISGEN_KERNELS", "")
-			tab := fixtures.RootedTable("example.com/" + t.Name())
+			tab := fixtures.RootedTable(fixtures.Path(t))
 			irisimpl.Register(tab)
 			tp.AddModule([]byte("rooted image of "+tab.ImportPath), []string{"irisgen_rooted_pull_f32", "irisgen_rooted_push_f32"},
 				map[string][]byte{irismodel.SpecHashSymbol("rooted"): append([]byte("h3"), 0)})
@@ -393,7 +393,7 @@ func TestClosedWorld(t *testing.T) {
 func TestClosedPlanAndGroup(t *testing.T) {
 	tp := newTracePlatform(2)
 	t.Setenv("IRISGEN_KERNELS", "")
-	tab := fixtures.RootedTable("example.com/" + t.Name())
+	tab := fixtures.RootedTable(fixtures.Path(t))
 	irisimpl.Register(tab)
 	tp.AddModule([]byte("rooted image of "+tab.ImportPath), []string{"irisgen_rooted_pull_f32", "irisgen_rooted_push_f32"},
 		map[string][]byte{irismodel.SpecHashSymbol("rooted"): append([]byte("h3"), 0)})
