@@ -126,6 +126,13 @@ func (p *Program) commandUsage(w io.Writer, c *Command) {
 	fmt.Fprintf(w, "Usage: %s %s\n\n%s\n", p.Name, c.Usage, strings.TrimSpace(c.Help))
 }
 
+// Usage prints c's usage line, description and examples to stdout: for a
+// command whose flags another program holds, when that program cannot be
+// run to show them.
+func (env *Env) Usage(c *Command) {
+	env.Program.commandUsage(env.Stdout, c)
+}
+
 // Flags makes the FlagSet of c; Parse handles its help and errors.
 func (env *Env) Flags(c *Command) *flag.FlagSet {
 	fs := flag.NewFlagSet(env.Program.Name+" "+c.Name, flag.ContinueOnError)

@@ -540,17 +540,26 @@ func TestLeanGenerator(t *testing.T) {
 }
 
 // TestGPUCommands: bench and probe run irisgen-gpu with the same arguments
-// and its exit code, and say how to build it when it is missing.
+// and its exit code, and say how to build it when it is missing (with -h,
+// after their description, since the flags are irisgen-gpu's to show).
 func TestGPUCommands(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	code, _, stderr := run(t, "bench", "-n", "2")
+	code, stdout, stderr := run(t, "bench", "-n", "2")
 	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "irisgen bench runs on GPUs, through irisgen-gpu is not installed")
+	require.Empty(t, stdout)
+	require.Contains(t, stderr, "irisgen bench: it runs on GPUs in a program of its own: irisgen-gpu is not installed")
 	require.Contains(t, stderr, "make gpu-build")
+	for _, h := range []string{"-h", "-help", "--help"} {
+		code, stdout, stderr = run(t, "probe", h)
+		require.Equal(t, 1, code, h)
+		require.True(t, strings.HasPrefix(stdout, "Usage: irisgen probe [flags]"), "%s: %s", h, stdout)
+		require.Contains(t, stdout, "go install github.com/irisgen/irisgen/cmd/irisgen-gpu", h)
+		require.Contains(t, stderr, "irisgen probe: it runs on GPUs in a program of its own: irisgen-gpu is not installed", h)
+	}
 	bin := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "irisgen-gpu"), []byte("#!/bin/sh\necho \"gpu $*\"\necho oops >&2\nexit 3\n"), 0o755))
 	t.Setenv("PATH", bin)
-	code, stdout, stderr := run(t, "probe", "-n", "2", "-replays", "5")
+	code, stdout, stderr = run(t, "probe", "-n", "2", "-replays", "5")
 	require.Equal(t, 3, code)
 	require.Equal(t, "gpu probe -n 2 -replays 5\n", stdout)
 	require.Equal(t, "oops\n", stderr, "its errors, nothing added")

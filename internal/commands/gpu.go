@@ -3,6 +3,7 @@ package commands
 import (
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/irisgen/irisgen/internal/cli"
 	"github.com/irisgen/irisgen/internal/gpurun"
@@ -19,7 +20,8 @@ func init() {
 		{"probe", "prove graph capture of every variant and mode on the GPUs (likewise)"},
 	} {
 		name := c.name
-		register(&cli.Command{
+		var cmd *cli.Command
+		cmd = &cli.Command{
 			Name: name, Summary: c.summary, Usage: name + " [flags]   (" + name + " -h shows them)",
 			Help: fmt.Sprintf(`
 %[1]s runs on GPUs, in a program that links the generated package it runs,
@@ -45,13 +47,23 @@ multi-process runs ("irisgen run -n 2 -- ./yours probe").`, name, gpurun.Catalog
 				}
 				code, err := gpurun.Run(wd, name, args, env.Stdout, env.Stderr)
 				if err != nil {
-					return cli.Fail(fmt.Errorf("irisgen %s runs on GPUs, through %w", name, err))
+					if slices.ContainsFunc(args, isHelp) {
+						env.Usage(cmd) // what to build, since its flags cannot be shown
+						fmt.Fprintln(env.Stdout)
+					}
+					return cli.Fail(fmt.Errorf("it runs on GPUs in a program of its own: %w", err))
 				}
 				if code != 0 {
 					return &cli.ExitError{Code: code} // it printed its own errors
 				}
 				return nil
 			},
-		})
+		}
+		register(cmd)
 	}
+}
+
+// isHelp reports whether a is a flag asking for help.
+func isHelp(a string) bool {
+	return a == "-h" || a == "-help" || a == "--help" || a == "--h"
 }
