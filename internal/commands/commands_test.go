@@ -55,6 +55,9 @@ func TestUsageAndHelp(t *testing.T) {
 	code, _, stderr = run(t, "run", "-n", "0", "--", "true")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "-n 0")
+	code, _, stderr = run(t, "run", "--", "true")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "-n is required")
 }
 
 // TestGenerateCheckCycle generates into a temporary directory, checks it,

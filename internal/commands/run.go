@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"flag"
 	"github.com/irisgen/irisgen/internal/cli"
 	"github.com/irisgen/irisgen/internal/launch"
 )
@@ -35,6 +36,11 @@ func runRun(env *cli.Env, args []string) error {
 	grace := fs.Duration("grace", launch.DefaultExitGrace, "how long the other ranks may run on after one rank exits with status 0")
 	if err := env.Parse(c, fs, args); err != nil {
 		return err
+	}
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "n" })
+	if !given {
+		return cli.UsageErr("-n is required: the number of ranks (processes, one per GPU), e.g. irisgen run -n 2 -- PROGRAM [ARGS...]")
 	}
 	if *n < 1 {
 		return cli.UsageErr("-n %d: want the number of ranks, at least 1", *n)
