@@ -78,10 +78,12 @@ func lex(src []byte) []token {
 }
 
 // quiet is a span of C++ text [start, end) that is no code: a comment
-// (kind 'c') or a string or character literal ('s').
+// (kind 'c') or a string or character literal ('s'); open marks a
+// literal that its line ends before it is closed.
 type quiet struct {
 	start, end int
 	kind       byte
+	open       bool
 }
 
 // lexQuiet is lex that also returns the comments and literals.
@@ -97,7 +99,7 @@ func lexQuiet(src []byte) (toks []token, spans []quiet) {
 			for i < len(s) && s[i] != '\n' {
 				i++
 			}
-			spans = append(spans, quiet{start, i, 'c'})
+			spans = append(spans, quiet{start: start, end: i, kind: 'c'})
 		case strings.HasPrefix(s[i:], "/*"):
 			start := i
 			end := strings.Index(s[i+2:], "*/")
@@ -106,12 +108,13 @@ func lexQuiet(src []byte) (toks []token, spans []quiet) {
 			} else {
 				i += end + 4
 			}
-			spans = append(spans, quiet{start, i, 'c'})
+			spans = append(spans, quiet{start: start, end: i, kind: 'c'})
 		case c == '"' || c == '\'':
 			start := i
-			i = skipQuoted(s, i)
+			var closed bool
+			i, closed = skipQuoted(s, i)
 			toks = append(toks, token{'s', s[start:i], start})
-			spans = append(spans, quiet{start, i, 's'})
+			spans = append(spans, quiet{start, i, 's', !closed})
 		case isIdentStart(c):
 			start := i
 			for i < len(s) && isIdentPart(s[i]) {
@@ -120,9 +123,10 @@ func lexQuiet(src []byte) (toks []token, spans []quiet) {
 			word := s[start:i]
 			// Raw string literals: R"delim( ... )delim", with an encoding prefix.
 			if i < len(s) && s[i] == '"' && strings.HasSuffix(word, "R") && len(word) <= 3 {
-				i = skipRaw(s, i)
+				var closed bool
+				i, closed = skipRaw(s, i)
 				toks = append(toks, token{'s', s[start:i], start})
-				spans = append(spans, quiet{start, i, 's'})
+				spans = append(spans, quiet{start, i, 's', !closed})
 				continue
 			}
 			toks = append(toks, token{'i', word, start})
@@ -158,30 +162,36 @@ func isIdentStart(c byte) bool {
 
 func isIdentPart(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' }
 
-func skipQuoted(s string, i int) int {
+// skipQuoted returns the end of the string or character literal at i, and
+// whether its quote closes it (not the end of its line or of s).
+func skipQuoted(s string, i int) (int, bool) {
 	q := s[i]
 	for i++; i < len(s); i++ {
 		switch s[i] {
 		case '\\':
 			i++
-		case q, '\n':
-			return i + 1
+		case q:
+			return i + 1, true
+		case '\n':
+			return i + 1, false
 		}
 	}
-	return len(s)
+	return len(s), false
 }
 
-func skipRaw(s string, i int) int {
+// skipRaw returns the end of the raw string literal whose quote is at i,
+// and whether its delimiter closes it (not the end of s).
+func skipRaw(s string, i int) (int, bool) {
 	open := strings.IndexByte(s[i:], '(')
 	if open < 0 {
-		return len(s)
+		return len(s), false
 	}
 	delim := ")" + s[i+1:i+open] + `"`
 	end := strings.Index(s[i+open:], delim)
 	if end < 0 {
-		return len(s)
+		return len(s), false
 	}
-	return i + open + end + len(delim)
+	return i + open + end + len(delim), true
 }
 
 // checker holds what the checks of one render need.

@@ -2,6 +2,7 @@ package hipemit
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -174,6 +175,9 @@ func (k *scopeChecker) hidden(r rendered, idx []int, spans []quiet) {
 	}
 	var regions []region
 	for _, s := range spans {
+		if s.open {
+			continue // refused below, once, rather than at every helper after it
+		}
 		what := "a comment"
 		if s.kind == 's' {
 			what = "a string or character literal"
@@ -203,14 +207,28 @@ func (k *scopeChecker) hidden(r rendered, idx []int, spans []quiet) {
 	for _, g := range groups {
 		regions = append(regions, region{g, len(k.text), "a preprocessor conditional (#if ... #endif)"})
 	}
+	// A literal its line ends before it is closed does not compile, and
+	// what follows it could be read as code or as literal: refused (in a
+	// directive or conditional group the compiler may let it pass).
+	for _, s := range spans {
+		if s.open && !slices.ContainsFunc(regions, func(g region) bool {
+			return s.start >= g.start && s.start < g.end && strings.HasPrefix(g.what, "a preprocessor")
+		}) {
+			k.refuse(s.start, "", "an unterminated string or character literal: the kernel would not compile, and the generator cannot tell the code after it from the literal; close it (a template comment {{/* ... */}} holds text that is not rendered)")
+		}
+	}
 	// Unevaluated operands: sizeof(...), decltype(...), sizeof x.
 	for i, t := range k.toks {
 		if t.kind != 'i' || !unevaluated[t.text] {
 			continue
 		}
 		j := i + 1
-		if k.tok(j).text == "(" && k.match[j] > j {
-			regions = append(regions, region{k.toks[j].off, k.toks[k.match[j]].off + 1, "the unevaluated operand of " + t.text})
+		if k.tok(j).text == "(" {
+			end := len(k.text) // no ) closes it: everything after is its operand
+			if k.match[j] > j {
+				end = k.toks[k.match[j]].off + 1
+			}
+			regions = append(regions, region{k.toks[j].off, end, "the unevaluated operand of " + t.text})
 			continue
 		}
 		for j < len(k.toks) && k.toks[j].kind == 'p' && strings.Contains("*&-+!~", k.toks[j].text) {

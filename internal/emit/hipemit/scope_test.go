@@ -58,6 +58,37 @@ func TestHelpersWhereTheKernelDoesNotRunThem(t *testing.T) {
 	require.Empty(t, errs)
 }
 
+// TestUnterminatedLiterals: a string or character literal that its line
+// (or the text) ends before it is closed does not compile, and the text
+// after it could be read as code or as literal, so the checks could not
+// say whether a helper there runs: refused at its quote, also where the
+// template's text functions make it; in a directive or a conditional group
+// it is left to the compiler. An unevaluated operand whose ( no ) closes
+// runs to the end: a helper after it is refused, as the compiler would
+// read it.
+func TestUnterminatedLiterals(t *testing.T) {
+	const msg = "error: an unterminated string or character literal: the kernel would not compile"
+	for tmpl, at := range map[string]string{
+		"  const char* m = \"abc;\n":                               "1:19",
+		"  char c = 'a;\n":                                          "1:12",
+		"  const char* m = R\"(abc;\n":                              "1:19",
+		"  const char* m = \"a\\\"\n":                              "1:19",
+		"  (void){{printf \"%q\" \"x\" | printf \"%.2s\"}};\n": "1:11",
+	} {
+		_, errs := emitNest(t, nestSpec, tmpl+nestRest)
+		require.Len(t, errs, 1, "%q: %v", tmpl, errs)
+		require.Contains(t, errs[0], msg, "%q", tmpl)
+		require.True(t, strings.HasPrefix(errs[0], "t.hip.tmpl:"+at+":"), "%q: %s", tmpl, errs[0])
+	}
+	for _, ok := range []string{"#if 0\n  it's not code\n#endif\n", "#define Q(x) #x\n", "  char q = '\\'';\n", "  const char* m = \"\\\"\";\n"} {
+		_, errs := emitNest(t, nestSpec, ok+nestRest)
+		require.Empty(t, errs, "%q", ok)
+	}
+	_, errs := emitNest(t, nestSpec, "  (void)sizeof(int;\n  const T* a = {{peer_read \"x\" \"0\"}};\n"+nestRest)
+	require.NotEmpty(t, errs)
+	require.Contains(t, errs[0], `t.hip.tmpl:2:18: error: {{peer_read "x" "0"}} stands in the unevaluated operand of sizeof`)
+}
+
 // rowLambdas are the lambdas of the device header's row helpers (and
 // plain ones): a meeting helper inside any of them is refused.
 var rowLambdas = map[string]string{
