@@ -69,10 +69,10 @@ func TestHelpersWhereTheKernelDoesNotRunThem(t *testing.T) {
 func TestUnterminatedLiterals(t *testing.T) {
 	const msg = "error: an unterminated string or character literal: the kernel would not compile"
 	for tmpl, at := range map[string]string{
-		"  const char* m = \"abc;\n":                               "1:19",
-		"  char c = 'a;\n":                                          "1:12",
-		"  const char* m = R\"(abc;\n":                              "1:19",
-		"  const char* m = \"a\\\"\n":                              "1:19",
+		"  const char* m = \"abc;\n":                           "1:19",
+		"  char c = 'a;\n":                                     "1:12",
+		"  const char* m = R\"(abc;\n":                         "1:19",
+		"  const char* m = \"a\\\"\n":                          "1:19",
 		"  (void){{printf \"%q\" \"x\" | printf \"%.2s\"}};\n": "1:11",
 	} {
 		_, errs := emitNest(t, nestSpec, tmpl+nestRest)
