@@ -122,13 +122,13 @@ func (b *builder) copyStmt(c *Collective, v *Variant, sc *spec.Copy, what string
 	}
 	st.CopyStmt.Vars = len(st.Vars)
 	for _, end := range []struct {
-		key string
-		s   spec.Str
-		to  *irismodel.CopyEnd
-	}{{"from", sc.From, &st.From}, {"to", sc.To, &st.To}} {
+		key, example string
+		s            spec.Str
+		to           *irismodel.CopyEnd
+	}{{"from", "input@r", sc.From, &st.From}, {"to", "output[r]@p", sc.To, &st.To}} {
 		switch {
 		case !end.s.Set:
-			b.errorf(diag.Schema, sc.Pos, "%s has no %s; add %s: <tensor>[<block>]@<rank>, e.g. %s: input@r", what, end.key, end.key, end.key)
+			b.errorf(diag.Schema, sc.Pos, "%s has no %s; add %s: <tensor>[<block>]@<rank>, e.g. %s: %s", what, end.key, end.key, end.key, end.example)
 			ok = false
 		case !end.s.OK():
 			ok = false

@@ -243,6 +243,7 @@ variants:
   d: {engine: copy, access: {input: local_read, output: remote_write}}
   e: {engine: copy, copies: [], access: {input: local_read, output: remote_write}}
   f: {engine: copy, copies: [{each: [r, p], frm: input@r, to: "output[r]@p"}], access: {input: local_read, output: remote_write}}
+  g: {engine: copy, copies: [{each: [r, p], from: input@r}], access: {input: local_read, output: remote_write}}
 `,
 		want: []string{
 			"9:15: error: unknown engine \"dma\" of variant \"a\" (expected one of: sm, copy)",
@@ -253,6 +254,7 @@ variants:
 			"13:29: error: copies of variant \"e\" is empty; add the blocks it moves, e.g. {each: [r, p], from: input@r, to: \"output[r]@p\"}",
 			"14:30: error: copy 1 of variant \"f\" has no from; add from: <tensor>[<block>]@<rank>, e.g. from: input@r",
 			"14:45: error: unknown key \"frm\" in copy 1 of variant \"f\" (expected one of: each, from, to)",
+			"15:30: error: copy 1 of variant \"g\" has no to; add to: <tensor>[<block>]@<rank>, e.g. to: output[r]@p",
 		},
 	},
 	{
