@@ -32,6 +32,7 @@ var (
 // errors).
 func Parse(file string, src []byte) (*File, diag.List) {
 	p := newParser(file, src)
+	p.levels = specLevels
 	f := &File{Pos: p.at(1)}
 	root, ok := p.document(src, specKind)
 	if !ok {
@@ -73,6 +74,21 @@ type parser struct {
 	// ends of positions (span).
 	src   []byte
 	lines [][]rune
+	// levels are the mappings of the file's language, for the hint that
+	// an unknown key belongs to another one (specs only).
+	levels []level
+}
+
+// level is a mapping of the spec language and its keys.
+type level struct {
+	name string
+	keys []string
+}
+
+// specLevels are the spec's mappings, for "is a key of ..." hints.
+var specLevels = []level{
+	{"the top level", topKeys}, {"a param", paramKeys}, {"a tensor", tensorKeys},
+	{"a variant", variantKeys}, {"a copy", copyKeys}, {"a variant's launch", launchKeys},
 }
 
 // aliasBudget is how many values alias expansion may add to a file's walk,
@@ -538,6 +554,8 @@ func (p *parser) fields(m *yaml.Node, where string, known []string, set func(key
 				if _, seen := guessed[s]; !seen {
 					guessed[s] = k.Pos
 				}
+			} else if l := p.levelOf(k.Value); l != "" {
+				hint += fmt.Sprintf("; %s is a key of %s", k.Value, l)
 			}
 			p.errorf(diag.Schema, k.Pos, "unknown key %q %s (%s)", k.Value, where, hint)
 			return
@@ -553,6 +571,17 @@ func (p *parser) fields(m *yaml.Node, where string, known []string, set func(key
 		}
 	}
 	return guessed
+}
+
+// levelOf names the mappings of the file's language that have key, or "".
+func (p *parser) levelOf(key string) string {
+	var names []string
+	for _, l := range p.levels {
+		if contains(l.keys, key) {
+			names = append(names, l.name)
+		}
+	}
+	return strings.Join(names, " and ")
 }
 
 // markMisspelled marks the nodes of misspelled keys as present but bad.

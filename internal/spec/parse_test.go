@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -242,4 +243,45 @@ func TestParseEnds(t *testing.T) {
 	assert.Equal(t, tok(4, 10, 7), r.Pos(list.Content[0]), "'f''32'")
 	assert.Equal(t, tok(6, 8, 5), val("sizes"), "[é_n]: columns count characters, not bytes")
 	assert.Equal(t, tok(7, 6, 8), val("ops"), "the anchor is part of the node")
+}
+
+// TestKeyOfAnotherLevel enumerates every key of every mapping of the
+// language written in every other mapping that lacks it: the error names
+// the mapping it belongs to, unless the key looks like a misspelling of
+// one that is there ("did you mean").
+func TestKeyOfAnotherLevel(t *testing.T) {
+	in := map[string]func(key string) string{
+		"the top level":      func(k string) string { return "name: a\n" + k + ": 1\n" },
+		"a param":            func(k string) string { return "params: {p: {" + k + ": 1}}\n" },
+		"a tensor":           func(k string) string { return "tensors: {t: {" + k + ": 1}}\n" },
+		"a variant":          func(k string) string { return "variants: {v: {" + k + ": 1}}\n" },
+		"a copy":             func(k string) string { return "variants: {v: {copies: [{" + k + ": 1}]}}\n" },
+		"a variant's launch": func(k string) string { return "variants: {v: {launch: {" + k + ": 1}}}\n" },
+	}
+	require.Len(t, in, len(specLevels))
+	checked := 0
+	for _, here := range specLevels {
+		for _, other := range specLevels {
+			for _, key := range other.keys {
+				if slices.Contains(here.keys, key) {
+					continue
+				}
+				_, errs := Parse("s.yaml", []byte(in[here.name](key)))
+				msg := ""
+				for _, e := range errs {
+					if strings.Contains(e.Error(), fmt.Sprintf("unknown key %q", key)) {
+						msg = e.Error()
+					}
+				}
+				require.NotEmpty(t, msg, "%s in %s: %v", key, here.name, errs)
+				if Closest(key, here.keys) != "" {
+					require.Contains(t, msg, "did you mean", "%s in %s", key, here.name)
+					continue
+				}
+				require.Contains(t, msg, "; "+key+" is a key of "+(&parser{levels: specLevels}).levelOf(key), "%s in %s", key, here.name)
+				checked++
+			}
+		}
+	}
+	require.Positive(t, checked)
 }
