@@ -384,6 +384,19 @@ func TestExplain(t *testing.T) {
 	code, stdout, stderr = run(t, "explain", "shift")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "params (per launch, checked before it): offset int (any int64)")
+	require.Contains(t, stdout, "copies on 2 ranks with offset = 1 (the source's rank issues each, in this order):\n    input@0 -> output@1 (by 0)\n    input@1 -> output@0 (by 1)\n")
+	// -world: the copy schedules on that many ranks; out of range, a usage error.
+	code, stdout, stderr = run(t, "explain", "-world", "3", "shift")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "copies on 3 ranks with offset = 1 (the source's rank issues each, in this order):\n    input@0 -> output@1 (by 0)\n    input@1 -> output@2 (by 1)\n    input@2 -> output@0 (by 2)\n")
+	code, stdout, _ = run(t, "explain", "-world", "1", "broadcast")
+	require.Equal(t, 0, code)
+	require.Contains(t, stdout, "copies on 1 rank with root = 0 (the source's rank issues each, in this order):\n    input@0 -> output@0 (by 0)\n")
+	for _, w := range []string{"0", "9"} {
+		code, _, stderr = run(t, "explain", "-world", w, "shift")
+		require.Equal(t, 2, code, w)
+		require.Contains(t, stderr, "-world "+w+": want 1 to 8 ranks")
+	}
 }
 
 // TestExplainDownstream: in a repository with collectives of its own,

@@ -3,6 +3,7 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"path/filepath"
 
 	"github.com/irisgen/irisgen/internal/cli"
@@ -41,13 +42,14 @@ Examples:
 	register(&cli.Command{
 		Name:    "explain",
 		Summary: "show a collective's derived rules: placement, aliasing, barriers, capture, kernels",
-		Usage:   "explain [-config FILE] [-specs DIR] [-templates DIR] NAME",
+		Usage:   "explain [-config FILE] [-specs DIR] [-templates DIR] [-world N] NAME",
 		Help: `
 Explain prints the launch parameters of collective NAME with their ranges,
 and for every variant a table of its tensors (direction, shape, the rank
 that alone uses it, access, the placement rule the Go wrapper enforces, the
 aliasing rule), the barrier modes (default first), whether each mode can be
-captured in a GPU graph and why not, the launch shape and the kernels.
+captured in a GPU graph and why not, the launch shape and the kernels;
+for a copy-engine variant, its copies on -world ranks (default 2).
 NAME is a collective of the config's specs or catalogue, or any collective
 of irisgen's catalogue (with the catalogue: line that would generate it
 into the repository's package); -specs "" means the whole catalogue.
@@ -55,6 +57,7 @@ into the repository's package); -specs "" means the whole catalogue.
 Examples:
   irisgen explain all_gather
   irisgen explain broadcast
+  irisgen explain -world 4 all_to_all
   irisgen explain -specs specs my_collective`,
 		Run: runExplain,
 	})
@@ -121,11 +124,15 @@ func runExplain(env *cli.Env, args []string) error {
 	c := program.Find("explain")
 	fs := env.Flags(c)
 	src := addSourceFlags(fs, true, false)
+	world := fs.Int("world", 2, fmt.Sprintf("the world size of the copy-engine variants' schedules (1 to %d)", irismodel.MaxWorld))
 	if err := env.Parse(c, fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return cli.UsageErr("want one collective name, got %d arguments", fs.NArg())
+	}
+	if *world < 1 || *world > irismodel.MaxWorld {
+		return cli.UsageErr("-world %d: want 1 to %d ranks", *world, irismodel.MaxWorld)
 	}
 	_, p, err := src.project(env)
 	if err != nil {
@@ -139,7 +146,7 @@ func runExplain(env *cli.Env, args []string) error {
 	case err != nil:
 		return cli.Fail(err)
 	}
-	explain.Write(env.Stdout, col)
+	explain.Write(env.Stdout, col, *world)
 	if note != "" {
 		fmt.Fprintf(env.Stdout, "\n%s\n", note)
 	}

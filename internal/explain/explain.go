@@ -61,8 +61,8 @@ func Find(p *driver.Project, name string) (c *ir.Collective, note string, err er
 // Write writes the derived rules of c, one table per variant: per tensor
 // its direction, shape, access, placement (ir.Use.PlacementDoc) and
 // aliasing; the barrier modes and capture; the launch shape; the kernels;
-// the auto table.
-func Write(w io.Writer, c *ir.Collective) {
+// the auto table; a copy-engine variant's copies on world ranks.
+func Write(w io.Writer, c *ir.Collective, world int) {
 	fmt.Fprintf(w, "%s (%s): %s\n", c.Name, c.SpecFile, strings.Join(strings.Fields(c.Summary), " "))
 	dts := make([]string, len(c.DTypes))
 	for i, d := range c.DTypes {
@@ -115,7 +115,7 @@ func Write(w io.Writer, c *ir.Collective) {
 			}
 		}
 		if v.Engine == irismodel.EngineCopy {
-			copySchedule(w, c, v)
+			copySchedule(w, c, v, world)
 			continue
 		}
 		fmt.Fprintf(w, "  launch: %d threads per block, at most %d blocks, %d-byte vectors (blocks = clamp(ceil(bytes / (threads*vector)), 1, max))\n",
@@ -204,11 +204,11 @@ func aliasing(c *ir.Collective, v *ir.Variant, t *ir.Tensor) string {
 	return strings.Join(parts, "; ")
 }
 
-// copySchedule prints a copy-engine variant's copies on 2 ranks, the
-// rank parameters 0, 1, 0, ... and the int parameters 1: each line a block
-// from a rank's tensor into a rank's, and the rank that issues it (the
-// source's).
-func copySchedule(w io.Writer, c *ir.Collective, v *ir.Variant) {
+// copySchedule prints a copy-engine variant's copies on world ranks, the
+// rank parameters 0, 1, 0, ... (mod world) and the int parameters 1: each
+// line a block from a rank's tensor into a rank's, and the rank that
+// issues it (the source's).
+func copySchedule(w io.Writer, c *ir.Collective, v *ir.Variant, world int) {
 	params := make([]int64, len(c.Params))
 	var with []string
 	ranks := 0
@@ -217,17 +217,21 @@ func copySchedule(w io.Writer, c *ir.Collective, v *ir.Variant) {
 		case irismodel.ParamInt:
 			params[i] = 1
 		case irismodel.ParamRank:
-			params[i] = int64(ranks % 2)
+			params[i] = int64(ranks % 2 % world)
 			ranks++
 		}
 		with = append(with, fmt.Sprintf("%s = %d", p.Name, params[i]))
 	}
-	title := "  copies on 2 ranks"
+	ranksWord := "ranks"
+	if world == 1 {
+		ranksWord = "rank"
+	}
+	title := fmt.Sprintf("  copies on %d %s", world, ranksWord)
 	if len(with) > 0 {
 		title += " with " + strings.Join(with, ", ")
 	}
 	fmt.Fprintln(w, title+" (the source's rank issues each, in this order):")
-	for _, line := range strings.Split(strings.TrimSuffix(v.Schedule(c, 2, params), "\n"), "\n") {
+	for _, line := range strings.Split(strings.TrimSuffix(v.Schedule(c, world, params), "\n"), "\n") {
 		fmt.Fprintf(w, "    %s\n", line)
 	}
 }
