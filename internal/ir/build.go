@@ -672,19 +672,27 @@ func (b *builder) dtypes(f *spec.File, c *Collective, dataTensor string, tensors
 		b.errorf(diag.Rule, l.KeyPos, "dtypes is given but no tensor takes the kernel's element type (each has a fixed dtype, or there are none), so the kernels would all be the same; remove dtypes")
 		return
 	}
+	c.DTypes = listOf(b, l.Items, "dtype", allDTypes)
+}
+
+// listOf reads a list of names of all's values (dtypes, ops): an unknown
+// name or one listed twice is an error at it.
+func listOf[T fmt.Stringer](b *builder, items []spec.Str, what string, all []T) []T {
+	var out []T
 	seen := map[string]Pos{}
-	for _, it := range l.Items {
-		d, found := lookup(allDTypes, it.Value)
+	for _, it := range items {
+		x, found := lookup(all, it.Value)
 		switch {
 		case !found:
-			b.errorf(diag.Value, it.Pos, "unknown dtype %q%s", it.Value, hint(it.Value, names(allDTypes), oneOf(names(allDTypes))))
+			b.errorf(diag.Value, it.Pos, "unknown %s %q%s", what, it.Value, hint(it.Value, names(all), oneOf(names(all))))
 		case seen[it.Value] != Pos{}:
-			b.errorf(diag.Value, it.Pos, "dtype %q is listed twice (first at %s); remove one", it.Value, lineCol(seen[it.Value]))
+			b.errorf(diag.Value, it.Pos, "%s %q is listed twice (first at %s); remove one", what, it.Value, lineCol(seen[it.Value]))
 		default:
 			seen[it.Value] = it.Pos
-			c.DTypes = append(c.DTypes, d)
+			out = append(out, x)
 		}
 	}
+	return out
 }
 
 func (b *builder) ops(f *spec.File, c *Collective) {
@@ -700,19 +708,7 @@ func (b *builder) ops(f *spec.File, c *Collective) {
 		b.errorf(diag.Rule, l.KeyPos, "ops is given but the collective has no data tensors to reduce; remove ops")
 		return
 	}
-	seen := map[string]Pos{}
-	for _, it := range l.Items {
-		o, found := lookup(allOps, it.Value)
-		switch {
-		case !found:
-			b.errorf(diag.Value, it.Pos, "unknown op %q%s", it.Value, hint(it.Value, names(allOps), oneOf(names(allOps))))
-		case seen[it.Value] != Pos{}:
-			b.errorf(diag.Value, it.Pos, "op %q is listed twice (first at %s); remove one", it.Value, lineCol(seen[it.Value]))
-		default:
-			seen[it.Value] = it.Pos
-			c.Ops = append(c.Ops, o)
-		}
-	}
+	c.Ops = listOf(b, l.Items, "op", allOps)
 }
 
 func (b *builder) variant(c *Collective, sv *spec.Variant) *Variant {
