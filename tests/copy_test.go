@@ -448,7 +448,7 @@ func checkCopyOrder(ops []fakegpu.MemOp, dev, world, lanes int, peerWrites bool)
 		if len(theirs) > 0 {
 			enterSignal = theirs[0] // its first: the enter barrier's first signal
 		}
-		if doneOps := 3*(world-1) - 1; len(theirs) > doneOps {
+		if doneOps := len(done) - 1; len(theirs) > doneOps {
 			for _, i := range theirs[:len(theirs)-doneOps] {
 				if ops[i].Kind == fakegpu.MemOpCopy {
 					peerLastCopy = i

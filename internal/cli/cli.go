@@ -61,8 +61,7 @@ func (p *Program) Main(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	name := args[0]
-	switch name {
-	case "help", "-h", "-help", "--help":
+	if name == "help" || IsHelpFlag(name) {
 		if len(args) > 1 {
 			if c := p.Find(args[1]); c != nil {
 				p.commandUsage(stdout, c)
@@ -124,6 +123,12 @@ func (p *Program) usage(w io.Writer) {
 
 func (p *Program) commandUsage(w io.Writer, c *Command) {
 	fmt.Fprintf(w, "Usage: %s %s\n\n%s\n", p.Name, c.Usage, strings.TrimSpace(c.Help))
+}
+
+// IsHelpFlag reports whether a is an argument that asks for help: -h,
+// -help or --help.
+func IsHelpFlag(a string) bool {
+	return a == "-h" || a == "-help" || a == "--help"
 }
 
 // Usage prints c's usage line, description and examples to stdout: for a

@@ -3,7 +3,6 @@ package commands
 import (
 	"errors"
 	"fmt"
-	"github.com/irisgen/irisgen/runtime/irismodel"
 	"path/filepath"
 
 	"github.com/irisgen/irisgen/internal/cli"
@@ -11,6 +10,7 @@ import (
 	"github.com/irisgen/irisgen/internal/diag"
 	"github.com/irisgen/irisgen/internal/explain"
 	"github.com/irisgen/irisgen/internal/ir"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 func init() {

@@ -47,7 +47,7 @@ multi-process runs ("irisgen run -n 2 -- ./yours probe").`, name, gpurun.Catalog
 				}
 				code, err := gpurun.Run(wd, name, args, env.Stdout, env.Stderr)
 				if err != nil {
-					if slices.ContainsFunc(args, isHelp) {
+					if slices.ContainsFunc(args, cli.IsHelpFlag) {
 						env.Usage(cmd) // what to build, since its flags cannot be shown
 						fmt.Fprintln(env.Stdout)
 					}
@@ -61,9 +61,4 @@ multi-process runs ("irisgen run -n 2 -- ./yours probe").`, name, gpurun.Catalog
 		}
 		register(cmd)
 	}
-}
-
-// isHelp reports whether a is a flag asking for help.
-func isHelp(a string) bool {
-	return a == "-h" || a == "-help" || a == "--help" || a == "--h"
 }

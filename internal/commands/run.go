@@ -2,6 +2,7 @@ package commands
 
 import (
 	"flag"
+
 	"github.com/irisgen/irisgen/internal/cli"
 	"github.com/irisgen/irisgen/internal/launch"
 )

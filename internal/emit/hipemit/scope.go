@@ -209,11 +209,11 @@ func (k *scopeChecker) hidden(r rendered, idx []int, spans []quiet) {
 	}
 	// A literal its line ends before it is closed does not compile, and
 	// what follows it could be read as code or as literal: refused (in a
-	// directive or conditional group the compiler may let it pass).
+	// directive or conditional group the compiler may let it pass; no
+	// literal starts in a comment or another literal, so the regions so far
+	// that can hold one are those).
 	for _, s := range spans {
-		if s.open && !slices.ContainsFunc(regions, func(g region) bool {
-			return s.start >= g.start && s.start < g.end && strings.HasPrefix(g.what, "a preprocessor")
-		}) {
+		if s.open && !slices.ContainsFunc(regions, func(g region) bool { return s.start >= g.start && s.start < g.end }) {
 			k.refuse(s.start, "", "an unterminated string or character literal: the kernel would not compile, and the generator cannot tell the code after it from the literal; close it (a template comment {{/* ... */}} holds text that is not rendered)")
 		}
 	}
