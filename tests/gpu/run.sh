@@ -31,6 +31,8 @@
 #                        shard CUT (rerun it with more time), and a shard is not
 #                        started (NOT_RUN) when less is left than half its
 #                        estimate; 0: no limit
+#   CUDA_VISIBLE_DEVICES the GPUs to use, by index (the GPU count and the
+#                        result line's GPUs are of these only)
 #   COMPUTE_SANITIZER    the sanitizer (default: compute-sanitizer on PATH or
 #                        under /usr/local/cuda*/bin)
 #   KERNELS_ONLY=1       compile the code objects here with the carried
@@ -516,9 +518,16 @@ for f in gpu.test platform.test irisgen stencil; do
   [ -x "$B/$f" ] || { echo "run.sh: $B/$f is missing: make gpu-build (or carry $B from a machine with Go)" >&2; exit 2; }
 done
 
-GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-DEVICE=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c | awk '{c=$1; $1=""; printf "%s%sx%s", (n++ ? ", " : ""), c, $0}')
+# The GPUs the tests see: CUDA_VISIBLE_DEVICES (indices) narrows them, so two
+# runs of a world of 2 can share a machine of 4, each on its own pair.
+SMI_GPUS=()
+[ -n "${CUDA_VISIBLE_DEVICES:-}" ] && SMI_GPUS=(-i "$CUDA_VISIBLE_DEVICES")
+GPUS=$(nvidia-smi --query-gpu=index --format=csv,noheader "${SMI_GPUS[@]}" 2>/dev/null | grep -c '^[0-9]' || true)
+DEVICE=$(nvidia-smi --query-gpu=name --format=csv,noheader "${SMI_GPUS[@]}" 2>/dev/null | sort | uniq -c | awk '{c=$1; $1=""; printf "%s%sx%s", (n++ ? ", " : ""), c, $0}')
 DRIVER=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)
+if [ "${GPUS:-0}" -eq 0 ] && [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+  GPUS=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .) # an nvidia-smi without id lists
+fi
 DEVICE=${DEVICE:-unknown} DRIVER=${DRIVER:-unknown}
 if [ -n "${IRISGEN_TEST_WORLDS:-}" ]; then
   WORLDS=$IRISGEN_TEST_WORLDS
