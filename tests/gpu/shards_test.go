@@ -313,11 +313,11 @@ func TestShardsSanitizeEveryKernelTest(t *testing.T) {
 func fakeTools(t *testing.T, dir string) {
 	t.Helper()
 	files := map[string]string{
-		"bin/nvidia-smi": `case "$*" in
--L) echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: a)"; echo "GPU 1: NVIDIA H100 80GB HBM3 (UUID: b)" ;;
-*name*) echo "NVIDIA H100 80GB HBM3"; echo "NVIDIA H100 80GB HBM3" ;;
-*driver*) echo 580.159.04; echo 580.159.04 ;;
-esac`,
+		// FAKE_GPUS H100s (2 unless set); -i narrows them to a list of indices.
+		"bin/nvidia-smi": `ids=$(seq 0 $((${FAKE_GPUS:-2} - 1))); q=
+while [ $# -gt 0 ]; do case $1 in -i) ids=$(tr , ' ' <<<"$2"); shift ;; --query-gpu=*) q=${1#*=} ;; esac; shift; done
+for i in $ids; do case $q in
+index) echo $i ;; name) echo "NVIDIA H100 80GB HBM3" ;; driver*) echo 580.159.04 ;; esac; done`,
 		"bin/compute-sanitizer": `while [ "${1#-}" != "$1" ]; do shift 2; done
 "$@"; rc=$?
 echo "========= ERROR SUMMARY: ${SANERR:-0} errors"
@@ -409,6 +409,10 @@ func TestRunShResultLines(t *testing.T) {
 		!strings.HasSuffix(string(row), " | PASS |\n") {
 		t.Errorf("run.sh -rows: %q, want %q... PASS |", row, want)
 	}
+	// Two GPUs of four, by CUDA_VISIBLE_DEVICES: a world of 2, named by those two.
+	expect(run([]string{"FAKE_GPUS=4", "CUDA_VISIBLE_DEVICES=2,3"}, "quick", "inprocess"), map[string]string{"worlds": "2",
+		"gpus": "2x NVIDIA H100 80GB HBM3", "result": "PASS"})
+	expect(run([]string{"FAKE_GPUS=4"}, "quick", "inprocess"), map[string]string{"worlds": "2,4", "gpus": "4x NVIDIA H100 80GB HBM3"})
 	// Worlds 2 and 4, each: TestProcessWorld, TestRMSNormProcessWorld and
 	// TestProcessWorld's copy variants without peer writes (rank 0's pass,
 	// skip and 660 cases) and the downstream example.
