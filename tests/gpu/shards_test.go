@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/irisgen/irisgen/generated/collectives"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 )
 
 // The shards of tests/gpu/run.sh, checked without a GPU: every test of the
@@ -27,7 +28,7 @@ import (
 
 // shardStep is a line of `run.sh -tests TIER`.
 type shardStep struct {
-	shard, kind, run, skip, variants, parts string
+	shard, kind, run, skip, variants, skipVariants, parts string
 }
 
 func shardSteps(t *testing.T, tier string) []shardStep {
@@ -42,10 +43,10 @@ func shardSteps(t *testing.T, tier string) []shardStep {
 	var steps []shardStep
 	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
 		f := strings.Split(line, "\t")
-		if len(f) != 6 {
-			t.Fatalf("run.sh -tests %s: line %q: want 6 fields", tier, line)
+		if len(f) != 7 {
+			t.Fatalf("run.sh -tests %s: line %q: want 7 fields", tier, line)
 		}
-		steps = append(steps, shardStep{f[0], f[1], f[2], f[3], f[4], f[5]})
+		steps = append(steps, shardStep{f[0], f[1], f[2], f[3], f[4], f[5], f[6]})
 	}
 	return steps
 }
@@ -192,6 +193,63 @@ func TestShardsSplitTestsWhole(t *testing.T) {
 	}
 }
 
+// TestShardsSplitVariantsWhole: a shard that leaves variants out of its
+// tests (IRISGEN_TEST_SKIP_VARIANTS) has a partner under the same tool that
+// runs exactly those variants (IRISGEN_TEST_VARIANTS) in each of its tests
+// that has them: the tests the quick tier runs with those variants alone.
+func TestShardsSplitVariantsWhole(t *testing.T) {
+	tool := func(shard string) string { name, _, _ := strings.Cut(shard, "-"); return name }
+	tests, quick := suiteTests(t), shardSteps(t, "quick")
+	for _, tier := range []string{"quick", "full", "sanitize"} {
+		steps := shardSteps(t, tier)
+		for _, s := range steps {
+			if s.skipVariants == "" {
+				continue
+			}
+			i := slices.IndexFunc(steps, func(o shardStep) bool { return tool(o.shard) == tool(s.shard) && o.variants == s.skipVariants })
+			if i < 0 {
+				t.Errorf("%s: shard %s leaves out the variants %q and no %s shard runs them", tier, s.shard, s.skipVariants, tool(s.shard))
+				continue
+			}
+			for _, name := range tests {
+				has := slices.ContainsFunc(quick, func(q shardStep) bool { return q.variants == s.skipVariants && q.runs(t, name) })
+				if has && s.runs(t, name) && !steps[i].runs(t, name) {
+					t.Errorf("%s: shard %s leaves the variants %q out of %s and %s does not run them", tier, s.shard, s.skipVariants, name, steps[i].shard)
+				}
+			}
+		}
+	}
+}
+
+// TestShardsCopyVariants: the pattern the shards select the copy-engine
+// variants with matches those and no other variant of the catalogue.
+func TestShardsCopyVariants(t *testing.T) {
+	var pattern string
+	for _, s := range shardSteps(t, "quick") {
+		if strings.Contains(s.run, "TestCapture") && s.variants != "" {
+			pattern = s.variants
+		}
+	}
+	if pattern == "" {
+		t.Fatal("the quick tier has no step of the copy-engine variants alone")
+	}
+	re := regexp.MustCompile(pattern)
+	copies := 0
+	for _, e := range collectives.Catalogue {
+		name := e.Collective + "/" + e.Variant
+		isCopy := e.Descriptor().Engine == irismodel.EngineCopy
+		if re.MatchString(name) != isCopy {
+			t.Errorf("%s: copy engine: %v; matched by %q: %v", name, isCopy, pattern, !isCopy)
+		}
+		if isCopy {
+			copies++
+		}
+	}
+	if copies == 0 {
+		t.Error("no copy-engine variant in the catalogue")
+	}
+}
+
 func TestShardsRunEveryTest(t *testing.T) {
 	tests := suiteTests(t)
 	for _, tier := range []string{"quick", "full"} {
@@ -233,19 +291,22 @@ func TestShardsRunEveryProcessPart(t *testing.T) {
 }
 
 // TestShardsSplitTheCatalogue: the full tier's catalogue shards of each
-// world (in-process, processes) and memcheck's split the catalogue's
-// variants between them, each variant in exactly one.
+// world (in-process, processes), memcheck's and initcheck's split the
+// catalogue's variants between them, each variant in exactly one; and
+// initcheck's shards of the collectives with parameters split theirs.
 func TestShardsSplitTheCatalogue(t *testing.T) {
-	var variants []string
-	for _, e := range collectives.Catalogue {
-		switch e.Collective {
-		case "all_reduce", "reduce_scatter", "all_gather", "all_to_all":
-			variants = append(variants, e.Collective+"/"+e.Variant)
+	variantsOf := func(colls ...string) []string {
+		var variants []string
+		for _, e := range collectives.Catalogue {
+			if slices.Contains(colls, e.Collective) {
+				variants = append(variants, e.Collective+"/"+e.Variant)
+			}
 		}
+		return variants
 	}
-	check := func(what string, steps []shardStep) {
+	check := func(what string, steps []shardStep, variants []string) {
 		if len(steps) < 2 {
-			t.Fatalf("%s: %d shards, want the catalogue split", what, len(steps))
+			t.Fatalf("%s: %d shards, want the variants split", what, len(steps))
 		}
 		for _, v := range variants {
 			var in []string
@@ -261,7 +322,7 @@ func TestShardsSplitTheCatalogue(t *testing.T) {
 			}
 		}
 	}
-	var inProcess, processes, memcheck []shardStep
+	var inProcess, processes []shardStep
 	for _, s := range shardSteps(t, "full") {
 		switch {
 		case s.kind == "gotest" && s.runs(t, "TestCatalogue"):
@@ -270,14 +331,22 @@ func TestShardsSplitTheCatalogue(t *testing.T) {
 			processes = append(processes, s)
 		}
 	}
-	for _, s := range shardSteps(t, "sanitize") {
-		if strings.HasPrefix(s.shard, "memcheck-") && s.kind == "gotest" && s.runs(t, "TestCatalogue") {
-			memcheck = append(memcheck, s)
+	catalogue := variantsOf("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
+	check("full, in-process", inProcess, catalogue)
+	check("full, processes", processes, catalogue)
+	sanitized := func(tool, test string) []shardStep {
+		var steps []shardStep
+		for _, s := range shardSteps(t, "sanitize") {
+			if strings.HasPrefix(s.shard, tool+"-") && s.kind == "gotest" && s.runs(t, test) {
+				steps = append(steps, s)
+			}
 		}
+		return steps
 	}
-	check("full, in-process", inProcess)
-	check("full, processes", processes)
-	check("sanitize, memcheck", memcheck)
+	check("sanitize, memcheck", sanitized("memcheck", "TestCatalogue"), catalogue)
+	check("sanitize, initcheck", sanitized("initcheck", "TestCatalogue"), catalogue)
+	check("sanitize, initcheck, parameters", sanitized("initcheck", "TestParamCollectives"),
+		variantsOf("broadcast", "gather", "reduce", "scatter", "send_recv", "shift"))
 }
 
 // TestShardsSanitizeEveryKernelTest: each of the four sanitizers runs every

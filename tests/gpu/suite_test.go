@@ -12,6 +12,8 @@
 //	IRISGEN_TEST_QUICK     when set, the largest sizes are left out
 //	IRISGEN_TEST_VARIANTS  a regular expression: the matrix tests (in both worlds) check only
 //	                       the variants whose "collective/variant" it matches
+//	IRISGEN_TEST_SKIP_VARIANTS  a regular expression: the matrix tests leave out the variants
+//	                       whose "collective/variant" it matches
 //	IRISGEN_TEST_PARTS     comma-separated parts of TestProcessWorld's ranks (default: all;
 //	                       see processParts)
 //	IRISGEN_TEST_ROUNDS    at least 2: caps the rounds of each back-to-back and replay case
@@ -111,24 +113,35 @@ func tracef(r *irisrt.Rank, format string, args ...any) {
 var traceOn = os.Getenv("IRISGEN_TEST_TRACE") != ""
 
 // variantSelected reports whether $IRISGEN_TEST_VARIANTS (a regular
-// expression on "collective/variant"; empty: every variant) selects name.
-// run.sh splits the matrix tests into shards with it.
+// expression on "collective/variant"; empty: every variant) selects name
+// and $IRISGEN_TEST_SKIP_VARIANTS (empty: none) does not leave it out.
+// run.sh splits the matrix tests into shards with them.
 func variantSelected(name string) bool {
 	variantFilter.once.Do(func() {
-		if v := os.Getenv("IRISGEN_TEST_VARIANTS"); v != "" {
-			variantFilter.re, variantFilter.err = regexp.Compile(v)
-		}
+		variantFilter.only = envRegexp("IRISGEN_TEST_VARIANTS")
+		variantFilter.skip = envRegexp("IRISGEN_TEST_SKIP_VARIANTS")
 	})
-	if variantFilter.err != nil {
-		panic(fmt.Sprintf("IRISGEN_TEST_VARIANTS: %v", variantFilter.err))
-	}
-	return variantFilter.re == nil || variantFilter.re.MatchString(name)
+	return (variantFilter.only == nil || variantFilter.only.MatchString(name)) &&
+		(variantFilter.skip == nil || !variantFilter.skip.MatchString(name))
 }
 
 var variantFilter struct {
-	once sync.Once
-	re   *regexp.Regexp
-	err  error
+	once       sync.Once
+	only, skip *regexp.Regexp
+}
+
+// envRegexp compiles the regular expression in the environment variable
+// name (nil when it is empty); a bad one stops the suite, naming it.
+func envRegexp(name string) *regexp.Regexp {
+	v := os.Getenv(name)
+	if v == "" {
+		return nil
+	}
+	re, err := regexp.Compile(v)
+	if err != nil {
+		panic(fmt.Sprintf("%s: %v", name, err))
+	}
+	return re
 }
 
 // rounds is def, the launches of a back-to-back or replay case, capped at
