@@ -26,6 +26,10 @@
 #   BUILD                the binaries (default build)
 #   IRISGEN_TEST_WORLDS  world sizes, comma-separated (default: quick 2 and the
 #                        GPU count when larger; full and sanitize the GPU count)
+#   SHARD_LIMIT          seconds for one shard (default: three times its
+#                        estimate, at least 120; 0: no limit but CALL_LIMIT):
+#                        a shard that hangs is stopped (CUT) there and the
+#                        next shards of the run get their time
 #   CALL_LIMIT           seconds for all shards of this run (default 570, inside
 #                        a 10-minute call); a step stopped at the limit makes its
 #                        shard CUT (rerun it with more time), and a shard is not
@@ -280,9 +284,24 @@ describe() { # describe KIND RUN SKIP VAR=VAL...
 DOWNSTREAM=(env -C tests/downstream)
 
 now() { date +%s; }
-time_left() { # seconds this run may still take; a large number without a limit
+time_left() { # seconds the shard under way may still take (run_left within SHARD_DEADLINE)
+  local left
+  left=$(run_left)
+  if [ -n "$SHARD_DEADLINE" ] && [ $((SHARD_DEADLINE - $(now))) -lt "$left" ]; then left=$((SHARD_DEADLINE - $(now))); fi
+  echo "$left"
+}
+run_left() { # seconds this run may still take; a large number without a limit
   if [ "$CALL_LIMIT" -le 0 ]; then echo 1000000; else echo $((CALL_START + CALL_LIMIT - $(now))); fi
 }
+# limit_name: which limit time_left is now (for the messages).
+limit_name() {
+  if [ -n "$SHARD_DEADLINE" ] && [ $((SHARD_DEADLINE - $(now))) -lt "$(run_left)" ]; then
+    echo "the shard's time limit (SHARD_LIMIT, ${SHARD_SECONDS}s: it may hang, see its log)"
+  else
+    echo "the run's time limit (CALL_LIMIT)"
+  fi
+}
+SHARD_DEADLINE=
 
 # counters of the shard under way
 reset_counts() { PASSED=0 FAILED=0 SKIPPED=0 CASES=0 ERRORS=0 HAZARDS=0 KINDS="" CUT=0; }
@@ -328,7 +347,7 @@ step() {
   case " $KINDS " in *" $kind "*) ;; *) KINDS="${KINDS:+$KINDS }$kind" ;; esac
   left=$(time_left)
   if [ "$left" -le 15 ]; then
-    echo "== $name: not started, the run's time is up (CALL_LIMIT)" | tee -a "$SHARD_LOG"
+    echo "== $name: not started, the time is up: $(limit_name)" | tee -a "$SHARD_LOG"
     FAILED=$((FAILED + 1)) CUT=$((CUT + 1))
     return
   fi
@@ -348,7 +367,7 @@ step() {
   # cut's, not a test's (the shard is CUT, unless a test failed before).
   if [ "$rc" -eq 124 ] || { [ "$rc" -ne 0 ] && grep -q 'panic: test timed out after' "$out"; }; then
     CUT=$((CUT + 1))
-    note "== $name: stopped at the run's time limit (CALL_LIMIT): rerun the shard in a call with more time"
+    note "== $name: stopped at $(limit_name): rerun the shard with more time"
   fi
   note "== $name: rc=$rc in $((SECONDS - t0))s"
   rm -f "$out"
@@ -427,7 +446,10 @@ run_shard() {
   reset_counts
   t0=$(now)
   local est left
+  SHARD_DEADLINE=
   est=$(estimate "$tier" "$name") left=$(time_left)
+  SHARD_SECONDS=${SHARD_LIMIT:-$((3 * est > 120 ? 3 * est : 120))}
+  [ "$SHARD_SECONDS" -gt 0 ] && SHARD_DEADLINE=$(($(now) + SHARD_SECONDS))
   if [ "$left" -le 15 ] || [ "$left" -lt $((est / 2)) ]; then
     result=NOT_RUN
     echo "== $tier/$name: not started: ${left}s left of the run (CALL_LIMIT), the shard takes about ${est}s" | tee -a "$SHARD_LOG"
@@ -447,6 +469,7 @@ run_shard() {
   fi
   local line
   line="tier=$tier shard=$name worlds=$WORLDS kinds=${KINDS// /+} tests=$((PASSED + FAILED + SKIPPED)) passed=$PASSED failed=$FAILED skipped=$SKIPPED"
+  SHARD_DEADLINE=
   line+=" cases=$CASES sanitizer_errors=$ERRORS hazards=$HAZARDS seconds=$(($(now) - t0)) gpus=\"$DEVICE\" driver=$DRIVER date=$(date -u +%Y-%m-%dT%H:%M:%SZ) result=$result"
   echo "$line" >"$RESULT"
   echo "RESULT $line"
@@ -536,6 +559,9 @@ TIER=${1:-${TIER:-quick}}
 SHARD=${2:-${SHARD:-all}}
 valid_tier "$TIER" || exit 2
 CALL_LIMIT=${CALL_LIMIT:-570}
+for v in CALL_LIMIT SHARD_LIMIT; do
+  [[ ${!v:-0} =~ ^[0-9]+$ ]] || { echo "run.sh: $v=${!v}: want whole seconds (0: no limit)" >&2; exit 2; }
+done
 CALL_START=$(now)
 
 for f in gpu.test platform.test irisgen stencil; do

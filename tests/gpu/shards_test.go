@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/irisgen/irisgen/generated/collectives"
 	"github.com/irisgen/irisgen/runtime/irismodel"
@@ -392,7 +393,8 @@ index) echo $i ;; name) echo "NVIDIA H100 80GB HBM3" ;; driver*) echo 580.159.04
 echo "========= ERROR SUMMARY: ${SANERR:-0} errors"
 [ "${SANERR:-0}" = 0 ] || exit 3
 exit $rc`,
-		"build/gpu.test": `echo "worlds=$IRISGEN_TEST_WORLDS quick=${IRISGEN_TEST_QUICK:-} args=$*"
+		"build/gpu.test": `[ -n "${SLEEPME:-}" ] && exec sleep "$SLEEPME" # a test that hangs
+echo "worlds=$IRISGEN_TEST_WORLDS quick=${IRISGEN_TEST_QUICK:-} args=$*"
 echo "    --- PASS: TestA/world2 (0.10s)"
 echo "IRISGEN_CASES 660 TestA"
 echo "--- PASS: TestA (1.00s)"
@@ -420,48 +422,80 @@ else echo "stencil: 2 GPUs (in-process world): 180 cases passed on every rank (1
 	}
 }
 
+// fakeToolsDir is a directory with the stand-ins of fakeTools (the test
+// is skipped without bash).
+func fakeToolsDir(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not found")
+	}
+	dir := t.TempDir()
+	fakeTools(t, dir)
+	return dir
+}
+
+// runSh runs run.sh ARGS with env on the stand-ins in dir and returns the
+// fields of the one result line it writes.
+func runSh(t *testing.T, dir string, env []string, args ...string) map[string]string {
+	t.Helper()
+	out := t.TempDir()
+	c := exec.Command("bash", append([]string{"run.sh"}, args...)...)
+	c.Env = append(os.Environ(), "BUILD="+filepath.Join(dir, "build"), "OUT="+out, "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"),
+		"IRISGEN_TEST_WORLDS=", "COMPUTE_SANITIZER=", "TIER=", "SHARD=", "SHARD_LIMIT=", "CALL_LIMIT=")
+	c.Env = append(c.Env, env...)
+	log, _ := c.CombinedOutput()
+	files, _ := filepath.Glob(filepath.Join(out, "result-*.txt"))
+	if len(files) != 1 {
+		t.Fatalf("run.sh %v: result files %v, want one\n%s", args, files, log)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := map[string]string{"log": string(log)}
+	for _, m := range regexp.MustCompile(`(\w+)=("[^"]*"|\S+)`).FindAllStringSubmatch(string(b), -1) {
+		fields[m[1]] = strings.Trim(m[2], `"`)
+	}
+	fields["file"], fields["path"] = filepath.Base(files[0]), files[0]
+	return fields
+}
+
+// expectFields checks the fields of a result line against want.
+func expectFields(t *testing.T, got, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %s=%q, want %q (%v)", got["file"], k, got[k], v, got)
+		}
+	}
+}
+
+// TestRunShShardLimit: a shard that hangs is stopped at its own limit
+// (SHARD_LIMIT), well inside the run's, and is CUT, saying which limit.
+func TestRunShShardLimit(t *testing.T) {
+	t.Parallel()
+	dir := fakeToolsDir(t)
+	start := time.Now()
+	got := runSh(t, dir, []string{"SLEEPME=120", "SHARD_LIMIT=17", "CALL_LIMIT=300"}, "full", "moe")
+	expectFields(t, got, map[string]string{"result": "CUT", "failed": "1"})
+	if d := time.Since(start); d > 60*time.Second {
+		t.Errorf("run.sh took %v: the shard's limit of 17 s did not stop it", d)
+	}
+	if !strings.Contains(got["log"], "the shard's time limit (SHARD_LIMIT, 17s") {
+		t.Errorf("run.sh's log does not name the shard's limit:\n%s", got["log"])
+	}
+}
+
 // TestRunShResultLines runs run.sh on the stand-ins and checks the result
 // lines it writes: what passed, failed and was skipped, the cases summed
 // over the tests (rank 0's alone in a multi-process world), probe's claims
 // and the downstream example's cases, the sanitizer's errors, and the
 // result.
 func TestRunShResultLines(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("bash not found")
-	}
-	dir := t.TempDir()
-	fakeTools(t, dir)
-	run := func(env []string, args ...string) map[string]string {
-		t.Helper()
-		out := t.TempDir()
-		c := exec.Command("bash", append([]string{"run.sh"}, args...)...)
-		c.Env = append(os.Environ(), "BUILD="+filepath.Join(dir, "build"), "OUT="+out, "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"),
-			"IRISGEN_TEST_WORLDS=", "COMPUTE_SANITIZER=", "TIER=", "SHARD=")
-		c.Env = append(c.Env, env...)
-		log, _ := c.CombinedOutput()
-		files, _ := filepath.Glob(filepath.Join(out, "result-*.txt"))
-		if len(files) != 1 {
-			t.Fatalf("run.sh %v: result files %v, want one\n%s", args, files, log)
-		}
-		b, err := os.ReadFile(files[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		fields := map[string]string{}
-		for _, m := range regexp.MustCompile(`(\w+)=("[^"]*"|\S+)`).FindAllStringSubmatch(string(b), -1) {
-			fields[m[1]] = strings.Trim(m[2], `"`)
-		}
-		fields["file"], fields["path"] = filepath.Base(files[0]), files[0]
-		return fields
-	}
-	expect := func(got map[string]string, want map[string]string) {
-		t.Helper()
-		for k, v := range want {
-			if got[k] != v {
-				t.Errorf("%s: %s=%q, want %q (%v)", got["file"], k, got[k], v, got)
-			}
-		}
-	}
+	t.Parallel()
+	dir := fakeToolsDir(t)
+	run := func(env []string, args ...string) map[string]string { t.Helper(); return runSh(t, dir, env, args...) }
+	expect := func(got, want map[string]string) { t.Helper(); expectFields(t, got, want) }
 	// platform (1 pass) + suite, and the copy variants' tests again
 	// without peer writes (each 1 pass, 1 skip, 660 cases) + probe (142
 	// claims) + the downstream example (180 cases).
