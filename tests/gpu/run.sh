@@ -37,6 +37,10 @@
 #                        estimate; 0: no limit
 #   CUDA_VISIBLE_DEVICES the GPUs to use, by index (the GPU count and the
 #                        result line's GPUs are of these only)
+#   LANES                worlds of 2 side by side (default 1): with
+#                        IRISGEN_TEST_WORLDS=2 on 2 x LANES GPUs or more, the
+#                        shards are dealt to LANES runs, each on its own pair
+#                        (a 2-GPU tier in about half the time on 4 GPUs)
 #   COMPUTE_SANITIZER    the sanitizer (default: compute-sanitizer on PATH or
 #                        under /usr/local/cuda*/bin)
 #   KERNELS_ONLY=1       compile the code objects here with the carried
@@ -470,7 +474,7 @@ run_shard() {
   local line
   line="tier=$tier shard=$name worlds=$WORLDS kinds=${KINDS// /+} tests=$((PASSED + FAILED + SKIPPED)) passed=$PASSED failed=$FAILED skipped=$SKIPPED"
   SHARD_DEADLINE=
-  line+=" cases=$CASES sanitizer_errors=$ERRORS hazards=$HAZARDS seconds=$(($(now) - t0)) gpus=\"$DEVICE\" driver=$DRIVER date=$(date -u +%Y-%m-%dT%H:%M:%SZ) result=$result"
+  line+=" cases=$CASES sanitizer_errors=$ERRORS hazards=$HAZARDS seconds=$(($(now) - t0)) gpus=\"$DEVICE\"${CUDA_VISIBLE_DEVICES:+ gpu_ids=$CUDA_VISIBLE_DEVICES} driver=$DRIVER date=$(date -u +%Y-%m-%dT%H:%M:%SZ) result=$result"
   echo "$line" >"$RESULT"
   echo "RESULT $line"
   [ "$result" = PASS ]
@@ -522,6 +526,7 @@ case ${1:-} in
       }
       r = f["result"]
       if (f["tier"] == "sanitize") r = r " (" f["sanitizer_errors"] " errors, " f["hazards"] " hazards)"
+      if (f["gpu_ids"] != "") f["gpus"] = f["gpus"] " (GPUs " f["gpu_ids"] ")"
       printf "| %s | %s | %s | %s | %s | %s | %s/%s/%s | %s | %s | %s | %s |\n", f["tier"], f["shard"], kind, f["gpus"], f["worlds"],
         f["kinds"], f["passed"], f["failed"], f["skipped"], f["cases"], f["seconds"], substr(f["date"], 1, 10), r
     }' "$@"
@@ -579,6 +584,9 @@ if [ "${GPUS:-0}" -eq 0 ] && [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
   GPUS=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .) # an nvidia-smi without id lists
 fi
 DEVICE=${DEVICE:-unknown} DRIVER=${DRIVER:-unknown}
+# The visible GPUs' indices (nvidia-smi's, in PCI bus order), for LANES.
+IDS=$(nvidia-smi --query-gpu=index --format=csv,noheader "${SMI_GPUS[@]}" 2>/dev/null | grep '^[0-9]' | paste -sd, -)
+[ -n "$IDS" ] || IDS=${CUDA_VISIBLE_DEVICES:-}
 if [ -n "${IRISGEN_TEST_WORLDS:-}" ]; then
   WORLDS=$IRISGEN_TEST_WORLDS
 elif [ "${GPUS:-0}" -lt 2 ]; then
@@ -610,6 +618,43 @@ all) SHARDS=$ALL ;;
   ;;
 esac
 
+# lanes: deals SHARDS to LANES runs of a world of 2, each on its own pair
+# of the visible GPUs (the longest estimate first, to the lane with the
+# least), runs them side by side and prints their result lines.
+lanes() {
+  local ids i s least pids=() status=0 lane=() load=()
+  IFS=, read -r -a ids <<<"$IDS"
+  if [ "$WORLDS" != 2 ] || [ "${#ids[@]}" -lt $((2 * LANES)) ]; then
+    echo "run.sh: LANES=$LANES runs worlds of 2 side by side, each on a pair of GPUs: want IRISGEN_TEST_WORLDS=2 and $((2 * LANES)) GPUs or more (worlds $WORLDS, GPUs ${IDS:-none})" >&2
+    return 2
+  fi
+  for ((i = 0; i < LANES; i++)); do lane[i]="" load[i]=0; done
+  rm -f "$LOG"/lane-*.txt
+  while read -r _ s; do
+    least=0
+    for ((i = 1; i < LANES; i++)); do [ "${load[i]}" -lt "${load[least]}" ] && least=$i; done
+    lane[least]+="${lane[least]:+,}$s" load[least]=$((load[least] + $(estimate "$TIER" "$s")))
+  done < <(for s in $SHARDS; do echo "$(estimate "$TIER" "$s") $s"; done | sort -rn)
+  for ((i = 0; i < LANES; i++)); do
+    [ -n "${lane[i]}" ] || continue
+    echo "== lane $((i + 1)) on GPUs ${ids[2 * i]},${ids[2 * i + 1]}: ${lane[i]} (about ${load[i]}s; log $LOG/lane-$((i + 1)).txt)"
+    # nvidia-smi numbers the GPUs in PCI bus order; make CUDA do the same.
+    CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES="${ids[2 * i]},${ids[2 * i + 1]}" LANES=1 IRISGEN_TEST_WORLDS=2 \
+      CALL_LIMIT=$([ "$CALL_LIMIT" -le 0 ] && echo 0 || run_left) OUT="$LOG" \
+      bash "$PWD/tests/gpu/run.sh" "$TIER" "${lane[i]}" >"$LOG/lane-$((i + 1)).txt" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do wait "$i" || status=1; done
+  cat "$LOG"/lane-*.txt | grep '^RESULT '
+  return $status
+}
+
+LANES=${LANES:-1}
+[[ $LANES =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: LANES=$LANES: want a count of 1 or more" >&2; exit 2; }
+if [ "$LANES" -gt 1 ]; then
+  lanes
+  exit $?
+fi
 status=0
 for s in $SHARDS; do
   run_shard "$TIER" "$s" || status=1

@@ -441,7 +441,7 @@ func runSh(t *testing.T, dir string, env []string, args ...string) map[string]st
 	out := t.TempDir()
 	c := exec.Command("bash", append([]string{"run.sh"}, args...)...)
 	c.Env = append(os.Environ(), "BUILD="+filepath.Join(dir, "build"), "OUT="+out, "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"),
-		"IRISGEN_TEST_WORLDS=", "COMPUTE_SANITIZER=", "TIER=", "SHARD=", "SHARD_LIMIT=", "CALL_LIMIT=")
+		"IRISGEN_TEST_WORLDS=", "COMPUTE_SANITIZER=", "TIER=", "SHARD=", "SHARD_LIMIT=", "CALL_LIMIT=", "CUDA_VISIBLE_DEVICES=", "LANES=")
 	c.Env = append(c.Env, env...)
 	log, _ := c.CombinedOutput()
 	files, _ := filepath.Glob(filepath.Join(out, "result-*.txt"))
@@ -486,6 +486,54 @@ func TestRunShShardLimit(t *testing.T) {
 	}
 }
 
+// TestRunShLanes: LANES=2 on 4 GPUs deals the shards of a world of 2 to
+// two runs, each on its own pair, whose result lines name the pair; it
+// refuses fewer GPUs than the lanes need.
+func TestRunShLanes(t *testing.T) {
+	t.Parallel()
+	dir := fakeToolsDir(t)
+	run := func(env ...string) (string, []map[string]string, error) {
+		out := t.TempDir()
+		c := exec.Command("bash", "run.sh", "sanitize", "memcheck-moe,racecheck-moe,synccheck-moe")
+		c.Env = append(os.Environ(), "BUILD="+filepath.Join(dir, "build"), "OUT="+out, "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"),
+			"COMPUTE_SANITIZER=", "TIER=", "SHARD=", "SHARD_LIMIT=", "CALL_LIMIT=", "CUDA_VISIBLE_DEVICES=", "IRISGEN_TEST_WORLDS=2", "LANES=2")
+		c.Env = append(c.Env, env...)
+		log, err := c.CombinedOutput()
+		files, _ := filepath.Glob(filepath.Join(out, "result-*.txt"))
+		var results []map[string]string
+		for _, f := range files {
+			b, rerr := os.ReadFile(f)
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			fields := map[string]string{}
+			for _, m := range regexp.MustCompile(`(\w+)=("[^"]*"|\S+)`).FindAllStringSubmatch(string(b), -1) {
+				fields[m[1]] = strings.Trim(m[2], `"`)
+			}
+			results = append(results, fields)
+		}
+		return string(log), results, err
+	}
+	log, results, err := run("FAKE_GPUS=4")
+	if err != nil || len(results) != 3 {
+		t.Fatalf("LANES=2 on 4 GPUs: %v, %d result lines, want 3\n%s", err, len(results), log)
+	}
+	pairs := map[string]bool{}
+	for _, r := range results {
+		expectFields(t, r, map[string]string{"worlds": "2", "gpus": "2x NVIDIA H100 80GB HBM3", "result": "PASS"})
+		pairs[r["gpu_ids"]] = true
+	}
+	if !pairs["0,1"] || !pairs["2,3"] || len(pairs) != 2 {
+		t.Errorf("the shards ran on the GPUs %v, want both pairs 0,1 and 2,3\n%s", pairs, log)
+	}
+	if n := strings.Count(log, "RESULT "); n != 3 {
+		t.Errorf("run.sh printed %d result lines, want 3:\n%s", n, log)
+	}
+	if log, results, err := run("FAKE_GPUS=2"); err == nil || len(results) != 0 || !strings.Contains(log, "want IRISGEN_TEST_WORLDS=2 and 4 GPUs or more") {
+		t.Errorf("LANES=2 on 2 GPUs: %v, %d result lines, want a refusal:\n%s", err, len(results), log)
+	}
+}
+
 // TestRunShResultLines runs run.sh on the stand-ins and checks the result
 // lines it writes: what passed, failed and was skipped, the cases summed
 // over the tests (rank 0's alone in a multi-process world), probe's claims
@@ -513,8 +561,12 @@ func TestRunShResultLines(t *testing.T) {
 		t.Errorf("run.sh -rows: %q, want %q... PASS |", row, want)
 	}
 	// Two GPUs of four, by CUDA_VISIBLE_DEVICES: a world of 2, named by those two.
-	expect(run([]string{"FAKE_GPUS=4", "CUDA_VISIBLE_DEVICES=2,3"}, "quick", "inprocess"), map[string]string{"worlds": "2",
-		"gpus": "2x NVIDIA H100 80GB HBM3", "result": "PASS"})
+	pair := run([]string{"FAKE_GPUS=4", "CUDA_VISIBLE_DEVICES=2,3"}, "quick", "inprocess")
+	expect(pair, map[string]string{"worlds": "2", "gpus": "2x NVIDIA H100 80GB HBM3", "gpu_ids": "2,3", "result": "PASS"})
+	if row, err := exec.Command("bash", "run.sh", "-rows", "nvidia-h100-x4", pair["path"]).Output(); err != nil ||
+		!strings.HasPrefix(string(row), "| quick | inprocess | nvidia-h100-x4 | 2x NVIDIA H100 80GB HBM3 (GPUs 2,3) | 2 |") {
+		t.Errorf("run.sh -rows of a pair of 4 GPUs: %q, %v", row, err)
+	}
 	expect(run([]string{"FAKE_GPUS=4"}, "quick", "inprocess"), map[string]string{"worlds": "2,4", "gpus": "4x NVIDIA H100 80GB HBM3"})
 	// Worlds 2 and 4, each: TestProcessWorld, TestRMSNormProcessWorld and
 	// TestProcessWorld's copy variants without peer writes (rank 0's pass,
