@@ -574,19 +574,17 @@ for f in gpu.test platform.test irisgen stencil; do
 done
 
 # The GPUs the tests see: CUDA_VISIBLE_DEVICES (indices) narrows them, so two
-# runs of a world of 2 can share a machine of 4, each on its own pair.
+# runs of a world of 2 can share a machine of 4, each on its own pair. IDS:
+# their indices (nvidia-smi's, in PCI bus order), as CUDA_VISIBLE_DEVICES
+# takes them (LANES).
 SMI_GPUS=()
 [ -n "${CUDA_VISIBLE_DEVICES:-}" ] && SMI_GPUS=(-i "$CUDA_VISIBLE_DEVICES")
-GPUS=$(nvidia-smi --query-gpu=index --format=csv,noheader "${SMI_GPUS[@]}" 2>/dev/null | grep -c '^[0-9]' || true)
+IDS=$(nvidia-smi --query-gpu=index --format=csv,noheader "${SMI_GPUS[@]}" 2>/dev/null | grep '^[0-9]' | paste -sd, -)
+[ -n "$IDS" ] || IDS=${CUDA_VISIBLE_DEVICES:-} # an nvidia-smi that takes no list of ids
+GPUS=$(tr ',' '\n' <<<"$IDS" | grep -c . || true)
 DEVICE=$(nvidia-smi --query-gpu=name --format=csv,noheader "${SMI_GPUS[@]}" 2>/dev/null | sort | uniq -c | awk '{c=$1; $1=""; printf "%s%sx%s", (n++ ? ", " : ""), c, $0}')
 DRIVER=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)
-if [ "${GPUS:-0}" -eq 0 ] && [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
-  GPUS=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .) # an nvidia-smi without id lists
-fi
 DEVICE=${DEVICE:-unknown} DRIVER=${DRIVER:-unknown}
-# The visible GPUs' indices (nvidia-smi's, in PCI bus order), for LANES.
-IDS=$(nvidia-smi --query-gpu=index --format=csv,noheader "${SMI_GPUS[@]}" 2>/dev/null | grep '^[0-9]' | paste -sd, -)
-[ -n "$IDS" ] || IDS=${CUDA_VISIBLE_DEVICES:-}
 if [ -n "${IRISGEN_TEST_WORLDS:-}" ]; then
   WORLDS=$IRISGEN_TEST_WORLDS
 elif [ "${GPUS:-0}" -lt 2 ]; then
