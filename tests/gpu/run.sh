@@ -118,7 +118,7 @@ sanitize|initcheck-moe-a|312|420|initcheck: TestMoE's f32 and f16 cases at quick
 sanitize|initcheck-moe-b|293|400|initcheck: TestMoE's bf16 cases at quick sizes, TestMoEGraph (10 graph rounds), TestMoEBadExpert, TestMoECapacity
 sanitize|initcheck-b2b|325|420|initcheck: as racecheck-b2b, 10 rounds a case
 sanitize|initcheck-capture|240|480|initcheck: as racecheck-capture but the copy-engine variants, 10 rounds a case
-sanitize|initcheck-capture-copy|120|240|initcheck: TestCapture and TestParamCapture, the copy-engine variants alone, 10 rounds a case (their replays hung under initcheck on 2 H100s: docs/testing-gpu.md)
+sanitize|initcheck-capture-copy|150|300|initcheck: the copy-engine variants' capture alone, 10 rounds a case: TestProcessWorld's capture part (irisgen run -n N), then TestCapture and TestParamCapture in-process (where their replays hung on 2 H100s: docs/testing-gpu.md)
 EOF
 }
 
@@ -253,7 +253,13 @@ shard_steps() {
     */moe) gotest moe "$MOE" ;;
     */b2b) gotest b2b "$SAN_B2B" ;;
     initcheck/capture) gotest capture "$SAN_CAPTURE" '' IRISGEN_TEST_SKIP_VARIANTS="$COPY_VARIANTS" ;;
-    initcheck/capture-copy) gotest capture-copy "$COPY_CAPTURE" '' IRISGEN_TEST_VARIANTS="$COPY_VARIANTS" ;;
+    initcheck/capture-copy)
+      # As processes first, a sanitizer to a rank, then in-process, one
+      # sanitizer for every rank (where they hung): the two tell a limit
+      # of the tool from a fault of the copies.
+      procs capture-copy-processes '^TestProcessWorld$' IRISGEN_TEST_PARTS=capture IRISGEN_TEST_VARIANTS="$COPY_VARIANTS"
+      gotest capture-copy "$COPY_CAPTURE" '' IRISGEN_TEST_VARIANTS="$COPY_VARIANTS"
+      ;;
     */capture) gotest capture "$SAN_CAPTURE" ;;
     *) return 1 ;;
     esac

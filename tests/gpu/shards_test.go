@@ -207,15 +207,15 @@ func TestShardsSplitVariantsWhole(t *testing.T) {
 			if s.skipVariants == "" {
 				continue
 			}
-			i := slices.IndexFunc(steps, func(o shardStep) bool { return tool(o.shard) == tool(s.shard) && o.variants == s.skipVariants })
-			if i < 0 {
+			partner := func(o shardStep) bool { return tool(o.shard) == tool(s.shard) && o.variants == s.skipVariants }
+			if !slices.ContainsFunc(steps, partner) {
 				t.Errorf("%s: shard %s leaves out the variants %q and no %s shard runs them", tier, s.shard, s.skipVariants, tool(s.shard))
 				continue
 			}
 			for _, name := range tests {
 				has := slices.ContainsFunc(quick, func(q shardStep) bool { return q.variants == s.skipVariants && q.runs(t, name) })
-				if has && s.runs(t, name) && !steps[i].runs(t, name) {
-					t.Errorf("%s: shard %s leaves the variants %q out of %s and %s does not run them", tier, s.shard, s.skipVariants, name, steps[i].shard)
+				if has && s.runs(t, name) && !slices.ContainsFunc(steps, func(o shardStep) bool { return partner(o) && o.runs(t, name) }) {
+					t.Errorf("%s: shard %s leaves the variants %q out of %s and no %s shard runs them there", tier, s.shard, s.skipVariants, name, tool(s.shard))
 				}
 			}
 		}
@@ -352,11 +352,15 @@ func TestShardsSplitTheCatalogue(t *testing.T) {
 
 // TestShardsSanitizeEveryKernelTest: each of the four sanitizers runs every
 // test of the suite but the timing and fault tests; the large-offset and
-// multi-process tests run under memcheck alone (see docs/testing-gpu.md).
+// multi-process tests run under memcheck alone (see docs/testing-gpu.md),
+// but for the copy-engine variants' capture as processes under initcheck.
 func TestShardsSanitizeEveryKernelTest(t *testing.T) {
 	none := []string{"TestFaultTimeoutRecovery", "TestFaultKilledRank", "TestFaultReplay", "TestFaultRefusedLaunch", "TestFaultRefusedCopyLaunch", "TestFaultMismatchedLaunch", "TestGraphUseGuard",
 		"TestBarrierVisibility", "TestProbeProcessWorld", "TestLaunchTail"}
 	memcheckOnly := []string{"TestLargeOffsets", "TestParamLargeOffsets", "TestProcessWorld", "TestRMSNormProcessWorld"}
+	// initcheck runs the copy-engine variants' capture as processes too
+	// (initcheck-capture-copy: a sanitizer to a rank).
+	also := map[string][]string{"initcheck": {"TestProcessWorld"}}
 	steps := shardSteps(t, "sanitize")
 	for _, tool := range []string{"memcheck", "racecheck", "synccheck", "initcheck"} {
 		var mine []shardStep
@@ -366,7 +370,7 @@ func TestShardsSanitizeEveryKernelTest(t *testing.T) {
 			}
 		}
 		for _, name := range suiteTests(t) {
-			want := !slices.Contains(none, name) && (tool == "memcheck" || !slices.Contains(memcheckOnly, name))
+			want := !slices.Contains(none, name) && (tool == "memcheck" || !slices.Contains(memcheckOnly, name) || slices.Contains(also[tool], name))
 			if ran := slices.ContainsFunc(mine, func(s shardStep) bool { return s.runs(t, name) }); ran != want {
 				t.Errorf("%s runs %s: %v, want %v", tool, name, ran, want)
 			}
