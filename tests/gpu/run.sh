@@ -40,7 +40,7 @@
 #   LANES                worlds of 2 side by side (default 1): with
 #                        IRISGEN_TEST_WORLDS=2 on 2 x LANES GPUs or more, the
 #                        shards are dealt to LANES runs, each on its own pair
-#                        (a 2-GPU tier in about half the time on 4 GPUs)
+#                        (on 4 GPUs, a 2-GPU tier in up to half the time)
 #   COMPUTE_SANITIZER    the sanitizer (default: compute-sanitizer on PATH or
 #                        under /usr/local/cuda*/bin)
 #   KERNELS_ONLY=1       compile the code objects here with the carried
