@@ -2,6 +2,7 @@ package gputools
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -397,6 +398,12 @@ func (p Program) runOverlap(env *cli.Env, cfg bench.Config, opts irisrt.Options,
 	if err != nil {
 		return cli.Fail(err)
 	}
+	var clocks *bench.ClockLog
+	if p.Platform == nil { // real GPUs: log their clocks beside the run
+		if clocks, err = bench.StartClockLog(filepath.Join(out, "clocks.csv")); err != nil {
+			fmt.Fprintf(env.Stderr, "irisgen bench: no clock log: %v\n", err)
+		}
+	}
 	comp, err := bench.CalibrateCompute(w, cfg)
 	var rows []bench.Row
 	if err == nil {
@@ -410,13 +417,34 @@ func (p Program) runOverlap(env *cli.Env, cfg bench.Config, opts irisrt.Options,
 	case baselines:
 		rows = append(rows, withNCCL(env, lib, python, func() ([]bench.Row, error) { return bench.RunOverlapNCCL(w, cfg, comp, device, date) })...)
 	}
+	sum, serr := clocks.Stop()
+	if serr != nil {
+		fmt.Fprintf(env.Stderr, "irisgen bench: the clock log: %v\n", serr)
+	}
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return cli.Fail(fmt.Errorf("irisgen bench -overlap: %w", err))
 	}
-	return writeReport(env, rows, out)
+	if err := writeReport(env, rows, out); err != nil {
+		return err
+	}
+	if md := sum.Markdown(); md != "" {
+		fmt.Fprint(env.Stdout, md)
+		return appendFile(filepath.Join(out, "results.md"), md)
+	}
+	return nil
+}
+
+// appendFile appends text to the file path.
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(text)
+	return errors.Join(err, f.Close())
 }
 
 // pythonNCCL is the libnccl.so.2 of python's nvidia-nccl package (the NCCL

@@ -1,0 +1,160 @@
+package bench
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A clock log samples the GPUs' SM and memory clocks, power, temperature
+// and clock-event reasons (nvidia-smi, every 50 ms) while a scenario runs,
+// so that a slowdown the scenario measures can be told from a clock or
+// power effect: on 4 H100s the compute kernel's slowdown beside the copy
+// engines came with the SM clock at its maximum throughout, which ruled
+// the clocks out.
+
+// clockQuery is what the log samples, one CSV line a GPU a sample.
+const clockQuery = "index,timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active"
+
+// ClockLog is a running sampler; Stop ends it.
+type ClockLog struct {
+	cmd  *exec.Cmd
+	file *os.File
+	done chan error
+}
+
+// StartClockLog starts sampling into the CSV file path. Without nvidia-smi
+// on PATH it returns nil and no error: there is nothing to sample with (an
+// AMD machine, a machine without GPUs).
+func StartClockLog(path string) (*ClockLog, error) {
+	smi, err := exec.LookPath("nvidia-smi")
+	if err != nil {
+		return nil, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(smi, "--query-gpu="+clockQuery, "--format=csv,noheader", "-lms", "50")
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("starting %s: %w", smi, err)
+	}
+	l := &ClockLog{cmd: cmd, file: f, done: make(chan error, 1)}
+	go func() { l.done <- cmd.Wait() }()
+	return l, nil
+}
+
+// Stop ends the sampling and summarises what was logged. A nil log
+// (no nvidia-smi) has nothing: an empty summary.
+func (l *ClockLog) Stop() (ClockSummary, error) {
+	if l == nil {
+		return ClockSummary{}, nil
+	}
+	select {
+	case err := <-l.done: // it ended on its own: an nvidia-smi that failed
+		l.file.Close()
+		s, perr := readClocks(l.file.Name())
+		if err == nil {
+			err = errors.New("it exited")
+		}
+		return s, errors.Join(fmt.Errorf("nvidia-smi stopped sampling before the run ended (%w; its output is in %s)", err, l.file.Name()), perr)
+	default:
+	}
+	_ = l.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-l.done:
+	case <-time.After(2 * time.Second):
+		_ = l.cmd.Process.Kill()
+		<-l.done
+	}
+	if err := l.file.Close(); err != nil {
+		return ClockSummary{}, err
+	}
+	return readClocks(l.file.Name())
+}
+
+func readClocks(path string) (ClockSummary, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return ClockSummary{}, err
+	}
+	defer f.Close()
+	return ParseClocks(f)
+}
+
+// ClockSummary is what a clock log saw over every GPU and sample.
+type ClockSummary struct {
+	Samples            int      // lines read
+	Unread             int      // lines without a value to read (N/A, a message)
+	GPUs               int      // distinct GPU indices
+	SMMinMHz, SMMaxMHz int      // the SM clock's range
+	PowerMaxW          float64  // the most any GPU drew
+	TempMaxC           int      // the hottest any GPU ran
+	Reasons            []string // the clock-event reason masks seen other than none (0x0)
+}
+
+// ParseClocks reads a clock log's CSV (clockQuery's fields, no header).
+func ParseClocks(r io.Reader) (ClockSummary, error) {
+	var s ClockSummary
+	gpus := map[string]bool{}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		f := strings.Split(line, ",")
+		for i := range f {
+			f[i] = strings.TrimSpace(f[i])
+		}
+		if len(f) != 7 {
+			s.Unread++
+			continue
+		}
+		sm, err1 := strconv.Atoi(strings.TrimSuffix(f[2], " MHz"))
+		power, err2 := strconv.ParseFloat(strings.TrimSuffix(f[4], " W"), 64)
+		temp, err3 := strconv.Atoi(f[5])
+		reason, err4 := strconv.ParseUint(strings.TrimPrefix(f[6], "0x"), 16, 64)
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
+			s.Unread++
+			continue
+		}
+		if s.Samples == 0 || sm < s.SMMinMHz {
+			s.SMMinMHz = sm
+		}
+		s.SMMaxMHz = max(s.SMMaxMHz, sm)
+		s.PowerMaxW = max(s.PowerMaxW, power)
+		s.TempMaxC = max(s.TempMaxC, temp)
+		if r := fmt.Sprintf("%#x", reason); reason != 0 && !slices.Contains(s.Reasons, r) {
+			s.Reasons = append(s.Reasons, r)
+		}
+		gpus[f[0]] = true
+		s.Samples++
+	}
+	s.GPUs = len(gpus)
+	return s, sc.Err()
+}
+
+// Markdown is the summary as a short section of the report: nothing when
+// nothing was sampled.
+func (s ClockSummary) Markdown() string {
+	if s.Samples == 0 {
+		return ""
+	}
+	reasons := "none"
+	if len(s.Reasons) > 0 {
+		reasons = strings.Join(s.Reasons, ", ") + " (nvidia-smi -q -d PERFORMANCE names the bits: a power, thermal or sync-boost cap lowers the clock)"
+	}
+	return fmt.Sprintf("### Clocks during the run (clocks.csv)\n\n"+
+		"%d samples of %d GPUs, every 50 ms: SM clock %d-%d MHz, at most %.0f W and %d C; clock-event reasons: %s.\n\n",
+		s.Samples, s.GPUs, s.SMMinMHz, s.SMMaxMHz, s.PowerMaxW, s.TempMaxC, reasons)
+}

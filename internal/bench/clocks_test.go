@@ -1,0 +1,78 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Lines as nvidia-smi wrote them on 4 H100s (2026-11-26), with a GPU that
+// reads N/A, a clock-event reason and a message among them.
+const clockLines = `0, 2026/11/26 23:17:22.881, 1980 MHz, 2619 MHz, 156.53 W, 44, 0x0000000000000000
+1, 2026/11/26 23:17:22.890, 1980 MHz, 2619 MHz, 166.77 W, 39, 0x0000000000000000
+2, 2026/11/26 23:17:22.895, 1755 MHz, 2619 MHz, 309.46 W, 52, 0x0000000000000004
+3, 2026/11/26 23:17:22.899, [N/A], 2619 MHz, [N/A], 41, 0x0000000000000000
+Failed to initialize NVML: Unknown Error
+
+2, 2026/11/26 23:17:22.945, 1980 MHz, 2619 MHz, 147.99 W, 42, 0x0000000000000004
+`
+
+func TestParseClocks(t *testing.T) {
+	s, err := ParseClocks(strings.NewReader(clockLines))
+	require.NoError(t, err)
+	assert.Equal(t, ClockSummary{Samples: 4, Unread: 2, GPUs: 3, SMMinMHz: 1755, SMMaxMHz: 1980, PowerMaxW: 309.46, TempMaxC: 52, Reasons: []string{"0x4"}}, s)
+	md := s.Markdown()
+	for _, want := range []string{"4 samples of 3 GPUs", "SM clock 1755-1980 MHz", "at most 309 W and 52 C", "clock-event reasons: 0x4"} {
+		assert.Contains(t, md, want)
+	}
+
+	steady, err := ParseClocks(strings.NewReader("0, t, 1980 MHz, 2619 MHz, 156.53 W, 44, 0x0000000000000000\n"))
+	require.NoError(t, err)
+	assert.Contains(t, steady.Markdown(), "clock-event reasons: none.")
+	assert.Empty(t, ClockSummary{}.Markdown(), "nothing sampled, nothing reported")
+}
+
+// TestClockLog runs the sampler on an nvidia-smi stand-in that prints a
+// line every 10 ms until it is interrupted, and on none at all.
+func TestClockLog(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("a shell script stands in for nvidia-smi")
+	}
+	dir := t.TempDir()
+	smi := "#!/bin/sh\n" +
+		`case "$*" in *clocks_event_reasons.active*-lms\ 50*) ;; *) echo "unexpected arguments: $*"; exit 2 ;; esac` + "\n" +
+		"while :; do echo '0, t, 1980 MHz, 2619 MHz, 100.00 W, 40, 0x0000000000000000'; sleep 0.01; done\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "nvidia-smi"), []byte(smi), 0o755))
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH")) // the stand-in first; sleep after it
+	l, err := StartClockLog(filepath.Join(dir, "clocks.csv"))
+	require.NoError(t, err)
+	require.NotNil(t, l)
+	time.Sleep(200 * time.Millisecond)
+	s, err := l.Stop()
+	require.NoError(t, err)
+	assert.Positive(t, s.Samples)
+	assert.Equal(t, 1980, s.SMMaxMHz)
+
+	// One that stops by itself: what it logged, and an error that says so.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "nvidia-smi"), []byte("#!/bin/sh\necho 'NVIDIA-SMI has failed'\nexit 9\n"), 0o755))
+	l, err = StartClockLog(filepath.Join(dir, "clocks.csv"))
+	require.NoError(t, err)
+	time.Sleep(100 * time.Millisecond)
+	s, err = l.Stop()
+	require.ErrorContains(t, err, "nvidia-smi stopped sampling before the run ended")
+	assert.Equal(t, 1, s.Unread)
+
+	t.Setenv("PATH", t.TempDir())
+	l, err = StartClockLog(filepath.Join(dir, "none.csv"))
+	require.NoError(t, err)
+	assert.Nil(t, l, "no nvidia-smi: no log")
+	s, err = l.Stop()
+	require.NoError(t, err)
+	assert.Zero(t, s.Samples)
+}
