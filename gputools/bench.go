@@ -118,7 +118,9 @@ more than 300 us beyond it.
 
 It writes OUT/results.csv, OUT/results.md (one table per collective, dtype,
 world size and mode) and OUT/<collective>_<dtype>_w<N>_<mode>.svg (time and
-bus bandwidth against size, log axes). -report re-renders the Markdown and
+bus bandwidth against size, log axes); on NVIDIA GPUs also OUT/clocks.csv
+(nvidia-smi every 50 ms: SM clock, power, clock-event reasons), whose range
+ends the report. -report re-renders the Markdown and
 the plots from CSV files (e.g. runs on different machines) without a GPU.
 -tune DIR also writes the auto variants' tables (DIR/<collective>.yaml, e.g.
 specs/tuning) from irisgen's fastest variant per world and size: it
@@ -261,8 +263,10 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 		if *launches < 1 {
 			return cli.UsageErr("-launches %d: want at least 1", *launches)
 		}
+		clocks := p.startClocks(env, *out)
+		defer clocks.Stop() // on every way out: the sampler must not outlive the run
 		return runTails(env, bench.TailConfig{Entries: entries, Sizes: sz, DTypes: cli.SplitList(dts), Collectives: cli.SplitList(*colls),
-			Launches: *launches, Warmup: *warmup, Log: env.Stdout}, world, opts, device, date, *out)
+			Launches: *launches, Warmup: *warmup, Log: env.Stdout}, world, opts, device, date, *out, clocks)
 	}
 	cfg := bench.Config{World: world, Entries: entries, Sizes: sz, DTypes: cli.SplitList(*dtypes), Modes: ms, Collectives: cli.SplitList(*colls),
 		Warmup: *warmup, Repeats: *repeats, HeapBytes: *heap, LinkGBps: *link, Log: env.Stdout}
@@ -271,6 +275,8 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 	if err != nil {
 		return cli.Fail(err)
 	}
+	clocks := p.startClocks(env, *out)
+	defer clocks.Stop() // on every way out: the sampler must not outlive the run
 	rows, err := bench.RunOn(w, cfg, device, date)
 	if cerr := w.Close(); err == nil {
 		err = cerr
@@ -294,6 +300,9 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 		}
 	}
 	if err := writeReport(env, rows, *out); err != nil {
+		return err
+	}
+	if err := appendClocks(env, stopClocks(env, clocks), filepath.Join(*out, "results.md")); err != nil {
 		return err
 	}
 	if err := writeTuning(env, rows, *tune, *tuneDType, *tuneMode, cli.SplitList(*colls)); err != nil {
@@ -324,14 +333,16 @@ func keepVariants(entries []irisimpl.Entry, variants, colls []string) ([]irisimp
 }
 
 // runTails runs the stall scenario in a world of n GPUs and writes
-// OUT/tails.csv and OUT/tails.md; exit 1 when a cell stalled.
-func runTails(env *cli.Env, cfg bench.TailConfig, n int, opts irisrt.Options, device, date, out string) error {
+// OUT/tails.csv and OUT/tails.md (with the clock log's summary); exit 1
+// when a cell stalled.
+func runTails(env *cli.Env, cfg bench.TailConfig, n int, opts irisrt.Options, device, date, out string, clocks *bench.ClockLog) error {
 	fmt.Fprintf(env.Stdout, "irisgen bench -tails: %d GPUs (%s), %s\n", n, device, date)
 	w, err := irisrt.NewLocalWorld(n, opts)
 	if err != nil {
 		return cli.Fail(err)
 	}
 	tails, runErr := bench.RunTails(w, cfg, device, date)
+	clockMD := stopClocks(env, clocks)
 	if err := w.Close(); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -342,7 +353,7 @@ func runTails(env *cli.Env, cfg bench.TailConfig, n int, opts irisrt.Options, de
 	if err := os.WriteFile(filepath.Join(out, "tails.csv"), []byte(b.String()), 0o644); err != nil {
 		return err
 	}
-	md := bench.TailsMarkdown(tails)
+	md := bench.TailsMarkdown(tails) + clockMD
 	if err := os.WriteFile(filepath.Join(out, "tails.md"), []byte(md), 0o644); err != nil {
 		return err
 	}
@@ -398,12 +409,8 @@ func (p Program) runOverlap(env *cli.Env, cfg bench.Config, opts irisrt.Options,
 	if err != nil {
 		return cli.Fail(err)
 	}
-	var clocks *bench.ClockLog
-	if p.Platform == nil { // real GPUs: log their clocks beside the run
-		if clocks, err = bench.StartClockLog(filepath.Join(out, "clocks.csv")); err != nil {
-			fmt.Fprintf(env.Stderr, "irisgen bench: no clock log: %v\n", err)
-		}
-	}
+	clocks := p.startClocks(env, out)
+	defer clocks.Stop() // on every way out: the sampler must not outlive the run
 	comp, err := bench.CalibrateCompute(w, cfg)
 	var rows []bench.Row
 	if err == nil {
@@ -417,10 +424,7 @@ func (p Program) runOverlap(env *cli.Env, cfg bench.Config, opts irisrt.Options,
 	case baselines:
 		rows = append(rows, withNCCL(env, lib, python, func() ([]bench.Row, error) { return bench.RunOverlapNCCL(w, cfg, comp, device, date) })...)
 	}
-	sum, serr := clocks.Stop()
-	if serr != nil {
-		fmt.Fprintf(env.Stderr, "irisgen bench: the clock log: %v\n", serr)
-	}
+	clockMD := stopClocks(env, clocks)
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
@@ -430,20 +434,45 @@ func (p Program) runOverlap(env *cli.Env, cfg bench.Config, opts irisrt.Options,
 	if err := writeReport(env, rows, out); err != nil {
 		return err
 	}
-	if md := sum.Markdown(); md != "" {
-		fmt.Fprint(env.Stdout, md)
-		return appendFile(filepath.Join(out, "results.md"), md)
-	}
-	return nil
+	return appendClocks(env, clockMD, filepath.Join(out, "results.md"))
 }
 
-// appendFile appends text to the file path.
-func appendFile(path, text string) error {
+// startClocks starts the clock log of a run on real GPUs into
+// OUT/clocks.csv (bench.StartClockLog); one that cannot start is reported
+// and left out.
+func (p Program) startClocks(env *cli.Env, out string) *bench.ClockLog {
+	if p.Platform != nil {
+		return nil
+	}
+	l, err := bench.StartClockLog(filepath.Join(out, "clocks.csv"))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "irisgen bench: no clock log: %v\n", err)
+	}
+	return l
+}
+
+// stopClocks ends the clock log and returns its summary for the report
+// ("" without one).
+func stopClocks(env *cli.Env, l *bench.ClockLog) string {
+	sum, err := l.Stop()
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "irisgen bench: the clock log: %v\n", err)
+	}
+	return sum.Markdown()
+}
+
+// appendClocks prints the clock log's summary md and appends it to the
+// report path (nothing without one).
+func appendClocks(env *cli.Env, md, path string) error {
+	if md == "" {
+		return nil
+	}
+	fmt.Fprint(env.Stdout, md)
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteString(text)
+	_, err = f.WriteString(md)
 	return errors.Join(err, f.Close())
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/irisgen/irisgen/internal/bench"
+	"github.com/irisgen/irisgen/internal/cli"
 	"github.com/irisgen/irisgen/runtime/gpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
 	"github.com/irisgen/irisgen/runtime/gpu/fakegpu/fakekernels"
@@ -334,4 +335,27 @@ func TestTuneRefreshesExistingTables(t *testing.T) {
 	code = prog.Run([]string{"bench", "-report", csv, "-out", out, "-tune", tables, "-collectives", "broadcast"})
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	assert.FileExists(t, filepath.Join(tables, "broadcast.yaml"), "named: added")
+}
+
+// TestAppendClocks: the clock log's summary goes to the end of the report
+// and to stdout; without one, neither changes.
+func TestAppendClocks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "results.md")
+	require.NoError(t, os.WriteFile(path, []byte("## tables\n"), 0o644))
+	var stdout bytes.Buffer
+	env := &cli.Env{Stdout: &stdout, Stderr: &stdout}
+	require.NoError(t, appendClocks(env, "", path))
+	require.NoError(t, appendClocks(env, stopClocks(env, nil), path))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "## tables\n", string(b))
+	assert.Empty(t, stdout.String())
+
+	sum, err := bench.ParseClocks(strings.NewReader("0, t, 1980 MHz, 2619 MHz, 156.53 W, 44, 0x0000000000000000\n"))
+	require.NoError(t, err)
+	require.NoError(t, appendClocks(env, sum.Markdown(), path))
+	b, err = os.ReadFile(path)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(b), "## tables\n### Clocks during the run"), string(b))
+	assert.Contains(t, stdout.String(), "SM clock 1980-1980 MHz")
 }

@@ -25,9 +25,12 @@ const clockQuery = "index,timestamp,clocks.sm,clocks.mem,power.draw,temperature.
 
 // ClockLog is a running sampler; Stop ends it.
 type ClockLog struct {
-	cmd  *exec.Cmd
-	file *os.File
-	done chan error
+	cmd     *exec.Cmd
+	file    *os.File
+	done    chan error
+	stopped bool
+	sum     ClockSummary
+	err     error
 }
 
 // StartClockLog starts sampling into the CSV file path. Without nvidia-smi
@@ -53,12 +56,20 @@ func StartClockLog(path string) (*ClockLog, error) {
 	return l, nil
 }
 
-// Stop ends the sampling and summarises what was logged. A nil log
-// (no nvidia-smi) has nothing: an empty summary.
+// Stop ends the sampling and summarises what was logged; again, it returns
+// the same. A nil log (no nvidia-smi) has nothing: an empty summary.
 func (l *ClockLog) Stop() (ClockSummary, error) {
 	if l == nil {
 		return ClockSummary{}, nil
 	}
+	if !l.stopped {
+		l.sum, l.err = l.stop()
+		l.stopped = true
+	}
+	return l.sum, l.err
+}
+
+func (l *ClockLog) stop() (ClockSummary, error) {
 	select {
 	case err := <-l.done: // it ended on its own: an nvidia-smi that failed
 		l.file.Close()
