@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,12 +48,24 @@ func StartClockLog(path string) (*ClockLog, error) {
 	}
 	cmd := exec.Command(smi, "--query-gpu="+clockQuery, "--format=csv,noheader", "-lms", "50")
 	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
+	dieWithParent(cmd) // a bench killed before Stop takes its sampler with it
+	l := &ClockLog{cmd: cmd, file: f, done: make(chan error, 1)}
+	started := make(chan error, 1)
+	go func() {
+		// The parent-death signal follows the thread that started the
+		// child, so that thread stays this goroutine's until the child ends.
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		l.done <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
 		f.Close()
 		return nil, fmt.Errorf("starting %s: %w", smi, err)
 	}
-	l := &ClockLog{cmd: cmd, file: f, done: make(chan error, 1)}
-	go func() { l.done <- cmd.Wait() }()
 	return l, nil
 }
 
