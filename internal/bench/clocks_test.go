@@ -2,9 +2,12 @@ package bench
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,4 +78,39 @@ func TestClockLog(t *testing.T) {
 	s, err = l.Stop()
 	require.NoError(t, err)
 	assert.Zero(t, s.Samples)
+}
+
+// TestClockLogDiesWithBench: a bench that exits without Stop (stopped by a
+// signal) leaves no sampler behind (Linux).
+func TestClockLogDiesWithBench(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the parent-death signal is Linux's")
+	}
+	dir := t.TempDir()
+	if os.Getenv("IRISGEN_CLOCK_HELPER") != "" { // the bench: start, then exit
+		if _, err := StartClockLog(filepath.Join(os.Getenv("IRISGEN_CLOCK_HELPER"), "clocks.csv")); err != nil {
+			os.Exit(3)
+		}
+		time.Sleep(100 * time.Millisecond)
+		os.Exit(0)
+	}
+	pidFile := filepath.Join(dir, "pid")
+	smi := "#!/bin/sh\necho $$ > " + pidFile + "\nwhile :; do echo '0, t, 1980 MHz, 2619 MHz, 100.00 W, 40, 0x0'; sleep 0.01; done\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "nvidia-smi"), []byte(smi), 0o755))
+	cmd := exec.Command(os.Args[0], "-test.run=^TestClockLogDiesWithBench$")
+	cmd.Env = append(os.Environ(), "IRISGEN_CLOCK_HELPER="+dir, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	b, err := os.ReadFile(pidFile)
+	require.NoError(t, err, "the stand-in never started")
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the sampler (pid %d) outlived the bench", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
