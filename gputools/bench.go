@@ -2,7 +2,6 @@ package gputools
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -193,7 +192,7 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 			}
 			rows = append(rows, rs...)
 		}
-		if err := writeReport(env, rows, *out); err != nil {
+		if err := writeReport(env, rows, *out, ""); err != nil {
 			return err
 		}
 		if err := writeTuning(env, rows, *tune, *tuneDType, *tuneMode, cli.SplitList(*colls)); err != nil {
@@ -299,10 +298,7 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 			rows = append(rows, base...)
 		}
 	}
-	if err := writeReport(env, rows, *out); err != nil {
-		return err
-	}
-	if err := appendClocks(env, stopClocks(env, clocks), filepath.Join(*out, "results.md")); err != nil {
+	if err := writeReport(env, rows, *out, stopClocks(env, clocks)); err != nil {
 		return err
 	}
 	if err := writeTuning(env, rows, *tune, *tuneDType, *tuneMode, cli.SplitList(*colls)); err != nil {
@@ -431,10 +427,7 @@ func (p Program) runOverlap(env *cli.Env, cfg bench.Config, opts irisrt.Options,
 	if err != nil {
 		return cli.Fail(fmt.Errorf("irisgen bench -overlap: %w", err))
 	}
-	if err := writeReport(env, rows, out); err != nil {
-		return err
-	}
-	return appendClocks(env, clockMD, filepath.Join(out, "results.md"))
+	return writeReport(env, rows, out, clockMD)
 }
 
 // startClocks starts the clock log of a run on real GPUs into
@@ -451,29 +444,14 @@ func (p Program) startClocks(env *cli.Env, out string) *bench.ClockLog {
 	return l
 }
 
-// stopClocks ends the clock log and returns its summary for the report
-// ("" without one).
+// stopClocks ends the clock log and returns its summary for the end of the
+// report ("" without one).
 func stopClocks(env *cli.Env, l *bench.ClockLog) string {
 	sum, err := l.Stop()
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "irisgen bench: the clock log: %v\n", err)
 	}
 	return sum.Markdown()
-}
-
-// appendClocks prints the clock log's summary md and appends it to the
-// report path (nothing without one).
-func appendClocks(env *cli.Env, md, path string) error {
-	if md == "" {
-		return nil
-	}
-	fmt.Fprint(env.Stdout, md)
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(md)
-	return errors.Join(err, f.Close())
 }
 
 // pythonNCCL is the libnccl.so.2 of python's nvidia-nccl package (the NCCL
@@ -603,7 +581,9 @@ func readRows(path string) ([]bench.Row, error) {
 	return rows, nil
 }
 
-func writeReport(env *cli.Env, rows []bench.Row, out string) error {
+// writeReport writes OUT/results.csv, OUT/results.md (ending with tail,
+// the clock log's summary, which it also prints) and the plots.
+func writeReport(env *cli.Env, rows []bench.Row, out, tail string) error {
 	f, err := os.Create(filepath.Join(out, "results.csv"))
 	if err != nil {
 		return err
@@ -619,10 +599,11 @@ func writeReport(env *cli.Env, rows []bench.Row, out string) error {
 	md := filepath.Join(out, "results.md")
 	// The overlap scenario's pairs from the rows as measured: each names its
 	// NCCL buffers, which BestNCCL folds.
-	text := bench.OverlapMarkdown(rows) + bench.VersusNCCL(shown) + bench.Markdown(shown) + bench.FusionTable(shown)
+	text := bench.OverlapMarkdown(rows) + bench.VersusNCCL(shown) + bench.Markdown(shown) + bench.FusionTable(shown) + tail
 	if err := os.WriteFile(md, []byte(text), 0o644); err != nil {
 		return err
 	}
+	fmt.Fprint(env.Stdout, tail)
 	files, err := bench.Plot(shown, out)
 	if err != nil {
 		return cli.Fail(fmt.Errorf("plotting: %w", err))

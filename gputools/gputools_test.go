@@ -337,25 +337,23 @@ func TestTuneRefreshesExistingTables(t *testing.T) {
 	assert.FileExists(t, filepath.Join(tables, "broadcast.yaml"), "named: added")
 }
 
-// TestAppendClocks: the clock log's summary goes to the end of the report
-// and to stdout; without one, neither changes.
-func TestAppendClocks(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "results.md")
-	require.NoError(t, os.WriteFile(path, []byte("## tables\n"), 0o644))
+// TestReportClocks: the clock log's summary goes to the end of the report
+// and to stdout; without one, neither has it.
+func TestReportClocks(t *testing.T) {
+	out := t.TempDir()
 	var stdout bytes.Buffer
 	env := &cli.Env{Stdout: &stdout, Stderr: &stdout}
-	require.NoError(t, appendClocks(env, "", path))
-	require.NoError(t, appendClocks(env, stopClocks(env, nil), path))
-	b, err := os.ReadFile(path)
+	require.NoError(t, writeReport(env, nil, out, stopClocks(env, nil)))
+	b, err := os.ReadFile(filepath.Join(out, "results.md"))
 	require.NoError(t, err)
-	assert.Equal(t, "## tables\n", string(b))
-	assert.Empty(t, stdout.String())
+	assert.NotContains(t, string(b), "Clocks during the run")
+	assert.NotContains(t, stdout.String(), "Clocks during the run")
 
 	sum, err := bench.ParseClocks(strings.NewReader("0, t, 1980 MHz, 2619 MHz, 156.53 W, 44, 0x0000000000000000\n"))
 	require.NoError(t, err)
-	require.NoError(t, appendClocks(env, sum.Markdown(), path))
-	b, err = os.ReadFile(path)
+	require.NoError(t, writeReport(env, nil, out, sum.Markdown()))
+	b, err = os.ReadFile(filepath.Join(out, "results.md"))
 	require.NoError(t, err)
-	assert.True(t, strings.HasPrefix(string(b), "## tables\n### Clocks during the run"), string(b))
+	assert.True(t, strings.HasSuffix(string(b), sum.Markdown()), string(b))
 	assert.Contains(t, stdout.String(), "SM clock 1980-1980 MHz")
 }

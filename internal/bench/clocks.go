@@ -83,27 +83,25 @@ func (l *ClockLog) Stop() (ClockSummary, error) {
 }
 
 func (l *ClockLog) stop() (ClockSummary, error) {
+	var early error
 	select {
 	case err := <-l.done: // it ended on its own: an nvidia-smi that failed
-		l.file.Close()
-		s, perr := readClocks(l.file.Name())
 		if err == nil {
 			err = errors.New("it exited")
 		}
-		return s, errors.Join(fmt.Errorf("nvidia-smi stopped sampling before the run ended (%w; its output is in %s)", err, l.file.Name()), perr)
+		early = fmt.Errorf("nvidia-smi stopped sampling before the run ended (%w; its output is in %s)", err, l.file.Name())
 	default:
+		_ = l.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-l.done:
+		case <-time.After(2 * time.Second):
+			_ = l.cmd.Process.Kill()
+			<-l.done
+		}
 	}
-	_ = l.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-l.done:
-	case <-time.After(2 * time.Second):
-		_ = l.cmd.Process.Kill()
-		<-l.done
-	}
-	if err := l.file.Close(); err != nil {
-		return ClockSummary{}, err
-	}
-	return readClocks(l.file.Name())
+	cerr := l.file.Close()
+	s, err := readClocks(l.file.Name())
+	return s, errors.Join(early, cerr, err)
 }
 
 func readClocks(path string) (ClockSummary, error) {

@@ -305,7 +305,7 @@ run_left() { # seconds this run may still take; a large number without a limit
 }
 # limit_name: which limit time_left is now (for the messages).
 limit_name() {
-  if [ -n "$SHARD_DEADLINE" ] && [ $((SHARD_DEADLINE - $(now))) -lt "$(run_left)" ]; then
+  if [ "$(time_left)" -lt "$(run_left)" ]; then
     echo "the shard's time limit (SHARD_LIMIT, ${SHARD_SECONDS}s: it may hang, see its log)"
   else
     echo "the run's time limit (CALL_LIMIT)"
@@ -479,7 +479,6 @@ run_shard() {
   fi
   local line
   line="tier=$tier shard=$name worlds=$WORLDS kinds=${KINDS// /+} tests=$((PASSED + FAILED + SKIPPED)) passed=$PASSED failed=$FAILED skipped=$SKIPPED"
-  SHARD_DEADLINE=
   line+=" cases=$CASES sanitizer_errors=$ERRORS hazards=$HAZARDS seconds=$(($(now) - t0)) gpus=\"$DEVICE\"${CUDA_VISIBLE_DEVICES:+ gpu_ids=$CUDA_VISIBLE_DEVICES} driver=$DRIVER date=$(date -u +%Y-%m-%dT%H:%M:%SZ) result=$result"
   echo "$line" >"$RESULT"
   echo "RESULT $line"

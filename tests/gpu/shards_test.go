@@ -438,30 +438,44 @@ func fakeToolsDir(t *testing.T) string {
 	return dir
 }
 
-// runSh runs run.sh ARGS with env on the stand-ins in dir and returns the
-// fields of the one result line it writes.
-func runSh(t *testing.T, dir string, env []string, args ...string) map[string]string {
+// runShAll runs run.sh ARGS with env on the stand-ins in dir: its output,
+// the fields of every result line it wrote (each with its file's name and
+// path) and its error.
+func runShAll(t *testing.T, dir string, env []string, args ...string) (string, []map[string]string, error) {
 	t.Helper()
 	out := t.TempDir()
 	c := exec.Command("bash", append([]string{"run.sh"}, args...)...)
 	c.Env = append(os.Environ(), "BUILD="+filepath.Join(dir, "build"), "OUT="+out, "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"),
 		"IRISGEN_TEST_WORLDS=", "COMPUTE_SANITIZER=", "TIER=", "SHARD=", "SHARD_LIMIT=", "CALL_LIMIT=", "CUDA_VISIBLE_DEVICES=", "LANES=")
 	c.Env = append(c.Env, env...)
-	log, _ := c.CombinedOutput()
+	log, runErr := c.CombinedOutput()
 	files, _ := filepath.Glob(filepath.Join(out, "result-*.txt"))
-	if len(files) != 1 {
-		t.Fatalf("run.sh %v: result files %v, want one\n%s", args, files, log)
+	var results []map[string]string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fields := map[string]string{}
+		for _, m := range regexp.MustCompile(`(\w+)=("[^"]*"|\S+)`).FindAllStringSubmatch(string(b), -1) {
+			fields[m[1]] = strings.Trim(m[2], `"`)
+		}
+		fields["file"], fields["path"] = filepath.Base(f), f
+		results = append(results, fields)
 	}
-	b, err := os.ReadFile(files[0])
-	if err != nil {
-		t.Fatal(err)
+	return string(log), results, runErr
+}
+
+// runSh is runShAll of a run that writes one result line: its fields, and
+// the run's output as "log".
+func runSh(t *testing.T, dir string, env []string, args ...string) map[string]string {
+	t.Helper()
+	log, results, _ := runShAll(t, dir, env, args...)
+	if len(results) != 1 {
+		t.Fatalf("run.sh %v: %d result files, want one\n%s", args, len(results), log)
 	}
-	fields := map[string]string{"log": string(log)}
-	for _, m := range regexp.MustCompile(`(\w+)=("[^"]*"|\S+)`).FindAllStringSubmatch(string(b), -1) {
-		fields[m[1]] = strings.Trim(m[2], `"`)
-	}
-	fields["file"], fields["path"] = filepath.Base(files[0]), files[0]
-	return fields
+	results[0]["log"] = log
+	return results[0]
 }
 
 // expectFields checks the fields of a result line against want.
@@ -497,26 +511,7 @@ func TestRunShLanes(t *testing.T) {
 	t.Parallel()
 	dir := fakeToolsDir(t)
 	run := func(env ...string) (string, []map[string]string, error) {
-		out := t.TempDir()
-		c := exec.Command("bash", "run.sh", "sanitize", "memcheck-moe,racecheck-moe,synccheck-moe")
-		c.Env = append(os.Environ(), "BUILD="+filepath.Join(dir, "build"), "OUT="+out, "PATH="+filepath.Join(dir, "bin")+":"+os.Getenv("PATH"),
-			"COMPUTE_SANITIZER=", "TIER=", "SHARD=", "SHARD_LIMIT=", "CALL_LIMIT=", "CUDA_VISIBLE_DEVICES=", "IRISGEN_TEST_WORLDS=2", "LANES=2")
-		c.Env = append(c.Env, env...)
-		log, err := c.CombinedOutput()
-		files, _ := filepath.Glob(filepath.Join(out, "result-*.txt"))
-		var results []map[string]string
-		for _, f := range files {
-			b, rerr := os.ReadFile(f)
-			if rerr != nil {
-				t.Fatal(rerr)
-			}
-			fields := map[string]string{}
-			for _, m := range regexp.MustCompile(`(\w+)=("[^"]*"|\S+)`).FindAllStringSubmatch(string(b), -1) {
-				fields[m[1]] = strings.Trim(m[2], `"`)
-			}
-			results = append(results, fields)
-		}
-		return string(log), results, err
+		return runShAll(t, dir, append([]string{"IRISGEN_TEST_WORLDS=2", "LANES=2"}, env...), "sanitize", "memcheck-moe,racecheck-moe,synccheck-moe")
 	}
 	log, results, err := run("FAKE_GPUS=4")
 	if err != nil || len(results) != 3 {
