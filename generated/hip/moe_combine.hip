@@ -7,12 +7,12 @@
 // in rank order: out[t] = sum over j of weights[t,j] * (output of expert
 // ids[t,j] for token t).
 //
-// Spec hash 1985784458ef0ddd: the Go wrappers carry the same value, and the runtime
+// Spec hash dcd8370aa81c2690: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_moe_combine[] = "1985784458ef0ddd";
+extern "C" __device__ const char irisgen_spec_hash_moe_combine[] = "dcd8370aa81c2690";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.
@@ -52,18 +52,24 @@ IRISGEN_DEV void store_f32(T* p, const float* f, unit<1>) { *p = irisgen::from_f
 
 // expert_sums stores, for every row of every source (n[s] rows from source
 // s), the weighted sum of its local experts' outputs into back[s] at the
-// row's token; the grid's threads share the units of U elements.
+// row's token; the grid's threads share the units of U elements. The
+// sources are taken in ring order from the next rank (this rank's own
+// last), so the ranks store into different peers at once: in rank order
+// every rank stored into rank 0 first, the other ranks' links idle.
 template <typename T, int U>
 IRISGEN_DEV void expert_sums(T* const* back, const T* y, const int64_t* rid, const float* rw, const int64_t* src, const int64_t* n,
-                             int w, int64_t toks, int64_t hid, int64_t kk, int64_t cap) {
+                             int w, int me, int64_t toks, int64_t hid, int64_t kk, int64_t cap) {
   const int64_t per_row = hid / U, plane = (int64_t)w * cap * hid;
   int64_t rows = 0;
   for (int s = 0; s < w; s++) rows += n[s];
   for (int64_t u = irisgen::thread_id(); u < rows * per_row; u += irisgen::thread_count()) {
     int64_t r = u / per_row;
     const int64_t e0 = (u - r * per_row) * U;
-    int s = 0;
-    while (r >= n[s]) r -= n[s++];
+    int s = (me + 1) % w;
+    while (r >= n[s]) {
+      r -= n[s];
+      s = (s + 1) % w;
+    }
     const int64_t row = (int64_t)s * cap + r;
     const int64_t tok = src[row];
     if (tok < 0 || tok >= toks) continue;  // not a row dispatch wrote
@@ -102,7 +108,7 @@ IRISGEN_DEV void token_sums(T* out, const T* back, const int64_t* sent, int w, i
     store_f32(out + t * hid + e0, acc, unit<U>());
   }
 }
-#line 106 "generated/hip/moe_combine.hip"
+#line 112 "generated/hip/moe_combine.hip"
 }  // namespace irisgen_moe_combine_push_prelude
 
 extern "C" __global__ void __launch_bounds__(512)
@@ -112,7 +118,7 @@ irisgen_moe_combine_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_ar
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 79 "templates/moe_combine_push.hip.tmpl"
+#line 85 "templates/moe_combine_push.hip.tmpl"
   const int64_t toks = irisgen_a.s_t, hid = irisgen_a.s_h, kk = irisgen_a.s_k, cap = irisgen_a.s_cap;
   const int w = ctx.world, me = ctx.rank;
   const T* y = ((const irisgen_bf16*)irisgen_a.t_expert_out);
@@ -134,13 +140,13 @@ irisgen_moe_combine_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_ar
   if (!irisgen::sync(ctx)) return;
   constexpr int N = irisgen::vec<T>::N;
   const bool vec = (hid * (int64_t)sizeof(T)) % 16 == 0 && irisgen::aligned16(y) && irisgen::aligned16(mine) && irisgen::aligned16(out);
-  if (vec) expert_sums<T, N>(back, y, rid, rw, src, n, w, toks, hid, kk, cap);
-  else expert_sums<T, 1>(back, y, rid, rw, src, n, w, toks, hid, kk, cap);
+  if (vec) expert_sums<T, N>(back, y, rid, rw, src, n, w, me, toks, hid, kk, cap);
+  else expert_sums<T, 1>(back, y, rid, rw, src, n, w, me, toks, hid, kk, cap);
   // Every rank's sums are back home.
   if (!irisgen::grid_sync(ctx, true)) return;
   if (vec) token_sums<T, N>(out, mine, sent, w, toks, hid);
   else token_sums<T, 1>(out, mine, sent, w, toks, hid);
-#line 144 "generated/hip/moe_combine.hip"
+#line 150 "generated/hip/moe_combine.hip"
   }();
   irisgen::end(ctx);
 }
@@ -152,7 +158,7 @@ irisgen_moe_combine_push_f16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 79 "templates/moe_combine_push.hip.tmpl"
+#line 85 "templates/moe_combine_push.hip.tmpl"
   const int64_t toks = irisgen_a.s_t, hid = irisgen_a.s_h, kk = irisgen_a.s_k, cap = irisgen_a.s_cap;
   const int w = ctx.world, me = ctx.rank;
   const T* y = ((const irisgen_f16*)irisgen_a.t_expert_out);
@@ -174,13 +180,13 @@ irisgen_moe_combine_push_f16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
   if (!irisgen::sync(ctx)) return;
   constexpr int N = irisgen::vec<T>::N;
   const bool vec = (hid * (int64_t)sizeof(T)) % 16 == 0 && irisgen::aligned16(y) && irisgen::aligned16(mine) && irisgen::aligned16(out);
-  if (vec) expert_sums<T, N>(back, y, rid, rw, src, n, w, toks, hid, kk, cap);
-  else expert_sums<T, 1>(back, y, rid, rw, src, n, w, toks, hid, kk, cap);
+  if (vec) expert_sums<T, N>(back, y, rid, rw, src, n, w, me, toks, hid, kk, cap);
+  else expert_sums<T, 1>(back, y, rid, rw, src, n, w, me, toks, hid, kk, cap);
   // Every rank's sums are back home.
   if (!irisgen::grid_sync(ctx, true)) return;
   if (vec) token_sums<T, N>(out, mine, sent, w, toks, hid);
   else token_sums<T, 1>(out, mine, sent, w, toks, hid);
-#line 184 "generated/hip/moe_combine.hip"
+#line 190 "generated/hip/moe_combine.hip"
   }();
   irisgen::end(ctx);
 }
@@ -192,7 +198,7 @@ irisgen_moe_combine_push_f32(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 79 "templates/moe_combine_push.hip.tmpl"
+#line 85 "templates/moe_combine_push.hip.tmpl"
   const int64_t toks = irisgen_a.s_t, hid = irisgen_a.s_h, kk = irisgen_a.s_k, cap = irisgen_a.s_cap;
   const int w = ctx.world, me = ctx.rank;
   const T* y = ((const float*)irisgen_a.t_expert_out);
@@ -214,13 +220,13 @@ irisgen_moe_combine_push_f32(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
   if (!irisgen::sync(ctx)) return;
   constexpr int N = irisgen::vec<T>::N;
   const bool vec = (hid * (int64_t)sizeof(T)) % 16 == 0 && irisgen::aligned16(y) && irisgen::aligned16(mine) && irisgen::aligned16(out);
-  if (vec) expert_sums<T, N>(back, y, rid, rw, src, n, w, toks, hid, kk, cap);
-  else expert_sums<T, 1>(back, y, rid, rw, src, n, w, toks, hid, kk, cap);
+  if (vec) expert_sums<T, N>(back, y, rid, rw, src, n, w, me, toks, hid, kk, cap);
+  else expert_sums<T, 1>(back, y, rid, rw, src, n, w, me, toks, hid, kk, cap);
   // Every rank's sums are back home.
   if (!irisgen::grid_sync(ctx, true)) return;
   if (vec) token_sums<T, N>(out, mine, sent, w, toks, hid);
   else token_sums<T, 1>(out, mine, sent, w, toks, hid);
-#line 224 "generated/hip/moe_combine.hip"
+#line 230 "generated/hip/moe_combine.hip"
   }();
   irisgen::end(ctx);
 }

@@ -791,15 +791,19 @@ func paramReplays(r *irisrt.Rank, pc *paramCase, a args, rounds int) error {
 // fresh data (their results); capture again with the second, replay (the
 // second's results). It returns the replays it checked.
 func paramCaptureRank(r *irisrt.Rank) (int, error) {
-	replays := 0
+	replays, n := 0, rounds(20)
 	for i := range paramCatalogue {
 		pc := &paramCatalogue[i]
+		if !variantSelected(pc.name()) {
+			continue
+		}
 		as := pc.assignments(r.World())
 		for _, a := range as[:min(2, len(as))] { // a world of 1 has one root
-			if err := paramReplays(r, pc, a, 20); err != nil {
+			tracef(r, "replays %s with %s: %d rounds", pc.name(), a, n)
+			if err := paramReplays(r, pc, a, n); err != nil {
 				return replays, fmt.Errorf("%s: %w", pc.name(), err)
 			}
-			replays += 20
+			replays += n
 		}
 	}
 	return replays, nil
@@ -873,7 +877,7 @@ func paramProcessRank(r *irisrt.Rank) (int, error) {
 		if err := paramBackToBack(r, pc, irismodel.BF16, 4096+3, rounds(100)); err != nil {
 			return cases, fmt.Errorf("%s back to back: %w", pc.name(), err)
 		}
-		cases += 1 + 100
+		cases += 1 + rounds(100)
 	}
 	replays, err := paramCaptureRank(r)
 	return cases + replays, err
