@@ -119,6 +119,8 @@ gpu-kernels:
 	$(IRISGEN) kernels -platform cuda
 	$(IRISGEN) kernels -config $(COMPUTE) -platform cuda
 	cd $(DOWNSTREAM) && $(GO) tool irisgen kernels -platform cuda
+	@mkdir -p $(BUILD)
+	nvcc -O2 -o $(BUILD)/graph_wait tests/gpu/sanitizer/graph_wait.cu -lcuda
 
 test-gpu: gpu-kernels
 	$(MAKE) gpu-build
