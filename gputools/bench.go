@@ -77,7 +77,7 @@ fastest reported as irisgen_unfused with the all_reduce in its note; and
 torch's (NCCL's all_reduce through torch.distributed, the residual add,
 torch's rms_norm). results.md ends with the speed-up of fusing per size.
 
-The tables show each cell as the median and the maximum of its repeats and
+The tables show each cell as the minimum, median and maximum of its repeats and
 mark "(!)" a cell whose slowest repeat took more than 3x its fastest.
 
 A variant that may run in place with its input as the rank's own block

@@ -77,10 +77,10 @@ func TestBaselineRow(t *testing.T) {
 func TestReport(t *testing.T) {
 	md := Markdown(sample())
 	require.Contains(t, md, "### all_reduce bf16, 2 GPUs, eager")
-	require.Contains(t, md, "| size | irisgen one_shot us (median / max) | nccl nccl us (median / max) | torch_symm_mem two_shot us (median / max) |")
+	require.Contains(t, md, "| size | irisgen one_shot us (min / median / max) | nccl nccl us (min / median / max) | torch_symm_mem two_shot us (min / median / max) |")
 	require.Contains(t, md, "| 8 KiB | 4.0 | 40.0 | 10.0 | 0.40 |")
 	require.NotContains(t, md, stallMark)
-	// A range is shown as median / max; a cell whose slowest repeat took
+	// A range is shown as min / median / max; a cell whose slowest repeat took
 	// more than 3x its fastest is marked, and the table says what the mark
 	// means. The rule is against the minimum, so a cell where most repeats
 	// stalled (the median too) is marked as well.
@@ -88,9 +88,9 @@ func TestReport(t *testing.T) {
 		min, med, max float64
 		want          string
 	}{
-		{4, 4.1, 12, "| 8 KiB | 4.1 / 12.0 |"},
-		{4, 4.1, 12.1, "| 8 KiB | 4.1 / 12.1 (!) |"},
-		{4, 700, 701, "| 8 KiB | 700.0 / 701.0 (!) |"},
+		{4, 4.1, 12, "| 8 KiB | 4.0 / 4.1 / 12.0 |"},
+		{4, 4.1, 12.1, "| 8 KiB | 4.0 / 4.1 / 12.1 (!) |"},
+		{4, 700, 701, "| 8 KiB | 4.0 / 700.0 / 701.0 (!) |"},
 	} {
 		rows := []Row{{Impl: "irisgen", Collective: "all_reduce", Variant: "one_shot", DType: "bf16", World: 2, Bytes: 8 << 10, Mode: "graph", TimeUS: c.med, MinUS: c.min, MaxUS: c.max}}
 		md := Markdown(rows)

@@ -46,7 +46,11 @@ func StartClockLog(path string) (*ClockLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(smi, "--query-gpu="+clockQuery, "--format=csv,noheader", "-lms", "50")
+	args := []string{"--query-gpu=" + clockQuery, "--format=csv,noheader", "-lms", "50"}
+	if ids := visibleGPUs(os.Getenv("CUDA_VISIBLE_DEVICES")); ids != "" {
+		args = append(args, "-i", ids)
+	}
+	cmd := exec.Command(smi, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	dieWithParent(cmd) // a bench killed before Stop takes its sampler with it
 	l := &ClockLog{cmd: cmd, file: f, done: make(chan error, 1)}
@@ -104,6 +108,58 @@ func (l *ClockLog) stop() (ClockSummary, error) {
 	return s, errors.Join(early, cerr, err)
 }
 
+// visibleGPUs is the -i argument of nvidia-smi for the GPUs that
+// CUDA_VISIBLE_DEVICES leaves the run (v), so that GPUs the run does not
+// use (idle, their clocks low) stay out of its summary: v itself when every
+// entry is an index or a GPU UUID, which nvidia-smi takes as they are
+// (indices in PCI bus order, as CUDA numbers identical GPUs); "" (every
+// GPU) when v is unset or names what nvidia-smi -i does not take (MIG
+// instances).
+func visibleGPUs(v string) string {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return ""
+	}
+	for _, id := range strings.Split(v, ",") {
+		id = strings.TrimSpace(id)
+		if _, err := strconv.ParseUint(id, 10, 32); err != nil && !strings.HasPrefix(id, "GPU-") {
+			return ""
+		}
+	}
+	return strings.ReplaceAll(v, " ", "")
+}
+
+// reasonBits names NVML's clock-event reason bits (nvmlClocksEventReason*).
+var reasonBits = []struct {
+	bit  uint64
+	name string
+}{
+	{0x1, "idle"},
+	{0x2, "application clocks setting"},
+	{0x4, "software power cap"},
+	{0x8, "hardware slowdown"},
+	{0x10, "sync boost"},
+	{0x20, "software thermal slowdown"},
+	{0x40, "hardware thermal slowdown"},
+	{0x80, "hardware power brake"},
+	{0x100, "display clock setting"},
+}
+
+// reasonName is a clock-event reason mask with the names of its bits, e.g.
+// "0x5 (idle, software power cap)".
+func reasonName(mask uint64) string {
+	var names []string
+	for _, b := range reasonBits {
+		if mask&b.bit != 0 {
+			names = append(names, b.name)
+		}
+	}
+	if rest := mask &^ 0x1ff; rest != 0 {
+		names = append(names, fmt.Sprintf("unknown %#x", rest))
+	}
+	return fmt.Sprintf("%#x (%s)", mask, strings.Join(names, ", "))
+}
+
 func readClocks(path string) (ClockSummary, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -121,7 +177,7 @@ type ClockSummary struct {
 	SMMinMHz, SMMaxMHz int      // the SM clock's range
 	PowerMaxW          float64  // the most any GPU drew
 	TempMaxC           int      // the hottest any GPU ran
-	Reasons            []string // the clock-event reason masks seen other than none (0x0)
+	Reasons            []string // the clock-event reason masks seen other than none (0x0), with their bits' names
 }
 
 // ParseClocks reads a clock log's CSV (clockQuery's fields, no header).
@@ -156,7 +212,7 @@ func ParseClocks(r io.Reader) (ClockSummary, error) {
 		s.SMMaxMHz = max(s.SMMaxMHz, sm)
 		s.PowerMaxW = max(s.PowerMaxW, power)
 		s.TempMaxC = max(s.TempMaxC, temp)
-		if r := fmt.Sprintf("%#x", reason); reason != 0 && !slices.Contains(s.Reasons, r) {
+		if r := reasonName(reason); reason != 0 && !slices.Contains(s.Reasons, r) {
 			s.Reasons = append(s.Reasons, r)
 		}
 		gpus[f[0]] = true
@@ -174,7 +230,7 @@ func (s ClockSummary) Markdown() string {
 	}
 	reasons := "none"
 	if len(s.Reasons) > 0 {
-		reasons = strings.Join(s.Reasons, ", ") + " (nvidia-smi -q -d PERFORMANCE names the bits: a power, thermal or sync-boost cap lowers the clock)"
+		reasons = strings.Join(s.Reasons, "; ") + " (idle: a GPU without work; a power, thermal, slowdown or sync-boost reason lowers the clock under load)"
 	}
 	return fmt.Sprintf("### Clocks during the run (clocks.csv)\n\n"+
 		"%d samples of %d GPUs, every 50 ms: SM clock %d-%d MHz, at most %.0f W and %d C; clock-event reasons: %s.\n\n",

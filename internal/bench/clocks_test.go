@@ -29,9 +29,9 @@ Failed to initialize NVML: Unknown Error
 func TestParseClocks(t *testing.T) {
 	s, err := ParseClocks(strings.NewReader(clockLines))
 	require.NoError(t, err)
-	assert.Equal(t, ClockSummary{Samples: 4, Unread: 2, GPUs: 3, SMMinMHz: 1755, SMMaxMHz: 1980, PowerMaxW: 309.46, TempMaxC: 52, Reasons: []string{"0x4"}}, s)
+	assert.Equal(t, ClockSummary{Samples: 4, Unread: 2, GPUs: 3, SMMinMHz: 1755, SMMaxMHz: 1980, PowerMaxW: 309.46, TempMaxC: 52, Reasons: []string{"0x4 (software power cap)"}}, s)
 	md := s.Markdown()
-	for _, want := range []string{"4 samples of 3 GPUs", "SM clock 1755-1980 MHz", "at most 309 W and 52 C", "clock-event reasons: 0x4"} {
+	for _, want := range []string{"4 samples of 3 GPUs", "SM clock 1755-1980 MHz", "at most 309 W and 52 C", "clock-event reasons: 0x4 (software power cap) (idle:"} {
 		assert.Contains(t, md, want)
 	}
 
@@ -41,15 +41,47 @@ func TestParseClocks(t *testing.T) {
 	assert.Empty(t, ClockSummary{}.Markdown(), "nothing sampled, nothing reported")
 }
 
+// TestReasonName names every bit NVML defines, several at once, and bits
+// it does not.
+func TestReasonName(t *testing.T) {
+	for mask, want := range map[uint64]string{
+		0x1:     "0x1 (idle)",
+		0x5:     "0x5 (idle, software power cap)",
+		0x1fe:   "0x1fe (application clocks setting, software power cap, hardware slowdown, sync boost, software thermal slowdown, hardware thermal slowdown, hardware power brake, display clock setting)",
+		0x10008: "0x10008 (hardware slowdown, unknown 0x10000)",
+	} {
+		assert.Equal(t, want, reasonName(mask))
+	}
+}
+
+// TestVisibleGPUs: the sampler follows CUDA_VISIBLE_DEVICES where
+// nvidia-smi -i can, and samples every GPU where it cannot.
+func TestVisibleGPUs(t *testing.T) {
+	for v, want := range map[string]string{
+		"":               "",
+		"0,1":            "0,1",
+		" 2, 3 ":         "2,3",
+		"GPU-cd23b31e,1": "GPU-cd23b31e,1",
+		"MIG-1234":       "",
+		"0,MIG-1234":     "",
+		"-1":             "",
+		"0,":             "",
+	} {
+		assert.Equal(t, want, visibleGPUs(v), "CUDA_VISIBLE_DEVICES=%q", v)
+	}
+}
+
 // TestClockLog runs the sampler on an nvidia-smi stand-in that prints a
-// line every 10 ms until it is interrupted, and on none at all.
+// line every 10 ms until it is interrupted (asked for the GPUs that
+// CUDA_VISIBLE_DEVICES leaves), and on none at all.
 func TestClockLog(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("a shell script stands in for nvidia-smi")
 	}
 	dir := t.TempDir()
+	t.Setenv("CUDA_VISIBLE_DEVICES", "2,3")
 	smi := "#!/bin/sh\n" +
-		`case "$*" in *clocks_event_reasons.active*-lms\ 50*) ;; *) echo "unexpected arguments: $*"; exit 2 ;; esac` + "\n" +
+		`case "$*" in *clocks_event_reasons.active*-lms\ 50\ -i\ 2,3) ;; *) echo "unexpected arguments: $*"; exit 2 ;; esac` + "\n" +
 		"while :; do echo '0, t, 1980 MHz, 2619 MHz, 100.00 W, 40, 0x0000000000000000'; sleep 0.01; done\n"
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "nvidia-smi"), []byte(smi), 0o755))
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH")) // the stand-in first; sleep after it

@@ -104,7 +104,7 @@ func HumanBytes(b int64) string {
 }
 
 // Markdown renders one table per group: time per call in microseconds
-// (slowest rank) as the median and the maximum of the repeats, a cell whose
+// (slowest rank) as the minimum, median and maximum of the repeats, a cell whose
 // maximum exceeds TailFactor times its minimum marked (a median hides a
 // stall; a rule against the median would miss a cell where most repeats
 // stalled), bus bandwidth, and the ratio of irisgen's best
@@ -117,7 +117,7 @@ func Markdown(rows []Row) string {
 		fmt.Fprintf(&b, "### %s\n\n", g.title())
 		b.WriteString("| size |")
 		for _, s := range ss {
-			fmt.Fprintf(&b, " %s us (median / max) |", s)
+			fmt.Fprintf(&b, " %s us (min / median / max) |", s)
 		}
 		b.WriteString(" best irisgen / best baseline (medians) | best busbw GB/s (irisgen, baseline) |\n|---|")
 		for range ss {
@@ -238,13 +238,13 @@ const stallMark = "(!)"
 // times its fastest (false when the range is unknown).
 func (r Row) Stalled() bool { return r.MaxUS > TailFactor*r.MinUS }
 
-// cell is r's time in a table: "median / max", marked when stalled; the
-// median alone where the range is unknown (older CSVs).
+// cell is r's time in a table: "min / median / max", marked when stalled;
+// the median alone where the range is unknown (older CSVs).
 func (r Row) cell() string {
-	if math.IsNaN(r.MaxUS) || r.MaxUS <= 0 {
+	if math.IsNaN(r.MaxUS) || r.MaxUS <= 0 || math.IsNaN(r.MinUS) || r.MinUS <= 0 {
 		return fmt.Sprintf("%.1f", r.TimeUS)
 	}
-	c := fmt.Sprintf("%.1f / %.1f", r.TimeUS, r.MaxUS)
+	c := fmt.Sprintf("%.1f / %.1f / %.1f", r.MinUS, r.TimeUS, r.MaxUS)
 	if r.Stalled() {
 		c += " " + stallMark
 	}
