@@ -567,6 +567,7 @@ func TestLargeOffsets(t *testing.T) {
 func TestPlacementAndAliasing(t *testing.T) {
 	cases := countCases(t)
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
+		// every variant: refusals only, nothing replayed; the shards run it whole
 		for i := range catalogue {
 			vc := &catalogue[i]
 			t.Run(vc.name(), func(t *testing.T) {

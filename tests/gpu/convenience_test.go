@@ -41,6 +41,7 @@ func convenienceRank(r *irisrt.Rank) (int, error) {
 	before := irisimpl.CachedPlans(r)
 	cases, plans := 0, map[string]bool{}
 	autos := map[string]bool{}
+	// every variant: auto and the plan cache span the catalogue; shards run it whole
 	for i := range catalogue {
 		vc := catalogue[i]
 		variants := []string{vc.variant}

@@ -86,6 +86,7 @@ func inBothWorlds(t *testing.T, name string, opts irisrt.Options, perRun int, bo
 
 // catalogueCase is the suite's row of a variant.
 func catalogueCase(coll, variant string) *variantCase {
+	// every variant: a lookup by name
 	for i := range catalogue {
 		if vc := &catalogue[i]; vc.coll == coll && vc.variant == variant {
 			return vc
@@ -202,6 +203,7 @@ func timeoutRank(r *irisrt.Rank) error {
 // correctAllReduce checks every all_reduce variant (bf16 sum, 4099
 // elements, every barrier mode).
 func correctAllReduce(r *irisrt.Rank) error {
+	// every variant: all_reduce's, as the fault tests choose
 	for i := range catalogue {
 		vc := &catalogue[i]
 		if vc.coll != "all_reduce" {

@@ -67,6 +67,7 @@ func groupsRankCount(r *irisrt.Rank) (int, error) {
 		return 0, errors.Join(err, a.Close())
 	}
 	run := func() error {
+		// every variant: groups are one case a variant; shards run TestGroups whole
 		for i := range catalogue {
 			vc := &catalogue[i]
 			for _, g := range []*irisrt.Rank{a, b} {

@@ -618,6 +618,7 @@ func checkParamRules(r *irisrt.Rank, pc *paramCase) error {
 func TestParamRules(t *testing.T) {
 	cases := countCases(t)
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
+		// every variant: refusals only; the shard that runs TestParamRules runs it whole
 		for i := range paramCatalogue {
 			pc := &paramCatalogue[i]
 			t.Run(pc.name(), func(t *testing.T) {

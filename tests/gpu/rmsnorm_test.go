@@ -466,6 +466,7 @@ func boolUint(b bool) uint64 {
 func TestRMSNormRules(t *testing.T) {
 	cases := countCases(t)
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
+		// every variant: refusals only; no shard splits the rmsnorm variants
 		for i := range normCatalogue {
 			nc := &normCatalogue[i]
 			t.Run(nc.name(), func(t *testing.T) {
@@ -660,6 +661,7 @@ func normReplays(r *irisrt.Rank, nc *normCase, eps float32, rounds int) error {
 // captured with 1e-6. It returns the rounds it checked.
 func normCaptureRank(r *irisrt.Rank) (int, error) {
 	checked := 0
+	// every variant: no shard splits the rmsnorm variants
 	for i := range normCatalogue {
 		nc := &normCatalogue[i]
 		for _, eps := range normEps {

@@ -600,3 +600,61 @@ func TestRunShResultLines(t *testing.T) {
 	expect(run([]string{"CUTME=1"}, "full", "moe"), map[string]string{"failed": "1", "result": "CUT"})
 	expect(run([]string{"CUTME=1", "SANERR=1"}, "sanitize", "memcheck-moe"), map[string]string{"result": "FAIL"})
 }
+
+// TestMatrixLoopsFilter: every loop of the suite over one of its matrices
+// (catalogue, paramCatalogue, normCatalogue) honours the shards' variant
+// filters (IRISGEN_TEST_VARIANTS, IRISGEN_TEST_SKIP_VARIANTS: it calls
+// variantSelected) or says why it takes every variant, in a comment on the
+// line above it that starts "every variant:". TestParamCapture's loop did
+// neither, so initcheck-capture replayed the copy-engine variants its shard
+// leaves out, and hung there (2026-11-27).
+func TestMatrixLoopsFilter(t *testing.T) {
+	matrices := []string{"catalogue", "paramCatalogue", "normCatalogue"}
+	names, err := filepath.Glob("*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	loops := 0
+	for _, name := range names {
+		if readHead(t, name) != "//go:build gpu" {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reasoned := map[int]bool{} // lines below a comment that says "every variant:"
+		for _, cg := range f.Comments {
+			if strings.HasPrefix(cg.List[len(cg.List)-1].Text, "// every variant:") {
+				reasoned[fset.Position(cg.End()).Line+1] = true
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			rs, ok := n.(*ast.RangeStmt)
+			if !ok {
+				return true
+			}
+			if id, ok := rs.X.(*ast.Ident); !ok || !slices.Contains(matrices, id.Name) {
+				return true
+			}
+			loops++
+			filters := false
+			ast.Inspect(rs.Body, func(n ast.Node) bool {
+				if c, ok := n.(*ast.CallExpr); ok {
+					if id, ok := c.Fun.(*ast.Ident); ok && id.Name == "variantSelected" {
+						filters = true
+					}
+				}
+				return !filters
+			})
+			if at := fset.Position(rs.Pos()); !filters && !reasoned[at.Line] {
+				t.Errorf("%s: a loop over %s neither calls variantSelected nor says why it takes every variant (a comment on the line above: \"// every variant: ...\")", at, rs.X)
+			}
+			return true
+		})
+	}
+	if loops < 20 {
+		t.Fatalf("found %d loops over the matrices: the parse is broken", loops)
+	}
+}

@@ -498,12 +498,15 @@ var ownTests = map[string]string{
 // needs no GPU; `make test` runs it.
 func TestSuiteCoversEveryVariant(t *testing.T) {
 	covered := map[string]string{}
+	// every variant: what the matrices hold, not what a shard runs
 	for i := range catalogue {
 		covered[catalogue[i].name()] = "catalogue"
 	}
+	// every variant: as above
 	for i := range paramCatalogue {
 		covered[paramCatalogue[i].name()] = "paramCatalogue"
 	}
+	// every variant: as above
 	for i := range normCatalogue {
 		covered[normCatalogue[i].name()] = "normCatalogue"
 	}
