@@ -41,6 +41,8 @@
 #                        IRISGEN_TEST_WORLDS=2 on 2 x LANES GPUs or more, the
 #                        shards are dealt to LANES runs, each on its own pair
 #                        (on 4 GPUs, a 2-GPU tier in up to half the time)
+#   GRAPH_WAIT_LIMIT     seconds for each run of $BUILD/graph_wait, the tool's
+#                        own check before initcheck-capture-copy (default 60)
 #   COMPUTE_SANITIZER    the sanitizer (default: compute-sanitizer on PATH or
 #                        under /usr/local/cuda*/bin)
 #   KERNELS_ONLY=1       compile the code objects here with the carried
@@ -257,6 +259,7 @@ shard_steps() {
       # As processes first, a sanitizer to a rank, then in-process, one
       # sanitizer for every rank (where they hung): the two tell a limit
       # of the tool from a fault of the copies.
+      graph_wait
       procs capture-copy-processes '^TestProcessWorld$' IRISGEN_TEST_PARTS=capture IRISGEN_TEST_VARIANTS="$COPY_VARIANTS"
       gotest capture-copy "$COPY_CAPTURE" '' IRISGEN_TEST_VARIANTS="$COPY_VARIANTS"
       ;;
@@ -445,6 +448,33 @@ procs_cmd() {
   for w in ${WORLDS//,/ }; do
     step "$name-w$w" cmd processes -- "${@/#WORLD/$w}"
   done
+}
+
+# graph_wait: $BIN/graph_wait (tests/gpu/sanitizer/graph_wait.cu, built by
+# make gpu-kernels; two GPUs' graphs that wait on flags the other writes,
+# with no irisgen code) plainly and under the shard's sanitizer,
+# GRAPH_WAIT_LIMIT seconds each (60), its verdict in the shard's log: a
+# hang under the sanitizer alone is the tool's, whatever the copy variants'
+# replays do after it. Not tallied: it tests the tool, not irisgen.
+graph_wait() {
+  [ -n "$DESCRIBE" ] && return
+  local bin=$BIN/graph_wait how rc verdict="" lim=${GRAPH_WAIT_LIMIT:-60}
+  if [ ! -x "$bin" ]; then
+    note "== graph_wait: $bin not built (make gpu-kernels builds it): no verdict on the tool"
+    return
+  fi
+  for how in plain sanitizer; do
+    local run=("$bin" 10)
+    [ "$how" = sanitizer ] && run=("${SAN[@]}" "$bin" 10)
+    timeout -k 5 "$lim" "${run[@]}" >>"$SHARD_LOG" 2>&1
+    rc=$?
+    case $rc in
+    0) verdict+="${verdict:+; }$how: ok" ;;
+    124 | 137) verdict+="${verdict:+; }$how: hung (stopped after $lim s)" ;;
+    *) verdict+="${verdict:+; }$how: failed (exit $rc)" ;;
+    esac
+  done
+  note "== graph_wait (the tool alone, no irisgen code): $verdict"
 }
 
 # run_shard TIER NAME: one shard, its result line and files.

@@ -393,7 +393,7 @@ while [ $# -gt 0 ]; do case $1 in -i) ids=$(tr , ' ' <<<"$2"); shift ;; --query-
 for i in $ids; do case $q in
 index) echo $i ;; name) echo "NVIDIA H100 80GB HBM3" ;; driver*) echo 580.159.04 ;; esac; done`,
 		"bin/compute-sanitizer": `while [ "${1#-}" != "$1" ]; do shift 2; done
-"$@"; rc=$?
+FAKE_SAN=1 "$@"; rc=$?
 echo "========= ERROR SUMMARY: ${SANERR:-0} errors"
 [ "${SANERR:-0}" = 0 ] || exit 3
 exit $rc`,
@@ -530,6 +530,41 @@ func TestRunShLanes(t *testing.T) {
 	}
 	if log, results, err := run("FAKE_GPUS=2"); err == nil || len(results) != 0 || !strings.Contains(log, "want IRISGEN_TEST_WORLDS=2 and 4 GPUs or more") {
 		t.Errorf("LANES=2 on 2 GPUs: %v, %d result lines, want a refusal:\n%s", err, len(results), log)
+	}
+}
+
+// TestRunShGraphWait: initcheck-capture-copy first runs graph_wait plainly
+// and under the sanitizer and says in its log which of them hung; without
+// the program it says so, and the shard runs on either way.
+func TestRunShGraphWait(t *testing.T) {
+	t.Parallel()
+	dir := fakeToolsDir(t)
+	env := []string{"WANTROUNDS=10", "GRAPH_WAIT_LIMIT=2", "HANG_UNDER_SANITIZER=1"}
+	got := runSh(t, dir, env, "sanitize", "initcheck-capture-copy")
+	expectFields(t, got, map[string]string{"result": "PASS"})
+	if !strings.Contains(got["log"], "graph_wait: ") || !strings.Contains(got["log"], "not built") {
+		t.Errorf("without build/graph_wait the log should say it is not built:\n%s", got["log"])
+	}
+	gw := "[ -n \"${FAKE_SAN:-}\" ] && [ -n \"${HANG_UNDER_SANITIZER:-}\" ] && exec sleep 30\necho 'eager ok'; echo 'graph ok (10 rounds)'\n"
+	if err := os.WriteFile(filepath.Join(dir, "build", "graph_wait"), []byte("#!/usr/bin/env bash\n"+gw), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		env  []string
+		want string
+	}{
+		{env, "plain: ok; sanitizer: hung (stopped after 2 s)"},
+		{env[:1], "plain: ok; sanitizer: ok"},
+	} {
+		got := runSh(t, dir, c.env, "sanitize", "initcheck-capture-copy")
+		expectFields(t, got, map[string]string{"result": "PASS"})
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(got["path"]), "log-sanitize-initcheck-capture-copy.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "== graph_wait (the tool alone, no irisgen code): " + c.want; !strings.Contains(string(b), want) || !strings.Contains(got["log"], want) {
+			t.Errorf("env %v: want %q in the shard's log and run.sh's output:\n%s", c.env, want, got["log"])
+		}
 	}
 }
 
