@@ -7,12 +7,12 @@
 // in rank order: out[t] = sum over j of weights[t,j] * (output of expert
 // ids[t,j] for token t).
 //
-// Spec hash 1985784458ef0ddd: the Go wrappers carry the same value, and the runtime
+// Spec hash 48d7ca5bbbc937f8: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_moe_combine[] = "1985784458ef0ddd";
+extern "C" __device__ const char irisgen_spec_hash_moe_combine[] = "48d7ca5bbbc937f8";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.
@@ -50,59 +50,108 @@ IRISGEN_DEV void store_f32(T* p, const float* f, unit<U>) { irisgen::vstore(p, i
 template <typename T>
 IRISGEN_DEV void store_f32(T* p, const float* f, unit<1>) { *p = irisgen::from_f32<T>(f[0]); }
 
+// Q is how many units a thread sums at once: their loads of one expert's
+// rows (or of one rank's rows) are issued together, so that a thread has Q
+// loads in flight instead of one (a thread a unit left HBM waiting on one
+// load after another: latency, not bandwidth, set the time).
+constexpr int Q = 4;
+
 // expert_sums stores, for every row of every source (n[s] rows from source
 // s), the weighted sum of its local experts' outputs into back[s] at the
-// row's token; the grid's threads share the units of U elements.
+// row's token; the grid's threads share the units of U elements, Q at a
+// time. The sources are taken in ring order from the next rank (this
+// rank's own last), so the ranks store into different peers at once: in
+// rank order every rank stored into rank 0 first, the other ranks' links
+// idle.
 template <typename T, int U>
 IRISGEN_DEV void expert_sums(T* const* back, const T* y, const int64_t* rid, const float* rw, const int64_t* src, const int64_t* n,
-                             int w, int64_t toks, int64_t hid, int64_t kk, int64_t cap) {
-  const int64_t per_row = hid / U, plane = (int64_t)w * cap * hid;
+                             int w, int me, int64_t toks, int64_t hid, int64_t kk, int64_t cap) {
+  const int64_t per_row = hid / U, plane = (int64_t)w * cap * hid, nt = irisgen::thread_count();
   int64_t rows = 0;
   for (int s = 0; s < w; s++) rows += n[s];
-  for (int64_t u = irisgen::thread_id(); u < rows * per_row; u += irisgen::thread_count()) {
-    int64_t r = u / per_row;
-    const int64_t e0 = (u - r * per_row) * U;
-    int s = 0;
-    while (r >= n[s]) r -= n[s++];
-    const int64_t row = (int64_t)s * cap + r;
-    const int64_t tok = src[row];
-    if (tok < 0 || tok >= toks) continue;  // not a row dispatch wrote
-    float acc[U];
+  const int64_t units = rows * per_row;
+  for (int64_t u0 = irisgen::thread_id(); u0 < units; u0 += nt * Q) {
+    int64_t ent[Q], off[Q], at[Q];  // the row's first entry, the unit's offset in a plane of y and in back[to[q]] (-1: none)
+    int to[Q];
+    float acc[Q][U];
 #pragma unroll
-    for (int e = 0; e < U; e++) acc[e] = 0.f;
-    for (int64_t j = 0; j < kk; j++) {
-      if (rid[row * kk + j] < 0) continue;  // that expert lives elsewhere
-      const float wt = rw[row * kk + j];
-      float f[U];
-      load_f32(y + j * plane + row * hid + e0, f, unit<U>());
+    for (int q = 0; q < Q; q++) {
+      const int64_t u = u0 + q * nt;
+      ent[q] = 0, off[q] = 0, at[q] = -1, to[q] = 0;
 #pragma unroll
-      for (int e = 0; e < U; e++) acc[e] += wt * f[e];
+      for (int e = 0; e < U; e++) acc[q][e] = 0.f;
+      if (u >= units) continue;
+      int64_t r = u / per_row;
+      const int64_t e0 = (u - r * per_row) * U;
+      int s = (me + 1) % w;
+      while (r >= n[s]) {
+        r -= n[s];
+        s = (s + 1) % w;
+      }
+      const int64_t row = (int64_t)s * cap + r;
+      const int64_t tok = src[row];
+      if (tok >= 0 && tok < toks) at[q] = tok * hid + e0;  // else not a row dispatch wrote
+      ent[q] = row * kk, off[q] = row * hid + e0, to[q] = s;
     }
-    store_f32(back[s] + tok * hid + e0, acc, unit<U>());
+    for (int64_t j = 0; j < kk; j++) {
+      float f[Q][U], wt[Q];
+      bool use[Q];
+#pragma unroll
+      for (int q = 0; q < Q; q++) {
+        use[q] = at[q] >= 0 && rid[ent[q] + j] >= 0;  // -1: that expert lives elsewhere
+        if (use[q]) {
+          wt[q] = rw[ent[q] + j];
+          load_f32(y + j * plane + off[q], f[q], unit<U>());
+        }
+      }
+#pragma unroll
+      for (int q = 0; q < Q; q++)
+        if (use[q])
+#pragma unroll
+          for (int e = 0; e < U; e++) acc[q][e] += wt[q] * f[q][e];
+    }
+#pragma unroll
+    for (int q = 0; q < Q; q++)
+      if (at[q] >= 0) store_f32(back[to[q]] + at[q], acc[q], unit<U>());
   }
 }
 
 // token_sums stores into out, for every token, the sum in rank order of the
-// rows back[p][t] of the ranks p the token went to.
+// rows back[p][t] of the ranks p the token went to; Q units a thread at once.
 template <typename T, int U>
 IRISGEN_DEV void token_sums(T* out, const T* back, const int64_t* sent, int w, int64_t toks, int64_t hid) {
-  const int64_t per_row = hid / U;
-  for (int64_t u = irisgen::thread_id(); u < toks * per_row; u += irisgen::thread_count()) {
-    const int64_t t = u / per_row, e0 = (u - t * per_row) * U;
-    float acc[U];
+  const int64_t per_row = hid / U, units = toks * per_row, nt = irisgen::thread_count();
+  for (int64_t u0 = irisgen::thread_id(); u0 < units; u0 += nt * Q) {
+    int64_t t[Q], at[Q];  // at: the unit's offset in a token row block, -1 for none
+    float acc[Q][U];
 #pragma unroll
-    for (int e = 0; e < U; e++) acc[e] = 0.f;
-    for (int p = 0; p < w; p++) {
-      if (sent[t * w + p] < 0) continue;  // no expert of t there
-      float f[U];
-      load_f32(back + ((int64_t)p * toks + t) * hid + e0, f, unit<U>());
+    for (int q = 0; q < Q; q++) {
+      const int64_t u = u0 + q * nt;
+      t[q] = u < units ? u / per_row : 0;
+      at[q] = u < units ? t[q] * hid + (u - t[q] * per_row) * U : -1;
 #pragma unroll
-      for (int e = 0; e < U; e++) acc[e] += f[e];
+      for (int e = 0; e < U; e++) acc[q][e] = 0.f;
     }
-    store_f32(out + t * hid + e0, acc, unit<U>());
+    for (int p = 0; p < w; p++) {
+      float f[Q][U];
+      bool use[Q];
+#pragma unroll
+      for (int q = 0; q < Q; q++) {
+        use[q] = at[q] >= 0 && sent[t[q] * w + p] >= 0;  // else no expert of t there
+        if (use[q]) load_f32(back + (int64_t)p * toks * hid + at[q], f[q], unit<U>());
+      }
+#pragma unroll
+      for (int q = 0; q < Q; q++)
+        if (use[q])
+#pragma unroll
+          for (int e = 0; e < U; e++) acc[q][e] += f[q][e];
+    }
+#pragma unroll
+    for (int q = 0; q < Q; q++)
+      if (at[q] >= 0) store_f32(out + at[q], acc[q], unit<U>());
   }
 }
-#line 106 "internal/gen/hip/moe_combine.hip"
+#line 155 "internal/gen/hip/moe_combine.hip"
 }  // namespace irisgen_moe_combine_push_prelude
 
 extern "C" __global__ void __launch_bounds__(512)
@@ -112,7 +161,7 @@ irisgen_moe_combine_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_ar
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 79 "github.com/irisgen/irisgen/templates/moe_combine_push.hip.tmpl"
+#line 128 "github.com/irisgen/irisgen/templates/moe_combine_push.hip.tmpl"
   const int64_t toks = irisgen_a.s_t, hid = irisgen_a.s_h, kk = irisgen_a.s_k, cap = irisgen_a.s_cap;
   const int w = ctx.world, me = ctx.rank;
   const T* y = ((const irisgen_bf16*)irisgen_a.t_expert_out);
@@ -134,13 +183,13 @@ irisgen_moe_combine_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_ar
   if (!irisgen::sync(ctx)) return;
   constexpr int N = irisgen::vec<T>::N;
   const bool vec = (hid * (int64_t)sizeof(T)) % 16 == 0 && irisgen::aligned16(y) && irisgen::aligned16(mine) && irisgen::aligned16(out);
-  if (vec) expert_sums<T, N>(back, y, rid, rw, src, n, w, toks, hid, kk, cap);
-  else expert_sums<T, 1>(back, y, rid, rw, src, n, w, toks, hid, kk, cap);
+  if (vec) expert_sums<T, N>(back, y, rid, rw, src, n, w, me, toks, hid, kk, cap);
+  else expert_sums<T, 1>(back, y, rid, rw, src, n, w, me, toks, hid, kk, cap);
   // Every rank's sums are back home.
   if (!irisgen::grid_sync(ctx, true)) return;
   if (vec) token_sums<T, N>(out, mine, sent, w, toks, hid);
   else token_sums<T, 1>(out, mine, sent, w, toks, hid);
-#line 144 "internal/gen/hip/moe_combine.hip"
+#line 193 "internal/gen/hip/moe_combine.hip"
   }();
   irisgen::end(ctx);
 }
@@ -152,7 +201,7 @@ irisgen_moe_combine_push_f16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 79 "github.com/irisgen/irisgen/templates/moe_combine_push.hip.tmpl"
+#line 128 "github.com/irisgen/irisgen/templates/moe_combine_push.hip.tmpl"
   const int64_t toks = irisgen_a.s_t, hid = irisgen_a.s_h, kk = irisgen_a.s_k, cap = irisgen_a.s_cap;
   const int w = ctx.world, me = ctx.rank;
   const T* y = ((const irisgen_f16*)irisgen_a.t_expert_out);
@@ -174,13 +223,13 @@ irisgen_moe_combine_push_f16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
   if (!irisgen::sync(ctx)) return;
   constexpr int N = irisgen::vec<T>::N;
   const bool vec = (hid * (int64_t)sizeof(T)) % 16 == 0 && irisgen::aligned16(y) && irisgen::aligned16(mine) && irisgen::aligned16(out);
-  if (vec) expert_sums<T, N>(back, y, rid, rw, src, n, w, toks, hid, kk, cap);
-  else expert_sums<T, 1>(back, y, rid, rw, src, n, w, toks, hid, kk, cap);
+  if (vec) expert_sums<T, N>(back, y, rid, rw, src, n, w, me, toks, hid, kk, cap);
+  else expert_sums<T, 1>(back, y, rid, rw, src, n, w, me, toks, hid, kk, cap);
   // Every rank's sums are back home.
   if (!irisgen::grid_sync(ctx, true)) return;
   if (vec) token_sums<T, N>(out, mine, sent, w, toks, hid);
   else token_sums<T, 1>(out, mine, sent, w, toks, hid);
-#line 184 "internal/gen/hip/moe_combine.hip"
+#line 233 "internal/gen/hip/moe_combine.hip"
   }();
   irisgen::end(ctx);
 }
@@ -192,7 +241,7 @@ irisgen_moe_combine_push_f32(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 79 "github.com/irisgen/irisgen/templates/moe_combine_push.hip.tmpl"
+#line 128 "github.com/irisgen/irisgen/templates/moe_combine_push.hip.tmpl"
   const int64_t toks = irisgen_a.s_t, hid = irisgen_a.s_h, kk = irisgen_a.s_k, cap = irisgen_a.s_cap;
   const int w = ctx.world, me = ctx.rank;
   const T* y = ((const float*)irisgen_a.t_expert_out);
@@ -214,13 +263,13 @@ irisgen_moe_combine_push_f32(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
   if (!irisgen::sync(ctx)) return;
   constexpr int N = irisgen::vec<T>::N;
   const bool vec = (hid * (int64_t)sizeof(T)) % 16 == 0 && irisgen::aligned16(y) && irisgen::aligned16(mine) && irisgen::aligned16(out);
-  if (vec) expert_sums<T, N>(back, y, rid, rw, src, n, w, toks, hid, kk, cap);
-  else expert_sums<T, 1>(back, y, rid, rw, src, n, w, toks, hid, kk, cap);
+  if (vec) expert_sums<T, N>(back, y, rid, rw, src, n, w, me, toks, hid, kk, cap);
+  else expert_sums<T, 1>(back, y, rid, rw, src, n, w, me, toks, hid, kk, cap);
   // Every rank's sums are back home.
   if (!irisgen::grid_sync(ctx, true)) return;
   if (vec) token_sums<T, N>(out, mine, sent, w, toks, hid);
   else token_sums<T, 1>(out, mine, sent, w, toks, hid);
-#line 224 "internal/gen/hip/moe_combine.hip"
+#line 273 "internal/gen/hip/moe_combine.hip"
   }();
   irisgen::end(ctx);
 }
