@@ -17,6 +17,12 @@ HIPCC_ARCH ?= gfx90a,gfx940
 # GPU test binaries: <package dir>:<binary name>. The GPU suite's owner adds
 # packages here; tests/gpu/run.sh runs $(BUILD)/<name>.test.
 GPU_TESTS ?= ./runtime/gpu:platform ./tests/gpu:gpu
+# The GPUs of make gpu-kernels, test-gpu and bench: cuda (nvcc), or hip
+# (ROCm's hipcc) when IRISGEN_PLATFORM=hip, as the runtime picks its
+# platform; GPU_ARCH, when set, the targets (default: irisgen kernels').
+GPU_PLATFORM ?= $(if $(filter hip,$(IRISGEN_PLATFORM)),hip,cuda)
+GPU_ARCH     ?=
+GPU_KERNELS  := -platform $(GPU_PLATFORM) $(if $(GPU_ARCH),-arch $(GPU_ARCH))
 # The GPU suite's tier and shard (tests/gpu/run.sh -list shows them).
 TIER  ?= quick
 SHARD ?= all
@@ -40,8 +46,8 @@ help:
 	@echo "make test            go vet, go test -race, irisgen check, every kernel built by $(HIP_CLANG) ($(HIP_ARCH)) and hipcc ($(HIPCC_ARCH)), tests/downstream"
 	@echo "make test-downstream only tests/downstream: go generate + check, vet, test, AMD compile of its kernels ($(HIP_ARCH))"
 	@echo "make gpu-build       build irisgen, irisgen-gpu, the GPU test binaries and the downstream programs into $(BUILD)/ (they embed the kernels built so far)"
-	@echo "make gpu-kernels     compile every kernel with nvcc next to its generated package (this repository's, the bench's compute kernel's and tests/downstream's)"
-	@echo "make test-gpu        gpu-kernels, gpu-build, then tests/gpu/run.sh TIER SHARD (TIER=$(TIER): quick, full, sanitize; SHARD=$(SHARD); needs nvcc and GPUs; docs/testing-gpu.md)"
+	@echo "make gpu-kernels     compile every kernel for GPU_PLATFORM=$(GPU_PLATFORM) (cuda: nvcc; hip: hipcc, with IRISGEN_PLATFORM=hip) next to its generated package (this repository's, the bench's compute kernel's and tests/downstream's); GPU_ARCH picks the targets"
+	@echo "make test-gpu        gpu-kernels, gpu-build, then tests/gpu/run.sh TIER SHARD (TIER=$(TIER): quick, full, sanitize; SHARD=$(SHARD); needs nvcc or hipcc and GPUs; docs/testing-gpu.md)"
 	@echo "make bench           gpu-build, then irisgen bench beside NCCL and torch symmetric memory into $(BUILD)/bench (needs GPUs)"
 	@echo "make clean           remove $(BUILD)/ and the compiled kernels"
 
@@ -113,24 +119,28 @@ gpu-build:
 		$(GO) test -c -tags gpu -o $(BUILD)/$$name.test $$pkg; \
 	done
 
-# nvcc code objects next to each generated package, so that the binaries of
-# gpu-build embed them.
+# Code objects for the machine's GPUs (GPU_PLATFORM) next to each generated
+# package, so that the binaries of gpu-build embed them; on NVIDIA also
+# graph_wait, the sanitizer check of initcheck-capture-copy (run.sh).
 gpu-kernels:
-	$(IRISGEN) kernels -platform cuda
-	$(IRISGEN) kernels -config $(COMPUTE) -platform cuda
-	cd $(DOWNSTREAM) && $(GO) tool irisgen kernels -platform cuda
+	$(IRISGEN) kernels $(GPU_KERNELS)
+	$(IRISGEN) kernels -config $(COMPUTE) $(GPU_KERNELS)
+	cd $(DOWNSTREAM) && $(GO) tool irisgen kernels $(GPU_KERNELS)
+ifeq ($(GPU_PLATFORM),cuda)
 	@mkdir -p $(BUILD)
 	nvcc -O2 -o $(BUILD)/graph_wait tests/gpu/sanitizer/graph_wait.cu -lcuda
+endif
 
 test-gpu: gpu-kernels
 	$(MAKE) gpu-build
 	BUILD=$(BUILD) tests/gpu/run.sh $(TIER) $(SHARD)
 
-# The benchmark: nvcc kernels, then irisgen bench on every GPU of the machine
-# (tables, CSV and plots in $(BUILD)/bench; see docs/performance.md).
+# The benchmark: kernels for the machine's GPUs, then irisgen bench on every
+# GPU of the machine (tables, CSV and plots in $(BUILD)/bench; see
+# docs/performance.md).
 bench: gpu-build
-	$(BUILD)/irisgen kernels -platform cuda -kernels-out $(BUILD)/kernels
-	$(BUILD)/irisgen kernels -config $(COMPUTE) -platform cuda -kernels-out $(BUILD)/kernels
+	$(BUILD)/irisgen kernels $(GPU_KERNELS) -kernels-out $(BUILD)/kernels
+	$(BUILD)/irisgen kernels -config $(COMPUTE) $(GPU_KERNELS) -kernels-out $(BUILD)/kernels
 	IRISGEN_KERNELS=$(abspath $(BUILD))/kernels $(BUILD)/irisgen bench -out $(BUILD)/bench
 
 clean:
