@@ -534,8 +534,9 @@ func TestRunShLanes(t *testing.T) {
 }
 
 // TestRunShGraphWait: initcheck-capture-copy first runs graph_wait plainly
-// and under the sanitizer and says in its log which of them hung; without
-// the program it says so, and the shard runs on either way.
+// and under the sanitizer and says in its log which of them hung; when the
+// sanitizer alone hangs, the shard's replays are not run (TOOL_LIMIT);
+// otherwise, and without the program (which the log says), they run.
 func TestRunShGraphWait(t *testing.T) {
 	t.Parallel()
 	dir := fakeToolsDir(t)
@@ -545,19 +546,25 @@ func TestRunShGraphWait(t *testing.T) {
 	if !strings.Contains(got["log"], "graph_wait: ") || !strings.Contains(got["log"], "not built") {
 		t.Errorf("without build/graph_wait the log should say it is not built:\n%s", got["log"])
 	}
-	gw := "[ -n \"${FAKE_SAN:-}\" ] && [ -n \"${HANG_UNDER_SANITIZER:-}\" ] && exec sleep 30\necho 'eager ok'; echo 'graph ok (10 rounds)'\n"
+	gw := "[ -n \"${HANG_PLAIN:-}\" ] && exec sleep 30\n[ -n \"${FAKE_SAN:-}\" ] && [ -n \"${HANG_UNDER_SANITIZER:-}\" ] && exec sleep 30\necho 'eager ok'; echo 'graph ok (10 rounds)'\n"
 	if err := os.WriteFile(filepath.Join(dir, "build", "graph_wait"), []byte("#!/usr/bin/env bash\n"+gw), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		env  []string
-		want string
+		env          []string
+		want, result string
 	}{
-		{env, "plain: ok; sanitizer: hung (stopped after 2 s)"},
-		{env[:1], "plain: ok; sanitizer: ok"},
+		// The tool hangs without irisgen: the replays are not run.
+		{env, "plain: ok; sanitizer: hung (stopped after 2 s)", "TOOL_LIMIT"},
+		{env[:1], "plain: ok; sanitizer: ok", "PASS"},
+		// Plainly hung too: not the tool's; the shard runs.
+		{append(env, "HANG_PLAIN=1"), "plain: hung (stopped after 2 s); sanitizer: hung (stopped after 2 s)", "PASS"},
 	} {
 		got := runSh(t, dir, c.env, "sanitize", "initcheck-capture-copy")
-		expectFields(t, got, map[string]string{"result": "PASS"})
+		expectFields(t, got, map[string]string{"result": c.result})
+		if ran := got["tests"] != "0"; ran != (c.result != "TOOL_LIMIT") {
+			t.Errorf("env %v: tests=%s: the replays should run unless the tool hangs alone", c.env, got["tests"])
+		}
 		b, err := os.ReadFile(filepath.Join(filepath.Dir(got["path"]), "log-sanitize-initcheck-capture-copy.txt"))
 		if err != nil {
 			t.Fatal(err)
