@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"runtime"
@@ -129,6 +130,9 @@ func visibleGPUs(v string) string {
 	return strings.ReplaceAll(v, " ", "")
 }
 
+// idleBit is NVML's clock-event reason of a GPU without work.
+const idleBit = 0x1
+
 // reasonBits names NVML's clock-event reason bits (nvmlClocksEventReason*).
 var reasonBits = []struct {
 	bit  uint64
@@ -172,9 +176,10 @@ func readClocks(path string) (ClockSummary, error) {
 // ClockSummary is what a clock log saw over every GPU and sample.
 type ClockSummary struct {
 	Samples            int      // lines read
+	Idle               int      // samples of a GPU without work (reason bit 0x1), left out of the SM clock's range
 	Unread             int      // lines without a value to read (N/A, a message)
 	GPUs               int      // distinct GPU indices
-	SMMinMHz, SMMaxMHz int      // the SM clock's range
+	SMMinMHz, SMMaxMHz int      // the SM clock's range while busy (of every sample when all were idle)
 	PowerMaxW          float64  // the most any GPU drew
 	TempMaxC           int      // the hottest any GPU ran
 	Reasons            []string // the clock-event reason masks seen other than none (0x0), with their bits' names
@@ -183,6 +188,7 @@ type ClockSummary struct {
 // ParseClocks reads a clock log's CSV (clockQuery's fields, no header).
 func ParseClocks(r io.Reader) (ClockSummary, error) {
 	var s ClockSummary
+	busyMin, busyMax, idleMin, idleMax := math.MaxInt, 0, math.MaxInt, 0
 	gpus := map[string]bool{}
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
@@ -206,19 +212,30 @@ func ParseClocks(r io.Reader) (ClockSummary, error) {
 			s.Unread++
 			continue
 		}
-		if s.Samples == 0 || sm < s.SMMinMHz {
-			s.SMMinMHz = sm
+		// An idle GPU's clock drops on its own: its samples say nothing of
+		// what a run's load did to the clock.
+		if reason&idleBit != 0 {
+			idleMin, idleMax = min(idleMin, sm), max(idleMax, sm)
+			s.Idle++
+		} else {
+			busyMin, busyMax = min(busyMin, sm), max(busyMax, sm)
 		}
-		s.SMMaxMHz = max(s.SMMaxMHz, sm)
 		s.PowerMaxW = max(s.PowerMaxW, power)
 		s.TempMaxC = max(s.TempMaxC, temp)
-		if r := reasonName(reason); reason != 0 && !slices.Contains(s.Reasons, r) {
+		if r := reasonName(reason &^ idleBit); reason&^idleBit != 0 && !slices.Contains(s.Reasons, r) {
 			s.Reasons = append(s.Reasons, r)
 		}
 		gpus[f[0]] = true
 		s.Samples++
 	}
 	s.GPUs = len(gpus)
+	s.SMMinMHz, s.SMMaxMHz = busyMin, busyMax
+	if s.Idle == s.Samples {
+		s.SMMinMHz, s.SMMaxMHz = idleMin, idleMax
+	}
+	if s.Samples == 0 {
+		s.SMMinMHz, s.SMMaxMHz = 0, 0
+	}
 	return s, sc.Err()
 }
 
@@ -230,9 +247,16 @@ func (s ClockSummary) Markdown() string {
 	}
 	reasons := "none"
 	if len(s.Reasons) > 0 {
-		reasons = strings.Join(s.Reasons, "; ") + " (idle: a GPU without work; a power, thermal, slowdown or sync-boost reason lowers the clock under load)"
+		reasons = strings.Join(s.Reasons, "; ") + " (a power, thermal, slowdown or sync-boost reason lowers the clock under load)"
+	}
+	busy := "busy"
+	switch {
+	case s.Idle == s.Samples:
+		busy = "every sample idle"
+	case s.Idle > 0:
+		busy = fmt.Sprintf("busy; %d idle samples left out", s.Idle)
 	}
 	return fmt.Sprintf("### Clocks during the run (clocks.csv)\n\n"+
-		"%d samples of %d GPUs, every 50 ms: SM clock %d-%d MHz, at most %.0f W and %d C; clock-event reasons: %s.\n\n",
-		s.Samples, s.GPUs, s.SMMinMHz, s.SMMaxMHz, s.PowerMaxW, s.TempMaxC, reasons)
+		"%d samples of %d GPUs, every 50 ms: SM clock %d-%d MHz (%s), at most %.0f W and %d C; clock-event reasons other than idle: %s.\n\n",
+		s.Samples, s.GPUs, s.SMMinMHz, s.SMMaxMHz, busy, s.PowerMaxW, s.TempMaxC, reasons)
 }

@@ -31,13 +31,28 @@ func TestParseClocks(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ClockSummary{Samples: 4, Unread: 2, GPUs: 3, SMMinMHz: 1755, SMMaxMHz: 1980, PowerMaxW: 309.46, TempMaxC: 52, Reasons: []string{"0x4 (software power cap)"}}, s)
 	md := s.Markdown()
-	for _, want := range []string{"4 samples of 3 GPUs", "SM clock 1755-1980 MHz", "at most 309 W and 52 C", "clock-event reasons: 0x4 (software power cap) (idle:"} {
+	for _, want := range []string{"4 samples of 3 GPUs", "SM clock 1755-1980 MHz (busy)", "at most 309 W and 52 C", "clock-event reasons other than idle: 0x4 (software power cap) (a power"} {
 		assert.Contains(t, md, want)
 	}
 
 	steady, err := ParseClocks(strings.NewReader("0, t, 1980 MHz, 2619 MHz, 156.53 W, 44, 0x0000000000000000\n"))
 	require.NoError(t, err)
-	assert.Contains(t, steady.Markdown(), "clock-event reasons: none.")
+	assert.Contains(t, steady.Markdown(), "clock-event reasons other than idle: none.")
+
+	// Idle samples (two GPUs a world of 2 did not use, on 4 H100s,
+	// 2026-11-27) are left out of the SM clock's range and counted; an
+	// idle GPU under a power cap still shows the cap.
+	idle := "0, t, 1980 MHz, 2619 MHz, 150.00 W, 40, 0x0000000000000000\n" +
+		"2, t, 345 MHz, 2619 MHz, 70.00 W, 30, 0x0000000000000001\n" +
+		"3, t, 345 MHz, 2619 MHz, 70.00 W, 30, 0x0000000000000005\n"
+	s, err = ParseClocks(strings.NewReader(idle))
+	require.NoError(t, err)
+	assert.Equal(t, ClockSummary{Samples: 3, Idle: 2, GPUs: 3, SMMinMHz: 1980, SMMaxMHz: 1980, PowerMaxW: 150, TempMaxC: 40, Reasons: []string{"0x4 (software power cap)"}}, s)
+	assert.Contains(t, s.Markdown(), "SM clock 1980-1980 MHz (busy; 2 idle samples left out)")
+	s, err = ParseClocks(strings.NewReader("2, t, 345 MHz, 2619 MHz, 70.00 W, 30, 0x0000000000000001\n"))
+	require.NoError(t, err)
+	assert.Contains(t, s.Markdown(), "SM clock 345-345 MHz (every sample idle)")
+	assert.Contains(t, s.Markdown(), "reasons other than idle: none.")
 	assert.Empty(t, ClockSummary{}.Markdown(), "nothing sampled, nothing reported")
 }
 
