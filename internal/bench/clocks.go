@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/exec"
 	"runtime"
@@ -153,12 +152,14 @@ var reasonBits = []struct {
 // "0x5 (idle, software power cap)".
 func reasonName(mask uint64) string {
 	var names []string
+	rest := mask
 	for _, b := range reasonBits {
 		if mask&b.bit != 0 {
 			names = append(names, b.name)
 		}
+		rest &^= b.bit
 	}
-	if rest := mask &^ 0x1ff; rest != 0 {
+	if rest != 0 {
 		names = append(names, fmt.Sprintf("unknown %#x", rest))
 	}
 	return fmt.Sprintf("%#x (%s)", mask, strings.Join(names, ", "))
@@ -188,7 +189,7 @@ type ClockSummary struct {
 // ParseClocks reads a clock log's CSV (clockQuery's fields, no header).
 func ParseClocks(r io.Reader) (ClockSummary, error) {
 	var s ClockSummary
-	busyMin, busyMax, idleMin, idleMax := math.MaxInt, 0, math.MaxInt, 0
+	var busy, idle clockRange
 	gpus := map[string]bool{}
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
@@ -215,28 +216,38 @@ func ParseClocks(r io.Reader) (ClockSummary, error) {
 		// An idle GPU's clock drops on its own: its samples say nothing of
 		// what a run's load did to the clock.
 		if reason&idleBit != 0 {
-			idleMin, idleMax = min(idleMin, sm), max(idleMax, sm)
-			s.Idle++
+			idle.add(sm)
 		} else {
-			busyMin, busyMax = min(busyMin, sm), max(busyMax, sm)
+			busy.add(sm)
 		}
 		s.PowerMaxW = max(s.PowerMaxW, power)
 		s.TempMaxC = max(s.TempMaxC, temp)
-		if r := reasonName(reason &^ idleBit); reason&^idleBit != 0 && !slices.Contains(s.Reasons, r) {
-			s.Reasons = append(s.Reasons, r)
+		if other := reason &^ idleBit; other != 0 {
+			if r := reasonName(other); !slices.Contains(s.Reasons, r) {
+				s.Reasons = append(s.Reasons, r)
+			}
 		}
 		gpus[f[0]] = true
 		s.Samples++
 	}
-	s.GPUs = len(gpus)
-	s.SMMinMHz, s.SMMaxMHz = busyMin, busyMax
-	if s.Idle == s.Samples {
-		s.SMMinMHz, s.SMMaxMHz = idleMin, idleMax
+	s.GPUs, s.Idle = len(gpus), idle.n
+	shown := busy // the busy samples' range, the idle ones' when all were idle
+	if busy.n == 0 {
+		shown = idle
 	}
-	if s.Samples == 0 {
-		s.SMMinMHz, s.SMMaxMHz = 0, 0
-	}
+	s.SMMinMHz, s.SMMaxMHz = shown.lo, shown.hi
 	return s, sc.Err()
+}
+
+// clockRange is the range of n clock samples (0, 0 for none).
+type clockRange struct{ lo, hi, n int }
+
+func (c *clockRange) add(v int) {
+	if c.n == 0 || v < c.lo {
+		c.lo = v
+	}
+	c.hi = max(c.hi, v)
+	c.n++
 }
 
 // Markdown is the summary as a short section of the report: nothing when

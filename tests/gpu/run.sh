@@ -463,25 +463,29 @@ procs_cmd() {
 # result is TOOL_LIMIT) instead of hanging until its time limit.
 graph_wait() {
   [ -n "$DESCRIBE" ] && return
-  local bin=$BIN/graph_wait how rc verdict="" ok="" lim=${GRAPH_WAIT_LIMIT:-60}
+  local bin=$BIN/graph_wait plain san
   if [ ! -x "$bin" ]; then
     note "== graph_wait: $bin not built (make gpu-kernels builds it): no verdict on the tool"
     return
   fi
-  for how in plain sanitizer; do
-    local run=("$bin" 10)
-    [ "$how" = sanitizer ] && run=("${SAN[@]}" "$bin" 10)
-    timeout -k 5 "$lim" "${run[@]}" >>"$SHARD_LOG" 2>&1
-    rc=$?
-    case $rc in
-    0) verdict+="${verdict:+; }$how: ok"; ok+=" $how" ;;
-    124 | 137) verdict+="${verdict:+; }$how: hung (stopped after $lim s)" ;;
-    *) verdict+="${verdict:+; }$how: failed (exit $rc)" ;;
-    esac
-  done
-  note "== graph_wait (the tool alone, no irisgen code): $verdict"
-  [ "$ok" = " plain" ] && [ "$rc" -eq 124 -o "$rc" -eq 137 ] && TOOL_HANG=1
+  plain=$(bounded "$bin" 10)
+  san=$(bounded "${SAN[@]}" "$bin" 10)
+  note "== graph_wait (the tool alone, no irisgen code): plain: $plain; sanitizer: $san"
+  [ "$plain" = ok ] && [ "${san%% *}" = hung ] && TOOL_HANG=1
   return 0
+}
+
+# bounded CMD...: CMD within GRAPH_WAIT_LIMIT seconds (60), its output in
+# the shard's log; prints how it ended: ok, hung (...) or failed (...).
+bounded() {
+  local lim=${GRAPH_WAIT_LIMIT:-60} rc
+  timeout -k 5 "$lim" "$@" >>"$SHARD_LOG" 2>&1
+  rc=$?
+  case $rc in
+  0) echo ok ;;
+  124 | 137) echo "hung (stopped after $lim s)" ;;
+  *) echo "failed (exit $rc)" ;;
+  esac
 }
 
 # run_shard TIER NAME: one shard, its result line and files.

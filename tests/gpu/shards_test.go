@@ -52,8 +52,9 @@ func shardSteps(t *testing.T, tier string) []shardStep {
 	return steps
 }
 
-// suiteFiles parses the suite's files (build tag gpu) and calls fn with each.
-func suiteFiles(t *testing.T, fn func(f *ast.File)) {
+// suiteFiles parses the suite's files (build tag gpu) and calls fn with each
+// and the file set that places its nodes.
+func suiteFiles(t *testing.T, fn func(fset *token.FileSet, f *ast.File)) {
 	t.Helper()
 	names, err := filepath.Glob("*_test.go")
 	if err != nil {
@@ -66,7 +67,7 @@ func suiteFiles(t *testing.T, fn func(f *ast.File)) {
 			t.Fatal(err)
 		}
 		if readHead(t, name) == "//go:build gpu" {
-			fn(f)
+			fn(fset, f)
 		}
 	}
 }
@@ -88,7 +89,7 @@ var noGPU = []string{"TestSuiteCoversEveryVariant"}
 // suiteTests are the top-level tests of the GPU suite that need a GPU.
 func suiteTests(t *testing.T) []string {
 	var tests []string
-	suiteFiles(t, func(f *ast.File) {
+	suiteFiles(t, func(_ *token.FileSet, f *ast.File) {
 		for _, d := range f.Decls {
 			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && strings.HasPrefix(fd.Name.Name, "Test") && !slices.Contains(noGPU, fd.Name.Name) {
 				tests = append(tests, fd.Name.Name)
@@ -104,7 +105,7 @@ func suiteTests(t *testing.T) []string {
 // processPartNames are the names of TestProcessWorld's parts (processParts).
 func processPartNames(t *testing.T) []string {
 	var names []string
-	suiteFiles(t, func(f *ast.File) {
+	suiteFiles(t, func(_ *token.FileSet, f *ast.File) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			vs, ok := n.(*ast.ValueSpec)
 			if !ok || len(vs.Names) != 1 || vs.Names[0].Name != "processParts" {
@@ -652,20 +653,8 @@ func TestRunShResultLines(t *testing.T) {
 // leaves out, and hung there (2026-11-27).
 func TestMatrixLoopsFilter(t *testing.T) {
 	matrices := []string{"catalogue", "paramCatalogue", "normCatalogue"}
-	names, err := filepath.Glob("*_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
 	loops := 0
-	for _, name := range names {
-		if readHead(t, name) != "//go:build gpu" {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
-		if err != nil {
-			t.Fatal(err)
-		}
+	suiteFiles(t, func(fset *token.FileSet, f *ast.File) {
 		reasoned := map[int]bool{} // lines below a comment that says "every variant:"
 		for _, cg := range f.Comments {
 			if strings.HasPrefix(cg.List[len(cg.List)-1].Text, "// every variant:") {
@@ -695,7 +684,7 @@ func TestMatrixLoopsFilter(t *testing.T) {
 			}
 			return true
 		})
-	}
+	})
 	if loops < 20 {
 		t.Fatalf("found %d loops over the matrices: the parse is broken", loops)
 	}
