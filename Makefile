@@ -128,7 +128,7 @@ gpu-kernels:
 	cd $(DOWNSTREAM) && $(GO) tool irisgen kernels $(GPU_KERNELS)
 ifeq ($(GPU_PLATFORM),cuda)
 	@mkdir -p $(BUILD)
-	nvcc -O2 -o $(BUILD)/graph_wait tests/gpu/sanitizer/graph_wait.cu -lcuda
+	nvcc -O2 -Xcompiler -pthread -o $(BUILD)/graph_wait tests/gpu/sanitizer/graph_wait.cu -lcuda
 endif
 
 test-gpu: gpu-kernels

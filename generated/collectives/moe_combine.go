@@ -11,7 +11,7 @@ import (
 
 // MoeCombineSpecHash is the hash of specs/moe_combine.yaml and the templates it uses; the runtime
 // refuses a code object of moe_combine made from other ones (*irisrt.KernelError).
-const MoeCombineSpecHash = "48d7ca5bbbc937f8"
+const MoeCombineSpecHash = "02d4ed2dda4f0250"
 
 // moeCombineDesc is moe_combine in the package's descriptor table.
 var moeCombineDesc = &table.Collectives[7]

@@ -7,12 +7,12 @@
 // in rank order: out[t] = sum over j of weights[t,j] * (output of expert
 // ids[t,j] for token t).
 //
-// Spec hash 48d7ca5bbbc937f8: the Go wrappers carry the same value, and the runtime
+// Spec hash 02d4ed2dda4f0250: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_moe_combine[] = "48d7ca5bbbc937f8";
+extern "C" __device__ const char irisgen_spec_hash_moe_combine[] = "02d4ed2dda4f0250";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.
@@ -50,15 +50,19 @@ IRISGEN_DEV void store_f32(T* p, const float* f, unit<U>) { irisgen::vstore(p, i
 template <typename T>
 IRISGEN_DEV void store_f32(T* p, const float* f, unit<1>) { *p = irisgen::from_f32<T>(f[0]); }
 
-// Q is how many units a thread sums at once: their loads of one expert's
-// rows (or of one rank's rows) are issued together, so that a thread has Q
-// loads in flight instead of one (a thread a unit left HBM waiting on one
-// load after another: latency, not bandwidth, set the time).
-constexpr int Q = 4;
+// QE and QT are how many units a thread of expert_sums and of token_sums
+// sums at once: their loads of one expert's rows (or of one rank's rows)
+// are issued together, so that a thread has that many loads in flight
+// instead of one. token_sums was latency-bound one unit a thread (one
+// load after another from HBM); expert_sums is not, and four units there
+// cost more than they gained (its k loads a unit already go together;
+// A/B on 4 H100s, docs/performance.md: 1 and 4 beat 4 and 4 by 8-13% on
+// 2 GPUs and up to 13% at k=8 on 4).
+constexpr int QE = 1, QT = 4;
 
 // expert_sums stores, for every row of every source (n[s] rows from source
 // s), the weighted sum of its local experts' outputs into back[s] at the
-// row's token; the grid's threads share the units of U elements, Q at a
+// row's token; the grid's threads share the units of U elements, QE at a
 // time. The sources are taken in ring order from the next rank (this
 // rank's own last), so the ranks store into different peers at once: in
 // rank order every rank stored into rank 0 first, the other ranks' links
@@ -70,12 +74,12 @@ IRISGEN_DEV void expert_sums(T* const* back, const T* y, const int64_t* rid, con
   int64_t rows = 0;
   for (int s = 0; s < w; s++) rows += n[s];
   const int64_t units = rows * per_row;
-  for (int64_t u0 = irisgen::thread_id(); u0 < units; u0 += nt * Q) {
-    int64_t ent[Q], off[Q], at[Q];  // the row's first entry, the unit's offset in a plane of y and in back[to[q]] (-1: none)
-    int to[Q];
-    float acc[Q][U];
+  for (int64_t u0 = irisgen::thread_id(); u0 < units; u0 += nt * QE) {
+    int64_t ent[QE], off[QE], at[QE];  // the row's first entry, the unit's offset in a plane of y and in back[to[q]] (-1: none)
+    int to[QE];
+    float acc[QE][U];
 #pragma unroll
-    for (int q = 0; q < Q; q++) {
+    for (int q = 0; q < QE; q++) {
       const int64_t u = u0 + q * nt;
       ent[q] = 0, off[q] = 0, at[q] = -1, to[q] = 0;
 #pragma unroll
@@ -94,10 +98,10 @@ IRISGEN_DEV void expert_sums(T* const* back, const T* y, const int64_t* rid, con
       ent[q] = row * kk, off[q] = row * hid + e0, to[q] = s;
     }
     for (int64_t j = 0; j < kk; j++) {
-      float f[Q][U], wt[Q];
-      bool use[Q];
+      float f[QE][U], wt[QE];
+      bool use[QE];
 #pragma unroll
-      for (int q = 0; q < Q; q++) {
+      for (int q = 0; q < QE; q++) {
         use[q] = at[q] >= 0 && rid[ent[q] + j] >= 0;  // -1: that expert lives elsewhere
         if (use[q]) {
           wt[q] = rw[ent[q] + j];
@@ -105,27 +109,27 @@ IRISGEN_DEV void expert_sums(T* const* back, const T* y, const int64_t* rid, con
         }
       }
 #pragma unroll
-      for (int q = 0; q < Q; q++)
+      for (int q = 0; q < QE; q++)
         if (use[q])
 #pragma unroll
           for (int e = 0; e < U; e++) acc[q][e] += wt[q] * f[q][e];
     }
 #pragma unroll
-    for (int q = 0; q < Q; q++)
+    for (int q = 0; q < QE; q++)
       if (at[q] >= 0) store_f32(back[to[q]] + at[q], acc[q], unit<U>());
   }
 }
 
 // token_sums stores into out, for every token, the sum in rank order of the
-// rows back[p][t] of the ranks p the token went to; Q units a thread at once.
+// rows back[p][t] of the ranks p the token went to; QT units a thread at once.
 template <typename T, int U>
 IRISGEN_DEV void token_sums(T* out, const T* back, const int64_t* sent, int w, int64_t toks, int64_t hid) {
   const int64_t per_row = hid / U, units = toks * per_row, nt = irisgen::thread_count();
-  for (int64_t u0 = irisgen::thread_id(); u0 < units; u0 += nt * Q) {
-    int64_t t[Q], at[Q];  // at: the unit's offset in a token row block, -1 for none
-    float acc[Q][U];
+  for (int64_t u0 = irisgen::thread_id(); u0 < units; u0 += nt * QT) {
+    int64_t t[QT], at[QT];  // at: the unit's offset in a token row block, -1 for none
+    float acc[QT][U];
 #pragma unroll
-    for (int q = 0; q < Q; q++) {
+    for (int q = 0; q < QT; q++) {
       const int64_t u = u0 + q * nt;
       t[q] = u < units ? u / per_row : 0;
       at[q] = u < units ? t[q] * hid + (u - t[q] * per_row) * U : -1;
@@ -133,25 +137,25 @@ IRISGEN_DEV void token_sums(T* out, const T* back, const int64_t* sent, int w, i
       for (int e = 0; e < U; e++) acc[q][e] = 0.f;
     }
     for (int p = 0; p < w; p++) {
-      float f[Q][U];
-      bool use[Q];
+      float f[QT][U];
+      bool use[QT];
 #pragma unroll
-      for (int q = 0; q < Q; q++) {
+      for (int q = 0; q < QT; q++) {
         use[q] = at[q] >= 0 && sent[t[q] * w + p] >= 0;  // else no expert of t there
         if (use[q]) load_f32(back + (int64_t)p * toks * hid + at[q], f[q], unit<U>());
       }
 #pragma unroll
-      for (int q = 0; q < Q; q++)
+      for (int q = 0; q < QT; q++)
         if (use[q])
 #pragma unroll
           for (int e = 0; e < U; e++) acc[q][e] += f[q][e];
     }
 #pragma unroll
-    for (int q = 0; q < Q; q++)
+    for (int q = 0; q < QT; q++)
       if (at[q] >= 0) store_f32(out + at[q], acc[q], unit<U>());
   }
 }
-#line 155 "generated/hip/moe_combine.hip"
+#line 159 "generated/hip/moe_combine.hip"
 }  // namespace irisgen_moe_combine_push_prelude
 
 extern "C" __global__ void __launch_bounds__(512)
@@ -161,7 +165,7 @@ irisgen_moe_combine_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_ar
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 128 "templates/moe_combine_push.hip.tmpl"
+#line 132 "templates/moe_combine_push.hip.tmpl"
   const int64_t toks = irisgen_a.s_t, hid = irisgen_a.s_h, kk = irisgen_a.s_k, cap = irisgen_a.s_cap;
   const int w = ctx.world, me = ctx.rank;
   const T* y = ((const irisgen_bf16*)irisgen_a.t_expert_out);
@@ -189,7 +193,7 @@ irisgen_moe_combine_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_ar
   if (!irisgen::grid_sync(ctx, true)) return;
   if (vec) token_sums<T, N>(out, mine, sent, w, toks, hid);
   else token_sums<T, 1>(out, mine, sent, w, toks, hid);
-#line 193 "generated/hip/moe_combine.hip"
+#line 197 "generated/hip/moe_combine.hip"
   }();
   irisgen::end(ctx);
 }
@@ -201,7 +205,7 @@ irisgen_moe_combine_push_f16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 128 "templates/moe_combine_push.hip.tmpl"
+#line 132 "templates/moe_combine_push.hip.tmpl"
   const int64_t toks = irisgen_a.s_t, hid = irisgen_a.s_h, kk = irisgen_a.s_k, cap = irisgen_a.s_cap;
   const int w = ctx.world, me = ctx.rank;
   const T* y = ((const irisgen_f16*)irisgen_a.t_expert_out);
@@ -229,7 +233,7 @@ irisgen_moe_combine_push_f16(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
   if (!irisgen::grid_sync(ctx, true)) return;
   if (vec) token_sums<T, N>(out, mine, sent, w, toks, hid);
   else token_sums<T, 1>(out, mine, sent, w, toks, hid);
-#line 233 "generated/hip/moe_combine.hip"
+#line 237 "generated/hip/moe_combine.hip"
   }();
   irisgen::end(ctx);
 }
@@ -241,7 +245,7 @@ irisgen_moe_combine_push_f32(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 128 "templates/moe_combine_push.hip.tmpl"
+#line 132 "templates/moe_combine_push.hip.tmpl"
   const int64_t toks = irisgen_a.s_t, hid = irisgen_a.s_h, kk = irisgen_a.s_k, cap = irisgen_a.s_cap;
   const int w = ctx.world, me = ctx.rank;
   const T* y = ((const float*)irisgen_a.t_expert_out);
@@ -269,7 +273,7 @@ irisgen_moe_combine_push_f32(const IRISGEN_GRID_CONSTANT irisgen_moe_combine_arg
   if (!irisgen::grid_sync(ctx, true)) return;
   if (vec) token_sums<T, N>(out, mine, sent, w, toks, hid);
   else token_sums<T, 1>(out, mine, sent, w, toks, hid);
-#line 273 "generated/hip/moe_combine.hip"
+#line 277 "generated/hip/moe_combine.hip"
   }();
   irisgen::end(ctx);
 }
