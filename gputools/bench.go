@@ -509,9 +509,19 @@ func writeTuning(env *cli.Env, rows []bench.Row, dir, dtype, mode string, named 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	variants := map[string]map[string]bool{} // irisgen's variants of each collective in rows
+	for _, r := range rows {
+		if r.Impl == "irisgen" {
+			if variants[r.Collective] == nil {
+				variants[r.Collective] = map[string]bool{}
+			}
+			variants[r.Collective][r.Variant] = true
+		}
+	}
 	seen := map[string]bool{}
 	for _, r := range rows {
-		if r.Impl != "irisgen" || seen[r.Collective] {
+		// One variant (a scenario's rows, such as MoE's) leaves auto nothing to choose.
+		if r.Impl != "irisgen" || seen[r.Collective] || len(variants[r.Collective]) < 2 {
 			continue
 		}
 		seen[r.Collective] = true

@@ -299,7 +299,8 @@ func TestOverlapOnFake(t *testing.T) {
 
 // TestTuneRefreshesExistingTables: -tune rewrites the tables its directory
 // holds and adds one only for a collective named in -collectives (a table
-// makes an auto variant).
+// makes an auto variant); a collective with one variant in the rows gets
+// neither a table nor a note.
 func TestTuneRefreshesExistingTables(t *testing.T) {
 	prog, stdout, stderr := fake(t, 2)
 	dir, out := t.TempDir(), t.TempDir()
@@ -316,6 +317,8 @@ func TestTuneRefreshesExistingTables(t *testing.T) {
 			}
 		}
 	}
+	// A scenario's rows (MoE's): one variant, nothing for auto to choose.
+	fmt.Fprintf(&b, "irisgen,moe_combine_k8,push,bf16,2,1835008,graph,30,1,1,fake,2026-11-26,,30,30,3,\n")
 	require.NoError(t, os.WriteFile(csv, []byte(b.String()), 0o644))
 	tables := filepath.Join(dir, "tuning")
 	require.NoError(t, os.MkdirAll(tables, 0o755))
@@ -330,6 +333,7 @@ func TestTuneRefreshesExistingTables(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(tables, "broadcast.yaml"), "no table added for a collective not named")
 	assert.Contains(t, stdout.String(), "no auto table for broadcast: ")
 	assert.Contains(t, stdout.String(), "name broadcast in -collectives to write one")
+	assert.NotContains(t, stdout.String(), "moe_combine_k8", "one variant: no table to offer")
 
 	stdout.Reset()
 	code = prog.Run([]string{"bench", "-report", csv, "-out", out, "-tune", tables, "-collectives", "broadcast"})

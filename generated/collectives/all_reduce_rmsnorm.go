@@ -20,11 +20,28 @@ var allReduceRmsnormDesc = &table.Collectives[2]
 type AllReduceRmsnormVariant string
 
 // The variants of all_reduce_rmsnorm; each has a plan type <Variant>Plan with its rules.
+// AllReduceRmsnormAuto picks one by world size and message size (AllReduceRmsnormChoose).
 const (
 	AllReduceRmsnormOneShot        AllReduceRmsnormVariant = "one_shot"
 	AllReduceRmsnormOneShotLamport AllReduceRmsnormVariant = "one_shot_lamport"
 	AllReduceRmsnormTwoShot        AllReduceRmsnormVariant = "two_shot"
+	AllReduceRmsnormAuto           AllReduceRmsnormVariant = "auto"
 )
+
+// AllReduceRmsnormChoose is the variant AllReduceRmsnormAuto runs on world ranks when the launch's
+// largest tensor has the given bytes, from specs/tuning/all_reduce_rmsnorm.yaml (measured: 2x NVIDIA
+// H200 and 4x NVIDIA H100 80GB HBM3, 2026-11-26 and 2026-11-27, bf16, graph, irisgen bench). The first
+// matching rule wins:
+//
+//   - world == 2 and bytes <= 1835008: one_shot_lamport
+//   - world == 2: one_shot
+//   - world == 4 and bytes <= 1835008: one_shot_lamport
+//   - world == 4: two_shot
+//   - bytes <= 1835008: one_shot_lamport
+//   - otherwise: two_shot
+func AllReduceRmsnormChoose(world int, bytes int64) AllReduceRmsnormVariant {
+	return AllReduceRmsnormVariant(allReduceRmsnormDesc.Choose(world, bytes))
+}
 
 // AllReduceRmsnorm runs a variant of all_reduce_rmsnorm through the rank's plan cache (see the package
 // doc), with the sizes read from the tensors (hidden from weight [hidden], tokens from input [tokens,

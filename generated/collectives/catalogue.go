@@ -150,6 +150,14 @@ var table = irisimpl.Table{
 			{Name: "two_shot", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.UseHeap, irisimpl.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 		},
+		Auto: []irismodel.AutoRule{
+			{World: 2, MaxBytes: 1835008, Variant: "one_shot_lamport"},
+			{World: 2, Variant: "one_shot"},
+			{World: 4, MaxBytes: 1835008, Variant: "one_shot_lamport"},
+			{World: 4, Variant: "two_shot"},
+			{MaxBytes: 1835008, Variant: "one_shot_lamport"},
+			{Variant: "two_shot"},
+		},
 	}, {
 		Name: "all_to_all", SpecHash: AllToAllSpecHash,
 		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},

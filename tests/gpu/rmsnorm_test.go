@@ -331,6 +331,79 @@ func TestRMSNorm(t *testing.T) {
 	})
 }
 
+// autoNorm launches all_reduce_rmsnorm's auto variant through the
+// convenience call (the rank's plan cache), as a program that names no
+// variant does.
+type autoNorm struct {
+	r  *irisrt.Rank
+	dt irismodel.DType
+}
+
+func (a autoNorm) Launch(s gpu.Stream, input, residual, weight, output irisrt.Tensor, eps float32, mode irismodel.Barrier) error {
+	return collectives.AllReduceRmsnorm(a.r, s, collectives.AllReduceRmsnormAuto, a.dt, input, residual, weight, output, eps, mode)
+}
+
+func (autoNorm) Close() error { return nil }
+
+// autoNormCase is the case of the variant auto picks on w ranks for dt and
+// these sizes (specs/tuning/all_reduce_rmsnorm.yaml), launched through
+// auto: its rules and its reference are the picked variant's.
+func autoNormCase(w int, dt irismodel.DType, t, h int64) (*normCase, error) {
+	v := string(collectives.AllReduceRmsnormChoose(w, t*h*dt.Size()))
+	// every variant: finds the one auto picked
+	for i := range normCatalogue {
+		if nc := normCatalogue[i]; nc.coll == "all_reduce_rmsnorm" && nc.variant == v {
+			nc.variant = "auto picking " + v
+			nc.newPlan = func(r *irisrt.Rank, dt irismodel.DType, _, _ int64) (normLauncher, error) { return autoNorm{r, dt}, nil }
+			return &nc, nil
+		}
+	}
+	return nil, fmt.Errorf("auto picks all_reduce_rmsnorm/%q, which the suite does not know", v)
+}
+
+// TestRMSNormAuto checks all_reduce_rmsnorm's auto variant through the
+// convenience call at every dtype and token count of TestRMSNorm (hidden
+// 7168 and 4099, both placements, every mode; the largest token count on
+// the heap in its first mode), against the reference of the variant it
+// picks: the tuning table's boundaries and the convenience call's plan
+// cache on GPUs.
+func TestRMSNormAuto(t *testing.T) {
+	if !variantSelected("all_reduce_rmsnorm/auto") {
+		t.Skip("all_reduce_rmsnorm/auto is not selected (IRISGEN_TEST_VARIANTS)")
+	}
+	cases := countCases(t)
+	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
+		counts := make([]int, w.Size())
+		err := w.Run(func(r *irisrt.Rank) error {
+			for _, dt := range dataTypes {
+				for _, tok := range normTokens() {
+					for _, h := range []int64{7168, 4096 + 3} {
+						nc, err := autoNormCase(r.World(), dt, tok, h)
+						if err != nil {
+							return err
+						}
+						pls, modes := nc.placements(), nc.modes
+						if tok > 128 {
+							pls, modes = pls[:1], modes[:1]
+						}
+						for _, pl := range pls {
+							if err := checkNormCase(r, nc, dt, tok, h, pl, modes); err != nil {
+								return fmt.Errorf("%s %s tokens=%d hidden=%d %s: %w", nc.name(), dt, tok, h, pl, err)
+							}
+							counts[r.Rank()]++
+						}
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases.add(counts[0])
+	})
+}
+
 // checkNormRules checks on the real launch path what the rules refuse
 // before anything is enqueued (the output keeps its poison) and what they
 // allow: an output peers write off the heap; two written tensors that

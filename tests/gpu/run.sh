@@ -77,7 +77,7 @@ full|catalogue-b|45|55|TestCatalogue at every size up to 64Mi: all_reduce two_sh
 full|catalogue-c|45|180|TestCatalogue at every size up to 64Mi: reduce_scatter, all_gather, all_to_all
 full|large|45|50|TestLargeOffsets (1.25 GiB a rank past the first GiB), TestParamLargeOffsets
 full|params|70|145|TestParamCollectives up to 64Mi, TestParamRules, TestParamBackToBack, TestParamCapture
-full|rmsnorm|45|40|TestRMSNorm up to 2048 tokens, TestRMSNormRules, TestRMSNormBackToBack, TestRMSNormCapture
+full|rmsnorm|45|40|TestRMSNorm and TestRMSNormAuto up to 2048 tokens, TestRMSNormRules, TestRMSNormBackToBack, TestRMSNormCapture
 full|moe|40|70|TestMoE (with 8192 x 7168, k 8), TestMoEGraph, TestMoEBadExpert, TestMoECapacity
 full|launches|55|70|TestBackToBack, TestCapture, TestGroups, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests, TestLaunchTail
 full|faults|100|94|the fault tests (refused and mismatched launches included) and TestBarrierVisibility and TestProbeProcessWorld in both worlds, the platform tests, irisgen probe in both worlds, the downstream example in both worlds
@@ -92,7 +92,7 @@ sanitize|memcheck-catalogue-b|33|68|memcheck: catalogue-b at full sizes
 sanitize|memcheck-catalogue-c|69|190|memcheck: catalogue-c at full sizes
 sanitize|memcheck-large|34|56|memcheck: TestLargeOffsets, TestParamLargeOffsets
 sanitize|memcheck-params|65|158|memcheck: TestParamCollectives up to 64Mi, TestParamRules
-sanitize|memcheck-rmsnorm|23|33|memcheck: TestRMSNorm up to 2048 tokens, TestRMSNormRules
+sanitize|memcheck-rmsnorm|23|33|memcheck: TestRMSNorm and TestRMSNormAuto up to 2048 tokens, TestRMSNormRules
 sanitize|memcheck-moe|65|92|memcheck: TestMoE (with 8192 x 7168), TestMoEGraph, TestMoEBadExpert, TestMoECapacity
 sanitize|memcheck-b2b|53|108|memcheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups
 sanitize|memcheck-capture|10|20|memcheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests
@@ -100,7 +100,7 @@ sanitize|memcheck-processes-a|40|70|memcheck, irisgen run -n N, quick sizes: Tes
 sanitize|memcheck-processes-b|41|92|memcheck, irisgen run -n N, quick sizes: TestProcessWorld's MoE cases and graph and collectives with parameters
 sanitize|racecheck-catalogue|63|107|racecheck: TestCatalogue at quick sizes
 sanitize|racecheck-params|59|165|racecheck: TestParamCollectives, TestParamRules at quick sizes
-sanitize|racecheck-rmsnorm|94|114|racecheck: TestRMSNorm, TestRMSNormRules at quick sizes
+sanitize|racecheck-rmsnorm|94|114|racecheck: TestRMSNorm, TestRMSNormAuto, TestRMSNormRules at quick sizes
 sanitize|racecheck-moe|68|107|racecheck: TestMoE, TestMoEGraph, TestMoEBadExpert, TestMoECapacity at quick sizes
 sanitize|racecheck-b2b|314|406|racecheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups at quick sizes
 sanitize|racecheck-capture|146|179|racecheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests
@@ -148,7 +148,7 @@ FAULTS='^(TestFaultTimeoutRecovery|TestFaultKilledRank|TestFaultReplay|TestFault
 COPY_TESTS='^(TestCatalogue|TestCapture|TestBackToBack|TestParamCollectives|TestParamBackToBack|TestParamCapture|TestFaultRefusedCopyLaunch)$'
 SAN_CATALOGUE='^TestCatalogue$'
 SAN_PARAMS='^(TestParamCollectives|TestParamRules)$'
-SAN_RMSNORM='^(TestRMSNorm|TestRMSNormRules)$'
+SAN_RMSNORM='^(TestRMSNorm|TestRMSNormAuto|TestRMSNormRules)$'
 SAN_B2B='^(TestBackToBack|TestParamBackToBack|TestRMSNormBackToBack|TestGroups)$'
 SAN_CAPTURE='^(TestCapture|TestParamCapture|TestRMSNormCapture|TestConvenience|TestPlacementAndAliasing|TestHeapTranslation|TestHostBarrier|TestDeviceBarrier|TestBarrierTimeout)$'
 # initcheck's shards of the catalogue and of the collectives with
@@ -196,7 +196,7 @@ shard_steps() {
     catalogue-c) gotest catalogue '^TestCatalogue$' '' IRISGEN_TEST_VARIANTS="$VARIANTS_C" ;;
     large) gotest large "$LARGE" ;;
     params) gotest params '^(TestParamCollectives|TestParamRules|TestParamBackToBack|TestParamCapture)$' ;;
-    rmsnorm) gotest rmsnorm '^(TestRMSNorm|TestRMSNormRules|TestRMSNormBackToBack|TestRMSNormCapture)$' ;;
+    rmsnorm) gotest rmsnorm '^(TestRMSNorm|TestRMSNormAuto|TestRMSNormRules|TestRMSNormBackToBack|TestRMSNormCapture)$' ;;
     moe) gotest moe "$MOE" ;;
     launches) gotest launches "$LAUNCHES" ;;
     faults)
