@@ -354,7 +354,9 @@ func autoNormCase(w int, dt irismodel.DType, t, h int64) (*normCase, error) {
 	for i := range normCatalogue {
 		if nc := normCatalogue[i]; nc.coll == "all_reduce_rmsnorm" && nc.variant == v {
 			nc.variant = "auto picking " + v
-			nc.newPlan = func(r *irisrt.Rank, dt irismodel.DType, _, _ int64) (normLauncher, error) { return autoNorm{r, dt}, nil }
+			nc.newPlan = func(r *irisrt.Rank, dt irismodel.DType, _, _ int64) (normLauncher, error) {
+				return autoNorm{r, dt}, nil
+			}
 			return &nc, nil
 		}
 	}
