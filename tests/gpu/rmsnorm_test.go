@@ -292,6 +292,23 @@ func checkNormCase(r *irisrt.Rank, nc *normCase, dt irismodel.DType, t, h int64,
 	return nil
 }
 
+// checkNormSize runs nc at dt, t tokens and h hidden in every placement
+// and every mode the variant allows (more than 128 tokens: on the heap in
+// its first mode only) and counts the cases.
+func checkNormSize(r *irisrt.Rank, nc *normCase, dt irismodel.DType, t, h int64, count *int) error {
+	pls, modes := nc.placements(), nc.modes
+	if t > 128 {
+		pls, modes = pls[:1], modes[:1]
+	}
+	for _, pl := range pls {
+		if err := checkNormCase(r, nc, dt, t, h, pl, modes); err != nil {
+			return fmt.Errorf("%s %s tokens=%d hidden=%d %s: %w", nc.name(), dt, t, h, pl, err)
+		}
+		*count++
+	}
+	return nil
+}
+
 // runNormMatrix runs every case x dtype x tokens x hidden x placement on
 // one rank, in every mode the variant allows (the largest token count on
 // the heap and in its first mode only), and counts the cases.
@@ -304,15 +321,8 @@ func runNormMatrix(r *irisrt.Rank, only func(nc *normCase) bool, count *int) err
 		for _, dt := range dataTypes {
 			for _, t := range normTokens() {
 				for _, h := range normHidden {
-					pls, modes := nc.placements(), nc.modes
-					if t > 128 {
-						pls, modes = pls[:1], modes[:1]
-					}
-					for _, pl := range pls {
-						if err := checkNormCase(r, nc, dt, t, h, pl, modes); err != nil {
-							return fmt.Errorf("%s %s tokens=%d hidden=%d %s: %w", nc.name(), dt, t, h, pl, err)
-						}
-						*count++
+					if err := checkNormSize(r, nc, dt, t, h, count); err != nil {
+						return err
 					}
 				}
 			}
@@ -384,15 +394,8 @@ func TestRMSNormAuto(t *testing.T) {
 						if err != nil {
 							return err
 						}
-						pls, modes := nc.placements(), nc.modes
-						if tok > 128 {
-							pls, modes = pls[:1], modes[:1]
-						}
-						for _, pl := range pls {
-							if err := checkNormCase(r, nc, dt, tok, h, pl, modes); err != nil {
-								return fmt.Errorf("%s %s tokens=%d hidden=%d %s: %w", nc.name(), dt, tok, h, pl, err)
-							}
-							counts[r.Rank()]++
+						if err := checkNormSize(r, nc, dt, tok, h, &counts[r.Rank()]); err != nil {
+							return err
 						}
 					}
 				}
