@@ -35,7 +35,7 @@ DOWNSTREAM := tests/downstream
 # with the catalogue.
 COMPUTE := internal/bench/compute/irisgen.yaml
 
-.PHONY: all deps deps-test generate kernels test test-go test-check test-hip test-downstream gpu-build gpu-kernels test-gpu bench clean help
+.PHONY: all deps deps-test generate kernels test test-go test-check test-hip test-downstream gpu-build gpu-build-base gpu-kernels test-gpu bench clean help
 
 all: generate kernels
 
@@ -47,6 +47,7 @@ help:
 	@echo "make test-downstream only tests/downstream: go generate + check, vet, test, AMD compile of its kernels ($(HIP_ARCH))"
 	@echo "make gpu-build       build irisgen, irisgen-gpu, the GPU test binaries and the downstream programs into $(BUILD)/ (they embed the kernels built so far)"
 	@echo "make gpu-kernels     compile every kernel for GPU_PLATFORM=$(GPU_PLATFORM) (cuda: nvcc; hip: hipcc, with IRISGEN_PLATFORM=hip) next to its generated package (this repository's, the bench's compute kernel's and tests/downstream's); GPU_ARCH picks the targets"
+	@echo "make gpu-build-base  BASE=REV (default HEAD): irisgen-gpu with the kernels of that revision into $(BUILD)/base/, for an A/B against gpu-build's in one GPU call (docs/benchmarking.md)"
 	@echo "make test-gpu        gpu-kernels, gpu-build, then tests/gpu/run.sh TIER SHARD (TIER=$(TIER): quick, full, sanitize; SHARD=$(SHARD); needs nvcc or hipcc and GPUs; docs/testing-gpu.md)"
 	@echo "make bench           gpu-build, then irisgen bench beside NCCL and torch symmetric memory into $(BUILD)/bench (needs GPUs)"
 	@echo "make clean           remove $(BUILD)/ and the compiled kernels"
@@ -130,6 +131,24 @@ ifeq ($(GPU_PLATFORM),cuda)
 	@mkdir -p $(BUILD)
 	nvcc -O2 -Xcompiler -pthread -o $(BUILD)/graph_wait tests/gpu/sanitizer/graph_wait.cu -lcuda
 endif
+
+# A/B of a kernel change in one GPU call (docs/benchmarking.md): irisgen-gpu
+# as of BASE, a git revision (default HEAD, so an uncommitted change to
+# templates/ or runtime/include A/Bs against the last commit), built from a
+# copy of that revision with its own kernels for GPU_PLATFORM into
+# $(BUILD)/base/, beside gpu-build's $(BUILD)/irisgen-gpu.
+BASE ?= HEAD
+gpu-build-base:
+	@mkdir -p $(BUILD)/base
+	@set -e; rev=$$(git rev-parse -q --verify '$(BASE)^{commit}') || { echo "BASE=$(BASE): not a commit of this repository (git log lists them)" >&2; exit 2; }; \
+	src=$$(mktemp -d); trap 'rm -rf "$$src"' EXIT; \
+	git archive --format=tar "$$rev" | tar -x -C "$$src"; \
+	echo "irisgen-gpu of $$rev (BASE=$(BASE)) into $(BUILD)/base"; \
+	cd "$$src"; \
+	$(GO) run ./cmd/irisgen kernels $(GPU_KERNELS); \
+	if [ -f $(COMPUTE) ]; then $(GO) run ./cmd/irisgen kernels -config $(COMPUTE) $(GPU_KERNELS); fi; \
+	$(GO) build -o "$(abspath $(BUILD))/base/irisgen-gpu" ./cmd/irisgen-gpu; \
+	echo "$$rev" > "$(abspath $(BUILD))/base/commit"
 
 test-gpu: gpu-kernels
 	$(MAKE) gpu-build
