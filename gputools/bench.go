@@ -509,33 +509,34 @@ func writeTuning(env *cli.Env, rows []bench.Row, dir, dtype, mode string, named 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	variants := map[string]map[string]bool{} // irisgen's variants of each collective in rows
+	var colls []string                       // irisgen's collectives in rows, in order of first appearance
+	variants := map[string]map[string]bool{} // and the variants of each
 	for _, r := range rows {
-		if r.Impl == "irisgen" {
-			if variants[r.Collective] == nil {
-				variants[r.Collective] = map[string]bool{}
-			}
-			variants[r.Collective][r.Variant] = true
+		if r.Impl != "irisgen" {
+			continue
 		}
+		if variants[r.Collective] == nil {
+			variants[r.Collective] = map[string]bool{}
+			colls = append(colls, r.Collective)
+		}
+		variants[r.Collective][r.Variant] = true
 	}
-	seen := map[string]bool{}
-	for _, r := range rows {
+	for _, c := range colls {
 		// One variant (a scenario's rows, such as MoE's) leaves auto nothing to choose.
-		if r.Impl != "irisgen" || seen[r.Collective] || len(variants[r.Collective]) < 2 {
+		if len(variants[c]) < 2 {
 			continue
 		}
-		seen[r.Collective] = true
-		p := filepath.Join(dir, r.Collective+".yaml")
-		if _, err := os.Stat(p); err != nil && !slices.Contains(named, r.Collective) {
-			fmt.Fprintf(env.Stdout, "no auto table for %s: %s does not exist (a table adds an auto variant: name %s in -collectives to write one)\n", r.Collective, p, r.Collective)
+		p := filepath.Join(dir, c+".yaml")
+		if _, err := os.Stat(p); err != nil && !slices.Contains(named, c) {
+			fmt.Fprintf(env.Stdout, "no auto table for %s: %s does not exist (a table adds an auto variant: name %s in -collectives to write one)\n", c, p, c)
 			continue
 		}
-		a, err := bench.Tune(rows, r.Collective, dtype, mode)
+		a, err := bench.Tune(rows, c, dtype, mode)
 		if err != nil {
-			fmt.Fprintf(env.Stdout, "no auto table for %s: %v\n", r.Collective, err)
+			fmt.Fprintf(env.Stdout, "no auto table for %s: %v\n", c, err)
 			continue
 		}
-		if err := os.WriteFile(p, tuning.Format(r.Collective, *a), 0o644); err != nil {
+		if err := os.WriteFile(p, tuning.Format(c, *a), 0o644); err != nil {
 			return err
 		}
 		fmt.Fprintf(env.Stdout, "wrote %s (%d rules); run `irisgen generate` to use it\n", p, len(a.Rules))
