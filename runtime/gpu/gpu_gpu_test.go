@@ -338,6 +338,7 @@ func TestMemsetD32Peer(t *testing.T) {
 	scratch, err := d0.Alloc(8, false)
 	must(t, err)
 	defer d0.Free(scratch)
+	defer gpu.PinCaptureThread(gpu.CaptureGlobal)() // a global capture ends on the thread that began it
 	must(t, d0.BeginCapture(capturing, gpu.CaptureGlobal))
 	must(t, d0.MemsetD8Async(scratch, 1, 8, capturing))
 	setErr := d0.MemsetD32Async(buf+8, 7, 1, side)
@@ -374,6 +375,7 @@ func TestCaptureMemset(t *testing.T) {
 	must(t, d.MemsetD8Async(a, 0, n, s))
 	must(t, d.StreamSynchronize(s))
 
+	defer gpu.PinCaptureThread(gpu.CaptureGlobal)() // a global capture ends on the thread that began it
 	must(t, d.BeginCapture(s, gpu.CaptureGlobal))
 	st, err := d.CaptureStatus(s)
 	must(t, err)
@@ -438,6 +440,7 @@ func TestCaptureRules(t *testing.T) {
 			buf, err := d.Alloc(8, false)
 			must(t, err)
 			defer d.Free(buf)
+			defer gpu.PinCaptureThread(gpu.CaptureGlobal)() // a global capture ends on the thread that began it
 			must(t, d.BeginCapture(s, gpu.CaptureGlobal))
 			callErr := c.bad(s, buf)
 			st, _ := d.CaptureStatus(s)
@@ -562,6 +565,7 @@ func TestModuleLaunch(t *testing.T) {
 
 	// The same launch under capture, replayed: the args are taken at capture.
 	put32(args[8:], 100)
+	defer gpu.PinCaptureThread(gpu.CaptureGlobal)() // a global capture ends on the thread that began it
 	must(t, d.BeginCapture(s, gpu.CaptureGlobal))
 	must(t, d.Launch(f, grid, block, 0, s, args))
 	put32(args[8:], -1&0x7fffffff) // changing the Go bytes now must not matter
@@ -664,6 +668,7 @@ func TestDependentLaunch(t *testing.T) {
 	if !check("dependent launch", func() { pair(true) }) {
 		t.Fatal("dependent launch: second started only after first ended (no programmatic launch)")
 	}
+	defer gpu.PinCaptureThread(gpu.CaptureGlobal)() // a global capture ends on the thread that began it
 	must(t, d.BeginCapture(s, gpu.CaptureGlobal))
 	pair(true)
 	g, err := d.EndCapture(s)

@@ -324,6 +324,7 @@ func TestLaunchChecks(t *testing.T) {
 	}
 
 	// Host mode and capture.
+	defer gpu.PinCaptureThread(gpu.CaptureGlobal)() // a global capture ends on the thread that began it
 	require.NoError(t, r.Device().BeginCapture(s, gpu.CaptureGlobal))
 	require.ErrorAs(t, push.LaunchTensors(s, ts, irismodel.BarrierHost), &ce)
 	require.NoError(t, push.LaunchTensors(s, ts, irismodel.BarrierDevice), "device mode is captured")

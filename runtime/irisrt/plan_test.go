@@ -161,6 +161,7 @@ func TestLaunchModesAndCapture(t *testing.T) {
 	fake.SetAllocHook(func(int, int64) error { allocs++; return nil })
 	defer fake.SetAllocHook(nil)
 
+	defer gpu.PinCaptureThread(gpu.CaptureGlobal)() // a global capture ends on the thread that began it
 	require.NoError(t, r.Device().BeginCapture(s, gpu.CaptureGlobal))
 	capturing, err := r.Capturing(s)
 	require.NoError(t, err)
@@ -198,6 +199,7 @@ func TestLaunchModesAndCapture(t *testing.T) {
 func TestNewPlanRefusedWhileCapturing(t *testing.T) {
 	w := kernelWorld(t, 1, testHash)
 	r := w.Rank(0)
+	defer gpu.PinCaptureThread(gpu.CaptureGlobal)() // a global capture ends on the thread that began it
 	require.NoError(t, r.Device().BeginCapture(r.Stream(), gpu.CaptureGlobal))
 	_, err := newPlan(r, testSpec())
 	var ce *CaptureError
