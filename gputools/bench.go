@@ -63,7 +63,11 @@ collectives):
 
 MoE (moe): moe_dispatch and moe_combine at t = 128, 512, 4096 tokens of
 7168 bf16 elements, k = 1 and 8, beside torch's all_to_all_single path
-(counts, host sync for the splits, rows), which cannot be captured. Each
+(counts, host sync for the splits, rows), which cannot be captured, and
+DeepEP's intranode kernels where python3 can import deep_ep (its own API,
+each cell at its fastest SM count and chunk size; dispatch with top-k
+and without a host sync, the cached dispatch DeepEP tunes with, combine;
+the configuration in each row's note). Each
 MoE row's note gives the bytes the protocol must move over the busiest
 rank's links (a token once per destination rank) and the time's share of
 -link-gbps.

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Baselines of `irisgen bench` that need torch: NCCL through torch.distributed
 (torch_nccl; irisgen measures NCCL through its own C API itself) and PyTorch
-symmetric memory, timed like irisgen's own collectives (CUDA events after a
-warm-up, eager back-to-back calls and graph replay, slowest rank) and
-written in the same CSV schema. `irisgen bench` starts it; it can also run
-alone:
+symmetric memory, and for MoE torch's all_to_all path and DeepEP's intranode
+kernels (where `import deep_ep` works), timed like irisgen's own collectives
+(CUDA events after a warm-up, eager back-to-back calls and graph replay,
+slowest rank) and written in the same CSV schema. `irisgen bench` starts it;
+it can also run alone:
 
     python3 baselines.py --world 2 --sizes 8192,1048576 --dtypes bf16 --out base.csv
 """
@@ -170,6 +171,131 @@ def moe_cases(world, rank, tokens, hidden, ks):
             yield f"moe_combine_k{k}", "a2a", t * hidden * 2, combine
 
 
+# DeepEP's tuning space (its tests/test_intranode.py tunes the chunk sizes at
+# 24 SMs; more SMs are tried too, since a collective timed alone may use
+# them): SMs (two a channel), tokens a send chunk, tokens a receive buffer.
+DEEPEP_SMS = (20, 24, 32, 48, 64)
+DEEPEP_DISPATCH_CHUNKS = (4, 8, 12, 16, 24, 32)
+DEEPEP_COMBINE_CHUNKS = (1, 2, 4, 8, 12, 16)
+DEEPEP_RECV_TOKENS = 256
+
+
+def deepep_version():
+    """The installed DeepEP's version, as its package metadata says."""
+    from importlib import metadata
+    for name in ("deep_ep", "deep-ep"):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return "unknown version"
+
+
+def fastest(candidates, make, iters=10):
+    """Index of the candidate whose fn (make(candidate)) is fastest on the
+    slowest rank. Every rank times every candidate and takes the same
+    index, since the ranks of a DeepEP call must use one configuration."""
+    times = torch.zeros(len(candidates), dtype=torch.float64, device="cuda")
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for i, c in enumerate(candidates):
+        fn = make(c)
+        fn()
+        torch.cuda.synchronize()
+        dist.barrier()
+        start.record()
+        for _ in range(iters):
+            fn()
+        end.record()
+        end.synchronize()
+        times[i] = start.elapsed_time(end) / iters
+    dist.all_reduce(times, op=dist.ReduceOp.MAX)
+    return int(torch.argmin(times).item())
+
+
+def deepep_cases(world, rank, tokens, hidden, ks):
+    """DeepEP's intranode normal kernels through its own Buffer API, at the
+    fastest configuration of DEEPEP_* for each cell (the ranks agree on
+    it). 8 experts a rank as in irisgen's benchmark, k distinct experts a
+    token drawn at random (irisgen's benchmark draws with replacement, so
+    its tokens reach at most as many ranks: a small handicap to DeepEP
+    at k=8). Yields (collective, variant, nbytes,
+    fn, note, why not capturable or None) for:
+
+    - dispatch "normal": the layout kernel and the dispatch of the rows with
+      their top-k ids and weights, received into t*world rows
+      (num_worst_tokens: no host sync, so it can be captured);
+    - dispatch "cached": DeepEP's own tuning figure, the rows alone reusing
+      an earlier call's layout (its handle), no top-k;
+    - combine "normal": the received rows summed back onto their tokens,
+      with their top-k weights (DeepEP adds the rows unweighted; irisgen
+      weights them)."""
+    import deep_ep
+    recv = DEEPEP_RECV_TOKENS
+    nvl_bytes = max(deep_ep.Config(s, max(DEEPEP_DISPATCH_CHUNKS), recv).get_nvl_buffer_size_hint(hidden * 2, world)
+                    for s in DEEPEP_SMS)
+    # Destroyed explicitly: DeepEP warns that its destructor can hang.
+    buf = deep_ep.Buffer(dist.group.WORLD, nvl_bytes, 0, explicitly_destroy=True)
+    try:
+        yield from deepep_cells(deep_ep, buf, world, rank, tokens, hidden, ks)
+    finally:
+        torch.cuda.synchronize()
+        buf.destroy()
+
+
+def deepep_cells(deep_ep, buf, world, rank, tokens, hidden, ks):
+    """deepep_cases' cells on buf."""
+    dev = torch.device("cuda", rank)
+    experts = 8 * world
+    version = deepep_version()
+    recv = DEEPEP_RECV_TOKENS
+    for k in ks:
+        for t in tokens:
+            torch.manual_seed(rank)
+            x = torch.randn(t, hidden, dtype=torch.bfloat16, device=dev)
+            topk_idx = torch.topk(torch.rand(t, experts, device=dev), k, dim=-1, sorted=False)[1]
+            topk_w = torch.rand(t, k, dtype=torch.float32, device=dev)
+            worst = t * world
+
+            def dispatch_with(cfg):
+                def fn():
+                    per_rank, _, per_expert, in_rank, _ = buf.get_dispatch_layout(topk_idx, experts)
+                    return buf.dispatch(x, num_tokens_per_rank=per_rank, is_token_in_rank=in_rank,
+                                        num_tokens_per_expert=per_expert, topk_idx=topk_idx, topk_weights=topk_w,
+                                        num_worst_tokens=worst, config=cfg)
+                return fn
+
+            # One dispatch a SM count: a handle holds its channel count, which
+            # the cached dispatch and the combine must use too.
+            received = {}
+            for s in DEEPEP_SMS:
+                recv_x, _, recv_w, _, handle, _ = dispatch_with(deep_ep.Config(s, 8, recv))()
+                received[s] = (recv_x, recv_w, handle)
+            torch.cuda.synchronize()
+
+            def cfg_note(what, s, chunk):
+                return f"DeepEP {version}, intranode, {s} SMs, {what} chunk {chunk} of {recv} tokens"
+
+            cands = [(s, c) for s in DEEPEP_SMS for c in DEEPEP_DISPATCH_CHUNKS]
+            s, c = cands[fastest(cands, lambda sc: dispatch_with(deep_ep.Config(sc[0], sc[1], recv)))]
+            yield (f"moe_dispatch_k{k}", "normal", t * hidden * 2, dispatch_with(deep_ep.Config(s, c, recv)),
+                   cfg_note("dispatch", s, c) + "; layout + rows with top-k, num_worst_tokens", None)
+
+            def cached_with(sc):
+                cfg, (_, _, handle) = deep_ep.Config(sc[0], sc[1], recv), received[sc[0]]
+                return lambda: buf.dispatch(x, handle=handle, config=cfg)
+            s, c = cands[fastest(cands, cached_with)]
+            yield (f"moe_dispatch_k{k}", "cached", t * hidden * 2, cached_with((s, c)),
+                   cfg_note("dispatch", s, c) + "; rows alone, an earlier call's layout (no top-k)", None)
+
+            def combine_with(sc):
+                cfg, (recv_x, recv_w, handle) = deep_ep.Config(sc[0], sc[1], recv), received[sc[0]]
+                return lambda: buf.combine(recv_x, handle, topk_weights=recv_w, config=cfg)
+            cands = [(s, c) for s in DEEPEP_SMS for c in DEEPEP_COMBINE_CHUNKS]
+            s, c = cands[fastest(cands, combine_with)]
+            yield (f"moe_combine_k{k}", "normal", t * hidden * 2, combine_with((s, c)),
+                   cfg_note("combine", s, c) + "; rows summed unweighted, top-k weights alongside", None)
+
+
 def rmsnorm_cases(rank, tokens, hidden, eps=1e-6):
     """The unfused path all_reduce_rmsnorm replaces, in torch: NCCL's
     all_reduce of the rows, the residual add, torch's rms_norm (a composite
@@ -209,16 +335,15 @@ def worker(rank, args):
     date = datetime.date.today().isoformat()
     rows = []
 
-    def record(impl, coll, variant, dname, nbytes, mode, fn):
-        note = ""
+    def record(impl, coll, variant, dname, nbytes, mode, fn, note="", uncapturable=None):
         us = [-1.0] * args.repeats
-        if mode == "graph" and coll.startswith("moe_"):
-            note = "not capturable: the splits need a host sync"
+        if mode == "graph" and uncapturable:
+            note = f"not capturable: {uncapturable}"
         else:
             try:
                 us = timed(fn, mode, nbytes, args.warmup, args.repeats)
             except Exception as e:  # noqa: BLE001
-                note = f"failed: {type(e).__name__}: {e}".replace("\n", " ")[:200]
+                note = f"{note}; failed: {type(e).__name__}: {e}".strip("; ").replace("\n", " ")[:300]
                 torch.cuda.synchronize()
         us = slowest(us)  # every rank takes part, failed or not
         med, lo, hi = summary(us) if min(us) >= 0 else (float("nan"),) * 3
@@ -240,10 +365,23 @@ def worker(rank, args):
                 for mode in args.modes.split(","):
                     record(impl, coll, variant, dname, nbytes, mode, fn)
     if not args.collectives or "moe" in args.collectives.split(","):
-        for coll, variant, nbytes, fn in moe_cases(args.world, rank, [int(t) for t in args.moe_tokens.split(",")],
-                                                   args.moe_hidden, [int(k) for k in args.moe_k.split(",")]):
-            for mode in args.modes.split(","):
-                record("torch", coll, variant, "bf16", nbytes, mode, fn)
+        tokens, ks = [int(t) for t in args.moe_tokens.split(",")], [int(k) for k in args.moe_k.split(",")]
+        impls = args.moe_impls.split(",")
+        if "torch" in impls:
+            for coll, variant, nbytes, fn in moe_cases(args.world, rank, tokens, args.moe_hidden, ks):
+                for mode in args.modes.split(","):
+                    record("torch", coll, variant, "bf16", nbytes, mode, fn,
+                           uncapturable="the splits need a host sync")
+        if "deepep" in impls:
+            try:
+                import deep_ep  # noqa: F401
+            except ImportError as e:
+                if rank == 0:
+                    print(f"DeepEP not importable, its MoE rows are left out: {e}", file=sys.stderr)
+            else:
+                for coll, variant, nbytes, fn, note, uncapturable in deepep_cases(args.world, rank, tokens, args.moe_hidden, ks):
+                    for mode in args.modes.split(","):
+                        record("deepep", coll, variant, "bf16", nbytes, mode, fn, note, uncapturable)
     if not args.collectives or "all_reduce_rmsnorm" in args.collectives.split(","):
         for variant, nbytes, fn in rmsnorm_cases(rank, [int(t) for t in args.rmsnorm_tokens.split(",")], args.rmsnorm_hidden):
             for mode in args.modes.split(","):
@@ -271,6 +409,8 @@ def main():
     ap.add_argument("--moe-tokens", default="128,512,4096")
     ap.add_argument("--moe-hidden", type=int, default=7168)
     ap.add_argument("--moe-k", default="1,8")
+    ap.add_argument("--moe-impls", default="torch,deepep",
+                    help="MoE baselines: torch (all_to_all_single), deepep (its intranode kernels, where deep_ep imports)")
     ap.add_argument("--rmsnorm-tokens", default="1,2,4,8,16,32,64,128,256,512,1024,2048")
     ap.add_argument("--rmsnorm-hidden", type=int, default=7168)
     ap.add_argument("--out", required=True)
