@@ -1,0 +1,495 @@
+package irisrt
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/irisgen/irisgen/runtime/gpu"
+	"github.com/irisgen/irisgen/runtime/gpu/fakegpu"
+	"github.com/irisgen/irisgen/runtime/internal/core"
+	"github.com/irisgen/irisgen/runtime/irismodel"
+)
+
+// The fake runs a stream's operations when they are enqueued, so the copy
+// tests see only the orders in which the ranks' host calls happen to run.
+// On a GPU the host enqueues launch after launch ahead of the streams, and
+// the streams (the launch's and the plan's lanes, on every rank) run in
+// any order their waits allow. TestCopyProtocolInterleavings takes the
+// operations that the runtime's own code enqueues for copy-engine launches
+// in mode device (Plan.issueCopies, and Plan.hollow for a refused launch),
+// recorded instead of run, and runs them on every interleaving of all the
+// ranks' streams, checking what copy.go's protocol promises:
+//
+//   - no interleaving waits for ever;
+//   - a flag word is never raised while it holds 1 (the lost raise that
+//     makes its reader wait for ever);
+//   - enter: a rank's copies of launch i start after every rank ended its
+//     work before launch i, on every stream;
+//   - done: a rank's work after launch i starts after every rank's copies
+//     of launch i ended;
+//   - every word ends at 0, as a launch found it.
+
+// protoKind is the kind of a recorded stream operation.
+type protoKind int
+
+const (
+	protoWrite     protoKind = iota // word = value (a raise, or the reader's reset)
+	protoWait                       // until (int32)(word - value) >= 0
+	protoData                       // a copy that moves a launch's bytes
+	protoOther                      // a copy the protocol does not order (the seen copy)
+	protoRecord                     // an event recorded
+	protoWaitEvent                  // a wait for the event record rec
+)
+
+// protoWord is a word of a rank's heap.
+type protoWord struct {
+	owner  int
+	offset int64
+}
+
+// protoOp is a stream operation of launch launch of rank rank.
+type protoOp struct {
+	kind   protoKind
+	word   protoWord
+	value  uint32
+	rec    int  // protoRecord: its id; protoWaitEvent: the record waited for (0: none, no wait)
+	copied bool // protoWrite: a raise as a 4-byte copy (Rank.raise without peer stream writes)
+	rank   int
+	launch int
+}
+
+func (o protoOp) String() string {
+	switch o.kind {
+	case protoWrite:
+		return fmt.Sprintf("rank %d launch %d: store %d into rank %d's word %#x", o.rank, o.launch, o.value, o.word.owner, o.word.offset)
+	case protoWait:
+		return fmt.Sprintf("rank %d launch %d: wait for rank %d's word %#x >= %d", o.rank, o.launch, o.word.owner, o.word.offset, o.value)
+	case protoData:
+		return fmt.Sprintf("rank %d launch %d: copy", o.rank, o.launch)
+	case protoOther:
+		return fmt.Sprintf("rank %d launch %d: seen copy", o.rank, o.launch)
+	case protoRecord:
+		return fmt.Sprintf("rank %d launch %d: record %d", o.rank, o.launch, o.rec)
+	}
+	return fmt.Sprintf("rank %d launch %d: wait for record %d", o.rank, o.launch, o.rec)
+}
+
+// protoStreams are the recorded streams of a world, and the records.
+type protoStreams struct {
+	ops     [][]protoOp
+	index   map[[2]int]int // (rank, stream) -> ops index
+	records int
+}
+
+func (ps *protoStreams) add(rank int, s gpu.Stream, o protoOp) {
+	k := [2]int{rank, int(s)}
+	i, ok := ps.index[k]
+	if !ok {
+		i = len(ps.ops)
+		ps.index[k] = i
+		ps.ops = append(ps.ops, nil)
+	}
+	ps.ops[i] = append(ps.ops[i], o)
+}
+
+// protoDevice records the stream operations a rank's copy-engine launches
+// enqueue instead of running them; anything else goes to the fake.
+type protoDevice struct {
+	gpu.Device
+	r      *Rank
+	ps     *protoStreams
+	launch int
+	latest map[gpu.Event]int
+}
+
+func (d *protoDevice) word(p gpu.DevicePtr) protoWord {
+	h := d.r.heap
+	for j, b := range h.bases {
+		if p >= b && p < b+gpu.DevicePtr(h.size) {
+			return protoWord{j, int64(p - b)}
+		}
+	}
+	panic(fmt.Sprintf("rank %d: %#x is on no heap", d.r.rank, uint64(p)))
+}
+
+func (d *protoDevice) add(s gpu.Stream, o protoOp) {
+	o.rank, o.launch = d.r.rank, d.launch
+	d.ps.add(d.r.rank, s, o)
+}
+
+func (d *protoDevice) ValueOps(ops []gpu.ValueOp, s gpu.Stream) error {
+	for _, o := range ops {
+		k := protoWrite
+		if o.Wait {
+			k = protoWait
+		}
+		d.add(s, protoOp{kind: k, word: d.word(o.Dst), value: o.Value})
+	}
+	return nil
+}
+
+func (d *protoDevice) WriteValue32(dst gpu.DevicePtr, v uint32, s gpu.Stream) error {
+	return d.ValueOps([]gpu.ValueOp{{Dst: dst, Value: v}}, s)
+}
+
+func (d *protoDevice) WaitValue32(dst gpu.DevicePtr, v uint32, s gpu.Stream) error {
+	return d.ValueOps([]gpu.ValueOp{{Dst: dst, Value: v, Wait: true}}, s)
+}
+
+func (d *protoDevice) CopyDtoDAsync(dst, src gpu.DevicePtr, bytes int64, s gpu.Stream) error {
+	switch {
+	case d.r.one != 0 && src == d.r.one: // Rank.raise without peer stream writes
+		d.add(s, protoOp{kind: protoWrite, word: d.word(dst), value: 1, copied: true})
+	case d.r.seen != nil && dst == d.r.seen.dev:
+		d.add(s, protoOp{kind: protoOther})
+	default:
+		d.add(s, protoOp{kind: protoData})
+	}
+	return nil
+}
+
+func (d *protoDevice) RecordEvent(e gpu.Event, s gpu.Stream) error {
+	d.ps.records++
+	d.latest[e] = d.ps.records
+	d.add(s, protoOp{kind: protoRecord, rec: d.ps.records})
+	return nil
+}
+
+// WaitEvent waits for the event's latest record enqueued before it, as
+// cuStreamWaitEvent does.
+func (d *protoDevice) WaitEvent(s gpu.Stream, e gpu.Event) error {
+	d.add(s, protoOp{kind: protoWaitEvent, rec: d.latest[e]})
+	return nil
+}
+
+// recordProtocol enqueues launches launches of a copy-engine plan on every
+// rank of a world of n, rank r refusing launch i (a hollow launch) where
+// refused(r, i), and returns the recorded streams. Each rank copies its
+// block into every rank's output, its own included (all_gather
+// copy_push out of place), so the plan's lanes take copies too.
+func recordProtocol(t *testing.T, n, launches, copyStreams int, peerWrites bool, refused func(r, i int) bool) *protoStreams {
+	fake := fakegpu.New(n)
+	fake.SetPeerValueWrites(peerWrites)
+	w := newFakeWorld(t, n, Options{Platform: fake, CopyStreams: copyStreams})
+	ranks := make([]*Rank, n)
+	for i := range ranks {
+		ranks[i] = w.Rank(i)
+	}
+	plans := copyPlans(t, ranks)
+	ps := &protoStreams{index: map[[2]int]int{}}
+	for _, r := range ranks {
+		const bytes = 64
+		in, err := r.heap.Alloc(irismodel.F32, 16)
+		require.NoError(t, err)
+		out, err := r.heap.Alloc(irismodel.F32, 16*int64(n))
+		require.NoError(t, err)
+		var copies []core.Copy
+		for j := range n {
+			copies = append(copies, core.Copy{Src: in.Ptr, Dst: r.heap.Peer(out.Ptr+gpu.DevicePtr(bytes*r.rank), j), Bytes: bytes})
+		}
+		p := plans[r.rank]
+		real, wait := r.dev, gpu.EventWaiter(nil)
+		d := &protoDevice{Device: real, r: r, ps: ps, latest: map[gpu.Event]int{}}
+		r.dev = d
+		if p.lanes != nil {
+			wait, p.lanes.wait = p.lanes.wait, d
+		}
+		for i := 1; i <= launches; i++ {
+			d.launch = i
+			if refused(r.rank, i) {
+				require.NoError(t, p.hollow(r.stream))
+			} else {
+				_, err := p.issueCopies(r.stream, irismodel.BarrierDevice, copies)
+				require.NoError(t, err)
+			}
+		}
+		r.dev = real
+		if p.lanes != nil {
+			p.lanes.wait = wait
+		}
+	}
+	return ps
+}
+
+// The promises explore checks, by the name it reports a broken one under.
+const (
+	brokeDeadlock = "deadlock"
+	brokeLost     = "lost raise"
+	brokeEnter    = "enter"
+	brokeDone     = "done"
+	brokeFinal    = "final words"
+)
+
+// protoState is where each stream is, and which flag words hold 1 (bit i:
+// word i of explore's list; the protocol only stores 0 and 1).
+type protoState struct {
+	pcs []uint16
+	mem uint64
+}
+
+func (s protoState) key() string {
+	b := make([]byte, 0, 2*len(s.pcs)+8)
+	for _, pc := range s.pcs {
+		b = append(b, byte(pc), byte(pc>>8))
+	}
+	for i := range 8 {
+		b = append(b, byte(s.mem>>(8*i)))
+	}
+	return string(b)
+}
+
+// explore runs the streams on every interleaving (a search over the
+// states) and returns, for each promise broken on some interleaving, the
+// first such break it met (a path ends at its break), and the number of
+// states.
+func (ps *protoStreams) explore() (map[string]string, int) {
+	type at struct{ stream, index int }
+	recordAt := map[int]at{}
+	launches := 0
+	bit := map[protoWord]int{} // the flag words, numbered
+	var words []protoWord
+	for x, ops := range ps.ops {
+		for i, o := range ops {
+			switch o.kind {
+			case protoRecord:
+				recordAt[o.rec] = at{x, i}
+			case protoWrite, protoWait:
+				if _, ok := bit[o.word]; !ok {
+					bit[o.word] = len(words)
+					words = append(words, o.word)
+				}
+			}
+			launches = max(launches, o.launch)
+		}
+	}
+	if len(words) > 64 {
+		panic("more flag words than a state holds")
+	}
+	// first[x][i]: the index of stream x's first operation of launch i or
+	// later; lastData[x][i]: one past its last copy of launch i (0: none).
+	first := make([][]int, len(ps.ops))
+	lastData := make([][]int, len(ps.ops))
+	for x, ops := range ps.ops {
+		first[x] = make([]int, launches+2)
+		lastData[x] = make([]int, launches+2)
+		for i := range first[x] {
+			first[x][i] = len(ops)
+		}
+		for k := len(ops) - 1; k >= 0; k-- {
+			for i := 0; i <= ops[k].launch; i++ {
+				first[x][i] = k
+			}
+		}
+		for k, o := range ops {
+			if o.kind == protoData {
+				lastData[x][o.launch] = k + 1
+			}
+		}
+	}
+	broken := map[string]string{}
+	breaks := func(what, how string) {
+		if _, ok := broken[what]; !ok {
+			broken[what] = how
+		}
+	}
+	start := protoState{pcs: make([]uint16, len(ps.ops))}
+	seen := map[string]bool{start.key(): true}
+	todo := []protoState{start}
+	for len(todo) > 0 {
+		s := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		moved, finished := false, true
+		for x, ops := range ps.ops {
+			pc := int(s.pcs[x])
+			if pc == len(ops) {
+				continue
+			}
+			finished = false
+			o := ops[pc]
+			set := o.kind == protoWrite || o.kind == protoWait
+			holds := set && s.mem>>bit[o.word]&1 == 1
+			switch o.kind {
+			case protoWait:
+				if o.value > 1 || (o.value == 1 && !holds) {
+					continue
+				}
+			case protoWaitEvent:
+				if r, ok := recordAt[o.rec]; o.rec != 0 && ok && int(s.pcs[r.stream]) <= r.index {
+					continue
+				}
+			}
+			moved = true
+			if how := ps.promise(s.pcs, holds, x, first, lastData); how != "" {
+				breaks(how[:strings.Index(how, ":")], how)
+				continue // this path ends here
+			}
+			next := protoState{pcs: append([]uint16(nil), s.pcs...), mem: s.mem}
+			next.pcs[x]++
+			if o.kind == protoWrite {
+				next.mem &^= 1 << bit[o.word]
+				next.mem |= uint64(o.value) << bit[o.word]
+			}
+			if k := next.key(); !seen[k] {
+				seen[k] = true
+				todo = append(todo, next)
+			}
+		}
+		switch {
+		case finished:
+			for i, w := range words {
+				if s.mem>>i&1 == 1 {
+					breaks(brokeFinal, fmt.Sprintf("%s: every stream ended, but rank %d's word %#x holds 1", brokeFinal, w.owner, w.offset))
+				}
+			}
+		case !moved:
+			var b strings.Builder
+			for x, ops := range ps.ops {
+				if int(s.pcs[x]) < len(ops) {
+					fmt.Fprintf(&b, "\n  %v", ops[s.pcs[x]])
+				}
+			}
+			breaks(brokeDeadlock, brokeDeadlock+": no stream can go on; they wait at:"+b.String())
+		}
+	}
+	return broken, len(seen)
+}
+
+// promise returns the promise that running stream x's next operation
+// breaks where the streams are at pcs and its word holds 1 or not, as
+// "name: how", or "".
+func (ps *protoStreams) promise(pcs []uint16, holds bool, x int, first, lastData [][]int) string {
+	o := ps.ops[x][pcs[x]]
+	switch {
+	case o.kind == protoWrite && o.value == 1 && holds:
+		return fmt.Sprintf("%s: %v, but it holds 1 already", brokeLost, o)
+	case o.kind == protoData:
+		for y := range ps.ops {
+			if int(pcs[y]) < first[y][o.launch] {
+				return fmt.Sprintf("%s: %v before %v", brokeEnter, o, ps.ops[y][pcs[y]])
+			}
+		}
+	}
+	if o.launch > 1 && int(pcs[x]) == first[x][o.launch] {
+		for y := range ps.ops {
+			if int(pcs[y]) < lastData[y][o.launch-1] {
+				return fmt.Sprintf("%s: %v while %v has not run", brokeDone, o, ps.ops[y][pcs[y]])
+			}
+		}
+	}
+	return ""
+}
+
+// TestCopyProtocolInterleavings runs the copy-engine protocol as the
+// runtime enqueues it on every interleaving of the ranks' streams, for
+// every pattern of refused (hollow) launches: worlds of 2 with the plan's
+// lanes, with stream writes into peers' memory and without (CUDA 13.1 and
+// later: the flags copied), three launches; worlds of 3, two launches, on
+// one stream a rank and with the lanes.
+func TestCopyProtocolInterleavings(t *testing.T) {
+	for _, c := range []struct {
+		n, launches, copyStreams int
+		peerWrites               bool
+	}{
+		{2, 3, 0, true},
+		{2, 3, 0, false},
+		{3, 2, 1, true},
+		{3, 2, 0, true},
+	} {
+		t.Run(fmt.Sprintf("world=%d/launches=%d/streams=%d/peerwrites=%v", c.n, c.launches, c.copyStreams, c.peerWrites), func(t *testing.T) {
+			cells := c.n * c.launches
+			states := 0
+			for pattern := range 1 << cells {
+				refused := func(r, i int) bool { return pattern>>(r*c.launches+i-1)&1 == 1 }
+				ps := recordProtocol(t, c.n, c.launches, c.copyStreams, c.peerWrites, refused)
+				for _, ops := range ps.ops {
+					for _, o := range ops {
+						require.False(t, o.copied && c.peerWrites, "a raise copied although the device writes into peers' memory")
+						require.False(t, o.kind == protoWrite && o.value == 1 && !o.copied && !c.peerWrites, "a raise written although the device cannot")
+						require.False(t, o.kind == protoWrite && o.value > 1, "%v: the words hold 0 and 1 only", o)
+					}
+				}
+				broken, n := ps.explore()
+				require.Empty(t, broken, "refusals %0*b (bit r*launches+i-1: rank r refused launch i)", cells, pattern)
+				states += n
+			}
+			t.Logf("%d refusal patterns, %d states", 1<<cells, states)
+		})
+	}
+}
+
+// without returns ps with the k-th operation (from 0, in the order of the
+// streams and their operations) of rank's that matches drop removed.
+func (ps *protoStreams) without(rank, k int, drop func(protoOp) bool) *protoStreams {
+	out := &protoStreams{index: ps.index, records: ps.records}
+	for _, ops := range ps.ops {
+		var kept []protoOp
+		for _, o := range ops {
+			if o.rank == rank && drop(o) {
+				k--
+				if k == -1 {
+					continue
+				}
+			}
+			kept = append(kept, o)
+		}
+		out.ops = append(out.ops, kept)
+	}
+	return out
+}
+
+// TestCopyProtocolCatches: the search reports each promise broken when the
+// recorded protocol of a world of 2 (three launches, the lanes in use)
+// loses the operation that keeps it, so TestCopyProtocolInterleavings can
+// fail.
+func TestCopyProtocolCatches(t *testing.T) {
+	ps := recordProtocol(t, 2, 3, 0, true, func(r, i int) bool { return false })
+	require.Len(t, ps.ops, 4, "two streams a rank: the launch's and a lane")
+	data := 0
+	for _, ops := range ps.ops {
+		for _, o := range ops {
+			if o.kind == protoData {
+				data++
+			}
+		}
+	}
+	require.Equal(t, 2*2*3, data, "every rank copies into both ranks at every launch")
+	broken, _ := ps.explore()
+	require.Empty(t, broken)
+
+	is := func(k protoKind, v uint32) func(protoOp) bool {
+		return func(o protoOp) bool { return o.kind == k && o.value == v }
+	}
+	// Rank 0's launch stream holds, a launch: the enter barrier (raise,
+	// wait, reset), the seen copy, the fork, a copy, the join, the done
+	// barrier (raise, wait, reset); its lane: the fork's wait, a copy, the
+	// join's record.
+	for _, c := range []struct {
+		name string
+		ps   *protoStreams
+		want string
+	}{
+		{"rank 0 resets no enter word at launch 1", ps.without(0, 0, is(protoWrite, 0)), brokeLost},
+		{"rank 0 resets no done word at launch 3", ps.without(0, 5, is(protoWrite, 0)), brokeFinal},
+		{"rank 0 waits for no peer at launch 2's enter", ps.without(0, 2, is(protoWait, 1)), brokeEnter},
+		{"rank 0 joins no lane at launch 1", ps.without(0, 0, func(o protoOp) bool { return o.kind == protoWaitEvent }), brokeDone},
+		{"rank 0 raises no done word at launch 1", ps.without(0, 1, is(protoWrite, 1)), brokeDeadlock},
+	} {
+		broken, _ := c.ps.explore()
+		require.Contains(t, broken, c.want, "%s: %v", c.name, broken)
+	}
+
+	// A refused launch that enqueued its enter barrier alone would leave its
+	// peer waiting at the done barrier.
+	refused := recordProtocol(t, 2, 2, 0, true, func(r, i int) bool { return r == 1 && i == 1 })
+	broken, _ = refused.explore()
+	require.Empty(t, broken)
+	half := refused
+	for range 3 { // rank 1's second batch: its launch 1's done barrier
+		half = half.without(1, 3, func(o protoOp) bool { return o.kind == protoWrite || o.kind == protoWait })
+	}
+	broken, _ = half.explore()
+	require.Contains(t, broken, brokeDeadlock, "%v", broken)
+}
