@@ -2,6 +2,7 @@ package irisrt
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,6 +31,8 @@ import (
 //     work before launch i, on every stream;
 //   - done: a rank's work after launch i starts after every rank's copies
 //     of launch i ended;
+//   - the seen copy runs after the rank's enter waits (so it finds the
+//     refused words of a peer whose hollow launch released them);
 //   - every word ends at 0, as a launch found it.
 
 // protoKind is the kind of a recorded stream operation.
@@ -39,7 +42,7 @@ const (
 	protoWrite     protoKind = iota // word = value (a raise, or the reader's reset)
 	protoWait                       // until (int32)(word - value) >= 0
 	protoData                       // a copy that moves a launch's bytes
-	protoOther                      // a copy the protocol does not order (the seen copy)
+	protoSeen                       // the seen copy (after the enter barrier's waits)
 	protoRecord                     // an event recorded
 	protoWaitEvent                  // a wait for the event record rec
 )
@@ -57,6 +60,7 @@ type protoOp struct {
 	value  uint32
 	rec    int  // protoRecord: its id; protoWaitEvent: the record waited for (0: none, no wait)
 	copied bool // protoWrite: a raise as a 4-byte copy (Rank.raise without peer stream writes)
+	enter  bool // protoWait: a wait on the rank's own enter row
 	rank   int
 	launch int
 }
@@ -69,7 +73,7 @@ func (o protoOp) String() string {
 		return fmt.Sprintf("rank %d launch %d: wait for rank %d's word %#x >= %d", o.rank, o.launch, o.word.owner, o.word.offset, o.value)
 	case protoData:
 		return fmt.Sprintf("rank %d launch %d: copy", o.rank, o.launch)
-	case protoOther:
+	case protoSeen:
 		return fmt.Sprintf("rank %d launch %d: seen copy", o.rank, o.launch)
 	case protoRecord:
 		return fmt.Sprintf("rank %d launch %d: record %d", o.rank, o.launch, o.rec)
@@ -101,6 +105,7 @@ type protoDevice struct {
 	gpu.Device
 	r      *Rank
 	ps     *protoStreams
+	enter  gpu.DevicePtr // the plan's enter row
 	launch int
 	latest map[gpu.Event]int
 }
@@ -126,7 +131,7 @@ func (d *protoDevice) ValueOps(ops []gpu.ValueOp, s gpu.Stream) error {
 		if o.Wait {
 			k = protoWait
 		}
-		d.add(s, protoOp{kind: k, word: d.word(o.Dst), value: o.Value})
+		d.add(s, protoOp{kind: k, word: d.word(o.Dst), value: o.Value, enter: o.Wait && o.Dst >= d.enter && o.Dst < d.enter+4*MaxWorld})
 	}
 	return nil
 }
@@ -144,7 +149,7 @@ func (d *protoDevice) CopyDtoDAsync(dst, src gpu.DevicePtr, bytes int64, s gpu.S
 	case d.r.one != 0 && src == d.r.one: // Rank.raise without peer stream writes
 		d.add(s, protoOp{kind: protoWrite, word: d.word(dst), value: 1, copied: true})
 	case d.r.seen != nil && dst == d.r.seen.dev:
-		d.add(s, protoOp{kind: protoOther})
+		d.add(s, protoOp{kind: protoSeen})
 	default:
 		d.add(s, protoOp{kind: protoData})
 	}
@@ -192,7 +197,7 @@ func recordProtocol(t *testing.T, n, launches, copyStreams int, peerWrites bool,
 		}
 		p := plans[r.rank]
 		real, wait := r.dev, gpu.EventWaiter(nil)
-		d := &protoDevice{Device: real, r: r, ps: ps, latest: map[gpu.Event]int{}}
+		d := &protoDevice{Device: real, r: r, ps: ps, enter: p.flags + copyEnterRow, latest: map[gpu.Event]int{}}
 		r.dev = d
 		if p.lanes != nil {
 			wait, p.lanes.wait = p.lanes.wait, d
@@ -221,7 +226,11 @@ const (
 	brokeEnter    = "enter"
 	brokeDone     = "done"
 	brokeFinal    = "final words"
+	brokeSeen     = "seen"
 )
+
+// protoAt is an operation's place: its stream and its index there.
+type protoAt struct{ stream, index int }
 
 // protoState is where each stream is, and which flag words hold 1 (bit i:
 // word i of explore's list; the protocol only stores 0 and 1).
@@ -246,8 +255,8 @@ func (s protoState) key() string {
 // first such break it met (a path ends at its break), and the number of
 // states.
 func (ps *protoStreams) explore() (map[string]string, int) {
-	type at struct{ stream, index int }
-	recordAt := map[int]at{}
+	recordAt := map[int]protoAt{}
+	enterWaits := map[[2]int][]protoAt{} // (rank, launch) -> its waits on its enter row
 	launches := 0
 	bit := map[protoWord]int{} // the flag words, numbered
 	var words []protoWord
@@ -255,8 +264,12 @@ func (ps *protoStreams) explore() (map[string]string, int) {
 		for i, o := range ops {
 			switch o.kind {
 			case protoRecord:
-				recordAt[o.rec] = at{x, i}
+				recordAt[o.rec] = protoAt{x, i}
 			case protoWrite, protoWait:
+				if o.enter {
+					k := [2]int{o.rank, o.launch}
+					enterWaits[k] = append(enterWaits[k], protoAt{x, i})
+				}
 				if _, ok := bit[o.word]; !ok {
 					bit[o.word] = len(words)
 					words = append(words, o.word)
@@ -322,7 +335,7 @@ func (ps *protoStreams) explore() (map[string]string, int) {
 				}
 			}
 			moved = true
-			if how := ps.promise(s.pcs, holds, x, first, lastData); how != "" {
+			if how := ps.promise(s.pcs, holds, x, first, lastData, enterWaits); how != "" {
 				breaks(how[:strings.Index(how, ":")], how)
 				continue // this path ends here
 			}
@@ -360,9 +373,15 @@ func (ps *protoStreams) explore() (map[string]string, int) {
 // promise returns the promise that running stream x's next operation
 // breaks where the streams are at pcs and its word holds 1 or not, as
 // "name: how", or "".
-func (ps *protoStreams) promise(pcs []uint16, holds bool, x int, first, lastData [][]int) string {
+func (ps *protoStreams) promise(pcs []uint16, holds bool, x int, first, lastData [][]int, enterWaits map[[2]int][]protoAt) string {
 	o := ps.ops[x][pcs[x]]
 	switch {
+	case o.kind == protoSeen:
+		for _, w := range enterWaits[[2]int{o.rank, o.launch}] {
+			if int(pcs[w.stream]) <= w.index {
+				return fmt.Sprintf("%s: %v before %v: it may miss a refusal that released the barrier", brokeSeen, o, ps.ops[w.stream][w.index])
+			}
+		}
 	case o.kind == protoWrite && o.value == 1 && holds:
 		return fmt.Sprintf("%s: %v, but it holds 1 already", brokeLost, o)
 	case o.kind == protoData:
@@ -480,6 +499,23 @@ func TestCopyProtocolCatches(t *testing.T) {
 		broken, _ := c.ps.explore()
 		require.Contains(t, broken, c.want, "%s: %v", c.name, broken)
 	}
+
+	// The seen copy moved ahead of launch 2's enter barrier (as onto a lane
+	// forked before it).
+	early := &protoStreams{index: ps.index, records: ps.records}
+	for _, ops := range ps.ops {
+		ops = append([]protoOp(nil), ops...)
+		for k, o := range ops {
+			if o.rank == 0 && o.kind == protoSeen && o.launch == 2 {
+				start := slices.IndexFunc(ops, func(o protoOp) bool { return o.launch == 2 })
+				copy(ops[start+1:k+1], ops[start:k])
+				ops[start] = o
+			}
+		}
+		early.ops = append(early.ops, ops)
+	}
+	broken, _ = early.explore()
+	require.Contains(t, broken, brokeSeen, "%v", broken)
 
 	// A refused launch that enqueued its enter barrier alone would leave its
 	// peer waiting at the done barrier.
