@@ -43,6 +43,11 @@
 #                        (on 4 GPUs, a 2-GPU tier in up to half the time)
 #   GRAPH_WAIT_LIMIT     seconds for each run of $BUILD/graph_wait, the tool's
 #                        own check before initcheck-capture-copy (default 60)
+#   PROFILE=1            a CPU profile of each in-process step's test binary,
+#                        $LOG/profile-TIER-SHARD-STEP.pprof (`go tool pprof -top
+#                        $BUILD/gpu.test FILE`): where the host spends a
+#                        shard's time (generating and checking data, host
+#                        barriers, waiting for the GPU in cgo calls)
 #   COMPUTE_SANITIZER    the sanitizer (default: compute-sanitizer on PATH or
 #                        under /usr/local/cuda*/bin)
 #   KERNELS_ONLY=1       compile the code objects here with the carried
@@ -412,6 +417,7 @@ gotest() {
   left=$(time_left)
   local args=(-test.v -test.count=1 -test.timeout "$((left > 40 ? left - 20 : 20))s" -test.run "$run")
   [ -n "$skip" ] && args+=(-test.skip "$skip")
+  [ "${PROFILE:-}" = 1 ] && args+=(-test.cpuprofile "$LOG/profile-${SHARD_TAG:-$name}-$name.pprof")
   step "$name" go in-process "${envs[@]}" "$@" -- "${SAN[@]}" "$BIN/gpu.test" "${args[@]}"
 }
 
@@ -492,6 +498,7 @@ bounded() {
 run_shard() {
   local tier=$1 name=$2 t0 result
   SHARD_LOG=$LOG/log-$tier-$name.txt
+  SHARD_TAG=$tier-$name
   RESULT=$LOG/result-$tier-$name.txt
   : >"$SHARD_LOG"
   reset_counts
