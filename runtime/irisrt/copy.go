@@ -68,7 +68,11 @@ import (
 //     (Rank.Capture), to meet the peers' first replay of their graph.
 //     A rank with a world fault (reason RefusedWorldFault: the world is
 //     to be closed, only liveness matters) writes the two words on every
-//     peer from its control stream instead, without waiting for anyone.
+//     peer from its control stream instead, without waiting for anyone;
+//     with an earlier launch of the plan still on its stream, one of the
+//     two raises of a word can land before the peer read the other, and
+//     the peer waits for ever (TestCopyProtocolWorldFault;
+//     docs/collectives.md).
 //   - The detection. The refused words (launch, reason) that the
 //     refusing rank writes into every peer's control block (Rank.refuse)
 //     are written and waited for before the hollow barriers are

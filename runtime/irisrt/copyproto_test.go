@@ -170,12 +170,22 @@ func (d *protoDevice) WaitEvent(s gpu.Stream, e gpu.Event) error {
 	return nil
 }
 
+// protoStep is what a rank enqueues for a launch of the plan.
+type protoStep int
+
+const (
+	stepLaunch  protoStep = iota // the launch
+	stepHollow                   // its refusal: the barriers without the copies (Plan.hollow)
+	stepUnblock                  // its refusal after a world fault: the words raised from the control stream (Plan.unblock)
+	stepNone                     // nothing (after a world fault)
+)
+
 // recordProtocol enqueues launches launches of a copy-engine plan on every
-// rank of a world of n, rank r refusing launch i (a hollow launch) where
-// refused(r, i), and returns the recorded streams. Each rank copies its
+// rank of a world of n, rank r's launch i as step(r, i) says, and returns
+// the recorded streams. Each rank copies its
 // block into every rank's output, its own included (all_gather
 // copy_push out of place), so the plan's lanes take copies too.
-func recordProtocol(t *testing.T, n, launches, copyStreams int, peerWrites bool, refused func(r, i int) bool) *protoStreams {
+func recordProtocol(t *testing.T, n, launches, copyStreams int, peerWrites bool, step func(r, i int) protoStep) *protoStreams {
 	fake := fakegpu.New(n)
 	fake.SetPeerValueWrites(peerWrites)
 	w := newFakeWorld(t, n, Options{Platform: fake, CopyStreams: copyStreams})
@@ -204,11 +214,14 @@ func recordProtocol(t *testing.T, n, launches, copyStreams int, peerWrites bool,
 		}
 		for i := 1; i <= launches; i++ {
 			d.launch = i
-			if refused(r.rank, i) {
-				require.NoError(t, p.hollow(r.stream))
-			} else {
+			switch step(r.rank, i) {
+			case stepLaunch:
 				_, err := p.issueCopies(r.stream, irismodel.BarrierDevice, copies)
 				require.NoError(t, err)
+			case stepHollow:
+				require.NoError(t, p.hollow(r.stream))
+			case stepUnblock:
+				require.NoError(t, p.unblock())
 			}
 		}
 		r.dev = real
@@ -254,7 +267,13 @@ func (s protoState) key() string {
 // states) and returns, for each promise broken on some interleaving, the
 // first such break it met (a path ends at its break), and the number of
 // states.
-func (ps *protoStreams) explore() (map[string]string, int) {
+func (ps *protoStreams) explore() (map[string]string, int) { return ps.search(true) }
+
+// liveness is explore that checks no promise but the first: after a world
+// fault only liveness matters.
+func (ps *protoStreams) liveness() (map[string]string, int) { return ps.search(false) }
+
+func (ps *protoStreams) search(promises bool) (map[string]string, int) {
 	recordAt := map[int]protoAt{}
 	enterWaits := map[[2]int][]protoAt{} // (rank, launch) -> its waits on its enter row
 	launches := 0
@@ -335,7 +354,7 @@ func (ps *protoStreams) explore() (map[string]string, int) {
 				}
 			}
 			moved = true
-			if how := ps.promise(s.pcs, holds, x, first, lastData, enterWaits); how != "" {
+			if how := ps.promise(s.pcs, holds, x, first, lastData, enterWaits); promises && how != "" {
 				breaks(how[:strings.Index(how, ":")], how)
 				continue // this path ends here
 			}
@@ -353,7 +372,7 @@ func (ps *protoStreams) explore() (map[string]string, int) {
 		switch {
 		case finished:
 			for i, w := range words {
-				if s.mem>>i&1 == 1 {
+				if promises && s.mem>>i&1 == 1 {
 					breaks(brokeFinal, fmt.Sprintf("%s: every stream ended, but rank %d's word %#x holds 1", brokeFinal, w.owner, w.offset))
 				}
 			}
@@ -421,8 +440,8 @@ func TestCopyProtocolInterleavings(t *testing.T) {
 			cells := c.n * c.launches
 			states := 0
 			for pattern := range 1 << cells {
-				refused := func(r, i int) bool { return pattern>>(r*c.launches+i-1)&1 == 1 }
-				ps := recordProtocol(t, c.n, c.launches, c.copyStreams, c.peerWrites, refused)
+				step := func(r, i int) protoStep { return protoStep(pattern >> (r*c.launches + i - 1) & 1) }
+				ps := recordProtocol(t, c.n, c.launches, c.copyStreams, c.peerWrites, step)
 				for _, ops := range ps.ops {
 					for _, o := range ops {
 						require.False(t, o.copied && c.peerWrites, "a raise copied although the device writes into peers' memory")
@@ -464,7 +483,7 @@ func (ps *protoStreams) without(rank, k int, drop func(protoOp) bool) *protoStre
 // loses the operation that keeps it, so TestCopyProtocolInterleavings can
 // fail.
 func TestCopyProtocolCatches(t *testing.T) {
-	ps := recordProtocol(t, 2, 3, 0, true, func(r, i int) bool { return false })
+	ps := recordProtocol(t, 2, 3, 0, true, func(r, i int) protoStep { return stepLaunch })
 	require.Len(t, ps.ops, 4, "two streams a rank: the launch's and a lane")
 	data := 0
 	for _, ops := range ps.ops {
@@ -519,7 +538,7 @@ func TestCopyProtocolCatches(t *testing.T) {
 
 	// A refused launch that enqueued its enter barrier alone would leave its
 	// peer waiting at the done barrier.
-	refused := recordProtocol(t, 2, 2, 0, true, func(r, i int) bool { return r == 1 && i == 1 })
+	refused := recordProtocol(t, 2, 2, 0, true, func(r, i int) protoStep { return protoStep(b2i(r == 1 && i == 1)) })
 	broken, _ = refused.explore()
 	require.Empty(t, broken)
 	half := refused
@@ -528,4 +547,42 @@ func TestCopyProtocolCatches(t *testing.T) {
 	}
 	broken, _ = half.explore()
 	require.Contains(t, broken, brokeDeadlock, "%v", broken)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestCopyProtocolWorldFault: a rank with a world fault refuses with
+// Plan.unblock, which raises its words on the peers from its control stream
+// and waits for no one (only liveness matters then). The search finds that
+// the release holds where the faulty rank enqueued no earlier launch of the
+// plan, and that it can be lost where it did: its control stream may raise a
+// peer's word while its launch stream's earlier raise of the same word is
+// still unread, so one raise is lost and the peer's stream waits for ever
+// (docs/collectives.md lists it among what waits for ever). This test pins
+// that down; a fix must turn the second half into a pass.
+func TestCopyProtocolWorldFault(t *testing.T) {
+	faultAt := func(f int) func(r, i int) protoStep {
+		return func(r, i int) protoStep {
+			switch {
+			case r == 1 && i == f:
+				return stepUnblock
+			case i > f:
+				return stepNone // the world is closed after the fault
+			}
+			return stepLaunch
+		}
+	}
+	for _, peerWrites := range []bool{true, false} {
+		broken, _ := recordProtocol(t, 2, 1, 0, peerWrites, faultAt(1)).liveness()
+		require.Empty(t, broken, "a fault at the first launch: the peer's launch ends (peerwrites=%v)", peerWrites)
+		for f := 2; f <= 3; f++ {
+			broken, _ = recordProtocol(t, 2, f, 0, peerWrites, faultAt(f)).liveness()
+			require.Contains(t, broken, brokeDeadlock, "a fault at launch %d after launches of the plan (peerwrites=%v)", f, peerWrites)
+		}
+	}
 }
