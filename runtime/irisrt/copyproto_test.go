@@ -136,6 +136,8 @@ func (d *protoDevice) ValueOps(ops []gpu.ValueOp, s gpu.Stream) error {
 	return nil
 }
 
+// WriteValue32 and WaitValue32 record too, so that a stream memory
+// operation enqueued without a batch cannot run on the fake unseen.
 func (d *protoDevice) WriteValue32(dst gpu.DevicePtr, v uint32, s gpu.Stream) error {
 	return d.ValueOps([]gpu.ValueOp{{Dst: dst, Value: v}}, s)
 }
@@ -354,8 +356,8 @@ func (ps *protoStreams) search(promises bool) (map[string]string, int) {
 				}
 			}
 			moved = true
-			if how := ps.promise(s.pcs, holds, x, first, lastData, enterWaits); promises && how != "" {
-				breaks(how[:strings.Index(how, ":")], how)
+			if what, how := ps.promise(s.pcs, holds, x, first, lastData, enterWaits); promises && what != "" {
+				breaks(what, what+": "+how)
 				continue // this path ends here
 			}
 			next := protoState{pcs: append([]uint16(nil), s.pcs...), mem: s.mem}
@@ -390,34 +392,34 @@ func (ps *protoStreams) search(promises bool) (map[string]string, int) {
 }
 
 // promise returns the promise that running stream x's next operation
-// breaks where the streams are at pcs and its word holds 1 or not, as
-// "name: how", or "".
-func (ps *protoStreams) promise(pcs []uint16, holds bool, x int, first, lastData [][]int, enterWaits map[[2]int][]protoAt) string {
+// breaks where the streams are at pcs and its word holds 1 or not (its
+// name, one of the broke* constants, and how), or "".
+func (ps *protoStreams) promise(pcs []uint16, holds bool, x int, first, lastData [][]int, enterWaits map[[2]int][]protoAt) (what, how string) {
 	o := ps.ops[x][pcs[x]]
 	switch {
 	case o.kind == protoSeen:
 		for _, w := range enterWaits[[2]int{o.rank, o.launch}] {
 			if int(pcs[w.stream]) <= w.index {
-				return fmt.Sprintf("%s: %v before %v: it may miss a refusal that released the barrier", brokeSeen, o, ps.ops[w.stream][w.index])
+				return brokeSeen, fmt.Sprintf("%v before %v: it may miss a refusal that released the barrier", o, ps.ops[w.stream][w.index])
 			}
 		}
 	case o.kind == protoWrite && o.value == 1 && holds:
-		return fmt.Sprintf("%s: %v, but it holds 1 already", brokeLost, o)
+		return brokeLost, fmt.Sprintf("%v, but it holds 1 already", o)
 	case o.kind == protoData:
 		for y := range ps.ops {
 			if int(pcs[y]) < first[y][o.launch] {
-				return fmt.Sprintf("%s: %v before %v", brokeEnter, o, ps.ops[y][pcs[y]])
+				return brokeEnter, fmt.Sprintf("%v before %v", o, ps.ops[y][pcs[y]])
 			}
 		}
 	}
 	if o.launch > 1 && int(pcs[x]) == first[x][o.launch] {
 		for y := range ps.ops {
 			if int(pcs[y]) < lastData[y][o.launch-1] {
-				return fmt.Sprintf("%s: %v while %v has not run", brokeDone, o, ps.ops[y][pcs[y]])
+				return brokeDone, fmt.Sprintf("%v while %v has not run", o, ps.ops[y][pcs[y]])
 			}
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // TestCopyProtocolInterleavings runs the copy-engine protocol as the
@@ -440,7 +442,9 @@ func TestCopyProtocolInterleavings(t *testing.T) {
 			cells := c.n * c.launches
 			states := 0
 			for pattern := range 1 << cells {
-				step := func(r, i int) protoStep { return protoStep(pattern >> (r*c.launches + i - 1) & 1) }
+				step := func(r, i int) protoStep { // bit 1: stepHollow, 0: stepLaunch
+					return protoStep(pattern >> (r*c.launches + i - 1) & 1)
+				}
 				ps := recordProtocol(t, c.n, c.launches, c.copyStreams, c.peerWrites, step)
 				for _, ops := range ps.ops {
 					for _, o := range ops {
@@ -538,7 +542,12 @@ func TestCopyProtocolCatches(t *testing.T) {
 
 	// A refused launch that enqueued its enter barrier alone would leave its
 	// peer waiting at the done barrier.
-	refused := recordProtocol(t, 2, 2, 0, true, func(r, i int) protoStep { return protoStep(b2i(r == 1 && i == 1)) })
+	refused := recordProtocol(t, 2, 2, 0, true, func(r, i int) protoStep {
+		if r == 1 && i == 1 {
+			return stepHollow
+		}
+		return stepLaunch
+	})
 	broken, _ = refused.explore()
 	require.Empty(t, broken)
 	half := refused
@@ -547,13 +556,6 @@ func TestCopyProtocolCatches(t *testing.T) {
 	}
 	broken, _ = half.explore()
 	require.Contains(t, broken, brokeDeadlock, "%v", broken)
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // TestCopyProtocolWorldFault: a rank with a world fault refuses with
