@@ -322,6 +322,17 @@ func (d *device) StreamSynchronize(s Stream) error {
 	return d.check(call, C.ig_stream_sync(d.t, d.h, C.uintptr_t(s), &call))
 }
 
+// StreamQuery asks the library whether s has finished its work; its "not
+// ready" answer (CUDA_ERROR_NOT_READY, hipErrorNotReady) is done false.
+func (d *device) StreamQuery(s Stream) (bool, error) {
+	var done C.int
+	var call *C.char
+	if r := C.ig_stream_query(d.t, d.h, C.uintptr_t(s), &done, &call); r != 0 {
+		return false, d.check(call, r)
+	}
+	return done != 0, nil
+}
+
 func (d *device) NewEvent(timing bool) (Event, error) {
 	var e C.uintptr_t
 	var call *C.char

@@ -18,6 +18,7 @@
 // modes and states are gpu.CaptureMode's and gpu.CaptureStatus's too.
 enum {
 	IG_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
+	IG_ERROR_NOT_READY = 600, // CUDA_ERROR_NOT_READY, hipErrorNotReady: work still pending (a query's answer)
 	IG_HOST_ALLOC_PORTABLE = 0x1, // CU_MEMHOSTALLOC_PORTABLE, hipHostMallocPortable
 	IG_HOST_ALLOC_MAPPED = 0x2,   // CU_MEMHOSTALLOC_DEVICEMAP, hipHostMallocMapped
 	IG_STREAM_NON_BLOCKING = 0x1,
@@ -68,6 +69,7 @@ enum {
 		hipStreamWaitValue32, (hipStream_t stream, void *ptr, uint32_t value, unsigned int flags, uint32_t mask)) \
 	X(cuStreamDestroy_v2, (CUstream s), hipStreamDestroy, (hipStream_t stream)) \
 	X(cuStreamSynchronize, (CUstream s), hipStreamSynchronize, (hipStream_t stream)) \
+	X(cuStreamQuery, (CUstream s), hipStreamQuery, (hipStream_t stream)) \
 	X(cuEventCreate, (CUevent *e, unsigned int flags), hipEventCreateWithFlags, (hipEvent_t *event, unsigned int flags)) \
 	X(cuEventDestroy_v2, (CUevent e), hipEventDestroy, (hipEvent_t event)) \
 	X(cuEventRecord, (CUevent e, CUstream s), hipEventRecord, (hipEvent_t event, hipStream_t stream)) \
@@ -125,6 +127,8 @@ typedef struct {
 //   two     (bind, two calls, the second only when the first succeeds)
 //           CUDA function, (arguments), function, (arguments), HIP function, (arguments), function, (arguments)
 //   again   (bind, one call that may answer "already enabled", which is no error) as one
+//   ready   (bind, one call that may answer "not ready", which is no error: *done says
+//           whether the work is done) as one
 //   nobind  (one call, no device bound) as one
 //   handle  (bind, export an IPC handle into out's 64 bytes) CUDA handle type, function, (arguments), HIP ...
 //   mapped  (bind, pinned host memory and its device address; the memory is freed when the
@@ -192,6 +196,8 @@ typedef struct {
 		cuStreamDestroy_v2, ((CUstream)s), hipStreamDestroy, ((hipStream_t)s)) \
 	X(one, stream_sync, (uintptr_t h, uintptr_t s, const char **call), (h, s, call), \
 		cuStreamSynchronize, ((CUstream)s), hipStreamSynchronize, ((hipStream_t)s)) \
+	X(ready, stream_query, (uintptr_t h, uintptr_t s, int *done, const char **call), (h, s, done, call), \
+		cuStreamQuery, ((CUstream)s), hipStreamQuery, ((hipStream_t)s)) \
 	X(out, event_create, (uintptr_t h, int timing, uintptr_t *e, const char **call), (h, timing, e, call), e, \
 		CUevent, cuEventCreate, (&o, timing ? 0 : IG_EVENT_DISABLE_TIMING), \
 		hipEvent_t, hipEventCreateWithFlags, (&o, timing ? 0 : IG_EVENT_DISABLE_TIMING)) \
@@ -298,6 +304,7 @@ IG_ONLY(IG_DECL)
 #define IG_PROTO_two(op, params)
 #define IG_PROTO_start(op, params)
 #define IG_PROTO_again(op, params)
+#define IG_PROTO_ready(op, params)
 #define IG_PROTO_nobind(op, params)
 #define IG_PROTO_handle(op, params)
 #define IG_PROTO_mapped(op, params)
@@ -347,6 +354,13 @@ static int IG_NAME(open)(const char *lib, int *opened, const char **msg) {
 		IG_BIND(h); \
 		int r = IG_CALL(IG_SIDE(cf, hf), IG_SIDE(ca, ha)); \
 		return r == IG_ERROR_PEER_ACCESS_ALREADY_ENABLED ? 0 : r; \
+	}
+#define IG_WRAP_ready(op, params, cf, ca, hf, ha) \
+	static int IG_NAME(op) params { \
+		IG_BIND(h); \
+		int r = IG_CALL(IG_SIDE(cf, hf), IG_SIDE(ca, ha)); \
+		*done = r == 0; \
+		return r == IG_ERROR_NOT_READY ? 0 : r; \
 	}
 #define IG_WRAP_out(op, params, outptr, ct, cf, ca, ht, hf, ha) \
 	static int IG_NAME(op) params { \

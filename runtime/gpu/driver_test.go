@@ -77,6 +77,12 @@ R cuGetErrorString(CUresult r, const char **s) { *s = "fake error"; return 0; }
 R cuMemFree_v2(CUdeviceptr p) { say("cuMemFree_v2 %#llx", p); return p == 0xbad ? 2 : 0; }
 R cuStreamCreate(CUstream *s, unsigned int flags) { say("cuStreamCreate %u", flags); *s = (CUstream)0x5000; return 0; }
 R cuStreamSynchronize(CUstream s) { say("cuStreamSynchronize %#lx", (unsigned long)(uintptr_t)s); return 0; }
+// cuStreamQuery: stream 0x600 still works (CUDA_ERROR_NOT_READY), 0xbad is
+// no stream (CUDA_ERROR_INVALID_HANDLE), any other is done.
+R cuStreamQuery(CUstream s) {
+	say("cuStreamQuery %#lx", (unsigned long)(uintptr_t)s);
+	return (uintptr_t)s == 0x600 ? 600 : (uintptr_t)s == 0xbad ? 400 : 0;
+}
 R cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s) {
 	say("cuMemsetD32Async %#llx %u %zu %#lx", d, v, n, (unsigned long)(uintptr_t)s); return 0;
 }
@@ -110,6 +116,11 @@ const char *hipGetErrorString(hipError_t r) { return "fake error"; }
 R hipFree(void *p) { say("hipFree %#lx", (unsigned long)(uintptr_t)p); return (uintptr_t)p == 0xbad ? 2 : 0; }
 R hipStreamCreateWithFlags(hipStream_t *s, unsigned int flags) { say("hipStreamCreateWithFlags %u", flags); *s = (hipStream_t)0x5000; return 0; }
 R hipStreamSynchronize(hipStream_t s) { say("hipStreamSynchronize %#lx", (unsigned long)(uintptr_t)s); return 0; }
+// hipStreamQuery: as cuStreamQuery (hipErrorNotReady, hipErrorInvalidHandle).
+R hipStreamQuery(hipStream_t s) {
+	say("hipStreamQuery %#lx", (unsigned long)(uintptr_t)s);
+	return (uintptr_t)s == 0x600 ? 600 : (uintptr_t)s == 0xbad ? 400 : 0;
+}
 R hipMemsetD32Async(hipDeviceptr_t d, int v, size_t n, hipStream_t s) {
 	say("hipMemsetD32Async %#lx %u %zu %#lx", (unsigned long)(uintptr_t)d, (unsigned)v, n, (unsigned long)(uintptr_t)s); return 0;
 }
@@ -133,8 +144,9 @@ R hipModuleLaunchKernel(hipFunction_t f, unsigned int gx, unsigned int gy, unsig
 `
 
 // fakeBinding builds the fake library of binding name and returns the
-// binding loading it, and the file its calls are logged into.
-func fakeBinding(t *testing.T, name string) (binding, string) {
+// binding loading it, and the file its calls are logged into; cflags go to
+// the C compiler.
+func fakeBinding(t *testing.T, name string, cflags ...string) (binding, string) {
 	t.Helper()
 	cc := os.Getenv("CC")
 	if cc == "" {
@@ -153,7 +165,7 @@ func fakeBinding(t *testing.T, name string) (binding, string) {
 			t.Fatal(err)
 		}
 	}
-	args := append([]string{"-shared", "-fPIC", "-o", lib, "-DFAKE_" + strings.ToUpper(name), "-I", pkg}, srcs...)
+	args := append(append([]string{"-shared", "-fPIC", "-o", lib, "-DFAKE_" + strings.ToUpper(name), "-I", pkg}, cflags...), srcs...)
 	if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
 		t.Fatalf("building the fake %s library: %v\n%s", name, err, out)
 	}
@@ -246,6 +258,29 @@ func TestBindings(t *testing.T) {
 				}, []string{"cuStreamCreate 1"}, []string{"hipStreamCreateWithFlags 1"}, false}, // non-blocking
 				{func() error { return d0.DestroyStream(7) }, []string{"cuStreamDestroy_v2"}, []string{"hipStreamDestroy"}, false},
 				{func() error { return d0.StreamSynchronize(0x5000) }, []string{"cuStreamSynchronize 0x5000"}, []string{"hipStreamSynchronize 0x5000"}, false},
+				// A query: done, not ready (no error), and a library error.
+				{func() error {
+					done, err := d0.StreamQuery(0x5000)
+					if err == nil && !done {
+						t.Error("StreamQuery of a finished stream: not done")
+					}
+					return err
+				}, []string{"cuStreamQuery 0x5000"}, []string{"hipStreamQuery 0x5000"}, false},
+				{func() error {
+					done, err := d0.StreamQuery(0x600)
+					if err == nil && done {
+						t.Error("StreamQuery of a stream still working: done")
+					}
+					return err
+				}, []string{"cuStreamQuery 0x600"}, []string{"hipStreamQuery 0x600"}, false},
+				{func() error {
+					done, err := d0.StreamQuery(0xbad)
+					var e *Error
+					if !errors.As(err, &e) || e.Code != 400 || done {
+						t.Errorf("StreamQuery(0xbad) = %v, %#v: want the library's error", done, err)
+					}
+					return nil
+				}, []string{"cuStreamQuery 0xbad"}, []string{"hipStreamQuery 0xbad"}, false},
 				{func() error { _, err := d0.NewEvent(false); return err }, []string{"cuEventCreate"}, []string{"hipEventCreateWithFlags"}, false},
 				{func() error { return d0.DestroyEvent(3) }, []string{"cuEventDestroy_v2"}, []string{"hipEventDestroy"}, false},
 				{func() error { return d0.RecordEvent(3, 7) }, []string{"cuEventRecord"}, []string{"hipEventRecord"}, false},
@@ -352,6 +387,28 @@ func TestBindings(t *testing.T) {
 				}
 				if got := PeerValueWrites(d); got != c.want {
 					t.Errorf("driver %s, %s=%q: PeerValueWrites = %v, want %v", c.driver, EnvPeerWrites, c.env, got, c.want)
+				}
+			}
+		})
+	}
+}
+
+// TestBindingsNeedStreamQuery: a library without the stream query (its
+// symbol renamed away) does not load; the error names the missing symbol,
+// as for every function of driver.h's table.
+func TestBindingsNeedStreamQuery(t *testing.T) {
+	for name, sym := range map[string]string{"cuda": "cuStreamQuery", "hip": "hipStreamQuery"} {
+		t.Run(name, func(t *testing.T) {
+			b, _ := fakeBinding(t, name, "-D"+sym+"=igfake_renamed_query")
+			p, why := b.load()
+			if p != nil || len(why) == 0 || !strings.Contains(why[0].Error(), "missing symbol "+sym) {
+				t.Errorf("load = %v, %v: want it to fail on the missing symbol %s", p, why, sym)
+			}
+			// The table's functions are the process's: load them all again
+			// for the tests after this one.
+			if b, _ := fakeBinding(t, name); b.table != nil {
+				if p, why := b.load(); p == nil {
+					t.Fatalf("the whole fake %s library does not load: %v", name, why)
 				}
 			}
 		})

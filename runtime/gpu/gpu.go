@@ -175,6 +175,11 @@ type Device interface {
 	NewStream() (Stream, error) // non-blocking with respect to the legacy stream
 	DestroyStream(s Stream) error
 	StreamSynchronize(s Stream) error
+	// StreamQuery reports whether s has finished all the work enqueued on
+	// it so far, without waiting (cuStreamQuery, hipStreamQuery): the
+	// library's "not ready" is done false, not an error. Like
+	// StreamSynchronize it fails on a stream that captures.
+	StreamQuery(s Stream) (done bool, err error)
 
 	NewEvent(timing bool) (Event, error)
 	DestroyEvent(e Event) error

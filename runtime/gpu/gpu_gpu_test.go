@@ -429,6 +429,7 @@ func TestCaptureRules(t *testing.T) {
 		}},
 		{"Synchronize", true, func(gpu.Stream, gpu.DevicePtr) error { return d.Synchronize() }},
 		{"StreamSynchronize", true, func(s gpu.Stream, _ gpu.DevicePtr) error { return d.StreamSynchronize(s) }},
+		{"StreamQuery", true, func(s gpu.Stream, _ gpu.DevicePtr) error { _, err := d.StreamQuery(s); return err }},
 		{"CopyHtoD", false, func(_ gpu.Stream, b gpu.DevicePtr) error { return d.CopyHtoD(b, unsafe.Pointer(&host[0]), 8) }},
 		{"CopyDtoH", false, func(_ gpu.Stream, b gpu.DevicePtr) error { return d.CopyDtoH(unsafe.Pointer(&host[0]), b, 8) }},
 	}
@@ -462,6 +463,68 @@ func TestCaptureRules(t *testing.T) {
 				t.Errorf("EndCapture after %s: %v, want %s", c.name, endErr, want)
 			}
 		})
+	}
+}
+
+// TestStreamQuery: a stream held by a WaitValue32 on a word nobody wrote
+// is not done (no error), and done once the word is written. While another
+// stream captures, a query of a stream that does not capture answers in
+// relaxed mode; in global mode it fails and invalidates the capture (so on
+// an H100 with driver 580, and so fakegpu does): a world fault's release
+// of copy-engine launches makes no query while its rank captures in
+// global mode.
+func TestStreamQuery(t *testing.T) {
+	p, d := device(t, 0)
+	s, err := d.NewStream()
+	must(t, err)
+	defer d.DestroyStream(s)
+	word, err := d.Alloc(4, false)
+	must(t, err)
+	defer d.Free(word)
+	zero, one := []byte{0, 0, 0, 0}, []byte{1, 0, 0, 0}
+	must(t, d.CopyHtoD(word, unsafe.Pointer(&zero[0]), 4))
+	done, err := d.StreamQuery(s)
+	must(t, err)
+	if !done {
+		t.Fatal("a stream with nothing enqueued is not done")
+	}
+	must(t, d.WaitValue32(word, 1, s))
+	time.Sleep(10 * time.Millisecond)
+	if done, err := d.StreamQuery(s); err != nil || done {
+		t.Fatalf("a stream waiting for a word nobody wrote: done %v, %v", done, err)
+	}
+	must(t, d.CopyHtoD(word, unsafe.Pointer(&one[0]), 4))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		done, err := d.StreamQuery(s)
+		must(t, err)
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the word was written, but the stream is not done after 5 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	capturing, err := d.NewStream()
+	must(t, err)
+	defer d.DestroyStream(capturing)
+	defer gpu.PinCaptureThread(gpu.CaptureGlobal)()
+	for _, mode := range []gpu.CaptureMode{gpu.CaptureRelaxed, gpu.CaptureGlobal} {
+		must(t, d.BeginCapture(capturing, mode))
+		done, qerr := d.StreamQuery(s)
+		st, _ := d.CaptureStatus(capturing)
+		g, err := d.EndCapture(capturing)
+		if err == nil {
+			d.DestroyGraph(g)
+		}
+		t.Logf("capture mode %d: a query of another stream: done %v, %v; capture %v, EndCapture %v", mode, done, qerr, st, err)
+		switch {
+		case mode == gpu.CaptureRelaxed && (qerr != nil || !done || st != gpu.CaptureActive || err != nil):
+			t.Errorf("relaxed capture: a query of another stream failed or broke the capture")
+		case mode == gpu.CaptureGlobal && (errName(qerr) != captureName(p, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED") || st != gpu.CaptureInvalidated):
+			t.Errorf("global capture: a query of another stream did not fail as the fake's does")
+		}
 	}
 }
 

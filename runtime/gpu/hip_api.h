@@ -50,6 +50,7 @@ enum {
 #define IGHIP_SAME(ours, hips) _Static_assert((long)(ours) == (long)(hips), #hips)
 IGHIP_SAME(IGHIP_ERROR_INVALID_VALUE, hipErrorInvalidValue);
 IGHIP_SAME(IG_ERROR_PEER_ACCESS_ALREADY_ENABLED, hipErrorPeerAccessAlreadyEnabled);
+IGHIP_SAME(IG_ERROR_NOT_READY, hipErrorNotReady);
 IGHIP_SAME(IGHIP_DEVICE_MALLOC_FINEGRAINED, hipDeviceMallocFinegrained);
 #ifdef hipDeviceMallocUncached
 IGHIP_SAME(IGHIP_DEVICE_MALLOC_UNCACHED, hipDeviceMallocUncached);

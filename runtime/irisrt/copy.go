@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/irisgen/irisgen/runtime/gpu"
@@ -67,12 +68,18 @@ import (
 //     of every copy launch it took, once, on the stream after it ended
 //     (Rank.Capture), to meet the peers' first replay of their graph.
 //     A rank with a world fault (reason RefusedWorldFault: the world is
-//     to be closed, only liveness matters) writes the two words on every
-//     peer from its control stream instead, without waiting for anyone;
-//     with an earlier launch of the plan still on its stream, one of the
-//     two raises of a word can land before the peer read the other, and
-//     the peer waits for ever (TestCopyProtocolWorldFault;
-//     docs/collectives.md).
+//     to be closed, only liveness matters) raises the two words on every
+//     peer from its control stream instead (Plan.unblock), but only once
+//     that raise cannot meet another in one word: after the streams that
+//     hold the plan's earlier launches have finished (so no raise of
+//     theirs is still to land), and once the peer's copy of the word reads
+//     0 (the peer took the earlier raise). Both waits are host polls
+//     bounded by Options.Timeout; at the bound it raises nothing more and
+//     returns a *WorldError saying what did not drain
+//     (TestCopyProtocolWorldFault searches the fixed release). During a
+//     capture in global mode (a multi-process world) CUDA allows no
+//     stream query, so there it raises at once, as it did before, and
+//     can still lose a raise.
 //   - The detection. The refused words (launch, reason) that the
 //     refusing rank writes into every peer's control block (Rank.refuse)
 //     are written and waited for before the hollow barriers are
@@ -106,6 +113,12 @@ const (
 	copyEnterRow = 0
 	copyDoneRow  = 4 * MaxWorld
 )
+
+// copyRows are the barriers' rows, by name.
+var copyRows = [...]struct {
+	row  int64
+	name string
+}{{copyEnterRow, "enter"}, {copyDoneRow, "done"}}
 
 // copyLanes are the streams of a copy-engine plan besides the launch's, and
 // the events that fork them from it and join them back (one a stream).
@@ -290,6 +303,7 @@ func (p *Plan) issueCopies(s gpu.Stream, mode irismodel.Barrier, copies []core.C
 // peer a wait for its word here and the reset of it.
 func (p *Plan) copyBarrier(s gpu.Stream, row int64) error {
 	r := p.r
+	r.seen.launchedOn(s)
 	word := func(j int) gpu.DevicePtr { return p.flags + gpu.DevicePtr(row+4*int64(j)) }
 	ops := p.valueOps[:0]
 	for j := range r.world {
@@ -322,20 +336,104 @@ func (p *Plan) hollow(s gpu.Stream) error {
 	return p.copyBarrier(s, copyDoneRow)
 }
 
-// unblock writes 1 into this rank's enter and done words on every peer
-// from the control stream, without waiting: the release of a rank with a
-// world fault, which only keeps the peers' streams going (the words may
-// end out of step; the world is to be closed anyway).
-func (p *Plan) unblock() error {
+// unblock is the release of a rank with a world fault (reason
+// RefusedWorldFault: the world is to be closed, only the peers' liveness
+// matters): it raises this rank's enter and done words on every peer from
+// the control stream, as the refused launch's two barriers would have, but
+// only where the raise cannot be lost (see above):
+//
+//  1. It waits until the streams that may hold the plan's earlier launches
+//     have finished their work: also (the refused launch's stream: a
+//     plan's launches are ordered on the device, so its earlier launches
+//     come before that stream's end) and the stream of the rank's latest
+//     copy-engine launch. No raise of theirs is then still to land. A
+//     stream that captures is not waited for: its captured work does not
+//     run, and its earlier work cannot be queried while it captures.
+//  2. For every peer and word, it reads the peer's copy of the word (through
+//     the peer mapping, from the host: peerWord) until it holds 0: the
+//     peer has taken the earlier raise, and nothing else raises it now.
+//  3. It raises the peer's two words from the control stream.
+//
+// Every wait ends at Options.Timeout from the start of the release. A
+// stream that did not finish raises nothing; a peer whose word still holds
+// the earlier raise (it has not reached that launch) is not raised again,
+// the other peers are. Either returns a *WorldError naming the plan, the
+// peer (-1: a stream of this rank) and what did not drain; nothing hangs.
+//
+// While the rank captures through Rank.Capture in a strict mode (global: a
+// multi-process world) it raises at once, without the waits: CUDA refuses
+// a stream query during such a capture, whatever the stream, and breaks
+// the capture. That release can still be lost (docs/collectives.md); a
+// failed capture's release of the launches it took (Graph.abandon) comes
+// after the capture has ended, with the waits.
+func (p *Plan) unblock(also ...gpu.Stream) error {
+	r := p.r
+	if r.graphs.capturing.Load() != nil && r.CaptureMode() != gpu.CaptureRelaxed {
+		return p.raiseAll(nil)
+	}
+	op := fmt.Sprintf("releasing its peers' %s %s launch after its world fault", p.spec.Op, p.spec.Variant)
+	limit := r.opts.Timeout
+	deadline := time.Now().Add(limit)
+	streams := slices.Clone(also)
+	if c := r.seen; c != nil && c.lastSet.Load() {
+		if s := gpu.Stream(c.last.Load()); !slices.Contains(streams, s) {
+			streams = append(streams, s)
+		}
+	}
+	for _, s := range streams {
+		st, err := r.dev.CaptureStatus(s)
+		if err == nil && st != gpu.CaptureNone {
+			continue
+		}
+		done := false
+		if err == nil {
+			done, err = r.drain(s, deadline)
+		}
+		if err != nil || !done {
+			msg := fmt.Sprintf("its stream %#x, which holds the plan's earlier launches, did not finish within %v: nothing raised (a raise could meet an earlier one still to land, and be lost)", uintptr(s), limit)
+			if err != nil {
+				msg = fmt.Sprintf("waiting for its stream %#x, which holds the plan's earlier launches: nothing raised", uintptr(s))
+			}
+			return &WorldError{Rank: r.rank, Op: op, Peer: -1, Msg: msg, Err: err}
+		}
+	}
+	return p.raiseAll(func(j int, w gpu.DevicePtr, name string) error {
+		v, err := r.peerWord(w, deadline)
+		switch {
+		case err != nil:
+			return &WorldError{Rank: r.rank, Op: op, Peer: j, Msg: fmt.Sprintf("reading its %s word there: nothing raised there", name), Err: err}
+		case v != 0:
+			return &WorldError{Rank: r.rank, Op: op, Peer: j, Msg: fmt.Sprintf("its %s word there still holds this rank's earlier raise after %v (rank %d has not reached that launch): nothing raised there (a second raise would be lost)", name, limit, j)}
+		}
+		return nil
+	})
+}
+
+// raiseAll raises this rank's enter and done words on every peer from the
+// control stream; where ready is not nil, only on a peer where it returns
+// nil for both words (j the peer, w the word through the peer mapping),
+// and its errors are returned, joined with the raises'.
+func (p *Plan) raiseAll(ready func(j int, w gpu.DevicePtr, name string) error) error {
 	r := p.r
 	var errs []error
 	for j := range r.world {
 		if j == r.rank {
 			continue
 		}
-		for _, row := range []int64{copyEnterRow, copyDoneRow} {
-			word := p.flags + gpu.DevicePtr(row+4*int64(r.rank))
-			ops, err := r.raise(nil, r.heap.Peer(word, j), r.control)
+		words := [len(copyRows)]gpu.DevicePtr{}
+		var err error
+		for k, row := range copyRows {
+			words[k] = r.heap.Peer(p.flags+gpu.DevicePtr(row.row+4*int64(r.rank)), j)
+			if ready != nil && err == nil {
+				err = ready(j, words[k], row.name)
+			}
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, w := range words {
+			ops, err := r.raise(nil, w, r.control)
 			if err == nil {
 				err = gpu.ValueOps(r.dev, ops, r.control)
 			}
@@ -345,6 +443,58 @@ func (p *Plan) unblock() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// drain waits until s has finished its work (gpu.Device.StreamQuery,
+// polled with a growing pause of up to 1 ms) or deadline has passed, and
+// reports whether it finished.
+func (r *Rank) drain(s gpu.Stream, deadline time.Time) (bool, error) {
+	pause := 10 * time.Microsecond
+	for {
+		done, err := r.dev.StreamQuery(s)
+		if err != nil || done {
+			return done, err
+		}
+		if !time.Now().Before(deadline) {
+			return false, nil
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, time.Millisecond)
+	}
+}
+
+// peerWord reads the 4-byte word at dst (a peer's, through the peer
+// mapping) from the host until it holds 0 or deadline has passed, and
+// returns what it read last. Each read is a copy of the word into the seen
+// area's poll word on the control stream (a copy-engine operation, as the
+// seen copy: no kernel, no synchronous copy that would wait for the legacy
+// stream) and a wait for that stream (drain), after which the host reads
+// its pinned memory.
+func (r *Rank) peerWord(dst gpu.DevicePtr, deadline time.Time) (uint32, error) {
+	c := r.seen
+	if c == nil {
+		return 0, errors.New("the rank has no host-mapped area to read it into")
+	}
+	host := (*uint32)(unsafe.Add(c.host, copyPollOff))
+	pause := 10 * time.Microsecond
+	for {
+		if err := r.dev.CopyDtoDAsync(c.dev+copyPollOff, dst, 4, r.control); err != nil {
+			return 0, err
+		}
+		done, err := r.drain(r.control, deadline)
+		if err != nil {
+			return 0, err
+		}
+		if !done {
+			return 0, fmt.Errorf("the copy of the word on the control stream did not finish in time")
+		}
+		v := atomic.LoadUint32(host)
+		if v == 0 || !time.Now().Before(deadline) {
+			return v, nil
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, time.Millisecond)
+	}
 }
 
 // raise stores 1 into dst, a word of a peer's memory, on s: as a stream
@@ -390,7 +540,7 @@ func (p *Plan) refuse(s gpu.Stream, n uint32, mode irismodel.Barrier, err error)
 	}
 	var rerr error
 	if reasonOf(err) == RefusedWorldFault {
-		rerr = p.unblock()
+		rerr = p.unblock(s)
 	} else {
 		rerr = p.hollow(s)
 		if g := r.graphs.capturing.Load(); g != nil && rerr == nil {
@@ -415,6 +565,26 @@ type copySeen struct {
 	host     unsafe.Pointer
 	dev      gpu.DevicePtr
 	reported [MaxWorld]uint64 // per peer: the word last reported
+	// last: the stream of the rank's latest copy-engine barrier (a launch's
+	// or a hollow one), which a world fault's release waits for
+	// (Plan.unblock); lastSet: there was one.
+	last    atomic.Uint64
+	lastSet atomic.Bool
+}
+
+// The seen area: the refused words (uint64[MaxWorld]), then the poll word,
+// into which Rank.peerWord copies a peer's flag word for the host to read.
+const (
+	copySeenBytes = 8 * MaxWorld
+	copyPollOff   = copySeenBytes
+)
+
+// launchedOn records that a copy-engine barrier was enqueued on s.
+func (c *copySeen) launchedOn(s gpu.Stream) {
+	if c != nil {
+		c.last.Store(uint64(s))
+		c.lastSet.Store(true)
+	}
 }
 
 // seenSet holds the seen areas of a world rank and its groups (Check reads
@@ -430,7 +600,7 @@ func (r *Rank) needSeen() error {
 	if r.seen != nil {
 		return nil
 	}
-	const bytes = 8 * MaxWorld
+	const bytes = copySeenBytes + 8
 	host, dev, err := r.dev.AllocHostMapped(bytes)
 	if err != nil {
 		return platformErr(fmt.Sprintf("rank %d allocating the record of its copy-engine launches' refusals", r.rank), err)

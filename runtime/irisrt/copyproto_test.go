@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -33,7 +35,8 @@ import (
 //     of launch i ended;
 //   - the seen copy runs after the rank's enter waits (so it finds the
 //     refused words of a peer whose hollow launch released them);
-//   - every word ends at 0, as a launch found it.
+//   - every word ends at 0, as a launch found it (but a faulty rank's own:
+//     after its world fault it takes no raise, and its world is closed).
 
 // protoKind is the kind of a recorded stream operation.
 type protoKind int
@@ -45,6 +48,11 @@ const (
 	protoSeen                       // the seen copy (after the enter barrier's waits)
 	protoRecord                     // an event recorded
 	protoWaitEvent                  // a wait for the event record rec
+	// The host's waits of a world fault's release (Plan.unblock), put on
+	// the control stream before the raises that the host enqueues after
+	// them (so the search lets nothing enqueued after them run before them):
+	protoDrain // a StreamQuery answered done: until stream at.stream has run its first at.index operations
+	protoPoll  // a read of word until it held 0 (Rank.peerWord)
 )
 
 // protoWord is a word of a rank's heap.
@@ -58,7 +66,8 @@ type protoOp struct {
 	kind   protoKind
 	word   protoWord
 	value  uint32
-	rec    int  // protoRecord: its id; protoWaitEvent: the record waited for (0: none, no wait)
+	rec    int // protoRecord: its id; protoWaitEvent: the record waited for (0: none, no wait)
+	at     protoAt
 	copied bool // protoWrite: a raise as a 4-byte copy (Rank.raise without peer stream writes)
 	enter  bool // protoWait: a wait on the rank's own enter row
 	rank   int
@@ -77,6 +86,10 @@ func (o protoOp) String() string {
 		return fmt.Sprintf("rank %d launch %d: seen copy", o.rank, o.launch)
 	case protoRecord:
 		return fmt.Sprintf("rank %d launch %d: record %d", o.rank, o.launch, o.rec)
+	case protoDrain:
+		return fmt.Sprintf("rank %d launch %d: wait until stream %d ran %d operations", o.rank, o.launch, o.at.stream, o.at.index)
+	case protoPoll:
+		return fmt.Sprintf("rank %d launch %d: poll rank %d's word %#x until it holds 0", o.rank, o.launch, o.word.owner, o.word.offset)
 	}
 	return fmt.Sprintf("rank %d launch %d: wait for record %d", o.rank, o.launch, o.rec)
 }
@@ -86,6 +99,9 @@ type protoStreams struct {
 	ops     [][]protoOp
 	index   map[[2]int]int // (rank, stream) -> ops index
 	records int
+	// faulty: a rank with a world fault, -1 for none: it takes no raise
+	// after its fault, so its own words may end at 1 (the world is closed).
+	faulty int
 }
 
 func (ps *protoStreams) add(rank int, s gpu.Stream, o protoOp) {
@@ -150,6 +166,11 @@ func (d *protoDevice) CopyDtoDAsync(dst, src gpu.DevicePtr, bytes int64, s gpu.S
 	switch {
 	case d.r.one != 0 && src == d.r.one: // Rank.raise without peer stream writes
 		d.add(s, protoOp{kind: protoWrite, word: d.word(dst), value: 1, copied: true})
+	case d.r.seen != nil && dst == d.r.seen.dev+copyPollOff: // Rank.peerWord
+		// The search holds the control stream here until the word holds
+		// 0; the host reads 0 (the copy does not run).
+		d.add(s, protoOp{kind: protoPoll, word: d.word(src)})
+		atomic.StoreUint32((*uint32)(unsafe.Add(d.r.seen.host, copyPollOff)), 0)
 	case d.r.seen != nil && dst == d.r.seen.dev:
 		d.add(s, protoOp{kind: protoSeen})
 	default:
@@ -170,6 +191,20 @@ func (d *protoDevice) RecordEvent(e gpu.Event, s gpu.Stream) error {
 func (d *protoDevice) WaitEvent(s gpu.Stream, e gpu.Event) error {
 	d.add(s, protoOp{kind: protoWaitEvent, rec: d.latest[e]})
 	return nil
+}
+
+// StreamQuery answers done, and a query of a stream with operations
+// recorded on it waits, on the control stream (where the host's release
+// enqueues its next operations), until that stream has run them all. The
+// control stream's own queries (Rank.peerWord's) record nothing.
+func (d *protoDevice) StreamQuery(s gpu.Stream) (bool, error) {
+	if s == d.r.control {
+		return true, nil
+	}
+	if i, ok := d.ps.index[[2]int{d.r.rank, int(s)}]; ok {
+		d.add(d.r.control, protoOp{kind: protoDrain, at: protoAt{i, len(d.ps.ops[i])}})
+	}
+	return true, nil
 }
 
 // protoStep is what a rank enqueues for a launch of the plan.
@@ -196,7 +231,7 @@ func recordProtocol(t *testing.T, n, launches, copyStreams int, peerWrites bool,
 		ranks[i] = w.Rank(i)
 	}
 	plans := copyPlans(t, ranks)
-	ps := &protoStreams{index: map[[2]int]int{}}
+	ps := &protoStreams{index: map[[2]int]int{}, faulty: -1}
 	for _, r := range ranks {
 		const bytes = 64
 		in, err := r.heap.Alloc(irismodel.F32, 16)
@@ -216,14 +251,17 @@ func recordProtocol(t *testing.T, n, launches, copyStreams int, peerWrites bool,
 		}
 		for i := 1; i <= launches; i++ {
 			d.launch = i
+			if k := step(r.rank, i); k == stepUnblock || k == stepNone {
+				ps.faulty = r.rank
+			}
 			switch step(r.rank, i) {
 			case stepLaunch:
 				_, err := p.issueCopies(r.stream, irismodel.BarrierDevice, copies)
 				require.NoError(t, err)
 			case stepHollow:
 				require.NoError(t, p.hollow(r.stream))
-			case stepUnblock:
-				require.NoError(t, p.unblock())
+			case stepUnblock: // as Plan.refuse makes it
+				require.NoError(t, p.unblock(r.stream))
 			}
 		}
 		r.dev = real
@@ -286,7 +324,7 @@ func (ps *protoStreams) search(promises bool) (map[string]string, int) {
 			switch o.kind {
 			case protoRecord:
 				recordAt[o.rec] = protoAt{x, i}
-			case protoWrite, protoWait:
+			case protoWrite, protoWait, protoPoll:
 				if o.enter {
 					k := [2]int{o.rank, o.launch}
 					enterWaits[k] = append(enterWaits[k], protoAt{x, i})
@@ -343,11 +381,19 @@ func (ps *protoStreams) search(promises bool) (map[string]string, int) {
 			}
 			finished = false
 			o := ops[pc]
-			set := o.kind == protoWrite || o.kind == protoWait
+			set := o.kind == protoWrite || o.kind == protoWait || o.kind == protoPoll
 			holds := set && s.mem>>bit[o.word]&1 == 1
 			switch o.kind {
 			case protoWait:
 				if o.value > 1 || (o.value == 1 && !holds) {
+					continue
+				}
+			case protoPoll:
+				if holds {
+					continue
+				}
+			case protoDrain:
+				if int(s.pcs[o.at.stream]) < o.at.index {
 					continue
 				}
 			case protoWaitEvent:
@@ -374,7 +420,7 @@ func (ps *protoStreams) search(promises bool) (map[string]string, int) {
 		switch {
 		case finished:
 			for i, w := range words {
-				if promises && s.mem>>i&1 == 1 {
+				if promises && s.mem>>i&1 == 1 && w.owner != ps.faulty {
 					breaks(brokeFinal, fmt.Sprintf("%s: every stream ended, but rank %d's word %#x holds 1", brokeFinal, w.owner, w.offset))
 				}
 			}
@@ -465,7 +511,7 @@ func TestCopyProtocolInterleavings(t *testing.T) {
 // without returns ps with the k-th operation (from 0, in the order of the
 // streams and their operations) of rank's that matches drop removed.
 func (ps *protoStreams) without(rank, k int, drop func(protoOp) bool) *protoStreams {
-	out := &protoStreams{index: ps.index, records: ps.records}
+	out := &protoStreams{index: ps.index, records: ps.records, faulty: ps.faulty}
 	for _, ops := range ps.ops {
 		var kept []protoOp
 		for _, o := range ops {
@@ -525,7 +571,7 @@ func TestCopyProtocolCatches(t *testing.T) {
 
 	// The seen copy moved ahead of launch 2's enter barrier (as onto a lane
 	// forked before it).
-	early := &protoStreams{index: ps.index, records: ps.records}
+	early := &protoStreams{index: ps.index, records: ps.records, faulty: ps.faulty}
 	for _, ops := range ps.ops {
 		ops = append([]protoOp(nil), ops...)
 		for k, o := range ops {
@@ -559,32 +605,88 @@ func TestCopyProtocolCatches(t *testing.T) {
 }
 
 // TestCopyProtocolWorldFault: a rank with a world fault refuses with
-// Plan.unblock, which raises its words on the peers from its control stream
-// and waits for no one (only liveness matters then). The search finds that
-// the release holds where the faulty rank enqueued no earlier launch of the
-// plan, and that it can be lost where it did: its control stream may raise a
-// peer's word while its launch stream's earlier raise of the same word is
-// still unread, so one raise is lost and the peer's stream waits for ever
-// (docs/collectives.md lists it among what waits for ever). This test pins
-// that down; a fix must turn the second half into a pass.
+// Plan.unblock, which raises its words on the peers from its control
+// stream, after waiting on the host until its launch stream has finished
+// (a drain) and until each peer's copy of each word reads 0 (a poll). The
+// recording device records those waits where the host makes them (the
+// drain answered by StreamQuery, the poll by Rank.peerWord's copy), so the
+// search runs the release as the runtime makes it, in worlds of 2 (three
+// launches) and 3 (two), with and without stream writes into peers'
+// memory:
+//
+//   - the peers launch up to launch f, which the faulty rank refuses after
+//     launches of its own before it: no interleaving loses a raise or waits
+//     for ever, and every promise of a launch holds (the peers' copies of
+//     the released launch start after the faulty rank's earlier work, every
+//     word ends at 0);
+//   - the peers launch on, and the faulty rank refuses every launch from f
+//     (releases one after another): no interleaving waits for ever (the
+//     peers' raises into the faulty rank's words, which it never takes,
+//     are of no matter: the world is closed);
+//   - without the drain, without the polls, or without both (the release
+//     of old: raises from the control stream, no waits) the search finds
+//     the lost raise and the peer's stream waiting for ever in a world of
+//     2, so this test can fail.
 func TestCopyProtocolWorldFault(t *testing.T) {
-	faultAt := func(f int) func(r, i int) protoStep {
+	faultFrom := func(faulty, f int) func(r, i int) protoStep {
 		return func(r, i int) protoStep {
-			switch {
-			case r == 1 && i == f:
+			if r == faulty && i >= f {
 				return stepUnblock
-			case i > f:
-				return stepNone // the world is closed after the fault
 			}
 			return stepLaunch
 		}
 	}
-	for _, peerWrites := range []bool{true, false} {
-		broken, _ := recordProtocol(t, 2, 1, 0, peerWrites, faultAt(1)).liveness()
-		require.Empty(t, broken, "a fault at the first launch: the peer's launch ends (peerwrites=%v)", peerWrites)
-		for f := 2; f <= 3; f++ {
-			broken, _ = recordProtocol(t, 2, f, 0, peerWrites, faultAt(f)).liveness()
-			require.Contains(t, broken, brokeDeadlock, "a fault at launch %d after launches of the plan (peerwrites=%v)", f, peerWrites)
+	count := func(ps *protoStreams, rank int, k protoKind) int {
+		n := 0
+		for _, ops := range ps.ops {
+			for _, o := range ops {
+				if o.rank == rank && o.kind == k {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	for _, c := range []struct {
+		n, launches int
+		peerWrites  bool
+	}{{2, 3, true}, {2, 3, false}, {3, 2, true}} {
+		faulty, polls := c.n-1, 2*(c.n-1)
+		for f := 1; f <= c.launches; f++ {
+			name := fmt.Sprintf("world %d, peerwrites=%v, a fault at launch %d", c.n, c.peerWrites, f)
+			ps := recordProtocol(t, c.n, f, 0, c.peerWrites, faultFrom(faulty, f))
+			require.Equal(t, polls, count(ps, faulty, protoPoll), "%s: a poll a word a peer", name)
+			drains := count(ps, faulty, protoDrain)
+			require.Equal(t, min(f-1, 1), drains, "%s: the drain of the launch stream, where it holds launches", name)
+			broken, _ := ps.explore()
+			require.Empty(t, broken, name)
+
+			on := recordProtocol(t, c.n, c.launches, 0, c.peerWrites, faultFrom(faulty, f))
+			broken, _ = on.liveness()
+			require.Empty(t, broken, "%s, the peers launching on to launch %d", name, c.launches)
+			if f == 1 || c.n > 2 {
+				continue // nothing earlier to drain or to take; a world of 3 without them takes seconds
+			}
+			noPolls := ps
+			for range polls {
+				noPolls = noPolls.without(faulty, 0, func(o protoOp) bool { return o.kind == protoPoll })
+			}
+			isDrain := func(o protoOp) bool { return o.kind == protoDrain }
+			for _, m := range []struct {
+				what  string
+				ps    *protoStreams
+				waits int
+			}{
+				{"no drain", ps.without(faulty, 0, isDrain), polls},
+				{"no polls", noPolls, drains},
+				{"neither", noPolls.without(faulty, 0, isDrain), 0},
+			} {
+				require.Equal(t, m.waits, count(m.ps, faulty, protoPoll)+count(m.ps, faulty, protoDrain), "%s, %s", name, m.what)
+				broken, _ := m.ps.explore()
+				require.Contains(t, broken, brokeLost, "%s, %s", name, m.what)
+				broken, _ = m.ps.liveness()
+				require.Contains(t, broken, brokeDeadlock, "%s, %s: the peer's stream waits for ever", name, m.what)
+			}
 		}
 	}
 }

@@ -143,7 +143,7 @@ MOE='^(TestMoE|TestMoEGraph|TestMoEBadExpert|TestMoECapacity)$'
 # all of it, about 330 s on 2 GPUs, would not fit a shard on 4.
 MOE_HALF='^TestMoE$/^world[0-9]+$/^(f32|f16)$'
 LAUNCHES='^(TestBackToBack|TestCapture|TestGroups|TestConvenience|TestPlacementAndAliasing|TestHeapTranslation|TestHostBarrier|TestDeviceBarrier|TestBarrierTimeout|TestLaunchTail)$'
-FAULTS='^(TestFaultTimeoutRecovery|TestFaultKilledRank|TestFaultReplay|TestFaultRefusedLaunch|TestFaultRefusedCopyLaunch|TestFaultMismatchedLaunch|TestGraphUseGuard|TestBarrierVisibility|TestProbeProcessWorld)$'
+FAULTS='^(TestFaultTimeoutRecovery|TestFaultKilledRank|TestFaultReplay|TestFaultRefusedLaunch|TestFaultRefusedCopyLaunch|TestFaultCopyReleasePending|TestFaultMismatchedLaunch|TestGraphUseGuard|TestBarrierVisibility|TestProbeProcessWorld)$'
 # The sanitizers' families: the kernel tests, without the timing and fault
 # tests (a sanitizer adds nothing to what they check, and slows the timings
 # they assert).

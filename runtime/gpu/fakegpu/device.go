@@ -182,6 +182,8 @@ func (d *Device) streamOp(call string, s gpu.Stream, o op) error {
 	if captured, err := p.enqueue(call, st, o); captured || err != nil {
 		return err
 	}
+	st.running++
+	defer func() { st.running-- }()
 	return p.runOne(d.ord, o, s, 0)
 }
 
@@ -319,6 +321,35 @@ func (d *Device) StreamSynchronize(s gpu.Stream) error {
 		return fail(call, codeStreamCaptureInvalidated, "the stream's capture was invalidated; end it")
 	}
 	return nil
+}
+
+// StreamQuery reports whether s has finished its work: the fake runs an
+// operation when it is enqueued, so s is done unless another goroutine's
+// call on it still runs (a WaitValue32 waiting for its word, a launch's
+// OnLaunch hook). On a capturing stream it fails and invalidates the
+// capture, as StreamSynchronize does; while any stream captures in a
+// strict mode it fails and invalidates those captures, whatever stream it
+// asks about (as cuStreamQuery did on an H100 with driver 580).
+func (d *Device) StreamQuery(s gpu.Stream) (bool, error) {
+	const call = "cuStreamQuery"
+	p := d.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, err := p.stream(call, d.ord, s)
+	if err != nil {
+		return false, err
+	}
+	switch st.capture {
+	case gpu.CaptureActive:
+		p.invalidate(st)
+		return false, fail(call, codeStreamCaptureUnsupported, "the stream is capturing")
+	case gpu.CaptureInvalidated:
+		return false, fail(call, codeStreamCaptureInvalidated, "the stream's capture was invalidated; end it")
+	}
+	if err := p.captureGuard(call); err != nil {
+		return false, err
+	}
+	return st.running == 0, nil
 }
 
 // NewEvent returns an event; only timing events can be measured.
@@ -609,6 +640,8 @@ func (d *Device) launch(dependent bool, f gpu.Function, grid, block gpu.Dim3, sh
 		c.Captured = true
 		return p.record(c)
 	}
+	st.running++
+	defer func() { st.running-- }()
 	return p.runOne(d.ord, o, s, 0)
 }
 
@@ -886,6 +919,8 @@ func (d *Device) LaunchGraph(g gpu.GraphExec, s gpu.Stream) error {
 		}
 		return err
 	}
+	st.running++
+	defer func() { st.running-- }()
 	return p.run(d.ord, gr.ops, s, g)
 }
 

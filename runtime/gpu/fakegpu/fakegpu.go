@@ -15,7 +15,7 @@
 //
 // Stream capture follows CUDA's capture modes: while any stream of the
 // platform captures in global (or thread-local) mode, Alloc, Free, AllocHostMapped, FreeHost, the synchronous
-// copies and Synchronize fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and
+// copies, Synchronize and StreamQuery fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and
 // invalidate every active capture, as do StreamSynchronize of a capturing
 // stream (in any mode) and SynchronizeEvent of an event recorded during
 // capture. A relaxed capture refuses nothing but its own stream's sync. The
@@ -177,6 +177,10 @@ type stream struct {
 	origin   *stream
 	ops      int
 	unjoined bool
+	// running counts the calls whose operations on the stream still run
+	// (a WaitValue32 waiting for its word, a launch's hook: the lock is
+	// released meanwhile); StreamQuery answers not ready while it is not 0.
+	running int
 }
 
 // root is the stream whose capture s takes part in: s, or the stream it

@@ -562,6 +562,10 @@ func TestIllegalDuringCapture(t *testing.T) {
 		"StreamSynchronize": func(d, o gpu.Device, p *Platform, s gpu.Stream, buf gpu.DevicePtr) error {
 			return d.StreamSynchronize(s)
 		},
+		"StreamQuery": func(d, o gpu.Device, p *Platform, s gpu.Stream, buf gpu.DevicePtr) error {
+			_, err := d.StreamQuery(s)
+			return err
+		},
 		"LoadModule": func(d, o gpu.Device, p *Platform, s gpu.Stream, buf gpu.DevicePtr) error {
 			_, err := d.LoadModule([]byte("x"))
 			return err
