@@ -173,8 +173,10 @@ def moe_cases(world, rank, tokens, hidden, ks):
 
 # DeepEP's tuning space (its tests/test_intranode.py tunes the chunk sizes at
 # 24 SMs; more SMs are tried too, since a collective timed alone may use
-# them): SMs (two a channel), tokens a send chunk, tokens a receive buffer.
-DEEPEP_SMS = (20, 24, 32, 48, 64)
+# them, up to 128 of an H100's 132: at 4096 tokens 64, the most tried
+# before, won every cell): SMs (two a channel), tokens a send chunk, tokens
+# a receive buffer.
+DEEPEP_SMS = (20, 24, 32, 48, 64, 96, 128)
 DEEPEP_DISPATCH_CHUNKS = (4, 8, 12, 16, 24, 32)
 DEEPEP_COMBINE_CHUNKS = (1, 2, 4, 8, 12, 16)
 DEEPEP_RECV_TOKENS = 256
