@@ -193,25 +193,41 @@ def deepep_version():
     return "unknown version"
 
 
-def fastest(candidates, make, iters=10):
+def fastest(candidates, make, iters=10, finalists=3, rounds=3):
     """Index of the candidate whose fn (make(candidate)) is fastest on the
     slowest rank. Every rank times every candidate and takes the same
-    index, since the ranks of a DeepEP call must use one configuration."""
-    times = torch.zeros(len(candidates), dtype=torch.float64, device="cuda")
+    index, since the ranks of a DeepEP call must use one configuration.
+    A first pass times each candidate once; the `finalists` fastest are
+    then timed again `rounds` times each, in turn, and each keeps its
+    fastest batch, so that one noisy batch of a short pass cannot pick a
+    slower configuration than the cell is later timed at."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for i, c in enumerate(candidates):
-        fn = make(c)
-        fn()
-        torch.cuda.synchronize()
+
+    def batch(fn):
         dist.barrier()
         start.record()
         for _ in range(iters):
             fn()
         end.record()
         end.synchronize()
-        times[i] = start.elapsed_time(end) / iters
+        return start.elapsed_time(end) / iters
+
+    fns = []
+    times = torch.zeros(len(candidates), dtype=torch.float64, device="cuda")
+    for i, c in enumerate(candidates):
+        fns.append(make(c))
+        fns[i]()
+        torch.cuda.synchronize()
+        times[i] = batch(fns[i])
     dist.all_reduce(times, op=dist.ReduceOp.MAX)
-    return int(torch.argmin(times).item())
+    # The same times on every rank, so the same finalists, in the same order.
+    top = sorted(range(len(candidates)), key=lambda i: (times[i].item(), i))[:finalists]
+    best = torch.full((len(top),), float("inf"), dtype=torch.float64, device="cuda")
+    for _ in range(rounds):
+        for j, i in enumerate(top):
+            best[j] = min(best[j].item(), batch(fns[i]))
+    dist.all_reduce(best, op=dist.ReduceOp.MAX)
+    return top[int(torch.argmin(best).item())]
 
 
 def deepep_cases(world, rank, tokens, hidden, ks):
