@@ -445,22 +445,10 @@ func (p *Plan) raiseAll(ready func(j int, w gpu.DevicePtr, name string) error) e
 	return errors.Join(errs...)
 }
 
-// drain waits until s has finished its work (gpu.Device.StreamQuery,
-// polled with a growing pause of up to 1 ms) or deadline has passed, and
-// reports whether it finished.
+// drain waits until s has finished its work (gpu.Device.StreamQuery) or
+// deadline has passed, and reports whether it finished.
 func (r *Rank) drain(s gpu.Stream, deadline time.Time) (bool, error) {
-	pause := 10 * time.Microsecond
-	for {
-		done, err := r.dev.StreamQuery(s)
-		if err != nil || done {
-			return done, err
-		}
-		if !time.Now().Before(deadline) {
-			return false, nil
-		}
-		time.Sleep(pause)
-		pause = min(2*pause, time.Millisecond)
-	}
+	return poll(deadline, func() (bool, error) { return r.dev.StreamQuery(s) })
 }
 
 // peerWord reads the 4-byte word at dst (a peer's, through the peer
@@ -476,21 +464,36 @@ func (r *Rank) peerWord(dst gpu.DevicePtr, deadline time.Time) (uint32, error) {
 		return 0, errors.New("the rank has no host-mapped area to read it into")
 	}
 	host := (*uint32)(unsafe.Add(c.host, copyPollOff))
-	pause := 10 * time.Microsecond
-	for {
+	var v uint32
+	_, err := poll(deadline, func() (bool, error) {
 		if err := r.dev.CopyDtoDAsync(c.dev+copyPollOff, dst, 4, r.control); err != nil {
-			return 0, err
+			return false, err
 		}
 		done, err := r.drain(r.control, deadline)
 		if err != nil {
-			return 0, err
+			return false, err
 		}
 		if !done {
-			return 0, fmt.Errorf("the copy of the word on the control stream did not finish in time")
+			return false, fmt.Errorf("the copy of the word on the control stream did not finish in time")
 		}
-		v := atomic.LoadUint32(host)
-		if v == 0 || !time.Now().Before(deadline) {
-			return v, nil
+		v = atomic.LoadUint32(host)
+		return v == 0, nil
+	})
+	return v, err
+}
+
+// poll calls try until it reports done or fails, or deadline has passed
+// after a try, pausing between tries (10 us, doubling up to 1 ms), and
+// reports whether try reported done.
+func poll(deadline time.Time, try func() (bool, error)) (bool, error) {
+	pause := 10 * time.Microsecond
+	for {
+		done, err := try()
+		if err != nil || done {
+			return done, err
+		}
+		if !time.Now().Before(deadline) {
+			return false, nil
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, time.Millisecond)

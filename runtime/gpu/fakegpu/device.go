@@ -313,6 +313,13 @@ func (d *Device) StreamSynchronize(s gpu.Stream) error {
 	if err != nil {
 		return err
 	}
+	return p.hostWait(call, st)
+}
+
+// hostWait is what a host wait on st (call) does to its capture: on a
+// capturing stream it fails and invalidates the capture; on one whose
+// capture was invalidated it fails.
+func (p *Platform) hostWait(call string, st *stream) error {
 	switch st.capture {
 	case gpu.CaptureActive:
 		p.invalidate(st)
@@ -339,12 +346,8 @@ func (d *Device) StreamQuery(s gpu.Stream) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	switch st.capture {
-	case gpu.CaptureActive:
-		p.invalidate(st)
-		return false, fail(call, codeStreamCaptureUnsupported, "the stream is capturing")
-	case gpu.CaptureInvalidated:
-		return false, fail(call, codeStreamCaptureInvalidated, "the stream's capture was invalidated; end it")
+	if err := p.hostWait(call, st); err != nil {
+		return false, err
 	}
 	if err := p.captureGuard(call); err != nil {
 		return false, err
