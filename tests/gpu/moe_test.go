@@ -482,7 +482,7 @@ func moeRound(r *irisrt.Rank, g *moeRig, mode irismodel.Barrier, round uint64) e
 
 func moeCases() []moeCase {
 	var cs []moeCase
-	for _, dt := range dataTypes {
+	for _, dt := range dataTypes() {
 		for _, shape := range [][3]int64{{1, 128, 1}, {7, 129, 2}, {512, 128, 8}, {512, 7168, 1}, {8192, 128, 8}} {
 			for _, routing := range []string{"random", "skewed", "half"} {
 				cs = append(cs, moeCase{t: shape[0], h: shape[1], k: shape[2], e: 8, routing: routing, dt: dt})
@@ -491,7 +491,7 @@ func moeCases() []moeCase {
 	}
 	cs = append(cs, moeCase{t: 100, h: 256, k: 2, e: 13, routing: "random", dt: irismodel.BF16}) // e not a multiple of world
 	// int32 ids, weights left out, and both; every k from 1 to 8.
-	for _, dt := range dataTypes {
+	for _, dt := range dataTypes() {
 		cs = append(cs, moeCase{t: 512, h: 128, k: 8, e: 8, routing: "random", dt: dt, ids32: true},
 			moeCase{t: 7, h: 129, k: 2, e: 8, routing: "random", dt: dt, noWeights: true},
 			moeCase{t: 300, h: 256, k: 4, e: 8, routing: "half", dt: dt, ids32: true, noWeights: true})

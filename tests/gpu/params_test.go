@@ -445,7 +445,7 @@ func runParamMatrix(r *irisrt.Rank, only func(pc *paramCase) bool, count *int) e
 		if only != nil && !only(pc) || !variantSelected(pc.name()) {
 			continue
 		}
-		for _, dt := range dataTypes {
+		for _, dt := range dataTypes() {
 			for _, op := range pc.ops() {
 				for _, n := range paramSizes() {
 					pls, modes, as := pc.placements(), allModes, pc.assignments(r.World())

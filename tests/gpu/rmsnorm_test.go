@@ -318,7 +318,7 @@ func runNormMatrix(r *irisrt.Rank, only func(nc *normCase) bool, count *int) err
 		if only != nil && !only(nc) || !variantSelected(nc.name()) {
 			continue
 		}
-		for _, dt := range dataTypes {
+		for _, dt := range dataTypes() {
 			for _, t := range normTokens() {
 				for _, h := range normHidden {
 					if err := checkNormSize(r, nc, dt, t, h, count); err != nil {
@@ -337,7 +337,7 @@ func runNormMatrix(r *irisrt.Rank, only func(nc *normCase) bool, count *int) err
 // world.
 func TestRMSNorm(t *testing.T) {
 	eachVariantCase(t, normCatalogue, (*normCase).name, runNormMatrix, func(nc *normCase, _ int) string {
-		return fmt.Sprintf("dtypes f32,f16,bf16; tokens %v; hidden %v; modes %v; eps %v", normTokens(), normHidden, nc.modes, normEps)
+		return fmt.Sprintf("dtypes %s; tokens %v; hidden %v; modes %v; eps %v", dtypeNames(), normTokens(), normHidden, nc.modes, normEps)
 	})
 }
 
@@ -387,7 +387,7 @@ func TestRMSNormAuto(t *testing.T) {
 	eachWorld(t, defaultOpts(), func(t *testing.T, w *irisrt.World) {
 		counts := make([]int, w.Size())
 		err := w.Run(func(r *irisrt.Rank) error {
-			for _, dt := range dataTypes {
+			for _, dt := range dataTypes() {
 				for _, tok := range normTokens() {
 					for _, h := range []int64{7168, 4096 + 3} {
 						nc, err := autoNormCase(r.World(), dt, tok, h)

@@ -407,6 +407,7 @@ echo "--- SKIP: TestB (0.00s)"
 if [ -n "${FAILME:-}" ]; then echo "    --- FAIL: TestC/world2 (0.10s)"; echo "--- FAIL: TestC (0.10s)"; echo FAIL; exit 1; fi
 if [ -n "${CUTME:-}" ]; then echo "panic: test timed out after 22s"; exit 2; fi
 if [ "${IRISGEN_TEST_ROUNDS:-}" != "${WANTROUNDS:-}" ]; then echo "--- FAIL: TestRounds: IRISGEN_TEST_ROUNDS=${IRISGEN_TEST_ROUNDS:-}"; exit 1; fi
+if [ "${IRISGEN_TEST_DTYPES:-}" != "${WANTDTYPES:-}" ]; then echo "--- FAIL: TestDTypes: IRISGEN_TEST_DTYPES=${IRISGEN_TEST_DTYPES:-}"; exit 1; fi
 echo PASS`,
 		"build/platform.test": `echo "--- PASS: TestEvents (0.10s)"; echo PASS`,
 		"build/irisgen": `if [ "$1" = run ]; then n=$3; shift 4; rc=0
@@ -541,7 +542,7 @@ func TestRunShLanes(t *testing.T) {
 func TestRunShGraphWait(t *testing.T) {
 	t.Parallel()
 	dir := fakeToolsDir(t)
-	env := []string{"WANTROUNDS=10", "GRAPH_WAIT_LIMIT=2", "HANG_UNDER_SANITIZER=1"}
+	env := []string{"WANTROUNDS=10", "WANTDTYPES=f32,bf16", "GRAPH_WAIT_LIMIT=2", "HANG_UNDER_SANITIZER=1"}
 	got := runSh(t, dir, env, "sanitize", "initcheck-capture-copy")
 	expectFields(t, got, map[string]string{"result": "PASS"})
 	if !strings.Contains(got["log"], "graph_wait: ") || !strings.Contains(got["log"], "not built") {
@@ -557,7 +558,7 @@ func TestRunShGraphWait(t *testing.T) {
 	}{
 		// The tool hangs without irisgen: the replays are not run.
 		{env, "plain: ok; sanitizer: hung (stopped after 2 s)", "TOOL_LIMIT"},
-		{env[:1], "plain: ok; sanitizer: ok", "PASS"},
+		{env[:2], "plain: ok; sanitizer: ok", "PASS"},
 		// Plainly hung too: not the tool's; the shard runs.
 		{append(env, "HANG_PLAIN=1"), "plain: hung (stopped after 2 s); sanitizer: hung (stopped after 2 s)", "PASS"},
 	} {
@@ -622,11 +623,13 @@ func TestRunShResultLines(t *testing.T) {
 	expect(run([]string{"FAILME=1"}, "full", "moe"), map[string]string{"tests": "3", "passed": "1", "failed": "1", "result": "FAIL"})
 	expect(run([]string{"SANERR=2"}, "sanitize", "memcheck-moe"), map[string]string{"sanitizer_errors": "2", "failed": "1", "result": "FAIL"})
 	expect(run(nil, "sanitize", "racecheck-moe"), map[string]string{"sanitizer_errors": "0", "result": "PASS"})
-	// initcheck, about six times slower, caps the rounds of a case; the
-	// other tools leave them.
-	expect(run([]string{"WANTROUNDS=10"}, "sanitize", "initcheck-b2b"), map[string]string{"result": "PASS"})
+	// initcheck, about six times slower, caps the rounds of a case and
+	// leaves out f16; the other tools do neither.
+	expect(run([]string{"WANTROUNDS=10", "WANTDTYPES=f32,bf16"}, "sanitize", "initcheck-b2b"), map[string]string{"result": "PASS"})
+	expect(run([]string{"WANTROUNDS=10"}, "sanitize", "initcheck-b2b"), map[string]string{"result": "FAIL"})
 	expect(run(nil, "sanitize", "racecheck-b2b"), map[string]string{"result": "PASS"})
 	expect(run([]string{"WANTROUNDS=10"}, "sanitize", "racecheck-b2b"), map[string]string{"result": "FAIL"})
+	expect(run([]string{"WANTDTYPES=f32,bf16"}, "sanitize", "racecheck-b2b"), map[string]string{"result": "FAIL"})
 	list, err := exec.Command("bash", "run.sh", "-list", "full").Output()
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,8 @@
 //	                       the variants whose "collective/variant" it matches
 //	IRISGEN_TEST_SKIP_VARIANTS  a regular expression: the matrix tests leave out the variants
 //	                       whose "collective/variant" it matches
+//	IRISGEN_TEST_DTYPES    comma-separated dtypes (f32, f16, bf16): the matrix tests check only
+//	                       those (default: all; run.sh's initcheck shards: f32,bf16)
 //	IRISGEN_TEST_PARTS     comma-separated parts of TestProcessWorld's ranks (default: all;
 //	                       see processParts)
 //	IRISGEN_TEST_ROUNDS    at least 2: caps the rounds of each back-to-back and replay case
