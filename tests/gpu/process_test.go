@@ -86,7 +86,8 @@ var processParts = []struct {
 		return cases, nil
 	}},
 	{"moegraph", moeGraphRank},
-	{"params", paramProcessRank},
+	{"params", paramMatrixRank},
+	{"paramrest", paramRestRank},
 }
 
 // selectedParts are the names in $IRISGEN_TEST_PARTS (every part when it is

@@ -120,7 +120,7 @@ sanitize|initcheck-catalogue-b|100|170|initcheck: TestCatalogue at quick sizes, 
 sanitize|initcheck-params-a|115|280|initcheck: TestParamCollectives at quick sizes, broadcast and gather
 sanitize|initcheck-params-b|80|325|initcheck: TestParamCollectives at quick sizes, reduce and scatter
 sanitize|initcheck-params-c|70|215|initcheck: TestParamCollectives at quick sizes, send_recv and shift push and pull; TestParamRules
-sanitize|initcheck-params-d|40|200|initcheck: TestParamCollectives at quick sizes, send_recv and shift copy_push (hung in a world of 4 on 4 H100s: docs/testing-gpu.md)
+sanitize|initcheck-params-d|60|300|initcheck: send_recv's and shift's copy_push at quick sizes: TestProcessWorld's params part (irisgen run -n N), then TestParamCollectives in-process (where it hung in a world of 4 on 4 H100s: docs/testing-gpu.md)
 sanitize|initcheck-rmsnorm|110|320|initcheck: as racecheck-rmsnorm
 sanitize|initcheck-moe-a|160|215|initcheck: TestMoE's f32 cases at quick sizes (f16 is left out)
 sanitize|initcheck-moe-b|293|400|initcheck: TestMoE's bf16 cases at quick sizes, TestMoEGraph (10 graph rounds), TestMoEBadExpert, TestMoECapacity
@@ -220,7 +220,7 @@ shard_steps() {
     proc-catalogue-a) procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=catalogue IRISGEN_TEST_VARIANTS="$VARIANTS_A" ;;
     proc-catalogue-b) procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=catalogue IRISGEN_TEST_VARIANTS="$VARIANTS_B" ;;
     proc-catalogue-c) procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=catalogue IRISGEN_TEST_VARIANTS="$VARIANTS_C" ;;
-    proc-params) procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=params ;;
+    proc-params) procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=params,paramrest ;;
     proc-moe) procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=moe,moegraph ;;
     proc-rest)
       procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=barriers,b2b,convenience,capture,groups
@@ -253,14 +253,21 @@ shard_steps() {
       ;;
     memcheck/processes-b)
       QUICK=1
-      procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=moe,moegraph,params
+      procs process-world '^TestProcessWorld$' IRISGEN_TEST_PARTS=moe,moegraph,params,paramrest
       ;;
     initcheck/catalogue-a) gotest catalogue "$SAN_CATALOGUE" '' IRISGEN_TEST_VARIANTS="$INIT_CATALOGUE_A" ;;
     initcheck/catalogue-b) gotest catalogue "$SAN_CATALOGUE" '' IRISGEN_TEST_VARIANTS="$VARIANTS_C" ;;
     initcheck/params-a) gotest params '^TestParamCollectives$' '' IRISGEN_TEST_VARIANTS="$INIT_PARAMS_A" ;;
     initcheck/params-b) gotest params '^TestParamCollectives$' '' IRISGEN_TEST_VARIANTS="$INIT_PARAMS_B" ;;
     initcheck/params-c) gotest params "$SAN_PARAMS" '' IRISGEN_TEST_VARIANTS="$INIT_PARAMS_C" ;;
-    initcheck/params-d) gotest params '^TestParamCollectives$' '' IRISGEN_TEST_VARIANTS="$INIT_PARAMS_D" ;;
+    initcheck/params-d)
+      # As processes first, a sanitizer to a rank (the matrix alone: no
+      # replays, which initcheck cannot run), then in-process, one
+      # sanitizer for every rank (where send_recv copy_push hung): the two
+      # tell a limit of the tool from a fault of the copies.
+      procs params-copy-processes '^TestProcessWorld$' IRISGEN_TEST_PARTS=params IRISGEN_TEST_VARIANTS="$INIT_PARAMS_D"
+      gotest params-copy '^TestParamCollectives$' '' IRISGEN_TEST_VARIANTS="$INIT_PARAMS_D"
+      ;;
     */catalogue) gotest catalogue "$SAN_CATALOGUE" ;;
     */params) gotest params "$SAN_PARAMS" ;;
     */rmsnorm) gotest rmsnorm "$SAN_RMSNORM" ;;
