@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
@@ -79,46 +78,6 @@ func allGatherRef(in func(int) []float32, _, _ int, _ string, n, i int64) float3
 
 func allToAllRef(in func(int) []float32, _, rank int, _ string, n, i int64) float32 {
 	return in(int(i / n))[int64(rank)*n+i%n]
-}
-
-// dataTypes are the dtypes the matrix tests check: every dtype, or those
-// $IRISGEN_TEST_DTYPES names (comma-separated spec names, e.g. f32,bf16;
-// run.sh's initcheck shards leave out f16, whose kernels take bf16's code
-// paths at the same element size). A name that is no dtype of the
-// catalogue stops the suite, naming it.
-func dataTypes() []irismodel.DType {
-	dtypeFilter.once.Do(func() {
-		all := []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16}
-		v := os.Getenv("IRISGEN_TEST_DTYPES")
-		if v == "" {
-			dtypeFilter.list = all
-			return
-		}
-		for _, name := range strings.Split(v, ",") {
-			i := slices.IndexFunc(all, func(d irismodel.DType) bool { return d.String() == strings.TrimSpace(name) })
-			if i < 0 {
-				panic(fmt.Sprintf("IRISGEN_TEST_DTYPES=%q: %q is none of f32, f16, bf16", v, name))
-			}
-			if !slices.Contains(dtypeFilter.list, all[i]) {
-				dtypeFilter.list = append(dtypeFilter.list, all[i])
-			}
-		}
-	})
-	return dtypeFilter.list
-}
-
-var dtypeFilter struct {
-	once sync.Once
-	list []irismodel.DType
-}
-
-// dtypeNames is "f32,f16,bf16" for the dtypes the matrix tests check.
-func dtypeNames() string {
-	var names []string
-	for _, d := range dataTypes() {
-		names = append(names, d.String())
-	}
-	return strings.Join(names, ",")
 }
 
 func newBarrier(r *irisrt.Rank) (*collectives.BarrierDevicePlan, error) {
