@@ -46,21 +46,23 @@ func parseDTypes(v string) ([]irismodel.DType, error) {
 	for _, d := range allDataTypes {
 		names = append(names, d.String())
 	}
-	var out []irismodel.DType
+	named := map[string]bool{}
 	for _, name := range strings.Split(v, ",") {
 		name = strings.TrimSpace(name)
-		i := slices.Index(names, name)
 		switch {
-		case i < 0:
+		case !slices.Contains(names, name):
 			return nil, fmt.Errorf("IRISGEN_TEST_DTYPES=%q: %q is none of %s", v, name, strings.Join(names, ", "))
-		case slices.Contains(out, allDataTypes[i]):
+		case named[name]:
 			return nil, fmt.Errorf("IRISGEN_TEST_DTYPES=%q: %s is named twice; name each once", v, name)
 		}
-		out = append(out, allDataTypes[i])
+		named[name] = true
 	}
-	slices.SortFunc(out, func(a, b irismodel.DType) int {
-		return slices.Index(allDataTypes, a) - slices.Index(allDataTypes, b)
-	})
+	var out []irismodel.DType
+	for _, d := range allDataTypes {
+		if named[d.String()] {
+			out = append(out, d)
+		}
+	}
 	return out, nil
 }
 
