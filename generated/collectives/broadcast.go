@@ -11,7 +11,7 @@ import (
 
 // BroadcastSpecHash is the hash of specs/broadcast.yaml and the templates it uses; the runtime refuses
 // a code object of broadcast made from other ones (*irisrt.KernelError).
-const BroadcastSpecHash = "7208ab2e4d9ca9a5"
+const BroadcastSpecHash = "78f6f29ce1c58c1b"
 
 // broadcastDesc is broadcast in the package's descriptor table.
 var broadcastDesc = &table.Collectives[5]
@@ -93,10 +93,9 @@ func (p *BroadcastPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, ro
 //
 // Tensors, in the order Launch takes them:
 //
-//   - input (in [n], on rank root only): local_read + remote_read; peers read it: on the symmetric
-//     heap, or else copied into the plan's staging on s; checked on rank root only, the other ranks
-//     pass the zero irisrt.Tensor (the kernel tells them where rank root's is).
-//   - output (out [n]): local_write + remote_read; written here and read by peers: must be on the
+//   - input (in [n], on rank root only): local_read; only this rank touches it: any device memory;
+//     checked on rank root only, the other ranks pass the zero irisrt.Tensor.
+//   - output (out [n]): local_read + local_write + remote_write; peers write it: must be on the
 //     symmetric heap.
 //
 // Parameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):

@@ -48,7 +48,7 @@ func newGraphCase(r *irisrt.Rank, vc *variantCase, dt irismodel.DType, rounds in
 	}
 	// An input the variant reads remotely lives off the heap, so the
 	// captured launch includes its import copy.
-	g.in = alloc(g.inLen, !vc.importIn)
+	g.in = alloc(g.inLen, !vc.importIn())
 	g.out = alloc(g.outLen, true)
 	g.pool = alloc(g.inLen*int64(rounds), false)
 	g.results = alloc(g.outLen*int64(rounds), false)

@@ -36,8 +36,6 @@ type variantCase struct {
 	ordered    bool
 	inLen      func(w int, n int64) int64
 	outLen     func(w int, n int64) int64
-	importIn   bool // input read remotely: imported when off the heap
-	heapOut    bool // output written remotely: must be on the heap
 	aliasAllow bool
 	newPlan    func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error)
 	// ref is output element i of rank `rank`, reduced with op (fp32 in rank
@@ -94,7 +92,7 @@ func asLauncher[P launcher](p P, err error) (launcher, error) {
 }
 
 var catalogue = []variantCase{
-	{coll: "all_reduce", variant: "one_shot", reduces: true, ordered: true, inLen: nLen, outLen: nLen, importIn: true, ref: allReduceRef,
+	{coll: "all_reduce", variant: "one_shot", reduces: true, ordered: true, inLen: nLen, outLen: nLen, ref: allReduceRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceOneShotPlan(r, dt, arOp(op), n))
 		}},
@@ -110,15 +108,15 @@ var catalogue = []variantCase{
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceOneShotLamportPlan(r, dt, arOp(op), n))
 		}},
-	{coll: "all_reduce", variant: "two_shot", reduces: true, ordered: true, inLen: nLen, outLen: nLen, importIn: true, heapOut: true, ref: allReduceRef,
+	{coll: "all_reduce", variant: "two_shot", reduces: true, ordered: true, inLen: nLen, outLen: nLen, ref: allReduceRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceTwoShotPlan(r, dt, arOp(op), n))
 		}},
-	{coll: "all_reduce", variant: "atomic", reduces: true, inLen: nLen, outLen: nLen, heapOut: true, ref: allReduceRef,
+	{coll: "all_reduce", variant: "atomic", reduces: true, inLen: nLen, outLen: nLen, ref: allReduceRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceAtomicPlan(r, dt, arOp(op), n))
 		}},
-	{coll: "all_reduce", variant: "spinlock", reduces: true, inLen: nLen, outLen: nLen, heapOut: true, ref: allReduceRef,
+	{coll: "all_reduce", variant: "spinlock", reduces: true, inLen: nLen, outLen: nLen, ref: allReduceRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceSpinlockPlan(r, dt, arOp(op), n))
 		}},
@@ -126,7 +124,7 @@ var catalogue = []variantCase{
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceRingPlan(r, dt, arOp(op), n))
 		}},
-	{coll: "reduce_scatter", variant: "pull", reduces: true, ordered: true, inLen: wnLen, outLen: nLen, importIn: true, ref: reduceScatterRef,
+	{coll: "reduce_scatter", variant: "pull", reduces: true, ordered: true, inLen: wnLen, outLen: nLen, ref: reduceScatterRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewReduceScatterPullPlan(r, dt, rsOp(op), n))
 		}},
@@ -134,15 +132,15 @@ var catalogue = []variantCase{
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewReduceScatterLamportPlan(r, dt, rsOp(op), n))
 		}},
-	{coll: "all_gather", variant: "push", inLen: nLen, outLen: wnLen, heapOut: true, ref: allGatherRef,
+	{coll: "all_gather", variant: "push", inLen: nLen, outLen: wnLen, ref: allGatherRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllGatherPushPlan(r, dt, n))
 		}},
-	{coll: "all_gather", variant: "pull", inLen: nLen, outLen: wnLen, importIn: true, ref: allGatherRef,
+	{coll: "all_gather", variant: "pull", inLen: nLen, outLen: wnLen, ref: allGatherRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllGatherPullPlan(r, dt, n))
 		}},
-	{coll: "all_gather", variant: "ring", inLen: nLen, outLen: wnLen, heapOut: true, ref: allGatherRef,
+	{coll: "all_gather", variant: "ring", inLen: nLen, outLen: wnLen, ref: allGatherRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllGatherRingPlan(r, dt, n))
 		}},
@@ -150,15 +148,15 @@ var catalogue = []variantCase{
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllGatherLamportPlan(r, dt, n))
 		}},
-	{coll: "all_to_all", variant: "push", inLen: wnLen, outLen: wnLen, heapOut: true, ref: allToAllRef,
+	{coll: "all_to_all", variant: "push", inLen: wnLen, outLen: wnLen, ref: allToAllRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllToAllPushPlan(r, dt, n))
 		}},
-	{coll: "all_to_all", variant: "push_overlap", inLen: wnLen, outLen: wnLen, heapOut: true, ref: allToAllRef,
+	{coll: "all_to_all", variant: "push_overlap", inLen: wnLen, outLen: wnLen, ref: allToAllRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllToAllPushOverlapPlan(r, dt, n))
 		}},
-	{coll: "all_to_all", variant: "pull", inLen: wnLen, outLen: wnLen, importIn: true, ref: allToAllRef,
+	{coll: "all_to_all", variant: "pull", inLen: wnLen, outLen: wnLen, ref: allToAllRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllToAllPullPlan(r, dt, n))
 		}},
@@ -168,11 +166,11 @@ var catalogue = []variantCase{
 		}},
 	// The copy-engine variants: no kernel, the copies and stream memory
 	// operations on the launch stream.
-	{coll: "all_gather", variant: "copy_push", inLen: nLen, outLen: wnLen, heapOut: true, ref: allGatherRef,
+	{coll: "all_gather", variant: "copy_push", inLen: nLen, outLen: wnLen, ref: allGatherRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllGatherCopyPushPlan(r, dt, n))
 		}},
-	{coll: "all_to_all", variant: "copy_push", inLen: wnLen, outLen: wnLen, heapOut: true, ref: allToAllRef,
+	{coll: "all_to_all", variant: "copy_push", inLen: wnLen, outLen: wnLen, ref: allToAllRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllToAllCopyPushPlan(r, dt, n))
 		}},
@@ -199,8 +197,8 @@ func (pl placement) String() string {
 // input, an output written only locally).
 func (vc *variantCase) placements() []placement {
 	out := []placement{{true, true}}
-	if vc.importIn || !vc.heapOut {
-		out = append(out, placement{heapIn: false, heapOut: vc.heapOut})
+	if vc.importIn() || !vc.heapOut() {
+		out = append(out, placement{heapIn: false, heapOut: vc.heapOut()})
 	}
 	return out
 }
@@ -310,7 +308,7 @@ func checkCase(r *irisrt.Rank, vc *variantCase, dt irismodel.DType, op string, n
 				return err
 			}
 		}
-		if mode == irismodel.BarrierNone && vc.importIn && !pl.heapIn {
+		if mode == irismodel.BarrierNone && vc.importIn() && !pl.heapIn {
 			// Nothing would order the import before the peers' reads.
 			var pe *irisrt.PlacementError
 			if err := p.Launch(s, in, out, mode); !errors.As(err, &pe) || !pe.Unordered {
@@ -352,7 +350,7 @@ var allModes = []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHos
 
 // caseSizes are the per-rank element counts n of the matrix. The full
 // sizes hold one that is no multiple of the vector width and large enough
-// for the kernels that cut it into slices (broadcast scatter_gather: 4 to 9
+// for the kernels that cut it into slices (broadcast scatter_gather: 4 to 32
 // of at least 4 MiB on 4 ranks) to cut it unevenly.
 func caseSizes() []int64 {
 	sizes := []int64{1, 7, 4096 + 3, 1 << 20}
@@ -609,7 +607,7 @@ func checkRules(r *irisrt.Rank, vc *variantCase) error {
 	}
 	defer freeOut()
 	s := r.Stream()
-	if vc.heapOut {
+	if vc.heapOut() {
 		off, free, err := tensor(r, dt, out.Len, false)
 		if err != nil {
 			return err

@@ -60,8 +60,6 @@ type paramCase struct {
 	// inOwner and outOwner name the parameter whose rank alone passes the
 	// tensor ("" every rank).
 	inOwner, outOwner string
-	importIn          bool // peers read input: off the heap it is staged
-	heapOut           bool // peers write output: it must be on the heap
 	// noNone: the variant has no mode none (a copy-engine variant whose
 	// peers write a tensor only one rank passes: its staging buffer, copied
 	// into the tensor at every launch).
@@ -192,60 +190,60 @@ func shiftRef(in func(int) []float32, w, rank int, _ string, _, i int64, a args)
 func redOp(op string) collectives.ReduceOp { return collectives.ReduceOp(op) }
 
 var paramCatalogue = []paramCase{
-	{coll: "broadcast", variant: "push", inLen: nLen, outLen: nLen, inOwner: "root", heapOut: true, ref: broadcastRef,
+	{coll: "broadcast", variant: "push", inLen: nLen, outLen: nLen, inOwner: "root", ref: broadcastRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewBroadcastPushPlan(r, dt, n))
 		}},
-	{coll: "broadcast", variant: "pull", inLen: nLen, outLen: nLen, inOwner: "root", importIn: true, ref: broadcastRef,
+	{coll: "broadcast", variant: "pull", inLen: nLen, outLen: nLen, inOwner: "root", ref: broadcastRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewBroadcastPullPlan(r, dt, n))
 		}},
-	{coll: "broadcast", variant: "scatter_gather", inLen: nLen, outLen: nLen, inOwner: "root", importIn: true, heapOut: true, ref: broadcastRef,
+	{coll: "broadcast", variant: "scatter_gather", inLen: nLen, outLen: nLen, inOwner: "root", ref: broadcastRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewBroadcastScatterGatherPlan(r, dt, n))
 		}},
-	{coll: "reduce", variant: "pull", reduces: true, inLen: nLen, outLen: nLen, outOwner: "root", importIn: true, ref: reduceRef,
+	{coll: "reduce", variant: "pull", reduces: true, inLen: nLen, outLen: nLen, outOwner: "root", ref: reduceRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewReducePullPlan(r, dt, redOp(op), n))
 		}},
-	{coll: "reduce", variant: "split", reduces: true, inLen: nLen, outLen: nLen, outOwner: "root", importIn: true, heapOut: true, ref: reduceRef,
+	{coll: "reduce", variant: "split", reduces: true, inLen: nLen, outLen: nLen, outOwner: "root", ref: reduceRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewReduceSplitPlan(r, dt, redOp(op), n))
 		}},
-	{coll: "gather", variant: "pull", inLen: nLen, outLen: wnLen, outOwner: "root", importIn: true, ref: gatherRef,
+	{coll: "gather", variant: "pull", inLen: nLen, outLen: wnLen, outOwner: "root", ref: gatherRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewGatherPullPlan(r, dt, n))
 		}},
-	{coll: "gather", variant: "push", inLen: nLen, outLen: wnLen, outOwner: "root", heapOut: true, ref: gatherRef,
+	{coll: "gather", variant: "push", inLen: nLen, outLen: wnLen, outOwner: "root", ref: gatherRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewGatherPushPlan(r, dt, n))
 		}},
-	{coll: "scatter", variant: "push", inLen: wnLen, outLen: nLen, inOwner: "root", heapOut: true, ref: scatterRef,
+	{coll: "scatter", variant: "push", inLen: wnLen, outLen: nLen, inOwner: "root", ref: scatterRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewScatterPushPlan(r, dt, n))
 		}},
-	{coll: "scatter", variant: "pull", inLen: wnLen, outLen: nLen, inOwner: "root", importIn: true, ref: scatterRef,
+	{coll: "scatter", variant: "pull", inLen: wnLen, outLen: nLen, inOwner: "root", ref: scatterRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewScatterPullPlan(r, dt, n))
 		}},
-	{coll: "send_recv", variant: "push", inLen: nLen, outLen: nLen, inOwner: "src", outOwner: "dst", heapOut: true, ref: sendRecvRef,
+	{coll: "send_recv", variant: "push", inLen: nLen, outLen: nLen, inOwner: "src", outOwner: "dst", ref: sendRecvRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return pairPlan(collectives.NewSendRecvPushPlan(r, dt, n))
 		}},
-	{coll: "send_recv", variant: "pull", inLen: nLen, outLen: nLen, inOwner: "src", outOwner: "dst", importIn: true, ref: sendRecvRef,
+	{coll: "send_recv", variant: "pull", inLen: nLen, outLen: nLen, inOwner: "src", outOwner: "dst", ref: sendRecvRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return pairPlan(collectives.NewSendRecvPullPlan(r, dt, n))
 		}},
-	{coll: "shift", variant: "push", inLen: nLen, outLen: nLen, heapOut: true, ref: shiftRef,
+	{coll: "shift", variant: "push", inLen: nLen, outLen: nLen, ref: shiftRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return shiftPlan(collectives.NewShiftPushPlan(r, dt, n))
 		}},
-	{coll: "shift", variant: "pull", inLen: nLen, outLen: nLen, importIn: true, ref: shiftRef,
+	{coll: "shift", variant: "pull", inLen: nLen, outLen: nLen, ref: shiftRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return shiftPlan(collectives.NewShiftPullPlan(r, dt, n))
 		}},
 	// The copy-engine variants.
-	{coll: "broadcast", variant: "copy_push", inLen: nLen, outLen: nLen, inOwner: "root", heapOut: true, ref: broadcastRef,
+	{coll: "broadcast", variant: "copy_push", inLen: nLen, outLen: nLen, inOwner: "root", ref: broadcastRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewBroadcastCopyPushPlan(r, dt, n))
 		}},
@@ -253,7 +251,7 @@ var paramCatalogue = []paramCase{
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewGatherCopyPushPlan(r, dt, n))
 		}},
-	{coll: "scatter", variant: "copy_push", inLen: wnLen, outLen: nLen, inOwner: "root", heapOut: true, ref: scatterRef,
+	{coll: "scatter", variant: "copy_push", inLen: wnLen, outLen: nLen, inOwner: "root", ref: scatterRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewScatterCopyPushPlan(r, dt, n))
 		}},
@@ -261,7 +259,7 @@ var paramCatalogue = []paramCase{
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return pairPlan(collectives.NewSendRecvCopyPushPlan(r, dt, n))
 		}},
-	{coll: "shift", variant: "copy_push", inLen: nLen, outLen: nLen, heapOut: true, ref: shiftRef,
+	{coll: "shift", variant: "copy_push", inLen: nLen, outLen: nLen, ref: shiftRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return shiftPlan(collectives.NewShiftCopyPushPlan(r, dt, n))
 		}},
@@ -378,7 +376,7 @@ func checkParamCase(r *irisrt.Rank, pc *paramCase, dt irismodel.DType, op string
 					return err
 				}
 			}
-			if mode == irismodel.BarrierNone && pc.importIn && !pl.heapIn && n > 0 {
+			if mode == irismodel.BarrierNone && pc.importIn() && !pl.heapIn && n > 0 {
 				// Nothing would order the import before the peers' reads: the
 				// ranks that import refuse; the others make the call refused
 				// too (see refuseToo).
@@ -429,8 +427,8 @@ func checkParamCase(r *irisrt.Rank, pc *paramCase, dt irismodel.DType, op string
 // the heap, and each off it where its rule allows.
 func (pc *paramCase) placements() []placement {
 	out := []placement{{true, true}}
-	if pc.importIn || !pc.heapOut {
-		out = append(out, placement{heapIn: false, heapOut: pc.heapOut})
+	if pc.importIn() || !pc.heapOut() {
+		out = append(out, placement{heapIn: false, heapOut: pc.heapOut()})
 	}
 	return out
 }
@@ -561,7 +559,7 @@ func checkParamRules(r *irisrt.Rank, pc *paramCase) error {
 	}{
 		{"input of another dtype", pc.inOwner, pc.inOwner == "", irisrt.Tensor{Ptr: g.in.Ptr, DType: irismodel.F32, Len: g.in.Len / 2}, out, &de},
 		{"output of another dtype", pc.outOwner, pc.outOwner == "", in, irisrt.Tensor{Ptr: g.out.Ptr, DType: irismodel.F32, Len: g.out.Len / 2}, &de},
-		{"output off the heap", pc.outOwner, !pc.heapOut, in, off, &pl},
+		{"output off the heap", pc.outOwner, !pc.heapOut(), in, off, &pl},
 	} {
 		if c.skip {
 			continue
@@ -742,7 +740,7 @@ func paramReplays(r *irisrt.Rank, pc *paramCase, a args, rounds int) error {
 	dt, op, w, me := irismodel.BF16, pc.ops()[0], r.World(), r.Rank()
 	// An input peers read lives off the heap, so the captured launch
 	// includes its import copy.
-	g, err := newParamRig(r, pc, dt, op, n, placement{heapIn: !pc.importIn, heapOut: true})
+	g, err := newParamRig(r, pc, dt, op, n, placement{heapIn: !pc.importIn(), heapOut: true})
 	if err != nil {
 		return err
 	}

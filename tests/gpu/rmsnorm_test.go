@@ -41,8 +41,6 @@ type normCase struct {
 	// roundSum: the sum is rounded to the dtype before the residual is
 	// added (two_shot gathers the rounded sums in output).
 	roundSum   bool
-	importIn   bool // peers read input: off the heap it is staged
-	heapOut    bool // peers write output: it must be on the heap
 	aliasAllow bool
 	modes      []irismodel.Barrier // the rounds of a case, in the modes the variant allows
 	newPlan    func(r *irisrt.Rank, dt irismodel.DType, tokens, hidden int64) (normLauncher, error)
@@ -58,7 +56,7 @@ func asNorm[P normLauncher](p P, err error) (normLauncher, error) {
 }
 
 var normCatalogue = []normCase{
-	{coll: "all_reduce_rmsnorm", variant: "one_shot", sums: true, importIn: true, modes: allModes,
+	{coll: "all_reduce_rmsnorm", variant: "one_shot", sums: true, modes: allModes,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, t, h int64) (normLauncher, error) {
 			return asNorm(collectives.NewAllReduceRmsnormOneShotPlan(r, dt, t, h))
 		}},
@@ -66,7 +64,7 @@ var normCatalogue = []normCase{
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, t, h int64) (normLauncher, error) {
 			return asNorm(collectives.NewAllReduceRmsnormOneShotLamportPlan(r, dt, t, h))
 		}},
-	{coll: "all_reduce_rmsnorm", variant: "two_shot", sums: true, roundSum: true, importIn: true, heapOut: true, modes: allModes,
+	{coll: "all_reduce_rmsnorm", variant: "two_shot", sums: true, roundSum: true, modes: allModes,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, t, h int64) (normLauncher, error) {
 			return asNorm(collectives.NewAllReduceRmsnormTwoShotPlan(r, dt, t, h))
 		}},
@@ -190,7 +188,7 @@ func newNormRig(r *irisrt.Rank, nc *normCase, dt irismodel.DType, t, h int64, pl
 		return nil, err
 	}
 	g.free = append(g.free, func() { g.p.Close() })
-	g.offIn, g.offOut = !pl.heap, !pl.heap && !nc.heapOut
+	g.offIn, g.offOut = !pl.heap, !pl.heap && !nc.heapOut()
 	for _, x := range []struct {
 		t    *irisrt.Tensor
 		n    int64
@@ -260,7 +258,7 @@ func checkNormCase(r *irisrt.Rank, nc *normCase, dt irismodel.DType, t, h int64,
 				return err
 			}
 		}
-		if mode == irismodel.BarrierNone && nc.importIn && g.offIn {
+		if mode == irismodel.BarrierNone && nc.importIn() && g.offIn {
 			// Nothing would order the import before the peers' reads.
 			var pe *irisrt.PlacementError
 			if err := g.p.Launch(s, g.in, g.res, g.wt, g.out, d.eps, mode); !errors.As(err, &pe) || !pe.Unordered {
@@ -468,7 +466,7 @@ func checkNormRules(r *irisrt.Rank, nc *normCase) error {
 	if !nc.aliasAllow {
 		cases = append(cases, refusal{what: "input and output the same tensor", in: g.out, res: g.res, wt: g.wt, out: g.out, mode: mode, target: &ae})
 	}
-	if nc.heapOut {
+	if nc.heapOut() {
 		off, free, err := tensor(r, dt, t*h, false)
 		if err != nil {
 			return err
@@ -685,7 +683,7 @@ func normReplays(r *irisrt.Rank, nc *normCase, eps float32, rounds int) error {
 	dt := irismodel.BF16
 	// An input peers read lives off the heap, so the captured launch
 	// includes its import copy.
-	g, err := newNormRig(r, nc, dt, t, h, normPlacement{heap: !nc.importIn})
+	g, err := newNormRig(r, nc, dt, t, h, normPlacement{heap: !nc.importIn()})
 	if err != nil {
 		return err
 	}

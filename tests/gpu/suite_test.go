@@ -526,3 +526,28 @@ func TestSuiteCoversEveryVariant(t *testing.T) {
 		t.Errorf("%s in %s is no variant of the catalogue: remove it", name, where)
 	}
 }
+
+// tableUses is what the generated table's rules make of a variant's input
+// and output: importIn, peers read the input (staged when it is off the
+// heap); heapOut, peers write the output (it must be on the heap). The
+// tests take them from the spec, through the table, instead of restating
+// them; tests/table_test.go checks the table against the spec's IR.
+func tableUses(coll, variant string) (importIn, heapOut bool) {
+	e, _ := collectives.Lookup(coll, variant)
+	for _, t := range e.Tensors {
+		switch t.Name {
+		case "input":
+			importIn = t.Remote && !t.Heap
+		case "output":
+			heapOut = t.Heap
+		}
+	}
+	return importIn, heapOut
+}
+
+func (vc *variantCase) importIn() bool { in, _ := tableUses(vc.coll, vc.variant); return in }
+func (vc *variantCase) heapOut() bool  { _, out := tableUses(vc.coll, vc.variant); return out }
+func (pc *paramCase) importIn() bool   { in, _ := tableUses(pc.coll, pc.variant); return in }
+func (pc *paramCase) heapOut() bool    { _, out := tableUses(pc.coll, pc.variant); return out }
+func (nc *normCase) importIn() bool    { in, _ := tableUses(nc.coll, nc.variant); return in }
+func (nc *normCase) heapOut() bool     { _, out := tableUses(nc.coll, nc.variant); return out }

@@ -3,12 +3,12 @@
 // broadcast: Copy rank `root`'s `input` into `output` on every rank (NCCL's
 // ncclBroadcast).
 //
-// Spec hash 7208ab2e4d9ca9a5: the Go wrappers carry the same value, and the runtime
+// Spec hash 78f6f29ce1c58c1b: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_broadcast[] = "7208ab2e4d9ca9a5";
+extern "C" __device__ const char irisgen_spec_hash_broadcast[] = "78f6f29ce1c58c1b";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch
@@ -171,12 +171,13 @@ irisgen_broadcast_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args ir
 
 namespace irisgen_broadcast_scatter_gather_prelude {
 #line 19 "github.com/irisgen/irisgen/templates/broadcast_scatter_gather.hip.tmpl"
-// slice_bytes is the least a slice holds: each round costs a sync and the
-// rounds add one slice's forwarding at the end. Measured on 4 H100s (bf16,
-// one run): 64 MiB took 346 us unsliced, 323 us in 8 MiB slices, 279 us in
-// 4 MiB slices (32 MiB: 180, 175, 154 us).
+// slice_bytes is the least a slice holds and max_slices the most slices:
+// each round costs a sync and the rounds add one slice's forwarding at the
+// end. Measured on 4 H100s (bf16, world 4, one call): 64 MiB took 259 us in
+// 16 slices of 4 MiB and 330 us in 32 of 2 MiB; 256 MiB 1077 us in 16
+// slices of 16 MiB and 939 us in 32 of 8 MiB.
 constexpr int64_t slice_bytes = 4 << 20;
-constexpr int max_slices = 16;
+constexpr int max_slices = 32;
 
 // slices is the number of slices of an n-element broadcast over w ranks:
 // 1 for 2 ranks, where no rank forwards anything.
@@ -195,7 +196,7 @@ IRISGEN_DEV void part(int64_t n, int s, int S, int c, int parts, int64_t* a, int
   irisgen::chunk_part<T>(s1 - s0, c, parts, &lo, &hi);
   irisgen::block_part<T>(s0 + lo, s0 + hi, a, z);
 }
-#line 199 "internal/gen/hip/broadcast.hip"
+#line 200 "internal/gen/hip/broadcast.hip"
 }  // namespace irisgen_broadcast_scatter_gather_prelude
 
 extern "C" __global__ void __launch_bounds__(512)
@@ -205,56 +206,60 @@ irisgen_broadcast_scatter_gather_bf16(const IRISGEN_GRID_CONSTANT irisgen_broadc
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-  // input is passed on rank root only: tell every rank where it is.
-  if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
-    irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
-  if (!irisgen::sync(ctx)) return;
-#line 44 "github.com/irisgen/irisgen/templates/broadcast_scatter_gather.hip.tmpl"
+#line 45 "github.com/irisgen/irisgen/templates/broadcast_scatter_gather.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const int S = slices<T>(n, w);
-  T* out = ((irisgen_bf16*)irisgen_a.t_output);
   const int root = ((int)irisgen_a.p_root);
+  // Every output is free: its rank no longer reads the last broadcast.
+  if (!irisgen::barrier(ctx)) return;
   if (ctx.rank == root) {
     const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+    T* dst[2] = { ((irisgen_bf16*)irisgen_a.t_output), nullptr };
     for (int s = 0; s <= S; s++) {
       if (s > 0) {
         // The peers are at round s too (as many syncs as theirs).
         if (!irisgen::sync(ctx)) return;
       }
-      if (s < S) {
+      if (s == S) break;
+      if (w == 1) {  // nobody else: the root's own output only
         int64_t a, z;
         part<T>(n, s, S, 0, 1, &a, &z);
-        irisgen::copy_block(out, in, a, z);
+        irisgen::copy_block(dst[0], in, a, z);
+      }
+      for (int j = 0; j < w - 1; j++) {
+        const int c = (int)((blockIdx.x + j) % (w - 1));  // spread the stores over the links
+        const int q = c < root ? c : c + 1;               // chunk c's rank
+        dst[1] = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (q));
+        int64_t a, z;
+        part<T>(n, s, S, c, w - 1, &a, &z);
+        irisgen::copy_to(dst, 2, in, a, z, threadIdx.x, blockDim.x);
       }
     }
   } else {
-    const T* src = ((const irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x)));
+    const T* mine = ((const irisgen_bf16*)irisgen_a.t_output);
     const int c = irisgen::index_without(ctx.rank, root);  // this rank's chunk
+    T* dst[IRISGEN_MAX_WORLD];
+    int nd = 0;
+    for (int j = 1; j < w; j++) {
+      const int q = (ctx.rank + j) % w;
+      if (q != root) dst[nd++] = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_output, (q));
+    }
     for (int s = 0; s <= S; s++) {
       if (s > 0) {
-        // Slice s-1 of every chunk is in its rank's output.
+        // Slice s-1 of this rank's chunk is in its output.
         if (!irisgen::sync(ctx)) return;
       }
-      if (s < S) {  // the root's links first: they carry the most
+      if (s > 0 && nd > 0) {
         int64_t a, z;
-        part<T>(n, s, S, c, w - 1, &a, &z);
-        irisgen::copy_block(out, src, a, z);
-      }
-      if (s > 0) {
-        for (int j = 1; j < w; j++) {
-          const int q = (ctx.rank + j) % w;  // spread the loads over the links
-          if (q == root) continue;
-          int64_t a, z;
-          part<T>(n, s - 1, S, irisgen::index_without(q, root), w - 1, &a, &z);
-          irisgen::copy_block(out, irisgen::detail::peer_ptr(ctx, (const irisgen_bf16*)irisgen_a.t_output, (q)), a, z);
-        }
+        part<T>(n, s - 1, S, c, w - 1, &a, &z);
+        irisgen::copy_to(dst, nd, mine, a, z, threadIdx.x, blockDim.x);
       }
     }
   }
-  // Nobody reads the root's input or another rank's output any more.
+  // Every store into every output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 258 "internal/gen/hip/broadcast.hip"
+#line 263 "internal/gen/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }
@@ -266,56 +271,60 @@ irisgen_broadcast_scatter_gather_f16(const IRISGEN_GRID_CONSTANT irisgen_broadca
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-  // input is passed on rank root only: tell every rank where it is.
-  if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
-    irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
-  if (!irisgen::sync(ctx)) return;
-#line 44 "github.com/irisgen/irisgen/templates/broadcast_scatter_gather.hip.tmpl"
+#line 45 "github.com/irisgen/irisgen/templates/broadcast_scatter_gather.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const int S = slices<T>(n, w);
-  T* out = ((irisgen_f16*)irisgen_a.t_output);
   const int root = ((int)irisgen_a.p_root);
+  // Every output is free: its rank no longer reads the last broadcast.
+  if (!irisgen::barrier(ctx)) return;
   if (ctx.rank == root) {
     const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+    T* dst[2] = { ((irisgen_f16*)irisgen_a.t_output), nullptr };
     for (int s = 0; s <= S; s++) {
       if (s > 0) {
         // The peers are at round s too (as many syncs as theirs).
         if (!irisgen::sync(ctx)) return;
       }
-      if (s < S) {
+      if (s == S) break;
+      if (w == 1) {  // nobody else: the root's own output only
         int64_t a, z;
         part<T>(n, s, S, 0, 1, &a, &z);
-        irisgen::copy_block(out, in, a, z);
+        irisgen::copy_block(dst[0], in, a, z);
+      }
+      for (int j = 0; j < w - 1; j++) {
+        const int c = (int)((blockIdx.x + j) % (w - 1));  // spread the stores over the links
+        const int q = c < root ? c : c + 1;               // chunk c's rank
+        dst[1] = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (q));
+        int64_t a, z;
+        part<T>(n, s, S, c, w - 1, &a, &z);
+        irisgen::copy_to(dst, 2, in, a, z, threadIdx.x, blockDim.x);
       }
     }
   } else {
-    const T* src = ((const irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x)));
+    const T* mine = ((const irisgen_f16*)irisgen_a.t_output);
     const int c = irisgen::index_without(ctx.rank, root);  // this rank's chunk
+    T* dst[IRISGEN_MAX_WORLD];
+    int nd = 0;
+    for (int j = 1; j < w; j++) {
+      const int q = (ctx.rank + j) % w;
+      if (q != root) dst[nd++] = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_output, (q));
+    }
     for (int s = 0; s <= S; s++) {
       if (s > 0) {
-        // Slice s-1 of every chunk is in its rank's output.
+        // Slice s-1 of this rank's chunk is in its output.
         if (!irisgen::sync(ctx)) return;
       }
-      if (s < S) {  // the root's links first: they carry the most
+      if (s > 0 && nd > 0) {
         int64_t a, z;
-        part<T>(n, s, S, c, w - 1, &a, &z);
-        irisgen::copy_block(out, src, a, z);
-      }
-      if (s > 0) {
-        for (int j = 1; j < w; j++) {
-          const int q = (ctx.rank + j) % w;  // spread the loads over the links
-          if (q == root) continue;
-          int64_t a, z;
-          part<T>(n, s - 1, S, irisgen::index_without(q, root), w - 1, &a, &z);
-          irisgen::copy_block(out, irisgen::detail::peer_ptr(ctx, (const irisgen_f16*)irisgen_a.t_output, (q)), a, z);
-        }
+        part<T>(n, s - 1, S, c, w - 1, &a, &z);
+        irisgen::copy_to(dst, nd, mine, a, z, threadIdx.x, blockDim.x);
       }
     }
   }
-  // Nobody reads the root's input or another rank's output any more.
+  // Every store into every output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 319 "internal/gen/hip/broadcast.hip"
+#line 328 "internal/gen/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }
@@ -327,56 +336,60 @@ irisgen_broadcast_scatter_gather_f32(const IRISGEN_GRID_CONSTANT irisgen_broadca
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-  // input is passed on rank root only: tell every rank where it is.
-  if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
-    irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_input, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_input - ctx.base[ctx.rank];
-  if (!irisgen::sync(ctx)) return;
-#line 44 "github.com/irisgen/irisgen/templates/broadcast_scatter_gather.hip.tmpl"
+#line 45 "github.com/irisgen/irisgen/templates/broadcast_scatter_gather.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int w = ctx.world;
   const int S = slices<T>(n, w);
-  T* out = ((float*)irisgen_a.t_output);
   const int root = ((int)irisgen_a.p_root);
+  // Every output is free: its rank no longer reads the last broadcast.
+  if (!irisgen::barrier(ctx)) return;
   if (ctx.rank == root) {
     const T* in = ((const float*)irisgen_a.t_input);
+    T* dst[2] = { ((float*)irisgen_a.t_output), nullptr };
     for (int s = 0; s <= S; s++) {
       if (s > 0) {
         // The peers are at round s too (as many syncs as theirs).
         if (!irisgen::sync(ctx)) return;
       }
-      if (s < S) {
+      if (s == S) break;
+      if (w == 1) {  // nobody else: the root's own output only
         int64_t a, z;
         part<T>(n, s, S, 0, 1, &a, &z);
-        irisgen::copy_block(out, in, a, z);
+        irisgen::copy_block(dst[0], in, a, z);
+      }
+      for (int j = 0; j < w - 1; j++) {
+        const int c = (int)((blockIdx.x + j) % (w - 1));  // spread the stores over the links
+        const int q = c < root ? c : c + 1;               // chunk c's rank
+        dst[1] = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_output, (q));
+        int64_t a, z;
+        part<T>(n, s, S, c, w - 1, &a, &z);
+        irisgen::copy_to(dst, 2, in, a, z, threadIdx.x, blockDim.x);
       }
     }
   } else {
-    const T* src = ((const float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x)));
+    const T* mine = ((const float*)irisgen_a.t_output);
     const int c = irisgen::index_without(ctx.rank, root);  // this rank's chunk
+    T* dst[IRISGEN_MAX_WORLD];
+    int nd = 0;
+    for (int j = 1; j < w; j++) {
+      const int q = (ctx.rank + j) % w;
+      if (q != root) dst[nd++] = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_output, (q));
+    }
     for (int s = 0; s <= S; s++) {
       if (s > 0) {
-        // Slice s-1 of every chunk is in its rank's output.
+        // Slice s-1 of this rank's chunk is in its output.
         if (!irisgen::sync(ctx)) return;
       }
-      if (s < S) {  // the root's links first: they carry the most
+      if (s > 0 && nd > 0) {
         int64_t a, z;
-        part<T>(n, s, S, c, w - 1, &a, &z);
-        irisgen::copy_block(out, src, a, z);
-      }
-      if (s > 0) {
-        for (int j = 1; j < w; j++) {
-          const int q = (ctx.rank + j) % w;  // spread the loads over the links
-          if (q == root) continue;
-          int64_t a, z;
-          part<T>(n, s - 1, S, irisgen::index_without(q, root), w - 1, &a, &z);
-          irisgen::copy_block(out, irisgen::detail::peer_ptr(ctx, (const float*)irisgen_a.t_output, (q)), a, z);
-        }
+        part<T>(n, s - 1, S, c, w - 1, &a, &z);
+        irisgen::copy_to(dst, nd, mine, a, z, threadIdx.x, blockDim.x);
       }
     }
   }
-  // Nobody reads the root's input or another rank's output any more.
+  // Every store into every output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 380 "internal/gen/hip/broadcast.hip"
+#line 393 "internal/gen/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }
