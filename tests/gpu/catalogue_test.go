@@ -33,11 +33,10 @@ type variantCase struct {
 	// ordered: a reduction in rank order in fp32, rounded once, so the
 	// result equals the reference bit for bit. Otherwise sums are checked
 	// within (world+1)*eps*sum|x| (one rounding per step, at most world).
-	ordered    bool
-	inLen      func(w int, n int64) int64
-	outLen     func(w int, n int64) int64
-	aliasAllow bool
-	newPlan    func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error)
+	ordered bool
+	inLen   func(w int, n int64) int64
+	outLen  func(w int, n int64) int64
+	newPlan func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error)
 	// ref is output element i of rank `rank`, reduced with op (fp32 in rank
 	// order), from in(p), the input of rank p.
 	ref func(in func(p int) []float32, w, rank int, op string, n, i int64) float32
@@ -96,15 +95,15 @@ var catalogue = []variantCase{
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceOneShotPlan(r, dt, arOp(op), n))
 		}},
-	{coll: "all_reduce", variant: "one_shot_staged", reduces: true, ordered: true, inLen: nLen, outLen: nLen, aliasAllow: true, ref: allReduceRef,
+	{coll: "all_reduce", variant: "one_shot_staged", reduces: true, ordered: true, inLen: nLen, outLen: nLen, ref: allReduceRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceOneShotStagedPlan(r, dt, arOp(op), n))
 		}},
-	{coll: "all_reduce", variant: "one_shot_push", reduces: true, ordered: true, inLen: nLen, outLen: nLen, aliasAllow: true, ref: allReduceRef,
+	{coll: "all_reduce", variant: "one_shot_push", reduces: true, ordered: true, inLen: nLen, outLen: nLen, ref: allReduceRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceOneShotPushPlan(r, dt, arOp(op), n))
 		}},
-	{coll: "all_reduce", variant: "one_shot_lamport", reduces: true, ordered: true, inLen: nLen, outLen: nLen, aliasAllow: true, ref: allReduceRef,
+	{coll: "all_reduce", variant: "one_shot_lamport", reduces: true, ordered: true, inLen: nLen, outLen: nLen, ref: allReduceRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceOneShotLamportPlan(r, dt, arOp(op), n))
 		}},
@@ -120,7 +119,7 @@ var catalogue = []variantCase{
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceSpinlockPlan(r, dt, arOp(op), n))
 		}},
-	{coll: "all_reduce", variant: "ring", reduces: true, inLen: nLen, outLen: nLen, aliasAllow: true, ref: allReduceRef,
+	{coll: "all_reduce", variant: "ring", reduces: true, inLen: nLen, outLen: nLen, ref: allReduceRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (launcher, error) {
 			return asLauncher(collectives.NewAllReduceRingPlan(r, dt, arOp(op), n))
 		}},
@@ -634,7 +633,7 @@ func checkRules(r *irisrt.Rank, vc *variantCase) error {
 		}
 	}
 	own := ownBlockVariant(vc)
-	if !vc.aliasAllow {
+	if !vc.aliasAllow() {
 		a, b := out.Slice(0, min(in.Len, out.Len)), out // the input inside the output
 		if in.Len > out.Len {
 			a, b = in, in.Slice(0, out.Len) // the output inside the input

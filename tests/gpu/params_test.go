@@ -57,14 +57,7 @@ type paramCase struct {
 	coll, variant string
 	reduces       bool
 	inLen, outLen func(w int, n int64) int64
-	// inOwner and outOwner name the parameter whose rank alone passes the
-	// tensor ("" every rank).
-	inOwner, outOwner string
-	// noNone: the variant has no mode none (a copy-engine variant whose
-	// peers write a tensor only one rank passes: its staging buffer, copied
-	// into the tensor at every launch).
-	noNone  bool
-	newPlan func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (pplan, error)
+	newPlan       func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (pplan, error)
 	// ref is output element i of rank `rank` for a, from in(p), the input
 	// of rank p.
 	ref func(in func(p int) []float32, w, rank int, op string, n, i int64, a args) float32
@@ -81,11 +74,11 @@ func (pc *paramCase) ops() []string {
 
 // usesIn and usesOut report whether rank uses the tensors for a.
 func (pc *paramCase) usesIn(rank int, a args) bool {
-	return pc.inOwner == "" || a.owner(pc.inOwner) == rank
+	return pc.inOwner() == "" || a.owner(pc.inOwner()) == rank
 }
 
 func (pc *paramCase) usesOut(rank int, a args) bool {
-	return pc.outOwner == "" || a.owner(pc.outOwner) == rank
+	return pc.outOwner() == "" || a.owner(pc.outOwner()) == rank
 }
 
 // assignments are the parameter values a case runs with on w ranks: every
@@ -190,47 +183,47 @@ func shiftRef(in func(int) []float32, w, rank int, _ string, _, i int64, a args)
 func redOp(op string) collectives.ReduceOp { return collectives.ReduceOp(op) }
 
 var paramCatalogue = []paramCase{
-	{coll: "broadcast", variant: "push", inLen: nLen, outLen: nLen, inOwner: "root", ref: broadcastRef,
+	{coll: "broadcast", variant: "push", inLen: nLen, outLen: nLen, ref: broadcastRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewBroadcastPushPlan(r, dt, n))
 		}},
-	{coll: "broadcast", variant: "pull", inLen: nLen, outLen: nLen, inOwner: "root", ref: broadcastRef,
+	{coll: "broadcast", variant: "pull", inLen: nLen, outLen: nLen, ref: broadcastRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewBroadcastPullPlan(r, dt, n))
 		}},
-	{coll: "broadcast", variant: "scatter_gather", inLen: nLen, outLen: nLen, inOwner: "root", ref: broadcastRef,
+	{coll: "broadcast", variant: "scatter_gather", inLen: nLen, outLen: nLen, ref: broadcastRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewBroadcastScatterGatherPlan(r, dt, n))
 		}},
-	{coll: "reduce", variant: "pull", reduces: true, inLen: nLen, outLen: nLen, outOwner: "root", ref: reduceRef,
+	{coll: "reduce", variant: "pull", reduces: true, inLen: nLen, outLen: nLen, ref: reduceRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewReducePullPlan(r, dt, redOp(op), n))
 		}},
-	{coll: "reduce", variant: "split", reduces: true, inLen: nLen, outLen: nLen, outOwner: "root", ref: reduceRef,
+	{coll: "reduce", variant: "split", reduces: true, inLen: nLen, outLen: nLen, ref: reduceRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewReduceSplitPlan(r, dt, redOp(op), n))
 		}},
-	{coll: "gather", variant: "pull", inLen: nLen, outLen: wnLen, outOwner: "root", ref: gatherRef,
+	{coll: "gather", variant: "pull", inLen: nLen, outLen: wnLen, ref: gatherRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewGatherPullPlan(r, dt, n))
 		}},
-	{coll: "gather", variant: "push", inLen: nLen, outLen: wnLen, outOwner: "root", ref: gatherRef,
+	{coll: "gather", variant: "push", inLen: nLen, outLen: wnLen, ref: gatherRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewGatherPushPlan(r, dt, n))
 		}},
-	{coll: "scatter", variant: "push", inLen: wnLen, outLen: nLen, inOwner: "root", ref: scatterRef,
+	{coll: "scatter", variant: "push", inLen: wnLen, outLen: nLen, ref: scatterRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewScatterPushPlan(r, dt, n))
 		}},
-	{coll: "scatter", variant: "pull", inLen: wnLen, outLen: nLen, inOwner: "root", ref: scatterRef,
+	{coll: "scatter", variant: "pull", inLen: wnLen, outLen: nLen, ref: scatterRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewScatterPullPlan(r, dt, n))
 		}},
-	{coll: "send_recv", variant: "push", inLen: nLen, outLen: nLen, inOwner: "src", outOwner: "dst", ref: sendRecvRef,
+	{coll: "send_recv", variant: "push", inLen: nLen, outLen: nLen, ref: sendRecvRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return pairPlan(collectives.NewSendRecvPushPlan(r, dt, n))
 		}},
-	{coll: "send_recv", variant: "pull", inLen: nLen, outLen: nLen, inOwner: "src", outOwner: "dst", ref: sendRecvRef,
+	{coll: "send_recv", variant: "pull", inLen: nLen, outLen: nLen, ref: sendRecvRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return pairPlan(collectives.NewSendRecvPullPlan(r, dt, n))
 		}},
@@ -243,19 +236,19 @@ var paramCatalogue = []paramCase{
 			return shiftPlan(collectives.NewShiftPullPlan(r, dt, n))
 		}},
 	// The copy-engine variants.
-	{coll: "broadcast", variant: "copy_push", inLen: nLen, outLen: nLen, inOwner: "root", ref: broadcastRef,
+	{coll: "broadcast", variant: "copy_push", inLen: nLen, outLen: nLen, ref: broadcastRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewBroadcastCopyPushPlan(r, dt, n))
 		}},
-	{coll: "gather", variant: "copy_push", inLen: nLen, outLen: wnLen, outOwner: "root", noNone: true, ref: gatherRef,
+	{coll: "gather", variant: "copy_push", inLen: nLen, outLen: wnLen, ref: gatherRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewGatherCopyPushPlan(r, dt, n))
 		}},
-	{coll: "scatter", variant: "copy_push", inLen: wnLen, outLen: nLen, inOwner: "root", ref: scatterRef,
+	{coll: "scatter", variant: "copy_push", inLen: wnLen, outLen: nLen, ref: scatterRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewScatterCopyPushPlan(r, dt, n))
 		}},
-	{coll: "send_recv", variant: "copy_push", inLen: nLen, outLen: nLen, inOwner: "src", outOwner: "dst", noNone: true, ref: sendRecvRef,
+	{coll: "send_recv", variant: "copy_push", inLen: nLen, outLen: nLen, ref: sendRecvRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return pairPlan(collectives.NewSendRecvCopyPushPlan(r, dt, n))
 		}},
@@ -360,7 +353,7 @@ func checkParamCase(r *irisrt.Rank, pc *paramCase, dt irismodel.DType, op string
 			in, out = irisrt.Tensor{}, irisrt.Tensor{} // the zero Tensor stands for an empty one
 		}
 		for _, mode := range modes {
-			if pc.noNone && mode == irismodel.BarrierNone {
+			if pc.noNone() && mode == irismodel.BarrierNone {
 				continue
 			}
 			round++
@@ -557,9 +550,9 @@ func checkParamRules(r *irisrt.Rank, pc *paramCase) error {
 		in, out irisrt.Tensor
 		target  any
 	}{
-		{"input of another dtype", pc.inOwner, pc.inOwner == "", irisrt.Tensor{Ptr: g.in.Ptr, DType: irismodel.F32, Len: g.in.Len / 2}, out, &de},
-		{"output of another dtype", pc.outOwner, pc.outOwner == "", in, irisrt.Tensor{Ptr: g.out.Ptr, DType: irismodel.F32, Len: g.out.Len / 2}, &de},
-		{"output off the heap", pc.outOwner, !pc.heapOut(), in, off, &pl},
+		{"input of another dtype", pc.inOwner(), pc.inOwner() == "", irisrt.Tensor{Ptr: g.in.Ptr, DType: irismodel.F32, Len: g.in.Len / 2}, out, &de},
+		{"output of another dtype", pc.outOwner(), pc.outOwner() == "", in, irisrt.Tensor{Ptr: g.out.Ptr, DType: irismodel.F32, Len: g.out.Len / 2}, &de},
+		{"output off the heap", pc.outOwner(), !pc.heapOut(), in, off, &pl},
 	} {
 		if c.skip {
 			continue

@@ -40,10 +40,9 @@ type normCase struct {
 	sums bool
 	// roundSum: the sum is rounded to the dtype before the residual is
 	// added (two_shot gathers the rounded sums in output).
-	roundSum   bool
-	aliasAllow bool
-	modes      []irismodel.Barrier // the rounds of a case, in the modes the variant allows
-	newPlan    func(r *irisrt.Rank, dt irismodel.DType, tokens, hidden int64) (normLauncher, error)
+	roundSum bool
+	modes    []irismodel.Barrier // the rounds of a case, in the modes the variant allows
+	newPlan  func(r *irisrt.Rank, dt irismodel.DType, tokens, hidden int64) (normLauncher, error)
 }
 
 func (nc *normCase) name() string { return nc.coll + "/" + nc.variant }
@@ -60,7 +59,7 @@ var normCatalogue = []normCase{
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, t, h int64) (normLauncher, error) {
 			return asNorm(collectives.NewAllReduceRmsnormOneShotPlan(r, dt, t, h))
 		}},
-	{coll: "all_reduce_rmsnorm", variant: "one_shot_lamport", sums: true, aliasAllow: true, modes: allModes,
+	{coll: "all_reduce_rmsnorm", variant: "one_shot_lamport", sums: true, modes: allModes,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, t, h int64) (normLauncher, error) {
 			return asNorm(collectives.NewAllReduceRmsnormOneShotLamportPlan(r, dt, t, h))
 		}},
@@ -461,9 +460,9 @@ func checkNormRules(r *irisrt.Rank, nc *normCase) error {
 	cases := []refusal{
 		{what: "residual and output the same tensor", in: g.in, res: g.out, wt: g.wt, out: g.out, mode: mode, target: &ae},
 		{what: "residual and output overlapping in part", in: g.in, res: buf.Slice(0, t*h), wt: g.wt, out: buf.Slice(1, t*h), mode: mode, target: &ae},
-		{what: "input overlapping the output in part", in: buf.Slice(0, t*h), res: g.res, wt: g.wt, out: buf.Slice(1, t*h), mode: mode, target: &ae, inPlace: nc.aliasAllow},
+		{what: "input overlapping the output in part", in: buf.Slice(0, t*h), res: g.res, wt: g.wt, out: buf.Slice(1, t*h), mode: mode, target: &ae, inPlace: nc.aliasAllow()},
 	}
-	if !nc.aliasAllow {
+	if !nc.aliasAllow() {
 		cases = append(cases, refusal{what: "input and output the same tensor", in: g.out, res: g.res, wt: g.wt, out: g.out, mode: mode, target: &ae})
 	}
 	if nc.heapOut() {
@@ -491,7 +490,7 @@ func checkNormRules(r *irisrt.Rank, nc *normCase) error {
 	if err := r.HostBarrier(s); err != nil {
 		return err
 	}
-	if !nc.aliasAllow {
+	if !nc.aliasAllow() {
 		return nil
 	}
 	// In place: the input is the output tensor, then the residual tensor

@@ -37,6 +37,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -527,27 +528,52 @@ func TestSuiteCoversEveryVariant(t *testing.T) {
 	}
 }
 
-// tableUses is what the generated table's rules make of a variant's input
-// and output: importIn, peers read the input (staged when it is off the
-// heap); heapOut, peers write the output (it must be on the heap). The
-// tests take them from the spec, through the table, instead of restating
-// them; tests/table_test.go checks the table against the spec's IR.
-func tableUses(coll, variant string) (importIn, heapOut bool) {
+// caseRules is what the generated table's rules make of a variant's user
+// tensors, for the tests to expect: the spec says it once, through the
+// table (tests/table_test.go checks the table against the spec's IR), and
+// no case restates it.
+type caseRules struct {
+	importIn   bool   // peers read the input: staged when it is off the heap
+	heapOut    bool   // peers write the output: it must be on the heap
+	aliasAllow bool   // input and output may be the same tensor (in place)
+	inOwner    string // the rank parameter whose rank alone passes the input ("" every rank)
+	outOwner   string // the same for the output
+	// noNone: the variant has no mode none (a copy-engine variant whose
+	// peers write a tensor only one rank passes: its staging buffer, copied
+	// into the tensor at every launch).
+	noNone bool
+}
+
+func rulesOf(coll, variant string) caseRules {
 	e, _ := collectives.Lookup(coll, variant)
+	var r caseRules
 	for _, t := range e.Tensors {
 		switch t.Name {
 		case "input":
-			importIn = t.Remote && !t.Heap
+			r.importIn, r.inOwner = t.Remote && !t.Heap, t.Owner
 		case "output":
-			heapOut = t.Heap
+			r.heapOut, r.outOwner = t.Heap, t.Owner
 		}
 	}
-	return importIn, heapOut
+	if v := e.Descriptor(); v != nil {
+		for _, p := range v.AliasPairs() {
+			if p.InPlace && (p.A == "input" && p.B == "output" || p.A == "output" && p.B == "input") {
+				r.aliasAllow = true
+			}
+		}
+	}
+	r.noNone = !slices.Contains(e.Barriers, irismodel.BarrierNone)
+	return r
 }
 
-func (vc *variantCase) importIn() bool { in, _ := tableUses(vc.coll, vc.variant); return in }
-func (vc *variantCase) heapOut() bool  { _, out := tableUses(vc.coll, vc.variant); return out }
-func (pc *paramCase) importIn() bool   { in, _ := tableUses(pc.coll, pc.variant); return in }
-func (pc *paramCase) heapOut() bool    { _, out := tableUses(pc.coll, pc.variant); return out }
-func (nc *normCase) importIn() bool    { in, _ := tableUses(nc.coll, nc.variant); return in }
-func (nc *normCase) heapOut() bool     { _, out := tableUses(nc.coll, nc.variant); return out }
+func (vc *variantCase) importIn() bool   { return rulesOf(vc.coll, vc.variant).importIn }
+func (vc *variantCase) heapOut() bool    { return rulesOf(vc.coll, vc.variant).heapOut }
+func (vc *variantCase) aliasAllow() bool { return rulesOf(vc.coll, vc.variant).aliasAllow }
+func (pc *paramCase) importIn() bool     { return rulesOf(pc.coll, pc.variant).importIn }
+func (pc *paramCase) heapOut() bool      { return rulesOf(pc.coll, pc.variant).heapOut }
+func (pc *paramCase) inOwner() string    { return rulesOf(pc.coll, pc.variant).inOwner }
+func (pc *paramCase) outOwner() string   { return rulesOf(pc.coll, pc.variant).outOwner }
+func (pc *paramCase) noNone() bool       { return rulesOf(pc.coll, pc.variant).noNone }
+func (nc *normCase) importIn() bool      { return rulesOf(nc.coll, nc.variant).importIn }
+func (nc *normCase) heapOut() bool       { return rulesOf(nc.coll, nc.variant).heapOut }
+func (nc *normCase) aliasAllow() bool    { return rulesOf(nc.coll, nc.variant).aliasAllow }
