@@ -208,46 +208,17 @@ func decodeSafely(dec *yaml.Decoder, n *yaml.Node) (err error) {
 }
 
 func (p *parser) top(f *File, root *yaml.Node) {
-	miss := p.fields(root, "at the top level", topKeys, func(key string, k Str, v *yaml.Node) {
-		switch key {
-		case "name":
-			f.Name = p.str(k, v, "name")
-		case "summary":
-			f.Summary = p.str(k, v, "summary")
-		case "dtypes":
+	p.readFields(root, "at the top level", topKeys, map[string]field{
+		"name":    {&f.Name.Node, func(k Str, v *yaml.Node) { f.Name = p.str(k, v, "name") }},
+		"summary": {&f.Summary.Node, func(k Str, v *yaml.Node) { f.Summary = p.str(k, v, "summary") }},
+		"dtypes": {&f.DTypes.Node, func(k Str, v *yaml.Node) {
 			f.DTypes = p.list(k, v, "dtypes", "a list of element types, e.g. [f32, f16, bf16]")
-		case "ops":
-			f.Ops = p.list(k, v, "ops", "a list of reduction operators, e.g. [sum]")
-		case "sizes":
-			f.Sizes = p.list(k, v, "sizes", "a list of size symbols, e.g. [n]")
-		case "params":
-			f.Params = p.params(k, v)
-		case "tensors":
-			f.Tensors = p.tensors(k, v)
-		case "variants":
-			f.Variants = p.variants(k, v)
-		}
-	})
-	markMisspelled(miss, func(key string) *Node {
-		switch key {
-		case "name":
-			return &f.Name.Node
-		case "summary":
-			return &f.Summary.Node
-		case "dtypes":
-			return &f.DTypes.Node
-		case "ops":
-			return &f.Ops.Node
-		case "sizes":
-			return &f.Sizes.Node
-		case "params":
-			return &f.Params.Node
-		case "tensors":
-			return &f.Tensors.Node
-		case "variants":
-			return &f.Variants.Node
-		}
-		return nil
+		}},
+		"ops":      {&f.Ops.Node, func(k Str, v *yaml.Node) { f.Ops = p.list(k, v, "ops", "a list of reduction operators, e.g. [sum]") }},
+		"sizes":    {&f.Sizes.Node, func(k Str, v *yaml.Node) { f.Sizes = p.list(k, v, "sizes", "a list of size symbols, e.g. [n]") }},
+		"params":   {&f.Params.Node, func(k Str, v *yaml.Node) { f.Params = p.params(k, v) }},
+		"tensors":  {&f.Tensors.Node, func(k Str, v *yaml.Node) { f.Tensors = p.tensors(k, v) }},
+		"variants": {&f.Variants.Node, func(k Str, v *yaml.Node) { f.Variants = p.variants(k, v) }},
 	})
 }
 
@@ -260,38 +231,20 @@ func (p *parser) tensors(k Str, v *yaml.Node) Tensors {
 		t := &Tensor{Node: p.keyed(name, val), Name: name}
 		where := fmt.Sprintf("tensor %q", name.Value)
 		if p.isMap(val, &t.Node, where, "a mapping like {dir: in, shape: [n]}") {
-			miss := p.fields(val, "in "+where, tensorKeys, func(key string, k Str, v *yaml.Node) {
-				switch key {
-				case "dir":
-					t.Dir = p.str(k, v, "dir of "+where)
-				case "shape":
-					t.Shape = p.shape(k, v, where)
-				case "dtype":
+			p.readFields(val, "in "+where, tensorKeys, map[string]field{
+				"dir":   {&t.Dir.Node, func(k Str, v *yaml.Node) { t.Dir = p.str(k, v, "dir of "+where) }},
+				"shape": {&t.Shape.Node, func(k Str, v *yaml.Node) { t.Shape = p.shape(k, v, where) }},
+				"dtype": {&t.DType.Node, func(k Str, v *yaml.Node) {
 					if p.resolve(v).Kind == yaml.SequenceNode {
 						t.DTypes = p.list(k, v, "dtype of "+where, "")
 					} else {
 						t.DType = p.str(k, v, "dtype of "+where)
 					}
-				case "optional":
-					t.Optional = p.boolean(k, v, "optional of "+where)
-				case "ranks":
+				}},
+				"optional": {&t.Optional.Node, func(k Str, v *yaml.Node) { t.Optional = p.boolean(k, v, "optional of "+where) }},
+				"ranks": {&t.Ranks.Node, func(k Str, v *yaml.Node) {
 					t.Ranks = p.str(k, v, "ranks of "+where+" (the name of a rank parameter, e.g. ranks: root)")
-				}
-			})
-			markMisspelled(miss, func(key string) *Node {
-				switch key {
-				case "dir":
-					return &t.Dir.Node
-				case "shape":
-					return &t.Shape.Node
-				case "dtype":
-					return &t.DType.Node
-				case "optional":
-					return &t.Optional.Node
-				case "ranks":
-					return &t.Ranks.Node
-				}
-				return nil
+				}},
 			})
 		}
 		ts.List = append(ts.List, t)
@@ -315,26 +268,10 @@ func (p *parser) params(k Str, v *yaml.Node) Params {
 		case r.Kind == yaml.ScalarNode && r.Tag != "!!null":
 			pr.Type = p.str(name, val, "type of "+where)
 		case r.Kind == yaml.MappingNode:
-			miss := p.fields(val, "in "+where, paramKeys, func(key string, k Str, v *yaml.Node) {
-				switch key {
-				case "type":
-					pr.Type = p.str(k, v, "type of "+where)
-				case "min":
-					pr.Min = p.integer(k, v, "min of "+where)
-				case "max":
-					pr.Max = p.integer(k, v, "max of "+where)
-				}
-			})
-			markMisspelled(miss, func(key string) *Node {
-				switch key {
-				case "type":
-					return &pr.Type.Node
-				case "min":
-					return &pr.Min.Node
-				case "max":
-					return &pr.Max.Node
-				}
-				return nil
+			p.readFields(val, "in "+where, paramKeys, map[string]field{
+				"type": {&pr.Type.Node, func(k Str, v *yaml.Node) { pr.Type = p.str(k, v, "type of "+where) }},
+				"min":  {&pr.Min.Node, func(k Str, v *yaml.Node) { pr.Min = p.integer(k, v, "min of "+where) }},
+				"max":  {&pr.Max.Node, func(k Str, v *yaml.Node) { pr.Max = p.integer(k, v, "max of "+where) }},
 			})
 		default:
 			pr.Bad = true
@@ -356,46 +293,17 @@ func (p *parser) variants(k Str, v *yaml.Node) Variants {
 		vr := &Variant{Node: p.keyed(name, val), Name: name}
 		where := fmt.Sprintf("variant %q", name.Value)
 		if p.isMap(val, &vr.Node, where, "a mapping with the keys "+strings.Join(variantKeys, ", ")) {
-			miss := p.fields(val, "in "+where, variantKeys, func(key string, k Str, v *yaml.Node) {
-				switch key {
-				case "summary":
-					vr.Summary = p.str(k, v, "summary of "+where)
-				case "template":
-					vr.Template = p.str(k, v, "template of "+where)
-				case "access":
-					vr.Access = p.access(k, v, where)
-				case "aliasing":
-					vr.Aliasing = p.str(k, v, "aliasing of "+where)
-				case "barriers":
+			p.readFields(val, "in "+where, variantKeys, map[string]field{
+				"summary":  {&vr.Summary.Node, func(k Str, v *yaml.Node) { vr.Summary = p.str(k, v, "summary of "+where) }},
+				"template": {&vr.Template.Node, func(k Str, v *yaml.Node) { vr.Template = p.str(k, v, "template of "+where) }},
+				"access":   {&vr.Access.Node, func(k Str, v *yaml.Node) { vr.Access = p.access(k, v, where) }},
+				"aliasing": {&vr.Aliasing.Node, func(k Str, v *yaml.Node) { vr.Aliasing = p.str(k, v, "aliasing of "+where) }},
+				"barriers": {&vr.Barriers.Node, func(k Str, v *yaml.Node) {
 					vr.Barriers = p.list(k, v, "barriers of "+where, "a list of barrier modes, e.g. [device, host, none]")
-				case "launch":
-					vr.Launch = p.launch(k, v, where)
-				case "engine":
-					vr.Engine = p.str(k, v, "engine of "+where)
-				case "copies":
-					vr.Copies = p.copies(k, v, where)
-				}
-			})
-			markMisspelled(miss, func(key string) *Node {
-				switch key {
-				case "summary":
-					return &vr.Summary.Node
-				case "template":
-					return &vr.Template.Node
-				case "access":
-					return &vr.Access.Node
-				case "aliasing":
-					return &vr.Aliasing.Node
-				case "barriers":
-					return &vr.Barriers.Node
-				case "launch":
-					return &vr.Launch.Node
-				case "engine":
-					return &vr.Engine.Node
-				case "copies":
-					return &vr.Copies.Node
-				}
-				return nil
+				}},
+				"launch": {&vr.Launch.Node, func(k Str, v *yaml.Node) { vr.Launch = p.launch(k, v, where) }},
+				"engine": {&vr.Engine.Node, func(k Str, v *yaml.Node) { vr.Engine = p.str(k, v, "engine of "+where) }},
+				"copies": {&vr.Copies.Node, func(k Str, v *yaml.Node) { vr.Copies = p.copies(k, v, where) }},
 			})
 		}
 		vs.List = append(vs.List, vr)
@@ -419,26 +327,12 @@ func (p *parser) copies(k Str, v *yaml.Node, where string) Copies {
 		c := &Copy{Node: Node{Pos: p.pos(p.resolve(item)), Set: true}}
 		what := fmt.Sprintf("copy %d of %s", i+1, where)
 		if p.isMap(item, &c.Node, what, "a mapping like {each: [r, p], from: input@r, to: \"output[r]@p\"}") {
-			miss := p.fields(item, "in "+what, copyKeys, func(key string, k Str, v *yaml.Node) {
-				switch key {
-				case "each":
+			p.readFields(item, "in "+what, copyKeys, map[string]field{
+				"each": {&c.Each.Node, func(k Str, v *yaml.Node) {
 					c.Each = p.list(k, v, "each of "+what, "a list of rank variables, e.g. [r, p]")
-				case "from":
-					c.From = p.str(k, v, "from of "+what)
-				case "to":
-					c.To = p.str(k, v, "to of "+what)
-				}
-			})
-			markMisspelled(miss, func(key string) *Node {
-				switch key {
-				case "each":
-					return &c.Each.Node
-				case "from":
-					return &c.From.Node
-				case "to":
-					return &c.To.Node
-				}
-				return nil
+				}},
+				"from": {&c.From.Node, func(k Str, v *yaml.Node) { c.From = p.str(k, v, "from of "+what) }},
+				"to":   {&c.To.Node, func(k Str, v *yaml.Node) { c.To = p.str(k, v, "to of "+what) }},
 			})
 		}
 		cs.List = append(cs.List, c)
@@ -492,15 +386,10 @@ func (p *parser) launch(k Str, v *yaml.Node, where string) Launch {
 	if !p.isMap(v, &l.Node, "launch of "+where, "a mapping like {threads: 512, max_blocks: 16, vector_bytes: 16}") {
 		return l
 	}
-	p.fields(v, "in launch of "+where, launchKeys, func(key string, k Str, v *yaml.Node) {
-		switch key {
-		case "threads":
-			l.Threads = p.integer(k, v, "threads of "+where)
-		case "max_blocks":
-			l.MaxBlocks = p.integer(k, v, "max_blocks of "+where)
-		case "vector_bytes":
-			l.VectorBytes = p.integer(k, v, "vector_bytes of "+where)
-		}
+	p.readFields(v, "in launch of "+where, launchKeys, map[string]field{
+		"threads":      {&l.Threads.Node, func(k Str, v *yaml.Node) { l.Threads = p.integer(k, v, "threads of "+where) }},
+		"max_blocks":   {&l.MaxBlocks.Node, func(k Str, v *yaml.Node) { l.MaxBlocks = p.integer(k, v, "max_blocks of "+where) }},
+		"vector_bytes": {&l.VectorBytes.Node, func(k Str, v *yaml.Node) { l.VectorBytes = p.integer(k, v, "vector_bytes of "+where) }},
 	})
 	return l
 }
@@ -584,12 +473,21 @@ func (p *parser) levelOf(key string) string {
 	return strings.Join(names, " and ")
 }
 
-// markMisspelled marks the nodes of misspelled keys as present but bad.
-func markMisspelled(misspelled map[string]Pos, node func(key string) *Node) {
+// field is one key of a mapping as the spec reads it: the node the key
+// fills, and how its value is read into it.
+type field struct {
+	node *Node
+	read func(k Str, v *yaml.Node)
+}
+
+// readFields reads mapping m by its table of known keys (fields reports
+// unknown and duplicate keys). A key that an unknown key probably
+// misspells has its node marked bad, so that later checks do not also
+// report it missing.
+func (p *parser) readFields(m *yaml.Node, where string, known []string, table map[string]field) {
+	misspelled := p.fields(m, where, known, func(key string, k Str, v *yaml.Node) { table[key].read(k, v) })
 	for key, at := range misspelled {
-		if n := node(key); n != nil {
-			*n = Node{Pos: at, KeyPos: at, Set: true, Bad: true}
-		}
+		*table[key].node = Node{Pos: at, KeyPos: at, Set: true, Bad: true}
 	}
 }
 
