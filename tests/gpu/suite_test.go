@@ -544,27 +544,32 @@ type caseRules struct {
 	noNone bool
 }
 
-func rulesOf(coll, variant string) caseRules {
-	e, _ := collectives.Lookup(coll, variant)
-	var r caseRules
-	for _, t := range e.Tensors {
-		switch t.Name {
-		case "input":
-			r.importIn, r.inOwner = t.Remote && !t.Heap, t.Owner
-		case "output":
-			r.heapOut, r.outOwner = t.Heap, t.Owner
+// tableRules holds every variant's caseRules, read from the table once
+// (ranks of an in-process world ask for them at once).
+var tableRules = sync.OnceValue(func() map[string]caseRules {
+	rules := map[string]caseRules{}
+	for _, e := range collectives.Catalogue {
+		var r caseRules
+		for _, t := range e.Tensors {
+			switch t.Name {
+			case "input":
+				r.importIn, r.inOwner = t.Remote && !t.Heap, t.Owner
+			case "output":
+				r.heapOut, r.outOwner = t.Heap, t.Owner
+			}
 		}
-	}
-	if v := e.Descriptor(); v != nil {
-		for _, p := range v.AliasPairs() {
+		for _, p := range e.Descriptor().AliasPairs() {
 			if p.InPlace && (p.A == "input" && p.B == "output" || p.A == "output" && p.B == "input") {
 				r.aliasAllow = true
 			}
 		}
+		r.noNone = !slices.Contains(e.Barriers, irismodel.BarrierNone)
+		rules[e.Collective+"/"+e.Variant] = r
 	}
-	r.noNone = !slices.Contains(e.Barriers, irismodel.BarrierNone)
-	return r
-}
+	return rules
+})
+
+func rulesOf(coll, variant string) caseRules { return tableRules()[coll+"/"+variant] }
 
 func (vc *variantCase) importIn() bool   { return rulesOf(vc.coll, vc.variant).importIn }
 func (vc *variantCase) heapOut() bool    { return rulesOf(vc.coll, vc.variant).heapOut }
