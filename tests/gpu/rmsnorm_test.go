@@ -43,9 +43,17 @@ type normCase struct {
 	roundSum bool
 	modes    []irismodel.Barrier // the rounds of a case, in the modes the variant allows
 	newPlan  func(r *irisrt.Rank, dt irismodel.DType, tokens, hidden int64) (normLauncher, error)
+	// auto: launched through the auto variant, which picked variant (whose
+	// rules and reference the case keeps).
+	auto bool
 }
 
-func (nc *normCase) name() string { return nc.coll + "/" + nc.variant }
+func (nc *normCase) name() string {
+	if nc.auto {
+		return nc.coll + "/auto picking " + nc.variant
+	}
+	return nc.coll + "/" + nc.variant
+}
 
 func asNorm[P normLauncher](p P, err error) (normLauncher, error) {
 	if err != nil {
@@ -360,7 +368,7 @@ func autoNormCase(w int, dt irismodel.DType, t, h int64) (*normCase, error) {
 	// every variant: finds the one auto picked
 	for i := range normCatalogue {
 		if nc := normCatalogue[i]; nc.coll == "all_reduce_rmsnorm" && nc.variant == v {
-			nc.variant = "auto picking " + v
+			nc.auto = true
 			nc.newPlan = func(r *irisrt.Rank, dt irismodel.DType, _, _ int64) (normLauncher, error) {
 				return autoNorm{r, dt}, nil
 			}

@@ -569,7 +569,16 @@ var tableRules = sync.OnceValue(func() map[string]caseRules {
 	return rules
 })
 
-func rulesOf(coll, variant string) caseRules { return tableRules()[coll+"/"+variant] }
+// rulesOf is the rules of coll/variant; a name the table lacks is the
+// suite's bug (a case renamed or made up), which would otherwise expect the
+// zero rules of no variant, so it stops the run.
+func rulesOf(coll, variant string) caseRules {
+	r, ok := tableRules()[coll+"/"+variant]
+	if !ok {
+		panic(fmt.Sprintf("tests/gpu: %s/%s is no variant of the generated table", coll, variant))
+	}
+	return r
+}
 
 func (vc *variantCase) importIn() bool   { return rulesOf(vc.coll, vc.variant).importIn }
 func (vc *variantCase) heapOut() bool    { return rulesOf(vc.coll, vc.variant).heapOut }
