@@ -11,7 +11,7 @@ import (
 
 // BroadcastSpecHash is the hash of specs/broadcast.yaml and the templates it uses; the runtime refuses
 // a code object of broadcast made from other ones (*irisrt.KernelError).
-const BroadcastSpecHash = "78f6f29ce1c58c1b"
+const BroadcastSpecHash = "eb9cbdd4b1235abb"
 
 // broadcastDesc is broadcast in the package's descriptor table.
 var broadcastDesc = &table.Collectives[5]
@@ -103,7 +103,7 @@ func (p *BroadcastPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, ro
 //   - root (int): a rank, 0 <= root < world.
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
-// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+// graph: device, none. Grid: up to 256 blocks of 512 threads, sized by 16-byte vectors.
 type BroadcastScatterGatherPlan struct{ irisimpl.VariantPlan }
 
 // NewBroadcastScatterGatherPlan makes a plan of broadcast/scatter_gather for dt (f32, f16, bf16) and

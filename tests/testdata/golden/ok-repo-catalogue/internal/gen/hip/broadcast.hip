@@ -3,12 +3,12 @@
 // broadcast: Copy rank `root`'s `input` into `output` on every rank (NCCL's
 // ncclBroadcast).
 //
-// Spec hash 78f6f29ce1c58c1b: the Go wrappers carry the same value, and the runtime
+// Spec hash eb9cbdd4b1235abb: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_broadcast[] = "78f6f29ce1c58c1b";
+extern "C" __device__ const char irisgen_spec_hash_broadcast[] = "eb9cbdd4b1235abb";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch

@@ -69,7 +69,7 @@ var table = irisimpl.Table{
 			{Name: "pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 			{Name: "scatter_gather", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap},
-				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 256, VectorBytes: 16},
 			{Name: "copy_push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 1, VectorBytes: 16,
 				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
