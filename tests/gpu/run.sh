@@ -121,7 +121,6 @@ sanitize|initcheck-params-a|115|280|initcheck: TestParamCollectives at quick siz
 sanitize|initcheck-params-b|80|325|initcheck: TestParamCollectives at quick sizes, reduce and scatter
 sanitize|initcheck-params-c|70|215|initcheck: TestParamCollectives at quick sizes, send_recv and shift push and pull; TestParamRules
 sanitize|initcheck-params-d|45|475|initcheck: send_recv's and shift's copy_push at quick sizes as processes: TestProcessWorld's params part (irisgen run -n N, a sanitizer to a rank)
-sanitize|initcheck-params-e|30|150|initcheck: send_recv's and shift's copy_push at quick sizes in-process: TestParamCollectives (where it hung in a world of 4 on 4 H100s: docs/testing-gpu.md)
 sanitize|initcheck-rmsnorm|110|320|initcheck: as racecheck-rmsnorm
 sanitize|initcheck-moe-a|160|215|initcheck: TestMoE's f32 cases at quick sizes (f16 is left out)
 sanitize|initcheck-moe-b|293|400|initcheck: TestMoE's bf16 cases at quick sizes, TestMoEGraph (10 graph rounds), TestMoEBadExpert, TestMoECapacity
@@ -262,12 +261,11 @@ shard_steps() {
     initcheck/params-b) gotest params '^TestParamCollectives$' '' IRISGEN_TEST_VARIANTS="$INIT_PARAMS_B" ;;
     initcheck/params-c) gotest params "$SAN_PARAMS" '' IRISGEN_TEST_VARIANTS="$INIT_PARAMS_C" ;;
     # The copy_push variants as processes, a sanitizer to a rank (the
-    # matrix alone: no replays, which initcheck cannot run), and
-    # in-process, one sanitizer for every rank (where send_recv copy_push
-    # hung): the two tell a limit of the tool from a fault of the copies.
-    # Two shards, since as processes alone they took 395 s on 4 H100s.
+    # matrix alone: no replays, which initcheck cannot run). Not
+    # in-process: there, in a world of 4, one rank's host thread never
+    # comes back from an async copy under initcheck while the same cases
+    # pass as processes (docs/testing-gpu.md).
     initcheck/params-d) procs params-copy-processes '^TestProcessWorld$' IRISGEN_TEST_PARTS=params IRISGEN_TEST_VARIANTS="$INIT_PARAMS_D" ;;
-    initcheck/params-e) gotest params-copy '^TestParamCollectives$' '' IRISGEN_TEST_VARIANTS="$INIT_PARAMS_D" ;;
     */catalogue) gotest catalogue "$SAN_CATALOGUE" ;;
     */params) gotest params "$SAN_PARAMS" ;;
     */rmsnorm) gotest rmsnorm "$SAN_RMSNORM" ;;
