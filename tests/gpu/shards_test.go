@@ -337,26 +337,28 @@ func TestShardsSplitTheCatalogue(t *testing.T) {
 	catalogue := variantsOf("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
 	check("full, in-process", inProcess, catalogue)
 	check("full, processes", processes, catalogue)
-	sanitized := func(tool, test string) []shardStep {
+	// sanitized: tool's shards that run test in-process (part "") or the
+	// multi-process world's part.
+	sanitized := func(tool, test, part string) []shardStep {
 		var steps []shardStep
 		for _, s := range shardSteps(t, "sanitize") {
-			if strings.HasPrefix(s.shard, tool+"-") && s.kind == "gotest" && s.runs(t, test) {
+			kind := "gotest"
+			if part != "" {
+				kind = "procs"
+			}
+			if strings.HasPrefix(s.shard, tool+"-") && s.kind == kind && s.runs(t, test) &&
+				(part == "" || slices.Contains(strings.Split(s.parts, ","), part)) {
 				steps = append(steps, s)
 			}
 		}
 		return steps
 	}
-	check("sanitize, memcheck", sanitized("memcheck", "TestCatalogue"), catalogue)
-	check("sanitize, initcheck", sanitized("initcheck", "TestCatalogue"), catalogue)
+	check("sanitize, memcheck", sanitized("memcheck", "TestCatalogue", ""), catalogue)
+	check("sanitize, initcheck", sanitized("initcheck", "TestCatalogue", ""), catalogue)
 	// initcheck runs the copy_push variants' parameter matrix as processes
 	// alone (TestProcessWorld's params part): in-process it hangs in the tool.
-	params := sanitized("initcheck", "TestParamCollectives")
-	for _, s := range shardSteps(t, "sanitize") {
-		if strings.HasPrefix(s.shard, "initcheck-") && s.kind == "procs" && s.runs(t, "TestProcessWorld") && slices.Contains(strings.Split(s.parts, ","), "params") {
-			params = append(params, s)
-		}
-	}
-	check("sanitize, initcheck, parameters", params,
+	check("sanitize, initcheck, parameters",
+		append(sanitized("initcheck", "TestParamCollectives", ""), sanitized("initcheck", "TestProcessWorld", "params")...),
 		variantsOf("broadcast", "gather", "reduce", "scatter", "send_recv", "shift"))
 }
 
