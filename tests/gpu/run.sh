@@ -121,9 +121,9 @@ sanitize|initcheck-params-a|115|280|initcheck: TestParamCollectives at quick siz
 sanitize|initcheck-params-b|80|325|initcheck: TestParamCollectives at quick sizes, reduce and scatter
 sanitize|initcheck-params-c|70|215|initcheck: TestParamCollectives at quick sizes, send_recv and shift push and pull; TestParamRules
 sanitize|initcheck-params-d|45|475|initcheck: send_recv's and shift's copy_push at quick sizes as processes: TestProcessWorld's params part (irisgen run -n N, a sanitizer to a rank)
-sanitize|initcheck-rmsnorm|110|320|initcheck: as racecheck-rmsnorm
+sanitize|initcheck-rmsnorm|110|190|initcheck: as racecheck-rmsnorm
 sanitize|initcheck-moe-a|160|215|initcheck: TestMoE's f32 cases at quick sizes (f16 is left out)
-sanitize|initcheck-moe-b|293|400|initcheck: TestMoE's bf16 cases at quick sizes, TestMoEGraph (10 graph rounds), TestMoEBadExpert, TestMoECapacity
+sanitize|initcheck-moe-b|293|460|initcheck: TestMoE's bf16 cases at quick sizes, TestMoEGraph (10 graph rounds), TestMoEBadExpert, TestMoECapacity
 sanitize|initcheck-b2b|325|420|initcheck: as racecheck-b2b, 10 rounds a case
 sanitize|initcheck-capture|240|480|initcheck: as racecheck-capture but the copy-engine variants, 10 rounds a case
 sanitize|initcheck-capture-copy|150|300|initcheck: the copy-engine variants' capture alone, 10 rounds a case: TestProcessWorld's capture part (irisgen run -n N), then TestCapture and TestParamCapture in-process (where their replays hung on 2 H100s: docs/testing-gpu.md)
