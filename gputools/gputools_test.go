@@ -58,8 +58,8 @@ func TestBenchOnFake(t *testing.T) {
 		assert.Greater(t, r.TimeUS, 0.0, "%+v", r)
 		count[r.Collective]++
 	}
-	// barrier: 2 modes; all_gather: 4 variants x 2 sizes x 2 modes; send_recv: 2 variants x 2 x 2.
-	assert.Equal(t, map[string]int{"barrier": 2, "all_gather": 20, "send_recv": 12}, count) // all_gather 5 variants, send_recv 3
+	// barrier: 2 modes; all_gather: 5 variants x 2 sizes x 2 modes; send_recv: 4 variants x 2 x 2.
+	assert.Equal(t, map[string]int{"barrier": 2, "all_gather": 20, "send_recv": 16}, count)
 	assert.FileExists(t, filepath.Join(out, "results.md"))
 }
 
@@ -101,7 +101,7 @@ func TestProbeOnFake(t *testing.T) {
 	prog, stdout, stderr := fake(t, 2)
 	code := prog.Run([]string{"probe", "-n", "2", "-replays", "2", "-elems", "9", "-collectives", "all_gather,broadcast", "-package", catalogue})
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	assert.Contains(t, stdout.String(), "all 39 claims hold") // all_gather 5 x 3 modes; broadcast (3 + copy_push) x 3 modes x 2 roots
+	assert.Contains(t, stdout.String(), "all 45 claims hold") // all_gather 5 x 3 modes; broadcast (3 + copy_push) x 3 modes x 2 roots
 	assert.Contains(t, stdout.String(), catalogue)
 	assert.Contains(t, stdout.String(), "broadcast   push")
 }
@@ -120,7 +120,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"bench", "-n", "3"}, 2, "-n 3: this machine has 2 GPUs"},
 		{[]string{"probe", "-replays", "0"}, 2, "-replays must be at least 1"},
 		{[]string{"bench", "-overlap", "-tails"}, 2, "-tails and -overlap are two scenarios: run one at a time"},
-		{[]string{"bench", "-collectives", "send_recv", "-variants", "copy_push,ring"}, 2, `-variants: "ring" is not a variant of the collectives selected (they have push, pull, copy_push)`},
+		{[]string{"bench", "-collectives", "send_recv", "-variants", "copy_push,ring"}, 2, `-variants: "ring" is not a variant of the collectives selected (they have push, pull, lamport, copy_push)`},
 		{[]string{"bench", "-report", "x.csv", "-variants", "push"}, 2, "-variants chooses what to measure; -report measures nothing"},
 		{[]string{"nope"}, 2, `unknown command "nope"`},
 	} {
@@ -234,7 +234,7 @@ func TestOverlapOnFake(t *testing.T) {
 	assert.Positive(t, probes)
 
 	rows := readResults(t, out)
-	require.Len(t, rows, 3*2*4, "send_recv's 3 variants x 2 modes, four rows a cell")
+	require.Len(t, rows, 4*2*4, "send_recv's 4 variants x 2 modes, four rows a cell")
 	type pair struct{ alone, beside, computeAlone, computeBeside bench.Row }
 	pairs := map[string]*pair{}
 	for _, r := range rows {
@@ -264,7 +264,7 @@ func TestOverlapOnFake(t *testing.T) {
 			pairs[k].beside = r
 		}
 	}
-	require.Len(t, pairs, 6)
+	require.Len(t, pairs, 8)
 	md, err := os.ReadFile(filepath.Join(out, "results.md"))
 	require.NoError(t, err)
 	for _, mode := range []string{"eager", "graph"} {

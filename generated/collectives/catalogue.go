@@ -211,15 +211,18 @@ var table = irisimpl.Table{
 		Tensors: []irismodel.TensorDesc{
 			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}, Owner: "root"}, // [n]
 			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}},              // [n]
+			{Name: "lamport", Dir: irismodel.Workspace, Shape: irismodel.Shape{3, irismodel.DimSize(0)}},    // [3, n]
 		},
 		Variants: []irisimpl.Variant{
-			{Name: "push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap},
+			{Name: "push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap, irisimpl.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
-			{Name: "pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal},
+			{Name: "pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal, irisimpl.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
-			{Name: "scatter_gather", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap},
+			{Name: "scatter_gather", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap, irisimpl.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 256, VectorBytes: 16},
-			{Name: "copy_push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap},
+			{Name: "lamport", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.UseLocal},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "copy_push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap, irisimpl.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 1, VectorBytes: 16,
 				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
 					{Vars: 1, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: -1, Param: 0, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}},
@@ -235,13 +238,16 @@ var table = irisimpl.Table{
 		Tensors: []irismodel.TensorDesc{
 			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}},                                      // [n]
 			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(0)}, Owner: "root"}, // [world, n]
+			{Name: "lamport", Dir: irismodel.Workspace, Shape: irismodel.Shape{3, irismodel.DimWorld, irismodel.DimSize(0)}},      // [3, world, n]
 		},
 		Variants: []irisimpl.Variant{
-			{Name: "pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal},
+			{Name: "pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal, irisimpl.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
-			{Name: "push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap},
+			{Name: "push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap, irisimpl.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
-			{Name: "copy_push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap},
+			{Name: "lamport", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.UseLocal},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "copy_push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap, irisimpl.Unused},
 				Barriers: modesDeviceHost, Capturable: modesDevice, Threads: 512, MaxBlocks: 1, VectorBytes: 16,
 				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
 					{Vars: 1, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}, Rank: irismodel.RankExpr{Var: -1, Param: 0, Shift: -1}}},
@@ -294,13 +300,16 @@ var table = irisimpl.Table{
 			{Name: "root", Kind: irismodel.ParamRank}, // 0 <= root < world
 		},
 		Tensors: []irismodel.TensorDesc{
-			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}},                  // [n]
-			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}, Owner: "root"}, // [n]
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}},                                 // [n]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}, Owner: "root"},                // [n]
+			{Name: "lamport", Dir: irismodel.Workspace, Shape: irismodel.Shape{3, irismodel.DimWorld, irismodel.DimSize(0)}}, // [3, world, n]
 		},
 		Variants: []irisimpl.Variant{
-			{Name: "pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal},
+			{Name: "pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal, irisimpl.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
-			{Name: "split", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseHeap},
+			{Name: "split", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseHeap, irisimpl.Unused},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "lamport", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 		},
 	}, {
@@ -346,13 +355,16 @@ var table = irisimpl.Table{
 		Tensors: []irismodel.TensorDesc{
 			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(0)}, Owner: "root"}, // [world, n]
 			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}},                                  // [n]
+			{Name: "lamport", Dir: irismodel.Workspace, Shape: irismodel.Shape{3, irismodel.DimSize(0)}},                        // [3, n]
 		},
 		Variants: []irisimpl.Variant{
-			{Name: "push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap},
+			{Name: "push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap, irisimpl.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
-			{Name: "pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal},
+			{Name: "pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal, irisimpl.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
-			{Name: "copy_push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap},
+			{Name: "lamport", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.UseLocal},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "copy_push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap, irisimpl.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 1, VectorBytes: 16,
 				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
 					{Vars: 1, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}, Rank: irismodel.RankExpr{Var: -1, Param: 0, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}},
@@ -369,13 +381,16 @@ var table = irisimpl.Table{
 		Tensors: []irismodel.TensorDesc{
 			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}, Owner: "src"},   // [n]
 			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}, Owner: "dst"}, // [n]
+			{Name: "lamport", Dir: irismodel.Workspace, Shape: irismodel.Shape{3, irismodel.DimSize(0)}},     // [3, n]
 		},
 		Variants: []irisimpl.Variant{
-			{Name: "push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap},
+			{Name: "push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap, irisimpl.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
-			{Name: "pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal},
+			{Name: "pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal, irisimpl.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
-			{Name: "copy_push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap},
+			{Name: "lamport", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.UseLocal},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "copy_push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap, irisimpl.Unused},
 				Barriers: modesDeviceHost, Capturable: modesDevice, Threads: 512, MaxBlocks: 1, VectorBytes: 16,
 				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
 					{Vars: 0, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: -1, Param: 0, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: -1, Param: 1, Shift: -1}}},

@@ -55,10 +55,10 @@
 //     Exchange blocks between all ranks; block p of rank r's `input` becomes block r of rank p's
 //     `output`.
 //   - Barrier (specs/barrier.yaml; variants device): Wait until every rank has reached the barrier.
-//   - Broadcast (specs/broadcast.yaml; variants push, pull, scatter_gather, copy_push): Copy rank
-//     `root`'s `input` into `output` on every rank (NCCL's ncclBroadcast).
-//   - Gather (specs/gather.yaml; variants pull, push, copy_push): Gather every rank's `input` into
-//     `output` on rank `root`; output[r] is rank r's input (NCCL's ncclGather).
+//   - Broadcast (specs/broadcast.yaml; variants push, pull, scatter_gather, lamport, copy_push): Copy
+//     rank `root`'s `input` into `output` on every rank (NCCL's ncclBroadcast).
+//   - Gather (specs/gather.yaml; variants pull, push, lamport, copy_push): Gather every rank's `input`
+//     into `output` on rank `root`; output[r] is rank r's input (NCCL's ncclGather).
 //   - MoeCombine (specs/moe_combine.yaml; variants push): Return the expert outputs of a
 //     mixture-of-experts layer to the tokens' ranks, reduced on the way: every rank sums in fp32 the
 //     weighted outputs of its own experts for each row moe_dispatch brought it and sends that one row
@@ -68,8 +68,8 @@
 //     layer once to each rank that owns at least one of its k experts, with the list of that rank's
 //     experts it goes to and their weights; counts are computed and exchanged on the GPU, so no shape
 //     depends on data and the whole path can be captured in a graph.
-//   - Reduce (specs/reduce.yaml; variants pull, split): Reduce `input` over all ranks into `output` on
-//     rank `root` (NCCL's ncclReduce).
+//   - Reduce (specs/reduce.yaml; variants pull, split, lamport): Reduce `input` over all ranks into
+//     `output` on rank `root` (NCCL's ncclReduce).
 //   - ReduceScatter (specs/reduce_scatter.yaml; variants pull, lamport): Reduce `input` over all ranks
 //     and keep this rank's 1/world slice in `output` (NCCL and torch semantics).
 //   - ResidualRmsnorm (specs/residual_rmsnorm.yaml; variants local): Add `input` into `residual` and
@@ -77,11 +77,11 @@
 //     fused_add_rms_norm): residual += input; output = residual * rsqrt(mean of residual^2 + eps) *
 //     weight, per row of `hidden` elements, fp32 accumulation. No communication: the second kernel of
 //     the unfused path (an all_reduce, then this) that all_reduce_rmsnorm fuses into one.
-//   - Scatter (specs/scatter.yaml; variants push, pull, copy_push): Send slice r of rank `root`'s
-//     `input` to rank r's `output` (NCCL's ncclScatter).
-//   - SendRecv (specs/send_recv.yaml; variants push, pull, copy_push): Rank `src` sends its `input` to
-//     rank `dst`'s `output` (NCCL's ncclSend and ncclRecv); every rank launches it, the others only
-//     meet the two at the barriers. src may equal dst.
+//   - Scatter (specs/scatter.yaml; variants push, pull, lamport, copy_push): Send slice r of rank
+//     `root`'s `input` to rank r's `output` (NCCL's ncclScatter).
+//   - SendRecv (specs/send_recv.yaml; variants push, pull, lamport, copy_push): Rank `src` sends its
+//     `input` to rank `dst`'s `output` (NCCL's ncclSend and ncclRecv); every rank launches it, the
+//     others only meet the two at the barriers. src may equal dst.
 //   - Shift (specs/shift.yaml; variants push, pull, copy_push): A ring shift: every rank sends its
 //     `input` to rank (rank + offset) mod world and receives into `output` from rank (rank - offset)
 //     mod world, in one launch (the step of a pipeline; offset 1 is nccl-tests' sendrecv).

@@ -11,7 +11,7 @@ import (
 
 // GatherSpecHash is the hash of specs/gather.yaml and the templates it uses; the runtime refuses a
 // code object of gather made from other ones (*irisrt.KernelError).
-const GatherSpecHash = "9bafdbff65200696"
+const GatherSpecHash = "88738a0ef79f6a1d"
 
 // gatherDesc is gather in the package's descriptor table.
 var gatherDesc = &table.Collectives[6]
@@ -23,6 +23,7 @@ type GatherVariant string
 const (
 	GatherPull     GatherVariant = "pull"
 	GatherPush     GatherVariant = "push"
+	GatherLamport  GatherVariant = "lamport"
 	GatherCopyPush GatherVariant = "copy_push"
 )
 
@@ -89,6 +90,36 @@ func (p *GatherPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root 
 	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }
 
+// GatherLamportPlan is variant lamport of gather (specs/gather.yaml).
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in [n]): local_read; only this rank touches it: any device memory.
+//   - output (out [world, n], on rank root only): local_write; only this rank touches it: any device
+//     memory; checked on rank root only, the other ranks pass the zero irisrt.Tensor.
+//
+// Parameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):
+//
+//   - root (int): a rank, 0 <= root < world.
+//
+// Workspace, on the heap and zeroed by the plan: lamport [3, world, n] (local_read + local_write +
+// remote_write).
+//
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+type GatherLamportPlan struct{ irisimpl.VariantPlan }
+
+// NewGatherLamportPlan makes a plan of gather/lamport for dt (f32, f16, bf16) and size n.
+func NewGatherLamportPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*GatherLamportPlan, error) {
+	return irisimpl.NewPlanOf[GatherLamportPlan](r, &gatherDesc.Variants[2], dt, "", n)
+}
+
+// Launch checks the parameters and the tensors by the rules above and launches gather/lamport on s in
+// barrier mode mode.
+func (p *GatherLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
+}
+
 // GatherCopyPushPlan is variant copy_push of gather (specs/gather.yaml).
 //
 // Tensors, in the order Launch takes them:
@@ -109,7 +140,7 @@ type GatherCopyPushPlan struct{ irisimpl.VariantPlan }
 
 // NewGatherCopyPushPlan makes a plan of gather/copy_push for dt (f32, f16, bf16) and size n.
 func NewGatherCopyPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*GatherCopyPushPlan, error) {
-	return irisimpl.NewPlanOf[GatherCopyPushPlan](r, &gatherDesc.Variants[2], dt, "", n)
+	return irisimpl.NewPlanOf[GatherCopyPushPlan](r, &gatherDesc.Variants[3], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches gather/copy_push on s

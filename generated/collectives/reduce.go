@@ -11,7 +11,7 @@ import (
 
 // ReduceSpecHash is the hash of specs/reduce.yaml and the templates it uses; the runtime refuses a
 // code object of reduce made from other ones (*irisrt.KernelError).
-const ReduceSpecHash = "31b3182757e93289"
+const ReduceSpecHash = "fefa45efcb675fc7"
 
 // reduceDesc is reduce in the package's descriptor table.
 var reduceDesc = &table.Collectives[9]
@@ -21,8 +21,9 @@ type ReduceVariant string
 
 // The variants of reduce; each has a plan type <Variant>Plan with its rules.
 const (
-	ReducePull  ReduceVariant = "pull"
-	ReduceSplit ReduceVariant = "split"
+	ReducePull    ReduceVariant = "pull"
+	ReduceSplit   ReduceVariant = "split"
+	ReduceLamport ReduceVariant = "lamport"
 )
 
 // ReduceOp is a reduction operator of reduce.
@@ -98,5 +99,36 @@ func NewReduceSplitPlan(r *irisrt.Rank, dt irismodel.DType, op ReduceOp, n int64
 // Launch checks the parameters and the tensors by the rules above and launches reduce/split on s in
 // barrier mode mode.
 func (p *ReduceSplitPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
+}
+
+// ReduceLamportPlan is variant lamport of reduce (specs/reduce.yaml).
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in [n]): local_read; only this rank touches it: any device memory.
+//   - output (out [n], on rank root only): local_write; only this rank touches it: any device memory;
+//     checked on rank root only, the other ranks pass the zero irisrt.Tensor.
+//
+// Parameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):
+//
+//   - root (int): a rank, 0 <= root < world.
+//
+// Workspace, on the heap and zeroed by the plan: lamport [3, world, n] (local_read + local_write +
+// remote_write).
+//
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+type ReduceLamportPlan struct{ irisimpl.VariantPlan }
+
+// NewReduceLamportPlan makes a plan of reduce/lamport for dt (f32, f16, bf16), op (sum, max, min) and
+// size n.
+func NewReduceLamportPlan(r *irisrt.Rank, dt irismodel.DType, op ReduceOp, n int64) (*ReduceLamportPlan, error) {
+	return irisimpl.NewPlanOf[ReduceLamportPlan](r, &reduceDesc.Variants[2], dt, string(op), n)
+}
+
+// Launch checks the parameters and the tensors by the rules above and launches reduce/lamport on s in
+// barrier mode mode.
+func (p *ReduceLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
 	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }

@@ -11,7 +11,7 @@ import (
 
 // ScatterSpecHash is the hash of specs/scatter.yaml and the templates it uses; the runtime refuses a
 // code object of scatter made from other ones (*irisrt.KernelError).
-const ScatterSpecHash = "7168884190558491"
+const ScatterSpecHash = "f731163bf405dec4"
 
 // scatterDesc is scatter in the package's descriptor table.
 var scatterDesc = &table.Collectives[12]
@@ -23,6 +23,7 @@ type ScatterVariant string
 const (
 	ScatterPush     ScatterVariant = "push"
 	ScatterPull     ScatterVariant = "pull"
+	ScatterLamport  ScatterVariant = "lamport"
 	ScatterCopyPush ScatterVariant = "copy_push"
 )
 
@@ -88,6 +89,36 @@ func (p *ScatterPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root
 	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }
 
+// ScatterLamportPlan is variant lamport of scatter (specs/scatter.yaml).
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in [world, n], on rank root only): local_read; only this rank touches it: any device
+//     memory; checked on rank root only, the other ranks pass the zero irisrt.Tensor.
+//   - output (out [n]): local_write; only this rank touches it: any device memory.
+//
+// Parameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):
+//
+//   - root (int): a rank, 0 <= root < world.
+//
+// Workspace, on the heap and zeroed by the plan: lamport [3, n] (local_read + local_write +
+// remote_write).
+//
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+type ScatterLamportPlan struct{ irisimpl.VariantPlan }
+
+// NewScatterLamportPlan makes a plan of scatter/lamport for dt (f32, f16, bf16) and size n.
+func NewScatterLamportPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*ScatterLamportPlan, error) {
+	return irisimpl.NewPlanOf[ScatterLamportPlan](r, &scatterDesc.Variants[2], dt, "", n)
+}
+
+// Launch checks the parameters and the tensors by the rules above and launches scatter/lamport on s in
+// barrier mode mode.
+func (p *ScatterLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
+}
+
 // ScatterCopyPushPlan is variant copy_push of scatter (specs/scatter.yaml).
 //
 // Tensors, in the order Launch takes them:
@@ -107,7 +138,7 @@ type ScatterCopyPushPlan struct{ irisimpl.VariantPlan }
 
 // NewScatterCopyPushPlan makes a plan of scatter/copy_push for dt (f32, f16, bf16) and size n.
 func NewScatterCopyPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*ScatterCopyPushPlan, error) {
-	return irisimpl.NewPlanOf[ScatterCopyPushPlan](r, &scatterDesc.Variants[2], dt, "", n)
+	return irisimpl.NewPlanOf[ScatterCopyPushPlan](r, &scatterDesc.Variants[3], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches scatter/copy_push on s

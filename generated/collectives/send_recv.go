@@ -11,7 +11,7 @@ import (
 
 // SendRecvSpecHash is the hash of specs/send_recv.yaml and the templates it uses; the runtime refuses
 // a code object of send_recv made from other ones (*irisrt.KernelError).
-const SendRecvSpecHash = "22e10b90cafe9b12"
+const SendRecvSpecHash = "0ce9d3cb110134ce"
 
 // sendRecvDesc is send_recv in the package's descriptor table.
 var sendRecvDesc = &table.Collectives[13]
@@ -23,6 +23,7 @@ type SendRecvVariant string
 const (
 	SendRecvPush     SendRecvVariant = "push"
 	SendRecvPull     SendRecvVariant = "pull"
+	SendRecvLamport  SendRecvVariant = "lamport"
 	SendRecvCopyPush SendRecvVariant = "copy_push"
 )
 
@@ -93,6 +94,38 @@ func (p *SendRecvPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, src
 	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(src)), irismodel.IntParam(int64(dst))}, mode)
 }
 
+// SendRecvLamportPlan is variant lamport of send_recv (specs/send_recv.yaml).
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in [n], on rank src only): local_read; only this rank touches it: any device memory;
+//     checked on rank src only, the other ranks pass the zero irisrt.Tensor.
+//   - output (out [n], on rank dst only): local_write; only this rank touches it: any device memory;
+//     checked on rank dst only, the other ranks pass the zero irisrt.Tensor.
+//
+// Parameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):
+//
+//   - src (int): a rank, 0 <= src < world.
+//   - dst (int): a rank, 0 <= dst < world.
+//
+// Workspace, on the heap and zeroed by the plan: lamport [3, n] (local_read + local_write +
+// remote_write).
+//
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+type SendRecvLamportPlan struct{ irisimpl.VariantPlan }
+
+// NewSendRecvLamportPlan makes a plan of send_recv/lamport for dt (f32, f16, bf16) and size n.
+func NewSendRecvLamportPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*SendRecvLamportPlan, error) {
+	return irisimpl.NewPlanOf[SendRecvLamportPlan](r, &sendRecvDesc.Variants[2], dt, "", n)
+}
+
+// Launch checks the parameters and the tensors by the rules above and launches send_recv/lamport on s
+// in barrier mode mode.
+func (p *SendRecvLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, src, dst int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(src)), irismodel.IntParam(int64(dst))}, mode)
+}
+
 // SendRecvCopyPushPlan is variant copy_push of send_recv (specs/send_recv.yaml).
 //
 // Tensors, in the order Launch takes them:
@@ -115,7 +148,7 @@ type SendRecvCopyPushPlan struct{ irisimpl.VariantPlan }
 
 // NewSendRecvCopyPushPlan makes a plan of send_recv/copy_push for dt (f32, f16, bf16) and size n.
 func NewSendRecvCopyPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*SendRecvCopyPushPlan, error) {
-	return irisimpl.NewPlanOf[SendRecvCopyPushPlan](r, &sendRecvDesc.Variants[2], dt, "", n)
+	return irisimpl.NewPlanOf[SendRecvCopyPushPlan](r, &sendRecvDesc.Variants[3], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches send_recv/copy_push on

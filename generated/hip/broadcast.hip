@@ -3,12 +3,12 @@
 // broadcast: Copy rank `root`'s `input` into `output` on every rank (NCCL's
 // ncclBroadcast).
 //
-// Spec hash eb9cbdd4b1235abb: the Go wrappers carry the same value, and the runtime
+// Spec hash c766f5f383df37d3: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_broadcast[] = "eb9cbdd4b1235abb";
+extern "C" __device__ const char irisgen_spec_hash_broadcast[] = "c766f5f383df37d3";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch
@@ -17,6 +17,7 @@ struct irisgen_broadcast_args {
   irisgen_ctx ctx;
   void* t_input;  // in [n], on rank root only
   void* t_output;  // out [n]
+  void* t_lamport;  // workspace [3, n]
   int64_t s_n;
   int64_t p_root;  // rank: 0 <= root < world
   void* x_input;  // uint64[blocks]: rank root's heap offset of input, for the kernels that touch it remotely
@@ -46,7 +47,7 @@ irisgen_broadcast_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args i
   }
   // The stores are published.
   if (!irisgen::barrier(ctx)) return;
-#line 50 "generated/hip/broadcast.hip"
+#line 51 "generated/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }
@@ -73,7 +74,7 @@ irisgen_broadcast_push_f16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args ir
   }
   // The stores are published.
   if (!irisgen::barrier(ctx)) return;
-#line 77 "generated/hip/broadcast.hip"
+#line 78 "generated/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }
@@ -100,7 +101,7 @@ irisgen_broadcast_push_f32(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args ir
   }
   // The stores are published.
   if (!irisgen::barrier(ctx)) return;
-#line 104 "generated/hip/broadcast.hip"
+#line 105 "generated/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }
@@ -122,7 +123,7 @@ irisgen_broadcast_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args i
   irisgen::copy(((irisgen_bf16*)irisgen_a.t_output), ((const irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))), n);
   // Nobody reads the root's input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 126 "generated/hip/broadcast.hip"
+#line 127 "generated/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }
@@ -142,7 +143,7 @@ irisgen_broadcast_pull_f16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args ir
   irisgen::copy(((irisgen_f16*)irisgen_a.t_output), ((const irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))), n);
   // Nobody reads the root's input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 146 "generated/hip/broadcast.hip"
+#line 147 "generated/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }
@@ -162,7 +163,7 @@ irisgen_broadcast_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args ir
   irisgen::copy(((float*)irisgen_a.t_output), ((const float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))), n);
   // Nobody reads the root's input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 166 "generated/hip/broadcast.hip"
+#line 167 "generated/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }
@@ -196,7 +197,7 @@ IRISGEN_DEV void part(int64_t n, int s, int S, int c, int parts, int64_t* a, int
   irisgen::chunk_part<T>(s1 - s0, c, parts, &lo, &hi);
   irisgen::block_part<T>(s0 + lo, s0 + hi, a, z);
 }
-#line 200 "generated/hip/broadcast.hip"
+#line 201 "generated/hip/broadcast.hip"
 }  // namespace irisgen_broadcast_scatter_gather_prelude
 
 extern "C" __global__ void __launch_bounds__(512)
@@ -259,7 +260,7 @@ irisgen_broadcast_scatter_gather_bf16(const IRISGEN_GRID_CONSTANT irisgen_broadc
   }
   // Every store into every output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 263 "generated/hip/broadcast.hip"
+#line 264 "generated/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }
@@ -324,7 +325,7 @@ irisgen_broadcast_scatter_gather_f16(const IRISGEN_GRID_CONSTANT irisgen_broadca
   }
   // Every store into every output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 328 "generated/hip/broadcast.hip"
+#line 329 "generated/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }
@@ -389,7 +390,123 @@ irisgen_broadcast_scatter_gather_f32(const IRISGEN_GRID_CONSTANT irisgen_broadca
   }
   // Every store into every output has landed.
   if (!irisgen::barrier(ctx)) return;
-#line 393 "generated/hip/broadcast.hip"
+#line 394 "generated/hip/broadcast.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+// ---- variant lamport (template broadcast_lamport.hip.tmpl) ----
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_broadcast_lamport_bf16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 10 "templates/broadcast_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), w = ctx.world;
+  T* out = ((irisgen_bf16*)irisgen_a.t_output);
+  T* box = ((irisgen_bf16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, 1, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * n;
+  if (ctx.rank == root) {
+    const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+    if (irisgen::lamport_credit(ctx, k, ~0u))
+      for (int j = 0; j < w - 1; j++) {
+        const int p = (root + 1 + (int)((blockIdx.x + j) % (w - 1))) % w;  // spread the stores over the links
+        irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot, in, lo, hi);
+      }
+    irisgen::copy_block(out, in, lo, hi);
+  }
+  // Counts the call (every thread read the epoch above); a timeout below
+  // fails only the threads that waited (error record set).
+  irisgen::advance();
+  if (ctx.rank != root) irisgen::lamport_get_row(ctx, out, box + slot, root, lo, hi, k);
+#line 434 "generated/hip/broadcast.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_broadcast_lamport_f16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args irisgen_a) {
+  typedef irisgen_f16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 10 "templates/broadcast_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), w = ctx.world;
+  T* out = ((irisgen_f16*)irisgen_a.t_output);
+  T* box = ((irisgen_f16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, 1, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * n;
+  if (ctx.rank == root) {
+    const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+    if (irisgen::lamport_credit(ctx, k, ~0u))
+      for (int j = 0; j < w - 1; j++) {
+        const int p = (root + 1 + (int)((blockIdx.x + j) % (w - 1))) % w;  // spread the stores over the links
+        irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot, in, lo, hi);
+      }
+    irisgen::copy_block(out, in, lo, hi);
+  }
+  // Counts the call (every thread read the epoch above); a timeout below
+  // fails only the threads that waited (error record set).
+  irisgen::advance();
+  if (ctx.rank != root) irisgen::lamport_get_row(ctx, out, box + slot, root, lo, hi, k);
+#line 472 "generated/hip/broadcast.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_broadcast_lamport_f32(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args irisgen_a) {
+  typedef float T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 10 "templates/broadcast_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), w = ctx.world;
+  T* out = ((float*)irisgen_a.t_output);
+  T* box = ((float*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, 1, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * n;
+  if (ctx.rank == root) {
+    const T* in = ((const float*)irisgen_a.t_input);
+    if (irisgen::lamport_credit(ctx, k, ~0u))
+      for (int j = 0; j < w - 1; j++) {
+        const int p = (root + 1 + (int)((blockIdx.x + j) % (w - 1))) % w;  // spread the stores over the links
+        irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot, in, lo, hi);
+      }
+    irisgen::copy_block(out, in, lo, hi);
+  }
+  // Counts the call (every thread read the epoch above); a timeout below
+  // fails only the threads that waited (error record set).
+  irisgen::advance();
+  if (ctx.rank != root) irisgen::lamport_get_row(ctx, out, box + slot, root, lo, hi, k);
+#line 510 "generated/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }

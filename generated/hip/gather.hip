@@ -3,12 +3,12 @@
 // gather: Gather every rank's `input` into `output` on rank `root`; output[r]
 // is rank r's input (NCCL's ncclGather).
 //
-// Spec hash 9bafdbff65200696: the Go wrappers carry the same value, and the runtime
+// Spec hash 88738a0ef79f6a1d: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_gather[] = "9bafdbff65200696";
+extern "C" __device__ const char irisgen_spec_hash_gather[] = "88738a0ef79f6a1d";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch
@@ -17,6 +17,7 @@ struct irisgen_gather_args {
   irisgen_ctx ctx;
   void* t_input;  // in [n]
   void* t_output;  // out [world, n], on rank root only
+  void* t_lamport;  // workspace [3, world, n]
   int64_t s_n;
   int64_t p_root;  // rank: 0 <= root < world
   void* x_output;  // uint64[blocks]: rank root's heap offset of output, for the kernels that touch it remotely
@@ -45,7 +46,7 @@ irisgen_gather_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_gather_args irisgen
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 49 "generated/hip/gather.hip"
+#line 50 "generated/hip/gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -71,7 +72,7 @@ irisgen_gather_pull_f16(const IRISGEN_GRID_CONSTANT irisgen_gather_args irisgen_
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 75 "generated/hip/gather.hip"
+#line 76 "generated/hip/gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -97,7 +98,7 @@ irisgen_gather_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_gather_args irisgen_
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 101 "generated/hip/gather.hip"
+#line 102 "generated/hip/gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -119,7 +120,7 @@ irisgen_gather_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_gather_args irisgen
   irisgen::copy(((irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x))) + (int64_t)ctx.rank * n, ((const irisgen_bf16*)irisgen_a.t_input), n);
   // The root's output is complete.
   if (!irisgen::barrier(ctx)) return;
-#line 123 "generated/hip/gather.hip"
+#line 124 "generated/hip/gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -139,7 +140,7 @@ irisgen_gather_push_f16(const IRISGEN_GRID_CONSTANT irisgen_gather_args irisgen_
   irisgen::copy(((irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x))) + (int64_t)ctx.rank * n, ((const irisgen_f16*)irisgen_a.t_input), n);
   // The root's output is complete.
   if (!irisgen::barrier(ctx)) return;
-#line 143 "generated/hip/gather.hip"
+#line 144 "generated/hip/gather.hip"
   }();
   irisgen::end(ctx);
 }
@@ -159,7 +160,108 @@ irisgen_gather_push_f32(const IRISGEN_GRID_CONSTANT irisgen_gather_args irisgen_
   irisgen::copy(((float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x))) + (int64_t)ctx.rank * n, ((const float*)irisgen_a.t_input), n);
   // The root's output is complete.
   if (!irisgen::barrier(ctx)) return;
-#line 163 "generated/hip/gather.hip"
+#line 164 "generated/hip/gather.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+// ---- variant lamport (template gather_lamport.hip.tmpl) ----
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_gather_lamport_bf16(const IRISGEN_GRID_CONSTANT irisgen_gather_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 8 "templates/gather_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* box = ((irisgen_bf16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, ctx.world, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * ctx.world * n;
+  if (me != root && irisgen::lamport_credit(ctx, k, 1u << root))
+    irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
+  irisgen::advance();
+  if (ctx.rank == ((int)irisgen_a.p_root)) {
+    T* out = ((irisgen_bf16*)irisgen_a.t_output);
+    irisgen::copy_block(out + (int64_t)me * n, in, lo, hi);
+    irisgen::lamport_get(ctx, out, box + slot, n, ctx.world, lo, hi, k);
+  }
+#line 199 "generated/hip/gather.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_gather_lamport_f16(const IRISGEN_GRID_CONSTANT irisgen_gather_args irisgen_a) {
+  typedef irisgen_f16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 8 "templates/gather_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* box = ((irisgen_f16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, ctx.world, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * ctx.world * n;
+  if (me != root && irisgen::lamport_credit(ctx, k, 1u << root))
+    irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
+  irisgen::advance();
+  if (ctx.rank == ((int)irisgen_a.p_root)) {
+    T* out = ((irisgen_f16*)irisgen_a.t_output);
+    irisgen::copy_block(out + (int64_t)me * n, in, lo, hi);
+    irisgen::lamport_get(ctx, out, box + slot, n, ctx.world, lo, hi, k);
+  }
+#line 232 "generated/hip/gather.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_gather_lamport_f32(const IRISGEN_GRID_CONSTANT irisgen_gather_args irisgen_a) {
+  typedef float T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 8 "templates/gather_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* box = ((float*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, ctx.world, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * ctx.world * n;
+  if (me != root && irisgen::lamport_credit(ctx, k, 1u << root))
+    irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
+  irisgen::advance();
+  if (ctx.rank == ((int)irisgen_a.p_root)) {
+    T* out = ((float*)irisgen_a.t_output);
+    irisgen::copy_block(out + (int64_t)me * n, in, lo, hi);
+    irisgen::lamport_get(ctx, out, box + slot, n, ctx.world, lo, hi, k);
+  }
+#line 265 "generated/hip/gather.hip"
   }();
   irisgen::end(ctx);
 }

@@ -3,12 +3,12 @@
 // reduce: Reduce `input` over all ranks into `output` on rank `root` (NCCL's
 // ncclReduce).
 //
-// Spec hash 31b3182757e93289: the Go wrappers carry the same value, and the runtime
+// Spec hash fefa45efcb675fc7: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_reduce[] = "31b3182757e93289";
+extern "C" __device__ const char irisgen_spec_hash_reduce[] = "fefa45efcb675fc7";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch
@@ -17,6 +17,7 @@ struct irisgen_reduce_args {
   irisgen_ctx ctx;
   void* t_input;  // in [n]
   void* t_output;  // out [n], on rank root only
+  void* t_lamport;  // workspace [3, world, n]
   int64_t s_n;
   int64_t p_root;  // rank: 0 <= root < world
   void* x_output;  // uint64[blocks]: rank root's heap offset of output, for the kernels that touch it remotely
@@ -43,7 +44,7 @@ irisgen_reduce_pull_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 47 "generated/hip/reduce.hip"
+#line 48 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -67,7 +68,7 @@ irisgen_reduce_pull_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 71 "generated/hip/reduce.hip"
+#line 72 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -91,7 +92,7 @@ irisgen_reduce_pull_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 95 "generated/hip/reduce.hip"
+#line 96 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -115,7 +116,7 @@ irisgen_reduce_pull_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 119 "generated/hip/reduce.hip"
+#line 120 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -139,7 +140,7 @@ irisgen_reduce_pull_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 143 "generated/hip/reduce.hip"
+#line 144 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -163,7 +164,7 @@ irisgen_reduce_pull_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 167 "generated/hip/reduce.hip"
+#line 168 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -187,7 +188,7 @@ irisgen_reduce_pull_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 191 "generated/hip/reduce.hip"
+#line 192 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -211,7 +212,7 @@ irisgen_reduce_pull_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 215 "generated/hip/reduce.hip"
+#line 216 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -235,7 +236,7 @@ irisgen_reduce_pull_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 239 "generated/hip/reduce.hip"
+#line 240 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -268,7 +269,7 @@ irisgen_reduce_split_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 272 "generated/hip/reduce.hip"
+#line 273 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -299,7 +300,7 @@ irisgen_reduce_split_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 303 "generated/hip/reduce.hip"
+#line 304 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -330,7 +331,7 @@ irisgen_reduce_split_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 334 "generated/hip/reduce.hip"
+#line 335 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -361,7 +362,7 @@ irisgen_reduce_split_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 365 "generated/hip/reduce.hip"
+#line 366 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -392,7 +393,7 @@ irisgen_reduce_split_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 396 "generated/hip/reduce.hip"
+#line 397 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -423,7 +424,7 @@ irisgen_reduce_split_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 427 "generated/hip/reduce.hip"
+#line 428 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -454,7 +455,7 @@ irisgen_reduce_split_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 458 "generated/hip/reduce.hip"
+#line 459 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -485,7 +486,7 @@ irisgen_reduce_split_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 489 "generated/hip/reduce.hip"
+#line 490 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -516,7 +517,279 @@ irisgen_reduce_split_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 520 "generated/hip/reduce.hip"
+#line 521 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+// ---- variant lamport (template reduce_lamport.hip.tmpl) ----
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_lamport_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  typedef irisgen::op_max Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 6 "templates/reduce_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* box = ((irisgen_bf16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, ctx.world, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * ctx.world * n;
+  if (me != root && irisgen::lamport_credit(ctx, k, 1u << root))
+    irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
+  irisgen::advance();
+  if (ctx.rank == ((int)irisgen_a.p_root)) irisgen::lamport_reduce<T, Op>(ctx, ((irisgen_bf16*)irisgen_a.t_output), in, box + slot, n, ctx.world, lo, hi, k);
+#line 553 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_lamport_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  typedef irisgen::op_min Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 6 "templates/reduce_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* box = ((irisgen_bf16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, ctx.world, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * ctx.world * n;
+  if (me != root && irisgen::lamport_credit(ctx, k, 1u << root))
+    irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
+  irisgen::advance();
+  if (ctx.rank == ((int)irisgen_a.p_root)) irisgen::lamport_reduce<T, Op>(ctx, ((irisgen_bf16*)irisgen_a.t_output), in, box + slot, n, ctx.world, lo, hi, k);
+#line 583 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_lamport_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  typedef irisgen::op_sum Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 6 "templates/reduce_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* box = ((irisgen_bf16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, ctx.world, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * ctx.world * n;
+  if (me != root && irisgen::lamport_credit(ctx, k, 1u << root))
+    irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
+  irisgen::advance();
+  if (ctx.rank == ((int)irisgen_a.p_root)) irisgen::lamport_reduce<T, Op>(ctx, ((irisgen_bf16*)irisgen_a.t_output), in, box + slot, n, ctx.world, lo, hi, k);
+#line 613 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_lamport_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef irisgen_f16 T;
+  typedef irisgen::op_max Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 6 "templates/reduce_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* box = ((irisgen_f16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, ctx.world, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * ctx.world * n;
+  if (me != root && irisgen::lamport_credit(ctx, k, 1u << root))
+    irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
+  irisgen::advance();
+  if (ctx.rank == ((int)irisgen_a.p_root)) irisgen::lamport_reduce<T, Op>(ctx, ((irisgen_f16*)irisgen_a.t_output), in, box + slot, n, ctx.world, lo, hi, k);
+#line 643 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_lamport_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef irisgen_f16 T;
+  typedef irisgen::op_min Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 6 "templates/reduce_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* box = ((irisgen_f16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, ctx.world, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * ctx.world * n;
+  if (me != root && irisgen::lamport_credit(ctx, k, 1u << root))
+    irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
+  irisgen::advance();
+  if (ctx.rank == ((int)irisgen_a.p_root)) irisgen::lamport_reduce<T, Op>(ctx, ((irisgen_f16*)irisgen_a.t_output), in, box + slot, n, ctx.world, lo, hi, k);
+#line 673 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_lamport_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef irisgen_f16 T;
+  typedef irisgen::op_sum Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 6 "templates/reduce_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* box = ((irisgen_f16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, ctx.world, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * ctx.world * n;
+  if (me != root && irisgen::lamport_credit(ctx, k, 1u << root))
+    irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
+  irisgen::advance();
+  if (ctx.rank == ((int)irisgen_a.p_root)) irisgen::lamport_reduce<T, Op>(ctx, ((irisgen_f16*)irisgen_a.t_output), in, box + slot, n, ctx.world, lo, hi, k);
+#line 703 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_lamport_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef float T;
+  typedef irisgen::op_max Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 6 "templates/reduce_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* box = ((float*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, ctx.world, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * ctx.world * n;
+  if (me != root && irisgen::lamport_credit(ctx, k, 1u << root))
+    irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
+  irisgen::advance();
+  if (ctx.rank == ((int)irisgen_a.p_root)) irisgen::lamport_reduce<T, Op>(ctx, ((float*)irisgen_a.t_output), in, box + slot, n, ctx.world, lo, hi, k);
+#line 733 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_lamport_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef float T;
+  typedef irisgen::op_min Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 6 "templates/reduce_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* box = ((float*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, ctx.world, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * ctx.world * n;
+  if (me != root && irisgen::lamport_credit(ctx, k, 1u << root))
+    irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
+  irisgen::advance();
+  if (ctx.rank == ((int)irisgen_a.p_root)) irisgen::lamport_reduce<T, Op>(ctx, ((float*)irisgen_a.t_output), in, box + slot, n, ctx.world, lo, hi, k);
+#line 763 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_lamport_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef float T;
+  typedef irisgen::op_sum Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 6 "templates/reduce_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* box = ((float*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, ctx.world, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * ctx.world * n;
+  if (me != root && irisgen::lamport_credit(ctx, k, 1u << root))
+    irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
+  irisgen::advance();
+  if (ctx.rank == ((int)irisgen_a.p_root)) irisgen::lamport_reduce<T, Op>(ctx, ((float*)irisgen_a.t_output), in, box + slot, n, ctx.world, lo, hi, k);
+#line 793 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }

@@ -3,12 +3,12 @@
 // scatter: Send slice r of rank `root`'s `input` to rank r's `output` (NCCL's
 // ncclScatter).
 //
-// Spec hash 7168884190558491: the Go wrappers carry the same value, and the runtime
+// Spec hash f731163bf405dec4: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_scatter[] = "7168884190558491";
+extern "C" __device__ const char irisgen_spec_hash_scatter[] = "f731163bf405dec4";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch
@@ -17,6 +17,7 @@ struct irisgen_scatter_args {
   irisgen_ctx ctx;
   void* t_input;  // in [world, n], on rank root only
   void* t_output;  // out [n]
+  void* t_lamport;  // workspace [3, n]
   int64_t s_n;
   int64_t p_root;  // rank: 0 <= root < world
   void* x_input;  // uint64[blocks]: rank root's heap offset of input, for the kernels that touch it remotely
@@ -45,7 +46,7 @@ irisgen_scatter_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_scatter_args irisg
   }
   // The stores are published.
   if (!irisgen::barrier(ctx)) return;
-#line 49 "generated/hip/scatter.hip"
+#line 50 "generated/hip/scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -71,7 +72,7 @@ irisgen_scatter_push_f16(const IRISGEN_GRID_CONSTANT irisgen_scatter_args irisge
   }
   // The stores are published.
   if (!irisgen::barrier(ctx)) return;
-#line 75 "generated/hip/scatter.hip"
+#line 76 "generated/hip/scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -97,7 +98,7 @@ irisgen_scatter_push_f32(const IRISGEN_GRID_CONSTANT irisgen_scatter_args irisge
   }
   // The stores are published.
   if (!irisgen::barrier(ctx)) return;
-#line 101 "generated/hip/scatter.hip"
+#line 102 "generated/hip/scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -119,7 +120,7 @@ irisgen_scatter_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_scatter_args irisg
   irisgen::copy(((irisgen_bf16*)irisgen_a.t_output), ((const irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))) + (int64_t)ctx.rank * n, n);
   // Nobody reads the root's input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 123 "generated/hip/scatter.hip"
+#line 124 "generated/hip/scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -139,7 +140,7 @@ irisgen_scatter_pull_f16(const IRISGEN_GRID_CONSTANT irisgen_scatter_args irisge
   irisgen::copy(((irisgen_f16*)irisgen_a.t_output), ((const irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))) + (int64_t)ctx.rank * n, n);
   // Nobody reads the root's input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 143 "generated/hip/scatter.hip"
+#line 144 "generated/hip/scatter.hip"
   }();
   irisgen::end(ctx);
 }
@@ -159,7 +160,117 @@ irisgen_scatter_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_scatter_args irisge
   irisgen::copy(((float*)irisgen_a.t_output), ((const float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))) + (int64_t)ctx.rank * n, n);
   // Nobody reads the root's input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 163 "generated/hip/scatter.hip"
+#line 164 "generated/hip/scatter.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+// ---- variant lamport (template scatter_lamport.hip.tmpl) ----
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_scatter_lamport_bf16(const IRISGEN_GRID_CONSTANT irisgen_scatter_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 6 "templates/scatter_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), w = ctx.world;
+  T* out = ((irisgen_bf16*)irisgen_a.t_output);
+  T* box = ((irisgen_bf16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, 1, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * n;
+  if (ctx.rank == root) {
+    const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+    if (irisgen::lamport_credit(ctx, k, ~0u))
+      for (int j = 0; j < w - 1; j++) {
+        const int p = (root + 1 + (int)((blockIdx.x + j) % (w - 1))) % w;  // spread the stores over the links
+        irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot, in + (int64_t)p * n, lo, hi);
+      }
+    irisgen::copy_block(out, in + (int64_t)root * n, lo, hi);
+  }
+  irisgen::advance();
+  if (ctx.rank != root) irisgen::lamport_get_row(ctx, out, box + slot, root, lo, hi, k);
+#line 202 "generated/hip/scatter.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_scatter_lamport_f16(const IRISGEN_GRID_CONSTANT irisgen_scatter_args irisgen_a) {
+  typedef irisgen_f16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 6 "templates/scatter_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), w = ctx.world;
+  T* out = ((irisgen_f16*)irisgen_a.t_output);
+  T* box = ((irisgen_f16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, 1, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * n;
+  if (ctx.rank == root) {
+    const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+    if (irisgen::lamport_credit(ctx, k, ~0u))
+      for (int j = 0; j < w - 1; j++) {
+        const int p = (root + 1 + (int)((blockIdx.x + j) % (w - 1))) % w;  // spread the stores over the links
+        irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot, in + (int64_t)p * n, lo, hi);
+      }
+    irisgen::copy_block(out, in + (int64_t)root * n, lo, hi);
+  }
+  irisgen::advance();
+  if (ctx.rank != root) irisgen::lamport_get_row(ctx, out, box + slot, root, lo, hi, k);
+#line 238 "generated/hip/scatter.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_scatter_lamport_f32(const IRISGEN_GRID_CONSTANT irisgen_scatter_args irisgen_a) {
+  typedef float T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 6 "templates/scatter_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), w = ctx.world;
+  T* out = ((float*)irisgen_a.t_output);
+  T* box = ((float*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, 1, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * n;
+  if (ctx.rank == root) {
+    const T* in = ((const float*)irisgen_a.t_input);
+    if (irisgen::lamport_credit(ctx, k, ~0u))
+      for (int j = 0; j < w - 1; j++) {
+        const int p = (root + 1 + (int)((blockIdx.x + j) % (w - 1))) % w;  // spread the stores over the links
+        irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot, in + (int64_t)p * n, lo, hi);
+      }
+    irisgen::copy_block(out, in + (int64_t)root * n, lo, hi);
+  }
+  irisgen::advance();
+  if (ctx.rank != root) irisgen::lamport_get_row(ctx, out, box + slot, root, lo, hi, k);
+#line 274 "generated/hip/scatter.hip"
   }();
   irisgen::end(ctx);
 }

@@ -4,12 +4,12 @@
 // ncclSend and ncclRecv); every rank launches it, the others only meet the two
 // at the barriers. src may equal dst.
 //
-// Spec hash 22e10b90cafe9b12: the Go wrappers carry the same value, and the runtime
+// Spec hash 0ce9d3cb110134ce: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_send_recv[] = "22e10b90cafe9b12";
+extern "C" __device__ const char irisgen_spec_hash_send_recv[] = "0ce9d3cb110134ce";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch
@@ -18,6 +18,7 @@ struct irisgen_send_recv_args {
   irisgen_ctx ctx;
   void* t_input;  // in [n], on rank src only
   void* t_output;  // out [n], on rank dst only
+  void* t_lamport;  // workspace [3, n]
   int64_t s_n;
   int64_t p_src;  // rank: 0 <= src < world
   int64_t p_dst;  // rank: 0 <= dst < world
@@ -42,7 +43,7 @@ irisgen_send_recv_push_bf16(const IRISGEN_GRID_CONSTANT irisgen_send_recv_args i
   if (ctx.rank == ((int)irisgen_a.p_src)) irisgen::copy(((irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_dst] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x))), ((const irisgen_bf16*)irisgen_a.t_input), n);
   // dst's output is complete.
   if (!irisgen::barrier(ctx)) return;
-#line 46 "generated/hip/send_recv.hip"
+#line 47 "generated/hip/send_recv.hip"
   }();
   irisgen::end(ctx);
 }
@@ -62,7 +63,7 @@ irisgen_send_recv_push_f16(const IRISGEN_GRID_CONSTANT irisgen_send_recv_args ir
   if (ctx.rank == ((int)irisgen_a.p_src)) irisgen::copy(((irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_dst] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x))), ((const irisgen_f16*)irisgen_a.t_input), n);
   // dst's output is complete.
   if (!irisgen::barrier(ctx)) return;
-#line 66 "generated/hip/send_recv.hip"
+#line 67 "generated/hip/send_recv.hip"
   }();
   irisgen::end(ctx);
 }
@@ -82,7 +83,7 @@ irisgen_send_recv_push_f32(const IRISGEN_GRID_CONSTANT irisgen_send_recv_args ir
   if (ctx.rank == ((int)irisgen_a.p_src)) irisgen::copy(((float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_dst] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x))), ((const float*)irisgen_a.t_input), n);
   // dst's output is complete.
   if (!irisgen::barrier(ctx)) return;
-#line 86 "generated/hip/send_recv.hip"
+#line 87 "generated/hip/send_recv.hip"
   }();
   irisgen::end(ctx);
 }
@@ -104,7 +105,7 @@ irisgen_send_recv_pull_bf16(const IRISGEN_GRID_CONSTANT irisgen_send_recv_args i
   if (ctx.rank == ((int)irisgen_a.p_dst)) irisgen::copy(((irisgen_bf16*)irisgen_a.t_output), ((const irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_src] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))), n);
   // Nobody reads src's input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 108 "generated/hip/send_recv.hip"
+#line 109 "generated/hip/send_recv.hip"
   }();
   irisgen::end(ctx);
 }
@@ -124,7 +125,7 @@ irisgen_send_recv_pull_f16(const IRISGEN_GRID_CONSTANT irisgen_send_recv_args ir
   if (ctx.rank == ((int)irisgen_a.p_dst)) irisgen::copy(((irisgen_f16*)irisgen_a.t_output), ((const irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_src] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))), n);
   // Nobody reads src's input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 128 "generated/hip/send_recv.hip"
+#line 129 "generated/hip/send_recv.hip"
   }();
   irisgen::end(ctx);
 }
@@ -144,7 +145,105 @@ irisgen_send_recv_pull_f32(const IRISGEN_GRID_CONSTANT irisgen_send_recv_args ir
   if (ctx.rank == ((int)irisgen_a.p_dst)) irisgen::copy(((float*)irisgen_a.t_output), ((const float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_src] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_input + blockIdx.x))), n);
   // Nobody reads src's input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 148 "generated/hip/send_recv.hip"
+#line 149 "generated/hip/send_recv.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+// ---- variant lamport (template send_recv_lamport.hip.tmpl) ----
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_send_recv_lamport_bf16(const IRISGEN_GRID_CONSTANT irisgen_send_recv_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 6 "templates/send_recv_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int src = ((int)irisgen_a.p_src), dst = ((int)irisgen_a.p_dst);
+  T* box = ((irisgen_bf16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, 1, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * n;
+  if (ctx.rank == ((int)irisgen_a.p_src)) {
+    const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+    if (ctx.rank == ((int)irisgen_a.p_dst)) irisgen::copy_block(((irisgen_bf16*)irisgen_a.t_output), in, lo, hi);
+    else if (irisgen::lamport_credit(ctx, k, 1u << dst))
+      irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (dst)) + slot, in, lo, hi);
+  }
+  irisgen::advance();
+  if (ctx.rank == ((int)irisgen_a.p_dst) && src != dst) irisgen::lamport_get_row(ctx, ((irisgen_bf16*)irisgen_a.t_output), box + slot, src, lo, hi, k);
+#line 183 "generated/hip/send_recv.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_send_recv_lamport_f16(const IRISGEN_GRID_CONSTANT irisgen_send_recv_args irisgen_a) {
+  typedef irisgen_f16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 6 "templates/send_recv_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int src = ((int)irisgen_a.p_src), dst = ((int)irisgen_a.p_dst);
+  T* box = ((irisgen_f16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, 1, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * n;
+  if (ctx.rank == ((int)irisgen_a.p_src)) {
+    const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+    if (ctx.rank == ((int)irisgen_a.p_dst)) irisgen::copy_block(((irisgen_f16*)irisgen_a.t_output), in, lo, hi);
+    else if (irisgen::lamport_credit(ctx, k, 1u << dst))
+      irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (dst)) + slot, in, lo, hi);
+  }
+  irisgen::advance();
+  if (ctx.rank == ((int)irisgen_a.p_dst) && src != dst) irisgen::lamport_get_row(ctx, ((irisgen_f16*)irisgen_a.t_output), box + slot, src, lo, hi, k);
+#line 215 "generated/hip/send_recv.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_send_recv_lamport_f32(const IRISGEN_GRID_CONSTANT irisgen_send_recv_args irisgen_a) {
+  typedef float T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 6 "templates/send_recv_lamport.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int src = ((int)irisgen_a.p_src), dst = ((int)irisgen_a.p_dst);
+  T* box = ((float*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, 1, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * n;
+  if (ctx.rank == ((int)irisgen_a.p_src)) {
+    const T* in = ((const float*)irisgen_a.t_input);
+    if (ctx.rank == ((int)irisgen_a.p_dst)) irisgen::copy_block(((float*)irisgen_a.t_output), in, lo, hi);
+    else if (irisgen::lamport_credit(ctx, k, 1u << dst))
+      irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (dst)) + slot, in, lo, hi);
+  }
+  irisgen::advance();
+  if (ctx.rank == ((int)irisgen_a.p_dst) && src != dst) irisgen::lamport_get_row(ctx, ((float*)irisgen_a.t_output), box + slot, src, lo, hi, k);
+#line 247 "generated/hip/send_recv.hip"
   }();
   irisgen::end(ctx);
 }

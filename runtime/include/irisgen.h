@@ -1129,6 +1129,90 @@ IRISGEN_DEV bool lamport_get(const irisgen_ctx& c, T* out, const T* slot, int64_
   return true;
 }
 
+// lamport_get_row copies elements [i0, i1) of row, a local slot row that
+// peer writes, into out, each load repeated until it has arrived (the
+// one-writer Lamport variants: broadcast, scatter, send_recv). The block's
+// threads share the work. False on timeout (error record set).
+template <typename T>
+IRISGEN_DEV bool lamport_get_row(const irisgen_ctx& c, T* out, const T* row, int peer, int64_t i0, int64_t i1, uint64_t call) {
+  const span<T> sp(row + i0, i1 - i0, same_align(out + i0, row + i0));
+  const int64_t tid = threadIdx.x, nt = blockDim.x;
+  auto one = [&](int64_t i) {
+    uint32_t b;
+    if (!lamport_wait1(c, row + i, &b, peer, call)) return false;
+    out[i] = with_bits<T>(b);
+    return true;
+  };
+  for (int64_t k = tid; k < sp.head; k += nt)
+    if (!one(i0 + k)) return false;
+  for (int64_t j = tid; j < sp.vecs; j += nt) {
+    const int64_t i = i0 + sp.head + j * vec<T>::N;
+    v16 v = vload_volatile(row + i);
+    if (!v16_arrived<T>(v) && !lamport_wait(c, row + i, &v, peer, call)) return false;
+    vstore(out + i, v);
+  }
+  for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt)
+    if (!one(i0 + k)) return false;
+  return true;
+}
+
+// Credits for the rooted Lamport variants. Where the writers of a slot
+// change from call to call (the root is a launch parameter), no rank's
+// progress waits on its readers' as in all_gather's ring of slots, so a
+// writer could come round to a slot its reader has not emptied. Each block
+// therefore tells every peer, once it has emptied the slot of call k-1, that
+// it is at call k (lamport_ack), in its row of the peers' barrier flags,
+// which these kernels use for a sync only at a plan's first call; and
+// before it stores into a peer's slot in call k (the slot of call k-3) it
+// waits until that peer has acked call k-2 (lamport_credit). Launched back
+// to back, the ack a writer waits for was sent two calls before: the wait is
+// one load of its own memory.
+
+// lamport_ack publishes call k of this block to every peer. Every thread's
+// stores before it (the emptied slot) are published with it.
+IRISGEN_DEV void lamport_ack(const irisgen_ctx& c, uint64_t k) {
+#ifdef IRISGEN_HIP
+  fence_release();
+#endif
+  __syncthreads();
+  const int t = threadIdx.x;
+  if (t < c.world && t != c.rank) {
+    uint64_t* flags = (uint64_t*)c.flags + (uint64_t)blockIdx.x * IRISGEN_MAX_WORLD;
+    store_release(detail::peer_ptr(c, flags + c.rank, t), ((uint64_t)c.check << 32) | (uint32_t)k);
+  }
+}
+
+// lamport_credit waits until every peer in the bit mask peers has acked call
+// k-2 of this block: its slot of call k is empty. Every thread gets the same
+// answer; false on timeout (error record set).
+IRISGEN_DEV bool lamport_credit(const irisgen_ctx& c, uint64_t k, uint32_t peers) {
+  block_state& s = state();
+  const int t = threadIdx.x;
+  if (k >= 3 && t < c.world && t != c.rank && ((peers >> t) & 1u)) {
+    const uint64_t* flags = (const uint64_t*)c.flags + (uint64_t)blockIdx.x * IRISGEN_MAX_WORLD;
+    const uint32_t e = (uint32_t)(k - 2);
+    if (!spin(c, [&] { return (int32_t)((uint32_t)load_acquire(flags + t) - e) >= 0; }, (uint32_t)t, k - 2, 0)) s.failed = 1;
+  }
+  __syncthreads();
+#ifdef IRISGEN_HIP
+  fence_acquire();
+#endif
+  return !s.failed;
+}
+
+// lamport_empty empties the block's part [i0, i1) of the three slots of rows
+// x n elements that make box, at a plan's first call, or else of the slot of
+// the call before; it returns the block's epoch, the call's number k but 0
+// at the first call, where the kernel then meets its peers ({{sync}}) and
+// counts it call 1. Then the kernel acks k (lamport_ack).
+template <typename T>
+IRISGEN_DEV uint64_t lamport_empty(T* box, int rows, int64_t n, int64_t i0, int64_t i1) {
+  const uint64_t k = epoch();
+  T* from = k == 0 ? box : box + (int64_t)((k + 2) % 3) * rows * n;
+  for (int r = 0; r < (k == 0 ? 3 * rows : rows); r++) lamport_clear(from + (int64_t)r * n, i0, i1);
+  return k;
+}
+
 // -------------------------------------------------- element atomics ----
 
 // atomic_apply (below) sets *p = Op(*p, v) atomically at system scope. f32

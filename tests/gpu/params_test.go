@@ -235,6 +235,27 @@ var paramCatalogue = []paramCase{
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return shiftPlan(collectives.NewShiftPullPlan(r, dt, n))
 		}},
+	// The Lamport variants.
+	{coll: "broadcast", variant: "lamport", inLen: nLen, outLen: nLen, ref: broadcastRef,
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
+			return rootPlan(collectives.NewBroadcastLamportPlan(r, dt, n))
+		}},
+	{coll: "reduce", variant: "lamport", reduces: true, inLen: nLen, outLen: nLen, ref: reduceRef,
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (pplan, error) {
+			return rootPlan(collectives.NewReduceLamportPlan(r, dt, redOp(op), n))
+		}},
+	{coll: "gather", variant: "lamport", inLen: nLen, outLen: wnLen, ref: gatherRef,
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
+			return rootPlan(collectives.NewGatherLamportPlan(r, dt, n))
+		}},
+	{coll: "scatter", variant: "lamport", inLen: wnLen, outLen: nLen, ref: scatterRef,
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
+			return rootPlan(collectives.NewScatterLamportPlan(r, dt, n))
+		}},
+	{coll: "send_recv", variant: "lamport", inLen: nLen, outLen: nLen, ref: sendRecvRef,
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
+			return pairPlan(collectives.NewSendRecvLamportPlan(r, dt, n))
+		}},
 	// The copy-engine variants.
 	{coll: "broadcast", variant: "copy_push", inLen: nLen, outLen: nLen, ref: broadcastRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {

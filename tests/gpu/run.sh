@@ -119,7 +119,7 @@ sanitize|initcheck-catalogue-a|90|185|initcheck: TestCatalogue at quick sizes, a
 sanitize|initcheck-catalogue-b|100|170|initcheck: TestCatalogue at quick sizes, reduce_scatter, all_gather, all_to_all
 sanitize|initcheck-params-a|115|280|initcheck: TestParamCollectives at quick sizes, broadcast and gather
 sanitize|initcheck-params-b|80|325|initcheck: TestParamCollectives at quick sizes, reduce and scatter
-sanitize|initcheck-params-c|70|215|initcheck: TestParamCollectives at quick sizes, send_recv and shift push and pull; TestParamRules
+sanitize|initcheck-params-c|70|215|initcheck: TestParamCollectives at quick sizes, send_recv and shift but copy_push; TestParamRules
 sanitize|initcheck-params-d|45|475|initcheck: send_recv's and shift's copy_push at quick sizes as processes: TestProcessWorld's params part (irisgen run -n N, a sanitizer to a rank)
 sanitize|initcheck-rmsnorm|110|190|initcheck: as racecheck-rmsnorm
 sanitize|initcheck-moe-a|160|215|initcheck: TestMoE's f32 cases at quick sizes (f16 is left out)
@@ -163,7 +163,7 @@ SAN_CAPTURE='^(TestCapture|TestParamCapture|TestRMSNormCapture|TestConvenience|T
 INIT_CATALOGUE_A='^all_reduce/'
 INIT_PARAMS_A='^(broadcast|gather)/'
 INIT_PARAMS_B='^(reduce|scatter)/'
-INIT_PARAMS_C='^(send_recv|shift)/(push|pull)$'
+INIT_PARAMS_C='^(send_recv|shift)/(push|pull|lamport)$'
 # Their copy-engine variants apart: under initcheck in a world of 4 a
 # rank's cuMemcpyAsync of send_recv copy_push never returned.
 INIT_PARAMS_D='^(send_recv|shift)/copy_push$'

@@ -11,7 +11,7 @@ import (
 
 // BroadcastSpecHash is the hash of github.com/irisgen/irisgen/specs/broadcast.yaml and the templates
 // it uses; the runtime refuses a code object of broadcast made from other ones (*irisrt.KernelError).
-const BroadcastSpecHash = "eb9cbdd4b1235abb"
+const BroadcastSpecHash = "c766f5f383df37d3"
 
 // broadcastDesc is broadcast in the package's descriptor table.
 var broadcastDesc = &table.Collectives[1]
@@ -24,6 +24,7 @@ const (
 	BroadcastPush          BroadcastVariant = "push"
 	BroadcastPull          BroadcastVariant = "pull"
 	BroadcastScatterGather BroadcastVariant = "scatter_gather"
+	BroadcastLamport       BroadcastVariant = "lamport"
 	BroadcastCopyPush      BroadcastVariant = "copy_push"
 )
 
@@ -119,6 +120,37 @@ func (p *BroadcastScatterGatherPlan) Launch(s gpu.Stream, input, output irisrt.T
 	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }
 
+// BroadcastLamportPlan is variant lamport of broadcast
+// (github.com/irisgen/irisgen/specs/broadcast.yaml).
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in [n], on rank root only): local_read; only this rank touches it: any device memory;
+//     checked on rank root only, the other ranks pass the zero irisrt.Tensor.
+//   - output (out [n]): local_write; only this rank touches it: any device memory.
+//
+// Parameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):
+//
+//   - root (int): a rank, 0 <= root < world.
+//
+// Workspace, on the heap and zeroed by the plan: lamport [3, n] (local_read + local_write +
+// remote_write).
+//
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+type BroadcastLamportPlan struct{ irisimpl.VariantPlan }
+
+// NewBroadcastLamportPlan makes a plan of broadcast/lamport for dt (f32, f16, bf16) and size n.
+func NewBroadcastLamportPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*BroadcastLamportPlan, error) {
+	return irisimpl.NewPlanOf[BroadcastLamportPlan](r, &broadcastDesc.Variants[3], dt, "", n)
+}
+
+// Launch checks the parameters and the tensors by the rules above and launches broadcast/lamport on s
+// in barrier mode mode.
+func (p *BroadcastLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
+}
+
 // BroadcastCopyPushPlan is variant copy_push of broadcast
 // (github.com/irisgen/irisgen/specs/broadcast.yaml).
 //
@@ -139,7 +171,7 @@ type BroadcastCopyPushPlan struct{ irisimpl.VariantPlan }
 
 // NewBroadcastCopyPushPlan makes a plan of broadcast/copy_push for dt (f32, f16, bf16) and size n.
 func NewBroadcastCopyPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*BroadcastCopyPushPlan, error) {
-	return irisimpl.NewPlanOf[BroadcastCopyPushPlan](r, &broadcastDesc.Variants[3], dt, "", n)
+	return irisimpl.NewPlanOf[BroadcastCopyPushPlan](r, &broadcastDesc.Variants[4], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches broadcast/copy_push on
