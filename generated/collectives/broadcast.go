@@ -19,14 +19,32 @@ var broadcastDesc = &table.Collectives[5]
 // BroadcastVariant selects a variant of broadcast for Broadcast.
 type BroadcastVariant string
 
-// The variants of broadcast; each has a plan type <Variant>Plan with its rules.
+// The variants of broadcast; each has a plan type <Variant>Plan with its rules. BroadcastAuto picks
+// one by world size and message size (BroadcastChoose).
 const (
 	BroadcastPush          BroadcastVariant = "push"
 	BroadcastPull          BroadcastVariant = "pull"
 	BroadcastScatterGather BroadcastVariant = "scatter_gather"
 	BroadcastLamport       BroadcastVariant = "lamport"
 	BroadcastCopyPush      BroadcastVariant = "copy_push"
+	BroadcastAuto          BroadcastVariant = "auto"
 )
+
+// BroadcastChoose is the variant BroadcastAuto runs on world ranks when the launch's largest tensor
+// has the given bytes, from specs/tuning/broadcast.yaml (measured: 4x NVIDIA H100 80GB HBM3 and 2x
+// NVIDIA H100 80GB HBM3, 2026-11-27, bf16, graph, irisgen bench). The first matching rule wins:
+//
+//   - world == 2 and bytes <= 4194304: lamport
+//   - world == 2 and bytes <= 16777216: pull
+//   - world == 2 and bytes <= 67108864: scatter_gather
+//   - world == 2: copy_push
+//   - world == 4 and bytes <= 1048576: lamport
+//   - world == 4: scatter_gather
+//   - bytes <= 1048576: lamport
+//   - otherwise: scatter_gather
+func BroadcastChoose(world int, bytes int64) BroadcastVariant {
+	return BroadcastVariant(broadcastDesc.Choose(world, bytes))
+}
 
 // Broadcast runs a variant of broadcast through the rank's plan cache (see the package doc), with the
 // sizes read from the tensors (n from output [n]). Copy rank `root`'s `input` into `output` on every

@@ -228,6 +228,16 @@ var table = irisimpl.Table{
 					{Vars: 1, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: -1, Param: 0, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}},
 				}},
 		},
+		Auto: []irismodel.AutoRule{
+			{World: 2, MaxBytes: 4194304, Variant: "lamport"},
+			{World: 2, MaxBytes: 16777216, Variant: "pull"},
+			{World: 2, MaxBytes: 67108864, Variant: "scatter_gather"},
+			{World: 2, Variant: "copy_push"},
+			{World: 4, MaxBytes: 1048576, Variant: "lamport"},
+			{World: 4, Variant: "scatter_gather"},
+			{MaxBytes: 1048576, Variant: "lamport"},
+			{Variant: "scatter_gather"},
+		},
 	}, {
 		Name: "gather", SpecHash: GatherSpecHash,
 		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
@@ -252,6 +262,15 @@ var table = irisimpl.Table{
 				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
 					{Vars: 1, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}, Rank: irismodel.RankExpr{Var: -1, Param: 0, Shift: -1}}},
 				}},
+		},
+		Auto: []irismodel.AutoRule{
+			{World: 2, MaxBytes: 4194304, Variant: "lamport"},
+			{World: 2, MaxBytes: 16777216, Variant: "push"},
+			{World: 2, Variant: "pull"},
+			{World: 4, MaxBytes: 67108864, Variant: "lamport"},
+			{World: 4, Variant: "push"},
+			{MaxBytes: 67108864, Variant: "lamport"},
+			{Variant: "push"},
 		},
 	}, {
 		Name: "moe_combine", SpecHash: MoeCombineSpecHash,
@@ -312,6 +331,14 @@ var table = irisimpl.Table{
 			{Name: "lamport", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 		},
+		Auto: []irismodel.AutoRule{
+			{World: 2, MaxBytes: 4194304, Variant: "lamport"},
+			{World: 2, Variant: "pull"},
+			{World: 4, MaxBytes: 1048576, Variant: "lamport"},
+			{World: 4, Variant: "split"},
+			{MaxBytes: 1048576, Variant: "lamport"},
+			{Variant: "split"},
+		},
 	}, {
 		Name: "reduce_scatter", SpecHash: ReduceScatterSpecHash,
 		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
@@ -327,6 +354,14 @@ var table = irisimpl.Table{
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 			{Name: "lamport", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+		},
+		Auto: []irismodel.AutoRule{
+			{World: 2, MaxBytes: 16777216, Variant: "lamport"},
+			{World: 2, Variant: "pull"},
+			{World: 4, MaxBytes: 16777216, Variant: "lamport"},
+			{World: 4, Variant: "pull"},
+			{MaxBytes: 16777216, Variant: "lamport"},
+			{Variant: "pull"},
 		},
 	}, {
 		Name: "residual_rmsnorm", SpecHash: ResidualRmsnormSpecHash,
@@ -370,6 +405,17 @@ var table = irisimpl.Table{
 					{Vars: 1, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}, Rank: irismodel.RankExpr{Var: -1, Param: 0, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}},
 				}},
 		},
+		Auto: []irismodel.AutoRule{
+			{World: 2, MaxBytes: 16777216, Variant: "lamport"},
+			{World: 2, MaxBytes: 67108864, Variant: "push"},
+			{World: 2, Variant: "copy_push"},
+			{World: 4, MaxBytes: 16777216, Variant: "lamport"},
+			{World: 4, MaxBytes: 67108864, Variant: "pull"},
+			{World: 4, Variant: "copy_push"},
+			{MaxBytes: 16777216, Variant: "lamport"},
+			{MaxBytes: 67108864, Variant: "pull"},
+			{Variant: "copy_push"},
+		},
 	}, {
 		Name: "send_recv", SpecHash: SendRecvSpecHash,
 		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
@@ -396,6 +442,14 @@ var table = irisimpl.Table{
 					{Vars: 0, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: -1, Param: 0, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: -1, Param: 1, Shift: -1}}},
 				}},
 		},
+		Auto: []irismodel.AutoRule{
+			{World: 2, MaxBytes: 4194304, Variant: "lamport"},
+			{World: 2, Variant: "pull"},
+			{World: 4, MaxBytes: 4194304, Variant: "lamport"},
+			{World: 4, Variant: "pull"},
+			{MaxBytes: 4194304, Variant: "lamport"},
+			{Variant: "pull"},
+		},
 	}, {
 		Name: "shift", SpecHash: ShiftSpecHash,
 		DTypes: []irismodel.DType{irismodel.F32, irismodel.F16, irismodel.BF16},
@@ -417,6 +471,14 @@ var table = irisimpl.Table{
 				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
 					{Vars: 1, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: 0}}},
 				}},
+		},
+		Auto: []irismodel.AutoRule{
+			{World: 2, MaxBytes: 67108864, Variant: "push"},
+			{World: 2, Variant: "copy_push"},
+			{World: 4, MaxBytes: 67108864, Variant: "push"},
+			{World: 4, Variant: "copy_push"},
+			{MaxBytes: 67108864, Variant: "push"},
+			{Variant: "copy_push"},
 		},
 	}},
 }

@@ -19,13 +19,30 @@ var gatherDesc = &table.Collectives[6]
 // GatherVariant selects a variant of gather for Gather.
 type GatherVariant string
 
-// The variants of gather; each has a plan type <Variant>Plan with its rules.
+// The variants of gather; each has a plan type <Variant>Plan with its rules. GatherAuto picks one by
+// world size and message size (GatherChoose).
 const (
 	GatherPull     GatherVariant = "pull"
 	GatherPush     GatherVariant = "push"
 	GatherLamport  GatherVariant = "lamport"
 	GatherCopyPush GatherVariant = "copy_push"
+	GatherAuto     GatherVariant = "auto"
 )
+
+// GatherChoose is the variant GatherAuto runs on world ranks when the launch's largest tensor has the
+// given bytes, from specs/tuning/gather.yaml (measured: 4x NVIDIA H100 80GB HBM3 and 2x NVIDIA H100
+// 80GB HBM3, 2026-11-27, bf16, graph, irisgen bench). The first matching rule wins:
+//
+//   - world == 2 and bytes <= 4194304: lamport
+//   - world == 2 and bytes <= 16777216: push
+//   - world == 2: pull
+//   - world == 4 and bytes <= 67108864: lamport
+//   - world == 4: push
+//   - bytes <= 67108864: lamport
+//   - otherwise: push
+func GatherChoose(world int, bytes int64) GatherVariant {
+	return GatherVariant(gatherDesc.Choose(world, bytes))
+}
 
 // Gather runs a variant of gather through the rank's plan cache (see the package doc), with the sizes
 // read from the tensors (n from input [n]). Gather every rank's `input` into `output` on rank `root`;

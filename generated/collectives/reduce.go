@@ -19,12 +19,28 @@ var reduceDesc = &table.Collectives[9]
 // ReduceVariant selects a variant of reduce for Reduce.
 type ReduceVariant string
 
-// The variants of reduce; each has a plan type <Variant>Plan with its rules.
+// The variants of reduce; each has a plan type <Variant>Plan with its rules. ReduceAuto picks one by
+// world size and message size (ReduceChoose).
 const (
 	ReducePull    ReduceVariant = "pull"
 	ReduceSplit   ReduceVariant = "split"
 	ReduceLamport ReduceVariant = "lamport"
+	ReduceAuto    ReduceVariant = "auto"
 )
+
+// ReduceChoose is the variant ReduceAuto runs on world ranks when the launch's largest tensor has the
+// given bytes, from specs/tuning/reduce.yaml (measured: 4x NVIDIA H100 80GB HBM3 and 2x NVIDIA H100
+// 80GB HBM3, 2026-11-27, bf16, graph, irisgen bench). The first matching rule wins:
+//
+//   - world == 2 and bytes <= 4194304: lamport
+//   - world == 2: pull
+//   - world == 4 and bytes <= 1048576: lamport
+//   - world == 4: split
+//   - bytes <= 1048576: lamport
+//   - otherwise: split
+func ReduceChoose(world int, bytes int64) ReduceVariant {
+	return ReduceVariant(reduceDesc.Choose(world, bytes))
+}
 
 // ReduceOp is a reduction operator of reduce.
 type ReduceOp string

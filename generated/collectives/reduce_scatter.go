@@ -19,11 +19,28 @@ var reduceScatterDesc = &table.Collectives[10]
 // ReduceScatterVariant selects a variant of reduce_scatter for ReduceScatter.
 type ReduceScatterVariant string
 
-// The variants of reduce_scatter; each has a plan type <Variant>Plan with its rules.
+// The variants of reduce_scatter; each has a plan type <Variant>Plan with its rules. ReduceScatterAuto
+// picks one by world size and message size (ReduceScatterChoose).
 const (
 	ReduceScatterPull    ReduceScatterVariant = "pull"
 	ReduceScatterLamport ReduceScatterVariant = "lamport"
+	ReduceScatterAuto    ReduceScatterVariant = "auto"
 )
+
+// ReduceScatterChoose is the variant ReduceScatterAuto runs on world ranks when the launch's largest
+// tensor has the given bytes, from specs/tuning/reduce_scatter.yaml (measured: 4x NVIDIA H100 80GB
+// HBM3 and 2x NVIDIA H100 80GB HBM3, 2026-11-27, bf16, graph, irisgen bench). The first matching rule
+// wins:
+//
+//   - world == 2 and bytes <= 16777216: lamport
+//   - world == 2: pull
+//   - world == 4 and bytes <= 16777216: lamport
+//   - world == 4: pull
+//   - bytes <= 16777216: lamport
+//   - otherwise: pull
+func ReduceScatterChoose(world int, bytes int64) ReduceScatterVariant {
+	return ReduceScatterVariant(reduceScatterDesc.Choose(world, bytes))
+}
 
 // ReduceScatterOp is a reduction operator of reduce_scatter.
 type ReduceScatterOp string

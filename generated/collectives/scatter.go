@@ -19,13 +19,32 @@ var scatterDesc = &table.Collectives[12]
 // ScatterVariant selects a variant of scatter for Scatter.
 type ScatterVariant string
 
-// The variants of scatter; each has a plan type <Variant>Plan with its rules.
+// The variants of scatter; each has a plan type <Variant>Plan with its rules. ScatterAuto picks one by
+// world size and message size (ScatterChoose).
 const (
 	ScatterPush     ScatterVariant = "push"
 	ScatterPull     ScatterVariant = "pull"
 	ScatterLamport  ScatterVariant = "lamport"
 	ScatterCopyPush ScatterVariant = "copy_push"
+	ScatterAuto     ScatterVariant = "auto"
 )
+
+// ScatterChoose is the variant ScatterAuto runs on world ranks when the launch's largest tensor has
+// the given bytes, from specs/tuning/scatter.yaml (measured: 4x NVIDIA H100 80GB HBM3 and 2x NVIDIA
+// H100 80GB HBM3, 2026-11-27, bf16, graph, irisgen bench). The first matching rule wins:
+//
+//   - world == 2 and bytes <= 16777216: lamport
+//   - world == 2 and bytes <= 67108864: push
+//   - world == 2: copy_push
+//   - world == 4 and bytes <= 16777216: lamport
+//   - world == 4 and bytes <= 67108864: pull
+//   - world == 4: copy_push
+//   - bytes <= 16777216: lamport
+//   - bytes <= 67108864: pull
+//   - otherwise: copy_push
+func ScatterChoose(world int, bytes int64) ScatterVariant {
+	return ScatterVariant(scatterDesc.Choose(world, bytes))
+}
 
 // Scatter runs a variant of scatter through the rank's plan cache (see the package doc), with the
 // sizes read from the tensors (n from output [n]). Send slice r of rank `root`'s `input` to rank r's

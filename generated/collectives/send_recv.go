@@ -19,13 +19,29 @@ var sendRecvDesc = &table.Collectives[13]
 // SendRecvVariant selects a variant of send_recv for SendRecv.
 type SendRecvVariant string
 
-// The variants of send_recv; each has a plan type <Variant>Plan with its rules.
+// The variants of send_recv; each has a plan type <Variant>Plan with its rules. SendRecvAuto picks one
+// by world size and message size (SendRecvChoose).
 const (
 	SendRecvPush     SendRecvVariant = "push"
 	SendRecvPull     SendRecvVariant = "pull"
 	SendRecvLamport  SendRecvVariant = "lamport"
 	SendRecvCopyPush SendRecvVariant = "copy_push"
+	SendRecvAuto     SendRecvVariant = "auto"
 )
+
+// SendRecvChoose is the variant SendRecvAuto runs on world ranks when the launch's largest tensor has
+// the given bytes, from specs/tuning/send_recv.yaml (measured: 4x NVIDIA H100 80GB HBM3 and 2x NVIDIA
+// H100 80GB HBM3, 2026-11-27, bf16, graph, irisgen bench). The first matching rule wins:
+//
+//   - world == 2 and bytes <= 4194304: lamport
+//   - world == 2: pull
+//   - world == 4 and bytes <= 4194304: lamport
+//   - world == 4: pull
+//   - bytes <= 4194304: lamport
+//   - otherwise: pull
+func SendRecvChoose(world int, bytes int64) SendRecvVariant {
+	return SendRecvVariant(sendRecvDesc.Choose(world, bytes))
+}
 
 // SendRecv runs a variant of send_recv through the rank's plan cache (see the package doc). Rank `src`
 // sends its `input` to rank `dst`'s `output` (NCCL's ncclSend and ncclRecv); every rank launches it,

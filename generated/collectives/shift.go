@@ -19,12 +19,28 @@ var shiftDesc = &table.Collectives[14]
 // ShiftVariant selects a variant of shift for Shift.
 type ShiftVariant string
 
-// The variants of shift; each has a plan type <Variant>Plan with its rules.
+// The variants of shift; each has a plan type <Variant>Plan with its rules. ShiftAuto picks one by
+// world size and message size (ShiftChoose).
 const (
 	ShiftPush     ShiftVariant = "push"
 	ShiftPull     ShiftVariant = "pull"
 	ShiftCopyPush ShiftVariant = "copy_push"
+	ShiftAuto     ShiftVariant = "auto"
 )
+
+// ShiftChoose is the variant ShiftAuto runs on world ranks when the launch's largest tensor has the
+// given bytes, from specs/tuning/shift.yaml (measured: 4x NVIDIA H100 80GB HBM3 and 2x NVIDIA H100
+// 80GB HBM3, 2026-11-27, bf16, graph, irisgen bench). The first matching rule wins:
+//
+//   - world == 2 and bytes <= 67108864: push
+//   - world == 2: copy_push
+//   - world == 4 and bytes <= 67108864: push
+//   - world == 4: copy_push
+//   - bytes <= 67108864: push
+//   - otherwise: copy_push
+func ShiftChoose(world int, bytes int64) ShiftVariant {
+	return ShiftVariant(shiftDesc.Choose(world, bytes))
+}
 
 // Shift runs a variant of shift through the rank's plan cache (see the package doc), with the sizes
 // read from the tensors (n from input [n]). A ring shift: every rank sends its `input` to rank (rank +

@@ -84,7 +84,7 @@ full|large|45|50|TestLargeOffsets (1.25 GiB a rank past the first GiB), TestPara
 full|params|70|145|TestParamCollectives up to 64Mi, TestParamRules, TestParamBackToBack, TestParamCapture
 full|rmsnorm|45|40|TestRMSNorm and TestRMSNormAuto up to 2048 tokens, TestRMSNormRules, TestRMSNormBackToBack, TestRMSNormCapture
 full|moe|40|70|TestMoE (with 8192 x 7168, k 8), TestMoEGraph, TestMoEBadExpert, TestMoECapacity
-full|launches|55|70|TestBackToBack, TestCapture, TestGroups, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests, TestLaunchTail
+full|launches|55|70|TestBackToBack, TestCapture, TestGroups, TestConvenience, TestParamConvenience, TestPlacementAndAliasing, the barrier and heap tests, TestLaunchTail
 full|faults|100|94|the fault tests (refused and mismatched launches included) and TestBarrierVisibility and TestProbeProcessWorld in both worlds, the platform tests, irisgen probe in both worlds, the downstream example in both worlds
 full|proc-catalogue-a|50|64|irisgen run -n N: TestProcessWorld's catalogue up to 64Mi, the variants of catalogue-a
 full|proc-catalogue-b|50|62|irisgen run -n N: TestProcessWorld's catalogue up to 64Mi, the variants of catalogue-b
@@ -100,7 +100,7 @@ sanitize|memcheck-params|65|158|memcheck: TestParamCollectives up to 64Mi, TestP
 sanitize|memcheck-rmsnorm|23|33|memcheck: TestRMSNorm and TestRMSNormAuto up to 2048 tokens, TestRMSNormRules
 sanitize|memcheck-moe|65|92|memcheck: TestMoE (with 8192 x 7168), TestMoEGraph, TestMoEBadExpert, TestMoECapacity
 sanitize|memcheck-b2b|53|108|memcheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups
-sanitize|memcheck-capture|10|20|memcheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests
+sanitize|memcheck-capture|10|20|memcheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestParamConvenience, TestPlacementAndAliasing, the barrier and heap tests
 sanitize|memcheck-processes-a|40|70|memcheck, irisgen run -n N, quick sizes: TestProcessWorld's barriers, catalogue, back-to-back and rules, convenience calls, capture and groups; TestRMSNormProcessWorld
 sanitize|memcheck-processes-b|41|92|memcheck, irisgen run -n N, quick sizes: TestProcessWorld's MoE cases and graph and collectives with parameters
 sanitize|racecheck-catalogue|63|107|racecheck: TestCatalogue at quick sizes
@@ -108,7 +108,7 @@ sanitize|racecheck-params|59|165|racecheck: TestParamCollectives, TestParamRules
 sanitize|racecheck-rmsnorm|94|114|racecheck: TestRMSNorm, TestRMSNormAuto, TestRMSNormRules at quick sizes
 sanitize|racecheck-moe|68|107|racecheck: TestMoE, TestMoEGraph, TestMoEBadExpert, TestMoECapacity at quick sizes
 sanitize|racecheck-b2b|314|406|racecheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups at quick sizes
-sanitize|racecheck-capture|146|179|racecheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestPlacementAndAliasing, the barrier and heap tests
+sanitize|racecheck-capture|146|179|racecheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestParamConvenience, TestPlacementAndAliasing, the barrier and heap tests
 sanitize|synccheck-catalogue|18|42|synccheck: as racecheck-catalogue
 sanitize|synccheck-params|18|62|synccheck: as racecheck-params
 sanitize|synccheck-rmsnorm|11|17|synccheck: as racecheck-rmsnorm
@@ -143,7 +143,7 @@ MOE='^(TestMoE|TestMoEGraph|TestMoEBadExpert|TestMoECapacity)$'
 # initcheck takes TestMoE in two halves by dtype (its third name level):
 # all of it, about 330 s on 2 GPUs, would not fit a shard on 4.
 MOE_HALF='^TestMoE$/^world[0-9]+$/^(f32|f16)$'
-LAUNCHES='^(TestBackToBack|TestCapture|TestGroups|TestConvenience|TestPlacementAndAliasing|TestHeapTranslation|TestHostBarrier|TestDeviceBarrier|TestBarrierTimeout|TestLaunchTail)$'
+LAUNCHES='^(TestBackToBack|TestCapture|TestGroups|TestConvenience|TestParamConvenience|TestPlacementAndAliasing|TestHeapTranslation|TestHostBarrier|TestDeviceBarrier|TestBarrierTimeout|TestLaunchTail)$'
 FAULTS='^(TestFaultTimeoutRecovery|TestFaultKilledRank|TestFaultReplay|TestFaultRefusedLaunch|TestFaultRefusedCopyLaunch|TestFaultCopyReleasePending|TestFaultMismatchedLaunch|TestGraphUseGuard|TestBarrierVisibility|TestProbeProcessWorld)$'
 # The sanitizers' families: the kernel tests, without the timing and fault
 # tests (a sanitizer adds nothing to what they check, and slows the timings
@@ -156,7 +156,7 @@ SAN_CATALOGUE='^TestCatalogue$'
 SAN_PARAMS='^(TestParamCollectives|TestParamRules)$'
 SAN_RMSNORM='^(TestRMSNorm|TestRMSNormAuto|TestRMSNormRules)$'
 SAN_B2B='^(TestBackToBack|TestParamBackToBack|TestRMSNormBackToBack|TestGroups)$'
-SAN_CAPTURE='^(TestCapture|TestParamCapture|TestRMSNormCapture|TestConvenience|TestPlacementAndAliasing|TestHeapTranslation|TestHostBarrier|TestDeviceBarrier|TestBarrierTimeout)$'
+SAN_CAPTURE='^(TestCapture|TestParamCapture|TestRMSNormCapture|TestConvenience|TestParamConvenience|TestPlacementAndAliasing|TestHeapTranslation|TestHostBarrier|TestDeviceBarrier|TestBarrierTimeout)$'
 # initcheck's shards of the catalogue and of the collectives with
 # parameters, by variant: whole, each took 209 and 390 s on 2 H100s and
 # would not fit a shard on 4.

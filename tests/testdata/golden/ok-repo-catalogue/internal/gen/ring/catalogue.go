@@ -79,6 +79,16 @@ var table = irisimpl.Table{
 					{Vars: 1, From: irismodel.CopyEnd{Tensor: 0, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: -1, Param: 0, Shift: -1}}, To: irismodel.CopyEnd{Tensor: 1, Block: irismodel.NoRank, Rank: irismodel.RankExpr{Var: 0, Param: -1, Shift: -1}}},
 				}},
 		},
+		Auto: []irismodel.AutoRule{
+			{World: 2, MaxBytes: 4194304, Variant: "lamport"},
+			{World: 2, MaxBytes: 16777216, Variant: "pull"},
+			{World: 2, MaxBytes: 67108864, Variant: "scatter_gather"},
+			{World: 2, Variant: "copy_push"},
+			{World: 4, MaxBytes: 1048576, Variant: "lamport"},
+			{World: 4, Variant: "scatter_gather"},
+			{MaxBytes: 1048576, Variant: "lamport"},
+			{Variant: "scatter_gather"},
+		},
 	}, {
 		Name: "ring_shift", SpecHash: RingShiftSpecHash,
 		DTypes: []irismodel.DType{irismodel.F32, irismodel.BF16},
