@@ -11,11 +11,11 @@ import (
 // a rank, one element a slot row (the blocks and elements of a kernel run
 // the same protocol side by side, each on its own part of the slots and its
 // own row of the flags), every store and wait a step of its own (but a
-// rank's acks, one step). The model checks that no writer stores into a slot row its reader has not emptied,
-// that no rank empties a slot row holding data it has not read, that every
-// reader gets the data of its call from its writer, and that no state
-// waits for ever, for every sequence of roots (sources and destinations)
-// over the calls.
+// rank's acks, one step). The model checks that no writer stores into a
+// slot row its reader has not emptied, that no rank empties a slot row
+// holding data it has not read, that every reader gets the data of its
+// call from its writer, and that no state waits for ever, for every
+// sequence of roots (sources and destinations) over the calls.
 
 // lamportShape is who stores into whose slot in a call of one collective,
 // for the launch parameter a (root, or src * w + dst).
