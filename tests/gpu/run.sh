@@ -117,10 +117,11 @@ sanitize|synccheck-b2b|46|77|synccheck: as racecheck-b2b
 sanitize|synccheck-capture|10|16|synccheck: as racecheck-capture
 sanitize|initcheck-catalogue-a|90|185|initcheck: TestCatalogue at quick sizes, all_reduce
 sanitize|initcheck-catalogue-b|100|170|initcheck: TestCatalogue at quick sizes, reduce_scatter, all_gather, all_to_all
-sanitize|initcheck-params-a|115|280|initcheck: TestParamCollectives at quick sizes, broadcast and gather
-sanitize|initcheck-params-b|80|325|initcheck: TestParamCollectives at quick sizes, reduce and scatter
-sanitize|initcheck-params-c|70|215|initcheck: TestParamCollectives at quick sizes, send_recv and shift but copy_push; TestParamRules
+sanitize|initcheck-params-a|115|280|initcheck: TestParamCollectives at quick sizes, broadcast and gather but lamport
+sanitize|initcheck-params-b|80|325|initcheck: TestParamCollectives at quick sizes, reduce and scatter but lamport
+sanitize|initcheck-params-c|70|215|initcheck: TestParamCollectives at quick sizes, send_recv and shift push and pull; TestParamRules
 sanitize|initcheck-params-d|45|475|initcheck: send_recv's and shift's copy_push at quick sizes as processes: TestProcessWorld's params part (irisgen run -n N, a sanitizer to a rank)
+sanitize|initcheck-lamport|40|150|initcheck: TestParamCollectives at quick sizes, the lamport variants (broadcast, reduce, gather, scatter, send_recv)
 sanitize|initcheck-rmsnorm|110|190|initcheck: as racecheck-rmsnorm
 sanitize|initcheck-moe-a|160|215|initcheck: TestMoE's f32 cases at quick sizes (f16 is left out)
 sanitize|initcheck-moe-b|293|460|initcheck: TestMoE's bf16 cases at quick sizes, TestMoEGraph (10 graph rounds), TestMoEBadExpert, TestMoECapacity
@@ -161,12 +162,15 @@ SAN_CAPTURE='^(TestCapture|TestParamCapture|TestRMSNormCapture|TestConvenience|T
 # parameters, by variant: whole, each took 209 and 390 s on 2 H100s and
 # would not fit a shard on 4.
 INIT_CATALOGUE_A='^all_reduce/'
-INIT_PARAMS_A='^(broadcast|gather)/'
-INIT_PARAMS_B='^(reduce|scatter)/'
-INIT_PARAMS_C='^(send_recv|shift)/(push|pull|lamport)$'
+INIT_PARAMS_A='^(broadcast|gather)/(push|pull|scatter_gather|copy_push)$'
+INIT_PARAMS_B='^(reduce|scatter)/(push|pull|split|copy_push)$'
+INIT_PARAMS_C='^(send_recv|shift)/(push|pull)$'
 # Their copy-engine variants apart: under initcheck in a world of 4 a
 # rank's cuMemcpyAsync of send_recv copy_push never returned.
 INIT_PARAMS_D='^(send_recv|shift)/copy_push$'
+# The Lamport variants apart: with them params-b would not fit a shard on 4
+# GPUs (it took 402 s without them).
+INIT_PARAMS_LAMPORT='/lamport$'
 # The copy-engine variants (IRISGEN_TEST_VARIANTS), and the tests that
 # capture them: initcheck takes their replays in a shard of their own.
 COPY_VARIANTS='copy_push$'
@@ -260,6 +264,7 @@ shard_steps() {
     initcheck/params-a) gotest params '^TestParamCollectives$' '' IRISGEN_TEST_VARIANTS="$INIT_PARAMS_A" ;;
     initcheck/params-b) gotest params '^TestParamCollectives$' '' IRISGEN_TEST_VARIANTS="$INIT_PARAMS_B" ;;
     initcheck/params-c) gotest params "$SAN_PARAMS" '' IRISGEN_TEST_VARIANTS="$INIT_PARAMS_C" ;;
+    initcheck/lamport) gotest params '^TestParamCollectives$' '' IRISGEN_TEST_VARIANTS="$INIT_PARAMS_LAMPORT" ;;
     # The copy_push variants as processes, a sanitizer to a rank (the
     # matrix alone: no replays, which initcheck cannot run). Not
     # in-process: there, in a world of 4, one rank's host thread never
