@@ -98,12 +98,23 @@ type lamportState struct {
 
 func (m *lamportModel) tag(k, writer int) int { return k*16 + writer + 1 }
 
-// step returns the states rank r can move to from s (none when it waits or
-// is done), or an error when the move breaks a rule.
-func (m *lamportModel) step(s lamportState, r int) ([]lamportState, error) {
+// nextEdge is the index of the first edge of es from index from on that
+// belongs to rank r's side (writer or reader), -1 when there is none.
+func nextEdge(es []lamportEdge, from, r int, writer bool) int {
+	for i := from; i < len(es); i++ {
+		if writer && es[i].writer == r || !writer && es[i].reader == r {
+			return i
+		}
+	}
+	return -1
+}
+
+// step returns the state rank r moves to from s, false when it waits or is
+// done, or an error when the move breaks a rule.
+func (m *lamportModel) step(s lamportState, r int) (lamportState, bool, error) {
 	k := s.k[r]
 	if k > len(m.calls) {
-		return nil, nil
+		return s, false, nil
 	}
 	es := m.edges[k-1]
 	next := s
@@ -117,7 +128,7 @@ func (m *lamportModel) step(s lamportState, r int) ([]lamportState, error) {
 		for _, sl := range slots {
 			for row := range m.rows {
 				if v := s.box[r][sl][row]; v != 0 && (k == 1 || v/16 != k-1) {
-					return nil, fmt.Errorf("rank %d call %d empties slot %d row %d holding call %d's data", r, k, sl, row, v/16)
+					return s, false, fmt.Errorf("rank %d call %d empties slot %d row %d holding call %d's data", r, k, sl, row, v/16)
 				}
 				next.box[r][sl][row] = 0
 			}
@@ -137,7 +148,7 @@ func (m *lamportModel) step(s lamportState, r int) ([]lamportState, error) {
 	case pcSyncIn:
 		for p := range m.w {
 			if p != r && s.flags[r][p] < 1 {
-				return nil, nil
+				return s, false, nil
 			}
 		}
 		advance(pcAck)
@@ -151,45 +162,38 @@ func (m *lamportModel) step(s lamportState, r int) ([]lamportState, error) {
 	case pcCredit:
 		for _, e := range es {
 			if e.writer == r && k > m.lag && s.flags[r][e.reader] < k-m.lag {
-				return nil, nil
+				return s, false, nil
 			}
 		}
 		advance(pcPut)
 	case pcPut:
-		for i := s.sub[r]; i <= len(es); i++ {
-			if i == len(es) {
-				advance(pcGet)
-				break
-			}
-			if e := es[i]; e.writer == r {
-				if v := s.box[e.reader][k%3][e.row]; v != 0 {
-					return nil, fmt.Errorf("rank %d call %d stores into rank %d's slot %d row %d, which holds call %d's data", r, k, e.reader, k%3, e.row, v/16)
-				}
-				next.box[e.reader][k%3][e.row] = m.tag(k, r)
-				next.sub[r] = i + 1
-				break
-			}
+		i := nextEdge(es, s.sub[r], r, true)
+		if i < 0 {
+			advance(pcGet)
+			break
 		}
+		e := es[i]
+		if v := s.box[e.reader][k%3][e.row]; v != 0 {
+			return s, false, fmt.Errorf("rank %d call %d stores into rank %d's slot %d row %d, which holds call %d's data", r, k, e.reader, k%3, e.row, v/16)
+		}
+		next.box[e.reader][k%3][e.row] = m.tag(k, r)
+		next.sub[r] = i + 1
 	case pcGet:
-		for i := s.sub[r]; i <= len(es); i++ {
-			if i == len(es) {
-				next.k[r], next.pc[r], next.sub[r] = k+1, pcEmpty, 0
-				break
-			}
-			if e := es[i]; e.reader == r {
-				v := s.box[r][k%3][e.row]
-				if v == 0 {
-					return nil, nil
-				}
-				if v != m.tag(k, e.writer) {
-					return nil, fmt.Errorf("rank %d call %d reads call %d's data from rank %d, want call %d's from rank %d", r, k, v/16, v%16-1, k, e.writer)
-				}
-				next.sub[r] = i + 1
-				break
-			}
+		i := nextEdge(es, s.sub[r], r, false)
+		if i < 0 {
+			next.k[r], next.pc[r], next.sub[r] = k+1, pcEmpty, 0
+			break
 		}
+		e := es[i]
+		switch v := s.box[r][k%3][e.row]; {
+		case v == 0:
+			return s, false, nil
+		case v != m.tag(k, e.writer):
+			return s, false, fmt.Errorf("rank %d call %d reads call %d's data from rank %d, want call %d's from rank %d", r, k, v/16, v%16-1, k, e.writer)
+		}
+		next.sub[r] = i + 1
 	}
-	return []lamportState{next}, nil
+	return next, true, nil
 }
 
 // explore visits every state reachable from the start and returns the
@@ -206,11 +210,11 @@ func (m *lamportModel) explore() (int, error) {
 		stack = stack[:len(stack)-1]
 		moved := false
 		for r := range m.w {
-			nexts, err := m.step(s, r)
+			n, ok, err := m.step(s, r)
 			if err != nil {
 				return len(seen), err
 			}
-			for _, n := range nexts {
+			if ok {
 				moved = true
 				if !seen[n] {
 					seen[n] = true
