@@ -101,7 +101,7 @@ func TestProbeOnFake(t *testing.T) {
 	prog, stdout, stderr := fake(t, 2)
 	code := prog.Run([]string{"probe", "-n", "2", "-replays", "2", "-elems", "9", "-collectives", "all_gather,broadcast", "-package", catalogue})
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	assert.Contains(t, stdout.String(), "all 45 claims hold") // all_gather 5 x 3 modes; broadcast (3 + copy_push) x 3 modes x 2 roots
+	assert.Contains(t, stdout.String(), "all 51 claims hold") // all_gather 5 x 3 modes; broadcast 6 variants x 3 modes x 2 roots
 	assert.Contains(t, stdout.String(), catalogue)
 	assert.Contains(t, stdout.String(), "broadcast   push")
 }

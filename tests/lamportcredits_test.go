@@ -15,7 +15,9 @@ import (
 // slot row its reader has not emptied, that no rank empties a slot row
 // holding data it has not read, that every reader gets the data of its
 // call from its writer, and that no state waits for ever, for every
-// sequence of roots (sources and destinations) over the calls.
+// sequence of roots (sources and destinations) over the calls. A rank that
+// forwards (broadcast lamport_relay) reads its row before it stores what it
+// read into its peers'.
 
 // lamportShape is who stores into whose slot in a call of one collective,
 // for the launch parameter a (root, or src * w + dst).
@@ -25,6 +27,7 @@ type lamportShape struct {
 	args  func(w int) int              // values of the parameter
 	first []int                        // the first call's: one of each class of sequences alike but for the ranks' names
 	edges func(w, a int) []lamportEdge // the stores of a call
+	relay bool                         // a rank that reads and stores in a call forwards: it reads first
 }
 
 // lamportEdge is one store of a call: writer into row of reader's slot.
@@ -39,7 +42,7 @@ var lamportShapes = []lamportShape{
 			}
 		}
 		return es
-	}},
+	}, false},
 	{"gather, reduce", func(w int) int { return w }, func(w int) int { return w }, []int{0}, func(w, root int) []lamportEdge {
 		var es []lamportEdge
 		for p := range w {
@@ -48,13 +51,31 @@ var lamportShapes = []lamportShape{
 			}
 		}
 		return es
-	}},
+	}, false},
 	{"send_recv", func(int) int { return 1 }, func(w int) int { return w * w }, []int{0, 1}, func(w, a int) []lamportEdge { // a = src * w + dst: first 0 -> 0 and 0 -> 1
 		if src, dst := a/w, a%w; src != dst {
 			return []lamportEdge{{src, dst, 0}}
 		}
 		return nil
-	}},
+	}, false},
+	relayShape(0),
+	relayShape(1),
+}
+
+// relayShape is broadcast lamport_relay's block b: the root stores into the
+// slot of its relay, rank root+1+b mod (w-1), which stores what it read
+// into the other ranks' slots.
+func relayShape(b int) lamportShape {
+	return lamportShape{fmt.Sprintf("broadcast relay, block %d", b), func(int) int { return 1 }, func(w int) int { return w }, []int{0}, func(w, root int) []lamportEdge {
+		relay := (root + 1 + b%(w-1)) % w
+		es := []lamportEdge{{root, relay, 0}}
+		for p := range w {
+			if p != root && p != relay {
+				es = append(es, lamportEdge{relay, p, 0})
+			}
+		}
+		return es
+	}, true}
 }
 
 // The steps of a call, in a rank's program order.
@@ -75,12 +96,13 @@ type lamportModel struct {
 	calls   []int           // the parameter of call k at calls[k-1]
 	edges   [][]lamportEdge // the stores of each call
 	lag     int             // a writer at call k waits for its readers' ack of k-lag (lamport_credit: 2)
+	relay   bool            // lamportShape.relay
 }
 
 // newLamportModel is the model of shape's calls with the parameters calls
 // on w ranks.
 func newLamportModel(shape lamportShape, w int, calls []int, lag int) *lamportModel {
-	m := &lamportModel{w: w, rows: shape.rows(w), calls: calls, lag: lag}
+	m := &lamportModel{w: w, rows: shape.rows(w), calls: calls, lag: lag, relay: shape.relay}
 	for _, a := range calls {
 		m.edges = append(m.edges, shape.edges(w, a))
 	}
@@ -119,6 +141,9 @@ func (m *lamportModel) step(s lamportState, r int) (lamportState, bool, error) {
 	es := m.edges[k-1]
 	next := s
 	advance := func(pc int) { next.pc[r], next.sub[r] = pc, 0 }
+	// A relay reads, then stores what it read; the others store, then read.
+	forwards := m.relay && nextEdge(es, 0, r, true) >= 0 && nextEdge(es, 0, r, false) >= 0
+	done := func() { next.k[r], next.pc[r], next.sub[r] = k+1, pcEmpty, 0 }
 	switch s.pc[r] {
 	case pcEmpty:
 		slots := []int{(k + 2) % 3}
@@ -165,11 +190,20 @@ func (m *lamportModel) step(s lamportState, r int) (lamportState, bool, error) {
 				return s, false, nil
 			}
 		}
-		advance(pcPut)
+		if forwards {
+			advance(pcGet)
+		} else {
+			advance(pcPut)
+		}
 	case pcPut:
 		i := nextEdge(es, s.sub[r], r, true)
-		if i < 0 {
+		switch {
+		case i < 0 && forwards:
+			done()
+		case i < 0:
 			advance(pcGet)
+		}
+		if i < 0 {
 			break
 		}
 		e := es[i]
@@ -180,8 +214,13 @@ func (m *lamportModel) step(s lamportState, r int) (lamportState, bool, error) {
 		next.sub[r] = i + 1
 	case pcGet:
 		i := nextEdge(es, s.sub[r], r, false)
+		switch {
+		case i < 0 && forwards:
+			advance(pcPut)
+		case i < 0:
+			done()
+		}
 		if i < 0 {
-			next.k[r], next.pc[r], next.sub[r] = k+1, pcEmpty, 0
 			break
 		}
 		e := es[i]

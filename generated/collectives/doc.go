@@ -55,8 +55,8 @@
 //     Exchange blocks between all ranks; block p of rank r's `input` becomes block r of rank p's
 //     `output`.
 //   - Barrier (specs/barrier.yaml; variants device): Wait until every rank has reached the barrier.
-//   - Broadcast (specs/broadcast.yaml; variants push, pull, scatter_gather, lamport, copy_push): Copy
-//     rank `root`'s `input` into `output` on every rank (NCCL's ncclBroadcast).
+//   - Broadcast (specs/broadcast.yaml; variants push, pull, scatter_gather, lamport, lamport_relay,
+//     copy_push): Copy rank `root`'s `input` into `output` on every rank (NCCL's ncclBroadcast).
 //   - Gather (specs/gather.yaml; variants pull, push, lamport, copy_push): Gather every rank's `input`
 //     into `output` on rank `root`; output[r] is rank r's input (NCCL's ncclGather).
 //   - MoeCombine (specs/moe_combine.yaml; variants push): Return the expert outputs of a

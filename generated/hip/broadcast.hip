@@ -3,12 +3,12 @@
 // broadcast: Copy rank `root`'s `input` into `output` on every rank (NCCL's
 // ncclBroadcast).
 //
-// Spec hash c766f5f383df37d3: the Go wrappers carry the same value, and the runtime
+// Spec hash 75664787b13e72be: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_broadcast[] = "c766f5f383df37d3";
+extern "C" __device__ const char irisgen_spec_hash_broadcast[] = "75664787b13e72be";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch
@@ -507,6 +507,143 @@ irisgen_broadcast_lamport_f32(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args
   irisgen::advance();
   if (ctx.rank != root) irisgen::lamport_get_row(ctx, out, box + slot, root, lo, hi, k);
 #line 510 "generated/hip/broadcast.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+// ---- variant lamport_relay (template broadcast_lamport_relay.hip.tmpl) ----
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_broadcast_lamport_relay_bf16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 12 "templates/broadcast_lamport_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), w = ctx.world;
+  T* out = ((irisgen_bf16*)irisgen_a.t_output);
+  T* box = ((irisgen_bf16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, 1, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * n;
+  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  T* fwd[IRISGEN_MAX_WORLD];
+  int nf = 0;
+  bool ok = true;
+  if (ctx.rank == root) {
+    const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+    if (relay != root && irisgen::lamport_credit(ctx, k, 1u << relay))
+      irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (relay)) + slot, in, lo, hi);
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (ctx.rank == relay) {
+    for (int j = 1; j < w; j++) {
+      const int p = (ctx.rank + j) % w;
+      if (p != root) fwd[nf++] = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (p)) + slot;
+    }
+    ok = irisgen::lamport_credit(ctx, k, ((1u << w) - 1) & ~(1u << root) & ~(1u << ctx.rank));
+  }
+  // Counts the call (every thread read the epoch above); a timeout below
+  // fails only the threads that waited (error record set).
+  irisgen::advance();
+  if (ctx.rank != root && ok) irisgen::lamport_get_row(ctx, out, box + slot, ctx.rank == relay ? root : relay, lo, hi, k, fwd, nf);
+#line 557 "generated/hip/broadcast.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_broadcast_lamport_relay_f16(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args irisgen_a) {
+  typedef irisgen_f16 T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 12 "templates/broadcast_lamport_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), w = ctx.world;
+  T* out = ((irisgen_f16*)irisgen_a.t_output);
+  T* box = ((irisgen_f16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, 1, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * n;
+  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  T* fwd[IRISGEN_MAX_WORLD];
+  int nf = 0;
+  bool ok = true;
+  if (ctx.rank == root) {
+    const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+    if (relay != root && irisgen::lamport_credit(ctx, k, 1u << relay))
+      irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (relay)) + slot, in, lo, hi);
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (ctx.rank == relay) {
+    for (int j = 1; j < w; j++) {
+      const int p = (ctx.rank + j) % w;
+      if (p != root) fwd[nf++] = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (p)) + slot;
+    }
+    ok = irisgen::lamport_credit(ctx, k, ((1u << w) - 1) & ~(1u << root) & ~(1u << ctx.rank));
+  }
+  // Counts the call (every thread read the epoch above); a timeout below
+  // fails only the threads that waited (error record set).
+  irisgen::advance();
+  if (ctx.rank != root && ok) irisgen::lamport_get_row(ctx, out, box + slot, ctx.rank == relay ? root : relay, lo, hi, k, fwd, nf);
+#line 602 "generated/hip/broadcast.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_broadcast_lamport_relay_f32(const IRISGEN_GRID_CONSTANT irisgen_broadcast_args irisgen_a) {
+  typedef float T;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 12 "templates/broadcast_lamport_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), w = ctx.world;
+  T* out = ((float*)irisgen_a.t_output);
+  T* box = ((float*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::lamport_empty(box, 1, n, lo, hi);
+  if (k == 0) {
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * n;
+  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  T* fwd[IRISGEN_MAX_WORLD];
+  int nf = 0;
+  bool ok = true;
+  if (ctx.rank == root) {
+    const T* in = ((const float*)irisgen_a.t_input);
+    if (relay != root && irisgen::lamport_credit(ctx, k, 1u << relay))
+      irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (relay)) + slot, in, lo, hi);
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (ctx.rank == relay) {
+    for (int j = 1; j < w; j++) {
+      const int p = (ctx.rank + j) % w;
+      if (p != root) fwd[nf++] = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (p)) + slot;
+    }
+    ok = irisgen::lamport_credit(ctx, k, ((1u << w) - 1) & ~(1u << root) & ~(1u << ctx.rank));
+  }
+  // Counts the call (every thread read the epoch above); a timeout below
+  // fails only the threads that waited (error record set).
+  irisgen::advance();
+  if (ctx.rank != root && ok) irisgen::lamport_get_row(ctx, out, box + slot, ctx.rank == relay ? root : relay, lo, hi, k, fwd, nf);
+#line 647 "generated/hip/broadcast.hip"
   }();
   irisgen::end(ctx);
 }

@@ -1131,16 +1131,21 @@ IRISGEN_DEV bool lamport_get(const irisgen_ctx& c, T* out, const T* slot, int64_
 
 // lamport_get_row copies elements [i0, i1) of row, a local slot row that
 // peer writes, into out, each load repeated until it has arrived (the
-// one-writer Lamport variants: broadcast, scatter, send_recv). The block's
-// threads share the work. False on timeout (error record set).
+// one-writer Lamport variants: broadcast, scatter, send_recv), and stores
+// what arrived into the nf slot rows fwd too (peers' rows at row's offset in
+// the symmetric heap, so aligned as row is: broadcast lamport_relay
+// forwards so). The block's threads share the work. False on timeout (error
+// record set).
 template <typename T>
-IRISGEN_DEV bool lamport_get_row(const irisgen_ctx& c, T* out, const T* row, int peer, int64_t i0, int64_t i1, uint64_t call) {
+IRISGEN_DEV bool lamport_get_row(const irisgen_ctx& c, T* out, const T* row, int peer, int64_t i0, int64_t i1, uint64_t call,
+                                 T* const* fwd = nullptr, int nf = 0) {
   const span<T> sp(row + i0, i1 - i0, same_align(out + i0, row + i0));
   const int64_t tid = threadIdx.x, nt = blockDim.x;
   auto one = [&](int64_t i) {
     uint32_t b;
     if (!lamport_wait1(c, row + i, &b, peer, call)) return false;
     out[i] = with_bits<T>(b);
+    for (int f = 0; f < nf; f++) store_bits_volatile(fwd[f] + i, b);
     return true;
   };
   for (int64_t k = tid; k < sp.head; k += nt)
@@ -1149,6 +1154,7 @@ IRISGEN_DEV bool lamport_get_row(const irisgen_ctx& c, T* out, const T* row, int
     const int64_t i = i0 + sp.head + j * vec<T>::N;
     v16 v = vload_volatile(row + i);
     if (!v16_arrived<T>(v) && !lamport_wait(c, row + i, &v, peer, call)) return false;
+    for (int f = 0; f < nf; f++) vstore_volatile(fwd[f] + i, v);
     vstore(out + i, v);
   }
   for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt)

@@ -240,6 +240,10 @@ var paramCatalogue = []paramCase{
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewBroadcastLamportPlan(r, dt, n))
 		}},
+	{coll: "broadcast", variant: "lamport_relay", inLen: nLen, outLen: nLen, ref: broadcastRef,
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
+			return rootPlan(collectives.NewBroadcastLamportRelayPlan(r, dt, n))
+		}},
 	{coll: "reduce", variant: "lamport", reduces: true, inLen: nLen, outLen: nLen, ref: reduceRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewReduceLamportPlan(r, dt, redOp(op), n))

@@ -75,7 +75,7 @@ unset IRISGEN_KERNELS
 # docs/testing-gpu.md); a sanitize shard's are the more uncertain.
 shard_table() {
   cat <<'EOF'
-quick|inprocess|190|400|in-process world: every test at quick sizes (every variant x dtype x op at 1, 7, 4099 and 1Mi elements; faults, refused and mismatched launches, visibility and the probe in both worlds; capture, groups, MoE, the stall guard), the platform tests, irisgen probe, the downstream example; the copy-engine variants' tests again with IRISGEN_PEER_WRITES=0
+quick|inprocess|220|480|in-process world: every test at quick sizes (every variant x dtype x op at 1, 7, 4099 and 1Mi elements; faults, refused and mismatched launches, visibility and the probe in both worlds; capture, groups, MoE, the stall guard), the platform tests, irisgen probe, the downstream example; the copy-engine variants' tests again with IRISGEN_PEER_WRITES=0
 quick|processes|65|110|irisgen run -n N: TestProcessWorld (barriers, catalogue, capture, groups) and TestRMSNormProcessWorld at quick sizes, the downstream example; the copy-engine variants' catalogue and capture parts again with IRISGEN_PEER_WRITES=0
 full|catalogue-a|45|55|TestCatalogue at every size up to 64Mi: all_reduce one_shot, one_shot_staged, one_shot_push, one_shot_lamport
 full|catalogue-b|45|55|TestCatalogue at every size up to 64Mi: all_reduce two_shot, atomic, spinlock, ring
@@ -121,7 +121,7 @@ sanitize|initcheck-params-a|115|280|initcheck: TestParamCollectives at quick siz
 sanitize|initcheck-params-b|80|325|initcheck: TestParamCollectives at quick sizes, reduce and scatter but lamport
 sanitize|initcheck-params-c|70|215|initcheck: TestParamCollectives at quick sizes, send_recv and shift push and pull; TestParamRules
 sanitize|initcheck-params-d|45|475|initcheck: send_recv's and shift's copy_push at quick sizes as processes: TestProcessWorld's params part (irisgen run -n N, a sanitizer to a rank)
-sanitize|initcheck-lamport|40|150|initcheck: TestParamCollectives at quick sizes, the lamport variants (broadcast, reduce, gather, scatter, send_recv)
+sanitize|initcheck-lamport|75|330|initcheck: TestParamCollectives at quick sizes, the lamport variants (broadcast lamport and lamport_relay, reduce, gather, scatter, send_recv)
 sanitize|initcheck-rmsnorm|110|190|initcheck: as racecheck-rmsnorm
 sanitize|initcheck-moe-a|160|215|initcheck: TestMoE's f32 cases at quick sizes (f16 is left out)
 sanitize|initcheck-moe-b|293|460|initcheck: TestMoE's bf16 cases at quick sizes, TestMoEGraph (10 graph rounds), TestMoEBadExpert, TestMoECapacity
@@ -170,7 +170,7 @@ INIT_PARAMS_C='^(send_recv|shift)/(push|pull)$'
 INIT_PARAMS_D='^(send_recv|shift)/copy_push$'
 # The Lamport variants apart: with them params-b would not fit a shard on 4
 # GPUs (it took 402 s without them).
-INIT_PARAMS_LAMPORT='/lamport$'
+INIT_PARAMS_LAMPORT='/lamport(_relay)?$'
 # The copy-engine variants (IRISGEN_TEST_VARIANTS), and the tests that
 # capture them: initcheck takes their replays in a shard of their own.
 COPY_VARIANTS='copy_push$'

@@ -11,7 +11,7 @@ import (
 
 // BroadcastSpecHash is the hash of github.com/irisgen/irisgen/specs/broadcast.yaml and the templates
 // it uses; the runtime refuses a code object of broadcast made from other ones (*irisrt.KernelError).
-const BroadcastSpecHash = "c766f5f383df37d3"
+const BroadcastSpecHash = "75664787b13e72be"
 
 // broadcastDesc is broadcast in the package's descriptor table.
 var broadcastDesc = &table.Collectives[1]
@@ -26,22 +26,27 @@ const (
 	BroadcastPull          BroadcastVariant = "pull"
 	BroadcastScatterGather BroadcastVariant = "scatter_gather"
 	BroadcastLamport       BroadcastVariant = "lamport"
+	BroadcastLamportRelay  BroadcastVariant = "lamport_relay"
 	BroadcastCopyPush      BroadcastVariant = "copy_push"
 	BroadcastAuto          BroadcastVariant = "auto"
 )
 
 // BroadcastChoose is the variant BroadcastAuto runs on world ranks when the launch's largest tensor
-// has the given bytes, from github.com/irisgen/irisgen/specs/tuning/broadcast.yaml (measured: 4x
-// NVIDIA H100 80GB HBM3 and 2x NVIDIA H100 80GB HBM3, 2026-11-27, bf16, graph, irisgen bench). The
-// first matching rule wins:
+// has the given bytes, from github.com/irisgen/irisgen/specs/tuning/broadcast.yaml (measured: 2x
+// NVIDIA H100 80GB HBM3 and 4x NVIDIA H200, 2026-11-27 and 2026-11-28, bf16, graph, irisgen bench).
+// The first matching rule wins:
 //
 //   - world == 2 and bytes <= 4194304: lamport
 //   - world == 2 and bytes <= 16777216: pull
 //   - world == 2 and bytes <= 67108864: scatter_gather
 //   - world == 2: copy_push
-//   - world == 4 and bytes <= 1048576: lamport
+//   - world == 4 and bytes <= 8192: lamport_relay
+//   - world == 4 and bytes <= 131072: lamport
+//   - world == 4 and bytes <= 67108864: lamport_relay
 //   - world == 4: scatter_gather
-//   - bytes <= 1048576: lamport
+//   - bytes <= 8192: lamport_relay
+//   - bytes <= 131072: lamport
+//   - bytes <= 67108864: lamport_relay
 //   - otherwise: scatter_gather
 func BroadcastChoose(world int, bytes int64) BroadcastVariant {
 	return BroadcastVariant(broadcastDesc.Choose(world, bytes))
@@ -170,6 +175,38 @@ func (p *BroadcastLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor,
 	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }
 
+// BroadcastLamportRelayPlan is variant lamport_relay of broadcast
+// (github.com/irisgen/irisgen/specs/broadcast.yaml).
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in [n], on rank root only): local_read; only this rank touches it: any device memory;
+//     checked on rank root only, the other ranks pass the zero irisrt.Tensor.
+//   - output (out [n]): local_write; only this rank touches it: any device memory.
+//
+// Parameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):
+//
+//   - root (int): a rank, 0 <= root < world.
+//
+// Workspace, on the heap and zeroed by the plan: lamport [3, n] (local_read + local_write +
+// remote_write).
+//
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+type BroadcastLamportRelayPlan struct{ irisimpl.VariantPlan }
+
+// NewBroadcastLamportRelayPlan makes a plan of broadcast/lamport_relay for dt (f32, f16, bf16) and
+// size n.
+func NewBroadcastLamportRelayPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*BroadcastLamportRelayPlan, error) {
+	return irisimpl.NewPlanOf[BroadcastLamportRelayPlan](r, &broadcastDesc.Variants[4], dt, "", n)
+}
+
+// Launch checks the parameters and the tensors by the rules above and launches broadcast/lamport_relay
+// on s in barrier mode mode.
+func (p *BroadcastLamportRelayPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
+}
+
 // BroadcastCopyPushPlan is variant copy_push of broadcast
 // (github.com/irisgen/irisgen/specs/broadcast.yaml).
 //
@@ -190,7 +227,7 @@ type BroadcastCopyPushPlan struct{ irisimpl.VariantPlan }
 
 // NewBroadcastCopyPushPlan makes a plan of broadcast/copy_push for dt (f32, f16, bf16) and size n.
 func NewBroadcastCopyPushPlan(r *irisrt.Rank, dt irismodel.DType, n int64) (*BroadcastCopyPushPlan, error) {
-	return irisimpl.NewPlanOf[BroadcastCopyPushPlan](r, &broadcastDesc.Variants[4], dt, "", n)
+	return irisimpl.NewPlanOf[BroadcastCopyPushPlan](r, &broadcastDesc.Variants[5], dt, "", n)
 }
 
 // Launch checks the parameters and the tensors by the rules above and launches broadcast/copy_push on

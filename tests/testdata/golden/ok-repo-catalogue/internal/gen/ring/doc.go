@@ -44,8 +44,8 @@
 //   - Barrier (github.com/irisgen/irisgen/specs/barrier.yaml; variants device): Wait until every rank
 //     has reached the barrier.
 //   - Broadcast (github.com/irisgen/irisgen/specs/broadcast.yaml; variants push, pull, scatter_gather,
-//     lamport, copy_push): Copy rank `root`'s `input` into `output` on every rank (NCCL's
-//     ncclBroadcast).
+//     lamport, lamport_relay, copy_push): Copy rank `root`'s `input` into `output` on every rank
+//     (NCCL's ncclBroadcast).
 //   - RingShift (specs/ring_shift.yaml; variants push): Send `input` to the next rank on the ring;
 //     `output` receives the previous rank's input.
 //
