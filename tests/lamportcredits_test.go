@@ -96,15 +96,21 @@ type lamportModel struct {
 	calls   []int           // the parameter of call k at calls[k-1]
 	edges   [][]lamportEdge // the stores of each call
 	lag     int             // a writer at call k waits for its readers' ack of k-lag (lamport_credit: 2)
-	relay   bool            // lamportShape.relay
+	fwd     [][4]bool       // fwd[k-1][r]: rank r forwards in call k (reads, then stores what it read)
 }
 
 // newLamportModel is the model of shape's calls with the parameters calls
 // on w ranks.
 func newLamportModel(shape lamportShape, w int, calls []int, lag int) *lamportModel {
-	m := &lamportModel{w: w, rows: shape.rows(w), calls: calls, lag: lag, relay: shape.relay}
+	m := &lamportModel{w: w, rows: shape.rows(w), calls: calls, lag: lag}
 	for _, a := range calls {
-		m.edges = append(m.edges, shape.edges(w, a))
+		es := shape.edges(w, a)
+		var fwd [4]bool
+		for r := range w {
+			fwd[r] = shape.relay && nextEdge(es, 0, r, true) >= 0 && nextEdge(es, 0, r, false) >= 0
+		}
+		m.edges = append(m.edges, es)
+		m.fwd = append(m.fwd, fwd)
 	}
 	return m
 }
@@ -142,7 +148,7 @@ func (m *lamportModel) step(s lamportState, r int) (lamportState, bool, error) {
 	next := s
 	advance := func(pc int) { next.pc[r], next.sub[r] = pc, 0 }
 	// A relay reads, then stores what it read; the others store, then read.
-	forwards := m.relay && nextEdge(es, 0, r, true) >= 0 && nextEdge(es, 0, r, false) >= 0
+	forwards := m.fwd[k-1][r]
 	done := func() { next.k[r], next.pc[r], next.sub[r] = k+1, pcEmpty, 0 }
 	switch s.pc[r] {
 	case pcEmpty:
