@@ -336,13 +336,17 @@ var table = irisimpl.Table{
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 			{Name: "lamport", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "lamport_relay", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.UseLocal},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 		},
 		Auto: []irismodel.AutoRule{
 			{World: 2, MaxBytes: 4194304, Variant: "lamport"},
 			{World: 2, Variant: "pull"},
 			{World: 4, MaxBytes: 1048576, Variant: "lamport"},
+			{World: 4, MaxBytes: 16777216, Variant: "lamport_relay"},
 			{World: 4, Variant: "split"},
 			{MaxBytes: 1048576, Variant: "lamport"},
+			{MaxBytes: 16777216, Variant: "lamport_relay"},
 			{Variant: "split"},
 		},
 	}, {

@@ -11,7 +11,7 @@ import (
 
 // ReduceSpecHash is the hash of specs/reduce.yaml and the templates it uses; the runtime refuses a
 // code object of reduce made from other ones (*irisrt.KernelError).
-const ReduceSpecHash = "fefa45efcb675fc7"
+const ReduceSpecHash = "2ba41167b0939e2f"
 
 // reduceDesc is reduce in the package's descriptor table.
 var reduceDesc = &table.Collectives[9]
@@ -22,21 +22,24 @@ type ReduceVariant string
 // The variants of reduce; each has a plan type <Variant>Plan with its rules. ReduceAuto picks one by
 // world size and message size (ReduceChoose).
 const (
-	ReducePull    ReduceVariant = "pull"
-	ReduceSplit   ReduceVariant = "split"
-	ReduceLamport ReduceVariant = "lamport"
-	ReduceAuto    ReduceVariant = "auto"
+	ReducePull         ReduceVariant = "pull"
+	ReduceSplit        ReduceVariant = "split"
+	ReduceLamport      ReduceVariant = "lamport"
+	ReduceLamportRelay ReduceVariant = "lamport_relay"
+	ReduceAuto         ReduceVariant = "auto"
 )
 
 // ReduceChoose is the variant ReduceAuto runs on world ranks when the launch's largest tensor has the
-// given bytes, from specs/tuning/reduce.yaml (measured: 4x NVIDIA H100 80GB HBM3 and 2x NVIDIA H100
-// 80GB HBM3, 2026-11-27, bf16, graph, irisgen bench). The first matching rule wins:
+// given bytes, from specs/tuning/reduce.yaml (measured: 2x NVIDIA H200 and 4x NVIDIA H200, 2026-11-28,
+// bf16, graph, irisgen bench). The first matching rule wins:
 //
 //   - world == 2 and bytes <= 4194304: lamport
 //   - world == 2: pull
 //   - world == 4 and bytes <= 1048576: lamport
+//   - world == 4 and bytes <= 16777216: lamport_relay
 //   - world == 4: split
 //   - bytes <= 1048576: lamport
+//   - bytes <= 16777216: lamport_relay
 //   - otherwise: split
 func ReduceChoose(world int, bytes int64) ReduceVariant {
 	return ReduceVariant(reduceDesc.Choose(world, bytes))
@@ -146,5 +149,36 @@ func NewReduceLamportPlan(r *irisrt.Rank, dt irismodel.DType, op ReduceOp, n int
 // Launch checks the parameters and the tensors by the rules above and launches reduce/lamport on s in
 // barrier mode mode.
 func (p *ReduceLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
+}
+
+// ReduceLamportRelayPlan is variant lamport_relay of reduce (specs/reduce.yaml).
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in [n]): local_read; only this rank touches it: any device memory.
+//   - output (out [n], on rank root only): local_write; only this rank touches it: any device memory;
+//     checked on rank root only, the other ranks pass the zero irisrt.Tensor.
+//
+// Parameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):
+//
+//   - root (int): a rank, 0 <= root < world.
+//
+// Workspace, on the heap and zeroed by the plan: lamport [3, world, n] (local_read + local_write +
+// remote_write).
+//
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+type ReduceLamportRelayPlan struct{ irisimpl.VariantPlan }
+
+// NewReduceLamportRelayPlan makes a plan of reduce/lamport_relay for dt (f32, f16, bf16), op (sum,
+// max, min) and size n.
+func NewReduceLamportRelayPlan(r *irisrt.Rank, dt irismodel.DType, op ReduceOp, n int64) (*ReduceLamportRelayPlan, error) {
+	return irisimpl.NewPlanOf[ReduceLamportRelayPlan](r, &reduceDesc.Variants[3], dt, string(op), n)
+}
+
+// Launch checks the parameters and the tensors by the rules above and launches reduce/lamport_relay on
+// s in barrier mode mode.
+func (p *ReduceLamportRelayPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
 	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }

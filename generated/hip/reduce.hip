@@ -3,12 +3,12 @@
 // reduce: Reduce `input` over all ranks into `output` on rank `root` (NCCL's
 // ncclReduce).
 //
-// Spec hash fefa45efcb675fc7: the Go wrappers carry the same value, and the runtime
+// Spec hash 2ba41167b0939e2f: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_reduce[] = "fefa45efcb675fc7";
+extern "C" __device__ const char irisgen_spec_hash_reduce[] = "2ba41167b0939e2f";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch
@@ -790,6 +790,530 @@ irisgen_reduce_lamport_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args i
   irisgen::advance();
   if (ctx.rank == ((int)irisgen_a.p_root)) irisgen::lamport_reduce<T, Op>(ctx, ((float*)irisgen_a.t_output), in, box + slot, n, ctx.world, lo, hi, k);
 #line 793 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+// ---- variant lamport_relay (template reduce_lamport_relay.hip.tmpl) ----
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_lamport_relay_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  typedef irisgen::op_max Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 14 "templates/reduce_lamport_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* box = ((irisgen_bf16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    irisgen::lamport_empty(box, w, n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  bool ok = true;
+  if (me != relay) {
+    if (irisgen::lamport_credit(ctx, k, 1u << relay))
+      irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (relay)) + slot + (int64_t)me * n, in, lo, hi);
+  } else {
+    ok = irisgen::lamport_credit(ctx, k, 1u << root);
+  }
+  // Counts the call (every thread read the epoch above); a timeout below
+  // fails only the threads that waited (error record set).
+  irisgen::advance();
+  T* out = nullptr;
+  if (ctx.rank == ((int)irisgen_a.p_root)) out = ((irisgen_bf16*)irisgen_a.t_output);
+  bool got = false;
+  if (me == relay && me == root) {  // a world of 1
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (me == relay) {
+    got = ok && irisgen::lamport_reduce<T, Op, true>(ctx, irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (root)) + slot + (int64_t)root * n, in, box + slot, n, w, lo, hi, k);
+  } else if (me == root) {
+    got = irisgen::lamport_get_row(ctx, out, box + slot + (int64_t)root * n, relay, lo, hi, k);
+  }
+  // Each thread empties its share of what the block read once every
+  // thread has read its own (the shares differ where the input's or the
+  // output's alignment differs from the slot's).
+  __syncthreads();
+  if (got && me == relay) {
+    for (int p = 0; p < w; p++)
+      if (p != me) irisgen::lamport_clear(box + slot + (int64_t)p * n, lo, hi);
+  } else if (got) {
+    irisgen::lamport_clear(box + slot + (int64_t)root * n, lo, hi);
+  }
+#line 853 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_lamport_relay_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  typedef irisgen::op_min Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 14 "templates/reduce_lamport_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* box = ((irisgen_bf16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    irisgen::lamport_empty(box, w, n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  bool ok = true;
+  if (me != relay) {
+    if (irisgen::lamport_credit(ctx, k, 1u << relay))
+      irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (relay)) + slot + (int64_t)me * n, in, lo, hi);
+  } else {
+    ok = irisgen::lamport_credit(ctx, k, 1u << root);
+  }
+  // Counts the call (every thread read the epoch above); a timeout below
+  // fails only the threads that waited (error record set).
+  irisgen::advance();
+  T* out = nullptr;
+  if (ctx.rank == ((int)irisgen_a.p_root)) out = ((irisgen_bf16*)irisgen_a.t_output);
+  bool got = false;
+  if (me == relay && me == root) {  // a world of 1
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (me == relay) {
+    got = ok && irisgen::lamport_reduce<T, Op, true>(ctx, irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (root)) + slot + (int64_t)root * n, in, box + slot, n, w, lo, hi, k);
+  } else if (me == root) {
+    got = irisgen::lamport_get_row(ctx, out, box + slot + (int64_t)root * n, relay, lo, hi, k);
+  }
+  // Each thread empties its share of what the block read once every
+  // thread has read its own (the shares differ where the input's or the
+  // output's alignment differs from the slot's).
+  __syncthreads();
+  if (got && me == relay) {
+    for (int p = 0; p < w; p++)
+      if (p != me) irisgen::lamport_clear(box + slot + (int64_t)p * n, lo, hi);
+  } else if (got) {
+    irisgen::lamport_clear(box + slot + (int64_t)root * n, lo, hi);
+  }
+#line 911 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_lamport_relay_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  typedef irisgen::op_sum Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 14 "templates/reduce_lamport_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* box = ((irisgen_bf16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    irisgen::lamport_empty(box, w, n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  bool ok = true;
+  if (me != relay) {
+    if (irisgen::lamport_credit(ctx, k, 1u << relay))
+      irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (relay)) + slot + (int64_t)me * n, in, lo, hi);
+  } else {
+    ok = irisgen::lamport_credit(ctx, k, 1u << root);
+  }
+  // Counts the call (every thread read the epoch above); a timeout below
+  // fails only the threads that waited (error record set).
+  irisgen::advance();
+  T* out = nullptr;
+  if (ctx.rank == ((int)irisgen_a.p_root)) out = ((irisgen_bf16*)irisgen_a.t_output);
+  bool got = false;
+  if (me == relay && me == root) {  // a world of 1
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (me == relay) {
+    got = ok && irisgen::lamport_reduce<T, Op, true>(ctx, irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (root)) + slot + (int64_t)root * n, in, box + slot, n, w, lo, hi, k);
+  } else if (me == root) {
+    got = irisgen::lamport_get_row(ctx, out, box + slot + (int64_t)root * n, relay, lo, hi, k);
+  }
+  // Each thread empties its share of what the block read once every
+  // thread has read its own (the shares differ where the input's or the
+  // output's alignment differs from the slot's).
+  __syncthreads();
+  if (got && me == relay) {
+    for (int p = 0; p < w; p++)
+      if (p != me) irisgen::lamport_clear(box + slot + (int64_t)p * n, lo, hi);
+  } else if (got) {
+    irisgen::lamport_clear(box + slot + (int64_t)root * n, lo, hi);
+  }
+#line 969 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_lamport_relay_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef irisgen_f16 T;
+  typedef irisgen::op_max Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 14 "templates/reduce_lamport_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* box = ((irisgen_f16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    irisgen::lamport_empty(box, w, n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  bool ok = true;
+  if (me != relay) {
+    if (irisgen::lamport_credit(ctx, k, 1u << relay))
+      irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (relay)) + slot + (int64_t)me * n, in, lo, hi);
+  } else {
+    ok = irisgen::lamport_credit(ctx, k, 1u << root);
+  }
+  // Counts the call (every thread read the epoch above); a timeout below
+  // fails only the threads that waited (error record set).
+  irisgen::advance();
+  T* out = nullptr;
+  if (ctx.rank == ((int)irisgen_a.p_root)) out = ((irisgen_f16*)irisgen_a.t_output);
+  bool got = false;
+  if (me == relay && me == root) {  // a world of 1
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (me == relay) {
+    got = ok && irisgen::lamport_reduce<T, Op, true>(ctx, irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (root)) + slot + (int64_t)root * n, in, box + slot, n, w, lo, hi, k);
+  } else if (me == root) {
+    got = irisgen::lamport_get_row(ctx, out, box + slot + (int64_t)root * n, relay, lo, hi, k);
+  }
+  // Each thread empties its share of what the block read once every
+  // thread has read its own (the shares differ where the input's or the
+  // output's alignment differs from the slot's).
+  __syncthreads();
+  if (got && me == relay) {
+    for (int p = 0; p < w; p++)
+      if (p != me) irisgen::lamport_clear(box + slot + (int64_t)p * n, lo, hi);
+  } else if (got) {
+    irisgen::lamport_clear(box + slot + (int64_t)root * n, lo, hi);
+  }
+#line 1027 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_lamport_relay_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef irisgen_f16 T;
+  typedef irisgen::op_min Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 14 "templates/reduce_lamport_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* box = ((irisgen_f16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    irisgen::lamport_empty(box, w, n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  bool ok = true;
+  if (me != relay) {
+    if (irisgen::lamport_credit(ctx, k, 1u << relay))
+      irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (relay)) + slot + (int64_t)me * n, in, lo, hi);
+  } else {
+    ok = irisgen::lamport_credit(ctx, k, 1u << root);
+  }
+  // Counts the call (every thread read the epoch above); a timeout below
+  // fails only the threads that waited (error record set).
+  irisgen::advance();
+  T* out = nullptr;
+  if (ctx.rank == ((int)irisgen_a.p_root)) out = ((irisgen_f16*)irisgen_a.t_output);
+  bool got = false;
+  if (me == relay && me == root) {  // a world of 1
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (me == relay) {
+    got = ok && irisgen::lamport_reduce<T, Op, true>(ctx, irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (root)) + slot + (int64_t)root * n, in, box + slot, n, w, lo, hi, k);
+  } else if (me == root) {
+    got = irisgen::lamport_get_row(ctx, out, box + slot + (int64_t)root * n, relay, lo, hi, k);
+  }
+  // Each thread empties its share of what the block read once every
+  // thread has read its own (the shares differ where the input's or the
+  // output's alignment differs from the slot's).
+  __syncthreads();
+  if (got && me == relay) {
+    for (int p = 0; p < w; p++)
+      if (p != me) irisgen::lamport_clear(box + slot + (int64_t)p * n, lo, hi);
+  } else if (got) {
+    irisgen::lamport_clear(box + slot + (int64_t)root * n, lo, hi);
+  }
+#line 1085 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_lamport_relay_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef irisgen_f16 T;
+  typedef irisgen::op_sum Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 14 "templates/reduce_lamport_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* box = ((irisgen_f16*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    irisgen::lamport_empty(box, w, n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  bool ok = true;
+  if (me != relay) {
+    if (irisgen::lamport_credit(ctx, k, 1u << relay))
+      irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (relay)) + slot + (int64_t)me * n, in, lo, hi);
+  } else {
+    ok = irisgen::lamport_credit(ctx, k, 1u << root);
+  }
+  // Counts the call (every thread read the epoch above); a timeout below
+  // fails only the threads that waited (error record set).
+  irisgen::advance();
+  T* out = nullptr;
+  if (ctx.rank == ((int)irisgen_a.p_root)) out = ((irisgen_f16*)irisgen_a.t_output);
+  bool got = false;
+  if (me == relay && me == root) {  // a world of 1
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (me == relay) {
+    got = ok && irisgen::lamport_reduce<T, Op, true>(ctx, irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (root)) + slot + (int64_t)root * n, in, box + slot, n, w, lo, hi, k);
+  } else if (me == root) {
+    got = irisgen::lamport_get_row(ctx, out, box + slot + (int64_t)root * n, relay, lo, hi, k);
+  }
+  // Each thread empties its share of what the block read once every
+  // thread has read its own (the shares differ where the input's or the
+  // output's alignment differs from the slot's).
+  __syncthreads();
+  if (got && me == relay) {
+    for (int p = 0; p < w; p++)
+      if (p != me) irisgen::lamport_clear(box + slot + (int64_t)p * n, lo, hi);
+  } else if (got) {
+    irisgen::lamport_clear(box + slot + (int64_t)root * n, lo, hi);
+  }
+#line 1143 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_lamport_relay_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef float T;
+  typedef irisgen::op_max Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 14 "templates/reduce_lamport_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* box = ((float*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    irisgen::lamport_empty(box, w, n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  bool ok = true;
+  if (me != relay) {
+    if (irisgen::lamport_credit(ctx, k, 1u << relay))
+      irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (relay)) + slot + (int64_t)me * n, in, lo, hi);
+  } else {
+    ok = irisgen::lamport_credit(ctx, k, 1u << root);
+  }
+  // Counts the call (every thread read the epoch above); a timeout below
+  // fails only the threads that waited (error record set).
+  irisgen::advance();
+  T* out = nullptr;
+  if (ctx.rank == ((int)irisgen_a.p_root)) out = ((float*)irisgen_a.t_output);
+  bool got = false;
+  if (me == relay && me == root) {  // a world of 1
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (me == relay) {
+    got = ok && irisgen::lamport_reduce<T, Op, true>(ctx, irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (root)) + slot + (int64_t)root * n, in, box + slot, n, w, lo, hi, k);
+  } else if (me == root) {
+    got = irisgen::lamport_get_row(ctx, out, box + slot + (int64_t)root * n, relay, lo, hi, k);
+  }
+  // Each thread empties its share of what the block read once every
+  // thread has read its own (the shares differ where the input's or the
+  // output's alignment differs from the slot's).
+  __syncthreads();
+  if (got && me == relay) {
+    for (int p = 0; p < w; p++)
+      if (p != me) irisgen::lamport_clear(box + slot + (int64_t)p * n, lo, hi);
+  } else if (got) {
+    irisgen::lamport_clear(box + slot + (int64_t)root * n, lo, hi);
+  }
+#line 1201 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_lamport_relay_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef float T;
+  typedef irisgen::op_min Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 14 "templates/reduce_lamport_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* box = ((float*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    irisgen::lamport_empty(box, w, n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  bool ok = true;
+  if (me != relay) {
+    if (irisgen::lamport_credit(ctx, k, 1u << relay))
+      irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (relay)) + slot + (int64_t)me * n, in, lo, hi);
+  } else {
+    ok = irisgen::lamport_credit(ctx, k, 1u << root);
+  }
+  // Counts the call (every thread read the epoch above); a timeout below
+  // fails only the threads that waited (error record set).
+  irisgen::advance();
+  T* out = nullptr;
+  if (ctx.rank == ((int)irisgen_a.p_root)) out = ((float*)irisgen_a.t_output);
+  bool got = false;
+  if (me == relay && me == root) {  // a world of 1
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (me == relay) {
+    got = ok && irisgen::lamport_reduce<T, Op, true>(ctx, irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (root)) + slot + (int64_t)root * n, in, box + slot, n, w, lo, hi, k);
+  } else if (me == root) {
+    got = irisgen::lamport_get_row(ctx, out, box + slot + (int64_t)root * n, relay, lo, hi, k);
+  }
+  // Each thread empties its share of what the block read once every
+  // thread has read its own (the shares differ where the input's or the
+  // output's alignment differs from the slot's).
+  __syncthreads();
+  if (got && me == relay) {
+    for (int p = 0; p < w; p++)
+      if (p != me) irisgen::lamport_clear(box + slot + (int64_t)p * n, lo, hi);
+  } else if (got) {
+    irisgen::lamport_clear(box + slot + (int64_t)root * n, lo, hi);
+  }
+#line 1259 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_lamport_relay_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef float T;
+  typedef irisgen::op_sum Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+#line 14 "templates/reduce_lamport_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* box = ((float*)irisgen_a.t_lamport);
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  uint64_t k = irisgen::epoch();
+  if (k == 0) {
+    irisgen::lamport_empty(box, w, n, lo, hi);
+    if (!irisgen::sync(ctx)) return;
+    k = 1;
+  }
+  irisgen::lamport_ack(ctx, k);
+  const int64_t slot = (int64_t)(k % 3) * w * n;
+  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  bool ok = true;
+  if (me != relay) {
+    if (irisgen::lamport_credit(ctx, k, 1u << relay))
+      irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (relay)) + slot + (int64_t)me * n, in, lo, hi);
+  } else {
+    ok = irisgen::lamport_credit(ctx, k, 1u << root);
+  }
+  // Counts the call (every thread read the epoch above); a timeout below
+  // fails only the threads that waited (error record set).
+  irisgen::advance();
+  T* out = nullptr;
+  if (ctx.rank == ((int)irisgen_a.p_root)) out = ((float*)irisgen_a.t_output);
+  bool got = false;
+  if (me == relay && me == root) {  // a world of 1
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (me == relay) {
+    got = ok && irisgen::lamport_reduce<T, Op, true>(ctx, irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (root)) + slot + (int64_t)root * n, in, box + slot, n, w, lo, hi, k);
+  } else if (me == root) {
+    got = irisgen::lamport_get_row(ctx, out, box + slot + (int64_t)root * n, relay, lo, hi, k);
+  }
+  // Each thread empties its share of what the block read once every
+  // thread has read its own (the shares differ where the input's or the
+  // output's alignment differs from the slot's).
+  __syncthreads();
+  if (got && me == relay) {
+    for (int p = 0; p < w; p++)
+      if (p != me) irisgen::lamport_clear(box + slot + (int64_t)p * n, lo, hi);
+  } else if (got) {
+    irisgen::lamport_clear(box + slot + (int64_t)root * n, lo, hi);
+  }
+#line 1317 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }

@@ -743,12 +743,110 @@ IRISGEN_DEV void block_part(int64_t lo, int64_t hi, int64_t* b_lo, int64_t* b_hi
   *b_hi = z;
 }
 
+// ---------------------------------------------------- lamport slots ----
+// A Lamport slot carries data whose every element is its own arrival flag:
+// an element that still holds the all-ones pattern ("empty", a NaN that no
+// arithmetic produces) has not arrived. Writers store an input element
+// that happens to be all ones as the same NaN without its sign bit, so no
+// value is mistaken for empty; readers spin until no element of what they
+// load is empty. A slot is marked empty again only after every peer has
+// finished with it (the kernel's call protocol says when).
+
+// empty_bits is the empty pattern of T's raw bits (32 for f32, 16 for f16
+// and bf16).
+template <typename T>
+IRISGEN_DEV constexpr uint32_t empty_bits() {
+  return sizeof(T) == 4 ? 0xffffffffu : 0xffffu;
+}
+
+IRISGEN_DEV uint32_t raw_bits(float x) { return f32_bits(x); }
+IRISGEN_DEV uint32_t raw_bits(irisgen_f16 x) { return x.bits; }
+IRISGEN_DEV uint32_t raw_bits(irisgen_bf16 x) { return x.bits; }
+
+template <typename T>
+IRISGEN_DEV T with_bits(uint32_t b);
+template <>
+IRISGEN_DEV float with_bits<float>(uint32_t b) { return bits_f32(b); }
+template <>
+IRISGEN_DEV irisgen_f16 with_bits<irisgen_f16>(uint32_t b) { return irisgen_f16{(uint16_t)b}; }
+template <>
+IRISGEN_DEV irisgen_bf16 with_bits<irisgen_bf16>(uint32_t b) { return irisgen_bf16{(uint16_t)b}; }
+
+// slot_bits is element bits b as a writer stores them into a slot: an
+// empty-looking element loses its sign bit.
+template <typename T>
+IRISGEN_DEV uint32_t slot_bits(uint32_t b) {
+  return b == empty_bits<T>() ? b & (empty_bits<T>() >> 1) : b;
+}
+
+// v16_arrived reports whether no element of v is empty.
+template <typename T>
+IRISGEN_DEV bool v16_arrived(const v16& v) {
+  bool ok = true;
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    const uint32_t w = v16_word(v, i);
+    if (sizeof(T) == 4) ok = ok && w != 0xffffffffu;
+    else ok = ok && (w & 0xffffu) != 0xffffu && (w >> 16) != 0xffffu;
+  }
+  return ok;
+}
+
+// v16_unempty clears the sign bit of every element that is all ones.
+template <typename T>
+IRISGEN_DEV v16 v16_unempty(v16 v) {
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    uint32_t w = v16_word(v, i);
+    if (sizeof(T) == 4) {
+      if (w == 0xffffffffu) w = 0x7fffffffu;
+    } else {
+      if ((w & 0xffffu) == 0xffffu) w &= 0xffff7fffu;
+      if ((w >> 16) == 0xffffu) w &= 0x7fffffffu;
+    }
+    v16_set(v, i, w);
+  }
+  return v;
+}
+
+// Volatile accesses: a spinning reader must see a peer's store without the
+// compiler or the L1 cache holding an old copy.
+IRISGEN_DEV v16 vload_volatile(const void* p) {
+#ifdef IRISGEN_CUDA
+  v16 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+  return v;
+#else
+  return *(const volatile v16*)p;
+#endif
+}
+
+IRISGEN_DEV void vstore_volatile(void* p, const v16& v) {
+#ifdef IRISGEN_CUDA
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+#else
+  *(volatile v16*)p = v;
+#endif
+}
+
+template <typename T>
+IRISGEN_DEV uint32_t load_bits_volatile(const T* p) {
+  return sizeof(T) == 4 ? *(const volatile uint32_t*)p : *(const volatile uint16_t*)p;
+}
+
+template <typename T>
+IRISGEN_DEV void store_bits_volatile(T* p, uint32_t b) {
+  if (sizeof(T) == 4) *(volatile uint32_t*)p = b;
+  else *(volatile uint16_t*)p = (uint16_t)b;
+}
+
 // ------------------------------------------------------- reductions ----
 
 // reduce_one reduces element i over w sources in rank order, in fp32
 // (get(p, i, &x) reads source p's element; false on a timeout), and stores
-// the result into every one of nd destinations.
-template <typename T, typename Op, int W, typename Get>
+// the result into every one of nd destinations (with Slot, Lamport slot
+// rows: an empty-looking result is stored as lamport_put stores it).
+template <typename T, typename Op, int W, bool Slot = false, typename Get>
 IRISGEN_DEV bool reduce_one(T* const* dst, int nd, int w, int64_t i, Get get) {
   float acc = 0.f;
 #pragma unroll
@@ -759,7 +857,10 @@ IRISGEN_DEV bool reduce_one(T* const* dst, int nd, int w, int64_t i, Get get) {
     acc = p == 0 ? x : Op::apply(acc, x);
   }
   const T r = from_f32<T>(acc);
-  for (int d = 0; d < nd; d++) dst[d][i] = r;
+  for (int d = 0; d < nd; d++) {
+    if (Slot) store_bits_volatile(dst[d] + i, slot_bits<T>(raw_bits(r)));
+    else dst[d][i] = r;
+  }
   return true;
 }
 
@@ -768,7 +869,7 @@ IRISGEN_DEV bool reduce_one(T* const* dst, int nd, int w, int64_t i, Get get) {
 // coalesced), all U*W loads (load(p, i)) in flight before the first add;
 // ready(p, i, v) then makes sure v holds data (Lamport slots spin, plain
 // sources always do) and returns false on a timeout.
-template <typename T, typename Op, int W, typename Load, typename Ready>
+template <typename T, typename Op, int W, bool Slot = false, typename Load, typename Ready>
 IRISGEN_DEV bool reduce_vecs(T* const* dst, int nd, int w, int64_t i0, int64_t vecs, int64_t tid, int64_t nt, Load load, Ready ready) {
   constexpr int N = vec<T>::N;
   constexpr int U = W >= 8 ? 1 : 8 / W;
@@ -797,7 +898,10 @@ IRISGEN_DEV bool reduce_vecs(T* const* dst, int nd, int w, int64_t i0, int64_t v
         for (int e = 0; e < N; e++) acc[e] = p == 0 ? t[e] : Op::apply(acc[e], t[e]);
       }
       const v16 r = pack<T>(acc);
-      for (int d = 0; d < nd; d++) vstore(dst[d] + i, r);
+      for (int d = 0; d < nd; d++) {
+        if (Slot) vstore_volatile(dst[d] + i, v16_unempty<T>(r));
+        else vstore(dst[d] + i, r);
+      }
     }
   }
   return true;
@@ -885,95 +989,7 @@ IRISGEN_DEV void copy(T* dst, const T* src, int64_t n) {
 template <typename T>
 IRISGEN_DEV void copy_block(T* dst, const T* src, int64_t i0, int64_t i1) { copy_to(&dst, 1, src, i0, i1, threadIdx.x, blockDim.x); }
 
-// ---------------------------------------------------- lamport slots ----
-// A Lamport slot carries data whose every element is its own arrival flag:
-// an element that still holds the all-ones pattern ("empty", a NaN that no
-// arithmetic produces) has not arrived. Writers store an input element
-// that happens to be all ones as the same NaN without its sign bit, so no
-// value is mistaken for empty; readers spin until no element of what they
-// load is empty. A slot is marked empty again only after every peer has
-// finished with it (the kernel's call protocol says when).
-
-// empty_bits is the empty pattern of T's raw bits (32 for f32, 16 for f16
-// and bf16).
-template <typename T>
-IRISGEN_DEV constexpr uint32_t empty_bits() {
-  return sizeof(T) == 4 ? 0xffffffffu : 0xffffu;
-}
-
-IRISGEN_DEV uint32_t raw_bits(float x) { return f32_bits(x); }
-IRISGEN_DEV uint32_t raw_bits(irisgen_f16 x) { return x.bits; }
-IRISGEN_DEV uint32_t raw_bits(irisgen_bf16 x) { return x.bits; }
-
-template <typename T>
-IRISGEN_DEV T with_bits(uint32_t b);
-template <>
-IRISGEN_DEV float with_bits<float>(uint32_t b) { return bits_f32(b); }
-template <>
-IRISGEN_DEV irisgen_f16 with_bits<irisgen_f16>(uint32_t b) { return irisgen_f16{(uint16_t)b}; }
-template <>
-IRISGEN_DEV irisgen_bf16 with_bits<irisgen_bf16>(uint32_t b) { return irisgen_bf16{(uint16_t)b}; }
-
-// v16_arrived reports whether no element of v is empty.
-template <typename T>
-IRISGEN_DEV bool v16_arrived(const v16& v) {
-  bool ok = true;
-#pragma unroll
-  for (int i = 0; i < 4; i++) {
-    const uint32_t w = v16_word(v, i);
-    if (sizeof(T) == 4) ok = ok && w != 0xffffffffu;
-    else ok = ok && (w & 0xffffu) != 0xffffu && (w >> 16) != 0xffffu;
-  }
-  return ok;
-}
-
-// v16_unempty clears the sign bit of every element that is all ones.
-template <typename T>
-IRISGEN_DEV v16 v16_unempty(v16 v) {
-#pragma unroll
-  for (int i = 0; i < 4; i++) {
-    uint32_t w = v16_word(v, i);
-    if (sizeof(T) == 4) {
-      if (w == 0xffffffffu) w = 0x7fffffffu;
-    } else {
-      if ((w & 0xffffu) == 0xffffu) w &= 0xffff7fffu;
-      if ((w >> 16) == 0xffffu) w &= 0x7fffffffu;
-    }
-    v16_set(v, i, w);
-  }
-  return v;
-}
-
-// Volatile accesses: a spinning reader must see a peer's store without the
-// compiler or the L1 cache holding an old copy.
-IRISGEN_DEV v16 vload_volatile(const void* p) {
-#ifdef IRISGEN_CUDA
-  v16 v;
-  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
-  return v;
-#else
-  return *(const volatile v16*)p;
-#endif
-}
-
-IRISGEN_DEV void vstore_volatile(void* p, const v16& v) {
-#ifdef IRISGEN_CUDA
-  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-#else
-  *(volatile v16*)p = v;
-#endif
-}
-
-template <typename T>
-IRISGEN_DEV uint32_t load_bits_volatile(const T* p) {
-  return sizeof(T) == 4 ? *(const volatile uint32_t*)p : *(const volatile uint16_t*)p;
-}
-
-template <typename T>
-IRISGEN_DEV void store_bits_volatile(T* p, uint32_t b) {
-  if (sizeof(T) == 4) *(volatile uint32_t*)p = b;
-  else *(volatile uint16_t*)p = (uint16_t)b;
-}
+// ------------------------------------------------- lamport protocol ----
 
 // lamport_wait spins on the vector at p until it has arrived, within the
 // time limit (false on timeout, error record set: info 3, a slot's data from
@@ -1008,11 +1024,7 @@ template <typename T>
 IRISGEN_DEV void lamport_put(T* dst, const T* src, int64_t i0, int64_t i1) {
   const span<T> sp(src + i0, i1 - i0, same_align(dst + i0, src + i0));
   const int64_t tid = threadIdx.x, nt = blockDim.x;
-  auto one = [&](int64_t i) {
-    uint32_t b = raw_bits(src[i]);
-    if (b == empty_bits<T>()) b &= empty_bits<T>() >> 1;
-    store_bits_volatile(dst + i, b);
-  };
+  auto one = [&](int64_t i) { store_bits_volatile(dst + i, slot_bits<T>(raw_bits(src[i]))); };
   for (int64_t k = tid; k < sp.head; k += nt) one(i0 + k);
   for (int64_t j = tid; j < sp.vecs; j += nt) {
     const int64_t i = i0 + sp.head + j * vec<T>::N;
@@ -1038,8 +1050,10 @@ IRISGEN_DEV void lamport_clear(T* dst, int64_t i0, int64_t i1) {
 // in fp32, into out: this rank's own values from in, every peer's from its
 // row of the local slot (row p at slot + p * stride), each load repeated
 // until it has arrived. The block's threads share the work; all loads of a
-// thread's vectors are issued before the first wait. False on timeout.
-template <typename T, typename Op, int W>
+// thread's vectors are issued before the first wait. With Slot, out is a
+// peer's slot row (reduce lamport_relay's relay stores the result into the
+// root's). False on timeout.
+template <typename T, typename Op, int W, bool Slot = false>
 IRISGEN_DEV bool lamport_reduce_w(const irisgen_ctx& c, T* out, const T* in, const T* slot, int64_t stride, int w, int64_t i0, int64_t i1, uint64_t call) {
   const int me = c.rank;
   auto rows = [&](int p) { return slot + (int64_t)p * stride; };
@@ -1059,26 +1073,26 @@ IRISGEN_DEV bool lamport_reduce_w(const irisgen_ctx& c, T* out, const T* in, con
     return true;
   };
   for (int64_t k = tid; k < sp.head; k += nt)
-    if (!reduce_one<T, Op, W>(&out, 1, w, i0 + k, get)) return false;
-  const bool ok = reduce_vecs<T, Op, W>(
+    if (!reduce_one<T, Op, W, Slot>(&out, 1, w, i0 + k, get)) return false;
+  const bool ok = reduce_vecs<T, Op, W, Slot>(
       &out, 1, w, i0 + sp.head, sp.vecs, tid, nt,
       [&](int p, int64_t i) { return p == me ? vload(in + i) : vload_volatile(rows(p) + i); },
       [&](int p, int64_t i, v16& v) { return p == me || v16_arrived<T>(v) || lamport_wait(c, rows(p) + i, &v, p, call); });
   if (!ok) return false;
   for (int64_t k = sp.tail + tid; k < i1 - i0; k += nt)
-    if (!reduce_one<T, Op, W>(&out, 1, w, i0 + k, get)) return false;
+    if (!reduce_one<T, Op, W, Slot>(&out, 1, w, i0 + k, get)) return false;
   return true;
 }
 
 // lamport_reduce dispatches lamport_reduce_w on the world size like
 // reduce_n.
-template <typename T, typename Op>
+template <typename T, typename Op, bool Slot = false>
 IRISGEN_DEV bool lamport_reduce(const irisgen_ctx& c, T* out, const T* in, const T* slot, int64_t stride, int w, int64_t i0, int64_t i1, uint64_t call) {
   switch (w) {
-    case 1: return lamport_reduce_w<T, Op, 1>(c, out, in, slot, stride, w, i0, i1, call);
-    case 2: return lamport_reduce_w<T, Op, 2>(c, out, in, slot, stride, w, i0, i1, call);
-    case 4: return lamport_reduce_w<T, Op, 4>(c, out, in, slot, stride, w, i0, i1, call);
-    default: return lamport_reduce_w<T, Op, IRISGEN_MAX_WORLD>(c, out, in, slot, stride, w, i0, i1, call);
+    case 1: return lamport_reduce_w<T, Op, 1, Slot>(c, out, in, slot, stride, w, i0, i1, call);
+    case 2: return lamport_reduce_w<T, Op, 2, Slot>(c, out, in, slot, stride, w, i0, i1, call);
+    case 4: return lamport_reduce_w<T, Op, 4, Slot>(c, out, in, slot, stride, w, i0, i1, call);
+    default: return lamport_reduce_w<T, Op, IRISGEN_MAX_WORLD, Slot>(c, out, in, slot, stride, w, i0, i1, call);
   }
 }
 

@@ -248,6 +248,10 @@ var paramCatalogue = []paramCase{
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewReduceLamportPlan(r, dt, redOp(op), n))
 		}},
+	{coll: "reduce", variant: "lamport_relay", reduces: true, inLen: nLen, outLen: nLen, ref: reduceRef,
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (pplan, error) {
+			return rootPlan(collectives.NewReduceLamportRelayPlan(r, dt, redOp(op), n))
+		}},
 	{coll: "gather", variant: "lamport", inLen: nLen, outLen: wnLen, ref: gatherRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewGatherLamportPlan(r, dt, n))

@@ -636,8 +636,9 @@ func TestRunShResultLines(t *testing.T) {
 	expect(run(nil, "sanitize", "racecheck-moe"), map[string]string{"sanitizer_errors": "0", "result": "PASS"})
 	// initcheck, about six times slower, caps the rounds of a case and
 	// leaves out f16; the other tools do neither.
-	expect(run([]string{"WANTROUNDS=10", "WANTDTYPES=f32,bf16"}, "sanitize", "initcheck-b2b"), map[string]string{"result": "PASS"})
-	expect(run([]string{"WANTROUNDS=10"}, "sanitize", "initcheck-b2b"), map[string]string{"result": "FAIL"})
+	expect(run([]string{"WANTROUNDS=10", "WANTDTYPES=f32,bf16"}, "sanitize", "initcheck-b2b-a"), map[string]string{"result": "PASS"})
+	expect(run([]string{"WANTROUNDS=10", "WANTDTYPES=f32,bf16"}, "sanitize", "initcheck-b2b-b"), map[string]string{"result": "PASS"})
+	expect(run([]string{"WANTROUNDS=10"}, "sanitize", "initcheck-b2b-a"), map[string]string{"result": "FAIL"})
 	expect(run(nil, "sanitize", "racecheck-b2b"), map[string]string{"result": "PASS"})
 	expect(run([]string{"WANTROUNDS=10"}, "sanitize", "racecheck-b2b"), map[string]string{"result": "FAIL"})
 	expect(run([]string{"WANTDTYPES=f32,bf16"}, "sanitize", "racecheck-b2b"), map[string]string{"result": "FAIL"})
@@ -649,9 +650,9 @@ func TestRunShResultLines(t *testing.T) {
 	expect(run([]string{"SHARD=2/" + strconv.Itoa(n), "TIER=full"}), map[string]string{"shard": "catalogue-b"})
 	expect(run([]string{"CALL_LIMIT=1"}, "full", "launches"), map[string]string{"result": "NOT_RUN"})
 	// A shard is not started with less time left than half its estimate
-	// (params: 70 s on 2 GPUs), and is started with more.
-	expect(run([]string{"CALL_LIMIT=30"}, "full", "params"), map[string]string{"result": "NOT_RUN"})
-	expect(run([]string{"CALL_LIMIT=40"}, "full", "params"), map[string]string{"result": "PASS"})
+	// (params: 100 s on 2 GPUs), and is started with more.
+	expect(run([]string{"CALL_LIMIT=45"}, "full", "params"), map[string]string{"result": "NOT_RUN"})
+	expect(run([]string{"CALL_LIMIT=55"}, "full", "params"), map[string]string{"result": "PASS"})
 	// A step stopped at the run's limit cuts its shard (a cut is no test's
 	// failure); a failed test still fails it.
 	expect(run([]string{"CUTME=1"}, "full", "moe"), map[string]string{"failed": "1", "result": "CUT"})
