@@ -3,12 +3,12 @@
 // reduce: Reduce `input` over all ranks into `output` on rank `root` (NCCL's
 // ncclReduce).
 //
-// Spec hash 2ba41167b0939e2f: the Go wrappers carry the same value, and the runtime
+// Spec hash a0868a042848e79f: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_reduce[] = "2ba41167b0939e2f";
+extern "C" __device__ const char irisgen_spec_hash_reduce[] = "a0868a042848e79f";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch
@@ -803,7 +803,7 @@ irisgen_reduce_lamport_relay_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 14 "templates/reduce_lamport_relay.hip.tmpl"
+#line 15 "templates/reduce_lamport_relay.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -861,7 +861,7 @@ irisgen_reduce_lamport_relay_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 14 "templates/reduce_lamport_relay.hip.tmpl"
+#line 15 "templates/reduce_lamport_relay.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -919,7 +919,7 @@ irisgen_reduce_lamport_relay_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 14 "templates/reduce_lamport_relay.hip.tmpl"
+#line 15 "templates/reduce_lamport_relay.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -977,7 +977,7 @@ irisgen_reduce_lamport_relay_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 14 "templates/reduce_lamport_relay.hip.tmpl"
+#line 15 "templates/reduce_lamport_relay.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -1035,7 +1035,7 @@ irisgen_reduce_lamport_relay_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 14 "templates/reduce_lamport_relay.hip.tmpl"
+#line 15 "templates/reduce_lamport_relay.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -1093,7 +1093,7 @@ irisgen_reduce_lamport_relay_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 14 "templates/reduce_lamport_relay.hip.tmpl"
+#line 15 "templates/reduce_lamport_relay.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -1151,7 +1151,7 @@ irisgen_reduce_lamport_relay_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 14 "templates/reduce_lamport_relay.hip.tmpl"
+#line 15 "templates/reduce_lamport_relay.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
   const T* in = ((const float*)irisgen_a.t_input);
@@ -1209,7 +1209,7 @@ irisgen_reduce_lamport_relay_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 14 "templates/reduce_lamport_relay.hip.tmpl"
+#line 15 "templates/reduce_lamport_relay.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
   const T* in = ((const float*)irisgen_a.t_input);
@@ -1267,7 +1267,7 @@ irisgen_reduce_lamport_relay_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 14 "templates/reduce_lamport_relay.hip.tmpl"
+#line 15 "templates/reduce_lamport_relay.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
   const T* in = ((const float*)irisgen_a.t_input);
