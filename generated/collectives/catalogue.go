@@ -325,18 +325,22 @@ var table = irisimpl.Table{
 			{Name: "root", Kind: irismodel.ParamRank}, // 0 <= root < world
 		},
 		Tensors: []irismodel.TensorDesc{
-			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}},                                 // [n]
-			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}, Owner: "root"},                // [n]
-			{Name: "lamport", Dir: irismodel.Workspace, Shape: irismodel.Shape{3, irismodel.DimWorld, irismodel.DimSize(0)}}, // [3, world, n]
+			{Name: "input", Dir: irismodel.In, Shape: irismodel.Shape{irismodel.DimSize(0)}},                                                 // [n]
+			{Name: "output", Dir: irismodel.Out, Shape: irismodel.Shape{irismodel.DimSize(0)}, Owner: "root"},                                // [n]
+			{Name: "lamport", Dir: irismodel.Workspace, Shape: irismodel.Shape{3, irismodel.DimWorld, irismodel.DimSize(0)}},                 // [3, world, n]
+			{Name: "stage", Dir: irismodel.Workspace, Shape: irismodel.Shape{irismodel.DimWorld, irismodel.DimSize(0)}},                      // [world, n]
+			{Name: "flags", Dir: irismodel.Workspace, Shape: irismodel.Shape{irismodel.DimBlocks, irismodel.DimWorld}, DType: irismodel.U64}, // [blocks, world]
 		},
 		Variants: []irisimpl.Variant{
-			{Name: "pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal, irisimpl.Unused},
+			{Name: "pull", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseLocal, irisimpl.Unused, irisimpl.Unused, irisimpl.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
-			{Name: "split", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseHeap, irisimpl.Unused},
+			{Name: "split", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseHeap, irisimpl.Unused, irisimpl.Unused, irisimpl.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
-			{Name: "lamport", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.UseLocal},
+			{Name: "lamport", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.Unused, irisimpl.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
-			{Name: "lamport_relay", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.UseLocal},
+			{Name: "lamport_relay", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.Unused, irisimpl.Unused},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+			{Name: "relay", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap, irisimpl.Unused, irisimpl.UseLocal, irisimpl.UseLocal},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 		},
 		Auto: []irismodel.AutoRule{

@@ -68,8 +68,8 @@
 //     layer once to each rank that owns at least one of its k experts, with the list of that rank's
 //     experts it goes to and their weights; counts are computed and exchanged on the GPU, so no shape
 //     depends on data and the whole path can be captured in a graph.
-//   - Reduce (specs/reduce.yaml; variants pull, split, lamport, lamport_relay): Reduce `input` over
-//     all ranks into `output` on rank `root` (NCCL's ncclReduce).
+//   - Reduce (specs/reduce.yaml; variants pull, split, lamport, lamport_relay, relay): Reduce `input`
+//     over all ranks into `output` on rank `root` (NCCL's ncclReduce).
 //   - ReduceScatter (specs/reduce_scatter.yaml; variants pull, lamport): Reduce `input` over all ranks
 //     and keep this rank's 1/world slice in `output` (NCCL and torch semantics).
 //   - ResidualRmsnorm (specs/residual_rmsnorm.yaml; variants local): Add `input` into `residual` and

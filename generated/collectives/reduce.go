@@ -11,7 +11,7 @@ import (
 
 // ReduceSpecHash is the hash of specs/reduce.yaml and the templates it uses; the runtime refuses a
 // code object of reduce made from other ones (*irisrt.KernelError).
-const ReduceSpecHash = "a0868a042848e79f"
+const ReduceSpecHash = "1a93226f0f2e821a"
 
 // reduceDesc is reduce in the package's descriptor table.
 var reduceDesc = &table.Collectives[9]
@@ -26,6 +26,7 @@ const (
 	ReduceSplit        ReduceVariant = "split"
 	ReduceLamport      ReduceVariant = "lamport"
 	ReduceLamportRelay ReduceVariant = "lamport_relay"
+	ReduceRelay        ReduceVariant = "relay"
 	ReduceAuto         ReduceVariant = "auto"
 )
 
@@ -180,5 +181,37 @@ func NewReduceLamportRelayPlan(r *irisrt.Rank, dt irismodel.DType, op ReduceOp, 
 // Launch checks the parameters and the tensors by the rules above and launches reduce/lamport_relay on
 // s in barrier mode mode.
 func (p *ReduceLamportRelayPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
+	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
+}
+
+// ReduceRelayPlan is variant relay of reduce (specs/reduce.yaml).
+//
+// Tensors, in the order Launch takes them:
+//
+//   - input (in [n]): local_read; only this rank touches it: any device memory.
+//   - output (out [n], on rank root only): remote_write; peers write it: must be on the symmetric
+//     heap; checked on rank root only, the other ranks pass the zero irisrt.Tensor (the kernel tells
+//     them where rank root's is).
+//
+// Parameters, after the tensors (checked before anything is enqueued: *irisrt.ParamError):
+//
+//   - root (int): a rank, 0 <= root < world.
+//
+// Workspace, on the heap and zeroed by the plan: stage [world, n] (local_read + remote_write), flags
+// [blocks, world] (local_read + remote_write).
+//
+// Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+type ReduceRelayPlan struct{ irisimpl.VariantPlan }
+
+// NewReduceRelayPlan makes a plan of reduce/relay for dt (f32, f16, bf16), op (sum, max, min) and size
+// n.
+func NewReduceRelayPlan(r *irisrt.Rank, dt irismodel.DType, op ReduceOp, n int64) (*ReduceRelayPlan, error) {
+	return irisimpl.NewPlanOf[ReduceRelayPlan](r, &reduceDesc.Variants[4], dt, string(op), n)
+}
+
+// Launch checks the parameters and the tensors by the rules above and launches reduce/relay on s in
+// barrier mode mode.
+func (p *ReduceRelayPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root int, mode irismodel.Barrier) error {
 	return p.LaunchParams(s, []irisrt.Tensor{input, output}, []irismodel.Param{irismodel.IntParam(int64(root))}, mode)
 }

@@ -3,12 +3,12 @@
 // broadcast: Copy rank `root`'s `input` into `output` on every rank (NCCL's
 // ncclBroadcast).
 //
-// Spec hash 75664787b13e72be: the Go wrappers carry the same value, and the runtime
+// Spec hash 8094d1329476da9e: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_broadcast[] = "75664787b13e72be";
+extern "C" __device__ const char irisgen_spec_hash_broadcast[] = "8094d1329476da9e";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch
@@ -533,7 +533,7 @@ irisgen_broadcast_lamport_relay_bf16(const IRISGEN_GRID_CONSTANT irisgen_broadca
   }
   irisgen::lamport_ack(ctx, k);
   const int64_t slot = (int64_t)(k % 3) * n;
-  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  const int relay = irisgen::relay_of(root, w);
   T* fwd[IRISGEN_MAX_WORLD];
   int nf = 0;
   bool ok = true;
@@ -578,7 +578,7 @@ irisgen_broadcast_lamport_relay_f16(const IRISGEN_GRID_CONSTANT irisgen_broadcas
   }
   irisgen::lamport_ack(ctx, k);
   const int64_t slot = (int64_t)(k % 3) * n;
-  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  const int relay = irisgen::relay_of(root, w);
   T* fwd[IRISGEN_MAX_WORLD];
   int nf = 0;
   bool ok = true;
@@ -623,7 +623,7 @@ irisgen_broadcast_lamport_relay_f32(const IRISGEN_GRID_CONSTANT irisgen_broadcas
   }
   irisgen::lamport_ack(ctx, k);
   const int64_t slot = (int64_t)(k % 3) * n;
-  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  const int relay = irisgen::relay_of(root, w);
   T* fwd[IRISGEN_MAX_WORLD];
   int nf = 0;
   bool ok = true;

@@ -3,12 +3,12 @@
 // reduce: Reduce `input` over all ranks into `output` on rank `root` (NCCL's
 // ncclReduce).
 //
-// Spec hash a0868a042848e79f: the Go wrappers carry the same value, and the runtime
+// Spec hash 1a93226f0f2e821a: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_reduce[] = "a0868a042848e79f";
+extern "C" __device__ const char irisgen_spec_hash_reduce[] = "1a93226f0f2e821a";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch
@@ -18,6 +18,8 @@ struct irisgen_reduce_args {
   void* t_input;  // in [n]
   void* t_output;  // out [n], on rank root only
   void* t_lamport;  // workspace [3, world, n]
+  void* t_stage;  // workspace [world, n]
+  void* t_flags;  // workspace [blocks, world]
   int64_t s_n;
   int64_t p_root;  // rank: 0 <= root < world
   void* x_output;  // uint64[blocks]: rank root's heap offset of output, for the kernels that touch it remotely
@@ -44,7 +46,7 @@ irisgen_reduce_pull_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 48 "generated/hip/reduce.hip"
+#line 50 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -68,7 +70,7 @@ irisgen_reduce_pull_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 72 "generated/hip/reduce.hip"
+#line 74 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -92,7 +94,7 @@ irisgen_reduce_pull_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 96 "generated/hip/reduce.hip"
+#line 98 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -116,7 +118,7 @@ irisgen_reduce_pull_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 120 "generated/hip/reduce.hip"
+#line 122 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -140,7 +142,7 @@ irisgen_reduce_pull_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 144 "generated/hip/reduce.hip"
+#line 146 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -164,7 +166,7 @@ irisgen_reduce_pull_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 168 "generated/hip/reduce.hip"
+#line 170 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -188,7 +190,7 @@ irisgen_reduce_pull_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 192 "generated/hip/reduce.hip"
+#line 194 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -212,7 +214,7 @@ irisgen_reduce_pull_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 216 "generated/hip/reduce.hip"
+#line 218 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -236,7 +238,7 @@ irisgen_reduce_pull_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iris
   }
   // Nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 240 "generated/hip/reduce.hip"
+#line 242 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -269,7 +271,7 @@ irisgen_reduce_split_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 273 "generated/hip/reduce.hip"
+#line 275 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -300,7 +302,7 @@ irisgen_reduce_split_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 304 "generated/hip/reduce.hip"
+#line 306 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -331,7 +333,7 @@ irisgen_reduce_split_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 335 "generated/hip/reduce.hip"
+#line 337 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -362,7 +364,7 @@ irisgen_reduce_split_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 366 "generated/hip/reduce.hip"
+#line 368 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -393,7 +395,7 @@ irisgen_reduce_split_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 397 "generated/hip/reduce.hip"
+#line 399 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -424,7 +426,7 @@ irisgen_reduce_split_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 428 "generated/hip/reduce.hip"
+#line 430 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -455,7 +457,7 @@ irisgen_reduce_split_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 459 "generated/hip/reduce.hip"
+#line 461 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -486,7 +488,7 @@ irisgen_reduce_split_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 490 "generated/hip/reduce.hip"
+#line 492 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -517,7 +519,7 @@ irisgen_reduce_split_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   }
   // The root's output is complete; nobody reads an input any more.
   if (!irisgen::barrier(ctx)) return;
-#line 521 "generated/hip/reduce.hip"
+#line 523 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -549,7 +551,7 @@ irisgen_reduce_lamport_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args 
     irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
   irisgen::advance();
   if (ctx.rank == ((int)irisgen_a.p_root)) irisgen::lamport_reduce<T, Op>(ctx, ((irisgen_bf16*)irisgen_a.t_output), in, box + slot, n, ctx.world, lo, hi, k);
-#line 553 "generated/hip/reduce.hip"
+#line 555 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -579,7 +581,7 @@ irisgen_reduce_lamport_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args 
     irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
   irisgen::advance();
   if (ctx.rank == ((int)irisgen_a.p_root)) irisgen::lamport_reduce<T, Op>(ctx, ((irisgen_bf16*)irisgen_a.t_output), in, box + slot, n, ctx.world, lo, hi, k);
-#line 583 "generated/hip/reduce.hip"
+#line 585 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -609,7 +611,7 @@ irisgen_reduce_lamport_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args 
     irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
   irisgen::advance();
   if (ctx.rank == ((int)irisgen_a.p_root)) irisgen::lamport_reduce<T, Op>(ctx, ((irisgen_bf16*)irisgen_a.t_output), in, box + slot, n, ctx.world, lo, hi, k);
-#line 613 "generated/hip/reduce.hip"
+#line 615 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -639,7 +641,7 @@ irisgen_reduce_lamport_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args i
     irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
   irisgen::advance();
   if (ctx.rank == ((int)irisgen_a.p_root)) irisgen::lamport_reduce<T, Op>(ctx, ((irisgen_f16*)irisgen_a.t_output), in, box + slot, n, ctx.world, lo, hi, k);
-#line 643 "generated/hip/reduce.hip"
+#line 645 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -669,7 +671,7 @@ irisgen_reduce_lamport_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args i
     irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
   irisgen::advance();
   if (ctx.rank == ((int)irisgen_a.p_root)) irisgen::lamport_reduce<T, Op>(ctx, ((irisgen_f16*)irisgen_a.t_output), in, box + slot, n, ctx.world, lo, hi, k);
-#line 673 "generated/hip/reduce.hip"
+#line 675 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -699,7 +701,7 @@ irisgen_reduce_lamport_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args i
     irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
   irisgen::advance();
   if (ctx.rank == ((int)irisgen_a.p_root)) irisgen::lamport_reduce<T, Op>(ctx, ((irisgen_f16*)irisgen_a.t_output), in, box + slot, n, ctx.world, lo, hi, k);
-#line 703 "generated/hip/reduce.hip"
+#line 705 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -729,7 +731,7 @@ irisgen_reduce_lamport_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args i
     irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
   irisgen::advance();
   if (ctx.rank == ((int)irisgen_a.p_root)) irisgen::lamport_reduce<T, Op>(ctx, ((float*)irisgen_a.t_output), in, box + slot, n, ctx.world, lo, hi, k);
-#line 733 "generated/hip/reduce.hip"
+#line 735 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -759,7 +761,7 @@ irisgen_reduce_lamport_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args i
     irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
   irisgen::advance();
   if (ctx.rank == ((int)irisgen_a.p_root)) irisgen::lamport_reduce<T, Op>(ctx, ((float*)irisgen_a.t_output), in, box + slot, n, ctx.world, lo, hi, k);
-#line 763 "generated/hip/reduce.hip"
+#line 765 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -789,7 +791,7 @@ irisgen_reduce_lamport_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args i
     irisgen::lamport_put(irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_lamport, (root)) + slot + (int64_t)me * n, in, lo, hi);
   irisgen::advance();
   if (ctx.rank == ((int)irisgen_a.p_root)) irisgen::lamport_reduce<T, Op>(ctx, ((float*)irisgen_a.t_output), in, box + slot, n, ctx.world, lo, hi, k);
-#line 793 "generated/hip/reduce.hip"
+#line 795 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -818,7 +820,7 @@ irisgen_reduce_lamport_relay_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce
   }
   irisgen::lamport_ack(ctx, k);
   const int64_t slot = (int64_t)(k % 3) * w * n;
-  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  const int relay = irisgen::relay_of(root, w);
   bool ok = true;
   if (me != relay) {
     if (irisgen::lamport_credit(ctx, k, 1u << relay))
@@ -849,7 +851,7 @@ irisgen_reduce_lamport_relay_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce
   } else if (got) {
     irisgen::lamport_clear(box + slot + (int64_t)root * n, lo, hi);
   }
-#line 853 "generated/hip/reduce.hip"
+#line 855 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -876,7 +878,7 @@ irisgen_reduce_lamport_relay_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce
   }
   irisgen::lamport_ack(ctx, k);
   const int64_t slot = (int64_t)(k % 3) * w * n;
-  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  const int relay = irisgen::relay_of(root, w);
   bool ok = true;
   if (me != relay) {
     if (irisgen::lamport_credit(ctx, k, 1u << relay))
@@ -907,7 +909,7 @@ irisgen_reduce_lamport_relay_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce
   } else if (got) {
     irisgen::lamport_clear(box + slot + (int64_t)root * n, lo, hi);
   }
-#line 911 "generated/hip/reduce.hip"
+#line 913 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -934,7 +936,7 @@ irisgen_reduce_lamport_relay_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce
   }
   irisgen::lamport_ack(ctx, k);
   const int64_t slot = (int64_t)(k % 3) * w * n;
-  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  const int relay = irisgen::relay_of(root, w);
   bool ok = true;
   if (me != relay) {
     if (irisgen::lamport_credit(ctx, k, 1u << relay))
@@ -965,7 +967,7 @@ irisgen_reduce_lamport_relay_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce
   } else if (got) {
     irisgen::lamport_clear(box + slot + (int64_t)root * n, lo, hi);
   }
-#line 969 "generated/hip/reduce.hip"
+#line 971 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -992,7 +994,7 @@ irisgen_reduce_lamport_relay_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   }
   irisgen::lamport_ack(ctx, k);
   const int64_t slot = (int64_t)(k % 3) * w * n;
-  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  const int relay = irisgen::relay_of(root, w);
   bool ok = true;
   if (me != relay) {
     if (irisgen::lamport_credit(ctx, k, 1u << relay))
@@ -1023,7 +1025,7 @@ irisgen_reduce_lamport_relay_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   } else if (got) {
     irisgen::lamport_clear(box + slot + (int64_t)root * n, lo, hi);
   }
-#line 1027 "generated/hip/reduce.hip"
+#line 1029 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1050,7 +1052,7 @@ irisgen_reduce_lamport_relay_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   }
   irisgen::lamport_ack(ctx, k);
   const int64_t slot = (int64_t)(k % 3) * w * n;
-  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  const int relay = irisgen::relay_of(root, w);
   bool ok = true;
   if (me != relay) {
     if (irisgen::lamport_credit(ctx, k, 1u << relay))
@@ -1081,7 +1083,7 @@ irisgen_reduce_lamport_relay_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   } else if (got) {
     irisgen::lamport_clear(box + slot + (int64_t)root * n, lo, hi);
   }
-#line 1085 "generated/hip/reduce.hip"
+#line 1087 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1108,7 +1110,7 @@ irisgen_reduce_lamport_relay_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   }
   irisgen::lamport_ack(ctx, k);
   const int64_t slot = (int64_t)(k % 3) * w * n;
-  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  const int relay = irisgen::relay_of(root, w);
   bool ok = true;
   if (me != relay) {
     if (irisgen::lamport_credit(ctx, k, 1u << relay))
@@ -1139,7 +1141,7 @@ irisgen_reduce_lamport_relay_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   } else if (got) {
     irisgen::lamport_clear(box + slot + (int64_t)root * n, lo, hi);
   }
-#line 1143 "generated/hip/reduce.hip"
+#line 1145 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1166,7 +1168,7 @@ irisgen_reduce_lamport_relay_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   }
   irisgen::lamport_ack(ctx, k);
   const int64_t slot = (int64_t)(k % 3) * w * n;
-  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  const int relay = irisgen::relay_of(root, w);
   bool ok = true;
   if (me != relay) {
     if (irisgen::lamport_credit(ctx, k, 1u << relay))
@@ -1197,7 +1199,7 @@ irisgen_reduce_lamport_relay_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   } else if (got) {
     irisgen::lamport_clear(box + slot + (int64_t)root * n, lo, hi);
   }
-#line 1201 "generated/hip/reduce.hip"
+#line 1203 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1224,7 +1226,7 @@ irisgen_reduce_lamport_relay_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   }
   irisgen::lamport_ack(ctx, k);
   const int64_t slot = (int64_t)(k % 3) * w * n;
-  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  const int relay = irisgen::relay_of(root, w);
   bool ok = true;
   if (me != relay) {
     if (irisgen::lamport_credit(ctx, k, 1u << relay))
@@ -1255,7 +1257,7 @@ irisgen_reduce_lamport_relay_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   } else if (got) {
     irisgen::lamport_clear(box + slot + (int64_t)root * n, lo, hi);
   }
-#line 1259 "generated/hip/reduce.hip"
+#line 1261 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }
@@ -1282,7 +1284,7 @@ irisgen_reduce_lamport_relay_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   }
   irisgen::lamport_ack(ctx, k);
   const int64_t slot = (int64_t)(k % 3) * w * n;
-  const int relay = w > 1 ? (root + 1 + (int)(blockIdx.x % (w - 1))) % w : root;
+  const int relay = irisgen::relay_of(root, w);
   bool ok = true;
   if (me != relay) {
     if (irisgen::lamport_credit(ctx, k, 1u << relay))
@@ -1313,7 +1315,531 @@ irisgen_reduce_lamport_relay_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_
   } else if (got) {
     irisgen::lamport_clear(box + slot + (int64_t)root * n, lo, hi);
   }
-#line 1317 "generated/hip/reduce.hip"
+#line 1319 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+// ---- variant relay (template reduce_relay.hip.tmpl) ----
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_relay_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  typedef irisgen::op_max Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  // output is passed on rank root only: tell every rank where it is.
+  if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
+    irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
+  if (!irisgen::sync(ctx)) return;
+#line 20 "templates/reduce_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* out = ((irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
+  const int relay = irisgen::relay_of(root, w);
+  const uint64_t* flags = ((const uint64_t*)irisgen_a.t_flags) + (int64_t)blockIdx.x * w;
+  // The start's sync stores the block's new epoch with one thread after the
+  // block met: every thread reads it past a __syncthreads.
+  __syncthreads();
+  const uint64_t base = irisgen::epoch() * 256;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  // Pieces of 32 KiB, at least 16 and at most 64 a part: a piece's flag
+  // costs a round trip (about 2 us on 4 H200s), fewer pieces fill the
+  // pipeline more slowly; measured at 16, 64 and 256 MiB (docs/performance.md).
+  const int64_t kib32 = (hi - lo) * (int64_t)sizeof(T) / 32768;
+  const int pieces = kib32 < 16 ? 16 : kib32 > 64 ? 64 : (int)kib32;
+  if (me == relay && me == root) {  // a world of 1
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (me != relay) {
+    T* row = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_stage, (relay)) + (int64_t)me * n;
+    uint64_t* flag = irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (relay)) + (int64_t)blockIdx.x * w + me;
+    for (int k = 0; k < pieces; k++) {
+      int64_t a, z;
+      irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
+      irisgen::copy_block(row, in, lo + a, lo + z);
+      irisgen::raise_flag(flag, base + k + 1);
+    }
+  } else {
+    const T* stage = ((const irisgen_bf16*)irisgen_a.t_stage);
+    const uint32_t rows = ((1u << w) - 1) & ~(1u << me);
+    for (int k = 0; k < pieces; k++) {
+      int64_t a, z;
+      irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
+      if (!irisgen::wait_flags(ctx, flags, rows, base + k + 1)) return;
+      irisgen::reduce_rows_n<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
+    }
+    irisgen::raise_flag(irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (root)) + (int64_t)blockIdx.x * w + me, base + pieces);
+  }
+  // The root's output is complete when every relay has raised its flag.
+  if (me == root && me != relay && !irisgen::wait_flags(ctx, flags, 1u << relay, base + pieces)) return;
+#line 1379 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_relay_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  typedef irisgen::op_min Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  // output is passed on rank root only: tell every rank where it is.
+  if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
+    irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
+  if (!irisgen::sync(ctx)) return;
+#line 20 "templates/reduce_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* out = ((irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
+  const int relay = irisgen::relay_of(root, w);
+  const uint64_t* flags = ((const uint64_t*)irisgen_a.t_flags) + (int64_t)blockIdx.x * w;
+  // The start's sync stores the block's new epoch with one thread after the
+  // block met: every thread reads it past a __syncthreads.
+  __syncthreads();
+  const uint64_t base = irisgen::epoch() * 256;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  // Pieces of 32 KiB, at least 16 and at most 64 a part: a piece's flag
+  // costs a round trip (about 2 us on 4 H200s), fewer pieces fill the
+  // pipeline more slowly; measured at 16, 64 and 256 MiB (docs/performance.md).
+  const int64_t kib32 = (hi - lo) * (int64_t)sizeof(T) / 32768;
+  const int pieces = kib32 < 16 ? 16 : kib32 > 64 ? 64 : (int)kib32;
+  if (me == relay && me == root) {  // a world of 1
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (me != relay) {
+    T* row = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_stage, (relay)) + (int64_t)me * n;
+    uint64_t* flag = irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (relay)) + (int64_t)blockIdx.x * w + me;
+    for (int k = 0; k < pieces; k++) {
+      int64_t a, z;
+      irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
+      irisgen::copy_block(row, in, lo + a, lo + z);
+      irisgen::raise_flag(flag, base + k + 1);
+    }
+  } else {
+    const T* stage = ((const irisgen_bf16*)irisgen_a.t_stage);
+    const uint32_t rows = ((1u << w) - 1) & ~(1u << me);
+    for (int k = 0; k < pieces; k++) {
+      int64_t a, z;
+      irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
+      if (!irisgen::wait_flags(ctx, flags, rows, base + k + 1)) return;
+      irisgen::reduce_rows_n<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
+    }
+    irisgen::raise_flag(irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (root)) + (int64_t)blockIdx.x * w + me, base + pieces);
+  }
+  // The root's output is complete when every relay has raised its flag.
+  if (me == root && me != relay && !irisgen::wait_flags(ctx, flags, 1u << relay, base + pieces)) return;
+#line 1437 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_relay_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef irisgen_bf16 T;
+  typedef irisgen::op_sum Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  // output is passed on rank root only: tell every rank where it is.
+  if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
+    irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
+  if (!irisgen::sync(ctx)) return;
+#line 20 "templates/reduce_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
+  const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
+  T* out = ((irisgen_bf16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
+  const int relay = irisgen::relay_of(root, w);
+  const uint64_t* flags = ((const uint64_t*)irisgen_a.t_flags) + (int64_t)blockIdx.x * w;
+  // The start's sync stores the block's new epoch with one thread after the
+  // block met: every thread reads it past a __syncthreads.
+  __syncthreads();
+  const uint64_t base = irisgen::epoch() * 256;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  // Pieces of 32 KiB, at least 16 and at most 64 a part: a piece's flag
+  // costs a round trip (about 2 us on 4 H200s), fewer pieces fill the
+  // pipeline more slowly; measured at 16, 64 and 256 MiB (docs/performance.md).
+  const int64_t kib32 = (hi - lo) * (int64_t)sizeof(T) / 32768;
+  const int pieces = kib32 < 16 ? 16 : kib32 > 64 ? 64 : (int)kib32;
+  if (me == relay && me == root) {  // a world of 1
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (me != relay) {
+    T* row = irisgen::detail::peer_ptr(ctx, (irisgen_bf16*)irisgen_a.t_stage, (relay)) + (int64_t)me * n;
+    uint64_t* flag = irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (relay)) + (int64_t)blockIdx.x * w + me;
+    for (int k = 0; k < pieces; k++) {
+      int64_t a, z;
+      irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
+      irisgen::copy_block(row, in, lo + a, lo + z);
+      irisgen::raise_flag(flag, base + k + 1);
+    }
+  } else {
+    const T* stage = ((const irisgen_bf16*)irisgen_a.t_stage);
+    const uint32_t rows = ((1u << w) - 1) & ~(1u << me);
+    for (int k = 0; k < pieces; k++) {
+      int64_t a, z;
+      irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
+      if (!irisgen::wait_flags(ctx, flags, rows, base + k + 1)) return;
+      irisgen::reduce_rows_n<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
+    }
+    irisgen::raise_flag(irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (root)) + (int64_t)blockIdx.x * w + me, base + pieces);
+  }
+  // The root's output is complete when every relay has raised its flag.
+  if (me == root && me != relay && !irisgen::wait_flags(ctx, flags, 1u << relay, base + pieces)) return;
+#line 1495 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_relay_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef irisgen_f16 T;
+  typedef irisgen::op_max Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  // output is passed on rank root only: tell every rank where it is.
+  if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
+    irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
+  if (!irisgen::sync(ctx)) return;
+#line 20 "templates/reduce_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* out = ((irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
+  const int relay = irisgen::relay_of(root, w);
+  const uint64_t* flags = ((const uint64_t*)irisgen_a.t_flags) + (int64_t)blockIdx.x * w;
+  // The start's sync stores the block's new epoch with one thread after the
+  // block met: every thread reads it past a __syncthreads.
+  __syncthreads();
+  const uint64_t base = irisgen::epoch() * 256;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  // Pieces of 32 KiB, at least 16 and at most 64 a part: a piece's flag
+  // costs a round trip (about 2 us on 4 H200s), fewer pieces fill the
+  // pipeline more slowly; measured at 16, 64 and 256 MiB (docs/performance.md).
+  const int64_t kib32 = (hi - lo) * (int64_t)sizeof(T) / 32768;
+  const int pieces = kib32 < 16 ? 16 : kib32 > 64 ? 64 : (int)kib32;
+  if (me == relay && me == root) {  // a world of 1
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (me != relay) {
+    T* row = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_stage, (relay)) + (int64_t)me * n;
+    uint64_t* flag = irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (relay)) + (int64_t)blockIdx.x * w + me;
+    for (int k = 0; k < pieces; k++) {
+      int64_t a, z;
+      irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
+      irisgen::copy_block(row, in, lo + a, lo + z);
+      irisgen::raise_flag(flag, base + k + 1);
+    }
+  } else {
+    const T* stage = ((const irisgen_f16*)irisgen_a.t_stage);
+    const uint32_t rows = ((1u << w) - 1) & ~(1u << me);
+    for (int k = 0; k < pieces; k++) {
+      int64_t a, z;
+      irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
+      if (!irisgen::wait_flags(ctx, flags, rows, base + k + 1)) return;
+      irisgen::reduce_rows_n<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
+    }
+    irisgen::raise_flag(irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (root)) + (int64_t)blockIdx.x * w + me, base + pieces);
+  }
+  // The root's output is complete when every relay has raised its flag.
+  if (me == root && me != relay && !irisgen::wait_flags(ctx, flags, 1u << relay, base + pieces)) return;
+#line 1553 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_relay_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef irisgen_f16 T;
+  typedef irisgen::op_min Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  // output is passed on rank root only: tell every rank where it is.
+  if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
+    irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
+  if (!irisgen::sync(ctx)) return;
+#line 20 "templates/reduce_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* out = ((irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
+  const int relay = irisgen::relay_of(root, w);
+  const uint64_t* flags = ((const uint64_t*)irisgen_a.t_flags) + (int64_t)blockIdx.x * w;
+  // The start's sync stores the block's new epoch with one thread after the
+  // block met: every thread reads it past a __syncthreads.
+  __syncthreads();
+  const uint64_t base = irisgen::epoch() * 256;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  // Pieces of 32 KiB, at least 16 and at most 64 a part: a piece's flag
+  // costs a round trip (about 2 us on 4 H200s), fewer pieces fill the
+  // pipeline more slowly; measured at 16, 64 and 256 MiB (docs/performance.md).
+  const int64_t kib32 = (hi - lo) * (int64_t)sizeof(T) / 32768;
+  const int pieces = kib32 < 16 ? 16 : kib32 > 64 ? 64 : (int)kib32;
+  if (me == relay && me == root) {  // a world of 1
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (me != relay) {
+    T* row = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_stage, (relay)) + (int64_t)me * n;
+    uint64_t* flag = irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (relay)) + (int64_t)blockIdx.x * w + me;
+    for (int k = 0; k < pieces; k++) {
+      int64_t a, z;
+      irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
+      irisgen::copy_block(row, in, lo + a, lo + z);
+      irisgen::raise_flag(flag, base + k + 1);
+    }
+  } else {
+    const T* stage = ((const irisgen_f16*)irisgen_a.t_stage);
+    const uint32_t rows = ((1u << w) - 1) & ~(1u << me);
+    for (int k = 0; k < pieces; k++) {
+      int64_t a, z;
+      irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
+      if (!irisgen::wait_flags(ctx, flags, rows, base + k + 1)) return;
+      irisgen::reduce_rows_n<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
+    }
+    irisgen::raise_flag(irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (root)) + (int64_t)blockIdx.x * w + me, base + pieces);
+  }
+  // The root's output is complete when every relay has raised its flag.
+  if (me == root && me != relay && !irisgen::wait_flags(ctx, flags, 1u << relay, base + pieces)) return;
+#line 1611 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_relay_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef irisgen_f16 T;
+  typedef irisgen::op_sum Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  // output is passed on rank root only: tell every rank where it is.
+  if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
+    irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
+  if (!irisgen::sync(ctx)) return;
+#line 20 "templates/reduce_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
+  const T* in = ((const irisgen_f16*)irisgen_a.t_input);
+  T* out = ((irisgen_f16*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
+  const int relay = irisgen::relay_of(root, w);
+  const uint64_t* flags = ((const uint64_t*)irisgen_a.t_flags) + (int64_t)blockIdx.x * w;
+  // The start's sync stores the block's new epoch with one thread after the
+  // block met: every thread reads it past a __syncthreads.
+  __syncthreads();
+  const uint64_t base = irisgen::epoch() * 256;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  // Pieces of 32 KiB, at least 16 and at most 64 a part: a piece's flag
+  // costs a round trip (about 2 us on 4 H200s), fewer pieces fill the
+  // pipeline more slowly; measured at 16, 64 and 256 MiB (docs/performance.md).
+  const int64_t kib32 = (hi - lo) * (int64_t)sizeof(T) / 32768;
+  const int pieces = kib32 < 16 ? 16 : kib32 > 64 ? 64 : (int)kib32;
+  if (me == relay && me == root) {  // a world of 1
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (me != relay) {
+    T* row = irisgen::detail::peer_ptr(ctx, (irisgen_f16*)irisgen_a.t_stage, (relay)) + (int64_t)me * n;
+    uint64_t* flag = irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (relay)) + (int64_t)blockIdx.x * w + me;
+    for (int k = 0; k < pieces; k++) {
+      int64_t a, z;
+      irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
+      irisgen::copy_block(row, in, lo + a, lo + z);
+      irisgen::raise_flag(flag, base + k + 1);
+    }
+  } else {
+    const T* stage = ((const irisgen_f16*)irisgen_a.t_stage);
+    const uint32_t rows = ((1u << w) - 1) & ~(1u << me);
+    for (int k = 0; k < pieces; k++) {
+      int64_t a, z;
+      irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
+      if (!irisgen::wait_flags(ctx, flags, rows, base + k + 1)) return;
+      irisgen::reduce_rows_n<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
+    }
+    irisgen::raise_flag(irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (root)) + (int64_t)blockIdx.x * w + me, base + pieces);
+  }
+  // The root's output is complete when every relay has raised its flag.
+  if (me == root && me != relay && !irisgen::wait_flags(ctx, flags, 1u << relay, base + pieces)) return;
+#line 1669 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_relay_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef float T;
+  typedef irisgen::op_max Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  // output is passed on rank root only: tell every rank where it is.
+  if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
+    irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
+  if (!irisgen::sync(ctx)) return;
+#line 20 "templates/reduce_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* out = ((float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
+  const int relay = irisgen::relay_of(root, w);
+  const uint64_t* flags = ((const uint64_t*)irisgen_a.t_flags) + (int64_t)blockIdx.x * w;
+  // The start's sync stores the block's new epoch with one thread after the
+  // block met: every thread reads it past a __syncthreads.
+  __syncthreads();
+  const uint64_t base = irisgen::epoch() * 256;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  // Pieces of 32 KiB, at least 16 and at most 64 a part: a piece's flag
+  // costs a round trip (about 2 us on 4 H200s), fewer pieces fill the
+  // pipeline more slowly; measured at 16, 64 and 256 MiB (docs/performance.md).
+  const int64_t kib32 = (hi - lo) * (int64_t)sizeof(T) / 32768;
+  const int pieces = kib32 < 16 ? 16 : kib32 > 64 ? 64 : (int)kib32;
+  if (me == relay && me == root) {  // a world of 1
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (me != relay) {
+    T* row = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_stage, (relay)) + (int64_t)me * n;
+    uint64_t* flag = irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (relay)) + (int64_t)blockIdx.x * w + me;
+    for (int k = 0; k < pieces; k++) {
+      int64_t a, z;
+      irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
+      irisgen::copy_block(row, in, lo + a, lo + z);
+      irisgen::raise_flag(flag, base + k + 1);
+    }
+  } else {
+    const T* stage = ((const float*)irisgen_a.t_stage);
+    const uint32_t rows = ((1u << w) - 1) & ~(1u << me);
+    for (int k = 0; k < pieces; k++) {
+      int64_t a, z;
+      irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
+      if (!irisgen::wait_flags(ctx, flags, rows, base + k + 1)) return;
+      irisgen::reduce_rows_n<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
+    }
+    irisgen::raise_flag(irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (root)) + (int64_t)blockIdx.x * w + me, base + pieces);
+  }
+  // The root's output is complete when every relay has raised its flag.
+  if (me == root && me != relay && !irisgen::wait_flags(ctx, flags, 1u << relay, base + pieces)) return;
+#line 1727 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_relay_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef float T;
+  typedef irisgen::op_min Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  // output is passed on rank root only: tell every rank where it is.
+  if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
+    irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
+  if (!irisgen::sync(ctx)) return;
+#line 20 "templates/reduce_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* out = ((float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
+  const int relay = irisgen::relay_of(root, w);
+  const uint64_t* flags = ((const uint64_t*)irisgen_a.t_flags) + (int64_t)blockIdx.x * w;
+  // The start's sync stores the block's new epoch with one thread after the
+  // block met: every thread reads it past a __syncthreads.
+  __syncthreads();
+  const uint64_t base = irisgen::epoch() * 256;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  // Pieces of 32 KiB, at least 16 and at most 64 a part: a piece's flag
+  // costs a round trip (about 2 us on 4 H200s), fewer pieces fill the
+  // pipeline more slowly; measured at 16, 64 and 256 MiB (docs/performance.md).
+  const int64_t kib32 = (hi - lo) * (int64_t)sizeof(T) / 32768;
+  const int pieces = kib32 < 16 ? 16 : kib32 > 64 ? 64 : (int)kib32;
+  if (me == relay && me == root) {  // a world of 1
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (me != relay) {
+    T* row = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_stage, (relay)) + (int64_t)me * n;
+    uint64_t* flag = irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (relay)) + (int64_t)blockIdx.x * w + me;
+    for (int k = 0; k < pieces; k++) {
+      int64_t a, z;
+      irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
+      irisgen::copy_block(row, in, lo + a, lo + z);
+      irisgen::raise_flag(flag, base + k + 1);
+    }
+  } else {
+    const T* stage = ((const float*)irisgen_a.t_stage);
+    const uint32_t rows = ((1u << w) - 1) & ~(1u << me);
+    for (int k = 0; k < pieces; k++) {
+      int64_t a, z;
+      irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
+      if (!irisgen::wait_flags(ctx, flags, rows, base + k + 1)) return;
+      irisgen::reduce_rows_n<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
+    }
+    irisgen::raise_flag(irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (root)) + (int64_t)blockIdx.x * w + me, base + pieces);
+  }
+  // The root's output is complete when every relay has raised its flag.
+  if (me == root && me != relay && !irisgen::wait_flags(ctx, flags, 1u << relay, base + pieces)) return;
+#line 1785 "generated/hip/reduce.hip"
+  }();
+  irisgen::end(ctx);
+}
+
+extern "C" __global__ void __launch_bounds__(512)
+irisgen_reduce_relay_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
+  typedef float T;
+  typedef irisgen::op_sum Op;
+  const irisgen_ctx& ctx = irisgen_a.ctx;
+  irisgen::begin(ctx);
+  [&]() {
+  // output is passed on rank root only: tell every rank where it is.
+  if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
+    irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
+  if (!irisgen::sync(ctx)) return;
+#line 20 "templates/reduce_relay.hip.tmpl"
+  const int64_t n = irisgen_a.s_n;
+  const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
+  const T* in = ((const float*)irisgen_a.t_input);
+  T* out = ((float*)(uintptr_t)(ctx.base[(int)irisgen_a.p_root] + irisgen::load_relaxed((const uint64_t*)irisgen_a.x_output + blockIdx.x)));
+  const int relay = irisgen::relay_of(root, w);
+  const uint64_t* flags = ((const uint64_t*)irisgen_a.t_flags) + (int64_t)blockIdx.x * w;
+  // The start's sync stores the block's new epoch with one thread after the
+  // block met: every thread reads it past a __syncthreads.
+  __syncthreads();
+  const uint64_t base = irisgen::epoch() * 256;
+  int64_t lo, hi;
+  irisgen::block_part<T>(0, n, &lo, &hi);
+  // Pieces of 32 KiB, at least 16 and at most 64 a part: a piece's flag
+  // costs a round trip (about 2 us on 4 H200s), fewer pieces fill the
+  // pipeline more slowly; measured at 16, 64 and 256 MiB (docs/performance.md).
+  const int64_t kib32 = (hi - lo) * (int64_t)sizeof(T) / 32768;
+  const int pieces = kib32 < 16 ? 16 : kib32 > 64 ? 64 : (int)kib32;
+  if (me == relay && me == root) {  // a world of 1
+    irisgen::copy_block(out, in, lo, hi);
+  } else if (me != relay) {
+    T* row = irisgen::detail::peer_ptr(ctx, (float*)irisgen_a.t_stage, (relay)) + (int64_t)me * n;
+    uint64_t* flag = irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (relay)) + (int64_t)blockIdx.x * w + me;
+    for (int k = 0; k < pieces; k++) {
+      int64_t a, z;
+      irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
+      irisgen::copy_block(row, in, lo + a, lo + z);
+      irisgen::raise_flag(flag, base + k + 1);
+    }
+  } else {
+    const T* stage = ((const float*)irisgen_a.t_stage);
+    const uint32_t rows = ((1u << w) - 1) & ~(1u << me);
+    for (int k = 0; k < pieces; k++) {
+      int64_t a, z;
+      irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
+      if (!irisgen::wait_flags(ctx, flags, rows, base + k + 1)) return;
+      irisgen::reduce_rows_n<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
+    }
+    irisgen::raise_flag(irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (root)) + (int64_t)blockIdx.x * w + me, base + pieces);
+  }
+  // The root's output is complete when every relay has raised its flag.
+  if (me == root && me != relay && !irisgen::wait_flags(ctx, flags, 1u << relay, base + pieces)) return;
+#line 1843 "generated/hip/reduce.hip"
   }();
   irisgen::end(ctx);
 }

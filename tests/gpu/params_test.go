@@ -203,6 +203,10 @@ var paramCatalogue = []paramCase{
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewReduceSplitPlan(r, dt, redOp(op), n))
 		}},
+	{coll: "reduce", variant: "relay", reduces: true, inLen: nLen, outLen: nLen, ref: reduceRef,
+		newPlan: func(r *irisrt.Rank, dt irismodel.DType, op string, n int64) (pplan, error) {
+			return rootPlan(collectives.NewReduceRelayPlan(r, dt, redOp(op), n))
+		}},
 	{coll: "gather", variant: "pull", inLen: nLen, outLen: wnLen, ref: gatherRef,
 		newPlan: func(r *irisrt.Rank, dt irismodel.DType, _ string, n int64) (pplan, error) {
 			return rootPlan(collectives.NewGatherPullPlan(r, dt, n))

@@ -168,7 +168,7 @@ SAN_CAPTURE='^(TestCapture|TestParamCapture|TestRMSNormCapture|TestConvenience|T
 # would not fit a shard on 4.
 INIT_CATALOGUE_A='^all_reduce/'
 INIT_PARAMS_A='^(broadcast|gather)/(push|pull|scatter_gather|copy_push)$'
-INIT_PARAMS_B='^(reduce|scatter)/(push|pull|split|copy_push)$'
+INIT_PARAMS_B='^(reduce|scatter)/(push|pull|split|relay|copy_push)$'
 INIT_PARAMS_C='^(send_recv|shift)/(push|pull)$'
 # Their copy-engine variants apart: under initcheck in a world of 4 a
 # rank's cuMemcpyAsync of send_recv copy_push never returned.
