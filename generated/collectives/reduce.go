@@ -11,7 +11,7 @@ import (
 
 // ReduceSpecHash is the hash of specs/reduce.yaml and the templates it uses; the runtime refuses a
 // code object of reduce made from other ones (*irisrt.KernelError).
-const ReduceSpecHash = "1a93226f0f2e821a"
+const ReduceSpecHash = "31596e78e53c58c8"
 
 // reduceDesc is reduce in the package's descriptor table.
 var reduceDesc = &table.Collectives[9]
@@ -38,10 +38,10 @@ const (
 //   - world == 2: pull
 //   - world == 4 and bytes <= 1048576: lamport
 //   - world == 4 and bytes <= 16777216: lamport_relay
-//   - world == 4: split
+//   - world == 4: relay
 //   - bytes <= 1048576: lamport
 //   - bytes <= 16777216: lamport_relay
-//   - otherwise: split
+//   - otherwise: relay
 func ReduceChoose(world int, bytes int64) ReduceVariant {
 	return ReduceVariant(reduceDesc.Choose(world, bytes))
 }
@@ -201,7 +201,7 @@ func (p *ReduceLamportRelayPlan) Launch(s gpu.Stream, input, output irisrt.Tenso
 // [blocks, world] (local_read + remote_write).
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
-// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+// graph: device, none. Grid: up to 128 blocks of 256 threads, sized by 16-byte vectors.
 type ReduceRelayPlan struct{ irisimpl.VariantPlan }
 
 // NewReduceRelayPlan makes a plan of reduce/relay for dt (f32, f16, bf16), op (sum, max, min) and size

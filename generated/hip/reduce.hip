@@ -3,12 +3,12 @@
 // reduce: Reduce `input` over all ranks into `output` on rank `root` (NCCL's
 // ncclReduce).
 //
-// Spec hash 1a93226f0f2e821a: the Go wrappers carry the same value, and the runtime
+// Spec hash 31596e78e53c58c8: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_reduce[] = "1a93226f0f2e821a";
+extern "C" __device__ const char irisgen_spec_hash_reduce[] = "31596e78e53c58c8";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch
@@ -1322,7 +1322,7 @@ irisgen_reduce_lamport_relay_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_
 
 // ---- variant relay (template reduce_relay.hip.tmpl) ----
 
-extern "C" __global__ void __launch_bounds__(512)
+extern "C" __global__ void __launch_bounds__(256)
 irisgen_reduce_relay_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
   typedef irisgen_bf16 T;
   typedef irisgen::op_max Op;
@@ -1333,7 +1333,7 @@ irisgen_reduce_relay_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
-#line 20 "templates/reduce_relay.hip.tmpl"
+#line 23 "templates/reduce_relay.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -1380,7 +1380,7 @@ irisgen_reduce_relay_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   irisgen::end(ctx);
 }
 
-extern "C" __global__ void __launch_bounds__(512)
+extern "C" __global__ void __launch_bounds__(256)
 irisgen_reduce_relay_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
   typedef irisgen_bf16 T;
   typedef irisgen::op_min Op;
@@ -1391,7 +1391,7 @@ irisgen_reduce_relay_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
-#line 20 "templates/reduce_relay.hip.tmpl"
+#line 23 "templates/reduce_relay.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -1438,7 +1438,7 @@ irisgen_reduce_relay_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   irisgen::end(ctx);
 }
 
-extern "C" __global__ void __launch_bounds__(512)
+extern "C" __global__ void __launch_bounds__(256)
 irisgen_reduce_relay_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
   typedef irisgen_bf16 T;
   typedef irisgen::op_sum Op;
@@ -1449,7 +1449,7 @@ irisgen_reduce_relay_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
-#line 20 "templates/reduce_relay.hip.tmpl"
+#line 23 "templates/reduce_relay.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
   const T* in = ((const irisgen_bf16*)irisgen_a.t_input);
@@ -1496,7 +1496,7 @@ irisgen_reduce_relay_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
   irisgen::end(ctx);
 }
 
-extern "C" __global__ void __launch_bounds__(512)
+extern "C" __global__ void __launch_bounds__(256)
 irisgen_reduce_relay_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
   typedef irisgen_f16 T;
   typedef irisgen::op_max Op;
@@ -1507,7 +1507,7 @@ irisgen_reduce_relay_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
-#line 20 "templates/reduce_relay.hip.tmpl"
+#line 23 "templates/reduce_relay.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -1554,7 +1554,7 @@ irisgen_reduce_relay_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   irisgen::end(ctx);
 }
 
-extern "C" __global__ void __launch_bounds__(512)
+extern "C" __global__ void __launch_bounds__(256)
 irisgen_reduce_relay_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
   typedef irisgen_f16 T;
   typedef irisgen::op_min Op;
@@ -1565,7 +1565,7 @@ irisgen_reduce_relay_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
-#line 20 "templates/reduce_relay.hip.tmpl"
+#line 23 "templates/reduce_relay.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -1612,7 +1612,7 @@ irisgen_reduce_relay_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   irisgen::end(ctx);
 }
 
-extern "C" __global__ void __launch_bounds__(512)
+extern "C" __global__ void __launch_bounds__(256)
 irisgen_reduce_relay_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
   typedef irisgen_f16 T;
   typedef irisgen::op_sum Op;
@@ -1623,7 +1623,7 @@ irisgen_reduce_relay_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
-#line 20 "templates/reduce_relay.hip.tmpl"
+#line 23 "templates/reduce_relay.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
   const T* in = ((const irisgen_f16*)irisgen_a.t_input);
@@ -1670,7 +1670,7 @@ irisgen_reduce_relay_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   irisgen::end(ctx);
 }
 
-extern "C" __global__ void __launch_bounds__(512)
+extern "C" __global__ void __launch_bounds__(256)
 irisgen_reduce_relay_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
   typedef float T;
   typedef irisgen::op_max Op;
@@ -1681,7 +1681,7 @@ irisgen_reduce_relay_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
-#line 20 "templates/reduce_relay.hip.tmpl"
+#line 23 "templates/reduce_relay.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
   const T* in = ((const float*)irisgen_a.t_input);
@@ -1728,7 +1728,7 @@ irisgen_reduce_relay_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   irisgen::end(ctx);
 }
 
-extern "C" __global__ void __launch_bounds__(512)
+extern "C" __global__ void __launch_bounds__(256)
 irisgen_reduce_relay_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
   typedef float T;
   typedef irisgen::op_min Op;
@@ -1739,7 +1739,7 @@ irisgen_reduce_relay_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
-#line 20 "templates/reduce_relay.hip.tmpl"
+#line 23 "templates/reduce_relay.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
   const T* in = ((const float*)irisgen_a.t_input);
@@ -1786,7 +1786,7 @@ irisgen_reduce_relay_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   irisgen::end(ctx);
 }
 
-extern "C" __global__ void __launch_bounds__(512)
+extern "C" __global__ void __launch_bounds__(256)
 irisgen_reduce_relay_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args irisgen_a) {
   typedef float T;
   typedef irisgen::op_sum Op;
@@ -1797,7 +1797,7 @@ irisgen_reduce_relay_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
   if (ctx.rank == (int)irisgen_a.p_root && threadIdx.x < (unsigned)ctx.world)
     irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.x_output, (int)threadIdx.x)[blockIdx.x] = (uint64_t)(uintptr_t)irisgen_a.t_output - ctx.base[ctx.rank];
   if (!irisgen::sync(ctx)) return;
-#line 20 "templates/reduce_relay.hip.tmpl"
+#line 23 "templates/reduce_relay.hip.tmpl"
   const int64_t n = irisgen_a.s_n;
   const int root = ((int)irisgen_a.p_root), me = ctx.rank, w = ctx.world;
   const T* in = ((const float*)irisgen_a.t_input);

@@ -983,9 +983,7 @@ IRISGEN_DEV void reduce_n(T* const* dst, int nd, const T* const* src, int w, int
 // rank p's from its row of a local buffer, rows + p * stride, all of it there
 // already (reduce relay's relay, past the rows' flags). The block's threads
 // share the work. The sources are addressed by rank, not through an array
-// of pointers: in the relay's kernel that array and reduce_n's code took
-// 320 bytes of stack and made bf16 1.7x slower than f32 (nvcc 11.8, 4
-// H200s, 256 MiB).
+// of pointers, which a kernel keeps on its stack (reduce_n's callers).
 template <typename T, typename Op, int W>
 IRISGEN_DEV void reduce_rows_w(int me, T* out, const T* in, const T* rows, int64_t stride, int w, int64_t i0, int64_t i1) {
   auto row = [&](int p) { return p == me ? in : rows + (int64_t)p * stride; };
