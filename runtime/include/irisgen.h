@@ -544,7 +544,10 @@ IRISGEN_DEV block_state& state() {
 // epoch is the block's barrier epoch: it grows by one at every sync or
 // device-mode barrier and survives across launches of the plan, so kernels
 // that sync a fixed number of times per call can use it to alternate
-// double-buffered slots (e.g. epoch() & 1).
+// double-buffered slots (e.g. epoch() & 1). A sync stores the new epoch with
+// one thread after the block has met, so read it before a sync, or after
+// one past a __syncthreads (reduce relay's template, after the kernel's
+// start).
 IRISGEN_DEV uint64_t epoch() { return state().epoch; }
 
 // Programmatic Dependent Launch (NVIDIA sm_90+; no-ops elsewhere). The
