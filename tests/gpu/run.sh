@@ -104,10 +104,10 @@ sanitize|memcheck-capture|10|20|memcheck: TestCapture, TestParamCapture, TestRMS
 sanitize|memcheck-processes-a|40|70|memcheck, irisgen run -n N, quick sizes: TestProcessWorld's barriers, catalogue, back-to-back and rules, convenience calls, capture and groups; TestRMSNormProcessWorld
 sanitize|memcheck-processes-b|41|92|memcheck, irisgen run -n N, quick sizes: TestProcessWorld's MoE cases and graph and collectives with parameters
 sanitize|racecheck-catalogue|63|107|racecheck: TestCatalogue at quick sizes
-sanitize|racecheck-params|59|165|racecheck: TestParamCollectives, TestParamRules at quick sizes
+sanitize|racecheck-params|67|187|racecheck: TestParamCollectives, TestParamRules at quick sizes
 sanitize|racecheck-rmsnorm|94|114|racecheck: TestRMSNorm, TestRMSNormAuto, TestRMSNormRules at quick sizes
 sanitize|racecheck-moe|68|107|racecheck: TestMoE, TestMoEGraph, TestMoEBadExpert, TestMoECapacity at quick sizes
-sanitize|racecheck-b2b|314|406|racecheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups at quick sizes
+sanitize|racecheck-b2b|333|431|racecheck: TestBackToBack, TestParamBackToBack, TestRMSNormBackToBack, TestGroups at quick sizes
 sanitize|racecheck-capture|146|179|racecheck: TestCapture, TestParamCapture, TestRMSNormCapture, TestConvenience, TestParamConvenience, TestPlacementAndAliasing, the barrier and heap tests
 sanitize|synccheck-catalogue|18|42|synccheck: as racecheck-catalogue
 sanitize|synccheck-params|18|62|synccheck: as racecheck-params
@@ -118,7 +118,7 @@ sanitize|synccheck-capture|10|16|synccheck: as racecheck-capture
 sanitize|initcheck-catalogue-a|90|185|initcheck: TestCatalogue at quick sizes, all_reduce
 sanitize|initcheck-catalogue-b|100|170|initcheck: TestCatalogue at quick sizes, reduce_scatter, all_gather, all_to_all
 sanitize|initcheck-params-a|115|280|initcheck: TestParamCollectives at quick sizes, broadcast and gather but lamport
-sanitize|initcheck-params-b|80|325|initcheck: TestParamCollectives at quick sizes, reduce and scatter but lamport
+sanitize|initcheck-params-b|95|383|initcheck: TestParamCollectives at quick sizes, reduce and scatter but lamport
 sanitize|initcheck-params-c|70|215|initcheck: TestParamCollectives at quick sizes, send_recv and shift push and pull; TestParamRules
 sanitize|initcheck-params-d|45|475|initcheck: send_recv's and shift's copy_push at quick sizes as processes: TestProcessWorld's params part (irisgen run -n N, a sanitizer to a rank)
 sanitize|initcheck-lamport|75|330|initcheck: TestParamCollectives at quick sizes, the lamport variants (broadcast lamport and lamport_relay, reduce, gather, scatter, send_recv)
