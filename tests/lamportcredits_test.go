@@ -299,34 +299,17 @@ func (m *lamportModel) explore() (int, error) {
 	for r := range m.w {
 		start.k[r] = 1
 	}
-	seen := map[lamportState]bool{start: true}
-	stack := []lamportState{start}
-	for len(stack) > 0 {
-		s := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		moved := false
+	done := func(s lamportState) bool {
 		for r := range m.w {
-			n, ok, err := m.step(s, r)
-			if err != nil {
-				return len(seen), err
-			}
-			if ok {
-				moved = true
-				if !seen[n] {
-					seen[n] = true
-					stack = append(stack, n)
-				}
+			if s.k[r] <= len(m.calls) {
+				return false
 			}
 		}
-		done := true
-		for r := range m.w {
-			done = done && s.k[r] > len(m.calls)
-		}
-		if !moved && !done {
-			return len(seen), fmt.Errorf("every rank waits: calls %v, positions %v, steps %v, flags %v", s.k[:m.w], s.pc[:m.w], s.sub[:m.w], s.flags)
-		}
+		return true
 	}
-	return len(seen), nil
+	return explore(start, m.w, m.step, done, func(s lamportState) error {
+		return fmt.Errorf("every rank waits: calls %v, positions %v, steps %v, flags %v", s.k[:m.w], s.pc[:m.w], s.sub[:m.w], s.flags)
+	})
 }
 
 // TestLamportCreditsModel explores every interleaving of 5 calls of 2 and

@@ -175,31 +175,17 @@ func (m *relayModel) explore() (int, error) {
 	for r := range m.w {
 		start.k[r] = 1
 	}
-	seen := map[relayState]bool{start: true}
-	stack := []relayState{start}
-	for len(stack) > 0 {
-		s := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		moved, done := false, true
+	done := func(s relayState) bool {
 		for r := range m.w {
-			n, ok, err := m.step(s, r)
-			if err != nil {
-				return len(seen), err
+			if s.k[r] <= len(m.roots) {
+				return false
 			}
-			if ok {
-				moved = true
-				if !seen[n] {
-					seen[n] = true
-					stack = append(stack, n)
-				}
-			}
-			done = done && s.k[r] > len(m.roots)
 		}
-		if !moved && !done {
-			return len(seen), fmt.Errorf("every rank waits: calls %v, positions %v, pieces %v, flags %v", s.k[:m.w], s.pc[:m.w], s.sub[:m.w], s.flags)
-		}
+		return true
 	}
-	return len(seen), nil
+	return explore(start, m.w, m.step, done, func(s relayState) error {
+		return fmt.Errorf("every rank waits: calls %v, positions %v, pieces %v, flags %v", s.k[:m.w], s.pc[:m.w], s.sub[:m.w], s.flags)
+	})
 }
 
 // TestRelayFlagsModel explores every interleaving of 5 calls of 2 and 3
