@@ -3,12 +3,12 @@
 // reduce: Reduce `input` over all ranks into `output` on rank `root` (NCCL's
 // ncclReduce).
 //
-// Spec hash 31596e78e53c58c8: the Go wrappers carry the same value, and the runtime
+// Spec hash 992714c254c787ab: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_reduce[] = "31596e78e53c58c8";
+extern "C" __device__ const char irisgen_spec_hash_reduce[] = "992714c254c787ab";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch
@@ -1369,7 +1369,7 @@ irisgen_reduce_relay_bf16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
       int64_t a, z;
       irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
       if (!irisgen::wait_flags(ctx, flags, rows, base + k + 1)) return;
-      irisgen::reduce_rows_n<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
+      irisgen::reduce_local_rows<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
     }
     irisgen::raise_flag(irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (root)) + (int64_t)blockIdx.x * w + me, base + pieces);
   }
@@ -1427,7 +1427,7 @@ irisgen_reduce_relay_bf16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
       int64_t a, z;
       irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
       if (!irisgen::wait_flags(ctx, flags, rows, base + k + 1)) return;
-      irisgen::reduce_rows_n<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
+      irisgen::reduce_local_rows<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
     }
     irisgen::raise_flag(irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (root)) + (int64_t)blockIdx.x * w + me, base + pieces);
   }
@@ -1485,7 +1485,7 @@ irisgen_reduce_relay_bf16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args ir
       int64_t a, z;
       irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
       if (!irisgen::wait_flags(ctx, flags, rows, base + k + 1)) return;
-      irisgen::reduce_rows_n<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
+      irisgen::reduce_local_rows<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
     }
     irisgen::raise_flag(irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (root)) + (int64_t)blockIdx.x * w + me, base + pieces);
   }
@@ -1543,7 +1543,7 @@ irisgen_reduce_relay_f16_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
       int64_t a, z;
       irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
       if (!irisgen::wait_flags(ctx, flags, rows, base + k + 1)) return;
-      irisgen::reduce_rows_n<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
+      irisgen::reduce_local_rows<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
     }
     irisgen::raise_flag(irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (root)) + (int64_t)blockIdx.x * w + me, base + pieces);
   }
@@ -1601,7 +1601,7 @@ irisgen_reduce_relay_f16_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
       int64_t a, z;
       irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
       if (!irisgen::wait_flags(ctx, flags, rows, base + k + 1)) return;
-      irisgen::reduce_rows_n<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
+      irisgen::reduce_local_rows<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
     }
     irisgen::raise_flag(irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (root)) + (int64_t)blockIdx.x * w + me, base + pieces);
   }
@@ -1659,7 +1659,7 @@ irisgen_reduce_relay_f16_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
       int64_t a, z;
       irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
       if (!irisgen::wait_flags(ctx, flags, rows, base + k + 1)) return;
-      irisgen::reduce_rows_n<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
+      irisgen::reduce_local_rows<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
     }
     irisgen::raise_flag(irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (root)) + (int64_t)blockIdx.x * w + me, base + pieces);
   }
@@ -1717,7 +1717,7 @@ irisgen_reduce_relay_f32_max(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
       int64_t a, z;
       irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
       if (!irisgen::wait_flags(ctx, flags, rows, base + k + 1)) return;
-      irisgen::reduce_rows_n<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
+      irisgen::reduce_local_rows<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
     }
     irisgen::raise_flag(irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (root)) + (int64_t)blockIdx.x * w + me, base + pieces);
   }
@@ -1775,7 +1775,7 @@ irisgen_reduce_relay_f32_min(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
       int64_t a, z;
       irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
       if (!irisgen::wait_flags(ctx, flags, rows, base + k + 1)) return;
-      irisgen::reduce_rows_n<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
+      irisgen::reduce_local_rows<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
     }
     irisgen::raise_flag(irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (root)) + (int64_t)blockIdx.x * w + me, base + pieces);
   }
@@ -1833,7 +1833,7 @@ irisgen_reduce_relay_f32_sum(const IRISGEN_GRID_CONSTANT irisgen_reduce_args iri
       int64_t a, z;
       irisgen::chunk_part<T>(hi - lo, k, pieces, &a, &z);
       if (!irisgen::wait_flags(ctx, flags, rows, base + k + 1)) return;
-      irisgen::reduce_rows_n<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
+      irisgen::reduce_local_rows<T, Op>(me, out, in, stage, n, w, lo + a, lo + z);
     }
     irisgen::raise_flag(irisgen::detail::peer_ptr(ctx, (uint64_t*)irisgen_a.t_flags, (root)) + (int64_t)blockIdx.x * w + me, base + pieces);
   }
