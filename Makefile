@@ -122,8 +122,7 @@ gpu-build:
 
 # Code objects for the machine's GPUs (GPU_PLATFORM) next to each generated
 # package, so that the binaries of gpu-build embed them; on NVIDIA also
-# graph_wait and ipc_push, the sanitizer checks of initcheck-capture-copy
-# and initcheck-params-d (run.sh).
+# graph_wait, the sanitizer check of initcheck-capture-copy (run.sh).
 gpu-kernels:
 	$(IRISGEN) kernels $(GPU_KERNELS)
 	$(IRISGEN) kernels -config $(COMPUTE) $(GPU_KERNELS)
@@ -131,7 +130,6 @@ gpu-kernels:
 ifeq ($(GPU_PLATFORM),cuda)
 	@mkdir -p $(BUILD)
 	nvcc -O2 -Xcompiler -pthread -o $(BUILD)/graph_wait tests/gpu/sanitizer/graph_wait.cu -lcuda
-	nvcc -O2 -o $(BUILD)/ipc_push tests/gpu/sanitizer/ipc_push.cu -lcuda
 endif
 
 # A/B of a kernel change in one GPU call (docs/benchmarking.md): irisgen-gpu

@@ -41,10 +41,8 @@
 #                        IRISGEN_TEST_WORLDS=2 on 2 x LANES GPUs or more, the
 #                        shards are dealt to LANES runs, each on its own pair
 #                        (on 4 GPUs, a 2-GPU tier in up to half the time)
-#   GRAPH_WAIT_LIMIT     seconds for each run of $BUILD/graph_wait and
-#                        $BUILD/ipc_push, the tool's own checks before
-#                        initcheck-capture-copy and initcheck-params-d
-#                        (default 60)
+#   GRAPH_WAIT_LIMIT     seconds for each run of $BUILD/graph_wait, the tool's
+#                        own check before initcheck-capture-copy (default 60)
 #   PROFILE=1            a CPU profile of each in-process step's test binary,
 #                        $LOG/profile-TIER-SHARD-STEP.pprof (`go tool pprof -top
 #                        $BUILD/gpu.test FILE`): where the host spends a
@@ -122,14 +120,14 @@ sanitize|initcheck-catalogue-b|70|170|initcheck: TestCatalogue at quick sizes, r
 sanitize|initcheck-params-a|75|280|initcheck: TestParamCollectives at quick sizes, broadcast and gather but lamport
 sanitize|initcheck-params-b|100|383|initcheck: TestParamCollectives at quick sizes, reduce and scatter but lamport
 sanitize|initcheck-params-c|60|215|initcheck: TestParamCollectives at quick sizes, send_recv and shift push and pull; TestParamRules
-sanitize|initcheck-params-d|45|475|initcheck: send_recv's and shift's copy_push at quick sizes as processes: TestProcessWorld's params part (irisgen run -n N, a sanitizer to a rank)
+sanitize|initcheck-params-d|150|475|initcheck: send_recv's and shift's copy_push at quick sizes as processes: TestProcessWorld's params part (irisgen run -n N, a sanitizer to a rank)
 sanitize|initcheck-lamport|75|330|initcheck: TestParamCollectives at quick sizes, the lamport variants (broadcast lamport and lamport_relay, reduce, gather, scatter, send_recv)
 sanitize|initcheck-rmsnorm|110|190|initcheck: as racecheck-rmsnorm
 sanitize|initcheck-moe-a|160|215|initcheck: TestMoE's f32 cases at quick sizes (f16 is left out)
 sanitize|initcheck-moe-b|293|460|initcheck: TestMoE's bf16 cases at quick sizes, TestMoEGraph (10 graph rounds), TestMoEBadExpert, TestMoECapacity
 sanitize|initcheck-b2b-a|161|365|initcheck: TestBackToBack and TestGroups at quick sizes, 10 rounds a case
 sanitize|initcheck-b2b-b|160|300|initcheck: TestParamBackToBack and TestRMSNormBackToBack at quick sizes, 10 rounds a case
-sanitize|initcheck-capture|240|480|initcheck: as racecheck-capture but the copy-engine variants, 10 rounds a case
+sanitize|initcheck-capture|178|480|initcheck: as racecheck-capture but the copy-engine variants, 10 rounds a case
 sanitize|initcheck-capture-copy|150|300|initcheck: the copy-engine variants' capture alone, 10 rounds a case: TestProcessWorld's capture part (irisgen run -n N), then TestCapture and TestParamCapture in-process (where their replays hung on 2 H100s: docs/testing-gpu.md)
 EOF
 }
@@ -277,17 +275,7 @@ shard_steps() {
     # in-process: there, in a world of 4, one rank's host thread never
     # comes back from an async copy under initcheck while the same cases
     # pass as processes (docs/testing-gpu.md).
-    # On 2 H200s (2026-11-28) they hung as processes too, both ranks'
-    # host threads in cuMemcpyDtoDAsync: ipc_push first tells whether the
-    # tool hangs on such copies with no irisgen code.
-    initcheck/params-d)
-      tool_alone ipc_push
-      if [ -n "${TOOL_HANG:-}" ]; then
-        note "== params-copy-processes: not run: the sanitizer hangs on ipc_push, which runs no irisgen code, so a hang in these copies would tell nothing of irisgen (result TOOL_LIMIT)"
-      else
-        procs params-copy-processes '^TestProcessWorld$' IRISGEN_TEST_PARTS=params IRISGEN_TEST_VARIANTS="$INIT_PARAMS_D"
-      fi
-      ;;
+    initcheck/params-d) procs params-copy-processes '^TestProcessWorld$' IRISGEN_TEST_PARTS=params IRISGEN_TEST_VARIANTS="$INIT_PARAMS_D" ;;
     */catalogue) gotest catalogue "$SAN_CATALOGUE" ;;
     */params) gotest params "$SAN_PARAMS" ;;
     */rmsnorm) gotest rmsnorm "$SAN_RMSNORM" ;;
@@ -302,7 +290,7 @@ shard_steps() {
       # As processes first, a sanitizer to a rank, then in-process, one
       # sanitizer for every rank (where they hung): the two tell a limit
       # of the tool from a fault of the copies.
-      tool_alone graph_wait
+      graph_wait
       if [ -n "${TOOL_HANG:-}" ]; then
         note "== capture-copy: not run: the sanitizer hangs on graph_wait, which runs no irisgen code, so a hang in these replays would tell nothing of irisgen (result TOOL_LIMIT)"
       else
@@ -499,27 +487,23 @@ procs_cmd() {
   done
 }
 
-# tool_alone NAME: $BIN/NAME (tests/gpu/sanitizer/NAME.cu, built by make
-# gpu-kernels: what a shard's irisgen steps do to the driver, with no
-# irisgen code) plainly and under the shard's sanitizer, GRAPH_WAIT_LIMIT
-# seconds each (60), its verdict in the shard's log. Not tallied: it tests
-# the tool, not irisgen. A hang under the sanitizer alone is the tool's:
-# TOOL_HANG is set, and the shard's steps that it stands for are not run
-# (its result is TOOL_LIMIT) instead of hanging until its time limit.
-# graph_wait: two GPUs' graphs that wait on flags the other writes
-# (initcheck-capture-copy); ipc_push: two processes pushing copies into
-# each other's IPC-mapped memory behind stream-ordered flags
-# (initcheck-params-d).
-tool_alone() {
+# graph_wait: $BIN/graph_wait (tests/gpu/sanitizer/graph_wait.cu, built by
+# make gpu-kernels; two GPUs' graphs that wait on flags the other writes,
+# with no irisgen code) plainly and under the shard's sanitizer,
+# GRAPH_WAIT_LIMIT seconds each (60), its verdict in the shard's log. Not
+# tallied: it tests the tool, not irisgen. A hang under the sanitizer alone
+# is the tool's: TOOL_HANG is set, and the shard's replays are not run (its
+# result is TOOL_LIMIT) instead of hanging until its time limit.
+graph_wait() {
   [ -n "$DESCRIBE" ] && return
-  local bin=$BIN/$1 plain san
+  local bin=$BIN/graph_wait plain san
   if [ ! -x "$bin" ]; then
-    note "== $1: $bin not built (make gpu-kernels builds it): no verdict on the tool"
+    note "== graph_wait: $bin not built (make gpu-kernels builds it): no verdict on the tool"
     return
   fi
   plain=$(bounded "$bin" 10)
   san=$(bounded "${SAN[@]}" "$bin" 10)
-  note "== $1 (the tool alone, no irisgen code): plain: $plain; sanitizer: $san"
+  note "== graph_wait (the tool alone, no irisgen code): plain: $plain; sanitizer: $san"
   [ "$plain" = ok ] && [ "${san%% *}" = hung ] && TOOL_HANG=1
   return 0
 }

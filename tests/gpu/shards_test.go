@@ -546,54 +546,45 @@ func TestRunShLanes(t *testing.T) {
 	}
 }
 
-// TestRunShToolAlone: initcheck-capture-copy first runs graph_wait, and
-// initcheck-params-d ipc_push, plainly and under the sanitizer, and says
-// in its log which of them hung; when the sanitizer alone hangs, the
-// shard's steps are not run (TOOL_LIMIT); otherwise, and without the
-// program (which the log says), they run.
-func TestRunShToolAlone(t *testing.T) {
+// TestRunShGraphWait: initcheck-capture-copy first runs graph_wait plainly
+// and under the sanitizer and says in its log which of them hung; when the
+// sanitizer alone hangs, the shard's replays are not run (TOOL_LIMIT);
+// otherwise, and without the program (which the log says), they run.
+func TestRunShGraphWait(t *testing.T) {
 	t.Parallel()
-	for _, sh := range []struct{ shard, prog string }{
-		{"initcheck-capture-copy", "graph_wait"},
-		{"initcheck-params-d", "ipc_push"},
+	dir := fakeToolsDir(t)
+	env := []string{"WANTROUNDS=10", "WANTDTYPES=f32,bf16", "GRAPH_WAIT_LIMIT=2", "HANG_UNDER_SANITIZER=1"}
+	got := runSh(t, dir, env, "sanitize", "initcheck-capture-copy")
+	expectFields(t, got, map[string]string{"result": "PASS"})
+	if !strings.Contains(got["log"], "graph_wait: ") || !strings.Contains(got["log"], "not built") {
+		t.Errorf("without build/graph_wait the log should say it is not built:\n%s", got["log"])
+	}
+	gw := "[ -n \"${HANG_PLAIN:-}\" ] && exec sleep 30\n[ -n \"${FAKE_SAN:-}\" ] && [ -n \"${HANG_UNDER_SANITIZER:-}\" ] && exec sleep 30\necho 'eager ok'; echo 'graph ok (10 rounds)'\n"
+	if err := os.WriteFile(filepath.Join(dir, "build", "graph_wait"), []byte("#!/usr/bin/env bash\n"+gw), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		env          []string
+		want, result string
+	}{
+		// The tool hangs without irisgen: the replays are not run.
+		{env, "plain: ok; sanitizer: hung (stopped after 2 s)", "TOOL_LIMIT"},
+		{env[:2], "plain: ok; sanitizer: ok", "PASS"},
+		// Plainly hung too: not the tool's; the shard runs.
+		{append(env, "HANG_PLAIN=1"), "plain: hung (stopped after 2 s); sanitizer: hung (stopped after 2 s)", "PASS"},
 	} {
-		t.Run(sh.prog, func(t *testing.T) {
-			t.Parallel()
-			dir := fakeToolsDir(t)
-			env := []string{"WANTROUNDS=10", "WANTDTYPES=f32,bf16", "GRAPH_WAIT_LIMIT=2", "HANG_UNDER_SANITIZER=1"}
-			got := runSh(t, dir, env, "sanitize", sh.shard)
-			expectFields(t, got, map[string]string{"result": "PASS"})
-			if !strings.Contains(got["log"], sh.prog+": ") || !strings.Contains(got["log"], "not built") {
-				t.Errorf("without build/%s the log should say it is not built:\n%s", sh.prog, got["log"])
-			}
-			prog := "[ -n \"${HANG_PLAIN:-}\" ] && exec sleep 30\n[ -n \"${FAKE_SAN:-}\" ] && [ -n \"${HANG_UNDER_SANITIZER:-}\" ] && exec sleep 30\necho ok\n"
-			if err := os.WriteFile(filepath.Join(dir, "build", sh.prog), []byte("#!/usr/bin/env bash\n"+prog), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range []struct {
-				env          []string
-				want, result string
-			}{
-				// The tool hangs without irisgen: the shard's steps are not run.
-				{env, "plain: ok; sanitizer: hung (stopped after 2 s)", "TOOL_LIMIT"},
-				{env[:2], "plain: ok; sanitizer: ok", "PASS"},
-				// Plainly hung too: not the tool's; the shard runs.
-				{append(env, "HANG_PLAIN=1"), "plain: hung (stopped after 2 s); sanitizer: hung (stopped after 2 s)", "PASS"},
-			} {
-				got := runSh(t, dir, c.env, "sanitize", sh.shard)
-				expectFields(t, got, map[string]string{"result": c.result})
-				if ran := got["tests"] != "0"; ran != (c.result != "TOOL_LIMIT") {
-					t.Errorf("env %v: tests=%s: the shard's steps should run unless the tool hangs alone", c.env, got["tests"])
-				}
-				b, err := os.ReadFile(filepath.Join(filepath.Dir(got["path"]), "log-sanitize-"+sh.shard+".txt"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if want := "== " + sh.prog + " (the tool alone, no irisgen code): " + c.want; !strings.Contains(string(b), want) || !strings.Contains(got["log"], want) {
-					t.Errorf("env %v: want %q in the shard's log and run.sh's output:\n%s", c.env, want, got["log"])
-				}
-			}
-		})
+		got := runSh(t, dir, c.env, "sanitize", "initcheck-capture-copy")
+		expectFields(t, got, map[string]string{"result": c.result})
+		if ran := got["tests"] != "0"; ran != (c.result != "TOOL_LIMIT") {
+			t.Errorf("env %v: tests=%s: the replays should run unless the tool hangs alone", c.env, got["tests"])
+		}
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(got["path"]), "log-sanitize-initcheck-capture-copy.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "== graph_wait (the tool alone, no irisgen code): " + c.want; !strings.Contains(string(b), want) || !strings.Contains(got["log"], want) {
+			t.Errorf("env %v: want %q in the shard's log and run.sh's output:\n%s", c.env, want, got["log"])
+		}
 	}
 }
 
