@@ -8,6 +8,8 @@
 #   tests/gpu/run.sh -list [TIER]       the shards of a tier (of every tier), with estimated seconds
 #   tests/gpu/run.sh -tests TIER        the test patterns of each shard (tests/gpu/shards_test.go checks them)
 #   tests/gpu/run.sh -rows KIND FILE... result lines as rows of docs/testing-gpu.md's record (KIND: the machine)
+#   tests/gpu/run.sh -left TIER WORLD [FILE...]  the shards of TIER that no result line of a world of WORLD
+#                                       among FILEs passed (or met the tool's limit in), with their estimates
 #
 # TIER: quick (default), full or sanitize; docs/testing-gpu.md says what each
 # holds and how long its shards take. SHARD: all (default), a shard's name,
@@ -583,6 +585,16 @@ list() {
   done
 }
 
+# AWK_FIELDS: fields() reads a result line ($0) into f[key] (quotes off).
+AWK_FIELDS='
+  function fields(  s, kv, k, v) {
+    split("", f); s = $0
+    while (match(s, /[a-z_]+=("[^"]*"|[^ ]*)/)) {
+      kv = substr(s, RSTART, RLENGTH); s = substr(s, RSTART + RLENGTH)
+      k = kv; sub(/=.*/, "", k); v = kv; sub(/^[^=]*=/, "", v); gsub(/"/, "", v); f[k] = v
+    }
+  }'
+
 valid_tier() {
   case $1 in quick | full | sanitize) return 0 ;; esac
   echo "run.sh: no tier $1: quick, full or sanitize (run.sh -list)" >&2
@@ -599,19 +611,36 @@ case ${1:-} in
   [ $# -ge 3 ] || { echo "usage: run.sh -rows KIND result-*.txt" >&2; exit 2; }
   kind=$2
   shift 2
-  awk -v kind="$kind" '
+  awk -v kind="$kind" "$AWK_FIELDS"'
     {
-      split("", f); s = $0
-      while (match(s, /[a-z_]+=("[^"]*"|[^ ]*)/)) {
-        kv = substr(s, RSTART, RLENGTH); s = substr(s, RSTART + RLENGTH)
-        k = kv; sub(/=.*/, "", k); v = kv; sub(/^[^=]*=/, "", v); gsub(/"/, "", v); f[k] = v
-      }
+      fields()
       r = f["result"]
       if (f["tier"] == "sanitize") r = r " (" f["sanitizer_errors"] " errors, " f["hazards"] " hazards)"
       if (f["gpu_ids"] != "") f["gpus"] = f["gpus"] " (GPUs " f["gpu_ids"] ")"
       printf "| %s | %s | %s | %s | %s | %s | %s/%s/%s | %s | %s | %s | %s |\n", f["tier"], f["shard"], kind, f["gpus"], f["worlds"],
         f["kinds"], f["passed"], f["failed"], f["skipped"], f["cases"], f["seconds"], substr(f["date"], 1, 10), r
     }' "$@"
+  exit 0
+  ;;
+-left)
+  [ $# -ge 3 ] || { echo "usage: run.sh -left TIER WORLD [result-*.txt ...]" >&2; exit 2; }
+  valid_tier "$2" || exit 2
+  [[ $3 =~ ^[0-9]+$ ]] && [ "$3" -ge 2 ] || { echo "run.sh: -left: world $3: want a world size of 2 or more" >&2; exit 2; }
+  tier=$2 world=$3
+  shift 3
+  # The shards that a result line of this world passed (or found the
+  # tool's limit in), then the tier's others with their estimates.
+  passed=$(cat /dev/null "$@" | awk -v t="$tier" -v w="$world" "$AWK_FIELDS"'
+    {
+      fields()
+      if (f["tier"] != t || (f["result"] != "PASS" && f["result"] != "TOOL_LIMIT")) next
+      n = split(f["worlds"], ws, ",")
+      for (i = 1; i <= n; i++) if (ws[i] == w) print f["shard"]
+    }')
+  shard_table | awk -F'|' -v t="$tier" -v w="$world" -v c=$((world > 2 ? 4 : 3)) -v passed="$passed" '
+    BEGIN { n = split(passed, p, "\n"); for (i = 1; i <= n; i++) ok[p[i]] = 1 }
+    $1 == t && !ok[$2] { printf "  %-22s ~%4ds  %s\n", $2, $c, $5; left++; sum += $c }
+    END { printf "%s in a world of %s: %d shard(s) left, ~%ds\n", t, w, left, sum }'
   exit 0
   ;;
 -tests)

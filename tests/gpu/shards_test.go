@@ -3,6 +3,7 @@
 package gpu_test
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -50,6 +51,18 @@ func shardSteps(t *testing.T, tier string) []shardStep {
 		steps = append(steps, shardStep{f[0], f[1], f[2], f[3], f[4], f[5], f[6]})
 	}
 	return steps
+}
+
+// tierShards is the names of a tier's shards, in run.sh's order.
+func tierShards(t *testing.T, tier string) []string {
+	t.Helper()
+	var names []string
+	for _, s := range shardSteps(t, tier) {
+		if !slices.Contains(names, s.shard) {
+			names = append(names, s.shard)
+		}
+	}
+	return names
 }
 
 // suiteFiles parses the suite's files (build tag gpu) and calls fn with each
@@ -702,5 +715,58 @@ func TestMatrixLoopsFilter(t *testing.T) {
 	})
 	if loops < 20 {
 		t.Fatalf("found %d loops over the matrices: the parse is broken", loops)
+	}
+}
+
+// TestRunShLeft: run.sh -left lists the shards of a tier that no result
+// line of the world passed (PASS or TOOL_LIMIT) among the files given, in
+// the tier's order, each once, and their count and estimated seconds.
+func TestRunShLeft(t *testing.T) {
+	t.Parallel()
+	all := tierShards(t, "sanitize")
+	dir := t.TempDir()
+	line := func(tier, shard, worlds, result string) string {
+		return fmt.Sprintf("tier=%s shard=%s worlds=%s kinds=in-process tests=1 passed=1 failed=0 skipped=0 cases=1 sanitizer_errors=0 hazards=0 seconds=1 gpus=\"4x NVIDIA H200\" driver=580 date=2026-11-28T00:00:00Z result=%s\n", tier, shard, worlds, result)
+	}
+	files := map[string]string{
+		"a.txt": line("sanitize", all[0], "4", "PASS") + line("sanitize", all[1], "4", "TOOL_LIMIT"),
+		"b.txt": line("sanitize", all[2], "4", "CUT") + line("sanitize", all[3], "2", "PASS"),
+		"c.txt": line("sanitize", all[4], "4", "FAIL") + line("full", all[5], "4", "PASS"),
+		"d.txt": line("sanitize", all[4], "2,4", "PASS"),
+	}
+	var paths []string
+	for name, text := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	left := func(world string) []string {
+		t.Helper()
+		out, err := exec.Command("bash", append([]string{"run.sh", "-left", "sanitize", world}, paths...)...).Output()
+		if err != nil {
+			t.Fatalf("run.sh -left sanitize %s: %v\n%s", world, err, out)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		var names []string
+		for _, l := range lines[:len(lines)-1] {
+			names = append(names, strings.Fields(l)[0])
+		}
+		if want := fmt.Sprintf("sanitize in a world of %s: %d shard(s) left, ~", world, len(names)); !strings.HasPrefix(lines[len(lines)-1], want) {
+			t.Errorf("world %s: last line %q, want %q...", world, lines[len(lines)-1], want)
+		}
+		return names
+	}
+	// World 4: shards 0, 1 and 4 passed (4 after a failure); 2 was cut, 3
+	// passed in a world of 2 only, 5 in another tier.
+	if got, want := left("4"), append(slices.Clone(all[2:4]), all[5:]...); !slices.Equal(got, want) {
+		t.Errorf("world 4: %v, want %v", got, want)
+	}
+	if got, want := left("2"), append(slices.Clone(all[:3]), all[5:]...); !slices.Equal(got, want) {
+		t.Errorf("world 2: %v, want %v", got, want)
+	}
+	if out, err := exec.Command("bash", "run.sh", "-left", "sanitize", "x").CombinedOutput(); err == nil || !strings.Contains(string(out), "want a world size") {
+		t.Errorf("a bad world: %v, %s", err, out)
 	}
 }
