@@ -628,6 +628,7 @@ case ${1:-} in
   [[ $3 =~ ^[0-9]+$ ]] && [ "$3" -ge 2 ] || { echo "run.sh: -left: world $3: want a world size of 2 or more" >&2; exit 2; }
   tier=$2 world=$3
   shift 3
+  for f in "$@"; do [ -r "$f" ] || { echo "run.sh: -left: $f: no such file" >&2; exit 2; }; done
   # The shards that a result line of this world passed (or found the
   # tool's limit in), then the tier's others with their estimates.
   passed=$(cat /dev/null "$@" | awk -v t="$tier" -v w="$world" "$AWK_FIELDS"'

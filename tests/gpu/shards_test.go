@@ -769,4 +769,7 @@ func TestRunShLeft(t *testing.T) {
 	if out, err := exec.Command("bash", "run.sh", "-left", "sanitize", "x").CombinedOutput(); err == nil || !strings.Contains(string(out), "want a world size") {
 		t.Errorf("a bad world: %v, %s", err, out)
 	}
+	if out, err := exec.Command("bash", "run.sh", "-left", "sanitize", "4", filepath.Join(dir, "none.txt")).CombinedOutput(); err == nil || !strings.Contains(string(out), "no such file") {
+		t.Errorf("a missing file: %v, %s", err, out)
+	}
 }
