@@ -32,3 +32,14 @@ func explore[S comparable](start S, w int, step func(S, int) (S, bool, error), d
 	}
 	return len(seen), nil
 }
+
+// pastCall reports whether every rank's call number (k, one a rank) is
+// past call n: the models' ranks make calls 1 to n, and are done then.
+func pastCall(k []int, n int) bool {
+	for _, c := range k {
+		if c <= n {
+			return false
+		}
+	}
+	return true
+}

@@ -299,14 +299,7 @@ func (m *lamportModel) explore() (int, error) {
 	for r := range m.w {
 		start.k[r] = 1
 	}
-	done := func(s lamportState) bool {
-		for r := range m.w {
-			if s.k[r] <= len(m.calls) {
-				return false
-			}
-		}
-		return true
-	}
+	done := func(s lamportState) bool { return pastCall(s.k[:m.w], len(m.calls)) }
 	return explore(start, m.w, m.step, done, func(s lamportState) error {
 		return fmt.Errorf("every rank waits: calls %v, positions %v, steps %v, flags %v", s.k[:m.w], s.pc[:m.w], s.sub[:m.w], s.flags)
 	})

@@ -175,14 +175,7 @@ func (m *relayModel) explore() (int, error) {
 	for r := range m.w {
 		start.k[r] = 1
 	}
-	done := func(s relayState) bool {
-		for r := range m.w {
-			if s.k[r] <= len(m.roots) {
-				return false
-			}
-		}
-		return true
-	}
+	done := func(s relayState) bool { return pastCall(s.k[:m.w], len(m.roots)) }
 	return explore(start, m.w, m.step, done, func(s relayState) error {
 		return fmt.Errorf("every rank waits: calls %v, positions %v, pieces %v, flags %v", s.k[:m.w], s.pc[:m.w], s.sub[:m.w], s.flags)
 	})

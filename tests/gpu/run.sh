@@ -631,13 +631,13 @@ case ${1:-} in
   for f in "$@"; do [ -r "$f" ] || { echo "run.sh: -left: $f: no such file" >&2; exit 2; }; done
   # The shards that a result line of this world passed (or found the
   # tool's limit in), then the tier's others with their estimates.
-  passed=$(cat /dev/null "$@" | awk -v t="$tier" -v w="$world" "$AWK_FIELDS"'
+  passed=$(awk -v t="$tier" -v w="$world" "$AWK_FIELDS"'
     {
       fields()
       if (f["tier"] != t || (f["result"] != "PASS" && f["result"] != "TOOL_LIMIT")) next
       n = split(f["worlds"], ws, ",")
       for (i = 1; i <= n; i++) if (ws[i] == w) print f["shard"]
-    }')
+    }' /dev/null "$@")
   shard_table | awk -F'|' -v t="$tier" -v w="$world" -v c=$((world > 2 ? 4 : 3)) -v passed="$passed" '
     BEGIN { n = split(passed, p, "\n"); for (i = 1; i <= n; i++) ok[p[i]] = 1 }
     $1 == t && !ok[$2] { printf "  %-22s ~%4ds  %s\n", $2, $c, $5; left++; sum += $c }
