@@ -122,14 +122,14 @@ sanitize|initcheck-catalogue-b|70|170|initcheck: TestCatalogue at quick sizes, r
 sanitize|initcheck-params-a|75|280|initcheck: TestParamCollectives at quick sizes, broadcast and gather but lamport
 sanitize|initcheck-params-b|100|383|initcheck: TestParamCollectives at quick sizes, reduce and scatter but lamport
 sanitize|initcheck-params-c|60|215|initcheck: TestParamCollectives at quick sizes, send_recv and shift push and pull; TestParamRules
-sanitize|initcheck-params-d|150|475|initcheck: send_recv's and shift's copy_push at quick sizes as processes: TestProcessWorld's params part (irisgen run -n N, a sanitizer to a rank)
+sanitize|initcheck-params-d|150|480|initcheck: send_recv's and shift's copy_push at quick sizes as processes: TestProcessWorld's params part (irisgen run -n N, a sanitizer to a rank)
 sanitize|initcheck-lamport|75|330|initcheck: TestParamCollectives at quick sizes, the lamport variants (broadcast lamport and lamport_relay, reduce, gather, scatter, send_recv)
 sanitize|initcheck-rmsnorm|110|190|initcheck: as racecheck-rmsnorm
 sanitize|initcheck-moe-a|160|215|initcheck: TestMoE's f32 cases at quick sizes (f16 is left out)
 sanitize|initcheck-moe-b|293|460|initcheck: TestMoE's bf16 cases at quick sizes, TestMoEGraph (10 graph rounds), TestMoEBadExpert, TestMoECapacity
-sanitize|initcheck-b2b-a|161|365|initcheck: TestBackToBack and TestGroups at quick sizes, 10 rounds a case
-sanitize|initcheck-b2b-b|160|300|initcheck: TestParamBackToBack and TestRMSNormBackToBack at quick sizes, 10 rounds a case
-sanitize|initcheck-capture|178|480|initcheck: as racecheck-capture but the copy-engine variants, 10 rounds a case
+sanitize|initcheck-b2b-a|161|360|initcheck: TestBackToBack and TestGroups at quick sizes, 10 rounds a case
+sanitize|initcheck-b2b-b|160|330|initcheck: TestParamBackToBack and TestRMSNormBackToBack at quick sizes, 10 rounds a case
+sanitize|initcheck-capture|178|550|initcheck: as racecheck-capture but the copy-engine variants, 10 rounds a case
 sanitize|initcheck-capture-copy|150|300|initcheck: the copy-engine variants' capture alone, 10 rounds a case: TestProcessWorld's capture part (irisgen run -n N), then TestCapture and TestParamCapture in-process (where their replays hung on 2 H100s: docs/testing-gpu.md)
 EOF
 }
