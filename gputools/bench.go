@@ -16,12 +16,13 @@ import (
 	"github.com/irisgen/irisgen/internal/nccl"
 	"github.com/irisgen/irisgen/internal/tuning"
 	"github.com/irisgen/irisgen/runtime/irisimpl"
+	"github.com/irisgen/irisgen/runtime/irismodel"
 	"github.com/irisgen/irisgen/runtime/irisrt"
 )
 
 const (
 	benchSummary = "time the collectives beside NCCL and torch symmetric memory; CSV, Markdown, plots"
-	benchUsage   = "bench [-package PATH] [-n N] [-sizes LIST] [-dtypes LIST] [-modes LIST] [-collectives LIST] [-variants LIST] [-repeats R] [-baselines=false] [-compare BASE.csv] [-out DIR] | bench -overlap [-n N] [-sizes LIST] [-modes LIST] [-collectives LIST] [-variants LIST] [-repeats R] [-baselines=false] [-out DIR] | bench -tails [-n N] [-launches L] [-sizes LIST] [-collectives LIST] [-variants LIST] [-out DIR] | bench -report CSV[,CSV...] [-compare BASE.csv] [-out DIR]"
+	benchUsage   = "bench [-package PATH] [-n N] [-sizes LIST] [-dtypes LIST] [-modes LIST] [-collectives LIST] [-variants LIST] [-repeats R] [-barrier MODE] [-baselines=false] [-compare BASE.csv] [-out DIR] | bench -overlap [-n N] [-sizes LIST] [-modes LIST] [-collectives LIST] [-variants LIST] [-repeats R] [-baselines=false] [-out DIR] | bench -tails [-n N] [-launches L] [-sizes LIST] [-collectives LIST] [-variants LIST] [-out DIR] | bench -report CSV[,CSV...] [-compare BASE.csv] [-out DIR]"
 	benchHelp    = `
 Bench times every variant of the generated packages the program links
 (irisgen-gpu: irisgen's catalogue; -package picks one) on N GPUs of this
@@ -94,6 +95,19 @@ baselines still run), so that an A/B of one variant, or of a run-time
 switch such as IRISGEN_PEER_WRITES or IRISGEN_COPY_STREAMS, spends no GPU
 time on the others.
 
+-barrier MODE times every launch in barrier mode MODE (device, host or
+none) instead of device where the variant has it: with the default run
+beside it (bench -report both CSVs, or -compare), what a variant's
+barriers cost; with IRISGEN_COPY_STREAMS=1 beside that, what a
+copy-engine launch's streams cost. A variant without the mode is left
+untimed, its row saying which modes it has (gather's and send_recv's
+copy_push have no mode none); host cannot be captured, so its graph
+cells say so. The rows carry the mode (CSV column barrier) and are a
+series of their own ("irisgen copy_push (barrier none)"), left out of
+irisgen's best, the tables against NCCL and the tuning tables: a launch
+with no barrier is not a collective the caller can run without ordering
+the ranks itself.
+
 -overlap is the overlap scenario: every variant of the selected collectives
 (not the barrier, not a scenario's), and NCCL (its own API, out of place,
 plain buffers and, for the collectives it runs on copy engines, "cta0";
@@ -141,6 +155,7 @@ Examples:
   irisgen bench -n 2 -collectives all_reduce -torch=false -compare docs/perf/h200x2/results.csv
   IRISGEN_PEER_WRITES=0 irisgen bench -n 2 -variants copy_push -baselines=false -compare base/results.csv   # one variant, A/B of a switch
   irisgen bench -report new/results.csv -compare old/results.csv -out cmp   # A/B of two runs
+  irisgen bench -n 4 -variants copy_push -barrier none -baselines=false -out none   # the copies alone; -report with a default run: the barriers' share
   irisgen bench -report h200x2/results.csv,h200x4/results.csv -out docs/perf -tune specs/tuning`
 )
 
@@ -173,6 +188,7 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 	tuneMode := fs.String("tune-mode", "graph", "mode the tables are chosen by (eager or graph)")
 	tails := fs.Bool("tails", false, "the stall scenario instead: -launches back-to-back launches of every variant, each timed alone; min, median, p99, p99.9, max")
 	launches := fs.Int("launches", bench.DefaultTailLaunches, "with -tails: launches per cell (slow-by-design variants a tenth)")
+	barrier := fs.String("barrier", "", "time every launch in this barrier mode (device, host or none) instead of device where the variant has it: what the barriers cost (a variant without the mode is left untimed, its row says why); the rows are their own series, out of irisgen's best and the tuning tables")
 	overlap := fs.Bool("overlap", false, "the overlap scenario instead: each collective (and NCCL) beside a compute kernel that fills every SM on another stream; times alone and beside, and the compute kernel's slowdown")
 	if err := env.Parse(c, fs, args); err != nil {
 		return err
@@ -183,6 +199,20 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 	}
 	if *report != "" && *variants != "" {
 		return cli.UsageErr("-variants chooses what to measure; -report measures nothing (it renders the CSVs' rows as they are)")
+	}
+	var forced *irismodel.Barrier
+	if given["barrier"] {
+		b, err := irismodel.ParseBarrier(*barrier)
+		if err != nil {
+			return cli.UsageErr("-barrier: %v", err)
+		}
+		switch {
+		case *report != "":
+			return cli.UsageErr("-barrier chooses how to measure; -report measures nothing (its CSVs' rows say the mode they were timed in)")
+		case *tails, *overlap:
+			return cli.UsageErr("-barrier times the plain bench's cells; -tails and -overlap launch in their own modes (device where the variant has it)")
+		}
+		forced = &b
 	}
 	if *report != "" {
 		if err := os.MkdirAll(*out, 0o755); err != nil {
@@ -272,7 +302,7 @@ func (p Program) runBench(env *cli.Env, args []string) error {
 			Launches: *launches, Warmup: *warmup, Log: env.Stdout}, world, opts, device, date, *out, clocks)
 	}
 	cfg := bench.Config{World: world, Entries: entries, Sizes: sz, DTypes: cli.SplitList(*dtypes), Modes: ms, Collectives: cli.SplitList(*colls),
-		Warmup: *warmup, Repeats: *repeats, HeapBytes: *heap, LinkGBps: *link, Log: env.Stdout}
+		Warmup: *warmup, Repeats: *repeats, HeapBytes: *heap, LinkGBps: *link, Barrier: forced, Log: env.Stdout}
 	fmt.Fprintf(env.Stdout, "irisgen bench: %d GPUs (%s), %s; %s\n", world, device, date, pkgs)
 	w, err := irisrt.NewLocalWorld(world, opts)
 	if err != nil {
@@ -516,7 +546,7 @@ func writeTuning(env *cli.Env, rows []bench.Row, dir, dtype, mode string, named 
 	var colls []string                       // irisgen's collectives in rows, in order of first appearance
 	variants := map[string]map[string]bool{} // and the variants of each
 	for _, r := range rows {
-		if r.Impl != "irisgen" {
+		if r.Impl != "irisgen" || r.Forced() {
 			continue
 		}
 		if variants[r.Collective] == nil {

@@ -63,6 +63,50 @@ func TestBenchOnFake(t *testing.T) {
 	assert.FileExists(t, filepath.Join(out, "results.md"))
 }
 
+// TestBenchBarrierOnFake: -barrier times every launch in the mode named,
+// its rows carry it; a variant without the mode is left untimed and says
+// which it has; host cannot be captured, so its graph cells say so; the
+// report shows the rows as their own series and compares no such row
+// with NCCL.
+func TestBenchBarrierOnFake(t *testing.T) {
+	for _, c := range []struct {
+		mode string
+		// want: the note of each variant's row by mode ("" timed)
+		want map[string]map[string]string
+	}{
+		{"none", map[string]map[string]string{
+			"push":      {"eager": "", "graph": ""},
+			"copy_push": {"eager": "send_recv copy_push: barrier mode \"none\" is not supported by this variant; supported: device, host", "graph": "send_recv copy_push: barrier mode \"none\" is not supported"},
+		}},
+		{"host", map[string]map[string]string{
+			"push":      {"eager": "", "graph": "send_recv push cannot be captured in mode host"},
+			"copy_push": {"eager": "", "graph": "send_recv copy_push cannot be captured in mode host"},
+		}},
+	} {
+		prog, stdout, stderr := fake(t, 2)
+		out := t.TempDir()
+		code := prog.Run([]string{"bench", "-n", "2", "-sizes", "8KiB", "-dtypes", "bf16", "-repeats", "1", "-warmup", "1",
+			"-heap", "67108864", "-collectives", "send_recv", "-variants", "push,copy_push", "-barrier", c.mode, "-out", out})
+		require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+		rows := readResults(t, out)
+		require.Len(t, rows, 4, c.mode)
+		for _, r := range rows {
+			assert.Equal(t, c.mode, r.Barrier, "%+v", r)
+			want := c.want[r.Variant][r.Mode]
+			if want == "" {
+				assert.Greater(t, r.TimeUS, 0.0, "%+v", r)
+				assert.Empty(t, r.Note, "%+v", r)
+			} else {
+				assert.True(t, math.IsNaN(r.TimeUS), "%+v", r)
+				assert.Contains(t, r.Note, want, "%+v", r)
+			}
+		}
+		md, err := os.ReadFile(filepath.Join(out, "results.md"))
+		require.NoError(t, err)
+		assert.Contains(t, string(md), "irisgen push (barrier "+c.mode+") us (min / median / max)")
+	}
+}
+
 // TestBenchVariantsOnFake: -variants keeps the variants named of what
 // -collectives selects, and nothing else.
 func TestBenchVariantsOnFake(t *testing.T) {
@@ -122,6 +166,10 @@ func TestUsage(t *testing.T) {
 		{[]string{"bench", "-overlap", "-tails"}, 2, "-tails and -overlap are two scenarios: run one at a time"},
 		{[]string{"bench", "-collectives", "send_recv", "-variants", "copy_push,ring"}, 2, `-variants: "ring" is not a variant of the collectives selected (they have push, pull, lamport, copy_push)`},
 		{[]string{"bench", "-report", "x.csv", "-variants", "push"}, 2, "-variants chooses what to measure; -report measures nothing"},
+		{[]string{"bench", "-barrier", "never"}, 2, `-barrier: unknown barrier mode "never" (want device, host or none)`},
+		{[]string{"bench", "-barrier", "none", "-report", "x.csv"}, 2, "-barrier chooses how to measure; -report measures nothing"},
+		{[]string{"bench", "-barrier", "none", "-tails"}, 2, "-tails and -overlap launch in their own modes"},
+		{[]string{"bench", "-barrier", "host", "-overlap"}, 2, "-tails and -overlap launch in their own modes"},
 		{[]string{"nope"}, 2, `unknown command "nope"`},
 	} {
 		prog, stdout, stderr := fake(t, 2)

@@ -53,6 +53,51 @@ func TestCSVRoundTrip(t *testing.T) {
 	require.ErrorContains(t, err, "lacks")
 }
 
+// TestForcedRows: a row timed in a mode bench -barrier chose keeps the mode
+// through the CSV, is a series of its own, and counts neither as irisgen's
+// best nor against NCCL nor in the tuning tables; a CSV without the column
+// reads as the default.
+func TestForcedRows(t *testing.T) {
+	row := func(impl, v, barrier string, med float64) Row {
+		return Row{Impl: impl, Collective: "all_gather", Variant: v, DType: "bf16", World: 2, Bytes: 8 << 10, Mode: "graph",
+			TimeUS: med, MinUS: med, MaxUS: med, Repeats: 1, Barrier: barrier}
+	}
+	rows := []Row{row("irisgen", "copy_push", "", 24), row("irisgen", "copy_push", "none", 3), row("irisgen", "push", "", 6), row("nccl", "best", "", 4)}
+	for i := range rows {
+		rows[i].SetBandwidth()
+	}
+	var b bytes.Buffer
+	require.NoError(t, WriteCSV(&b, rows))
+	got, err := ReadCSV(&b)
+	require.NoError(t, err)
+	require.Len(t, got, len(rows))
+	for i := range rows {
+		require.Equal(t, rows[i].Barrier, got[i].Barrier)
+		require.Equal(t, rows[i].Series(), got[i].Series())
+	}
+	require.True(t, got[1].Forced())
+	require.False(t, got[0].Forced())
+	old, err := ReadCSV(strings.NewReader(strings.Join(Header[:len(Header)-1], ",") + "\nirisgen,all_gather,push,bf16,2,8192,graph,6,1,1,d,2026-11-28,,6,6,1,\n"))
+	require.NoError(t, err)
+	require.Equal(t, "", old[0].Barrier)
+
+	md := Markdown(rows)
+	require.Contains(t, md, "| irisgen copy_push us (min / median / max) | irisgen copy_push (barrier none) us (min / median / max) | irisgen push us")
+	// irisgen's best is push (6), not the forced 3, nor is the forced row a baseline: 6 / 4.
+	require.Contains(t, md, "| 1.50 |")
+	forcedBest := []Row{row("irisgen", "push", "", 6), row("irisgen", "push", "none", 3), row("nccl", "best", "", 4)}
+	require.Contains(t, VersusNCCL(forcedBest), "| all_gather | 1.50 |")
+	require.Empty(t, VersusNCCL(forcedBest[1:]), "a forced row alone is no irisgen cell")
+	_, err = Tune([]Row{row("irisgen", "push", "", 6), row("irisgen", "copy_push", "none", 3)}, "all_gather", "bf16", "graph")
+	require.ErrorContains(t, err, "1 irisgen variant(s) measured", "the forced row is no variant to choose")
+	tab, err := Tune([]Row{row("irisgen", "push", "", 6), row("irisgen", "ring", "", 8), row("irisgen", "copy_push", "none", 3)}, "all_gather", "bf16", "graph")
+	require.NoError(t, err)
+	require.NotEmpty(t, tab.Rules)
+	for _, r := range tab.Rules {
+		require.Equal(t, "push", r.Variant, "the tuning tables never choose a forced row's variant")
+	}
+}
+
 func TestBandwidth(t *testing.T) {
 	r := Row{Collective: "all_reduce", World: 4, Bytes: 1 << 30, TimeUS: 1e6}
 	r.SetBandwidth()

@@ -136,9 +136,11 @@ func Markdown(rows []Row) string {
 				}
 				b.WriteString(" " + r.cell() + " |")
 				marked = marked || r.Stalled()
-				if r.Impl == "irisgen" {
+				switch {
+				case r.Forced(): // a diagnostic (bench -barrier), no way to run the collective
+				case r.Impl == "irisgen":
 					bestI, bwI = min(bestI, r.TimeUS), max(bwI, r.BusBW)
-				} else {
+				default:
 					bestB, bwB = min(bestB, r.TimeUS), max(bwB, r.BusBW)
 				}
 			}

@@ -65,7 +65,7 @@ func FusionTable(rows []Row) string {
 	var keys []key
 	faster := func(r, than Row) bool { return than.Impl == "" || r.TimeUS < than.TimeUS }
 	for _, r := range rows {
-		if r.Collective != "all_reduce_rmsnorm" || math.IsNaN(r.TimeUS) || r.TimeUS <= 0 || math.IsInf(r.TimeUS, 0) {
+		if r.Collective != "all_reduce_rmsnorm" || r.Forced() || math.IsNaN(r.TimeUS) || r.TimeUS <= 0 || math.IsInf(r.TimeUS, 0) {
 			continue
 		}
 		k := key{r.World, r.Mode, r.Bytes}

@@ -45,7 +45,18 @@ type Row struct {
 	// ("irisgen copy_push", "nccl plain") for the compute kernel timed
 	// beside it.
 	Beside string
+	// Barrier is the barrier mode bench -barrier timed the launches in;
+	// "": the default (device where the variant has it). Such a row
+	// measures what the barriers cost, not a way to run the collective
+	// that the default would not choose: the reports show it as a series
+	// of its own and leave it out of irisgen's best, the tables against
+	// NCCL and the tuning tables (Forced).
+	Barrier string
 }
+
+// Forced reports whether r was timed in a barrier mode bench -barrier
+// chose (Row.Barrier).
+func (r Row) Forced() bool { return r.Barrier != "" }
 
 // ComputeImpl is the Impl of the rows of bench -overlap's compute kernel
 // (Variant: the series of the collective it was paired with), and the
@@ -60,12 +71,12 @@ func (r Row) Overlap() bool { return r.Beside != "" || r.Impl == ComputeImpl }
 
 // Header is the CSV header, shared with baselines.py.
 var Header = []string{"impl", "collective", "variant", "dtype", "world", "bytes", "mode",
-	"time_us", "algbw_gbps", "busbw_gbps", "device", "date", "note", "time_min_us", "time_max_us", "repeats", "beside"}
+	"time_us", "algbw_gbps", "busbw_gbps", "device", "date", "note", "time_min_us", "time_max_us", "repeats", "beside", "barrier"}
 
 // optionalColumns are the columns of Header that CSVs written before the
-// bench timed repeats (or ran -overlap) lack, as baselines.py's do; ReadCSV
-// reads those as unknown.
-var optionalColumns = map[string]bool{"time_min_us": true, "time_max_us": true, "repeats": true, "beside": true}
+// bench timed repeats (or ran -overlap, or took -barrier) lack, as
+// baselines.py's do; ReadCSV reads those as unknown.
+var optionalColumns = map[string]bool{"time_min_us": true, "time_max_us": true, "repeats": true, "beside": true, "barrier": true}
 
 // BusFactor is nccl-tests' ratio of bus bandwidth to algorithm bandwidth
 // for a collective (knownCollectives); 0 for one nccl-tests has no rule
@@ -94,7 +105,12 @@ func (r *Row) SetBandwidth() {
 }
 
 // Series names the line a row belongs to in tables and plots.
-func (r *Row) Series() string { return r.Impl + " " + r.Variant }
+func (r *Row) Series() string {
+	if r.Forced() {
+		return r.Impl + " " + r.Variant + " (barrier " + r.Barrier + ")"
+	}
+	return r.Impl + " " + r.Variant
+}
 
 // WriteCSV writes rows with the header.
 func WriteCSV(w io.Writer, rows []Row) error {
@@ -105,7 +121,7 @@ func WriteCSV(w io.Writer, rows []Row) error {
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
 	for _, r := range rows {
 		rec := []string{r.Impl, r.Collective, r.Variant, r.DType, strconv.Itoa(r.World), strconv.FormatInt(r.Bytes, 10), r.Mode,
-			f(r.TimeUS), f(r.AlgBW), f(r.BusBW), r.Device, r.Date, r.Note, f(r.MinUS), f(r.MaxUS), strconv.Itoa(r.Repeats), r.Beside}
+			f(r.TimeUS), f(r.AlgBW), f(r.BusBW), r.Device, r.Date, r.Note, f(r.MinUS), f(r.MaxUS), strconv.Itoa(r.Repeats), r.Beside, r.Barrier}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
@@ -153,6 +169,9 @@ func ReadCSV(r io.Reader) ([]Row, error) {
 		r.Device, r.Date, r.Note = get("device"), get("date"), get("note")
 		if _, ok := col["beside"]; ok {
 			r.Beside = get("beside")
+		}
+		if _, ok := col["barrier"]; ok {
+			r.Barrier = get("barrier")
 		}
 		w, err := strconv.Atoi(get("world"))
 		if err != nil {

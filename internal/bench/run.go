@@ -31,8 +31,13 @@ type Config struct {
 	Warmup      int
 	Repeats     int // timed batches per cell: the median is reported, the spread kept
 	HeapBytes   int64
-	LinkGBps    float64   // link rate the MoE rows are compared with (0: DefaultLinkGBps)
-	Log         io.Writer // progress, one line a measurement
+	LinkGBps    float64 // link rate the MoE rows are compared with (0: DefaultLinkGBps)
+	// Barrier, when set, is the barrier mode every launch is timed in
+	// instead of benchMode's (bench -barrier): what the barriers cost. A
+	// variant without that mode is left untimed, its row saying so; the
+	// rows carry the mode (Row.Barrier).
+	Barrier *irismodel.Barrier
+	Log     io.Writer // progress, one line a measurement
 }
 
 // sweepSizes are e's size parameters at an nccl-tests size of bytes, the
@@ -233,9 +238,21 @@ func RunOn(w *irisrt.World, cfg Config, device, date string) ([]Row, error) {
 // records the times in row; a mode the steps cannot be captured in leaves
 // row without a time and says why.
 func timeCell(w *irisrt.World, cfg Config, row *Row, steps []step, k int) error {
+	if cfg.Barrier != nil {
+		steps = slices.Clone(steps)
+		for i, st := range steps {
+			if !slices.Contains(st.e.Barriers, *cfg.Barrier) {
+				row.Note = (&irisrt.BarrierModeError{Op: st.e.Collective, Variant: st.e.Variant, Mode: *cfg.Barrier, Supported: st.e.Barriers}).Error()
+				row.Barrier = cfg.Barrier.String()
+				return nil
+			}
+			steps[i].barrier = cfg.Barrier
+		}
+		row.Barrier = cfg.Barrier.String()
+	}
 	if row.Mode == "graph" {
 		for _, st := range steps {
-			if m := benchMode(st.e); !slices.Contains(st.e.Capturable, m) {
+			if m := st.mode(); !slices.Contains(st.e.Capturable, m) {
 				row.Note = fmt.Sprintf("%s %s cannot be captured in mode %s", st.e.Collective, st.e.Variant, m)
 				return nil
 			}

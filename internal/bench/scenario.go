@@ -108,6 +108,17 @@ type step struct {
 	// inPlace: each input the variant may pass as this rank's own block of
 	// an output (ownBlocks) is that block.
 	inPlace bool
+	// barrier, when set, is the launch's barrier mode (Config.Barrier);
+	// nil: benchMode's.
+	barrier *irismodel.Barrier
+}
+
+// mode is the barrier mode st launches in.
+func (st step) mode() irismodel.Barrier {
+	if st.barrier != nil {
+		return *st.barrier
+	}
+	return benchMode(st.e)
 }
 
 // ownBlocks lists e's pairs of user tensor positions (input, output) whose
@@ -182,7 +193,7 @@ func prepare(r *irisrt.Rank, steps []step) (call func() error, done func(), err 
 		}
 		tensors[i] = ts
 		ps := st.e.SampleParams(r.World(), 0)
-		passed, mode := st.e.TensorsFor(r.Rank(), ts, ps), benchMode(st.e)
+		passed, mode := st.e.TensorsFor(r.Rank(), ts, ps), st.mode()
 		calls[i] = func() error { return p.LaunchParams(s, passed, ps, mode) }
 	}
 	return func() error {

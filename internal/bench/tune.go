@@ -36,7 +36,7 @@ func Tune(rows []Row, collective, dtype, mode string) (*tuning.Table, error) {
 	worst := map[cell]float64{}
 	fastest := map[key]float64{} // the best median at a size, any variant, mode or run
 	for _, r := range rows {
-		if r.Impl != "irisgen" || r.Overlap() || r.Collective != collective || r.DType != dtype || math.IsNaN(r.TimeUS) || r.TimeUS <= 0 {
+		if r.Impl != "irisgen" || r.Overlap() || r.Forced() || r.Collective != collective || r.DType != dtype || math.IsNaN(r.TimeUS) || r.TimeUS <= 0 {
 			continue
 		}
 		c, k := cell{r.Variant, r.World, r.Bytes}, key{r.World, r.Bytes}
@@ -65,7 +65,7 @@ func Tune(rows []Row, collective, dtype, mode string) (*tuning.Table, error) {
 	variants := map[string]bool{}
 	var devices, dates []string
 	for _, r := range rows {
-		if r.Impl != "irisgen" || r.Overlap() || r.Collective != collective || r.DType != dtype || r.Mode != mode || math.IsNaN(r.TimeUS) || r.TimeUS <= 0 {
+		if r.Impl != "irisgen" || r.Overlap() || r.Forced() || r.Collective != collective || r.DType != dtype || r.Mode != mode || math.IsNaN(r.TimeUS) || r.TimeUS <= 0 {
 			continue
 		}
 		variants[r.Variant] = true

@@ -27,7 +27,7 @@ func VersusNCCL(rows []Row) string {
 	}
 	cells := map[key]*best{}
 	for _, r := range rows {
-		if r.Bytes == 0 || r.Overlap() || math.IsNaN(r.TimeUS) || r.TimeUS <= 0 || math.IsInf(r.TimeUS, 0) {
+		if r.Bytes == 0 || r.Overlap() || r.Forced() || math.IsNaN(r.TimeUS) || r.TimeUS <= 0 || math.IsInf(r.TimeUS, 0) {
 			continue
 		}
 		k := key{r.World, r.Mode, r.Collective, r.Bytes}
