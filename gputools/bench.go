@@ -102,7 +102,8 @@ barriers cost; with IRISGEN_COPY_STREAMS=1 beside that, what a
 copy-engine launch's streams cost. A variant without the mode is left
 untimed, its row saying which modes it has (gather's and send_recv's
 copy_push have no mode none); host cannot be captured, so its graph
-cells say so. The rows carry the mode (CSV column barrier) and are a
+cells say so. It reaches the fused all_reduce + RMSNorm scenario's
+launches too, not MoE's (refused with moe). The rows carry the mode (CSV column barrier) and are a
 series of their own ("irisgen copy_push (barrier none)"), left out of
 irisgen's best, the tables against NCCL and the tuning tables: a launch
 with no barrier is not a collective the caller can run without ordering

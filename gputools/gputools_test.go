@@ -219,6 +219,13 @@ func TestMoEOnFake(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1+2*2*2*2, strings.Count(string(csv), "\n"), "dispatch and combine x 2 k x 2 token counts x 2 modes:\n%s", csv)
 	assert.Contains(t, string(csv), "irisgen,moe_combine_k2,push,bf16,2,1152,graph,")
+
+	// MoE launches in modes of its own: -barrier does not reach it, so it
+	// is refused rather than timed unmarked.
+	prog, stdout, stderr = fake(t, 2)
+	code = prog.Run([]string{"bench", "-n", "2", "-repeats", "1", "-warmup", "1", "-heap", "67108864", "-collectives", "moe", "-barrier", "none", "-out", t.TempDir()})
+	require.Equal(t, 1, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	assert.Contains(t, stderr.String(), "-barrier none does not apply to the moe scenario, whose launches choose their own barrier modes; leave it out of -collectives")
 }
 
 // TestOverlapOnFake runs the overlap scenario's wiring on the fake (no

@@ -154,6 +154,15 @@ func RunOn(w *irisrt.World, cfg Config, device, date string) ([]Row, error) {
 		return nil, fmt.Errorf("bench: no collectives to time (Config.Entries is empty)")
 	}
 	sel := cfg.selection()
+	if cfg.Barrier != nil {
+		// A chain's launches are timeCell's; the others launch in modes of
+		// their own (MoE through moepair).
+		for _, sc := range sel.scenarios {
+			if sc.chain == nil {
+				return nil, fmt.Errorf("bench: -barrier %s does not apply to the %s scenario, whose launches choose their own barrier modes; leave it out of -collectives", *cfg.Barrier, sc.name)
+			}
+		}
+	}
 	var rows []Row
 	// The log gives each row the wall time it took to measure (since the
 	// row before), so that a run cut short by a call's limit shows where
