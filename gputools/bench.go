@@ -98,16 +98,16 @@ time on the others.
 -barrier MODE times every launch in barrier mode MODE (device, host or
 none) instead of device where the variant has it: with the default run
 beside it (bench -report both CSVs, or -compare), what a variant's
-barriers cost; with IRISGEN_COPY_STREAMS=1 beside that, what a
-copy-engine launch's streams cost. A variant without the mode is left
+barriers cost; with IRISGEN_COPY_STREAMS=1 beside that, what a copy-
+engine launch's streams cost. A variant without the mode is left
 untimed, its row saying which modes it has (gather's and send_recv's
 copy_push have no mode none); host cannot be captured, so its graph
 cells say so. It reaches the fused all_reduce + RMSNorm scenario's
-launches too, not MoE's (refused with moe). The rows carry the mode (CSV column barrier) and are a
-series of their own ("irisgen copy_push (barrier none)"), left out of
-irisgen's best, the tables against NCCL and the tuning tables: a launch
-with no barrier is not a collective the caller can run without ordering
-the ranks itself.
+launches too, not MoE's (refused with moe). The rows carry the mode (CSV
+column barrier) and are a series of their own ("irisgen copy_push
+(barrier none)"), left out of irisgen's best, the tables against NCCL
+and the tuning tables: a launch with no barrier is not a collective the
+caller can run without ordering the ranks itself.
 
 -overlap is the overlap scenario: every variant of the selected collectives
 (not the barrier, not a scenario's), and NCCL (its own API, out of place,

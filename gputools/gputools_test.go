@@ -66,8 +66,7 @@ func TestBenchOnFake(t *testing.T) {
 // TestBenchBarrierOnFake: -barrier times every launch in the mode named,
 // its rows carry it; a variant without the mode is left untimed and says
 // which it has; host cannot be captured, so its graph cells say so; the
-// report shows the rows as their own series and compares no such row
-// with NCCL.
+// report shows the rows as a series of their own.
 func TestBenchBarrierOnFake(t *testing.T) {
 	for _, c := range []struct {
 		mode string
