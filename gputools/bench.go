@@ -98,8 +98,8 @@ time on the others.
 -barrier MODE times every launch in barrier mode MODE (device, host or
 none) instead of device where the variant has it: with the default run
 beside it (bench -report both CSVs, or -compare), what a variant's
-barriers cost; with IRISGEN_COPY_STREAMS=1 beside that, what a copy-
-engine launch's streams cost. A variant without the mode is left
+barriers cost; with IRISGEN_COPY_STREAMS=1 beside that, what a
+copy-engine launch's streams cost. A variant without the mode is left
 untimed, its row saying which modes it has (gather's and send_recv's
 copy_push have no mode none); host cannot be captured, so its graph
 cells say so. It reaches the fused all_reduce + RMSNorm scenario's
