@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // outside are references to files outside the repository, in any text
@@ -122,38 +123,111 @@ func isPending(file, line string) bool {
 var mdLink = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
 
 // TestMarkdownLinks: every relative link of every markdown file names a
-// file or directory that exists inside the repository; links to the web
-// and to anchors of the same page are left alone.
+// file or directory that exists inside the repository, and a link's
+// #anchor into a markdown file (the same page's too) names one of its
+// headings as GitHub renders it (anchors); links to the web are left
+// alone.
 func TestMarkdownLinks(t *testing.T) {
 	files := textFiles(t)
-	n := 0
+	n, nAnchors := 0, 0
+	anchorsOf := map[string]map[string]bool{}
 	for name, b := range files {
 		if !strings.HasSuffix(name, ".md") {
 			continue
 		}
 		for _, l := range links(string(b)) {
-			target, _, _ := strings.Cut(l.target, "#")
+			target, frag, hasFrag := strings.Cut(l.target, "#")
 			switch {
-			case strings.Contains(l.target, "://"), strings.HasPrefix(l.target, "mailto:"), target == "":
+			case strings.Contains(l.target, "://"), strings.HasPrefix(l.target, "mailto:"):
 				continue
 			case path.IsAbs(target):
 				t.Errorf("%s:%d: link %q is an absolute path; link relative to the file", name, l.line, l.target)
 				continue
 			}
-			n++
-			p := path.Join(path.Dir(name), target)
-			if p == ".." || strings.HasPrefix(p, "../") {
-				t.Errorf("%s:%d: link %q leaves the repository; what users need belongs in docs/", name, l.line, l.target)
+			p := name
+			if target != "" {
+				n++
+				p = path.Join(path.Dir(name), target)
+				if p == ".." || strings.HasPrefix(p, "../") {
+					t.Errorf("%s:%d: link %q leaves the repository; what users need belongs in docs/", name, l.line, l.target)
+					continue
+				}
+				if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(p))); err != nil {
+					t.Errorf("%s:%d: link %q: no %s in the repository", name, l.line, l.target, p)
+					continue
+				}
+			}
+			if !hasFrag || !strings.HasSuffix(p, ".md") {
 				continue
 			}
-			if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(p))); err != nil {
-				t.Errorf("%s:%d: link %q: no %s in the repository", name, l.line, l.target, p)
+			if anchorsOf[p] == nil {
+				anchorsOf[p] = anchors(string(files[p]))
+			}
+			nAnchors++
+			if !anchorsOf[p][frag] {
+				t.Errorf("%s:%d: link %q: %s has no heading whose anchor is #%s", name, l.line, l.target, p, frag)
 			}
 		}
 	}
-	if n < 20 {
-		t.Errorf("only %d relative links checked", n)
+	if n < 20 || nAnchors < 20 {
+		t.Errorf("only %d relative links and %d anchors checked", n, nAnchors)
 	}
+}
+
+// anchors returns the anchors GitHub gives a markdown text's headings
+// (outside fenced code): the heading's text without its markup, lower
+// case, every character but letters, digits, spaces, '-' and '_' dropped
+// and spaces made '-'; a repeated anchor gets -1, -2, ... after the first.
+func anchors(md string) map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]int{}
+	fenced := false
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+			continue
+		}
+		text, ok := heading(line)
+		if fenced || !ok {
+			continue
+		}
+		a := slug(text)
+		if k := seen[a]; k > 0 {
+			seen[a]++
+			a = fmt.Sprintf("%s-%d", a, k)
+		} else {
+			seen[a] = 1
+		}
+		out[a] = true
+	}
+	return out
+}
+
+// heading returns an ATX heading's text ("## Text ##" -> "Text").
+func heading(line string) (string, bool) {
+	hashes := len(line) - len(strings.TrimLeft(line, "#"))
+	if hashes < 1 || hashes > 6 || (len(line) > hashes && line[hashes] != ' ') {
+		return "", false
+	}
+	return strings.TrimSpace(strings.TrimRight(strings.TrimSpace(line[hashes:]), "#")), true
+}
+
+// inlineLink is a link or image in a heading: its text is what renders.
+var inlineLink = regexp.MustCompile(`!?\[([^\]]*)\]\([^)]*\)`)
+
+// slug is GitHub's anchor of a heading's text.
+func slug(text string) string {
+	text = inlineLink.ReplaceAllString(text, "$1")
+	var b strings.Builder
+	for _, r := range strings.ToLower(text) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-', r == '_', unicode.IsLetter(r), unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 type link struct {
@@ -230,5 +304,27 @@ func TestCheckerFindsWhatItShould(t *testing.T) {
 	}
 	if want := "1:y.md 1:z.md 5:http://e.com 5:#b 5:p.png"; strings.Join(got, " ") != want {
 		t.Errorf("links = %q, want %q", got, want)
+	}
+}
+
+// TestAnchors: GitHub's anchors of headings, the cases the docs use.
+func TestAnchors(t *testing.T) {
+	md := "# Performance\n" +
+		"## Fused all_reduce + residual + RMSNorm against the unfused path\n" +
+		"### Copy engines on 4 H200s (twenty-second session, 2026-11-28)\n" +
+		"### broadcast `scatter_gather` stores: [link](x.md) 1.5x\n" +
+		"```\n# not a heading\n```\n" +
+		"#not a heading either\n" +
+		"## Rows\n## Rows ##\n"
+	want := []string{"performance", "fused-all_reduce--residual--rmsnorm-against-the-unfused-path",
+		"copy-engines-on-4-h200s-twenty-second-session-2026-11-28", "broadcast-scatter_gather-stores-link-15x", "rows", "rows-1"}
+	got := anchors(md)
+	for _, a := range want {
+		if !got[a] {
+			t.Errorf("no anchor %q in %v", a, got)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("anchors %v, want exactly %v", got, want)
 	}
 }
