@@ -175,6 +175,11 @@ const (
 
 	helloMagic = "IRISGEN1"
 	maxFrame   = 1 << 30
+	// maxJoinFrame bounds the frames of the join, before a connection has
+	// shown it is a rank: a hello, or rank 0's welcome or refusal. A stray
+	// connection's bytes read as a length (an HTTP "GET " is 542 MB) are
+	// refused there instead of allocated.
+	maxJoinFrame = 64 << 10
 )
 
 type frame struct {
@@ -193,14 +198,16 @@ func writeFrame(c net.Conn, deadline time.Time, f frame) error {
 	return err
 }
 
-func readFrame(c net.Conn, deadline time.Time) (frame, error) {
+// readFrame reads one frame of at most limit bytes (maxFrame, or
+// maxJoinFrame while joining).
+func readFrame(c net.Conn, deadline time.Time, limit uint32) (frame, error) {
 	_ = c.SetReadDeadline(deadline)
 	var hdr [13]byte
 	if _, err := io.ReadFull(c, hdr[:]); err != nil {
 		return frame{}, err
 	}
 	n := binary.LittleEndian.Uint32(hdr[:])
-	if n < 9 || n > maxFrame {
+	if n < 9 || n > limit {
 		return frame{}, fmt.Errorf("corrupt frame length %d (is something other than an irisgen rank talking to this port?)", n)
 	}
 	f := frame{gen: binary.LittleEndian.Uint64(hdr[4:]), kind: hdr[12], payload: make([]byte, n-9)}
@@ -307,7 +314,7 @@ func (g *tcpGroup) worldErr(op string, f *groupFailure) error {
 func (g *tcpGroup) readLoop(peer int) {
 	c := g.peers[peer]
 	for {
-		f, err := readFrame(c, time.Time{})
+		f, err := readFrame(c, time.Time{}, maxFrame)
 		if err != nil {
 			msg := "lost connection (the process died or closed its world)"
 			if errors.Is(err, io.EOF) {
@@ -385,7 +392,7 @@ func (g *tcpGroup) leafOp(name string, data []byte) ([][]byte, error) {
 		g.fail(&groupFailure{peer: 0, msg: "lost connection to rank 0", err: err})
 		return nil, g.worldErr(name, g.failure())
 	}
-	f, err := readFrame(g.conn, deadline)
+	f, err := readFrame(g.conn, deadline, maxFrame)
 	switch {
 	case err != nil:
 		var ne net.Error
@@ -479,7 +486,7 @@ func dialGroupOn(cfg ProcessConfig, ln net.Listener, joinTimeout, opTimeout time
 		c.Close()
 		return nil, joinErr(0, "lost connection to rank 0", err)
 	}
-	f, err := readFrame(c, deadline)
+	f, err := readFrame(c, deadline, maxJoinFrame)
 	switch {
 	case err != nil:
 		c.Close()
@@ -552,7 +559,7 @@ func (g *tcpGroup) accept(ln *net.TCPListener, deadline time.Time) error {
 			pending[c] = true
 			mu.Unlock()
 			go func() {
-				f, err := readFrame(c, deadline)
+				f, err := readFrame(c, deadline, maxJoinFrame)
 				mu.Lock()
 				delete(pending, c)
 				mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -172,6 +173,49 @@ func TestTCPGroupLateConnector(t *testing.T) {
 	for _, err := range eachRank(gs, func(g Group) error { return g.Barrier() }) {
 		require.NoError(t, err)
 	}
+}
+
+// TestJoinFrameLimit: while joining, a frame's length is bounded by
+// maxJoinFrame, so a stray connection's first bytes read as a length (an
+// HTTP "GET " is 542 MB) are refused at once, nothing allocated for them;
+// a hello of the real size is read.
+func TestJoinFrameLimit(t *testing.T) {
+	for _, c := range []struct {
+		name, sent string
+		want       string // "": read
+	}{
+		{"http", "GET / HTTP/1.0\r\n\r\n", "corrupt frame length 542393671"},
+		{"short", "\x08\x00\x00\x00" + "\x00\x00\x00\x00\x00\x00\x00\x00\x01", "corrupt frame length 8"},
+		{"hello", string(helloFrame(2, 4)), ""},
+	} {
+		a, b := net.Pipe()
+		go func() { _, _ = a.Write([]byte(c.sent)); a.Close() }()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		f, err := readFrame(b, time.Now().Add(5*time.Second), maxJoinFrame)
+		runtime.ReadMemStats(&after)
+		b.Close()
+		if c.want != "" {
+			require.ErrorContains(t, err, c.want, c.name)
+			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "%s: refused without allocating the length it claims", c.name)
+			continue
+		}
+		require.NoError(t, err, c.name)
+		assert.Equal(t, byte(frameHello), f.kind, c.name)
+	}
+}
+
+// helloFrame is the bytes of rank's hello to a world of n.
+func helloFrame(rank, n int) []byte {
+	var buf bytes.Buffer
+	a, b := net.Pipe()
+	go func() {
+		hello := append([]byte(helloMagic), byte(rank), 0, 0, 0, byte(n), 0, 0, 0)
+		_ = writeFrame(a, time.Now().Add(5*time.Second), frame{kind: frameHello, payload: hello})
+		a.Close()
+	}()
+	_, _ = buf.ReadFrom(b)
+	return buf.Bytes()
 }
 
 // TestTCPGroupStrayConnections: connections that are not ranks (silent,
