@@ -9,7 +9,8 @@
 #   tests/gpu/run.sh -tests TIER        the test patterns of each shard (tests/gpu/shards_test.go checks them)
 #   tests/gpu/run.sh -rows KIND FILE... result lines as rows of docs/testing-gpu.md's record (KIND: the machine)
 #   tests/gpu/run.sh -left TIER WORLD [FILE...]  the shards of TIER that no result line of a world of WORLD
-#                                       among FILEs passed (or met the tool's limit in), with their estimates
+#                                       among FILEs passed (or met the tool's limit in), with their estimates;
+#                                       a FILE may be docs/testing-gpu.md, whose record rows count too
 #
 # TIER: quick (default), full or sanitize; docs/testing-gpu.md says what each
 # holds and how long its shards take. SHARD: all (default), a shard's name,
@@ -623,7 +624,7 @@ case ${1:-} in
   exit 0
   ;;
 -left)
-  [ $# -ge 3 ] || { echo "usage: run.sh -left TIER WORLD [result-*.txt ...]" >&2; exit 2; }
+  [ $# -ge 3 ] || { echo "usage: run.sh -left TIER WORLD [result-*.txt | docs/testing-gpu.md ...]" >&2; exit 2; }
   valid_tier "$2" || exit 2
   [[ $3 =~ ^[0-9]+$ ]] && [ "$3" -ge 2 ] || { echo "run.sh: -left: world $3: want a world size of 2 or more" >&2; exit 2; }
   tier=$2 world=$3
@@ -631,7 +632,21 @@ case ${1:-} in
   for f in "$@"; do [ -r "$f" ] || { echo "run.sh: -left: $f: no such file" >&2; exit 2; }; done
   # The shards that a result line of this world passed (or found the
   # tool's limit in), then the tier's others with their estimates.
+  # A file may be result lines or docs/testing-gpu.md's record: a row of
+  # its tables (-rows' columns) counts for the shard it names, with or
+  # without a footnote mark ("racecheck-params (a)") or as "SHARD's
+  # tests, rerun ...".
   passed=$(awk -v t="$tier" -v w="$world" "$AWK_FIELDS"'
+    /^\|/ {
+      if (split($0, c, "|") < 13) next
+      for (i in c) gsub(/^ +| +$/, "", c[i])
+      shard = c[3]
+      sub(/ \([a-z0-9]\)$/, "", shard); sub(/'"'"'s tests, rerun.*$/, "", shard)
+      if (c[2] != t || c[12] !~ /^(PASS|TOOL_LIMIT)/) next
+      n = split(c[6], ws, / *, */)
+      for (i = 1; i <= n; i++) if (ws[i] == w) print shard
+      next
+    }
     {
       fields()
       if (f["tier"] != t || (f["result"] != "PASS" && f["result"] != "TOOL_LIMIT")) next

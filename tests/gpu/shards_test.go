@@ -766,6 +766,38 @@ func TestRunShLeft(t *testing.T) {
 	if got, want := left("2"), append(slices.Clone(all[:3]), all[5:]...); !slices.Equal(got, want) {
 		t.Errorf("world 2: %v, want %v", got, want)
 	}
+	// docs/testing-gpu.md's record rows count as result lines do: a
+	// footnote mark and "'s tests, rerun" name the shard, a row of a shard
+	// as it was once (another set of tests) does not, nor a failure, nor
+	// the header.
+	row := func(tier, shard, world, result string) string {
+		return fmt.Sprintf("| %s | %s | nvidia-h200-x4, call 1 | 4x NVIDIA H200 | %s | in-process | 1/0/0 | 1 | 1 | 2026-11-28 | %s |\n", tier, shard, world, result)
+	}
+	record := "| tier | shard | kind | GPUs | world | in-process / processes | tests | cases | seconds | date | result |\n" +
+		"| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n" +
+		row("sanitize", all[0]+" (a)", "4", "PASS (0 errors, 0 hazards)") +
+		row("sanitize", all[1]+"'s tests, rerun with abc1234", "2, 4", "PASS (0 errors)") +
+		row("sanitize", all[2]+" (as it was: more tests)", "4", "PASS (0 errors, 0 hazards)") +
+		row("sanitize", all[3], "4", "FAIL (1 errors, 0 hazards)") +
+		row("full", all[4], "4", "PASS") +
+		row("sanitize", all[5], "4", "TOOL_LIMIT (0 errors, 0 hazards)")
+	md := filepath.Join(dir, "record.md")
+	if err := os.WriteFile(md, []byte("# Record\n\nprose | with a bar\n\n"+record), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("bash", "run.sh", "-left", "sanitize", "4", md).Output()
+	if err != nil {
+		t.Fatalf("run.sh -left sanitize 4 %s: %v\n%s", md, err, out)
+	}
+	var got []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "  ") {
+			got = append(got, strings.Fields(l)[0])
+		}
+	}
+	if want := append(slices.Clone(all[2:5]), all[6:]...); !slices.Equal(got, want) {
+		t.Errorf("from a record: %v, want %v", got, want)
+	}
 	if out, err := exec.Command("bash", "run.sh", "-left", "sanitize", "x").CombinedOutput(); err == nil || !strings.Contains(string(out), "want a world size") {
 		t.Errorf("a bad world: %v, %s", err, out)
 	}
