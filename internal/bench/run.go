@@ -248,16 +248,15 @@ func RunOn(w *irisrt.World, cfg Config, device, date string) ([]Row, error) {
 // row without a time and says why.
 func timeCell(w *irisrt.World, cfg Config, row *Row, steps []step, k int) error {
 	if cfg.Barrier != nil {
+		row.Barrier = cfg.Barrier.String()
 		steps = slices.Clone(steps)
 		for i, st := range steps {
 			if !slices.Contains(st.e.Barriers, *cfg.Barrier) {
 				row.Note = (&irisrt.BarrierModeError{Op: st.e.Collective, Variant: st.e.Variant, Mode: *cfg.Barrier, Supported: st.e.Barriers}).Error()
-				row.Barrier = cfg.Barrier.String()
 				return nil
 			}
 			steps[i].barrier = cfg.Barrier
 		}
-		row.Barrier = cfg.Barrier.String()
 	}
 	if row.Mode == "graph" {
 		for _, st := range steps {

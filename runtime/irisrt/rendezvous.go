@@ -480,9 +480,7 @@ func dialGroupOn(cfg ProcessConfig, ln net.Listener, joinTimeout, opTimeout time
 	if err != nil {
 		return nil, joinErr(0, fmt.Sprintf("could not reach rank 0 within %v", joinTimeout), err)
 	}
-	hello := binary.LittleEndian.AppendUint32([]byte(helloMagic), uint32(cfg.Rank))
-	hello = binary.LittleEndian.AppendUint32(hello, uint32(cfg.WorldSize))
-	if err := writeFrame(c, deadline, frame{kind: frameHello, payload: hello}); err != nil {
+	if err := writeFrame(c, deadline, frame{kind: frameHello, payload: helloPayload(cfg.Rank, cfg.WorldSize)}); err != nil {
 		c.Close()
 		return nil, joinErr(0, "lost connection to rank 0", err)
 	}
@@ -504,6 +502,13 @@ func dialGroupOn(cfg ProcessConfig, ln net.Listener, joinTimeout, opTimeout time
 	}
 	g.conn = c
 	return g, nil
+}
+
+// helloPayload is rank's hello to rank 0 in a world of n: the magic, the
+// rank and the world size.
+func helloPayload(rank, n int) []byte {
+	hello := binary.LittleEndian.AppendUint32([]byte(helloMagic), uint32(rank))
+	return binary.LittleEndian.AppendUint32(hello, uint32(n))
 }
 
 func dialRetry(addr string, deadline time.Time) (net.Conn, error) {

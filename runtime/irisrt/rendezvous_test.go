@@ -210,8 +210,7 @@ func helloFrame(rank, n int) []byte {
 	var buf bytes.Buffer
 	a, b := net.Pipe()
 	go func() {
-		hello := append([]byte(helloMagic), byte(rank), 0, 0, 0, byte(n), 0, 0, 0)
-		_ = writeFrame(a, time.Now().Add(5*time.Second), frame{kind: frameHello, payload: hello})
+		_ = writeFrame(a, time.Now().Add(5*time.Second), frame{kind: frameHello, payload: helloPayload(rank, n)})
 		a.Close()
 	}()
 	_, _ = buf.ReadFrom(b)

@@ -640,18 +640,13 @@ case ${1:-} in
     /^\|/ {
       if (split($0, c, "|") < 13) next
       for (i in c) gsub(/^ +| +$/, "", c[i])
-      shard = c[3]
+      tr = c[2]; shard = c[3]; worlds = c[6]; result = c[12]
       sub(/ \([a-z0-9]\)$/, "", shard); sub(/'"'"'s tests, rerun.*$/, "", shard)
-      if (c[2] != t || c[12] !~ /^(PASS|TOOL_LIMIT)/) next
-      n = split(c[6], ws, / *, */)
-      for (i = 1; i <= n; i++) if (ws[i] == w) print shard
-      next
     }
-    {
-      fields()
-      if (f["tier"] != t || (f["result"] != "PASS" && f["result"] != "TOOL_LIMIT")) next
-      n = split(f["worlds"], ws, ",")
-      for (i = 1; i <= n; i++) if (ws[i] == w) print f["shard"]
+    !/^\|/ { fields(); tr = f["tier"]; shard = f["shard"]; worlds = f["worlds"]; result = f["result"] }
+    tr == t && result ~ /^(PASS|TOOL_LIMIT)( |$)/ {
+      n = split(worlds, ws, / *, */)
+      for (i = 1; i <= n; i++) if (ws[i] == w) print shard
     }' /dev/null "$@")
   shard_table | awk -F'|' -v t="$tier" -v w="$world" -v c=$((world > 2 ? 4 : 3)) -v passed="$passed" '
     BEGIN { n = split(passed, p, "\n"); for (i = 1; i <= n; i++) ok[p[i]] = 1 }
