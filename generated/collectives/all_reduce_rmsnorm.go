@@ -11,7 +11,7 @@ import (
 
 // AllReduceRmsnormSpecHash is the hash of specs/all_reduce_rmsnorm.yaml and the templates it uses; the
 // runtime refuses a code object of all_reduce_rmsnorm made from other ones (*irisrt.KernelError).
-const AllReduceRmsnormSpecHash = "bc7a86700dfba54d"
+const AllReduceRmsnormSpecHash = "687fddeeb434d251"
 
 // allReduceRmsnormDesc is all_reduce_rmsnorm in the package's descriptor table.
 var allReduceRmsnormDesc = &table.Collectives[2]
@@ -30,14 +30,15 @@ const (
 
 // AllReduceRmsnormChoose is the variant AllReduceRmsnormAuto runs on world ranks when the launch's
 // largest tensor has the given bytes, from specs/tuning/all_reduce_rmsnorm.yaml (measured: 2x NVIDIA
-// H200 and 4x NVIDIA H100 80GB HBM3, 2026-11-26 and 2026-11-27, bf16, graph, irisgen bench). The first
-// matching rule wins:
+// H200 and 4x NVIDIA H200, 2026-11-28, bf16, graph, irisgen bench). The first matching rule wins:
 //
-//   - world == 2 and bytes <= 1835008: one_shot_lamport
+//   - world == 2 and bytes <= 3670016: one_shot_lamport
 //   - world == 2: one_shot
-//   - world == 4 and bytes <= 1835008: one_shot_lamport
+//   - world == 4 and bytes <= 28672: one_shot
+//   - world == 4 and bytes <= 458752: one_shot_lamport
 //   - world == 4: two_shot
-//   - bytes <= 1835008: one_shot_lamport
+//   - bytes <= 28672: one_shot
+//   - bytes <= 458752: one_shot_lamport
 //   - otherwise: two_shot
 func AllReduceRmsnormChoose(world int, bytes int64) AllReduceRmsnormVariant {
 	return AllReduceRmsnormVariant(allReduceRmsnormDesc.Choose(world, bytes))

@@ -151,11 +151,13 @@ var table = irisimpl.Table{
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 		},
 		Auto: []irismodel.AutoRule{
-			{World: 2, MaxBytes: 1835008, Variant: "one_shot_lamport"},
+			{World: 2, MaxBytes: 3670016, Variant: "one_shot_lamport"},
 			{World: 2, Variant: "one_shot"},
-			{World: 4, MaxBytes: 1835008, Variant: "one_shot_lamport"},
+			{World: 4, MaxBytes: 28672, Variant: "one_shot"},
+			{World: 4, MaxBytes: 458752, Variant: "one_shot_lamport"},
 			{World: 4, Variant: "two_shot"},
-			{MaxBytes: 1835008, Variant: "one_shot_lamport"},
+			{MaxBytes: 28672, Variant: "one_shot"},
+			{MaxBytes: 458752, Variant: "one_shot_lamport"},
 			{Variant: "two_shot"},
 		},
 	}, {

@@ -6,12 +6,12 @@
 // rsqrt(mean of residual^2 + eps) * weight (a transformer layer's all_reduce,
 // residual add and RMSNorm in one kernel; fp32 accumulation).
 //
-// Spec hash bc7a86700dfba54d: the Go wrappers carry the same value, and the runtime
+// Spec hash 687fddeeb434d251: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_reduce_rmsnorm[] = "bc7a86700dfba54d";
+extern "C" __device__ const char irisgen_spec_hash_all_reduce_rmsnorm[] = "687fddeeb434d251";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch
@@ -352,7 +352,7 @@ irisgen_all_reduce_rmsnorm_two_shot_bf16(const IRISGEN_GRID_CONSTANT irisgen_all
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 14 "templates/all_reduce_rmsnorm_two_shot.hip.tmpl"
+#line 17 "templates/all_reduce_rmsnorm_two_shot.hip.tmpl"
   const int64_t t = irisgen_a.s_tokens, h = irisgen_a.s_hidden;
   const float eps = ((float)irisgen_a.p_eps);
   const int w = ctx.world;
@@ -365,30 +365,42 @@ irisgen_all_reduce_rmsnorm_two_shot_bf16(const IRISGEN_GRID_CONSTANT irisgen_all
   T* out = ((irisgen_bf16*)irisgen_a.t_output);
   T* res = ((irisgen_bf16*)irisgen_a.t_residual);
   const T* wt = ((const irisgen_bf16*)irisgen_a.t_weight);
-  // run(q, ...) is block b's run of rank q's rows.
-  auto run = [&](int q, int64_t* a, int64_t* z) {
-    const int64_t lo = t * q / w, hi = t * (q + 1) / w, per = (hi - lo + gridDim.x - 1) / gridDim.x;
-    *a = lo + per * (int64_t)blockIdx.x;
-    *z = *a + per < hi ? *a + per : hi;
-  };
-  int64_t a, z;
-  run(ctx.rank, &a, &z);
+  int64_t lo, hi;
+  irisgen::chunk_part<T>(h, ctx.rank, w, &lo, &hi);
+  // The block's rows: b, b + blocks, ...; its threads split into `groups`
+  // of a multiple of 32 threads that take a row each at a time, each group
+  // just wide enough to give a thread at most 4 of a slice's vectors: so
+  // a block with many rows has several vectors' loads in flight a thread,
+  // not one, and no more row streams than that needs.
+  const int64_t rows = blockIdx.x < t ? (t - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+  const int64_t vecs = (hi - lo + irisgen::vec<T>::N - 1) / irisgen::vec<T>::N;
+  int64_t width = ((vecs + 3) / 4 + 31) / 32 * 32;
+  if (width < 32) width = 32;
+  if (width > blockDim.x) width = blockDim.x;
+  int64_t groups = blockDim.x / width;
+  if (groups > rows) groups = rows;
+  if (groups < 1) groups = 1;
+  width = blockDim.x / groups / 32 * 32;
+  if (width < 1) width = blockDim.x;
+  const int64_t g = threadIdx.x / width;
   // Every peer's input is ready and its output free to be written.
   if (!irisgen::barrier(ctx)) return;
-  if (a < z) irisgen::reduce_n<T, irisgen::op_sum>(outs, w, in, w, a * h, z * h, threadIdx.x, blockDim.x);
-  // This block's rows of every rank are summed into this rank's output,
-  // and nobody reads this rank's input any more.
-  if (!irisgen::sync(ctx)) return;
-  for (int q = 0; q < w; q++) {
-    run(q, &a, &z);
-    irisgen::map_rows<T>(
-        a, z, 1, h, out, [&](int64_t o) { return irisgen::span<T>(out + o, h, irisgen::aligned_as(out + o, res + o, wt)); },
-        [&](int64_t i, float* acc, int k) { return irisgen::add_residual(res + i, res + i, acc, k); },
-        [&](int64_t o, const irisgen::span<T>& sp, float ss) {
-          irisgen::rmsnorm_row<T>(sp, h, res + o, wt, irisgen::rms_scale(ss, h, eps), out + o);
-        });
+  if (g < groups && lo < hi) {
+    for (int64_t j = g; j < rows; j += groups) {
+      const int64_t o = (blockIdx.x + j * gridDim.x) * h;
+      irisgen::reduce_n<T, irisgen::op_sum>(outs, w, in, w, o + lo, o + hi, threadIdx.x % width, width);
+    }
   }
-#line 392 "generated/hip/all_reduce_rmsnorm.hip"
+  // This block's rows are summed into this rank's output by every rank's
+  // block, and nobody reads this rank's input any more.
+  if (!irisgen::sync(ctx)) return;
+  irisgen::map_rows<T>(
+      blockIdx.x, t, gridDim.x, h, out, [&](int64_t o) { return irisgen::span<T>(out + o, h, irisgen::aligned_as(out + o, res + o, wt)); },
+      [&](int64_t i, float* acc, int k) { return irisgen::add_residual(res + i, res + i, acc, k); },
+      [&](int64_t o, const irisgen::span<T>& sp, float ss) {
+        irisgen::rmsnorm_row<T>(sp, h, res + o, wt, irisgen::rms_scale(ss, h, eps), out + o);
+      });
+#line 404 "generated/hip/all_reduce_rmsnorm.hip"
   }();
   irisgen::end(ctx);
 }
@@ -399,7 +411,7 @@ irisgen_all_reduce_rmsnorm_two_shot_f16(const IRISGEN_GRID_CONSTANT irisgen_all_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 14 "templates/all_reduce_rmsnorm_two_shot.hip.tmpl"
+#line 17 "templates/all_reduce_rmsnorm_two_shot.hip.tmpl"
   const int64_t t = irisgen_a.s_tokens, h = irisgen_a.s_hidden;
   const float eps = ((float)irisgen_a.p_eps);
   const int w = ctx.world;
@@ -412,30 +424,42 @@ irisgen_all_reduce_rmsnorm_two_shot_f16(const IRISGEN_GRID_CONSTANT irisgen_all_
   T* out = ((irisgen_f16*)irisgen_a.t_output);
   T* res = ((irisgen_f16*)irisgen_a.t_residual);
   const T* wt = ((const irisgen_f16*)irisgen_a.t_weight);
-  // run(q, ...) is block b's run of rank q's rows.
-  auto run = [&](int q, int64_t* a, int64_t* z) {
-    const int64_t lo = t * q / w, hi = t * (q + 1) / w, per = (hi - lo + gridDim.x - 1) / gridDim.x;
-    *a = lo + per * (int64_t)blockIdx.x;
-    *z = *a + per < hi ? *a + per : hi;
-  };
-  int64_t a, z;
-  run(ctx.rank, &a, &z);
+  int64_t lo, hi;
+  irisgen::chunk_part<T>(h, ctx.rank, w, &lo, &hi);
+  // The block's rows: b, b + blocks, ...; its threads split into `groups`
+  // of a multiple of 32 threads that take a row each at a time, each group
+  // just wide enough to give a thread at most 4 of a slice's vectors: so
+  // a block with many rows has several vectors' loads in flight a thread,
+  // not one, and no more row streams than that needs.
+  const int64_t rows = blockIdx.x < t ? (t - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+  const int64_t vecs = (hi - lo + irisgen::vec<T>::N - 1) / irisgen::vec<T>::N;
+  int64_t width = ((vecs + 3) / 4 + 31) / 32 * 32;
+  if (width < 32) width = 32;
+  if (width > blockDim.x) width = blockDim.x;
+  int64_t groups = blockDim.x / width;
+  if (groups > rows) groups = rows;
+  if (groups < 1) groups = 1;
+  width = blockDim.x / groups / 32 * 32;
+  if (width < 1) width = blockDim.x;
+  const int64_t g = threadIdx.x / width;
   // Every peer's input is ready and its output free to be written.
   if (!irisgen::barrier(ctx)) return;
-  if (a < z) irisgen::reduce_n<T, irisgen::op_sum>(outs, w, in, w, a * h, z * h, threadIdx.x, blockDim.x);
-  // This block's rows of every rank are summed into this rank's output,
-  // and nobody reads this rank's input any more.
-  if (!irisgen::sync(ctx)) return;
-  for (int q = 0; q < w; q++) {
-    run(q, &a, &z);
-    irisgen::map_rows<T>(
-        a, z, 1, h, out, [&](int64_t o) { return irisgen::span<T>(out + o, h, irisgen::aligned_as(out + o, res + o, wt)); },
-        [&](int64_t i, float* acc, int k) { return irisgen::add_residual(res + i, res + i, acc, k); },
-        [&](int64_t o, const irisgen::span<T>& sp, float ss) {
-          irisgen::rmsnorm_row<T>(sp, h, res + o, wt, irisgen::rms_scale(ss, h, eps), out + o);
-        });
+  if (g < groups && lo < hi) {
+    for (int64_t j = g; j < rows; j += groups) {
+      const int64_t o = (blockIdx.x + j * gridDim.x) * h;
+      irisgen::reduce_n<T, irisgen::op_sum>(outs, w, in, w, o + lo, o + hi, threadIdx.x % width, width);
+    }
   }
-#line 439 "generated/hip/all_reduce_rmsnorm.hip"
+  // This block's rows are summed into this rank's output by every rank's
+  // block, and nobody reads this rank's input any more.
+  if (!irisgen::sync(ctx)) return;
+  irisgen::map_rows<T>(
+      blockIdx.x, t, gridDim.x, h, out, [&](int64_t o) { return irisgen::span<T>(out + o, h, irisgen::aligned_as(out + o, res + o, wt)); },
+      [&](int64_t i, float* acc, int k) { return irisgen::add_residual(res + i, res + i, acc, k); },
+      [&](int64_t o, const irisgen::span<T>& sp, float ss) {
+        irisgen::rmsnorm_row<T>(sp, h, res + o, wt, irisgen::rms_scale(ss, h, eps), out + o);
+      });
+#line 463 "generated/hip/all_reduce_rmsnorm.hip"
   }();
   irisgen::end(ctx);
 }
@@ -446,7 +470,7 @@ irisgen_all_reduce_rmsnorm_two_shot_f32(const IRISGEN_GRID_CONSTANT irisgen_all_
   const irisgen_ctx& ctx = irisgen_a.ctx;
   irisgen::begin(ctx);
   [&]() {
-#line 14 "templates/all_reduce_rmsnorm_two_shot.hip.tmpl"
+#line 17 "templates/all_reduce_rmsnorm_two_shot.hip.tmpl"
   const int64_t t = irisgen_a.s_tokens, h = irisgen_a.s_hidden;
   const float eps = ((float)irisgen_a.p_eps);
   const int w = ctx.world;
@@ -459,30 +483,42 @@ irisgen_all_reduce_rmsnorm_two_shot_f32(const IRISGEN_GRID_CONSTANT irisgen_all_
   T* out = ((float*)irisgen_a.t_output);
   T* res = ((float*)irisgen_a.t_residual);
   const T* wt = ((const float*)irisgen_a.t_weight);
-  // run(q, ...) is block b's run of rank q's rows.
-  auto run = [&](int q, int64_t* a, int64_t* z) {
-    const int64_t lo = t * q / w, hi = t * (q + 1) / w, per = (hi - lo + gridDim.x - 1) / gridDim.x;
-    *a = lo + per * (int64_t)blockIdx.x;
-    *z = *a + per < hi ? *a + per : hi;
-  };
-  int64_t a, z;
-  run(ctx.rank, &a, &z);
+  int64_t lo, hi;
+  irisgen::chunk_part<T>(h, ctx.rank, w, &lo, &hi);
+  // The block's rows: b, b + blocks, ...; its threads split into `groups`
+  // of a multiple of 32 threads that take a row each at a time, each group
+  // just wide enough to give a thread at most 4 of a slice's vectors: so
+  // a block with many rows has several vectors' loads in flight a thread,
+  // not one, and no more row streams than that needs.
+  const int64_t rows = blockIdx.x < t ? (t - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+  const int64_t vecs = (hi - lo + irisgen::vec<T>::N - 1) / irisgen::vec<T>::N;
+  int64_t width = ((vecs + 3) / 4 + 31) / 32 * 32;
+  if (width < 32) width = 32;
+  if (width > blockDim.x) width = blockDim.x;
+  int64_t groups = blockDim.x / width;
+  if (groups > rows) groups = rows;
+  if (groups < 1) groups = 1;
+  width = blockDim.x / groups / 32 * 32;
+  if (width < 1) width = blockDim.x;
+  const int64_t g = threadIdx.x / width;
   // Every peer's input is ready and its output free to be written.
   if (!irisgen::barrier(ctx)) return;
-  if (a < z) irisgen::reduce_n<T, irisgen::op_sum>(outs, w, in, w, a * h, z * h, threadIdx.x, blockDim.x);
-  // This block's rows of every rank are summed into this rank's output,
-  // and nobody reads this rank's input any more.
-  if (!irisgen::sync(ctx)) return;
-  for (int q = 0; q < w; q++) {
-    run(q, &a, &z);
-    irisgen::map_rows<T>(
-        a, z, 1, h, out, [&](int64_t o) { return irisgen::span<T>(out + o, h, irisgen::aligned_as(out + o, res + o, wt)); },
-        [&](int64_t i, float* acc, int k) { return irisgen::add_residual(res + i, res + i, acc, k); },
-        [&](int64_t o, const irisgen::span<T>& sp, float ss) {
-          irisgen::rmsnorm_row<T>(sp, h, res + o, wt, irisgen::rms_scale(ss, h, eps), out + o);
-        });
+  if (g < groups && lo < hi) {
+    for (int64_t j = g; j < rows; j += groups) {
+      const int64_t o = (blockIdx.x + j * gridDim.x) * h;
+      irisgen::reduce_n<T, irisgen::op_sum>(outs, w, in, w, o + lo, o + hi, threadIdx.x % width, width);
+    }
   }
-#line 486 "generated/hip/all_reduce_rmsnorm.hip"
+  // This block's rows are summed into this rank's output by every rank's
+  // block, and nobody reads this rank's input any more.
+  if (!irisgen::sync(ctx)) return;
+  irisgen::map_rows<T>(
+      blockIdx.x, t, gridDim.x, h, out, [&](int64_t o) { return irisgen::span<T>(out + o, h, irisgen::aligned_as(out + o, res + o, wt)); },
+      [&](int64_t i, float* acc, int k) { return irisgen::add_residual(res + i, res + i, acc, k); },
+      [&](int64_t o, const irisgen::span<T>& sp, float ss) {
+        irisgen::rmsnorm_row<T>(sp, h, res + o, wt, irisgen::rms_scale(ss, h, eps), out + o);
+      });
+#line 522 "generated/hip/all_reduce_rmsnorm.hip"
   }();
   irisgen::end(ctx);
 }
