@@ -122,7 +122,8 @@ gpu-build:
 
 # Code objects for the machine's GPUs (GPU_PLATFORM) next to each generated
 # package, so that the binaries of gpu-build embed them; on NVIDIA also
-# graph_wait, the sanitizer check of initcheck-capture-copy (run.sh).
+# graph_wait, the sanitizer check of initcheck-capture-copy (run.sh), and
+# copy_parts, the copy-engine launch's parts timed apart (docs/benchmarking.md).
 gpu-kernels:
 	$(IRISGEN) kernels $(GPU_KERNELS)
 	$(IRISGEN) kernels -config $(COMPUTE) $(GPU_KERNELS)
@@ -130,6 +131,7 @@ gpu-kernels:
 ifeq ($(GPU_PLATFORM),cuda)
 	@mkdir -p $(BUILD)
 	nvcc -O2 -Xcompiler -pthread -o $(BUILD)/graph_wait tests/gpu/sanitizer/graph_wait.cu -lcuda
+	nvcc -O2 -o $(BUILD)/copy_parts tests/gpu/microbench/copy_parts.cu -lcuda
 endif
 
 # A/B of a kernel change in one GPU call (docs/benchmarking.md): irisgen-gpu
