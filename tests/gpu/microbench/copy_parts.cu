@@ -34,24 +34,7 @@
 #include <algorithm>
 #include <vector>
 
-#define CK(x)                                                                                \
-  do {                                                                                       \
-    cudaError_t e_ = (x);                                                                    \
-    if (e_ != cudaSuccess) {                                                                 \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));    \
-      exit(1);                                                                               \
-    }                                                                                        \
-  } while (0)
-#define CU(x)                                                                                \
-  do {                                                                                       \
-    CUresult e_ = (x);                                                                       \
-    if (e_ != CUDA_SUCCESS) {                                                                \
-      const char* s_ = "?";                                                                  \
-      cuGetErrorString(e_, &s_);                                                             \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, s_);                        \
-      exit(1);                                                                               \
-    }                                                                                        \
-  } while (0)
+#include "../cuda_check.h"
 
 enum { MAXG = 8, ENTER = 0, DONE = 1 };
 
@@ -126,7 +109,7 @@ static void memop_barrier(int i, int row) {
     ops[n].writeValue.value = 0;
     n++;
   }
-  CU(cuStreamBatchMemOp_v2((CUstream)g[i].s, n, ops, 0));  // v1 is not capturable
+  CKD(cuStreamBatchMemOp_v2((CUstream)g[i].s, n, ops, 0));  // v1 is not capturable
 }
 
 static void kernel_barrier(int i, int row) {
@@ -143,7 +126,7 @@ static void kernel_barrier(int i, int row) {
 
 static void copies(int i) {
   for (int j = 0; j < G; j++)
-    if (j != i) CU(cuMemcpyAsync((CUdeviceptr)(g[j].dst + i * bytes), (CUdeviceptr)g[i].src, bytes, (CUstream)g[i].s));
+    if (j != i) CKD(cuMemcpyAsync((CUdeviceptr)(g[j].dst + i * bytes), (CUdeviceptr)g[i].src, bytes, (CUstream)g[i].s));
 }
 
 static void round_of(int i, const char* what) {

@@ -20,24 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CK(x)                                                              \
-  do {                                                                     \
-    cudaError_t e_ = (x);                                                  \
-    if (e_ != cudaSuccess) {                                               \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(1);                                                             \
-    }                                                                      \
-  } while (0)
-#define CKD(x)                                                             \
-  do {                                                                     \
-    CUresult r_ = (x);                                                     \
-    if (r_ != CUDA_SUCCESS) {                                              \
-      const char* m_ = "";                                                 \
-      cuGetErrorString(r_, &m_);                                           \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, m_);      \
-      exit(1);                                                             \
-    }                                                                      \
-  } while (0)
+#include "../cuda_check.h"
 
 static const size_t bytes = 1 << 20;
 static int rounds = 10;
