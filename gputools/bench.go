@@ -141,7 +141,9 @@ bus bandwidth against size, log axes); on NVIDIA GPUs also OUT/clocks.csv
 ends the report. -report re-renders the Markdown and
 the plots from CSV files (e.g. runs on different machines) without a GPU.
 -tune DIR also writes the auto variants' tables (DIR/<collective>.yaml, e.g.
-specs/tuning) from irisgen's fastest variant per world and size: it
+specs/tuning) from irisgen's fastest variant per world and size (or one
+with looser launch rules, in place or off-heap tensors, within the spread
+of its repeats): it
 refreshes the tables DIR holds, and adds one (a new auto variant) only for
 a collective named in -collectives.
 NVLink multicast stays off (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1).
@@ -566,7 +568,7 @@ func writeTuning(env *cli.Env, rows []bench.Row, dir, dtype, mode string, named 
 			fmt.Fprintf(env.Stdout, "no auto table for %s: %s does not exist (a table adds an auto variant: name %s in -collectives to write one)\n", c, p, c)
 			continue
 		}
-		a, err := bench.Tune(rows, c, dtype, mode)
+		a, err := bench.Tune(rows, c, dtype, mode, looserRules(c))
 		if err != nil {
 			fmt.Fprintf(env.Stdout, "no auto table for %s: %v\n", c, err)
 			continue
@@ -577,6 +579,41 @@ func writeTuning(env *cli.Env, rows []bench.Row, dir, dtype, mode string, named 
 		fmt.Fprintf(env.Stdout, "wrote %s (%d rules); run `irisgen generate` to use it\n", p, len(a.Rules))
 	}
 	return nil
+}
+
+// looserRules reports whether variant a of collective c has looser launch
+// rules than variant b, from the descriptors of the first linked package
+// that has both: a allows in place where b does not, or, equal there,
+// requires fewer of its tensors on the heap (UseHeap). Variants the
+// program does not link are never looser. What -tune chooses within the
+// spread of the fastest (bench.Tune).
+func looserRules(c string) func(a, b string) bool {
+	return func(a, b string) bool {
+		for _, t := range tables() {
+			ea, okA := t.Lookup(c, a)
+			eb, okB := t.Lookup(c, b)
+			if !okA || !okB {
+				continue
+			}
+			va, vb := ea.Descriptor(), eb.Descriptor()
+			if va.InPlace != vb.InPlace {
+				return va.InPlace
+			}
+			return heapUses(va) < heapUses(vb)
+		}
+		return false
+	}
+}
+
+// heapUses counts the tensors v requires on the symmetric heap.
+func heapUses(v *irisimpl.Variant) int {
+	n := 0
+	for _, u := range v.Uses {
+		if u == irisimpl.UseHeap {
+			n++
+		}
+	}
+	return n
 }
 
 func runBaselines(env *cli.Env, python string, cfg bench.Config, out string) ([]bench.Row, error) {

@@ -415,3 +415,26 @@ func TestReportClocks(t *testing.T) {
 	assert.True(t, strings.HasSuffix(string(b), sum.Markdown()), string(b))
 	assert.Contains(t, stdout.String(), "SM clock 1980-1980 MHz")
 }
+
+// TestLooserRules enumerates looserRules on the catalogue's descriptors:
+// in place allowed beats forbidden, then fewer heap tensors, and a variant
+// is never looser than itself or than one the program does not link.
+func TestLooserRules(t *testing.T) {
+	for _, c := range []struct {
+		coll, a, b string
+		want       bool
+	}{
+		// all_reduce_rmsnorm: one_shot_lamport allows in place; one_shot and
+		// two_shot forbid it; two_shot's output must be on the heap.
+		{"all_reduce_rmsnorm", "one_shot_lamport", "one_shot", true},
+		{"all_reduce_rmsnorm", "one_shot_lamport", "two_shot", true},
+		{"all_reduce_rmsnorm", "one_shot", "two_shot", true},
+		{"all_reduce_rmsnorm", "two_shot", "one_shot", false},
+		{"all_reduce_rmsnorm", "one_shot", "one_shot_lamport", false},
+		{"all_reduce_rmsnorm", "one_shot", "one_shot", false},
+		{"all_reduce_rmsnorm", "one_shot", "no_such_variant", false},
+		{"no_such_collective", "a", "b", false},
+	} {
+		require.Equal(t, c.want, looserRules(c.coll)(c.a, c.b), "%s: %s looser than %s", c.coll, c.a, c.b)
+	}
+}

@@ -34,10 +34,8 @@ const (
 //
 //   - world == 2 and bytes <= 3670016: one_shot_lamport
 //   - world == 2: one_shot
-//   - world == 4 and bytes <= 28672: one_shot
 //   - world == 4 and bytes <= 458752: one_shot_lamport
 //   - world == 4: two_shot
-//   - bytes <= 28672: one_shot
 //   - bytes <= 458752: one_shot_lamport
 //   - otherwise: two_shot
 func AllReduceRmsnormChoose(world int, bytes int64) AllReduceRmsnormVariant {

@@ -153,10 +153,8 @@ var table = irisimpl.Table{
 		Auto: []irismodel.AutoRule{
 			{World: 2, MaxBytes: 3670016, Variant: "one_shot_lamport"},
 			{World: 2, Variant: "one_shot"},
-			{World: 4, MaxBytes: 28672, Variant: "one_shot"},
 			{World: 4, MaxBytes: 458752, Variant: "one_shot_lamport"},
 			{World: 4, Variant: "two_shot"},
-			{MaxBytes: 28672, Variant: "one_shot"},
 			{MaxBytes: 458752, Variant: "one_shot_lamport"},
 			{Variant: "two_shot"},
 		},

@@ -88,9 +88,9 @@ func TestForcedRows(t *testing.T) {
 	forcedBest := []Row{row("irisgen", "push", "", 6), row("irisgen", "push", "none", 3), row("nccl", "best", "", 4)}
 	require.Contains(t, VersusNCCL(forcedBest), "| all_gather | 1.50 |")
 	require.Empty(t, VersusNCCL(forcedBest[1:]), "a forced row alone is no irisgen cell")
-	_, err = Tune([]Row{row("irisgen", "push", "", 6), row("irisgen", "copy_push", "none", 3)}, "all_gather", "bf16", "graph")
+	_, err = Tune([]Row{row("irisgen", "push", "", 6), row("irisgen", "copy_push", "none", 3)}, "all_gather", "bf16", "graph", nil)
 	require.ErrorContains(t, err, "1 irisgen variant(s) measured", "the forced row is no variant to choose")
-	tab, err := Tune([]Row{row("irisgen", "push", "", 6), row("irisgen", "ring", "", 8), row("irisgen", "copy_push", "none", 3)}, "all_gather", "bf16", "graph")
+	tab, err := Tune([]Row{row("irisgen", "push", "", 6), row("irisgen", "ring", "", 8), row("irisgen", "copy_push", "none", 3)}, "all_gather", "bf16", "graph", nil)
 	require.NoError(t, err)
 	require.NotEmpty(t, tab.Rules)
 	for _, r := range tab.Rules {
@@ -173,17 +173,17 @@ func TestTune(t *testing.T) {
 	}
 	add("staged", 8<<10, 1)
 	rows = append(rows, Row{Impl: "nccl", Collective: "all_reduce", Variant: "nccl", DType: "bf16", World: 2, Bytes: 8 << 10, Mode: "graph", TimeUS: 0.1})
-	a, err := Tune(rows, "all_reduce", "bf16", "graph")
+	a, err := Tune(rows, "all_reduce", "bf16", "graph", nil)
 	require.NoError(t, err)
 	require.Equal(t, "2x H200, 2026-11-22, bf16, graph, irisgen bench", a.Measured)
 	require.Equal(t, []string{"staged@2<=8192", "one_shot@2<=1048576", "two_shot@2", "staged<=8192", "one_shot<=1048576", "two_shot"}, rulesOf(a))
 	for _, b := range []int64{8 << 10, 64 << 20} {
 		rows = append(rows, Row{Impl: "irisgen", Collective: "all_reduce", Variant: "two_shot", DType: "bf16", World: 4, Bytes: b, Mode: "graph", TimeUS: 0.5})
 	}
-	a, err = Tune(rows, "all_reduce", "bf16", "graph")
+	a, err = Tune(rows, "all_reduce", "bf16", "graph", nil)
 	require.NoError(t, err)
 	require.Equal(t, []string{"staged@2<=8192", "one_shot@2<=1048576", "two_shot@2", "two_shot@4", "two_shot"}, rulesOf(a), "unmeasured worlds follow world 4")
-	_, err = Tune(rows, "all_gather", "bf16", "graph")
+	_, err = Tune(rows, "all_gather", "bf16", "graph", nil)
 	require.ErrorContains(t, err, "needs two or more")
 
 	// A variant whose cell stalled (a repeat over 3x its fastest) is never
@@ -195,20 +195,59 @@ func TestTune(t *testing.T) {
 		{Impl: "irisgen", Collective: "all_reduce", Variant: "lamport", DType: "bf16", World: 2, Bytes: 1 << 20, Mode: "graph", TimeUS: 5, MinUS: 5, MaxUS: 900},
 		{Impl: "irisgen", Collective: "all_reduce", Variant: "one_shot", DType: "bf16", World: 2, Bytes: 1 << 20, Mode: "graph", TimeUS: 9, MinUS: 8, MaxUS: 800},
 	}
-	a, err = Tune(stall, "all_reduce", "bf16", "graph")
+	a, err = Tune(stall, "all_reduce", "bf16", "graph", nil)
 	require.NoError(t, err)
 	require.Equal(t, []string{"one_shot@2", "one_shot"}, rulesOf(a), "1 MiB: one_shot's worst repeat (800) beats lamport's (900)")
 	stall[2].MaxUS = 700
-	a, err = Tune(stall, "all_reduce", "bf16", "graph")
+	a, err = Tune(stall, "all_reduce", "bf16", "graph", nil)
 	require.NoError(t, err)
 	require.Equal(t, []string{"one_shot@2<=8192", "lamport@2", "one_shot<=8192", "lamport"}, rulesOf(a))
 	// A stall in the other mode counts too.
 	stall = append(stall[:2:2], Row{Impl: "irisgen", Collective: "all_reduce", Variant: "one_shot", DType: "bf16", World: 2, Bytes: 8 << 10, Mode: "eager", TimeUS: 4, MinUS: 4, MaxUS: 40},
 		Row{Impl: "irisgen", Collective: "all_reduce", Variant: "lamport", DType: "bf16", World: 2, Bytes: 8 << 10, Mode: "eager", TimeUS: 2, MinUS: 2, MaxUS: 2.1})
 	stall[0].MaxUS = 1.1 // lamport's graph cell is clean now, one_shot's eager one stalled
-	a, err = Tune(stall, "all_reduce", "bf16", "graph")
+	a, err = Tune(stall, "all_reduce", "bf16", "graph", nil)
 	require.NoError(t, err)
 	require.Equal(t, []string{"lamport@2", "lamport"}, rulesOf(a))
+}
+
+// TestTuneLooser enumerates the choice within the spread: a variant with
+// looser rules than the fastest takes its place only when its median is
+// within the two half-ranges of the fastest's and it did not stall.
+func TestTuneLooser(t *testing.T) {
+	// looser: lamport < one_shot < two_shot (a strict order, as the
+	// descriptors give for all_reduce_rmsnorm).
+	order := map[string]int{"lamport": 0, "one_shot": 1, "two_shot": 2}
+	looser := func(a, b string) bool { return order[a] < order[b] }
+	cell := func(v string, med, lo, hi float64) Row {
+		return Row{Impl: "irisgen", Collective: "x", Variant: v, DType: "bf16", World: 4, Bytes: 8 << 10, Mode: "graph", TimeUS: med, MinUS: lo, MaxUS: hi}
+	}
+	for _, c := range []struct {
+		name   string
+		rows   []Row
+		looser func(a, b string) bool
+		want   string
+	}{
+		{"within the spread, looser: looser", []Row{cell("one_shot", 8.1, 8.0, 8.7), cell("lamport", 8.2, 8.2, 8.8)}, looser, "lamport"},
+		{"no looser function: fastest", []Row{cell("one_shot", 8.1, 8.0, 8.7), cell("lamport", 8.2, 8.2, 8.8)}, nil, "one_shot"},
+		{"within the spread, not looser: fastest", []Row{cell("one_shot", 8.1, 8.0, 8.7), cell("two_shot", 8.2, 8.2, 8.8)}, looser, "one_shot"},
+		{"looser, beyond the spread: fastest", []Row{cell("one_shot", 8.1, 8.0, 8.2), cell("lamport", 8.5, 8.4, 8.6)}, looser, "one_shot"},
+		{"at the spread's edge: looser", []Row{cell("one_shot", 8, 7.875, 8.125), cell("lamport", 8.25, 8.125, 8.375)}, looser, "lamport"},
+		{"just past the edge: fastest", []Row{cell("one_shot", 8, 7.875, 8.125), cell("lamport", 8.375, 8.25, 8.5)}, looser, "one_shot"},
+		{"looser but stalled: fastest", []Row{cell("one_shot", 8.1, 8.0, 8.7), cell("lamport", 8.2, 8.1, 900)}, looser, "one_shot"},
+		{"the loosest of several within the spread", []Row{cell("two_shot", 8.0, 7.5, 8.5), cell("one_shot", 8.1, 7.6, 8.6), cell("lamport", 8.3, 7.8, 8.8)}, looser, "lamport"},
+		{"the loosest within the spread, not one beyond", []Row{cell("two_shot", 8.0, 7.9, 8.1), cell("one_shot", 8.1, 8.0, 8.2), cell("lamport", 9.0, 8.9, 9.1)}, looser, "one_shot"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rows := slices.Clone(c.rows)
+			if len(rows) < 3 { // Tune needs two variants; a third, slow one changes nothing
+				rows = append(rows, cell("ring", 50, 49, 51))
+			}
+			a, err := Tune(rows, "x", "bf16", "graph", c.looser)
+			require.NoError(t, err)
+			require.Equal(t, []string{c.want + "@4", c.want}, rulesOf(a))
+		})
+	}
 }
 
 func rulesOf(a *tuning.Table) []string {

@@ -35,7 +35,7 @@ func FuzzReport(f *testing.F) {
 		_, _ = PlotOverlap(rows, dir)
 		_ = FormatCompare(Compare(rows, rows, 0))
 		for _, r := range rows {
-			_, _ = Tune(rows, r.Collective, r.DType, r.Mode)
+			_, _ = Tune(rows, r.Collective, r.DType, r.Mode, func(a, b string) bool { return a < b })
 		}
 		var out bytes.Buffer
 		if err := WriteCSV(&out, rows); err != nil {

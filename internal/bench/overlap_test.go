@@ -131,7 +131,7 @@ func TestOverlapReports(t *testing.T) {
 	require.NotContains(t, std, "compute")
 	require.NotContains(t, VersusNCCL(shown), "| 1.00") // 11.5 / 8: the ratio alone
 	require.Contains(t, VersusNCCL(shown), "| all_gather | 1.44 |")
-	_, err = Tune(rows, "all_gather", "bf16", "graph")
+	_, err = Tune(rows, "all_gather", "bf16", "graph", nil)
 	require.ErrorContains(t, err, "two or more", "one variant alone: the pair's rows add none")
 
 	dir := t.TempDir()

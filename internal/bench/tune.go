@@ -19,7 +19,13 @@ import (
 // without a world, for world sizes not measured (the closest guess: more
 // ranks behave more like the most ranks measured than like fewer). It
 // needs two or more variants measured.
-func Tune(rows []Row, collective, dtype, mode string) (*tuning.Table, error) {
+//
+// Where looser is not nil, a variant whose median is within the spread of
+// the fastest's (not slower beyond the half-ranges of both, as Compare
+// judges) and whose launch rules are looser (looser(it, fastest)) is
+// chosen instead: a difference the measurement cannot tell apart does not
+// take in-place launches or off-heap tensors from auto's callers.
+func Tune(rows []Row, collective, dtype, mode string, looser func(a, b string) bool) (*tuning.Table, error) {
 	type key struct {
 		world int
 		bytes int64
@@ -62,6 +68,7 @@ func Tune(rows []Row, collective, dtype, mode string) (*tuning.Table, error) {
 		return r.TimeUS < b.TimeUS
 	}
 	best := map[key]Row{}
+	cands := map[key][]Row{}
 	variants := map[string]bool{}
 	var devices, dates []string
 	for _, r := range rows {
@@ -76,8 +83,27 @@ func Tune(rows []Row, collective, dtype, mode string) (*tuning.Table, error) {
 			dates = append(dates, r.Date)
 		}
 		k := key{r.World, r.Bytes}
+		cands[k] = append(cands[k], r)
 		if b, ok := best[k]; !ok || better(r, b) {
 			best[k] = r
+		}
+	}
+	if looser != nil {
+		for k, b := range best {
+			if bad(b) {
+				continue
+			}
+			pick := b
+			// Fastest first, so that of variants no looser than each other
+			// the faster stays.
+			rs := cands[k]
+			sort.SliceStable(rs, func(i, j int) bool { return rs[i].TimeUS < rs[j].TimeUS })
+			for _, r := range rs {
+				if !bad(r) && r.TimeUS-b.TimeUS <= halfRange(r)+halfRange(b) && looser(r.Variant, pick.Variant) {
+					pick = r
+				}
+			}
+			best[k] = pick
 		}
 	}
 	if len(variants) < 2 {
