@@ -582,11 +582,11 @@ func writeTuning(env *cli.Env, rows []bench.Row, dir, dtype, mode string, named 
 }
 
 // looserRules reports whether variant a of collective c has looser launch
-// rules than variant b, from the descriptors of the first linked package
-// that has both: a allows in place where b does not, or, equal there,
-// requires fewer of its tensors on the heap (UseHeap). Variants the
-// program does not link are never looser. What -tune chooses within the
-// spread of the fastest (bench.Tune).
+// rules than variant b, from the entries of the first linked package that
+// has both: a allows in place where b does not, or, equal there, requires
+// fewer of its tensors on the heap (TensorInfo.Heap). Variants the program
+// does not link are never looser. What -tune chooses within the spread of
+// the fastest (bench.Tune).
 func looserRules(c string) func(a, b string) bool {
 	return func(a, b string) bool {
 		for _, t := range tables() {
@@ -595,21 +595,20 @@ func looserRules(c string) func(a, b string) bool {
 			if !okA || !okB {
 				continue
 			}
-			va, vb := ea.Descriptor(), eb.Descriptor()
-			if va.InPlace != vb.InPlace {
-				return va.InPlace
+			if ia, ib := ea.Descriptor().InPlace, eb.Descriptor().InPlace; ia != ib {
+				return ia
 			}
-			return heapUses(va) < heapUses(vb)
+			return heapTensors(ea) < heapTensors(eb)
 		}
 		return false
 	}
 }
 
-// heapUses counts the tensors v requires on the symmetric heap.
-func heapUses(v *irisimpl.Variant) int {
+// heapTensors counts the tensors e requires on the symmetric heap.
+func heapTensors(e irisimpl.Entry) int {
 	n := 0
-	for _, u := range v.Uses {
-		if u == irisimpl.UseHeap {
+	for _, t := range e.Tensors {
+		if t.Heap {
 			n++
 		}
 	}

@@ -31,6 +31,13 @@ func halfRange(r Row) float64 {
 	return (r.MaxUS - r.MinUS) / 2
 }
 
+// beyondSpread is how much slower cur is than base beyond the half-ranges
+// of both rows' repeats and tolerance (a fraction of base's time): above 0,
+// the measurement tells them apart (Compare's regressions, Tune's ties).
+func beyondSpread(base, cur Row, tolerance float64) float64 {
+	return cur.TimeUS - base.TimeUS - halfRange(base) - halfRange(cur) - tolerance*base.TimeUS
+}
+
 // Compare pairs every measured cell of cur with the same cell of base (same
 // implementation, collective, variant, dtype, world, size and mode) and says
 // which are slower than the base beyond the measured spread: the new median
@@ -50,7 +57,7 @@ func Compare(base, cur []Row, tolerance float64) []Delta {
 		if !ok || math.IsNaN(r.TimeUS) || r.TimeUS <= 0 {
 			continue
 		}
-		slower := r.TimeUS - b.TimeUS - halfRange(b) - halfRange(r) - tolerance*b.TimeUS
+		slower := beyondSpread(b, r, tolerance)
 		ds = append(ds, Delta{Base: b, New: r, Ratio: r.TimeUS / b.TimeUS, Slower: slower, Regressed: slower > 0})
 	}
 	sort.SliceStable(ds, func(i, j int) bool { return ds[i].Ratio > ds[j].Ratio })

@@ -99,7 +99,7 @@ func Tune(rows []Row, collective, dtype, mode string, looser func(a, b string) b
 			rs := cands[k]
 			sort.SliceStable(rs, func(i, j int) bool { return rs[i].TimeUS < rs[j].TimeUS })
 			for _, r := range rs {
-				if !bad(r) && r.TimeUS-b.TimeUS <= halfRange(r)+halfRange(b) && looser(r.Variant, pick.Variant) {
+				if !bad(r) && beyondSpread(b, r, 0) <= 0 && looser(r.Variant, pick.Variant) {
 					pick = r
 				}
 			}
