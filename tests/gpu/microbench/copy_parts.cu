@@ -15,6 +15,14 @@
 //   kernel   as memop, with each barrier a kernel of one block that raises
 //            a launch-counted word on every peer and spins on its own
 //   kernels  the kernel barrier alone, twice
+//   memops   the memop barrier alone, twice
+//   kseen    as kernel, the enter kernel also storing the 64 bytes of the
+//            refusal snapshot into the pinned host area itself
+//   kseen+memop  the enter barrier as kseen's, the done barrier a memop
+//   memop+kseen  the other way round (the seen copy left out)
+//   craise   as memop, the done barrier's raises 4-byte copies of 1 on the
+//            copies' stream (the copy engine signals after its data)
+//   kseen+craise  the enter barrier as kseen's, the done barrier as craise's
 //
 // Each is captured into one graph a GPU holding `rounds` rounds, replayed
 // `reps` times after a warm-up; the time a round is GPU 0's event time
@@ -45,6 +53,7 @@ struct gpu_state {
   char* src;
   char* dst;             // [MAXG][bytes]
   void* seen;            // 64 bytes of pinned host memory
+  uint32_t* one;         // a device word holding 1 (craise's source)
 };
 
 static int G;
@@ -68,6 +77,8 @@ struct kargs {
   unsigned long long* peer[MAXG];
   unsigned long long* own;
   unsigned long long* ctr;
+  const uint32_t* snap;  // with seen: 16 words copied to seen after the wait
+  uint32_t* seen;
   int me, n;
 };
 
@@ -84,13 +95,14 @@ __global__ void kbar(kargs a) {
   }
   __syncthreads();
   if (threadIdx.x == 0) *a.ctr = e;
+  if (a.seen && threadIdx.x < 16) a.seen[threadIdx.x] = a.snap[threadIdx.x];
 }
 
-static void memop_barrier(int i, int row) {
+static void memop_barrier(int i, int row, bool raise = true) {
   CUstreamBatchMemOpParams ops[3 * MAXG];
   int n = 0;
   memset(ops, 0, sizeof ops);
-  for (int j = 0; j < G; j++) {
+  for (int j = 0; j < G && raise; j++) {
     if (j == i) continue;
     ops[n].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
     ops[n].writeValue.address = (CUdeviceptr)(g[j].words + row * MAXG + i);
@@ -112,7 +124,7 @@ static void memop_barrier(int i, int row) {
   CKD(cuStreamBatchMemOp_v2((CUstream)g[i].s, n, ops, 0));  // v1 is not capturable
 }
 
-static void kernel_barrier(int i, int row) {
+static void kernel_barrier(int i, int row, bool seen = false) {
   kargs a;
   memset(&a, 0, sizeof a);
   for (int j = 0; j < G; j++) a.peer[j] = g[j].k + row * MAXG;
@@ -120,6 +132,10 @@ static void kernel_barrier(int i, int row) {
   a.ctr = g[i].k + 2 * MAXG + row;
   a.me = i;
   a.n = G;
+  if (seen) {
+    a.snap = g[i].words;
+    CK(cudaHostGetDevicePointer((void**)&a.seen, g[i].seen, 0));
+  }
   kbar<<<1, 32, 0, g[i].s>>>(a);
   CK(cudaGetLastError());
 }
@@ -127,6 +143,13 @@ static void kernel_barrier(int i, int row) {
 static void copies(int i) {
   for (int j = 0; j < G; j++)
     if (j != i) CKD(cuMemcpyAsync((CUdeviceptr)(g[j].dst + i * bytes), (CUdeviceptr)g[i].src, bytes, (CUstream)g[i].s));
+}
+
+// copy_raise raises this GPU's word of row on every peer by a 4-byte copy
+// on its stream, behind the copies.
+static void copy_raise(int i, int row) {
+  for (int j = 0; j < G; j++)
+    if (j != i) CKD(cuMemcpyAsync((CUdeviceptr)(g[j].words + row * MAXG + i), (CUdeviceptr)g[i].one, 4, (CUstream)g[i].s));
 }
 
 static void round_of(int i, const char* what) {
@@ -147,6 +170,33 @@ static void round_of(int i, const char* what) {
     kernel_barrier(i, DONE);
   } else if (!strcmp(what, "kernels")) {
     kernel_barrier(i, ENTER);
+    kernel_barrier(i, DONE);
+  } else if (!strcmp(what, "memops")) {
+    memop_barrier(i, ENTER);
+    memop_barrier(i, DONE);
+  } else if (!strcmp(what, "kseen")) {
+    kernel_barrier(i, ENTER, true);
+    copies(i);
+    kernel_barrier(i, DONE);
+  } else if (!strcmp(what, "kseen+memop")) {
+    // The kernel's words count launches and the memop's hold 0 or 1, one
+    // row each: the enter row (kernel) orders the done row's raises.
+    kernel_barrier(i, ENTER, true);
+    copies(i);
+    memop_barrier(i, DONE);
+  } else if (!strcmp(what, "craise")) {
+    memop_barrier(i, ENTER);
+    copies(i);
+    copy_raise(i, DONE);
+    memop_barrier(i, DONE, false);
+  } else if (!strcmp(what, "kseen+craise")) {
+    kernel_barrier(i, ENTER, true);
+    copies(i);
+    copy_raise(i, DONE);
+    memop_barrier(i, DONE, false);
+  } else if (!strcmp(what, "memop+kseen")) {
+    memop_barrier(i, ENTER);
+    copies(i);
     kernel_barrier(i, DONE);
   }
 }
@@ -175,13 +225,16 @@ int main(int argc, char** argv) {
     CK(cudaMemset(g[i].src, 1, bytes));
     CK(cudaMalloc(&g[i].dst, MAXG * bytes));
     CK(cudaMallocHost(&g[i].seen, 64));
+    CK(cudaMalloc(&g[i].one, 4));
+    const uint32_t one = 1;
+    CK(cudaMemcpy(g[i].one, &one, 4, cudaMemcpyHostToDevice));
   }
   for (int i = 0; i < G; i++) {
     CK(cudaSetDevice(i));
     CK(cudaDeviceSynchronize());
   }
   const int rounds = 20, reps = 10;
-  const char* parts[] = {"copies", "memop", "memop+seen", "kernel", "kernels"};
+  const char* parts[] = {"copies", "memop", "memop+seen", "kernel", "kernels", "memops", "kseen", "kseen+memop", "memop+kseen", "craise", "kseen+craise"};
   printf("copy_parts: %d GPUs, %zu bytes a copy (%d copies a GPU), graph of %d rounds, us a round: min / median / max of 7\n", G, bytes,
          G - 1, rounds);
   for (const char* what : parts) {
@@ -222,7 +275,7 @@ int main(int argc, char** argv) {
       CK(cudaEventDestroy(b));
     }
     std::sort(t.begin(), t.end());
-    printf("%-11s %8.2f / %8.2f / %8.2f\n", what, t[0], t[3], t[6]);
+    printf("%-12s %8.2f / %8.2f / %8.2f\n", what, t[0], t[3], t[6]);
     for (int i = 0; i < G; i++) {
       CK(cudaSetDevice(i));
       CK(cudaGraphExecDestroy(ex[i]));
