@@ -135,8 +135,9 @@ func TestTableMatchesIR(t *testing.T) {
 			if !slices.Equal(tv.Barriers, v.Barriers) || !slices.Equal(tv.Capturable, capt) {
 				t.Errorf("%s/%s: modes %v capturable %v; IR %v %v", c.Name, v.Name, tv.Barriers, tv.Capturable, v.Barriers, capt)
 			}
-			if tv.Threads != v.Launch.Threads || tv.MaxBlocks != v.Launch.MaxBlocks || tv.VectorBytes != v.Launch.VectorBytes {
-				t.Errorf("%s/%s: launch %d/%d/%d, IR %+v", c.Name, v.Name, tv.Threads, tv.MaxBlocks, tv.VectorBytes, v.Launch)
+			// MinBlocks is written only above 1 (0 and 1 mean the same).
+			if tv.Threads != v.Launch.Threads || tv.MaxBlocks != v.Launch.MaxBlocks || max(tv.MinBlocks, 1) != v.Launch.MinBlocks || tv.VectorBytes != v.Launch.VectorBytes {
+				t.Errorf("%s/%s: launch %d/%d/%d/%d, IR %+v", c.Name, v.Name, tv.Threads, tv.MaxBlocks, tv.MinBlocks, tv.VectorBytes, v.Launch)
 			}
 		}
 		// The auto table holds the IR's rules, in order: both choose with

@@ -63,7 +63,8 @@ func TestComputeKernel(t *testing.T) {
 	require.NoError(t, err)
 	v := e.Descriptor()
 	n := int64(v.MaxBlocks) * int64(v.Threads) * int64(v.VectorBytes) / 4
-	assert.Equal(t, v.MaxBlocks, irisimpl.Blocks(n*4, v.Threads, v.VectorBytes, v.MaxBlocks), "the data of newCompute gets the full grid")
+	blocks, threads := irisimpl.Grid(n*4, v.Threads, v.VectorBytes, v.MinBlocks, v.MaxBlocks)
+	assert.Equal(t, [2]int{v.MaxBlocks, v.Threads}, [2]int{blocks, threads}, "the data of newCompute gets the full grid of full blocks")
 	assert.Equal(t, 1024, v.MaxBlocks)
 	require.Len(t, e.Params, 1)
 	assert.Equal(t, "iters", e.Params[0].Name)

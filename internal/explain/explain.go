@@ -120,6 +120,10 @@ func Write(w io.Writer, c *ir.Collective, world int) {
 		}
 		fmt.Fprintf(w, "  launch: %d threads per block, at most %d blocks, %d-byte vectors (blocks = clamp(ceil(bytes / (threads*vector)), 1, max))\n",
 			v.Launch.Threads, v.Launch.MaxBlocks, v.Launch.VectorBytes)
+		if v.Launch.MinBlocks > 1 {
+			fmt.Fprintf(w, "  min_blocks %d: where that gives fewer blocks, threads per block = the smallest multiple of %d >= ceil(vectors / %d), from %d to %d\n",
+				v.Launch.MinBlocks, irismodel.ThreadStep, v.Launch.MinBlocks, irismodel.ThreadStep, v.Launch.Threads)
+		}
 		names := make([]string, len(v.Kernels))
 		for i, k := range v.Kernels {
 			names[i] = k.Name

@@ -1037,7 +1037,7 @@ func (b *builder) barriers(sv *spec.Variant, v *Variant, where string) {
 
 func (b *builder) launch(sv *spec.Variant, v *Variant, where string) {
 	l := sv.Launch
-	v.Launch = Launch{Threads: defaultThreads, MaxBlocks: defaultMaxBlocks, VectorBytes: defaultVectorBytes}
+	v.Launch = Launch{Threads: defaultThreads, MaxBlocks: defaultMaxBlocks, MinBlocks: minBlocks, VectorBytes: defaultVectorBytes}
 	if l.Bad {
 		return
 	}
@@ -1048,11 +1048,34 @@ func (b *builder) launch(sv *spec.Variant, v *Variant, where string) {
 			v.Launch.Threads = int(n.Value)
 		}
 	}
+	maxOK := true
 	if n := l.MaxBlocks; n.OK() {
 		if n.Value < minBlocks || n.Value > maxBlocksLimit {
 			b.errorf(diag.Value, n.Pos, "max_blocks of %s is %d; it must be from %d to %d", where, n.Value, minBlocks, maxBlocksLimit)
+			maxOK = false
 		} else {
 			v.Launch.MaxBlocks = int(n.Value)
+		}
+	} else if l.MaxBlocks.Set {
+		maxOK = false // its error is reported
+	}
+	if n := l.MinBlocks; n.OK() {
+		// Checked against max_blocks where that is valid (else its own
+		// error comes first, and only the hard limit is checked here).
+		limit, upTo, fix := int64(maxBlocksLimit), fmt.Sprintf("max_blocks (at most %d)", maxBlocksLimit), "lower min_blocks"
+		switch {
+		case maxOK && l.MaxBlocks.Set:
+			limit, upTo, fix = int64(v.Launch.MaxBlocks), fmt.Sprintf("its max_blocks, %d", v.Launch.MaxBlocks), "lower min_blocks or raise max_blocks"
+		case maxOK:
+			limit, upTo, fix = int64(v.Launch.MaxBlocks), fmt.Sprintf("its max_blocks, %d (the default)", v.Launch.MaxBlocks), "lower min_blocks or set a larger max_blocks"
+		}
+		switch {
+		case n.Value < minBlocks:
+			b.errorf(diag.Value, n.Pos, "min_blocks of %s is %d; it must be from %d to %s; remove it for the default, 1 (the grid the size gives)", where, n.Value, minBlocks, upTo)
+		case n.Value > limit:
+			b.errorf(diag.Value, n.Pos, "min_blocks of %s is %d; it must be from %d to %s: %s", where, n.Value, minBlocks, upTo, fix)
+		default:
+			v.Launch.MinBlocks = int(n.Value)
 		}
 	}
 	if n := l.VectorBytes; n.OK() {

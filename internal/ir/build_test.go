@@ -37,7 +37,7 @@ variants:
       ids: local_read
       flags: [remote_atomic, local_read]
     barriers: [none, device]
-    launch: {threads: 256, max_blocks: 8, vector_bytes: 8}
+    launch: {threads: 256, max_blocks: 8, vector_bytes: 8, min_blocks: 4}
   two:
     template: t_b
     access: {input: local_read, output: local_write, acc: [local_read, local_write], ids: none, flags: none}
@@ -76,7 +76,7 @@ func TestCompileDerivations(t *testing.T) {
 	assert.Equal(t, Pos{File: "specs/x.yaml", Line: 13, Col: 3}, one.Pos.Start())
 	assert.Equal(t, AliasForbid, one.Aliasing, "forbid is the default")
 	assert.Equal(t, []irismodel.Barrier{irismodel.BarrierNone, irismodel.BarrierDevice}, one.Barriers, "order kept: first is the default")
-	assert.Equal(t, Launch{Threads: 256, MaxBlocks: 8, VectorBytes: 8}, one.Launch)
+	assert.Equal(t, Launch{Threads: 256, MaxBlocks: 8, MinBlocks: 4, VectorBytes: 8}, one.Launch)
 
 	type useWant struct {
 		access    Access
@@ -103,7 +103,7 @@ func TestCompileDerivations(t *testing.T) {
 	require.NotNil(t, two)
 	assert.Equal(t, AliasAllow, two.Aliasing)
 	assert.Equal(t, []irismodel.Barrier{irismodel.BarrierDevice, irismodel.BarrierHost, irismodel.BarrierNone}, two.Barriers, "default modes")
-	assert.Equal(t, Launch{Threads: 512, MaxBlocks: 16, VectorBytes: 16}, two.Launch, "default launch")
+	assert.Equal(t, Launch{Threads: 512, MaxBlocks: 16, MinBlocks: 1, VectorBytes: 16}, two.Launch, "default launch")
 	assert.Equal(t, Access(0), two.Use("ids").Access, "none is the empty access")
 	assert.Equal(t, PlaceAny, two.Use("ids").Placement)
 	assert.Equal(t, PlaceAny, two.Use("acc").Placement, "only local access")
@@ -149,7 +149,7 @@ func TestCompileCatalogue(t *testing.T) {
 	assert.Equal(t, PlaceAny, pull.Use("output").Placement)
 	for _, v := range []*Variant{push, pull} {
 		assert.Equal(t, AliasForbid, v.Aliasing)
-		assert.Equal(t, Launch{Threads: 512, MaxBlocks: 128, VectorBytes: 16}, v.Launch)
+		assert.Equal(t, Launch{Threads: 512, MaxBlocks: 128, MinBlocks: 1, VectorBytes: 16}, v.Launch)
 		assert.Len(t, v.Kernels, 3)
 	}
 	assert.Equal(t, "irisgen_all_gather_push_bf16", push.Kernels[0].Name)

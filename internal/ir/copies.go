@@ -44,7 +44,7 @@ func (b *builder) engine(c *Collective, sv *spec.Variant, v *Variant, where stri
 	if sv.Launch.Set {
 		b.errorf(diag.Rule, sv.Launch.KeyPos, "%s has engine: copy, which launches no kernel: threads, blocks and vectors mean nothing to it; remove launch", where)
 	}
-	v.Launch = Launch{Threads: defaultThreads, MaxBlocks: 1, VectorBytes: defaultVectorBytes}
+	v.Launch = Launch{Threads: defaultThreads, MaxBlocks: 1, MinBlocks: 1, VectorBytes: defaultVectorBytes}
 }
 
 // copySchedule resolves a copy-engine variant's copies, once its access

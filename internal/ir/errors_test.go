@@ -371,10 +371,18 @@ variants:
   v:
     template: t_a
     launch: {threads: 512.5, max_blocks: "16", vector_bytes: 16}
+  w:
+    template: t_a
+    launch: {max_blocks: 64, min_blocks: 8.5}
+  x: {template: t_a, launch: {min_blocks: "8"}}
+  y: {template: t_a, launch: {min_blocks: [8]}}
 `,
 		want: []string{
 			"6:23: error: threads of variant \"v\" must be an integer, found the number 512.5",
 			"6:42: error: max_blocks of variant \"v\" must be an integer, found the string \"16\"",
+			"9:42: error: min_blocks of variant \"w\" must be an integer, found the number 8.5",
+			"10:43: error: min_blocks of variant \"x\" must be an integer, found the string \"8\"",
+			"11:43: error: min_blocks of variant \"y\" must be an integer, found a list",
 		},
 	},
 	{
@@ -745,6 +753,39 @@ variants:
 			"5:58: error: max_blocks of variant \"b\" is 1025; it must be from 1 to 1024",
 			"5:78: error: vector_bytes of variant \"b\" is 32; it must be 4, 8 or 16",
 			"6:40: error: threads of variant \"c\" is 100; it must be a multiple of 64 from 64 to 1024",
+		},
+	},
+	{
+		// min_blocks: 1 to max_blocks (the variant's, or the default 16);
+		// against the hard limit alone where max_blocks is itself wrong.
+		// Valid: a, b, c (min_blocks = max_blocks, the default, 1).
+		name: "min_blocks out of range",
+		src: `name: ag
+summary: s
+variants:
+  a: {template: t_a, launch: {threads: 512, max_blocks: 128, min_blocks: 64}}
+  b: {template: t_a, launch: {threads: 64, max_blocks: 1024, min_blocks: 1024}}
+  c: {template: t_a, launch: {min_blocks: 1}}
+  d: {template: t_a, launch: {max_blocks: 32, min_blocks: 0}}
+  e: {template: t_a, launch: {max_blocks: 32, min_blocks: -4}}
+  f: {template: t_a, launch: {max_blocks: 32, min_blocks: 33}}
+  g: {template: t_a, launch: {min_blocks: 17}}
+  h: {template: t_a, launch: {min_blocks: 0}}
+  i: {template: t_a, launch: {max_blocks: 0, min_blocks: 4}}
+  j: {template: t_a, launch: {max_blocks: 2000, min_blocks: 1025}}
+  k: {template: t_a, launch: {max_blocks: "x", min_blocks: 0}}
+`,
+		want: []string{
+			"7:59: error: min_blocks of variant \"d\" is 0; it must be from 1 to its max_blocks, 32; remove it for the default, 1 (the grid the size gives)",
+			"8:59: error: min_blocks of variant \"e\" is -4; it must be from 1 to its max_blocks, 32; remove it for the default, 1 (the grid the size gives)",
+			"9:59: error: min_blocks of variant \"f\" is 33; it must be from 1 to its max_blocks, 32: lower min_blocks or raise max_blocks",
+			"10:43: error: min_blocks of variant \"g\" is 17; it must be from 1 to its max_blocks, 16 (the default): lower min_blocks or set a larger max_blocks",
+			"11:43: error: min_blocks of variant \"h\" is 0; it must be from 1 to its max_blocks, 16 (the default); remove it for the default, 1 (the grid the size gives)",
+			"12:43: error: max_blocks of variant \"i\" is 0; it must be from 1 to 1024",
+			"13:43: error: max_blocks of variant \"j\" is 2000; it must be from 1 to 1024",
+			"13:61: error: min_blocks of variant \"j\" is 1025; it must be from 1 to max_blocks (at most 1024): lower min_blocks",
+			"14:43: error: max_blocks of variant \"k\" must be an integer, found the string \"x\"",
+			"14:60: error: min_blocks of variant \"k\" is 0; it must be from 1 to max_blocks (at most 1024); remove it for the default, 1 (the grid the size gives)",
 		},
 	},
 	{

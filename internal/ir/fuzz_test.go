@@ -174,6 +174,12 @@ func checkCollective(t *testing.T, c *Collective) {
 			len(v.Capture) != len(v.Barriers) || len(v.Kernels) == 0 {
 			t.Fatalf("inconsistent variant %q: %+v", v.Name, v)
 		}
+		// The launch shape is within the limits, 1 <= MinBlocks <= MaxBlocks.
+		if l := v.Launch; l.Threads < minThreads || l.Threads > maxThreads || l.Threads%threadStep != 0 ||
+			l.MinBlocks < minBlocks || l.MinBlocks > l.MaxBlocks || l.MaxBlocks > maxBlocksLimit ||
+			(l.VectorBytes != 4 && l.VectorBytes != 8 && l.VectorBytes != 16) {
+			t.Fatalf("variant %q: launch shape %+v", v.Name, l)
+		}
 		claim(PreludeNamespace(c.Name, v.Name))
 		for _, k := range v.Kernels {
 			claim(k.Name)

@@ -176,8 +176,9 @@ var aliasings = []string{string(AliasForbid), string(AliasAllow), string(AliasOw
 
 // Launch is a variant's launch shape.
 type Launch struct {
-	Threads     int // threads per block
+	Threads     int // threads per block: the kernel's launch bound (a plan below MinBlocks launches fewer)
 	MaxBlocks   int // upper bound of the grid; the plan picks blocks <= MaxBlocks from the size
+	MinBlocks   int // min_blocks (1 by default: no effect): below it, smaller blocks, up to MinBlocks of them (irisimpl.Grid)
 	VectorBytes int // bytes per vector access (16 by default)
 }
 

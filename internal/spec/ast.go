@@ -179,5 +179,6 @@ type Launch struct {
 	Node
 	Threads     Int
 	MaxBlocks   Int
+	MinBlocks   Int
 	VectorBytes Int
 }

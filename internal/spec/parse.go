@@ -22,7 +22,7 @@ var (
 	tensorKeys  = []string{"dir", "shape", "dtype", "optional", "ranks"}
 	variantKeys = []string{"summary", "template", "engine", "copies", "access", "aliasing", "barriers", "launch"}
 	copyKeys    = []string{"each", "from", "to"}
-	launchKeys  = []string{"threads", "max_blocks", "vector_bytes"}
+	launchKeys  = []string{"threads", "max_blocks", "min_blocks", "vector_bytes"}
 )
 
 // Parse reads one spec; file is the path used in positions. It always
@@ -389,6 +389,7 @@ func (p *parser) launch(k Str, v *yaml.Node, where string) Launch {
 	p.readFields(v, "in launch of "+where, launchKeys, map[string]field{
 		"threads":      {&l.Threads.Node, func(k Str, v *yaml.Node) { l.Threads = p.integer(k, v, "threads of "+where) }},
 		"max_blocks":   {&l.MaxBlocks.Node, func(k Str, v *yaml.Node) { l.MaxBlocks = p.integer(k, v, "max_blocks of "+where) }},
+		"min_blocks":   {&l.MinBlocks.Node, func(k Str, v *yaml.Node) { l.MinBlocks = p.integer(k, v, "min_blocks of "+where) }},
 		"vector_bytes": {&l.VectorBytes.Node, func(k Str, v *yaml.Node) { l.VectorBytes = p.integer(k, v, "vector_bytes of "+where) }},
 	})
 	return l

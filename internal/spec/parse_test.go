@@ -35,7 +35,7 @@ variants:
     access: {input: local_read, flags: [remote_write, local_read]}
     aliasing: allow
     barriers: [device]
-    launch: {threads: 256}
+    launch: {threads: 256, min_blocks: 32}
   copy: *push
 `
 
@@ -81,6 +81,9 @@ func TestParsePositions(t *testing.T) {
 	assert.Equal(t, int64(256), push.Launch.Threads.Value)
 	assert.Equal(t, tok(18, 23, 3), push.Launch.Threads.Pos)
 	assert.False(t, push.Launch.MaxBlocks.Set)
+	assert.Equal(t, int64(32), push.Launch.MinBlocks.Value)
+	assert.Equal(t, tok(18, 40, 2), push.Launch.MinBlocks.Pos)
+	assert.Equal(t, tok(18, 28, 10), push.Launch.MinBlocks.KeyPos)
 
 	// An alias reads as the anchored value, positions included.
 	cp := f.Variants.List[1]

@@ -115,8 +115,13 @@ type Variant struct {
 	Barriers   []irismodel.Barrier
 	Capturable []irismodel.Barrier
 	// The launch shape: threads a block, the largest grid and the vector
-	// width that sizes it (Blocks).
+	// width that sizes it (Grid).
 	Threads, MaxBlocks, VectorBytes int
+	// MinBlocks is the spec's min_blocks: where the size gives fewer
+	// blocks, a plan's blocks have fewer threads, so it has up to
+	// MinBlocks of them (Grid). 0 (the generator writes it only above 1)
+	// and 1 give the spec's shape at every size.
+	MinBlocks int
 	// Engine is what moves the data. EngineCopy: the variant has no
 	// kernel; a launch enqueues the copies its schedule Copies gives this
 	// rank (irismodel.ExpandCopies) on the launch stream, between the
@@ -367,6 +372,9 @@ func (c *Collective) prepareVariant(v *Variant) error {
 	}
 	if v.Threads < 1 || v.Threads > irismodel.MaxThreads || v.MaxBlocks < 1 || v.MaxBlocks > irismodel.MaxBlocks || v.VectorBytes < 1 {
 		return fmt.Errorf("launch shape %d threads, %d blocks, %d-byte vectors", v.Threads, v.MaxBlocks, v.VectorBytes)
+	}
+	if v.MinBlocks < 0 || v.MinBlocks > v.MaxBlocks {
+		return fmt.Errorf("launch shape: MinBlocks %d, want 0 or 1..MaxBlocks (%d)", v.MinBlocks, v.MaxBlocks)
 	}
 	if v.OwnBlock && (v.Engine != irismodel.EngineCopy || v.InPlace) {
 		return fmt.Errorf("OwnBlock on a kernel variant, or with InPlace: it is a copy-engine variant's aliasing: own_block alone")

@@ -153,11 +153,13 @@ func newVariantPlan(r *irisrt.Rank, v *Variant, dt irismodel.DType, op string, s
 		p.lens[i], largest = n, max(largest, bytes)
 	}
 	p.empty = len(c.user) > 0 && largest == 0
-	blocks := Blocks(largest, v.Threads, v.VectorBytes, rt.MaxBlocks(r, v.MaxBlocks))
+	// Grid clamps MinBlocks to the largest grid, which ranks sharing a GPU
+	// lower.
+	blocks, threads := Grid(largest, v.Threads, v.VectorBytes, v.MinBlocks, rt.MaxBlocks(r, v.MaxBlocks))
 	spec := core.PlanSpec{
 		Embedded: c.t.Embedded, KernelsCommand: c.t.KernelsCommand,
 		Package: c.t.ImportPath, Op: c.Name, Variant: v.Name, Module: c.Name, SpecHash: c.SpecHash, Kernel: v.Kernel(dt, op),
-		Threads: v.Threads, Blocks: blocks, Barriers: v.Barriers, Capturable: v.Capturable, Sizes: p.sizes, Local: !v.meets,
+		Threads: threads, Blocks: blocks, Barriers: v.Barriers, Capturable: v.Capturable, Sizes: p.sizes, Local: !v.meets,
 		Copy: v.Engine == irismodel.EngineCopy,
 	}
 	if spec.Copy {

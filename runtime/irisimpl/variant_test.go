@@ -51,6 +51,8 @@ func TestTableRules(t *testing.T) {
 		{"launch shape", func(t *irisimpl.Table) { t.Collectives[0].Variants[0].Threads = 0 }, "launch shape 0 threads"},
 		{"threads past the block limit", func(t *irisimpl.Table) { t.Collectives[0].Variants[0].Threads = irismodel.MaxThreads + 1 }, "launch shape 1025 threads"},
 		{"blocks past the limit", func(t *irisimpl.Table) { t.Collectives[0].Variants[0].MaxBlocks = irismodel.MaxBlocks + 1 }, "1025 blocks"},
+		{"min blocks past max blocks", func(t *irisimpl.Table) { t.Collectives[0].Variants[0].MinBlocks = 5 }, "MinBlocks 5, want 0 or 1..MaxBlocks (4)"},
+		{"negative min blocks", func(t *irisimpl.Table) { t.Collectives[0].Variants[0].MinBlocks = -1 }, "MinBlocks -1"},
 		{"auto names unknown", func(t *irisimpl.Table) { t.Collectives[0].Auto[1].Variant = "ring" }, `unknown variant "ring"`},
 		{"own block on a kernel", func(t *irisimpl.Table) { t.Collectives[0].Variants[0].OwnBlock = true }, "OwnBlock on a kernel variant, or with InPlace"},
 	} {
@@ -176,6 +178,62 @@ func TestPlanShapeSharedGPUs(t *testing.T) {
 			}
 			return nil
 		}))
+	}
+}
+
+// TestPlanShapeMinBlocks: with MinBlocks, a plan below it launches
+// smaller blocks (its PlanSpec's Threads, the launch's block), sizes its
+// workspace with the grid it launches, and keeps the spec's shape where the
+// size gives MinBlocks blocks anyway; where ranks share a GPU, MinBlocks is
+// clamped to the lowered largest grid. Enumerated over those cases.
+func TestPlanShapeMinBlocks(t *testing.T) {
+	t.Setenv("IRISGEN_KERNELS", "")
+	for _, c := range []struct {
+		gpus, world int
+		n, k        int64
+		blocks      int
+		threads     uint32
+	}{
+		// push: 256 threads, 16-byte vectors, max 4 blocks, min 4; output
+		// [world, n] of f32 is the largest tensor.
+		{2, 2, 1000, 3, 4, 128},    // 8000 bytes, 500 vectors: 2 blocks of 256 before
+		{2, 2, 64, 3, 1, 64},       // 512 bytes, 32 vectors: 1 block either way, of 64 threads at least
+		{2, 2, 2048, 3, 4, 256},    // 16 KiB, 1024 vectors: 4 blocks of 256 anyway
+		{2, 2, 1 << 14, 3, 4, 256}, // 128 KiB: clamped to max_blocks as before
+		{2, 2, 0, 0, 1, 256},       // nothing to launch: the spec's shape
+		{1, 2, 1000, 3, 2, 256},    // shared GPU: max 2, so min 2: 2 blocks of 256 already
+		{1, 2, 200, 3, 2, 64},      // shared GPU: 100 vectors, min 2: 2 blocks of 64
+	} {
+		what := fmt.Sprintf("%d GPUs, world %d, n %d", c.gpus, c.world, c.n)
+		tab := fixtures.DemoTable(fixtures.Path(t, fmt.Sprintf("%d-%d-%d", c.gpus, c.world, c.n)))
+		tab.Collectives[0].Variants[0].MinBlocks = 4
+		irisimpl.Register(tab)
+		p := fakegpu.New(c.gpus)
+		fixtures.AddDemoModules(p, tab)
+		w := fixtures.NewFakeWorld(t, c.world, irisrt.Options{Platform: p, ShareGPUs: c.world > c.gpus})
+		require.NoError(t, w.Run(func(r *irisrt.Rank) error {
+			pl, err := irisimpl.NewPlanOf[irisimpl.VariantPlan](r, &tab.Collectives[0].Variants[0], irismodel.F32, "sum", c.n, c.k)
+			if err != nil {
+				return err
+			}
+			s := irisimpl.Spec(pl.Plan())
+			assert.Equal(t, [2]int{c.blocks, int(c.threads)}, [2]int{s.Blocks, s.Threads}, "%s: blocks x threads", what)
+			assert.Equal(t, []core.Buffer{{Name: "scratch", Bytes: int64(c.blocks) * int64(c.world) * 4 * 8}}, s.Workspace, "%s: workspace [blocks, world, 4]", what)
+			if c.n == 0 {
+				return pl.Close()
+			}
+			ts := fixtures.DemoTensors(t, r, c.n, c.k, true, true, false, false)
+			return errors.Join(pl.LaunchTensors(r.Stream(), ts, irismodel.BarrierDevice), r.Device().StreamSynchronize(r.Stream()), pl.Close())
+		}), what)
+		if c.n == 0 {
+			continue
+		}
+		ls := p.Launches()
+		require.Len(t, ls, c.world, what)
+		for _, l := range ls {
+			assert.Equal(t, gpu.Dim3{X: uint32(c.blocks), Y: 1, Z: 1}, l.Grid, what)
+			assert.Equal(t, gpu.Dim3{X: c.threads, Y: 1, Z: 1}, l.Block, what)
+		}
 	}
 }
 

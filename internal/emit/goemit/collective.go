@@ -226,6 +226,9 @@ func (g *gen) variantDoc(v *ir.Variant, plan string) string {
 		blocks = "1 block"
 	}
 	fmt.Fprintf(&b, " Grid: %s of %s, sized by %d-byte vectors.", blocks, plural(v.Launch.Threads, "thread", "threads"), v.Launch.VectorBytes)
+	if v.Launch.MinBlocks > 1 && v.Launch.Threads > irismodel.ThreadStep {
+		fmt.Fprintf(&b, " Where that gives fewer than %d blocks, the blocks have fewer threads (a multiple of %d) and there are up to %d of them.", v.Launch.MinBlocks, irismodel.ThreadStep, v.Launch.MinBlocks)
+	}
 	return b.String()
 }
 

@@ -312,8 +312,11 @@ func (g *gen) variantEntry(v *ir.Variant, modes *modeSets) *jen.Statement {
 	if len(capt) > 0 {
 		fs = append(fs, field("Capturable", jen.Id(modes.name(capt))))
 	}
-	fs = append(fs, field("Threads", jen.Lit(v.Launch.Threads)), field("MaxBlocks", jen.Lit(v.Launch.MaxBlocks)),
-		field("VectorBytes", jen.Lit(v.Launch.VectorBytes)))
+	fs = append(fs, field("Threads", jen.Lit(v.Launch.Threads)), field("MaxBlocks", jen.Lit(v.Launch.MaxBlocks)))
+	if v.Launch.MinBlocks > 1 { // 1 (no effect) is the zero value's meaning: code of specs without it stays as it was
+		fs = append(fs, field("MinBlocks", jen.Lit(v.Launch.MinBlocks)))
+	}
+	fs = append(fs, field("VectorBytes", jen.Lit(v.Launch.VectorBytes)))
 	if v.Engine == irismodel.EngineCopy {
 		var cs []jen.Code
 		for _, st := range v.Copies {

@@ -412,7 +412,7 @@ var execNoise = regexp.MustCompile(`^executing "[^"]*" at <[^>]*>: (error callin
 // kernel body. Its fields are documented in docs/templates.md.
 type Data struct {
 	Collective, Variant string
-	Threads             int // threads per block (the kernel's launch bound)
+	Threads             int // the kernel's launch bound: the most threads a block has (fewer below min_blocks: read blockDim.x)
 	MaxBlocks           int
 	VectorBytes         int
 	// Kernel body only:

@@ -130,8 +130,9 @@ func TestHaloPlansOnFake(t *testing.T) {
 			require.Len(t, l.Args, 8*(ctxWords+3), "context, send, recv, h")
 			require.Equal(t, uint64(heapRecv.Ptr), word(l.Args, ctxWords+1))
 			require.Equal(t, uint64(h), word(l.Args, ctxWords+2))
+			blocks, _ := irisimpl.Grid(2*h*2, 256, 16, 1, 32) // the spec's shape: no min_blocks
 			require.Equal(t, uint32(256), l.Block.X, "threads from the spec")
-			require.Equal(t, uint32(irisimpl.Blocks(2*h*2, 256, 16, 32)), l.Grid.X)
+			require.Equal(t, uint32(blocks), l.Grid.X)
 		}
 		require.Equal(t, uint64(devSend.Ptr), word(ls[0].Args, ctxWords), "push reads send where it is")
 		staged := gpu.DevicePtr(word(ls[1].Args, ctxWords))
