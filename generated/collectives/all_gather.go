@@ -11,7 +11,7 @@ import (
 
 // AllGatherSpecHash is the hash of specs/all_gather.yaml and the templates it uses; the runtime
 // refuses a code object of all_gather made from other ones (*irisrt.KernelError).
-const AllGatherSpecHash = "2e9fa7b134e9dcc7"
+const AllGatherSpecHash = "c7aff08330fa4be4"
 
 // allGatherDesc is all_gather in the package's descriptor table.
 var allGatherDesc = &table.Collectives[0]
@@ -133,7 +133,9 @@ func (p *AllGatherRingPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mo
 // remote_write).
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
-// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors. Where that
+// gives fewer than 64 blocks, the blocks have fewer threads (a multiple of 64) and there are up to 64
+// of them.
 type AllGatherLamportPlan struct{ irisimpl.VariantPlan }
 
 // NewAllGatherLamportPlan makes a plan of all_gather/lamport for dt (f32, f16, bf16) and size n.

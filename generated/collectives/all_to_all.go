@@ -11,7 +11,7 @@ import (
 
 // AllToAllSpecHash is the hash of specs/all_to_all.yaml and the templates it uses; the runtime refuses
 // a code object of all_to_all made from other ones (*irisrt.KernelError).
-const AllToAllSpecHash = "31afd9ede5afee5d"
+const AllToAllSpecHash = "d9d204c3ce921dd3"
 
 // allToAllDesc is all_to_all in the package's descriptor table.
 var allToAllDesc = &table.Collectives[3]
@@ -134,7 +134,9 @@ func (p *AllToAllPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, mod
 // remote_write).
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
-// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors. Where that
+// gives fewer than 64 blocks, the blocks have fewer threads (a multiple of 64) and there are up to 64
+// of them.
 type AllToAllLamportPlan struct{ irisimpl.VariantPlan }
 
 // NewAllToAllLamportPlan makes a plan of all_to_all/lamport for dt (f32, f16, bf16) and size n.

@@ -11,7 +11,7 @@ import (
 
 // GatherSpecHash is the hash of specs/gather.yaml and the templates it uses; the runtime refuses a
 // code object of gather made from other ones (*irisrt.KernelError).
-const GatherSpecHash = "88738a0ef79f6a1d"
+const GatherSpecHash = "bb165928919dcc63"
 
 // gatherDesc is gather in the package's descriptor table.
 var gatherDesc = &table.Collectives[6]
@@ -123,7 +123,9 @@ func (p *GatherPushPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root 
 // remote_write).
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
-// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors. Where that
+// gives fewer than 64 blocks, the blocks have fewer threads (a multiple of 64) and there are up to 64
+// of them.
 type GatherLamportPlan struct{ irisimpl.VariantPlan }
 
 // NewGatherLamportPlan makes a plan of gather/lamport for dt (f32, f16, bf16) and size n.

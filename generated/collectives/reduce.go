@@ -11,7 +11,7 @@ import (
 
 // ReduceSpecHash is the hash of specs/reduce.yaml and the templates it uses; the runtime refuses a
 // code object of reduce made from other ones (*irisrt.KernelError).
-const ReduceSpecHash = "992714c254c787ab"
+const ReduceSpecHash = "228033261aafc5dd"
 
 // reduceDesc is reduce in the package's descriptor table.
 var reduceDesc = &table.Collectives[9]
@@ -138,7 +138,9 @@ func (p *ReduceSplitPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root
 // remote_write).
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
-// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors. Where that
+// gives fewer than 64 blocks, the blocks have fewer threads (a multiple of 64) and there are up to 64
+// of them.
 type ReduceLamportPlan struct{ irisimpl.VariantPlan }
 
 // NewReduceLamportPlan makes a plan of reduce/lamport for dt (f32, f16, bf16), op (sum, max, min) and
@@ -169,7 +171,9 @@ func (p *ReduceLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, ro
 // remote_write).
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
-// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors. Where that
+// gives fewer than 64 blocks, the blocks have fewer threads (a multiple of 64) and there are up to 64
+// of them.
 type ReduceLamportRelayPlan struct{ irisimpl.VariantPlan }
 
 // NewReduceLamportRelayPlan makes a plan of reduce/lamport_relay for dt (f32, f16, bf16), op (sum,

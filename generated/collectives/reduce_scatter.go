@@ -11,7 +11,7 @@ import (
 
 // ReduceScatterSpecHash is the hash of specs/reduce_scatter.yaml and the templates it uses; the
 // runtime refuses a code object of reduce_scatter made from other ones (*irisrt.KernelError).
-const ReduceScatterSpecHash = "a68258c8f6c0d0fa"
+const ReduceScatterSpecHash = "a1a3acfa0f370bb1"
 
 // reduceScatterDesc is reduce_scatter in the package's descriptor table.
 var reduceScatterDesc = &table.Collectives[10]
@@ -94,7 +94,9 @@ func (p *ReduceScatterPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor
 // remote_write).
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
-// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors. Where that
+// gives fewer than 64 blocks, the blocks have fewer threads (a multiple of 64) and there are up to 64
+// of them.
 type ReduceScatterLamportPlan struct{ irisimpl.VariantPlan }
 
 // NewReduceScatterLamportPlan makes a plan of reduce_scatter/lamport for dt (f32, f16, bf16), op (sum,

@@ -11,7 +11,7 @@ import (
 
 // ScatterSpecHash is the hash of specs/scatter.yaml and the templates it uses; the runtime refuses a
 // code object of scatter made from other ones (*irisrt.KernelError).
-const ScatterSpecHash = "f731163bf405dec4"
+const ScatterSpecHash = "280f4ca498f75141"
 
 // scatterDesc is scatter in the package's descriptor table.
 var scatterDesc = &table.Collectives[12]
@@ -124,7 +124,9 @@ func (p *ScatterPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, root
 // remote_write).
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
-// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors. Where that
+// gives fewer than 64 blocks, the blocks have fewer threads (a multiple of 64) and there are up to 64
+// of them.
 type ScatterLamportPlan struct{ irisimpl.VariantPlan }
 
 // NewScatterLamportPlan makes a plan of scatter/lamport for dt (f32, f16, bf16) and size n.

@@ -11,7 +11,7 @@ import (
 
 // SendRecvSpecHash is the hash of specs/send_recv.yaml and the templates it uses; the runtime refuses
 // a code object of send_recv made from other ones (*irisrt.KernelError).
-const SendRecvSpecHash = "0ce9d3cb110134ce"
+const SendRecvSpecHash = "73a9052ce146e897"
 
 // sendRecvDesc is send_recv in the package's descriptor table.
 var sendRecvDesc = &table.Collectives[13]
@@ -128,7 +128,9 @@ func (p *SendRecvPullPlan) Launch(s gpu.Stream, input, output irisrt.Tensor, src
 // remote_write).
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
-// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors. Where that
+// gives fewer than 64 blocks, the blocks have fewer threads (a multiple of 64) and there are up to 64
+// of them.
 type SendRecvLamportPlan struct{ irisimpl.VariantPlan }
 
 // NewSendRecvLamportPlan makes a plan of send_recv/lamport for dt (f32, f16, bf16) and size n.

@@ -2,12 +2,12 @@
 //
 // all_gather: Gather every rank's `input` into `output` on every rank.
 //
-// Spec hash 2e9fa7b134e9dcc7: the Go wrappers carry the same value, and the runtime
+// Spec hash c7aff08330fa4be4: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_gather[] = "2e9fa7b134e9dcc7";
+extern "C" __device__ const char irisgen_spec_hash_all_gather[] = "c7aff08330fa4be4";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.

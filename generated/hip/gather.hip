@@ -3,12 +3,12 @@
 // gather: Gather every rank's `input` into `output` on rank `root`; output[r]
 // is rank r's input (NCCL's ncclGather).
 //
-// Spec hash 88738a0ef79f6a1d: the Go wrappers carry the same value, and the runtime
+// Spec hash bb165928919dcc63: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_gather[] = "88738a0ef79f6a1d";
+extern "C" __device__ const char irisgen_spec_hash_gather[] = "bb165928919dcc63";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch

@@ -3,12 +3,12 @@
 // reduce: Reduce `input` over all ranks into `output` on rank `root` (NCCL's
 // ncclReduce).
 //
-// Spec hash 992714c254c787ab: the Go wrappers carry the same value, and the runtime
+// Spec hash 228033261aafc5dd: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_reduce[] = "992714c254c787ab";
+extern "C" __device__ const char irisgen_spec_hash_reduce[] = "228033261aafc5dd";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol, one 8-byte value per launch

@@ -3,12 +3,12 @@
 // reduce_scatter: Reduce `input` over all ranks and keep this rank's 1/world
 // slice in `output` (NCCL and torch semantics).
 //
-// Spec hash a68258c8f6c0d0fa: the Go wrappers carry the same value, and the runtime
+// Spec hash a1a3acfa0f370bb1: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_reduce_scatter[] = "a68258c8f6c0d0fa";
+extern "C" __device__ const char irisgen_spec_hash_reduce_scatter[] = "a1a3acfa0f370bb1";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.

@@ -11,7 +11,7 @@ import (
 
 // BroadcastSpecHash is the hash of github.com/irisgen/irisgen/specs/broadcast.yaml and the templates
 // it uses; the runtime refuses a code object of broadcast made from other ones (*irisrt.KernelError).
-const BroadcastSpecHash = "8094d1329476da9e"
+const BroadcastSpecHash = "54d56410412efb53"
 
 // broadcastDesc is broadcast in the package's descriptor table.
 var broadcastDesc = &table.Collectives[1]
@@ -161,7 +161,9 @@ func (p *BroadcastScatterGatherPlan) Launch(s gpu.Stream, input, output irisrt.T
 // remote_write).
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
-// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors. Where that
+// gives fewer than 64 blocks, the blocks have fewer threads (a multiple of 64) and there are up to 64
+// of them.
 type BroadcastLamportPlan struct{ irisimpl.VariantPlan }
 
 // NewBroadcastLamportPlan makes a plan of broadcast/lamport for dt (f32, f16, bf16) and size n.
@@ -192,7 +194,9 @@ func (p *BroadcastLamportPlan) Launch(s gpu.Stream, input, output irisrt.Tensor,
 // remote_write).
 //
 // Inputs and outputs may not overlap. Barrier modes: device (default), host, none; capturable in a
-// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors.
+// graph: device, none. Grid: up to 128 blocks of 512 threads, sized by 16-byte vectors. Where that
+// gives fewer than 64 blocks, the blocks have fewer threads (a multiple of 64) and there are up to 64
+// of them.
 type BroadcastLamportRelayPlan struct{ irisimpl.VariantPlan }
 
 // NewBroadcastLamportRelayPlan makes a plan of broadcast/lamport_relay for dt (f32, f16, bf16) and

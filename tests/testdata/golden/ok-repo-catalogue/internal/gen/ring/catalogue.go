@@ -72,9 +72,9 @@ var table = irisimpl.Table{
 			{Name: "scatter_gather", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap, irisimpl.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 256, VectorBytes: 16},
 			{Name: "lamport", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.UseLocal},
-				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, MinBlocks: 64, VectorBytes: 16},
 			{Name: "lamport_relay", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.UseLocal},
-				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, MinBlocks: 64, VectorBytes: 16},
 			{Name: "copy_push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap, irisimpl.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 1, VectorBytes: 16,
 				Engine: irismodel.EngineCopy, Copies: []irismodel.CopyStmt{
