@@ -78,7 +78,7 @@ func TestGrid(t *testing.T) {
 		{"min_blocks 0 is 1", 8 * KiB, 512, 16, 0, 128, 1, 512},
 		{"degenerate shapes do not divide by zero", 100, 0, 0, 0, 0, 1, 1},
 		{"negative bytes", -5, 512, 16, 64, 128, 1, 512},
-		// The brief's examples: 512 threads, 16-byte vectors, max 128, min 64.
+		// The Lamport variants' shape: 512 threads, 16-byte vectors, max 128, min 64.
 		{"8 KiB: 512 vectors", 8 * KiB, 512, 16, 64, 128, 8, 64},
 		{"64 KiB: 4096 vectors", 64 * KiB, 512, 16, 64, 128, 64, 64},
 		{"128 KiB: 8192 vectors", 128 * KiB, 512, 16, 64, 128, 64, 128},
