@@ -11,7 +11,7 @@ import (
 
 // AllReduceSpecHash is the hash of github.com/irisgen/irisgen/specs/all_reduce.yaml and the templates
 // it uses; the runtime refuses a code object of all_reduce made from other ones (*irisrt.KernelError).
-const AllReduceSpecHash = "7d68aab7ac412e97"
+const AllReduceSpecHash = "7661c55052805dca"
 
 // allReduceDesc is all_reduce in the package's descriptor table.
 var allReduceDesc = &table.Collectives[0]
@@ -159,7 +159,8 @@ func (p *AllReduceOneShotPushPlan) Launch(s gpu.Stream, input, output irisrt.Ten
 //
 // An input may be the very same tensor as an output (in place), but not overlap it in part. Barrier
 // modes: device (default), host, none; capturable in a graph: device, none. Grid: up to 128 blocks of
-// 512 threads, sized by 16-byte vectors.
+// 512 threads, sized by 16-byte vectors. Where that gives fewer than 64 blocks, the blocks have fewer
+// threads (a multiple of 64) and there are up to 64 of them.
 type AllReduceOneShotLamportPlan struct{ irisimpl.VariantPlan }
 
 // NewAllReduceOneShotLamportPlan makes a plan of all_reduce/one_shot_lamport for dt (f32, f16, bf16),

@@ -69,7 +69,7 @@ var table = irisimpl.Table{
 			{Name: "one_shot_push", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.Unused, irisimpl.Unused, irisimpl.Unused, irisimpl.UseLocal, irisimpl.Unused}, InPlace: true,
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 			{Name: "one_shot_lamport", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseLocal, irisimpl.Unused, irisimpl.Unused, irisimpl.Unused, irisimpl.Unused, irisimpl.UseLocal}, InPlace: true,
-				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
+				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, MinBlocks: 64, VectorBytes: 16},
 			{Name: "two_shot", Uses: []irisimpl.Use{irisimpl.UseImport, irisimpl.UseHeap, irisimpl.Unused, irisimpl.Unused, irisimpl.Unused, irisimpl.Unused, irisimpl.Unused},
 				Barriers: modesDeviceHostNone, Capturable: modesDeviceNone, Threads: 512, MaxBlocks: 128, VectorBytes: 16},
 			{Name: "atomic", Uses: []irisimpl.Use{irisimpl.UseLocal, irisimpl.UseHeap, irisimpl.Unused, irisimpl.Unused, irisimpl.Unused, irisimpl.Unused, irisimpl.Unused},

@@ -2,12 +2,12 @@
 //
 // all_reduce: Reduce `input` over all ranks into `output` on every rank.
 //
-// Spec hash 7d68aab7ac412e97: the Go wrappers carry the same value, and the runtime
+// Spec hash 7661c55052805dca: the Go wrappers carry the same value, and the runtime
 // refuses a code object whose hash differs from its wrapper's.
 
 #include "irisgen.h"
 
-extern "C" __device__ const char irisgen_spec_hash_all_reduce[] = "7d68aab7ac412e97";
+extern "C" __device__ const char irisgen_spec_hash_all_reduce[] = "7661c55052805dca";
 
 // Kernel arguments (docs/internals.md): the ctx, one pointer per tensor in
 // spec order, one int64 per size symbol.
