@@ -1048,26 +1048,23 @@ func (b *builder) launch(sv *spec.Variant, v *Variant, where string) {
 			v.Launch.Threads = int(n.Value)
 		}
 	}
-	maxOK := true
+	maxOK := !l.MaxBlocks.Set // the default, or a valid value below
 	if n := l.MaxBlocks; n.OK() {
 		if n.Value < minBlocks || n.Value > maxBlocksLimit {
 			b.errorf(diag.Value, n.Pos, "max_blocks of %s is %d; it must be from %d to %d", where, n.Value, minBlocks, maxBlocksLimit)
-			maxOK = false
 		} else {
-			v.Launch.MaxBlocks = int(n.Value)
+			v.Launch.MaxBlocks, maxOK = int(n.Value), true
 		}
-	} else if l.MaxBlocks.Set {
-		maxOK = false // its error is reported
 	}
 	if n := l.MinBlocks; n.OK() {
 		// Checked against max_blocks where that is valid (else its own
 		// error comes first, and only the hard limit is checked here).
 		limit, upTo, fix := int64(maxBlocksLimit), fmt.Sprintf("max_blocks (at most %d)", maxBlocksLimit), "lower min_blocks"
-		switch {
-		case maxOK && l.MaxBlocks.Set:
+		if maxOK {
 			limit, upTo, fix = int64(v.Launch.MaxBlocks), fmt.Sprintf("its max_blocks, %d", v.Launch.MaxBlocks), "lower min_blocks or raise max_blocks"
-		case maxOK:
-			limit, upTo, fix = int64(v.Launch.MaxBlocks), fmt.Sprintf("its max_blocks, %d (the default)", v.Launch.MaxBlocks), "lower min_blocks or set a larger max_blocks"
+			if !l.MaxBlocks.Set {
+				upTo, fix = upTo+" (the default)", "lower min_blocks or set a larger max_blocks"
+			}
 		}
 		switch {
 		case n.Value < minBlocks:
